@@ -1,0 +1,18 @@
+import { Controller, Get } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { FleetStatus } from '@app/fleet-domain';
+import { NodesService } from './nodes.service';
+
+/** GET /v1/fleet: the whole-fleet view, and the answer to "is the controller up?". */
+@ApiTags('nodes')
+@Controller('v1/fleet')
+export class FleetController {
+  constructor(private readonly nodes: NodesService) {}
+
+  @Get()
+  @ApiOperation({ operationId: 'getFleet', summary: 'Every live node and when this view was taken' })
+  @ApiOkResponse({ type: FleetStatus })
+  fleetStatus(): Promise<FleetStatus> {
+    return this.nodes.fleetStatus();
+  }
+}

@@ -1,0 +1,26 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { Interval } from '@nestjs/schedule';
+import { STALENESS_SWEEP_INTERVAL_MS } from '@app/fleet-domain';
+import { NodesService } from './nodes.service';
+
+/** Sweeps silent nodes out of the store. Reads filter by age themselves; this frees the memory. */
+@Injectable()
+export class NodeStalenessJob {
+  private readonly logger = new Logger('NodeStaleness');
+  private running = false;
+
+  constructor(private readonly nodes: NodesService) {}
+
+  @Interval('node-staleness', STALENESS_SWEEP_INTERVAL_MS)
+  async sweep(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      await this.nodes.dropStaleNodes();
+    } catch (error) {
+      this.logger.error(`staleness sweep failed: ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      this.running = false;
+    }
+  }
+}

@@ -1,0 +1,50 @@
+import { Body, Controller, Get, HttpCode, NotFoundException, Param, Post } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiPayloadTooLargeResponse,
+  ApiTags,
+} from '@nestjs/swagger';
+import { ErrorBody, NodeHeartbeat, NodeIdParams, NodeRecord } from '@app/fleet-domain';
+import { NodesService } from './nodes.service';
+
+@ApiTags('nodes')
+@Controller('v1/nodes')
+export class NodesController {
+  constructor(private readonly nodes: NodesService) {}
+
+  @Post('heartbeat')
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'postHeartbeat',
+    summary: "Report a node's state; the first heartbeat enrolls it, each one replaces its record",
+  })
+  @ApiOkResponse({ description: 'Accepted (also when ignored as out of order).' })
+  @ApiBadRequestResponse({ type: ErrorBody })
+  @ApiPayloadTooLargeResponse({ type: ErrorBody })
+  async heartbeat(@Body() heartbeat: NodeHeartbeat): Promise<void> {
+    await this.nodes.acceptHeartbeat(heartbeat);
+  }
+
+  @Get()
+  @ApiOperation({ operationId: 'listNodes', summary: 'Every node heard from in the last 30 s' })
+  @ApiOkResponse({ type: [NodeRecord] })
+  listNodes(): Promise<NodeRecord[]> {
+    return this.nodes.listNodes();
+  }
+
+  @Get(':node_id')
+  @ApiOperation({ operationId: 'getNode', summary: 'One node, if heard from in the last 30 s' })
+  @ApiOkResponse({ type: NodeRecord })
+  @ApiBadRequestResponse({ type: ErrorBody })
+  @ApiNotFoundResponse({ type: ErrorBody })
+  async getNode(@Param() { node_id }: NodeIdParams): Promise<NodeRecord> {
+    const node = await this.nodes.findNode(node_id);
+    if (!node) {
+      throw new NotFoundException(`node ${node_id} is not enrolled (or silent for more than 30 s)`);
+    }
+    return node;
+  }
+}

@@ -1,0 +1,88 @@
+import {
+  BadGatewayException,
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  NotFoundException,
+  Param,
+  Post,
+  Query,
+  ServiceUnavailableException,
+  UnprocessableEntityException,
+} from '@nestjs/common';
+import {
+  ApiBadGatewayResponse,
+  ApiBadRequestResponse,
+  ApiCreatedResponse,
+  ApiNoContentResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiServiceUnavailableResponse,
+  ApiTags,
+  ApiUnprocessableEntityResponse,
+} from '@nestjs/swagger';
+import { CreateVmRequest, ErrorBody, TenantQuery, VmIdParams, VmRecord } from '@app/fleet-domain';
+import { AgentCallError } from './vm-host.client';
+import { PlacementRefusedError, VmNotFoundError } from './vms.errors';
+import { VmsService } from './vms.service';
+
+@ApiTags('vms')
+@Controller('v1/vms')
+export class VmsController {
+  constructor(private readonly vms: VmsService) {}
+
+  @Get()
+  @ApiOperation({ operationId: 'listVms', summary: 'VMs on live nodes, optionally of one tenant' })
+  @ApiOkResponse({ type: [VmRecord] })
+  @ApiBadRequestResponse({ type: ErrorBody })
+  listVms(@Query() { tenant_id }: TenantQuery): Promise<VmRecord[]> {
+    return this.vms.listVms(tenant_id);
+  }
+
+  @Post()
+  @ApiOperation({
+    operationId: 'createVm',
+    summary: "Place a VM on a node and have that node's agent start it",
+  })
+  @ApiCreatedResponse({ type: VmRecord })
+  @ApiBadRequestResponse({ type: ErrorBody })
+  @ApiUnprocessableEntityResponse({ type: ErrorBody, description: 'preferred_node unfit' })
+  @ApiBadGatewayResponse({ type: ErrorBody, description: "the node's agent failed" })
+  @ApiServiceUnavailableResponse({ type: ErrorBody, description: 'no node has room' })
+  async createVm(@Body() request: CreateVmRequest): Promise<VmRecord> {
+    try {
+      return await this.vms.createVm(request);
+    } catch (error) {
+      throw toHttpError(error);
+    }
+  }
+
+  @Delete(':vm_id')
+  @HttpCode(204)
+  @ApiOperation({ operationId: 'deleteVm', summary: "Have the owning node's agent destroy a VM" })
+  @ApiNoContentResponse({ description: 'Destroyed.' })
+  @ApiBadRequestResponse({ type: ErrorBody })
+  @ApiNotFoundResponse({ type: ErrorBody })
+  @ApiBadGatewayResponse({ type: ErrorBody, description: 'agent unreachable; record kept' })
+  async deleteVm(@Param() { vm_id }: VmIdParams): Promise<void> {
+    try {
+      await this.vms.deleteVm(vm_id);
+    } catch (error) {
+      throw toHttpError(error);
+    }
+  }
+}
+
+function toHttpError(error: unknown): unknown {
+  if (error instanceof VmNotFoundError) return new NotFoundException(error.message);
+  if (error instanceof AgentCallError) return new BadGatewayException(error.message);
+  if (error instanceof PlacementRefusedError) {
+    return error.reason === 'preferred-node-unfit'
+      ? new UnprocessableEntityException(error.message)
+      : new ServiceUnavailableException(error.message);
+  }
+  return error;
+}

@@ -1,0 +1,102 @@
+import {
+  ArgumentsHost,
+  BadRequestException,
+  Catch,
+  ExceptionFilter,
+  HttpException,
+  HttpStatus,
+  Logger,
+  ValidationError,
+  ValidationPipe,
+} from '@nestjs/common';
+import type { Response } from 'express';
+
+/** Flattens class-validator errors to "vms.0.ram_alloc_mb must be ..." messages. */
+export function describeValidationErrors(errors: ValidationError[], parent = ''): string[] {
+  const messages: string[] = [];
+  for (const error of errors) {
+    const path = parent ? `${parent}.${error.property}` : error.property;
+    for (const constraint of Object.values(error.constraints ?? {})) {
+      messages.push(constraint.startsWith(error.property) ? path + constraint.slice(error.property.length) : `${path}: ${constraint}`);
+    }
+    if (error.children?.length) messages.push(...describeValidationErrors(error.children, path));
+  }
+  return messages;
+}
+
+/**
+ * The one validation setup of both daemons: defaults applied, unknown fields stripped (a newer
+ * agent's extra heartbeat fields must not stop it enrolling), every bad field named in one message.
+ */
+export function createValidationPipe(): ValidationPipe {
+  return new ValidationPipe({
+    transform: true,
+    whitelist: true,
+    forbidNonWhitelisted: false,
+    stopAtFirstError: true,
+    exceptionFactory: (errors) => new BadRequestException(describeValidationErrors(errors).join('; ')),
+  });
+}
+
+interface BodyParserError {
+  type: string;
+  status?: number;
+  message: string;
+}
+
+function isBodyParserError(error: unknown): error is BodyParserError {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    typeof (error as { type?: unknown }).type === 'string' &&
+    typeof (error as { message?: unknown }).message === 'string'
+  );
+}
+
+/**
+ * Every error leaves as JSON `{statusCode, error, message}`: Nest's HTTP exceptions as they are,
+ * body-parser's (malformed JSON, too large) with their status, anything else as a logged 500.
+ */
+@Catch()
+export class JsonErrorFilter implements ExceptionFilter {
+  private readonly logger = new Logger('HttpErrors');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const response = host.switchToHttp().getResponse<Response>();
+    const { status, message } = this.describe(exception);
+    response.status(status).json({
+      statusCode: status,
+      error: HttpStatus[status]
+        ?.toLowerCase()
+        .split('_')
+        .map((word) => word[0].toUpperCase() + word.slice(1))
+        .join(' '),
+      message,
+    });
+  }
+
+  private describe(exception: unknown): { status: number; message: string } {
+    if (exception instanceof HttpException) {
+      const body = exception.getResponse();
+      const message =
+        typeof body === 'string'
+          ? body
+          : (body as { message?: unknown }).message ?? exception.message;
+      return {
+        status: exception.getStatus(),
+        message: Array.isArray(message) ? message.join('; ') : String(message),
+      };
+    }
+    if (isBodyParserError(exception)) {
+      if (exception.type === 'entity.too.large') {
+        return { status: 413, message: 'request body is larger than 1 MiB' };
+      }
+      if (exception.type === 'entity.parse.failed') {
+        return { status: 400, message: `request body is not valid JSON: ${exception.message}` };
+      }
+      return { status: exception.status ?? 400, message: exception.message };
+    }
+    this.logger.error(exception instanceof Error ? exception.stack ?? exception.message : String(exception));
+    return { status: 500, message: 'internal error' };
+  }
+}
