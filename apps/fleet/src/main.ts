@@ -14,6 +14,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error(`service-vm-fleet failed to start: ${error instanceof Error ? error.message : String(error)}`);
+  console.error(
+    `service-vm-fleet failed to start: ${error instanceof Error ? error.message : String(error)}`,
+  );
   process.exit(1);
 });

@@ -1,7 +1,12 @@
 import { ConsoleLogger } from '@nestjs/common';
 
 /** Nest's own start-up chatter: one line per module and route, which operators do not need. */
-const BOOT_CONTEXTS = new Set(['InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestFactory']);
+const BOOT_CONTEXTS = new Set([
+  'InstanceLoader',
+  'RoutesResolver',
+  'RouterExplorer',
+  'NestFactory',
+]);
 
 /** Nest's console logger without the boot chatter, so a daemon starts with one line of its own. */
 export class DaemonLogger extends ConsoleLogger {

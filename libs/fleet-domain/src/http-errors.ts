@@ -17,7 +17,11 @@ export function describeValidationErrors(errors: ValidationError[], parent = '')
   for (const error of errors) {
     const path = parent ? `${parent}.${error.property}` : error.property;
     for (const constraint of Object.values(error.constraints ?? {})) {
-      messages.push(constraint.startsWith(error.property) ? path + constraint.slice(error.property.length) : `${path}: ${constraint}`);
+      messages.push(
+        constraint.startsWith(error.property)
+          ? path + constraint.slice(error.property.length)
+          : `${path}: ${constraint}`,
+      );
     }
     if (error.children?.length) messages.push(...describeValidationErrors(error.children, path));
   }
@@ -34,7 +38,8 @@ export function createValidationPipe(): ValidationPipe {
     whitelist: true,
     forbidNonWhitelisted: false,
     stopAtFirstError: true,
-    exceptionFactory: (errors) => new BadRequestException(describeValidationErrors(errors).join('; ')),
+    exceptionFactory: (errors) =>
+      new BadRequestException(describeValidationErrors(errors).join('; ')),
   });
 }
 
@@ -78,13 +83,15 @@ export class JsonErrorFilter implements ExceptionFilter {
   private describe(exception: unknown): { status: number; message: string } {
     if (exception instanceof HttpException) {
       const body = exception.getResponse();
-      const message =
-        typeof body === 'string'
-          ? body
-          : (body as { message?: unknown }).message ?? exception.message;
+      const message: unknown =
+        typeof body === 'string' ? body : (body as { message?: unknown }).message;
       return {
         status: exception.getStatus(),
-        message: Array.isArray(message) ? message.join('; ') : String(message),
+        message: Array.isArray(message)
+          ? message.join('; ')
+          : typeof message === 'string'
+            ? message
+            : exception.message,
       };
     }
     if (isBodyParserError(exception)) {
@@ -96,7 +103,9 @@ export class JsonErrorFilter implements ExceptionFilter {
       }
       return { status: exception.status ?? 400, message: exception.message };
     }
-    this.logger.error(exception instanceof Error ? exception.stack ?? exception.message : String(exception));
+    this.logger.error(
+      exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),
+    );
     return { status: 500, message: 'internal error' };
   }
 }

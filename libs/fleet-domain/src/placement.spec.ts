@@ -94,7 +94,10 @@ describe('placeVm', () => {
     });
 
     it('a non-KVM non-reserved node beats a reserved KVM node even with prefer_kvm', () => {
-      const nodes = [node('kvm-reserved', 8192, { kvm_available: true, reserved: true }), node('tcg', 2048)];
+      const nodes = [
+        node('kvm-reserved', 8192, { kvm_available: true, reserved: true }),
+        node('tcg', 2048),
+      ];
       expect(placeVm({ ram_mb: 1024, prefer_kvm: true }, nodes)).toMatchObject({ node_id: 'tcg' });
     });
   });
@@ -138,9 +141,9 @@ describe('placeVm', () => {
     });
 
     it('null means no preference', () => {
-      expect(placeVm({ ...plain, ram_mb: 64, preferred_node: null }, [node('a', 2048)])).toMatchObject(
-        { node_id: 'a' },
-      );
+      expect(
+        placeVm({ ...plain, ram_mb: 64, preferred_node: null }, [node('a', 2048)]),
+      ).toMatchObject({ node_id: 'a' });
     });
   });
 });

@@ -43,7 +43,8 @@ export function IsRfc3339(options?: ValidationOptions): PropertyDecorator {
       validator: {
         validate: (value: unknown) => isRfc3339(value),
         defaultMessage: buildMessage(
-          (each) => `${each}$property must be an RFC 3339 date-time such as 2026-08-06T12:00:00.123456789Z`,
+          (each) =>
+            `${each}$property must be an RFC 3339 date-time such as 2026-08-06T12:00:00.123456789Z`,
           options,
         ),
       },

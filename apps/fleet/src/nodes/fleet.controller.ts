@@ -10,7 +10,10 @@ export class FleetController {
   constructor(private readonly nodes: NodesService) {}
 
   @Get()
-  @ApiOperation({ operationId: 'getFleet', summary: 'Every live node and when this view was taken' })
+  @ApiOperation({
+    operationId: 'getFleet',
+    summary: 'Every live node and when this view was taken',
+  })
   @ApiOkResponse({ type: FleetStatus })
   fleetStatus(): Promise<FleetStatus> {
     return this.nodes.fleetStatus();

@@ -18,7 +18,9 @@ export class NodeStalenessJob {
     try {
       await this.nodes.dropStaleNodes();
     } catch (error) {
-      this.logger.error(`staleness sweep failed: ${error instanceof Error ? error.message : String(error)}`);
+      this.logger.error(
+        `staleness sweep failed: ${error instanceof Error ? error.message : String(error)}`,
+      );
     } finally {
       this.running = false;
     }

@@ -7,7 +7,10 @@ import { HeartbeatVerdict, NodeHeartbeat, NodeState, VmRecord } from '@app/fleet
  */
 export abstract class NodesRepository {
   /** Judges the heartbeat against the stored record and replaces it, unless out of order. */
-  abstract applyHeartbeat(heartbeat: NodeHeartbeat, receivedAtMs: number): Promise<HeartbeatVerdict>;
+  abstract applyHeartbeat(
+    heartbeat: NodeHeartbeat,
+    receivedAtMs: number,
+  ): Promise<HeartbeatVerdict>;
 
   abstract listLive(notBeforeMs: number): Promise<NodeState[]>;
 

@@ -25,7 +25,9 @@ export class NodesService {
     const id = heartbeat.node_id;
     switch (verdict.kind) {
       case 'joined':
-        this.logger.log(`node ${id} joined from ${heartbeat.wg_ip} (host ${heartbeat.hostname}, boot ${heartbeat.boot_id})`);
+        this.logger.log(
+          `node ${id} joined from ${heartbeat.wg_ip} (host ${heartbeat.hostname}, boot ${heartbeat.boot_id})`,
+        );
         break;
       case 'taken-over': {
         const was = verdict.previous;

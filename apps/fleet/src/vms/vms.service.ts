@@ -67,7 +67,9 @@ export class VmsService {
     );
   }
 
-  private async placeAndHold(request: CreateVmRequest): Promise<{ node: NodeState; holdId: string }> {
+  private async placeAndHold(
+    request: CreateVmRequest,
+  ): Promise<{ node: NodeState; holdId: string }> {
     for (let attempt = 1; ; attempt++) {
       const notBefore = liveSince(this.clock.now());
       const live = await this.nodes.listLive(notBefore);

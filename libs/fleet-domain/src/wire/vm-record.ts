@@ -40,7 +40,10 @@ export class HostPort {
 }
 
 export class VmRecord {
-  @ApiProperty({ example: 'vm-20260806-120000-a1b2c3', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$' })
+  @ApiProperty({
+    example: 'vm-20260806-120000-a1b2c3',
+    pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$',
+  })
   @IsFleetId()
   vm_id!: string;
 

@@ -1,0 +1,80 @@
+import { Logger } from '@nestjs/common';
+import { Clock, NodeHeartbeat } from '@app/fleet-domain';
+import { InMemoryNodesRepository } from './in-memory-nodes.repository';
+import { NodesService } from './nodes.service';
+
+class ManualClock extends Clock {
+  current = 1_000_000;
+  now(): number {
+    return this.current;
+  }
+}
+
+function heartbeat(node_id: string, extra: Partial<NodeHeartbeat> = {}): NodeHeartbeat {
+  return {
+    node_id,
+    wg_ip: '10.8.0.1',
+    hostname: node_id,
+    ram_total_mb: 4096,
+    ram_used_mb: 1024,
+    cpu_cores: 2,
+    cpu_load_pct: 1,
+    kvm_available: false,
+    reserved: false,
+    vms: [],
+    boot_id: 'boot-1',
+    timestamp_utc: '2026-08-06T12:00:00Z',
+    ...extra,
+  };
+}
+
+describe('NodesService', () => {
+  let clock: ManualClock;
+  let repository: InMemoryNodesRepository;
+  let service: NodesService;
+  let logs: string[];
+
+  beforeEach(() => {
+    clock = new ManualClock();
+    repository = new InMemoryNodesRepository();
+    service = new NodesService(repository, clock);
+    logs = [];
+    jest.spyOn(Logger.prototype, 'log').mockImplementation((message: unknown) => {
+      logs.push(String(message));
+    });
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => {
+      logs.push(String(message));
+    });
+  });
+
+  afterEach(() => jest.restoreAllMocks());
+
+  it('sweeps a node out of the store after 30 s of silence, logging how long it was silent', async () => {
+    await service.acceptHeartbeat(heartbeat('n1'));
+    await service.acceptHeartbeat(heartbeat('n2'));
+    clock.current += 20_000;
+    await service.acceptHeartbeat(heartbeat('n2', { timestamp_utc: '2026-08-06T12:00:20Z' }));
+
+    clock.current += 10_000;
+    await service.dropStaleNodes();
+    expect((await repository.dropStale(0)).length).toBe(0);
+    expect((await repository.listLive(0)).map((n) => n.node_id).sort()).toEqual(['n1', 'n2']);
+
+    clock.current += 1_500;
+    await service.dropStaleNodes();
+    expect((await repository.listLive(0)).map((n) => n.node_id)).toEqual(['n2']);
+    expect(logs).toContain('node n1 dropped after 31.5 s without a heartbeat');
+  });
+
+  it('logs joining, take-over and ignored heartbeats once each, and nothing for a routine beat', async () => {
+    await service.acceptHeartbeat(heartbeat('n1'));
+    await service.acceptHeartbeat(heartbeat('n1', { timestamp_utc: '2026-08-06T12:00:10Z' }));
+    await service.acceptHeartbeat(heartbeat('n1', { timestamp_utc: '2026-08-06T12:00:05Z' }));
+    await service.acceptHeartbeat(heartbeat('n1', { boot_id: 'boot-2', wg_ip: '10.8.0.9' }));
+    expect(logs).toEqual([
+      'node n1 joined from 10.8.0.1 (host n1, boot boot-1)',
+      'node n1: ignored heartbeat stamped 2026-08-06T12:00:05Z, older than the stored 2026-08-06T12:00:10Z of boot boot-1',
+      'node n1 taken over: now 10.8.0.9 (host n1, boot boot-2), was 10.8.0.1 (host n1, boot boot-1)',
+    ]);
+  });
+});

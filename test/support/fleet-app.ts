@@ -1,0 +1,39 @@
+import { Test } from '@nestjs/testing';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { AddressInfo } from 'node:net';
+import { Clock } from '@app/fleet-domain';
+import { FLEET_APP_OPTIONS, configureFleetApp } from '../../apps/fleet/src/bootstrap';
+import { FleetAppModule } from '../../apps/fleet/src/fleet-app.module';
+import { VmHostClientSettings } from '../../apps/fleet/src/vms/vm-host.client';
+import { FakeClock } from './fake-clock';
+
+export interface RunningFleet {
+  app: NestExpressApplication;
+  url: string;
+  clock: FakeClock;
+  close(): Promise<void>;
+}
+
+/**
+ * The real fleet app, set up by the same bootstrap as production, listening on a free
+ * loopback port. Only the clock and the agent timeout are replaced.
+ */
+export async function startFleet(options: { agentTimeoutMs?: number } = {}): Promise<RunningFleet> {
+  const clock = new FakeClock();
+  const settings = new VmHostClientSettings();
+  if (options.agentTimeoutMs !== undefined) settings.timeoutMs = options.agentTimeoutMs;
+  const moduleRef = await Test.createTestingModule({ imports: [FleetAppModule] })
+    .overrideProvider(Clock)
+    .useValue(clock)
+    .overrideProvider(VmHostClientSettings)
+    .useValue(settings)
+    .compile();
+  const app = moduleRef.createNestApplication<NestExpressApplication>({
+    ...FLEET_APP_OPTIONS,
+    logger: false,
+  });
+  configureFleetApp(app);
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  return { app, url: `http://127.0.0.1:${port}`, clock, close: () => app.close() };
+}

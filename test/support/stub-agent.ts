@@ -1,0 +1,64 @@
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface StubAgentCall {
+  method: string;
+  url: string;
+  body: unknown;
+}
+
+type Responder = (call: StubAgentCall, res: ServerResponse) => void | Promise<void>;
+
+/**
+ * A small real HTTP server standing in for a node agent's local API. Each test decides
+ * how it answers; every call it received is kept in `calls`.
+ */
+export class StubAgent {
+  readonly calls: StubAgentCall[] = [];
+  private server?: Server;
+  private readonly open = new Set<ServerResponse>();
+
+  constructor(private respond: Responder) {}
+
+  get port(): number {
+    return (this.server!.address() as AddressInfo).port;
+  }
+
+  answerWith(respond: Responder): void {
+    this.respond = respond;
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    for (const res of this.open) res.destroy();
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) =>
+      this.server ? this.server.close(() => resolve()) : resolve(),
+    );
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.open.add(res);
+    res.on('close', () => this.open.delete(res));
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const call = {
+      method: req.method ?? '',
+      url: req.url ?? '',
+      body: text ? JSON.parse(text) : undefined,
+    };
+    this.calls.push(call);
+    await this.respond(call, res);
+  }
+}
+
+export function json(res: ServerResponse, status: number, body?: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(body === undefined ? undefined : JSON.stringify(body));
+}
