@@ -8,6 +8,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import openapiTS, { astToString } from 'openapi-typescript';
+import { format } from 'prettier';
 import { FLEET_APP_OPTIONS, buildFleetOpenApiDocument } from '../apps/fleet/src/bootstrap';
 import { FleetAppModule } from '../apps/fleet/src/fleet-app.module';
 
@@ -37,10 +39,25 @@ export async function renderFleetDocument(): Promise<string> {
   }
 }
 
+/** TypeScript types of a document's paths, for an openapi-fetch client on the other side. */
+async function renderClientTypes(document: string, source: string): Promise<string> {
+  const ast = await openapiTS(JSON.parse(document) as Parameters<typeof openapiTS>[0]);
+  const banner = `// Generated from ${source} by \`npm run openapi\`. Do not edit.\n`;
+  const prettierOptions = (
+    JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { prettier: object }
+  ).prettier;
+  return format(banner + astToString(ast), { ...prettierOptions, parser: 'typescript' });
+}
+
 async function main(): Promise<void> {
   const check = process.argv.includes('--check');
+  const fleetDocument = await renderFleetDocument();
   const outputs: Array<{ path: string; content: string }> = [
-    { path: 'openapi/fleet.openapi.json', content: await renderFleetDocument() },
+    { path: 'openapi/fleet.openapi.json', content: fleetDocument },
+    {
+      path: 'apps/vm-host/src/heartbeat/fleet-api.generated.ts',
+      content: await renderClientTypes(fleetDocument, 'openapi/fleet.openapi.json'),
+    },
   ];
   const drifted: string[] = [];
   for (const { path, content } of outputs) {

@@ -1,4 +1,27 @@
 #!/usr/bin/env node
-// The node agent arrives with its own issue.
-console.error('service-vm-host: not built yet');
-process.exit(1);
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { exitCleanlyOnSignals } from '@app/fleet-domain';
+import { createVmHostApp, startVmHost } from './bootstrap';
+import { VmHostConfigError, loadVmHostConfig, refuseArguments } from './config/vm-host.config';
+
+async function main(): Promise<void> {
+  refuseArguments(process.argv.slice(2));
+  const config = loadVmHostConfig(process.env);
+  const app = await createVmHostApp(config);
+  exitCleanlyOnSignals(app, 'VmHost');
+  await startVmHost(app, config);
+  new Logger('VmHost').log(
+    `service-vm-host node ${config.nodeId} listening on ${config.wgIp}:${config.spawnPort}, controller ${config.fleetEndpoint}, every ${config.heartbeatIntervalS} s${config.reserved ? ', reserved' : ''}`,
+  );
+}
+
+main().catch((error: unknown) => {
+  const message = error instanceof Error ? error.message : String(error);
+  console.error(
+    error instanceof VmHostConfigError
+      ? `service-vm-host: configuration error: ${message}`
+      : `service-vm-host failed to start: ${message}`,
+  );
+  process.exit(error instanceof VmHostConfigError ? 2 : 1);
+});

@@ -1,0 +1,71 @@
+import { NestFactory } from '@nestjs/core';
+import type { NestApplicationOptions } from '@nestjs/common';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { DaemonLogger, MAX_BODY_BYTES } from '@app/fleet-domain';
+import { VmHostConfig, VmHostConfigError } from './config/vm-host.config';
+import { HeartbeatScheduler } from './heartbeat/heartbeat.scheduler';
+import { VmHostAppModule } from './vm-host-app.module';
+
+/** Options every agent app is created with: main, the tests and the OpenAPI generator. */
+export const VM_HOST_APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
+
+export function buildVmHostOpenApiDocument(app: NestExpressApplication): OpenAPIObject {
+  const config = new DocumentBuilder()
+    .setTitle('service-vm-host')
+    .setDescription(
+      "PPN node agent's local API, on VM_WG_IP:VM_SPAWN_PORT (default 9204): the fleet controller asks it to start and destroy VMs.",
+    )
+    .setVersion('1')
+    .build();
+  return SwaggerModule.createDocument(app, config);
+}
+
+export function configureVmHostApp(app: NestExpressApplication): NestExpressApplication {
+  app.useBodyParser('json', { limit: MAX_BODY_BYTES });
+  SwaggerModule.setup('docs', app, () => buildVmHostOpenApiDocument(app));
+  return app;
+}
+
+export async function createVmHostApp(
+  config: VmHostConfig,
+  options: NestApplicationOptions = {},
+): Promise<NestExpressApplication> {
+  const app = await NestFactory.create<NestExpressApplication>(VmHostAppModule.forConfig(config), {
+    ...VM_HOST_APP_OPTIONS,
+    logger: new DaemonLogger(),
+    ...options,
+  });
+  return configureVmHostApp(app);
+}
+
+/**
+ * Listens on VM_WG_IP:VM_SPAWN_PORT only (this API starts VMs: it must not face every
+ * network), then starts heartbeating, so the controller never hears of an agent it cannot reach.
+ */
+export async function startVmHost(
+  app: NestExpressApplication,
+  config: VmHostConfig,
+): Promise<void> {
+  try {
+    await app.listen(config.spawnPort, config.wgIp);
+  } catch (error) {
+    await app.close();
+    const code = (error as { code?: unknown }).code;
+    if (code === 'EADDRNOTAVAIL') {
+      throw new VmHostConfigError(`VM_WG_IP ${config.wgIp} is not an address of this host`);
+    }
+    if (code === 'EADDRINUSE') {
+      throw new VmHostConfigError(
+        `VM_SPAWN_PORT ${config.spawnPort} is already in use on ${config.wgIp}`,
+      );
+    }
+    if (code === 'EACCES') {
+      throw new VmHostConfigError(
+        `VM_SPAWN_PORT ${config.spawnPort} may not be bound by this user on ${config.wgIp}`,
+      );
+    }
+    throw error;
+  }
+  app.get(HeartbeatScheduler).start();
+}

@@ -1,0 +1,134 @@
+import { plainToInstance } from 'class-transformer';
+import {
+  IsIP,
+  IsOptional,
+  Matches,
+  ValidateBy,
+  ValidationOptions,
+  validateSync,
+} from 'class-validator';
+import {
+  DEFAULT_DISK_DIR,
+  DEFAULT_HEARTBEAT_INTERVAL_S,
+  DEFAULT_RESERVED,
+  DEFAULT_SPAWN_PORT,
+  ID_PATTERN,
+  ID_RULE,
+} from '@app/fleet-domain';
+
+const REQUIRED = ['VM_FLEET_ENDPOINT', 'VM_NODE_ID', 'VM_WG_IP'] as const;
+
+const PORT = /^(?:[1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5])$/;
+
+function isHttpUrl(value: unknown): boolean {
+  if (typeof value !== 'string' || !URL.canParse(value)) return false;
+  const url = new URL(value);
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+}
+
+function IsHttpUrl(options: ValidationOptions): PropertyDecorator {
+  return ValidateBy({ name: 'isHttpUrl', validator: { validate: isHttpUrl } }, options);
+}
+
+/** The agent's environment as given: strings, checked here once at start-up. */
+class VmHostEnvironment {
+  @IsHttpUrl({
+    message: 'VM_FLEET_ENDPOINT must be an http(s) URL such as http://<fleet-controller-host>:9203',
+  })
+  VM_FLEET_ENDPOINT!: string;
+
+  @Matches(ID_PATTERN, { message: `VM_NODE_ID must be ${ID_RULE}` })
+  VM_NODE_ID!: string;
+
+  @IsIP(undefined, { message: 'VM_WG_IP must be an IPv4 or IPv6 address' })
+  VM_WG_IP!: string;
+
+  @IsOptional()
+  @Matches(/^[1-9]\d{0,5}$/, {
+    message: 'VM_HEARTBEAT_INTERVAL_S must be a positive whole number of seconds',
+  })
+  VM_HEARTBEAT_INTERVAL_S?: string;
+
+  @IsOptional()
+  @Matches(PORT, { message: 'VM_SPAWN_PORT must be a port number from 1 to 65535' })
+  VM_SPAWN_PORT?: string;
+
+  @IsOptional()
+  @Matches(/^(true|false|1|0)$/i, { message: 'VM_RESERVED must be true, false, 1 or 0' })
+  VM_RESERVED?: string;
+
+  @IsOptional()
+  @Matches(/^\//, { message: 'VM_DISK_DIR must be an absolute path' })
+  VM_DISK_DIR?: string;
+
+  @IsOptional()
+  @Matches(/^\//, { message: 'VM_BASE_IMAGE must be an absolute path to a qcow2 image' })
+  VM_BASE_IMAGE?: string;
+
+  @IsOptional()
+  @Matches(/^(ssh|ecdsa-sha2)-[A-Za-z0-9-]+ [A-Za-z0-9+/=]+( [^\n]*)?$/, {
+    message: 'VM_SSH_PUBKEY must be one OpenSSH public key line (ssh-ed25519 AAAA... comment)',
+  })
+  VM_SSH_PUBKEY?: string;
+}
+
+/** The agent's configuration, typed and with the documented defaults applied. */
+export class VmHostConfig {
+  fleetEndpoint!: string;
+  nodeId!: string;
+  wgIp!: string;
+  heartbeatIntervalS!: number;
+  spawnPort!: number;
+  reserved!: boolean;
+  diskDir!: string;
+  baseImage?: string;
+  sshPubkey?: string;
+}
+
+/** Raised at start-up, before any heartbeat or socket, naming every variable at fault. */
+export class VmHostConfigError extends Error {}
+
+/**
+ * Reads the configuration from the environment alone. An empty variable counts as unset.
+ * Values are never echoed: the endpoint URL may carry credentials.
+ */
+export function loadVmHostConfig(env: NodeJS.ProcessEnv): VmHostConfig {
+  const given: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (name.startsWith('VM_') && value !== undefined && value.trim() !== '') {
+      given[name] = value.trim();
+    }
+  }
+  const missing = REQUIRED.filter((name) => given[name] === undefined);
+  const invalid = validateSync(plainToInstance(VmHostEnvironment, given))
+    .filter((error) => !missing.includes(error.property as (typeof REQUIRED)[number]))
+    .flatMap((error) => Object.values(error.constraints ?? {}));
+  const problems: string[] = [];
+  if (missing.length > 0) {
+    problems.push(`missing required environment variable(s): ${missing.join(', ')}`);
+  }
+  problems.push(...invalid);
+  if (problems.length > 0) throw new VmHostConfigError(problems.join('; '));
+
+  const config = new VmHostConfig();
+  config.fleetEndpoint = given.VM_FLEET_ENDPOINT.replace(/\/+$/, '');
+  config.nodeId = given.VM_NODE_ID;
+  config.wgIp = given.VM_WG_IP;
+  config.heartbeatIntervalS = Number(given.VM_HEARTBEAT_INTERVAL_S ?? DEFAULT_HEARTBEAT_INTERVAL_S);
+  config.spawnPort = Number(given.VM_SPAWN_PORT ?? DEFAULT_SPAWN_PORT);
+  config.reserved =
+    given.VM_RESERVED === undefined ? DEFAULT_RESERVED : /^(true|1)$/i.test(given.VM_RESERVED);
+  config.diskDir = given.VM_DISK_DIR ?? DEFAULT_DISK_DIR;
+  config.baseImage = given.VM_BASE_IMAGE;
+  config.sshPubkey = given.VM_SSH_PUBKEY;
+  return config;
+}
+
+/** The agent takes no flags: every argument is refused, pointing at the environment. */
+export function refuseArguments(args: readonly string[]): void {
+  if (args.length > 0) {
+    throw new VmHostConfigError(
+      `service-vm-host takes no arguments (got ${args.length}); configure it with environment variables: ${REQUIRED.join(', ')}, and optionally VM_HEARTBEAT_INTERVAL_S, VM_SPAWN_PORT, VM_RESERVED, VM_DISK_DIR, VM_BASE_IMAGE, VM_SSH_PUBKEY`,
+    );
+  }
+}

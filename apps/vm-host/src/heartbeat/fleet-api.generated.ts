@@ -1,0 +1,486 @@
+// Generated from openapi/fleet.openapi.json by `npm run openapi`. Do not edit.
+export interface paths {
+  '/v1/fleet': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Every live node and when this view was taken */
+    get: operations['getFleet'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/nodes': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Every node heard from in the last 30 s */
+    get: operations['listNodes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/nodes/heartbeat': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Report a node's state; the first heartbeat enrolls it, each one replaces its record */
+    post: operations['postHeartbeat'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/nodes/{node_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One node, if heard from in the last 30 s */
+    get: operations['getNode'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/vms': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** VMs on live nodes, optionally of one tenant */
+    get: operations['listVms'];
+    put?: never;
+    /** Place a VM on a node and have that node's agent start it */
+    post: operations['createVm'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/vms/{vm_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /** Have the owning node's agent destroy a VM */
+    delete: operations['deleteVm'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+  schemas: {
+    CreateVmRequest: {
+      /** @default false */
+      prefer_kvm: boolean;
+      /** @example null */
+      preferred_node?: string | null;
+      /** @example 2048 */
+      ram_mb: number;
+      /** @example acme */
+      tenant_id?: string | null;
+      /** @example 2 */
+      vcpu_count: number;
+      /** @example web */
+      vm_type: string;
+    };
+    ErrorBody: {
+      /** @example Not Found */
+      error: string;
+      /** @example node compute-west-09 is not enrolled (or silent for more than 30 s) */
+      message: string;
+      /** @example 404 */
+      statusCode: number;
+    };
+    FleetStatus: {
+      /**
+       * Format: date-time
+       * @example 2026-08-06T12:00:05.000Z
+       */
+      last_updated: string;
+      nodes: components['schemas']['NodeRecord'][];
+    };
+    HostPort: {
+      /** @example 22 */
+      guest_port: number;
+      /** @example 22022 */
+      host_port: number;
+      /**
+       * @example tcp
+       * @enum {string}
+       */
+      protocol: 'tcp' | 'udp';
+    };
+    NodeHeartbeat: {
+      /** @example 4f0b6a8e-3c1d-4c53-9a53-2f5d2f0e9d10 */
+      boot_id: string;
+      /** @example 8 */
+      cpu_cores: number;
+      /** @example 12.5 */
+      cpu_load_pct: number;
+      /** @example compute-west-01 */
+      hostname: string;
+      /** @example true */
+      kvm_available: boolean;
+      /** @example compute-west-01 */
+      node_id: string;
+      /** @example 32768 */
+      ram_total_mb: number;
+      /** @example 8192 */
+      ram_used_mb: number;
+      /**
+       * @description Last-resort-only for placement.
+       * @default false
+       */
+      reserved: boolean;
+      /** @description Port of the agent's local API; absent means 9204. */
+      spawn_port?: number;
+      /**
+       * Format: date-time
+       * @example 2026-08-06T12:00:00.123456789Z
+       */
+      timestamp_utc: string;
+      vms: components['schemas']['VmRecord'][];
+      /**
+       * @description The node's WireGuard IP address.
+       * @example 10.8.0.21
+       */
+      wg_ip: string;
+    };
+    NodeRecord: {
+      /** @example compute-west-01 */
+      hostname: string;
+      /** @example true */
+      kvm_available: boolean;
+      /**
+       * Format: date-time
+       * @example 2026-08-06T12:00:00.123Z
+       */
+      last_heartbeat: string;
+      /** @example compute-west-01 */
+      node_id: string;
+      /** @example 24576 */
+      ram_available_mb: number;
+      /** @example false */
+      reserved: boolean;
+      /** @example 2 */
+      vm_count: number;
+      /** @example 10.8.0.21 */
+      wg_ip: string;
+    };
+    VmRecord: {
+      /** @default [] */
+      host_ports: components['schemas']['HostPort'][];
+      /** @example 2048 */
+      ram_alloc_mb: number;
+      /**
+       * Format: date-time
+       * @example 2026-08-06T12:00:00.123456789Z
+       */
+      started_at: string | null;
+      /** @example Running */
+      state: components['schemas']['VmState'];
+      /** @example acme */
+      tenant_id?: string | null;
+      /** @example 2 */
+      vcpu_count: number;
+      /** @example vm-20260806-120000-a1b2c3 */
+      vm_id: string;
+      /** @example web */
+      vm_type: string;
+    };
+    /** @enum {string} */
+    VmState: 'Running' | 'Stopped' | 'Provisioning' | 'Error';
+  };
+  responses: never;
+  parameters: never;
+  requestBodies: never;
+  headers: never;
+  pathItems: never;
+}
+export type $defs = Record<string, never>;
+export interface operations {
+  getFleet: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['FleetStatus'];
+        };
+      };
+    };
+  };
+  listNodes: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NodeRecord'][];
+        };
+      };
+    };
+  };
+  postHeartbeat: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['NodeHeartbeat'];
+      };
+    };
+    responses: {
+      /** @description Accepted (also when ignored as out of order). */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getNode: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        node_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NodeRecord'];
+        };
+      };
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  listVms: {
+    parameters: {
+      query?: {
+        /** @description Only VMs of this tenant. */
+        tenant_id?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmRecord'][];
+        };
+      };
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  createVm: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CreateVmRequest'];
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmRecord'];
+        };
+      };
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description preferred_node unfit */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description the node's agent failed */
+      502: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description no node has room */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  deleteVm: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Destroyed. */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description agent unreachable; record kept */
+      502: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+}

@@ -1,0 +1,27 @@
+import createClient, { Client } from 'openapi-fetch';
+import type { components, paths } from './fleet-api.generated';
+
+export type HeartbeatBody = components['schemas']['NodeHeartbeat'];
+
+/**
+ * The controller's API as the agent sees it, typed from the committed OpenAPI document, so
+ * the agent cannot drift from what the controller accepts.
+ */
+export class FleetClient {
+  private readonly client: Client<paths>;
+
+  constructor(baseUrl: string) {
+    this.client = createClient<paths>({ baseUrl });
+  }
+
+  /** Throws with the reason when the controller cannot be reached or does not answer 200. */
+  async sendHeartbeat(body: HeartbeatBody, signal: AbortSignal): Promise<void> {
+    const { response, error } = await this.client.POST('/v1/nodes/heartbeat', { body, signal });
+    if (!response.ok) {
+      const detail = (error as { message?: unknown } | undefined)?.message;
+      throw new Error(
+        `controller answered ${response.status}${typeof detail === 'string' ? `: ${detail}` : ''}`,
+      );
+    }
+  }
+}

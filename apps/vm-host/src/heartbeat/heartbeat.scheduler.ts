@@ -1,0 +1,131 @@
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import type { Subscription } from 'rxjs';
+import { VmHostConfig } from '../config/vm-host.config';
+import { HeartbeatService } from './heartbeat.service';
+import { NodeVmsSource } from './node-vms.source';
+
+const TIMER = 'heartbeat';
+/** A heartbeat that takes longer than this is abandoned; always below the interval. */
+const MAX_REQUEST_TIMEOUT_MS = 5_000;
+
+/**
+ * Sends the first heartbeat at once, then one per interval with +-10% jitter so a fleet
+ * restarted together does not beat in lockstep. Never two in flight; a failed beat is one
+ * warning and the next one goes out on time.
+ */
+@Injectable()
+export class HeartbeatScheduler implements OnApplicationShutdown {
+  private readonly logger = new Logger('Heartbeat');
+  private readonly intervalMs: number;
+  private readonly timeoutMs: number;
+  private inFlight = false;
+  private beatAgain = false;
+  private stopped = true;
+  private failures = 0;
+  private delivered = false;
+  private readonly shutdown = new AbortController();
+  private vmChanges?: Subscription;
+
+  constructor(
+    private readonly config: VmHostConfig,
+    private readonly heartbeat: HeartbeatService,
+    private readonly registry: SchedulerRegistry,
+    private readonly vms: NodeVmsSource,
+  ) {
+    this.intervalMs = config.heartbeatIntervalS * 1000;
+    this.timeoutMs = Math.min(MAX_REQUEST_TIMEOUT_MS, Math.floor(this.intervalMs * 0.8));
+  }
+
+  /** Starts beating; called once the agent's own API is listening. */
+  start(): void {
+    this.stopped = false;
+    this.vmChanges = this.vms.changes.subscribe(() => this.beatNow());
+    void this.beat();
+  }
+
+  /** Beats now (after a VM was created or deleted), so placement sees fresh RAM. */
+  beatNow(): void {
+    if (this.stopped) return;
+    if (this.inFlight) {
+      this.beatAgain = true;
+      return;
+    }
+    void this.beat();
+  }
+
+  onApplicationShutdown(): void {
+    this.stopped = true;
+    this.vmChanges?.unsubscribe();
+    this.clearTimer();
+    this.shutdown.abort(new Error('agent shutting down'));
+  }
+
+  /** The next delay: the interval +-10%. */
+  nextDelayMs(random = Math.random()): number {
+    return Math.round(this.intervalMs * (0.9 + 0.2 * random));
+  }
+
+  private async beat(): Promise<void> {
+    if (this.stopped || this.inFlight) return;
+    this.inFlight = true;
+    this.beatAgain = false;
+    this.clearTimer();
+    try {
+      const signal = AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.shutdown.signal]);
+      await this.heartbeat.send(signal);
+      this.onDelivered();
+    } catch (error) {
+      if (!this.stopped) this.onFailed(error);
+    } finally {
+      this.inFlight = false;
+      if (!this.stopped) this.schedule(this.beatAgain ? 0 : this.nextDelayMs());
+    }
+  }
+
+  private onDelivered(): void {
+    if (!this.delivered) {
+      this.delivered = true;
+      this.logger.log(
+        `node ${this.config.nodeId} enrolled: heartbeating to ${this.config.fleetEndpoint} every ${this.config.heartbeatIntervalS} s`,
+      );
+    } else if (this.failures > 0) {
+      this.logger.log(
+        `node ${this.config.nodeId}: heartbeat delivered again after ${this.failures} failed attempt(s)`,
+      );
+    }
+    this.failures = 0;
+  }
+
+  private onFailed(error: unknown): void {
+    this.failures += 1;
+    this.logger.warn(
+      `node ${this.config.nodeId}: heartbeat to ${this.config.fleetEndpoint} failed (${describe(error, this.timeoutMs)}); retrying in about ${this.config.heartbeatIntervalS} s`,
+    );
+  }
+
+  private schedule(delayMs: number): void {
+    this.clearTimer();
+    this.registry.addTimeout(
+      TIMER,
+      setTimeout(() => void this.beat(), delayMs),
+    );
+  }
+
+  private clearTimer(): void {
+    if (this.registry.doesExist('timeout', TIMER)) this.registry.deleteTimeout(TIMER);
+  }
+}
+
+function describe(error: unknown, timeoutMs: number): string {
+  if (error instanceof DOMException && error.name === 'TimeoutError') {
+    return `no answer within ${timeoutMs} ms`;
+  }
+  if (!(error instanceof Error)) return String(error);
+  const cause = (error as { cause?: unknown }).cause;
+  if (cause instanceof Error) {
+    const code = (cause as { code?: unknown }).code;
+    return typeof code === 'string' ? `${code}: ${cause.message}` : cause.message;
+  }
+  return error.message;
+}

@@ -1,0 +1,111 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { constants } from 'node:fs';
+import { access, readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import * as si from 'systeminformation';
+
+export interface HostFacts {
+  hostname: string;
+  ram_total_mb: number;
+  ram_used_mb: number;
+  cpu_cores: number;
+  cpu_load_pct: number;
+  kvm_available: boolean;
+  boot_id: string;
+}
+
+const MIB = 1024 * 1024;
+
+/** Values that let a heartbeat still go out when a fact cannot be read: they promise nothing. */
+const SAFE: HostFacts = {
+  hostname: 'unknown-host',
+  ram_total_mb: 0,
+  ram_used_mb: 0,
+  cpu_cores: 1,
+  cpu_load_pct: 0,
+  kvm_available: false,
+  boot_id: 'unknown-boot',
+};
+
+/** Reads what the heartbeat reports of this machine, from systeminformation and the kernel. */
+@Injectable()
+export class HostFactsService {
+  private readonly logger = new Logger('HostFacts');
+  /** Facts whose failure was already warned about, so a broken fact warns once, not every beat. */
+  private readonly failing = new Set<string>();
+  private cpuCores?: number;
+
+  async read(): Promise<HostFacts> {
+    const [memory, cpuCores, cpuLoad, kvm, bootId, name] = await Promise.all([
+      this.fact('ram', () => this.memory(), { total: SAFE.ram_total_mb, used: SAFE.ram_used_mb }),
+      this.fact('cpu_cores', () => this.logicalCores(), SAFE.cpu_cores),
+      this.fact('cpu_load_pct', () => this.cpuLoad(), SAFE.cpu_load_pct),
+      this.fact('kvm_available', () => this.kvmUsable(), SAFE.kvm_available),
+      this.fact('boot_id', () => this.bootId(), SAFE.boot_id),
+      this.fact('hostname', () => Promise.resolve(hostname()), SAFE.hostname),
+    ]);
+    return {
+      hostname: name || SAFE.hostname,
+      ram_total_mb: memory.total,
+      ram_used_mb: memory.used,
+      cpu_cores: cpuCores,
+      cpu_load_pct: cpuLoad,
+      kvm_available: kvm,
+      boot_id: bootId,
+    };
+  }
+
+  /** Used = total - available, the memory the kernel could not hand to a new VM. */
+  private async memory(): Promise<{ total: number; used: number }> {
+    const memory = await si.mem();
+    if (!(memory.total > 0)) throw new Error('total memory reads as 0');
+    const total = Math.floor(memory.total / MIB);
+    const available = Math.floor(memory.available / MIB);
+    return { total, used: Math.max(0, total - available) };
+  }
+
+  private async logicalCores(): Promise<number> {
+    this.cpuCores ??= (await si.cpu()).cores;
+    if (!(this.cpuCores > 0)) throw new Error('no logical cores reported');
+    return this.cpuCores;
+  }
+
+  private async cpuLoad(): Promise<number> {
+    const load = (await si.currentLoad()).currentLoad;
+    if (!Number.isFinite(load)) throw new Error('load is not a number');
+    return Math.min(100, Math.max(0, Math.round(load * 10) / 10));
+  }
+
+  /** KVM is usable when /dev/kvm exists and this process may open it read-write. */
+  private async kvmUsable(): Promise<boolean> {
+    try {
+      await access('/dev/kvm', constants.R_OK | constants.W_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private async bootId(): Promise<string> {
+    const id = (await readFile('/proc/sys/kernel/random/boot_id', 'utf8')).trim();
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(id))
+      throw new Error('unexpected boot_id format');
+    return id;
+  }
+
+  private async fact<T>(name: string, read: () => Promise<T>, fallback: T): Promise<T> {
+    try {
+      const value = await read();
+      if (this.failing.delete(name)) this.logger.log(`${name} readable again`);
+      return value;
+    } catch (error) {
+      if (!this.failing.has(name)) {
+        this.failing.add(name);
+        this.logger.warn(
+          `cannot read ${name} (${error instanceof Error ? error.message : String(error)}); reporting ${JSON.stringify(fallback)} until it can`,
+        );
+      }
+      return fallback;
+    }
+  }
+}

@@ -1,0 +1,36 @@
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import { APP_FILTER, APP_PIPE } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
+import { Clock, JsonErrorFilter, SystemClock, createValidationPipe } from '@app/fleet-domain';
+import { VmHostConfig } from './config/vm-host.config';
+import { HeartbeatModule } from './heartbeat/heartbeat.module';
+
+/** The configuration read once at start-up, and the clock, for every module of the agent. */
+@Global()
+@Module({})
+class VmHostCoreModule {
+  static forConfig(config: VmHostConfig): DynamicModule {
+    return {
+      module: VmHostCoreModule,
+      providers: [
+        { provide: VmHostConfig, useValue: config },
+        { provide: Clock, useClass: SystemClock },
+      ],
+      exports: [VmHostConfig, Clock],
+    };
+  }
+}
+
+@Module({})
+export class VmHostAppModule {
+  static forConfig(config: VmHostConfig): DynamicModule {
+    return {
+      module: VmHostAppModule,
+      imports: [ScheduleModule.forRoot(), VmHostCoreModule.forConfig(config), HeartbeatModule],
+      providers: [
+        { provide: APP_PIPE, useFactory: createValidationPipe },
+        { provide: APP_FILTER, useClass: JsonErrorFilter },
+      ],
+    };
+  }
+}
