@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   exitCleanlyOnSignals(app, 'VmHost');
   await startVmHost(app, config);
   new Logger('VmHost').log(
-    `service-vm-host node ${config.nodeId} listening on ${config.wgIp}:${config.spawnPort}, controller ${config.fleetEndpoint}, every ${config.heartbeatIntervalS} s${config.reserved ? ', reserved' : ''}`,
+    `service-vm-host node ${config.nodeId} listening on ${config.wgIp}:${config.spawnPort}, controller ${config.fleetEndpointForLogs}, every ${config.heartbeatIntervalS} s${config.reserved ? ', reserved' : ''}`,
   );
 }
 

@@ -20,6 +20,7 @@ describe('loadVmHostConfig', () => {
   it('applies the documented defaults', () => {
     expect(loadVmHostConfig(required)).toEqual({
       fleetEndpoint: 'http://10.8.0.9:9203',
+      fleetEndpointForLogs: 'http://10.8.0.9:9203',
       nodeId: 'compute-west-01',
       wgIp: '10.8.0.21',
       heartbeatIntervalS: 10,
@@ -77,6 +78,15 @@ describe('loadVmHostConfig', () => {
     ['0', false],
   ])('reads VM_RESERVED=%s as %s', (value, reserved) => {
     expect(loadVmHostConfig({ ...required, VM_RESERVED: value }).reserved).toBe(reserved);
+  });
+
+  it('keeps credentials in the endpoint out of what logs show', () => {
+    const config = loadVmHostConfig({
+      ...required,
+      VM_FLEET_ENDPOINT: 'https://ops:s3cret@fleet:9203',
+    });
+    expect(config.fleetEndpoint).toBe('https://ops:s3cret@fleet:9203');
+    expect(config.fleetEndpointForLogs).toBe('https://fleet:9203');
   });
 
   it('takes overrides of the optional variables', () => {

@@ -75,6 +75,8 @@ class VmHostEnvironment {
 /** The agent's configuration, typed and with the documented defaults applied. */
 export class VmHostConfig {
   fleetEndpoint!: string;
+  /** The endpoint as logs show it: without any user:password@ it may carry. */
+  fleetEndpointForLogs!: string;
   nodeId!: string;
   wgIp!: string;
   heartbeatIntervalS!: number;
@@ -112,6 +114,10 @@ export function loadVmHostConfig(env: NodeJS.ProcessEnv): VmHostConfig {
 
   const config = new VmHostConfig();
   config.fleetEndpoint = given.VM_FLEET_ENDPOINT.replace(/\/+$/, '');
+  const endpoint = new URL(config.fleetEndpoint);
+  endpoint.username = '';
+  endpoint.password = '';
+  config.fleetEndpointForLogs = endpoint.toString().replace(/\/+$/, '');
   config.nodeId = given.VM_NODE_ID;
   config.wgIp = given.VM_WG_IP;
   config.heartbeatIntervalS = Number(given.VM_HEARTBEAT_INTERVAL_S ?? DEFAULT_HEARTBEAT_INTERVAL_S);

@@ -87,7 +87,7 @@ export class HeartbeatScheduler implements OnApplicationShutdown {
     if (!this.delivered) {
       this.delivered = true;
       this.logger.log(
-        `node ${this.config.nodeId} enrolled: heartbeating to ${this.config.fleetEndpoint} every ${this.config.heartbeatIntervalS} s`,
+        `node ${this.config.nodeId} enrolled: heartbeating to ${this.config.fleetEndpointForLogs} every ${this.config.heartbeatIntervalS} s${this.failures > 0 ? ` (after ${this.failures} failed attempt(s))` : ''}`,
       );
     } else if (this.failures > 0) {
       this.logger.log(
@@ -100,7 +100,7 @@ export class HeartbeatScheduler implements OnApplicationShutdown {
   private onFailed(error: unknown): void {
     this.failures += 1;
     this.logger.warn(
-      `node ${this.config.nodeId}: heartbeat to ${this.config.fleetEndpoint} failed (${describe(error, this.timeoutMs)}); retrying in about ${this.config.heartbeatIntervalS} s`,
+      `node ${this.config.nodeId}: heartbeat to ${this.config.fleetEndpointForLogs} failed (${describe(error, this.timeoutMs)}); retrying in about ${this.config.heartbeatIntervalS} s`,
     );
   }
 

@@ -1,0 +1,266 @@
+import { readFileSync } from 'node:fs';
+import {
+  Daemon,
+  FLEET_URL,
+  ListedNode,
+  eventually,
+  getJson,
+  listedNodes,
+  startAgent,
+  startFleetDaemon,
+  stopAllDaemons,
+  untilTime,
+} from '../support/daemons';
+
+/**
+ * The enrollment how-tos, lived with real processes: the built controller on 9203 and agents
+ * on 127.0.0.2, 127.0.0.3, ... heartbeating every second.
+ */
+jest.setTimeout(20_000);
+
+const INTERVAL_S = 1;
+const INTERVAL_MS = INTERVAL_S * 1000;
+
+function agentEnv(nodeId: string, wgIp: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    VM_FLEET_ENDPOINT: FLEET_URL,
+    VM_NODE_ID: nodeId,
+    VM_WG_IP: wgIp,
+    VM_HEARTBEAT_INTERVAL_S: String(INTERVAL_S),
+    ...extra,
+  };
+}
+
+function memInfoMb(field: string): number {
+  const line = readFileSync('/proc/meminfo', 'utf8')
+    .split('\n')
+    .find((entry) => entry.startsWith(`${field}:`));
+  return Math.floor(Number(/(\d+)/.exec(line ?? '')?.[1]) / 1024);
+}
+
+async function listed(nodeId: string): Promise<ListedNode | undefined> {
+  return (await listedNodes()).find((node) => node.node_id === nodeId);
+}
+
+async function waitUntilListed(
+  nodeId: string,
+  timeoutMs: number,
+  matching?: (node: ListedNode) => boolean,
+) {
+  return eventually(
+    `${nodeId} in GET /v1/nodes`,
+    async () => {
+      const node = await listed(nodeId);
+      return node && (!matching || matching(node)) ? node : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+describe('enrollment with real processes', () => {
+  let fleet: Daemon;
+  const agents: Record<string, Daemon> = {};
+
+  beforeAll(async () => {
+    fleet = startFleetDaemon();
+    await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
+  });
+
+  afterAll(async () => {
+    await stopAllDaemons();
+  });
+
+  it('lists three new agents in /v1/nodes and /v1/fleet within one interval, every field right', async () => {
+    const specs = [
+      { id: 'e2e-node-a', ip: '127.0.0.2', extra: {} },
+      { id: 'e2e-node-b', ip: '127.0.0.3', extra: { VM_RESERVED: 'true' } },
+      { id: 'e2e-node-c', ip: '127.0.0.4', extra: { VM_SPAWN_PORT: '9300' } },
+    ];
+    for (const spec of specs) agents[spec.id] = startAgent(agentEnv(spec.id, spec.ip, spec.extra));
+
+    for (const spec of specs) {
+      const agent = agents[spec.id];
+      await agent.waitForOutput(/listening on/);
+      const listenedAt = Date.now();
+      const node = await waitUntilListed(spec.id, INTERVAL_MS);
+      expect(Date.now() - listenedAt).toBeLessThanOrEqual(INTERVAL_MS);
+      expect(Object.keys(node).sort()).toEqual([
+        'hostname',
+        'kvm_available',
+        'last_heartbeat',
+        'node_id',
+        'ram_available_mb',
+        'reserved',
+        'vm_count',
+        'wg_ip',
+      ]);
+      expect(node).toMatchObject({
+        node_id: spec.id,
+        wg_ip: spec.ip,
+        hostname: readFileSync('/proc/sys/kernel/hostname', 'utf8').trim(),
+        vm_count: 0,
+        reserved: spec.id === 'e2e-node-b',
+      });
+      // RAM available as the kernel sees it, give or take what moved since the heartbeat.
+      expect(Math.abs(node.ram_available_mb - memInfoMb('MemAvailable'))).toBeLessThan(
+        Math.max(512, memInfoMb('MemTotal') * 0.1),
+      );
+      expect(typeof node.kvm_available).toBe('boolean');
+      expect(Date.now() - Date.parse(node.last_heartbeat)).toBeLessThan(2 * INTERVAL_MS);
+    }
+    const status = await getJson<{ nodes: ListedNode[]; last_updated: string }>('/v1/fleet');
+    expect(status.nodes.map((node) => node.node_id)).toEqual(specs.map((spec) => spec.id));
+    expect(Number.isNaN(Date.parse(status.last_updated))).toBe(false);
+    for (const agent of Object.values(agents)) expect(agent.alive).toBe(true);
+  });
+
+  it('adds a fourth agent to the running fleet without touching the other three', async () => {
+    const before = await listedNodes();
+    agents['e2e-node-d'] = startAgent(agentEnv('e2e-node-d', '127.0.0.5'));
+    await waitUntilListed('e2e-node-d', 5_000);
+    // The others keep beating on their own: each gets a newer heartbeat, nothing else changes.
+    for (const old of before) {
+      const now = await waitUntilListed(
+        old.node_id,
+        2 * INTERVAL_MS,
+        (node) => node.last_heartbeat > old.last_heartbeat,
+      );
+      expect({ ...now, last_heartbeat: undefined, ram_available_mb: undefined }).toEqual({
+        ...old,
+        last_heartbeat: undefined,
+        ram_available_mb: undefined,
+      });
+    }
+    expect((await listedNodes()).map((node) => node.node_id)).toEqual([
+      'e2e-node-a',
+      'e2e-node-b',
+      'e2e-node-c',
+      'e2e-node-d',
+    ]);
+  });
+
+  it('lets a second agent with a node id already in use take the record over', async () => {
+    const usurper = startAgent(agentEnv('e2e-node-d', '127.0.0.9', { VM_SPAWN_PORT: '9301' }));
+    await waitUntilListed('e2e-node-d', 5_000, (node) => node.wg_ip === '127.0.0.9');
+    await fleet.waitForOutput(/node e2e-node-d taken over: now 127\.0\.0\.9/);
+    expect(usurper.alive).toBe(true);
+    expect((await listedNodes()).filter((node) => node.node_id === 'e2e-node-d')).toHaveLength(1);
+    expect(await usurper.stop()).toEqual({ code: 0, signal: null });
+    await waitUntilListed('e2e-node-d', 3 * INTERVAL_MS, (node) => node.wg_ip === '127.0.0.5');
+  });
+
+  it('forgets the fleet when the controller restarts; every agent is back within one interval, none exited', async () => {
+    expect(await fleet.stop()).toEqual({ code: 0, signal: null });
+    // An agent started while the controller is down keeps running and enrolls once it is up.
+    agents['e2e-node-late'] = startAgent(agentEnv('e2e-node-late', '127.0.0.6'));
+    await agents['e2e-node-late'].waitForOutput(/heartbeat to .* failed \(ECONNREFUSED/);
+
+    fleet = startFleetDaemon();
+    await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
+    const restartedAt = Date.now();
+    // Nothing survived the restart: whatever is listed was heard after it.
+    for (const node of await listedNodes()) {
+      expect(Date.parse(node.last_heartbeat)).toBeGreaterThanOrEqual(restartedAt - 1_000);
+    }
+    const all = Object.keys(agents).sort();
+    await eventually(
+      'every agent listed again',
+      async () =>
+        (await listedNodes()).map((node) => node.node_id).join() === all.join() ? true : undefined,
+      INTERVAL_MS * 1.2,
+    );
+    await agents['e2e-node-late'].waitForOutput(
+      /e2e-node-late enrolled: .*after \d+ failed attempt/,
+    );
+    for (const agent of Object.values(agents)) expect(agent.alive).toBe(true);
+  });
+
+  it('keeps a stopped agent listed until 30 s of silence, then drops only it', async () => {
+    const last = await waitUntilListed('e2e-node-c', 2 * INTERVAL_MS);
+    expect(await agents['e2e-node-c'].stop()).toEqual({ code: 0, signal: null });
+    const lastHeartbeat = Date.parse(
+      (await listed('e2e-node-c'))?.last_heartbeat ?? last.last_heartbeat,
+    );
+
+    // Still listed shortly before the 30 s are up...
+    await untilTime(lastHeartbeat + 29_000);
+    expect(await listed('e2e-node-c')).toBeDefined();
+    // ...gone within 1.5 s after.
+    await eventually(
+      'e2e-node-c dropped',
+      async () => ((await listed('e2e-node-c')) ? undefined : true),
+      3_000,
+    );
+    const silentMs = Date.now() - lastHeartbeat;
+    expect(silentMs).toBeGreaterThan(30_000);
+    expect(silentMs).toBeLessThanOrEqual(31_500);
+    await fleet.waitForOutput(/node e2e-node-c dropped after 3\d\.\d s without a heartbeat/);
+    const others = (await listedNodes()).map((node) => node.node_id);
+    expect(others).toEqual(['e2e-node-a', 'e2e-node-b', 'e2e-node-d', 'e2e-node-late']);
+  }, 45_000);
+
+  describe('refuses to start on a bad environment, and the controller never hears of it', () => {
+    const base = (id: string) => agentEnv(id, '127.0.0.7');
+    const without = (env: NodeJS.ProcessEnv, name: string) => {
+      const copy = { ...env };
+      delete copy[name];
+      return copy;
+    };
+
+    it.each<[string, (id: string) => NodeJS.ProcessEnv, RegExp]>([
+      [
+        'VM_FLEET_ENDPOINT missing',
+        (id) => without(base(id), 'VM_FLEET_ENDPOINT'),
+        /VM_FLEET_ENDPOINT/,
+      ],
+      ['VM_NODE_ID missing', (id) => without(base(id), 'VM_NODE_ID'), /VM_NODE_ID/],
+      ['VM_WG_IP missing', (id) => without(base(id), 'VM_WG_IP'), /VM_WG_IP/],
+      ['all three missing', () => ({}), /VM_FLEET_ENDPOINT, VM_NODE_ID, VM_WG_IP/],
+      [
+        'VM_HEARTBEAT_INTERVAL_S=0',
+        (id) => ({ ...base(id), VM_HEARTBEAT_INTERVAL_S: '0' }),
+        /VM_HEARTBEAT_INTERVAL_S/,
+      ],
+      [
+        'VM_HEARTBEAT_INTERVAL_S=abc',
+        (id) => ({ ...base(id), VM_HEARTBEAT_INTERVAL_S: 'abc' }),
+        /VM_HEARTBEAT_INTERVAL_S/,
+      ],
+      ['VM_SPAWN_PORT=70000', (id) => ({ ...base(id), VM_SPAWN_PORT: '70000' }), /VM_SPAWN_PORT/],
+      ['VM_RESERVED=maybe', (id) => ({ ...base(id), VM_RESERVED: 'maybe' }), /VM_RESERVED/],
+      [
+        'VM_FLEET_ENDPOINT not a URL',
+        (id) => ({ ...base(id), VM_FLEET_ENDPOINT: 'fleet:9203' }),
+        /VM_FLEET_ENDPOINT/,
+      ],
+      ['VM_WG_IP not an IP', (id) => ({ ...base(id), VM_WG_IP: 'wg0' }), /VM_WG_IP/],
+      [
+        'VM_WG_IP not on this host',
+        (id) => ({ ...base(id), VM_WG_IP: '192.0.2.1' }),
+        /VM_WG_IP 192\.0\.2\.1 is not an address of this host/,
+      ],
+    ])('%s', async (_case, env, message) => {
+      const nodeId = `e2e-bad-${Math.random().toString(36).slice(2, 8)}`;
+      const agent = startAgent(env(nodeId));
+      const exit = await agent.waitForExit();
+      expect(exit.code).not.toBe(0);
+      expect(agent.output).toMatch(message);
+      expect(agent.output).toContain('configuration error');
+      const answer = await fetch(`${FLEET_URL}/v1/nodes/${nodeId}`);
+      expect(answer.status).toBe(404);
+      expect(fleet.output).not.toContain(nodeId);
+    });
+
+    it('refuses CLI flags, saying configuration is by environment', async () => {
+      const agent = startAgent(base('e2e-flags'), [
+        '--controller',
+        FLEET_URL,
+        '--node-id',
+        'e2e-flags',
+      ]);
+      expect((await agent.waitForExit()).code).not.toBe(0);
+      expect(agent.output).toMatch(/takes no arguments.*environment variables/);
+      expect(fleet.output).not.toContain('e2e-flags');
+    });
+  });
+});
