@@ -1,43 +1,15 @@
 /**
- * Writes the committed OpenAPI documents from the code (`npm run openapi`), or with --check
- * fails when a committed file differs from what the code produces (`npm run openapi:check`).
- * Apps are built in preview mode: nothing is instantiated, no port is bound.
+ * Writes the committed OpenAPI documents and the typed clients generated from them
+ * (`npm run openapi`), or with --check fails when a committed file differs from what the code
+ * produces (`npm run openapi:check`).
  */
-import 'reflect-metadata';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { NestFactory } from '@nestjs/core';
-import type { NestExpressApplication } from '@nestjs/platform-express';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { format } from 'prettier';
-import { FLEET_APP_OPTIONS, buildFleetOpenApiDocument } from '../apps/fleet/src/bootstrap';
-import { FleetAppModule } from '../apps/fleet/src/fleet-app.module';
+import { renderFleetDocument, renderVmHostDocument } from './documents';
 
 const ROOT = join(__dirname, '..');
-
-/** Recursively sorted keys, so the committed document only changes when the API does. */
-export function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(
-    Object.keys(value)
-      .sort()
-      .map((key) => [key, sortKeys((value as Record<string, unknown>)[key])]),
-  );
-}
-
-export async function renderFleetDocument(): Promise<string> {
-  const app = await NestFactory.create<NestExpressApplication>(FleetAppModule, {
-    ...FLEET_APP_OPTIONS,
-    preview: true,
-    logger: false,
-  });
-  try {
-    return JSON.stringify(sortKeys(buildFleetOpenApiDocument(app)), null, 2) + '\n';
-  } finally {
-    await app.close();
-  }
-}
 
 /** TypeScript types of a document's paths, for an openapi-fetch client on the other side. */
 async function renderClientTypes(document: string, source: string): Promise<string> {
@@ -52,11 +24,19 @@ async function renderClientTypes(document: string, source: string): Promise<stri
 async function main(): Promise<void> {
   const check = process.argv.includes('--check');
   const fleetDocument = await renderFleetDocument();
+  const vmHostDocument = await renderVmHostDocument();
   const outputs: Array<{ path: string; content: string }> = [
     { path: 'openapi/fleet.openapi.json', content: fleetDocument },
+    { path: 'openapi/vm-host.openapi.json', content: vmHostDocument },
     {
+      // The agent talks to the controller through this.
       path: 'apps/vm-host/src/heartbeat/fleet-api.generated.ts',
       content: await renderClientTypes(fleetDocument, 'openapi/fleet.openapi.json'),
+    },
+    {
+      // The controller dispatches to agents through this.
+      path: 'apps/fleet/src/vms/vm-host-api.generated.ts',
+      content: await renderClientTypes(vmHostDocument, 'openapi/vm-host.openapi.json'),
     },
   ];
   const drifted: string[] = [];
@@ -79,9 +59,7 @@ async function main(): Promise<void> {
   if (check) console.log(`openapi:check: ${outputs.length} file(s) match the code`);
 }
 
-if (require.main === module) {
-  main().catch((error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  });
-}
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

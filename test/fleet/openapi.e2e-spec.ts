@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { renderFleetDocument } from '../../openapi/generate';
+import { renderFleetDocument } from '../../openapi/documents';
 
 interface OpenApiDocument {
   paths: Record<string, Record<string, unknown>>;

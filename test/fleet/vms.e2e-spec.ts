@@ -140,6 +140,7 @@ describe('fleet controller: VMs', () => {
     await enroll('n1', stub);
     const { body } = await create(small).expect(502);
     expect(body.message).toContain('n1');
+    if (_what === 'answers 500') expect(body.message).toContain('qemu exploded');
     expect(stub.calls).toHaveLength(1);
     await request(fleet.url).get('/v1/vms').expect(200, []);
     const node = await request(fleet.url).get('/v1/nodes/n1').expect(200);

@@ -5,6 +5,8 @@ import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { DaemonLogger, MAX_BODY_BYTES } from '@app/fleet-domain';
 import { VmHostConfig, VmHostConfigError } from './config/vm-host.config';
 import { HeartbeatScheduler } from './heartbeat/heartbeat.scheduler';
+import { QemuDriver } from './vms/qemu.driver';
+import { MAX_SOCKET_PATH, VmFiles } from './vms/vm-files';
 import { VmHostAppModule } from './vm-host-app.module';
 
 /** Options every agent app is created with: main, the tests and the OpenAPI generator. */
@@ -47,6 +49,7 @@ export async function startVmHost(
   app: NestExpressApplication,
   config: VmHostConfig,
 ): Promise<void> {
+  await prepareDiskDir(app, config);
   try {
     await app.listen(config.spawnPort, config.wgIp);
   } catch (error) {
@@ -68,4 +71,22 @@ export async function startVmHost(
     throw error;
   }
   app.get(HeartbeatScheduler).start();
+}
+
+/** VM_DISK_DIR is created if missing; not writable, or too long for QMP sockets, it is a start-up error. */
+async function prepareDiskDir(app: NestExpressApplication, config: VmHostConfig): Promise<void> {
+  const files = app.get(VmFiles);
+  const longestSocket = files.qmpSocket('vm-0123456789abcdef');
+  try {
+    if (longestSocket.length > MAX_SOCKET_PATH) {
+      throw new Error(`too long: QMP socket paths under it would exceed ${MAX_SOCKET_PATH} bytes`);
+    }
+    await files.prepare();
+  } catch (error) {
+    await app.close();
+    throw new VmHostConfigError(
+      `VM_DISK_DIR ${config.diskDir} is not usable: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  await app.get(QemuDriver).checkTools();
 }

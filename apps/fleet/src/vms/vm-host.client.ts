@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import createClient, { Client } from 'openapi-fetch';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import {
@@ -8,6 +9,7 @@ import {
   VmRecord,
   describeValidationErrors,
 } from '@app/fleet-domain';
+import type { paths } from './vm-host-api.generated';
 
 /** How long the controller waits for an agent; a provider so tests can shorten it. */
 export class VmHostClientSettings {
@@ -19,15 +21,22 @@ export class AgentCallError extends Error {}
 
 type AgentAddress = Pick<NodeState, 'node_id' | 'wg_ip' | 'spawn_port'>;
 
-/** Calls a node agent's local API at http://{wg_ip}:{spawn_port}. */
+/** Calls a node agent's local API at http://{wg_ip}:{spawn_port}, typed from its OpenAPI document. */
 @Injectable()
 export class VmHostClient {
   constructor(private readonly settings: VmHostClientSettings) {}
 
   async spawn(node: AgentAddress, request: CreateVmRequest): Promise<VmRecord> {
-    const response = await this.call(node, 'POST', '/v1/spawn', request);
-    if (!response.ok) throw await this.failure(node, response);
-    const body: unknown = await response.json().catch(() => undefined);
+    const { data, error, response } = await this.call(node, '/v1/spawn', (client, signal) =>
+      client.POST('/v1/spawn', { body: request, signal, parseAs: 'text' }),
+    );
+    if (!response.ok) throw failure(node, response.status, error);
+    let body: unknown;
+    try {
+      body = JSON.parse(data ?? '');
+    } catch {
+      body = undefined;
+    }
     const vm = plainToInstance(VmRecord, body);
     const problems = typeof body === 'object' && body !== null ? validateSync(vm) : [];
     if (typeof body !== 'object' || body === null || problems.length > 0) {
@@ -40,42 +49,49 @@ export class VmHostClient {
 
   /** 'unknown' when the agent says it has no such VM (404): nothing left to destroy. */
   async destroy(node: AgentAddress, vmId: string): Promise<'destroyed' | 'unknown'> {
-    const response = await this.call(node, 'DELETE', `/v1/vms/${encodeURIComponent(vmId)}`);
+    const { error, response } = await this.call(node, `/v1/vms/${vmId}`, (client, signal) =>
+      client.DELETE('/v1/vms/{vm_id}', {
+        params: { path: { vm_id: vmId } },
+        signal,
+        parseAs: 'text',
+      }),
+    );
     if (response.status === 404) return 'unknown';
-    if (!response.ok) throw await this.failure(node, response);
+    if (!response.ok) throw failure(node, response.status, error);
     return 'destroyed';
   }
 
-  private async call(
+  private async call<T extends { response: Response }>(
     node: AgentAddress,
-    method: string,
     path: string,
-    body?: unknown,
-  ): Promise<Response> {
+    send: (client: Client<paths>, signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
     const host = node.wg_ip.includes(':') ? `[${node.wg_ip}]` : node.wg_ip;
-    const url = `http://${host}:${node.spawn_port}${path}`;
+    const baseUrl = `http://${host}:${node.spawn_port}`;
     try {
-      return await fetch(url, {
-        method,
-        headers: body === undefined ? undefined : { 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.settings.timeoutMs),
-      });
+      return await send(
+        createClient<paths>({ baseUrl }),
+        AbortSignal.timeout(this.settings.timeoutMs),
+      );
     } catch (error) {
       const reason =
         error instanceof DOMException && error.name === 'TimeoutError'
           ? `no answer within ${this.settings.timeoutMs} ms`
           : describeFetchError(error);
-      throw new AgentCallError(`agent of node ${node.node_id} at ${url} unreachable: ${reason}`);
+      throw new AgentCallError(
+        `agent of node ${node.node_id} at ${baseUrl}${path} unreachable: ${reason}`,
+      );
     }
   }
+}
 
-  private async failure(node: AgentAddress, response: Response): Promise<AgentCallError> {
-    const text = await response.text().catch(() => '');
-    return new AgentCallError(
-      `agent of node ${node.node_id} answered ${response.status}${text ? `: ${text.slice(0, 300)}` : ''}`,
-    );
-  }
+/** The agent's own error message, when it gave one, goes into the 502 the operator sees. */
+function failure(node: AgentAddress, status: number, body: unknown): AgentCallError {
+  const message =
+    typeof body === 'object' && body !== null ? (body as { message?: unknown }).message : body;
+  const text = typeof message === 'string' ? message : body ? JSON.stringify(body) : '';
+  const detail = text ? `: ${text.slice(0, 300)}` : '';
+  return new AgentCallError(`agent of node ${node.node_id} answered ${status}${detail}`);
 }
 
 function describeFetchError(error: unknown): string {

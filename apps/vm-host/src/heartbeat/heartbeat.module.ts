@@ -2,11 +2,10 @@ import { Module } from '@nestjs/common';
 import { VmsModule } from '../vms/vms.module';
 import { HeartbeatScheduler } from './heartbeat.scheduler';
 import { HeartbeatService } from './heartbeat.service';
-import { HostFactsService } from './host-facts.service';
 
 @Module({
   imports: [VmsModule],
-  providers: [HeartbeatService, HeartbeatScheduler, HostFactsService],
+  providers: [HeartbeatService, HeartbeatScheduler],
   exports: [HeartbeatScheduler],
 })
 export class HeartbeatModule {}

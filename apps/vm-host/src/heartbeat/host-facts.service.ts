@@ -77,7 +77,7 @@ export class HostFactsService {
   }
 
   /** KVM is usable when /dev/kvm exists and this process may open it read-write. */
-  private async kvmUsable(): Promise<boolean> {
+  async kvmUsable(): Promise<boolean> {
     try {
       await access('/dev/kvm', constants.R_OK | constants.W_OK);
       return true;

@@ -1,0 +1,69 @@
+import { cloudInitUserData, qemuArgs } from './qemu.driver';
+
+const launch = {
+  vmId: 'vm-0123456789abcdef',
+  ramMb: 128,
+  vcpuCount: 2,
+  accel: 'tcg' as const,
+  disk: '/var/lib/vm-fleet/disks/vm-0123456789abcdef.qcow2',
+  seedIso: '/var/lib/vm-fleet/run/vm-0123456789abcdef/seed.iso',
+  qmpSocket: '/var/lib/vm-fleet/run/vm-0123456789abcdef/qmp.sock',
+  pidFile: '/var/lib/vm-fleet/run/vm-0123456789abcdef/qemu.pid',
+  serialLog: '/var/lib/vm-fleet/run/vm-0123456789abcdef/serial.log',
+  sshHost: '10.8.0.21',
+  sshPort: 40022,
+};
+
+function option(args: string[], flag: string): string[] {
+  return args.flatMap((arg, index) => (arg === flag ? [args[index + 1]] : []));
+}
+
+describe('qemuArgs', () => {
+  it('sizes the VM from the request and daemonizes with a pidfile and a QMP socket', () => {
+    const args = qemuArgs(launch);
+    expect(option(args, '-m')).toEqual(['128M']);
+    expect(option(args, '-smp')).toEqual(['2']);
+    expect(option(args, '-pidfile')).toEqual([launch.pidFile]);
+    expect(option(args, '-qmp')).toEqual([`unix:${launch.qmpSocket},server=on,wait=off`]);
+    expect(args).toContain('-daemonize');
+  });
+
+  it('uses TCG unless KVM was asked for and usable', () => {
+    expect(option(qemuArgs(launch), '-machine')).toEqual(['q35,accel=tcg']);
+    expect(option(qemuArgs(launch), '-cpu')).toEqual([]);
+    const kvm = qemuArgs({ ...launch, accel: 'kvm' });
+    expect(option(kvm, '-machine')).toEqual(['q35,accel=kvm']);
+    expect(option(kvm, '-cpu')).toEqual(['host']);
+  });
+
+  it('forwards SSH on the node address and the checked port', () => {
+    expect(option(qemuArgs(launch), '-netdev')).toEqual([
+      'user,id=net0,hostfwd=tcp:10.8.0.21:40022-:22',
+    ]);
+    expect(option(qemuArgs({ ...launch, sshHost: 'fd00::21' }), '-netdev')).toEqual([
+      'user,id=net0,hostfwd=tcp:[fd00::21]:40022-:22',
+    ]);
+  });
+
+  it('doubles commas in paths, so a folder name cannot add QEMU options', () => {
+    const args = qemuArgs({ ...launch, disk: '/srv/a,file=/etc/shadow/x.qcow2' });
+    expect(option(args, '-drive')[0]).toBe(
+      'if=virtio,format=qcow2,file=/srv/a,,file=/etc/shadow/x.qcow2',
+    );
+  });
+});
+
+describe('cloudInitUserData', () => {
+  it('sets the hostname and, when given, the SSH key, as data that cannot break out of its field', () => {
+    const text = cloudInitUserData('web-1', 'ssh-ed25519 AAAAC3Nz operator@example');
+    expect(text.startsWith('#cloud-config\n')).toBe(true);
+    expect(JSON.parse(text.slice('#cloud-config\n'.length))).toEqual({
+      hostname: 'web-1',
+      preserve_hostname: false,
+      ssh_authorized_keys: ['ssh-ed25519 AAAAC3Nz operator@example'],
+    });
+    expect(JSON.parse(cloudInitUserData('web-1').slice(14))).not.toHaveProperty(
+      'ssh_authorized_keys',
+    );
+  });
+});

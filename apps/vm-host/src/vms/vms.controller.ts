@@ -1,0 +1,73 @@
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  NotFoundException,
+  Param,
+  Post,
+  ServiceUnavailableException,
+} from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiCreatedResponse,
+  ApiNoContentResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiServiceUnavailableResponse,
+  ApiTags,
+} from '@nestjs/swagger';
+import { CreateVmRequest, ErrorBody, VmIdParams, VmRecord } from '@app/fleet-domain';
+import { BaseImageMissingError } from './qemu.driver';
+import { VmsService } from './vms.service';
+
+/** The agent's local API, called by the fleet controller. */
+@ApiTags('vms')
+@Controller('v1')
+export class VmsController {
+  constructor(private readonly vms: VmsService) {}
+
+  @Post('spawn')
+  @ApiOperation({
+    operationId: 'spawnVm',
+    summary: 'Accept a VM (state Provisioning) and start it under QEMU after answering',
+  })
+  @ApiCreatedResponse({ type: VmRecord })
+  @ApiBadRequestResponse({ type: ErrorBody })
+  @ApiServiceUnavailableResponse({ type: ErrorBody, description: 'the base image is missing' })
+  async spawn(@Body() request: CreateVmRequest): Promise<VmRecord> {
+    try {
+      return await this.vms.spawn(request);
+    } catch (error) {
+      if (error instanceof BaseImageMissingError)
+        throw new ServiceUnavailableException(error.message);
+      throw error;
+    }
+  }
+
+  @Get('vms')
+  @ApiOperation({
+    operationId: 'listNodeVms',
+    summary: "This node's VMs, as its heartbeat reports them",
+  })
+  @ApiOkResponse({ type: [VmRecord] })
+  list(): Promise<VmRecord[]> {
+    return this.vms.list();
+  }
+
+  @Delete('vms/:vm_id')
+  @HttpCode(204)
+  @ApiOperation({
+    operationId: 'destroyVm',
+    summary: 'Stop the VM and remove its runtime files (the disk stays)',
+  })
+  @ApiNoContentResponse({ description: 'Destroyed.' })
+  @ApiBadRequestResponse({ type: ErrorBody })
+  @ApiNotFoundResponse({ type: ErrorBody })
+  async destroy(@Param() { vm_id }: VmIdParams): Promise<void> {
+    if (!(await this.vms.destroy(vm_id)))
+      throw new NotFoundException(`vm ${vm_id} is not on this node`);
+  }
+}

@@ -1,0 +1,293 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  Daemon,
+  FLEET_URL,
+  ListedNode,
+  eventually,
+  getJson,
+  listedNodes,
+  startAgent,
+  startFleetDaemon,
+  stopAllDaemons,
+} from '../support/daemons';
+
+jest.setTimeout(30_000);
+
+/**
+ * VMs end to end with real QEMU (TCG, 64-128 MB, a blank qcow2 base made here): the real
+ * controller places, the chosen agent starts qemu-system-x86_64, heartbeats report it.
+ */
+const INTERVAL_MS = 1000;
+
+interface ListedVm {
+  vm_id: string;
+  vm_type: string;
+  state: string;
+  ram_alloc_mb: number;
+  vcpu_count: number;
+  started_at: string | null;
+  tenant_id: string | null;
+  host_ports: Array<{ host_port: number; guest_port: number; protocol: string }>;
+}
+
+const workDir = mkdtempSync(join(tmpdir(), 'ppn-vms-e2e-'));
+const baseImage = join(workDir, 'base.qcow2');
+
+/** Every live QEMU process started from this suite's folder (zombies do not count). */
+function qemuProcessesOfSuite(): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (
+        cmdline.startsWith('qemu-system-x86_64') &&
+        cmdline.includes(workDir) &&
+        !/^\d+ \(.*\) Z/.test(stat)
+      ) {
+        pids.push(Number(entry));
+      }
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+function killSuiteQemu(): void {
+  for (const pid of qemuProcessesOfSuite()) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
+  }
+}
+
+// No QEMU process and no temporary folder outlives the suite, also when a test fails.
+process.on('exit', () => {
+  killSuiteQemu();
+  rmSync(workDir, { recursive: true, force: true });
+});
+
+function agentEnv(nodeId: string, wgIp: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    VM_FLEET_ENDPOINT: FLEET_URL,
+    VM_NODE_ID: nodeId,
+    VM_WG_IP: wgIp,
+    VM_HEARTBEAT_INTERVAL_S: '1',
+    VM_DISK_DIR: join(workDir, nodeId),
+    VM_BASE_IMAGE: baseImage,
+    ...extra,
+  };
+}
+
+async function post(
+  path: string,
+  body: unknown,
+): Promise<{ status: number; body: { message: string; vm_id: string } }> {
+  const response = await fetch(`${FLEET_URL}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return {
+    status: response.status,
+    body: (await response.json()) as { message: string; vm_id: string },
+  };
+}
+
+async function del(path: string): Promise<number> {
+  return (await fetch(`${FLEET_URL}${path}`, { method: 'DELETE' })).status;
+}
+
+async function vms(query = ''): Promise<ListedVm[]> {
+  return getJson<ListedVm[]>(`/v1/vms${query}`);
+}
+
+async function vmListed(vmId: string, state?: string): Promise<ListedVm> {
+  return eventually(
+    `${vmId} listed${state ? ` ${state}` : ''}`,
+    async () => (await vms()).find((vm) => vm.vm_id === vmId && (!state || vm.state === state)),
+    3 * INTERVAL_MS,
+  );
+}
+
+function ownerDir(vmId: string): string {
+  const owner = ['vm-node-a', 'vm-node-b'].find((node) =>
+    existsSync(join(workDir, node, 'run', vmId)),
+  );
+  if (!owner) throw new Error(`no agent folder holds ${vmId}`);
+  return join(workDir, owner);
+}
+
+function qemuPidOf(vmId: string): number {
+  return Number(readFileSync(join(ownerDir(vmId), 'run', vmId, 'qemu.pid'), 'utf8').trim());
+}
+
+describe('VMs with real QEMU', () => {
+  const agents: Record<string, Daemon> = {};
+  let fleet: Daemon;
+
+  beforeAll(async () => {
+    execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', baseImage, '64M']);
+    fleet = startFleetDaemon();
+    await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
+    agents['vm-node-a'] = startAgent(agentEnv('vm-node-a', '127.0.0.2'));
+    agents['vm-node-b'] = startAgent(agentEnv('vm-node-b', '127.0.0.3'));
+    await eventually(
+      'both agents listed',
+      async () => ((await listedNodes()).length === 2 ? true : undefined),
+      5_000,
+    );
+  });
+
+  afterAll(async () => {
+    await stopAllDaemons();
+    killSuiteQemu();
+  });
+
+  let vmId: string;
+  let owner: string;
+
+  it('creates a VM through the controller; a real QEMU process runs it; it is listed Running', async () => {
+    const created = await post('/v1/vms', {
+      vm_type: 'e2e-web',
+      ram_mb: 96,
+      vcpu_count: 1,
+      tenant_id: 'acme',
+    });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({
+      vm_type: 'e2e-web',
+      state: 'Provisioning',
+      ram_alloc_mb: 96,
+      vcpu_count: 1,
+      tenant_id: 'acme',
+    });
+    vmId = created.body.vm_id;
+    expect(vmId).toMatch(/^[a-z0-9-]+$/);
+
+    const running = await vmListed(vmId, 'Running');
+    expect(running.host_ports).toEqual([
+      { host_port: expect.any(Number), guest_port: 22, protocol: 'tcp' },
+    ]);
+    expect(Number.isNaN(Date.parse(running.started_at ?? ''))).toBe(false);
+
+    const pid = qemuPidOf(vmId);
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    expect(cmdline[0]).toBe('qemu-system-x86_64');
+    expect(cmdline).toContain(`guest=${vmId}`);
+    expect(cmdline).toContain('96M');
+    expect(cmdline).toContain('q35,accel=tcg');
+
+    owner = ownerDir(vmId).endsWith('vm-node-a') ? 'vm-node-a' : 'vm-node-b';
+    const nodes = await eventually(
+      'vm_count 1 on the owner',
+      async () => {
+        const listed = await listedNodes();
+        return listed.find((node) => node.node_id === owner)?.vm_count === 1 ? listed : undefined;
+      },
+      2 * INTERVAL_MS,
+    );
+    expect(nodes.find((node: ListedNode) => node.node_id !== owner)?.vm_count).toBe(0);
+  });
+
+  it('finds it by its tenant, and not by another', async () => {
+    expect((await vms('?tenant_id=acme')).map((vm) => vm.vm_id)).toEqual([vmId]);
+    expect(await vms('?tenant_id=globex')).toEqual([]);
+  });
+
+  it('still lists it, tenant and all, after its agent was killed and restarted', async () => {
+    const agent = agents[owner];
+    agent.process.kill('SIGKILL');
+    await agent.waitForExit();
+    const restartedAt = Date.now();
+    agents[owner] = startAgent(agentEnv(owner, owner === 'vm-node-a' ? '127.0.0.2' : '127.0.0.3'));
+    await eventually(
+      'a heartbeat of the restarted agent',
+      async () => {
+        const node = (await listedNodes()).find((listed) => listed.node_id === owner);
+        return node && Date.parse(node.last_heartbeat) > restartedAt + 100 ? node : undefined;
+      },
+      5_000,
+    );
+    const [listed] = await vms('?tenant_id=acme');
+    expect(listed).toMatchObject({ vm_id: vmId, state: 'Running', tenant_id: 'acme' });
+    expect(qemuProcessesOfSuite()).toContain(qemuPidOf(vmId));
+  });
+
+  it('deletes it through the controller: 204, QEMU gone within 5 s, unlisted; again: 404', async () => {
+    const pid = qemuPidOf(vmId);
+    const disk = join(ownerDir(vmId), 'disks', `${vmId}.qcow2`);
+    expect(await del(`/v1/vms/${vmId}`)).toBe(204);
+    await eventually(
+      'QEMU gone',
+      () => Promise.resolve(qemuProcessesOfSuite().includes(pid) ? undefined : true),
+      5_000,
+    );
+    expect((await vms()).map((vm) => vm.vm_id)).not.toContain(vmId);
+    expect(existsSync(disk)).toBe(true);
+    expect(existsSync(join(workDir, owner, 'run', vmId))).toBe(false);
+    expect(await del(`/v1/vms/${vmId}`)).toBe(404);
+  });
+
+  it('shows a VM whose QEMU died behind the agent back as Stopped, and still deletes it', async () => {
+    const created = await post('/v1/vms', { vm_type: 'e2e-doomed', ram_mb: 64, vcpu_count: 1 });
+    expect(created.status).toBe(201);
+    const doomed: string = created.body.vm_id;
+    await vmListed(doomed, 'Running');
+    process.kill(qemuPidOf(doomed), 'SIGKILL');
+    await vmListed(doomed, 'Stopped');
+    expect(await del(`/v1/vms/${doomed}`)).toBe(204);
+    expect((await vms()).map((vm) => vm.vm_id)).not.toContain(doomed);
+  });
+
+  it('answers bad input as the contract says, and starts nothing', async () => {
+    const before = qemuProcessesOfSuite().length;
+    for (const [field, body] of [
+      ['ram_mb', { vm_type: 'x', ram_mb: 0, vcpu_count: 1 }],
+      ['ram_mb', { vm_type: 'x', ram_mb: -64, vcpu_count: 1 }],
+      ['vcpu_count', { vm_type: 'x', ram_mb: 64, vcpu_count: 0 }],
+      ['vm_type', { vm_type: '../x', ram_mb: 64, vcpu_count: 1 }],
+    ] as const) {
+      const answer = await post('/v1/vms', body);
+      expect(answer.status).toBe(400);
+      expect(answer.body.message).toContain(field);
+    }
+    const unknown = await post('/v1/vms', {
+      vm_type: 'x',
+      ram_mb: 64,
+      vcpu_count: 1,
+      preferred_node: 'ghost',
+    });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body.message).toContain('ghost');
+
+    // A node whose base image is missing cannot make the VM: 502 naming the image, nothing started.
+    agents['vm-node-broken'] = startAgent(
+      agentEnv('vm-node-broken', '127.0.0.4', { VM_BASE_IMAGE: join(workDir, 'missing.qcow2') }),
+    );
+    await eventually(
+      'broken node listed',
+      async () => (await listedNodes()).find((n) => n.node_id === 'vm-node-broken'),
+      5_000,
+    );
+    const missing = await post('/v1/vms', {
+      vm_type: 'x',
+      ram_mb: 64,
+      vcpu_count: 1,
+      preferred_node: 'vm-node-broken',
+    });
+    expect(missing.status).toBe(502);
+    expect(missing.body.message).toContain('missing.qcow2');
+
+    expect(qemuProcessesOfSuite()).toHaveLength(before);
+    expect(readdirSync(join(workDir, 'vm-node-broken', 'run'))).toEqual([]);
+    expect(await vms()).toEqual([]);
+  });
+});
