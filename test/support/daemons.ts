@@ -27,9 +27,9 @@ export class Daemon {
   private readonly exited: Promise<Exit>;
   private watchers: Array<() => void> = [];
 
-  constructor(main: string, env: NodeJS.ProcessEnv, args: string[] = []) {
+  constructor(main: string, env: NodeJS.ProcessEnv, args: string[] = [], nodeArgs: string[] = []) {
     if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first`);
-    this.process = spawn(process.execPath, [main, ...args], {
+    this.process = spawn(process.execPath, [...nodeArgs, main, ...args], {
       env: { PATH: process.env.PATH, NO_COLOR: '1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -99,8 +99,8 @@ export class Daemon {
   }
 }
 
-export function startFleetDaemon(): Daemon {
-  return new Daemon(FLEET_MAIN, {});
+export function startFleetDaemon(env: NodeJS.ProcessEnv = {}, nodeArgs: string[] = []): Daemon {
+  return new Daemon(FLEET_MAIN, env, [], nodeArgs);
 }
 
 export function startAgent(env: NodeJS.ProcessEnv, args: string[] = []): Daemon {

@@ -66,6 +66,20 @@ describe('NodesService', () => {
     expect(logs).toContain('node n1 dropped after 31.5 s without a heartbeat');
   });
 
+  it('names the first 20 nodes of a mass drop and sums up the rest in one line', async () => {
+    for (let index = 0; index < 25; index++)
+      await service.acceptHeartbeat(heartbeat(`rack-${index}`));
+    logs.length = 0;
+    clock.current += 31_000;
+    await service.dropStaleNodes();
+    expect(logs).toHaveLength(21);
+    expect(logs[0]).toBe('node rack-0 dropped after 31.0 s without a heartbeat');
+    expect(logs[20]).toMatch(
+      /^dropped 25 nodes silent for more than 30 s in one sweep \(\d+\.\d ms\); 5 not named above$/,
+    );
+    expect(await repository.listLive(0)).toEqual([]);
+  });
+
   it('logs joining, take-over and ignored heartbeats once each, and nothing for a routine beat', async () => {
     await service.acceptHeartbeat(heartbeat('n1'));
     await service.acceptHeartbeat(heartbeat('n1', { timestamp_utc: '2026-08-06T12:00:10Z' }));

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
 import {
   Clock,
   FleetStatus,
@@ -9,6 +10,9 @@ import {
   toRfc3339,
 } from '@app/fleet-domain';
 import { NodesRepository } from './nodes.repository';
+
+/** Nodes named one by one per sweep; beyond that, one summary line. */
+const DROP_LINES_PER_SWEEP = 20;
 
 @Injectable()
 export class NodesService {
@@ -62,13 +66,23 @@ export class NodesService {
     return { nodes: live.map(toNodeRecord).sort(byNodeId), last_updated: toRfc3339(now) };
   }
 
-  /** Drops every node silent for more than 30 s, one log line each. */
+  /**
+   * Drops every node silent for more than 30 s, one log line each; when a whole rack goes
+   * silent at once, the first few are named and one summary line says how many went.
+   */
   async dropStaleNodes(): Promise<void> {
+    const startedAt = performance.now();
     const now = this.clock.now();
     const dropped = await this.nodes.dropStale(liveSince(now));
-    for (const state of dropped) {
+    for (const state of dropped.slice(0, DROP_LINES_PER_SWEEP)) {
       const silentS = ((now - state.received_at_ms) / 1000).toFixed(1);
       this.logger.log(`node ${state.node_id} dropped after ${silentS} s without a heartbeat`);
+    }
+    if (dropped.length > DROP_LINES_PER_SWEEP) {
+      const tookMs = (performance.now() - startedAt).toFixed(1);
+      this.logger.log(
+        `dropped ${dropped.length} nodes silent for more than 30 s in one sweep (${tookMs} ms); ${dropped.length - DROP_LINES_PER_SWEEP} not named above`,
+      );
     }
   }
 }

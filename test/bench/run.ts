@@ -1,0 +1,366 @@
+/**
+ * `npm run bench`: the controller built and started as in production, loaded from separate
+ * processes with autocannon, side by side with a node:http baseline; then the agent. Prints one
+ * table and writes the same figures as JSON to test/bench/results/.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as ts from 'typescript';
+import { Daemon, FLEET_URL, VM_HOST_MAIN, eventually, startFleetDaemon } from '../support/daemons';
+import { heartbeatStream, nodeId } from './heartbeat-bodies';
+import type { LoadResult, LoadSpec } from './load';
+
+const RESULTS = join(__dirname, 'results');
+const BASELINE_PORT = 9213;
+const CONNECTIONS = 16;
+const HEARTBEAT_SECONDS = 10;
+const READ_SECONDS = 5;
+const AGENT_SECONDS = 60;
+
+interface Probe {
+  heapUsed: number;
+  rss: number;
+  maxLoopDelayMs: number;
+}
+
+const figures: Record<string, unknown> = {};
+const rows: Array<[string, string]> = [];
+
+function record(key: string, label: string, value: unknown, shown: string): void {
+  figures[key] = value;
+  rows.push([label, shown]);
+  console.log(`  ${label}: ${shown}`);
+}
+
+/** Runs one autocannon load in its own process. */
+function load(spec: LoadSpec): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ['-r', 'ts-node/register/transpile-only', join(__dirname, 'load.ts'), JSON.stringify(spec)],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('exit', (code) =>
+      code === 0
+        ? resolve(JSON.parse(output) as LoadResult)
+        : reject(new Error(`load exited ${code}`)),
+    );
+  });
+}
+
+/** Enrolls `count` nodes as fast as the controller takes them, one heartbeat each. */
+async function enroll(count: number): Promise<LoadResult> {
+  return load({
+    url: FLEET_URL,
+    kind: 'heartbeat',
+    path: '/v1/nodes/heartbeat',
+    connections: CONNECTIONS,
+    nodes: count,
+    amount: count,
+  });
+}
+
+function heartbeatLoad(url: string): Promise<LoadResult> {
+  return load({
+    url,
+    kind: 'heartbeat',
+    path: '/v1/nodes/heartbeat',
+    connections: CONNECTIONS,
+    nodes: 10_000,
+    durationS: HEARTBEAT_SECONDS,
+  });
+}
+
+function checkClean(what: string, result: LoadResult): void {
+  if (result.non2xx + result.errors + result.timeouts > 0) {
+    console.log(
+      `  WARNING ${what}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`,
+    );
+  }
+}
+
+/** The memory probe, compiled to JS so the controller does not load TypeScript. */
+function compileProbe(): string {
+  const source = readFileSync(join(__dirname, 'memory-probe.ts'), 'utf8');
+  const output = ts.transpileModule(source, {
+    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 },
+  });
+  const path = join(RESULTS, 'memory-probe.js');
+  writeFileSync(path, output.outputText);
+  return path;
+}
+
+async function probe(daemon: Daemon, file: string): Promise<Probe> {
+  writeFileSync(file, '');
+  daemon.process.kill('SIGUSR2');
+  return eventually(
+    'memory probe',
+    () => {
+      const text = readFileSync(file, 'utf8');
+      return Promise.resolve(text ? (JSON.parse(text) as Probe) : undefined);
+    },
+    10_000,
+    20,
+  );
+}
+
+async function startController(probePath: string, probeFile: string): Promise<Daemon> {
+  const fleet = startFleetDaemon({ BENCH_PROBE_FILE: probeFile }, ['--expose-gc', '-r', probePath]);
+  await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
+  return fleet;
+}
+
+function processStats(pid: number): { cpuTicks: number; rssKb: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const cpuTicks = Number(fields[11]) + Number(fields[12]);
+  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+  return { cpuTicks, rssKb };
+}
+
+const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+const fixed = (value: number, digits = 0) => value.toFixed(digits);
+
+async function main(): Promise<void> {
+  mkdirSync(RESULTS, { recursive: true });
+  const probePath = compileProbe();
+  const probeFile = join(RESULTS, 'probe.json');
+  const ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
+  const started = Date.now();
+
+  console.log('heartbeat ingestion (10,000 node ids, 2 VMs each, 16 connections)');
+  let fleet = await startController(probePath, probeFile);
+  const empty = await probe(fleet, probeFile);
+  const ours = await heartbeatLoad(FLEET_URL);
+  checkClean('heartbeats', ours);
+  record('heartbeat.perSecond', 'controller heartbeats/s', ours.perSecond, fixed(ours.perSecond));
+  record(
+    'heartbeat.latencyMs',
+    'controller heartbeat p50 / p99 / max',
+    [ours.p50Ms, ours.p99Ms, ours.maxMs],
+    `${ours.p50Ms} / ${ours.p99Ms} / ${ours.maxMs} ms`,
+  );
+  record(
+    'heartbeat.failures',
+    'controller non-2xx / errors',
+    [ours.non2xx, ours.errors + ours.timeouts],
+    `${ours.non2xx} / ${ours.errors + ours.timeouts}`,
+  );
+  record(
+    'heartbeat.capacityNodes',
+    'capacity at the 10 s default interval',
+    ours.perSecond * 10,
+    `${fixed(ours.perSecond * 10)} nodes`,
+  );
+
+  const at10k = await probe(fleet, probeFile);
+  record(
+    'memory.perNodeAt10k',
+    'controller heap / RSS per node at 10,000 nodes',
+    [(at10k.heapUsed - empty.heapUsed) / 10_000, (at10k.rss - empty.rss) / 10_000],
+    `${fixed((at10k.heapUsed - empty.heapUsed) / 10_000)} / ${fixed((at10k.rss - empty.rss) / 10_000)} B`,
+  );
+
+  console.log('reads at 10,000 nodes');
+  for (const path of ['/v1/nodes', '/v1/fleet']) {
+    const read = await load({
+      url: FLEET_URL,
+      kind: 'get',
+      path,
+      connections: 4,
+      durationS: READ_SECONDS,
+    });
+    checkClean(path, read);
+    record(
+      `read${path.replace(/\//g, '.')}.at10k`,
+      `GET ${path} at 10,000 nodes req/s, p99, size`,
+      read,
+      `${fixed(read.perSecond)} req/s, ${read.p99Ms} ms, ${fixed(read.bytesPerResponse / 1024)} KiB`,
+    );
+  }
+  let pollP99 = 0;
+  let polling = true;
+  const poller = (async () => {
+    while (polling) {
+      const t0 = performance.now();
+      await fetch(`${FLEET_URL}/v1/nodes`).then((response) => response.arrayBuffer());
+      pollP99 = Math.max(pollP99, performance.now() - t0);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  })();
+  const whilePolled = await heartbeatLoad(FLEET_URL);
+  polling = false;
+  await poller;
+  checkClean('heartbeats while polled', whilePolled);
+  record(
+    'heartbeat.p99WhilePolledMs',
+    'heartbeat p99 while /v1/nodes polled 1/s',
+    whilePolled.p99Ms,
+    `${whilePolled.p99Ms} ms (slowest poll ${fixed(pollP99)} ms)`,
+  );
+  await fleet.stop();
+
+  console.log('baseline: node:http alone, same load');
+  const baseline = spawn(
+    process.execPath,
+    [
+      '-r',
+      'ts-node/register/transpile-only',
+      join(__dirname, 'baseline-server.ts'),
+      String(BASELINE_PORT),
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  await new Promise((resolve) => baseline.stdout.once('data', resolve));
+  const base = await heartbeatLoad(`http://127.0.0.1:${BASELINE_PORT}`);
+  baseline.kill('SIGTERM');
+  checkClean('baseline', base);
+  record(
+    'baseline.perSecond',
+    'node:http baseline heartbeats/s',
+    base.perSecond,
+    `${fixed(base.perSecond)} (p99 ${base.p99Ms} ms)`,
+  );
+  record(
+    'heartbeat.ratio',
+    'ours / baseline',
+    ours.perSecond / base.perSecond,
+    fixed(ours.perSecond / base.perSecond, 2),
+  );
+
+  console.log('reads at 1,000 nodes');
+  fleet = await startController(probePath, probeFile);
+  await enroll(1_000);
+  for (const path of ['/v1/nodes', '/v1/fleet']) {
+    const read = await load({
+      url: FLEET_URL,
+      kind: 'get',
+      path,
+      connections: 4,
+      durationS: READ_SECONDS,
+    });
+    checkClean(path, read);
+    record(
+      `read${path.replace(/\//g, '.')}.at1k`,
+      `GET ${path} at 1,000 nodes req/s, p99, size`,
+      read,
+      `${fixed(read.perSecond)} req/s, ${read.p99Ms} ms, ${fixed(read.bytesPerResponse / 1024)} KiB`,
+    );
+  }
+  await fleet.stop();
+
+  console.log('100,000 nodes: memory, then all of them stale at once; the agent meanwhile');
+  fleet = await startController(probePath, probeFile);
+  const before100k = await probe(fleet, probeFile);
+  const enrolled = await enroll(100_000);
+  checkClean('enrolling 100,000', enrolled);
+  const enrolledAt = Date.now();
+  const at100k = await probe(fleet, probeFile);
+  record(
+    'memory.perNodeAt100k',
+    'controller heap / RSS per node at 100,000 nodes',
+    [(at100k.heapUsed - before100k.heapUsed) / 100_000, (at100k.rss - before100k.rss) / 100_000],
+    `${fixed((at100k.heapUsed - before100k.heapUsed) / 100_000)} / ${fixed((at100k.rss - before100k.rss) / 100_000)} B`,
+  );
+
+  // The agent, measured while the 100,000 nodes age: one at 1 s, one at the 10 s default.
+  const agentEnv = (id: string, ip: string, interval: string) => ({
+    VM_FLEET_ENDPOINT: FLEET_URL,
+    VM_NODE_ID: id,
+    VM_WG_IP: ip,
+    VM_HEARTBEAT_INTERVAL_S: interval,
+    VM_DISK_DIR: join(RESULTS, `disk-${id}`),
+  });
+  const startTimes: number[] = [];
+  for (let run = 0; run < 3; run++) {
+    const t0 = Date.now();
+    const agent = new Daemon(VM_HOST_MAIN, agentEnv(`bench-start-${run}`, '127.0.0.2', '10'));
+    await eventually(
+      'agent listed',
+      async () => ((await fetch(`${FLEET_URL}/v1/nodes/bench-start-${run}`)).ok ? true : undefined),
+      10_000,
+      10,
+    );
+    startTimes.push(Date.now() - t0);
+    await agent.stop();
+  }
+  startTimes.sort((a, b) => a - b);
+  record(
+    'agent.startToListedMs',
+    'agent start to listed (median of 3)',
+    startTimes[1],
+    `${startTimes[1]} ms`,
+  );
+
+  const fast = new Daemon(VM_HOST_MAIN, agentEnv('bench-agent-1s', '127.0.0.3', '1'));
+  const slow = new Daemon(VM_HOST_MAIN, agentEnv('bench-agent-10s', '127.0.0.4', '10'));
+  await fast.waitForOutput(/enrolled/);
+  await slow.waitForOutput(/enrolled/);
+  await new Promise((resolve) => setTimeout(resolve, 3_000)); // past start-up, into the steady state
+  const first = { fast: processStats(fast.process.pid!), slow: processStats(slow.process.pid!) };
+  const firstAt = Date.now();
+  const rss = { fast: [] as number[], slow: [] as number[] };
+
+  // Meanwhile: reset the stall monitor just before the 100,000 go stale, probe after the sweep.
+  await new Promise((resolve) =>
+    setTimeout(resolve, Math.max(0, enrolledAt + 29_000 - Date.now())),
+  );
+  await probe(fleet, probeFile);
+  await fleet.waitForOutput(/dropped \d+ nodes silent .* in one sweep/, 10_000);
+  const afterSweep = await probe(fleet, probeFile);
+  const sweepMs = Number(
+    /dropped \d+ nodes silent .* in one sweep \(([\d.]+) ms\)/.exec(fleet.output)?.[1],
+  );
+  const droppedCount = Number(/dropped (\d+) nodes silent/.exec(fleet.output)?.[1]);
+  record('sweep.ms', `one sweep dropping ${droppedCount} nodes`, sweepMs, `${sweepMs} ms`);
+  record(
+    'sweep.maxLoopStallMs',
+    'longest event-loop stall around it',
+    afterSweep.maxLoopDelayMs,
+    `${fixed(afterSweep.maxLoopDelayMs, 1)} ms`,
+  );
+
+  while (Date.now() - firstAt < AGENT_SECONDS * 1000) {
+    rss.fast.push(processStats(fast.process.pid!).rssKb);
+    rss.slow.push(processStats(slow.process.pid!).rssKb);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  const elapsedS = (Date.now() - firstAt) / 1000;
+  for (const [name, daemon, label] of [
+    ['fast', fast, '1 s'],
+    ['slow', slow, '10 s'],
+  ] as const) {
+    const last = processStats(daemon.process.pid!);
+    const cpuPct = ((last.cpuTicks - first[name].cpuTicks) / ticksPerSecond / elapsedS) * 100;
+    const maxRssMb = Math.max(...rss[name]) / 1024;
+    record(
+      `agent.interval${label.replace(' ', '')}`,
+      `agent at a ${label} interval: RSS max, CPU over ${AGENT_SECONDS} s`,
+      { maxRssMb, cpuPct },
+      `${fixed(maxRssMb, 1)} MB, ${fixed(cpuPct, 2)} % of a core`,
+    );
+  }
+  await Promise.all([fast.stop(), slow.stop(), fleet.stop()]);
+
+  const file = join(RESULTS, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(
+    file,
+    JSON.stringify(
+      { machine: { cores: require('node:os').cpus().length, node: process.version }, figures },
+      null,
+      2,
+    ),
+  );
+  const width = Math.max(...rows.map(([label]) => label.length));
+  console.log('\n| figure | value |\n|---|---|');
+  for (const [label, value] of rows) console.log(`| ${label.padEnd(width)} | ${value} |`);
+  console.log(`\nfigures written to ${file} (${fixed((Date.now() - started) / 1000)} s)`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
