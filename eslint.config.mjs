@@ -3,7 +3,7 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '**/*.generated.ts', 'eslint.config.mjs'] },
+  { ignores: ['dist/**', 'node_modules/**', 'test/bench/results/**', '**/*.generated.ts', 'eslint.config.mjs'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -22,6 +22,10 @@ export function buildFleetOpenApiDocument(app: NestExpressApplication): OpenAPIO
 /** Everything that makes a Nest app the fleet controller, apart from listening. */
 export function configureFleetApp(app: NestExpressApplication): NestExpressApplication {
   app.useBodyParser('json', { limit: MAX_BODY_BYTES });
+  // Listings are rebuilt for every read and never revalidated: hashing a 2 MB body for an ETag
+  // would only slow them down. No banner header either.
+  app.set('etag', false);
+  app.disable('x-powered-by');
   SwaggerModule.setup('docs', app, () => buildFleetOpenApiDocument(app));
   return app;
 }

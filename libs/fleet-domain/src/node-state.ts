@@ -29,6 +29,33 @@ export interface NodeState {
   /** The controller's receive time (ms since the epoch): the only liveness signal. */
   received_at_ms: number;
   holds: Record<string, RamHold>;
+  /** The record every read shows, derived once per change rather than once per read. */
+  readonly record: NodeRecord;
+}
+
+type NodeFacts = Omit<NodeState, 'record'>;
+
+/**
+ * Every NodeState is built by this one literal, so all of them share one object shape: V8
+ * then keeps them compact and reads their fields fast (spread-built copies were neither).
+ */
+function withRecord(facts: NodeFacts): NodeState {
+  return {
+    node_id: facts.node_id,
+    hostname: facts.hostname,
+    wg_ip: facts.wg_ip,
+    spawn_port: facts.spawn_port,
+    ram_total_mb: facts.ram_total_mb,
+    ram_used_mb: facts.ram_used_mb,
+    kvm_available: facts.kvm_available,
+    reserved: facts.reserved,
+    vms: facts.vms,
+    boot_id: facts.boot_id,
+    timestamp_utc: facts.timestamp_utc,
+    received_at_ms: facts.received_at_ms,
+    holds: facts.holds,
+    record: toNodeRecord(facts),
+  };
 }
 
 export type HeartbeatVerdict =
@@ -92,7 +119,7 @@ export function nodeStateFromHeartbeat(
       if (hold.vm_id === undefined) holds[holdId] = hold;
     }
   }
-  return {
+  return withRecord({
     node_id: heartbeat.node_id,
     hostname: heartbeat.hostname,
     wg_ip: heartbeat.wg_ip,
@@ -106,7 +133,7 @@ export function nodeStateFromHeartbeat(
     timestamp_utc: heartbeat.timestamp_utc,
     received_at_ms: receivedAtMs,
     holds,
-  };
+  });
 }
 
 /** ram_total_mb - ram_used_mb, less what the controller holds for VMs it placed, never below 0. */
@@ -122,7 +149,7 @@ export function vmCount(state: Pick<NodeState, 'vms'>): number {
   return state.vms.length;
 }
 
-export function toNodeRecord(state: NodeState): NodeRecord {
+export function toNodeRecord(state: NodeFacts): NodeRecord {
   return {
     node_id: state.node_id,
     hostname: state.hostname,
@@ -146,7 +173,7 @@ export function withHold(
   requiredFreeMb: number,
 ): NodeState | null {
   if (ramAvailableMb(state) < requiredFreeMb) return null;
-  return { ...state, holds: { ...state.holds, [holdId]: { ram_mb: ramMb } } };
+  return withRecord({ ...state, holds: { ...state.holds, [holdId]: { ram_mb: ramMb } } });
 }
 
 /** The agent accepted the VM: it is listed on the node and its RAM stays held until the next heartbeat. */
@@ -155,14 +182,14 @@ export function withDispatchedVm(state: NodeState, holdId: string, vm: VmRecord)
   const holds = { ...state.holds };
   if (hold) holds[holdId] = { ram_mb: hold.ram_mb, vm_id: vm.vm_id };
   const alreadyReported = state.vms.some((known) => known.vm_id === vm.vm_id);
-  return { ...state, holds, vms: alreadyReported ? state.vms : [...state.vms, vm] };
+  return withRecord({ ...state, holds, vms: alreadyReported ? state.vms : [...state.vms, vm] });
 }
 
 export function withoutHold(state: NodeState, holdId: string): NodeState {
   if (!(holdId in state.holds)) return state;
   const holds = { ...state.holds };
   delete holds[holdId];
-  return { ...state, holds };
+  return withRecord({ ...state, holds });
 }
 
 /** The agent destroyed the VM: it leaves the listing now rather than at the next heartbeat. */
@@ -171,5 +198,5 @@ export function withoutVm(state: NodeState, vmId: string): NodeState {
   for (const [holdId, hold] of Object.entries(state.holds)) {
     if (hold.vm_id !== vmId) holds[holdId] = hold;
   }
-  return { ...state, holds, vms: state.vms.filter((vm) => vm.vm_id !== vmId) };
+  return withRecord({ ...state, holds, vms: state.vms.filter((vm) => vm.vm_id !== vmId) });
 }

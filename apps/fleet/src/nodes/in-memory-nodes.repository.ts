@@ -13,6 +13,9 @@ import {
 } from '@app/fleet-domain';
 import { NodesRepository } from './nodes.repository';
 
+/** Nodes examined per slice of a sweep before the event loop gets a turn. */
+const SWEEP_SLICE = 5_000;
+
 /** The documented default: the fleet lives in this process and a restart forgets it. */
 @Injectable()
 export class InMemoryNodesRepository extends NodesRepository {
@@ -39,15 +42,22 @@ export class InMemoryNodesRepository extends NodesRepository {
     return Promise.resolve(this.live(nodeId, notBeforeMs));
   }
 
-  dropStale(notBeforeMs: number): Promise<NodeState[]> {
+  /**
+   * Walks the store in slices, yielding to the event loop between them, so dropping a whole
+   * fleet at once never holds up heartbeats. Each node is judged when it is reached: one that
+   * beat meanwhile stays.
+   */
+  async dropStale(notBeforeMs: number): Promise<NodeState[]> {
     const dropped: NodeState[] = [];
+    let examined = 0;
     for (const [nodeId, state] of this.nodes) {
       if (state.received_at_ms < notBeforeMs) {
         this.nodes.delete(nodeId);
         dropped.push(state);
       }
+      if (++examined % SWEEP_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
     }
-    return Promise.resolve(dropped);
+    return dropped;
   }
 
   hold(

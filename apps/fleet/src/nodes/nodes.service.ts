@@ -6,7 +6,6 @@ import {
   NodeHeartbeat,
   NodeRecord,
   liveSince,
-  toNodeRecord,
   toRfc3339,
 } from '@app/fleet-domain';
 import { NodesRepository } from './nodes.repository';
@@ -52,18 +51,21 @@ export class NodesService {
 
   async listNodes(): Promise<NodeRecord[]> {
     const live = await this.nodes.listLive(liveSince(this.clock.now()));
-    return live.map(toNodeRecord).sort(byNodeId);
+    return live.map((state) => state.record).sort(byNodeId);
   }
 
   async findNode(nodeId: string): Promise<NodeRecord | undefined> {
     const state = await this.nodes.findLive(nodeId, liveSince(this.clock.now()));
-    return state && toNodeRecord(state);
+    return state?.record;
   }
 
   async fleetStatus(): Promise<FleetStatus> {
     const now = this.clock.now();
     const live = await this.nodes.listLive(liveSince(now));
-    return { nodes: live.map(toNodeRecord).sort(byNodeId), last_updated: toRfc3339(now) };
+    return {
+      nodes: live.map((state) => state.record).sort(byNodeId),
+      last_updated: toRfc3339(now),
+    };
   }
 
   /**

@@ -1,14 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import {
-  Clock,
-  CreateVmRequest,
-  NodeState,
-  VmRecord,
-  liveSince,
-  placeVm,
-  toNodeRecord,
-} from '@app/fleet-domain';
+import { Clock, CreateVmRequest, NodeState, VmRecord, liveSince, placeVm } from '@app/fleet-domain';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { VmHostClient } from './vm-host.client';
 import { PlacementRefusedError, VmNotFoundError } from './vms.errors';
@@ -73,7 +65,10 @@ export class VmsService {
     for (let attempt = 1; ; attempt++) {
       const notBefore = liveSince(this.clock.now());
       const live = await this.nodes.listLive(notBefore);
-      const placement = placeVm(request, live.map(toNodeRecord));
+      const placement = placeVm(
+        request,
+        live.map((state) => state.record),
+      );
       if (placement.kind !== 'placed') {
         throw new PlacementRefusedError(placement.kind, placement.message);
       }
