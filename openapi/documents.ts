@@ -37,7 +37,7 @@ async function render(
 export function renderFleetDocument(): Promise<string> {
   return render(
     () =>
-      NestFactory.create<NestExpressApplication>(FleetAppModule, {
+      NestFactory.create<NestExpressApplication>(FleetAppModule.forConfig(), {
         ...FLEET_APP_OPTIONS,
         preview: true,
         logger: false,

@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   Logger.overrideLogger(false);
   const clock = new FakeClock();
   // Compiled but not started: the bench runs the job itself, at the moment it chooses.
-  const moduleRef = await Test.createTestingModule({ imports: [FleetAppModule] })
+  const moduleRef = await Test.createTestingModule({ imports: [FleetAppModule.forConfig()] })
     .overrideProvider(Clock)
     .useValue(clock)
     .compile();

@@ -3,6 +3,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { AddressInfo } from 'node:net';
 import { Clock } from '@app/fleet-domain';
 import { FLEET_APP_OPTIONS, configureFleetApp } from '../../apps/fleet/src/bootstrap';
+import { loadFleetConfig } from '../../apps/fleet/src/config/fleet.config';
 import { FleetAppModule } from '../../apps/fleet/src/fleet-app.module';
 import { VmHostClientSettings } from '../../apps/fleet/src/vms/vm-host.client';
 import { FakeClock } from './fake-clock';
@@ -18,11 +19,14 @@ export interface RunningFleet {
  * The real fleet app, set up by the same bootstrap as production, listening on a free
  * loopback port. Only the clock and the agent timeout are replaced.
  */
-export async function startFleet(options: { agentTimeoutMs?: number } = {}): Promise<RunningFleet> {
-  const clock = new FakeClock();
+export async function startFleet(
+  options: { agentTimeoutMs?: number; redisUrl?: string; clock?: FakeClock } = {},
+): Promise<RunningFleet> {
+  const clock = options.clock ?? new FakeClock();
+  const config = loadFleetConfig({ VM_FLEET_REDIS_URL: options.redisUrl });
   const settings = new VmHostClientSettings();
   if (options.agentTimeoutMs !== undefined) settings.timeoutMs = options.agentTimeoutMs;
-  const moduleRef = await Test.createTestingModule({ imports: [FleetAppModule] })
+  const moduleRef = await Test.createTestingModule({ imports: [FleetAppModule.forConfig(config)] })
     .overrideProvider(Clock)
     .useValue(clock)
     .overrideProvider(VmHostClientSettings)

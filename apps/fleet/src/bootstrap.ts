@@ -3,6 +3,7 @@ import type { NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { DaemonLogger, MAX_BODY_BYTES } from '@app/fleet-domain';
+import { FleetConfig } from './config/fleet.config';
 import { FleetAppModule } from './fleet-app.module';
 
 /** Options every fleet app is created with: main, the e2e tests and the OpenAPI generator. */
@@ -31,9 +32,10 @@ export function configureFleetApp(app: NestExpressApplication): NestExpressAppli
 }
 
 export async function createFleetApp(
+  config: FleetConfig,
   options: NestApplicationOptions = {},
 ): Promise<NestExpressApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(FleetAppModule, {
+  const app = await NestFactory.create<NestExpressApplication>(FleetAppModule.forConfig(config), {
     ...FLEET_APP_OPTIONS,
     logger: new DaemonLogger(),
     ...options,

@@ -1,22 +1,59 @@
-import { Global, Module } from '@nestjs/common';
+import { DynamicModule, Global, Module } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Clock, JsonErrorFilter, SystemClock, createValidationPipe } from '@app/fleet-domain';
+import { FleetConfig } from './config/fleet.config';
 import { NodesModule } from './nodes/nodes.module';
+import { RedisClock, RedisConnection } from './redis/redis-connection';
 import { VmsModule } from './vms/vms.module';
 
+/**
+ * The configuration, the Redis connection (null when state is in memory) and the clock, for
+ * every module. With Redis, time is Redis TIME, so all controllers on it agree on staleness.
+ */
 @Global()
-@Module({
-  providers: [{ provide: Clock, useClass: SystemClock }],
-  exports: [Clock],
-})
-class ClockModule {}
+@Module({})
+class FleetCoreModule {
+  static forConfig(config: FleetConfig): DynamicModule {
+    return {
+      module: FleetCoreModule,
+      providers: [
+        { provide: FleetConfig, useValue: config },
+        {
+          provide: RedisConnection,
+          useFactory: () =>
+            config.redisUrl
+              ? new RedisConnection(config.redisUrl, config.redisUrlForLogs ?? '')
+              : null,
+        },
+        {
+          provide: Clock,
+          useFactory: (redis: RedisConnection | null) =>
+            redis ? new RedisClock(redis) : new SystemClock(),
+          inject: [RedisConnection],
+        },
+      ],
+      exports: [FleetConfig, RedisConnection, Clock],
+    };
+  }
+}
 
-@Module({
-  imports: [ScheduleModule.forRoot(), ClockModule, NodesModule, VmsModule],
-  providers: [
-    { provide: APP_PIPE, useFactory: createValidationPipe },
-    { provide: APP_FILTER, useClass: JsonErrorFilter },
-  ],
-})
-export class FleetAppModule {}
+@Module({})
+export class FleetAppModule {
+  /** The whole controller; with no Redis URL, state lives in memory as the contract says. */
+  static forConfig(config: FleetConfig = new FleetConfig()): DynamicModule {
+    return {
+      module: FleetAppModule,
+      imports: [
+        ScheduleModule.forRoot(),
+        FleetCoreModule.forConfig(config),
+        NodesModule,
+        VmsModule,
+      ],
+      providers: [
+        { provide: APP_PIPE, useFactory: createValidationPipe },
+        { provide: APP_FILTER, useClass: JsonErrorFilter },
+      ],
+    };
+  }
+}

@@ -3,17 +3,23 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { FLEET_PORT, exitCleanlyOnSignals } from '@app/fleet-domain';
 import { createFleetApp } from './bootstrap';
+import { FleetConfigError, loadFleetConfig } from './config/fleet.config';
 
 async function main(): Promise<void> {
-  const app = await createFleetApp();
+  const config = loadFleetConfig(process.env);
+  const app = await createFleetApp(config);
   exitCleanlyOnSignals(app, 'Fleet');
   await app.listen(FLEET_PORT, '0.0.0.0');
   new Logger('Fleet').log(
-    `service-vm-fleet listening on 0.0.0.0:${FLEET_PORT} (state in memory; Swagger UI at /docs)`,
+    `service-vm-fleet listening on 0.0.0.0:${FLEET_PORT} (state ${config.redisUrlForLogs ? `shared in Redis at ${config.redisUrlForLogs}` : 'in memory'}; Swagger UI at /docs)`,
   );
 }
 
 main().catch((error: unknown) => {
+  if (error instanceof FleetConfigError) {
+    console.error(`service-vm-fleet: configuration error: ${error.message}`);
+    process.exit(2);
+  }
   console.error(
     `service-vm-fleet failed to start: ${error instanceof Error ? error.message : String(error)}`,
   );

@@ -94,6 +94,9 @@ export class JsonErrorFilter implements ExceptionFilter {
             : exception.message,
       };
     }
+    if (exception instanceof StoreUnavailableError) {
+      return { status: 503, message: exception.message };
+    }
     if (isBodyParserError(exception)) {
       if (exception.type === 'entity.too.large') {
         return { status: 413, message: 'request body is larger than 1 MiB' };
@@ -109,3 +112,6 @@ export class JsonErrorFilter implements ExceptionFilter {
     return { status: 500, message: 'internal error' };
   }
 }
+
+/** The fleet's shared state store cannot be reached: answered 503, never half-written. */
+export class StoreUnavailableError extends Error {}

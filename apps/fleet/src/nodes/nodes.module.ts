@@ -5,13 +5,21 @@ import { NodeStalenessJob } from './node-staleness.job';
 import { NodesController } from './nodes.controller';
 import { NodesRepository } from './nodes.repository';
 import { NodesService } from './nodes.service';
+import { RedisNodesRepository } from './redis-nodes.repository';
+import { RedisConnection } from '../redis/redis-connection';
 
 @Module({
   controllers: [NodesController, FleetController],
   providers: [
     NodesService,
     NodeStalenessJob,
-    { provide: NodesRepository, useClass: InMemoryNodesRepository },
+    {
+      // The one place the store is chosen: Redis when VM_FLEET_REDIS_URL is set, else memory.
+      provide: NodesRepository,
+      useFactory: (redis: RedisConnection | null) =>
+        redis ? new RedisNodesRepository(redis) : new InMemoryNodesRepository(),
+      inject: [RedisConnection],
+    },
   ],
   exports: [NodesService, NodesRepository],
 })

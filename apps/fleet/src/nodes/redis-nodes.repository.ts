@@ -1,0 +1,217 @@
+import type Redis from 'ioredis';
+import {
+  HeartbeatVerdict,
+  NODE_STALE_AFTER_MS,
+  NodeHeartbeat,
+  NodeState,
+  StoreUnavailableError,
+  VmRecord,
+  judgeHeartbeat,
+  nodeStateFromHeartbeat,
+  withDispatchedVm,
+  withHold,
+  withoutHold,
+  withoutVm,
+} from '@app/fleet-domain';
+import { RedisConnection } from '../redis/redis-connection';
+import { NodesRepository } from './nodes.repository';
+
+const PREFIX = 'ppn-fleet:';
+/** Sorted set of node ids by receive time: what is live, and what the sweep drops. */
+const INDEX = `${PREFIX}nodes`;
+/** One counter for every write: a record's version, so no change is ever applied twice. */
+const VERSIONS = `${PREFIX}version`;
+const nodeKey = (nodeId: string) => `${PREFIX}node:${nodeId}`;
+/** A node key outlives any live node, so keys nobody sweeps (every controller down) vanish. */
+const NODE_KEY_TTL_MS = 2 * NODE_STALE_AFTER_MS;
+const SWEEP_BATCH = 5_000;
+const WRITE_ATTEMPTS = 20;
+
+/**
+ * Each record is stored as "<version>\n<json>". A write names the version it read and
+ * succeeds only if the record is still at it (compare-and-set in one script), so every change
+ * is computed by the same domain functions as in memory, and applied atomically or not at all.
+ */
+const PUT = `
+local current = redis.call('GET', KEYS[1])
+local version = current and string.match(current, '^(%d+)\\n') or ''
+if version ~= ARGV[1] then return 0 end
+local next = redis.call('INCR', KEYS[3])
+redis.call('SET', KEYS[1], next .. '\\n' .. ARGV[2], 'PX', ARGV[5])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+return next`;
+
+/** Every record heard from since ARGV[1], in one consistent snapshot. */
+const LIST_LIVE = `
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf')
+local records = {}
+for first = 1, #ids, 500 do
+  local keys = {}
+  for i = first, math.min(first + 499, #ids) do keys[#keys + 1] = ARGV[2] .. ids[i] end
+  local values = redis.call('MGET', unpack(keys))
+  for i = 1, #keys do
+    if values[i] then records[#records + 1] = values[i] end
+  end
+end
+return records`;
+
+const FIND_LIVE = `
+local score = redis.call('ZSCORE', KEYS[2], ARGV[2])
+if not score or tonumber(score) < tonumber(ARGV[1]) then return false end
+return redis.call('GET', KEYS[1])`;
+
+/** Removes up to ARGV[3] records heard from before ARGV[1]; returns them. */
+const DROP_STALE = `
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, ARGV[3])
+local dropped = {}
+for i = 1, #ids do
+  local key = ARGV[2] .. ids[i]
+  local value = redis.call('GET', key)
+  if value then dropped[#dropped + 1] = value end
+  redis.call('DEL', key)
+  redis.call('ZREM', KEYS[1], ids[i])
+end
+return dropped`;
+
+interface Versioned {
+  version: string;
+  state?: NodeState;
+}
+
+function decode(stored: string | null): Versioned {
+  if (stored === null) return { version: '' };
+  const newline = stored.indexOf('\n');
+  return {
+    version: stored.slice(0, newline),
+    state: JSON.parse(stored.slice(newline + 1)) as NodeState,
+  };
+}
+
+type FleetRedis = Redis & {
+  fleetPut(...args: Array<string | number>): Promise<number>;
+  fleetListLive(...args: Array<string | number>): Promise<string[]>;
+  fleetFindLive(...args: Array<string | number>): Promise<string | null>;
+  fleetDropStale(...args: Array<string | number>): Promise<string[]>;
+};
+
+/**
+ * Fleet state in Redis, shared by every controller on it (VM_FLEET_REDIS_URL). Same
+ * semantics as the in-memory store: the same domain functions decide every change.
+ */
+export class RedisNodesRepository extends NodesRepository {
+  private readonly redis: FleetRedis;
+
+  constructor(private readonly connection: RedisConnection) {
+    super();
+    const client = connection.client;
+    client.defineCommand('fleetPut', { numberOfKeys: 3, lua: PUT });
+    client.defineCommand('fleetListLive', { numberOfKeys: 1, lua: LIST_LIVE });
+    client.defineCommand('fleetFindLive', { numberOfKeys: 2, lua: FIND_LIVE });
+    client.defineCommand('fleetDropStale', { numberOfKeys: 1, lua: DROP_STALE });
+    this.redis = client as FleetRedis;
+  }
+
+  applyHeartbeat(heartbeat: NodeHeartbeat, receivedAtMs: number): Promise<HeartbeatVerdict> {
+    return this.update(heartbeat.node_id, (stored) => {
+      const verdict = judgeHeartbeat(stored, heartbeat);
+      return {
+        next:
+          verdict.kind === 'out-of-order'
+            ? undefined
+            : nodeStateFromHeartbeat(heartbeat, receivedAtMs, stored),
+        result: verdict,
+      };
+    });
+  }
+
+  async listLive(notBeforeMs: number): Promise<NodeState[]> {
+    const records = await this.connection.run(() =>
+      this.redis.fleetListLive(INDEX, notBeforeMs, `${PREFIX}node:`),
+    );
+    return records.map((stored) => decode(stored).state!);
+  }
+
+  async findLive(nodeId: string, notBeforeMs: number): Promise<NodeState | undefined> {
+    const stored = await this.connection.run(() =>
+      this.redis.fleetFindLive(nodeKey(nodeId), INDEX, notBeforeMs, nodeId),
+    );
+    return decode(stored).state;
+  }
+
+  async dropStale(notBeforeMs: number): Promise<NodeState[]> {
+    const dropped: NodeState[] = [];
+    for (;;) {
+      const batch = await this.connection.run(() =>
+        this.redis.fleetDropStale(INDEX, notBeforeMs, `${PREFIX}node:`, SWEEP_BATCH),
+      );
+      dropped.push(...batch.map((stored) => decode(stored).state!));
+      if (batch.length < SWEEP_BATCH) return dropped;
+    }
+  }
+
+  hold(
+    nodeId: string,
+    holdId: string,
+    ramMb: number,
+    requiredFreeMb: number,
+    notBeforeMs: number,
+  ): Promise<boolean> {
+    return this.update(nodeId, (stored) => {
+      const held =
+        stored && stored.received_at_ms >= notBeforeMs
+          ? withHold(stored, holdId, ramMb, requiredFreeMb)
+          : null;
+      return { next: held ?? undefined, result: held !== null };
+    });
+  }
+
+  recordDispatchedVm(nodeId: string, holdId: string, vm: VmRecord): Promise<void> {
+    return this.update(nodeId, (stored) => ({
+      next: stored && withDispatchedVm(stored, holdId, vm),
+      result: undefined,
+    }));
+  }
+
+  releaseHold(nodeId: string, holdId: string): Promise<void> {
+    return this.update(nodeId, (stored) => ({
+      next: stored && withoutHold(stored, holdId),
+      result: undefined,
+    }));
+  }
+
+  removeVm(nodeId: string, vmId: string): Promise<void> {
+    return this.update(nodeId, (stored) => ({
+      next: stored && withoutVm(stored, vmId),
+      result: undefined,
+    }));
+  }
+
+  /** Read, decide, compare-and-set; again from the top when another controller wrote first. */
+  private async update<T>(
+    nodeId: string,
+    decide: (stored: NodeState | undefined) => { next?: NodeState; result: T },
+  ): Promise<T> {
+    const key = nodeKey(nodeId);
+    for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
+      const { version, state } = decode(await this.connection.run(() => this.redis.get(key)));
+      const { next, result } = decide(state);
+      if (!next) return result;
+      const written = await this.connection.run(() =>
+        this.redis.fleetPut(
+          key,
+          INDEX,
+          VERSIONS,
+          version,
+          JSON.stringify(next),
+          next.received_at_ms,
+          nodeId,
+          NODE_KEY_TTL_MS,
+        ),
+      );
+      if (written) return result;
+    }
+    throw new StoreUnavailableError(
+      `node ${nodeId} changed under ${WRITE_ATTEMPTS} concurrent writes in a row; try again`,
+    );
+  }
+}

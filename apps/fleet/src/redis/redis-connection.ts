@@ -1,0 +1,103 @@
+import { Logger, OnApplicationShutdown } from '@nestjs/common';
+import Redis from 'ioredis';
+import { Clock, StoreUnavailableError } from '@app/fleet-domain';
+
+/**
+ * The controller's one connection to the shared Redis. Commands fail at once while Redis is
+ * unreachable (no offline queue), so requests get a clear 503 instead of hanging; the client
+ * reconnects by itself. Losing and regaining Redis is one log line each.
+ */
+export class RedisConnection implements OnApplicationShutdown {
+  readonly client: Redis;
+  private readonly logger = new Logger('Redis');
+  private available?: boolean;
+  private closing = false;
+
+  constructor(
+    url: string,
+    private readonly urlForLogs: string,
+  ) {
+    this.client = new Redis(url, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectTimeout: 2_000,
+      retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
+    });
+    this.client.on('ready', () => this.changed(true));
+    this.client.on('error', (error: Error) => this.changed(false, error.message));
+    this.client.on('close', () => this.changed(false, 'connection closed'));
+  }
+
+  /** Runs commands; any failure of the store becomes a StoreUnavailableError (503). */
+  async run<T>(operation: (client: Redis) => Promise<T>): Promise<T> {
+    try {
+      return await operation(this.client);
+    } catch (error) {
+      throw new StoreUnavailableError(
+        `fleet state store (Redis at ${this.urlForLogs}) unavailable: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.closing = true;
+    await this.client.quit().catch(() => this.client.disconnect());
+  }
+
+  private changed(available: boolean, reason?: string): void {
+    if (this.closing || this.available === available) return;
+    const before = this.available;
+    this.available = available;
+    if (available) {
+      this.logger.log(
+        `Redis at ${this.urlForLogs} ${before === false ? 'restored' : 'connected'}: fleet state is shared`,
+      );
+    } else {
+      this.logger.warn(
+        `Redis at ${this.urlForLogs} ${before === true ? 'lost' : 'unreachable'} (${reason}); state routes answer 503 until it is back`,
+      );
+    }
+  }
+}
+
+/** How often a controller re-reads Redis TIME. */
+const CLOCK_SYNC_INTERVAL_MS = 1_000;
+
+/**
+ * Redis TIME as every controller on the same Redis sees it, so controllers whose own clocks
+ * differ agree on receive times and on who is stale. Synced every second; between syncs it
+ * runs on the local clock plus the measured offset.
+ */
+export class RedisClock extends Clock implements OnApplicationShutdown {
+  private offsetMs = 0;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly redis: RedisConnection) {
+    super();
+    this.redis.client.on('ready', () => void this.sync());
+    this.timer = setInterval(() => void this.sync(), CLOCK_SYNC_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  now(): number {
+    return Date.now() + this.offsetMs;
+  }
+
+  /** Offset to Redis TIME, halving the round trip; kept as it was when Redis is down. */
+  async sync(): Promise<void> {
+    try {
+      const sentAt = Date.now();
+      const [seconds, micros] = await this.redis.client.time();
+      const receivedAt = Date.now();
+      this.offsetMs = Math.round(
+        Number(seconds) * 1000 + Number(micros) / 1000 - (sentAt + receivedAt) / 2,
+      );
+    } catch {
+      // Redis unreachable: RedisConnection says so; keep the last offset.
+    }
+  }
+
+  onApplicationShutdown(): void {
+    clearInterval(this.timer);
+  }
+}

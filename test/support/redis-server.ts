@@ -1,0 +1,89 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() =>
+        typeof address === 'object' && address
+          ? resolve(address.port)
+          : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+/** A real redis-server of the test's own, on a free loopback port, without persistence. */
+export class RedisServer {
+  private child?: ChildProcess;
+
+  private constructor(readonly port: number) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  static async start(port?: number): Promise<RedisServer> {
+    const server = new RedisServer(port ?? (await freePort()));
+    await server.start();
+    return server;
+  }
+
+  /** Starts (again) on the same port. */
+  async start(): Promise<void> {
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--daemonize',
+        'no',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    running.add(child);
+    this.child = child;
+    await new Promise<void>((resolve, reject) => {
+      let output = '';
+      const timer = setTimeout(
+        () => reject(new Error(`redis-server did not start:\n${output}`)),
+        10_000,
+      );
+      child.stdout!.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+        if (output.includes('Ready to accept connections')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.on('exit', (code) => {
+        running.delete(child);
+        clearTimeout(timer);
+        reject(new Error(`redis-server exited ${code}:\n${output}`));
+      });
+    });
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+    running.delete(child);
+  }
+}
