@@ -9,6 +9,7 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import * as ts from 'typescript';
 import { Daemon, FLEET_URL, VM_HOST_MAIN, eventually, startFleetDaemon } from '../support/daemons';
+import { RedisServer } from '../support/redis-server';
 import type { LoadResult, LoadSpec } from './load';
 
 const RESULTS = join(__dirname, 'results');
@@ -116,8 +117,16 @@ async function probe(daemon: Daemon, file: string): Promise<Probe> {
   );
 }
 
-async function startController(probePath: string, probeFile: string): Promise<Daemon> {
-  const fleet = startFleetDaemon({ BENCH_PROBE_FILE: probeFile }, ['--expose-gc', '-r', probePath]);
+async function startController(
+  probePath: string,
+  probeFile: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<Daemon> {
+  const fleet = startFleetDaemon({ BENCH_PROBE_FILE: probeFile, ...env }, [
+    '--expose-gc',
+    '-r',
+    probePath,
+  ]);
   await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
   return fleet;
 }
@@ -238,6 +247,34 @@ async function main(): Promise<void> {
     ours.perSecond / base.perSecond,
     fixed(ours.perSecond / base.perSecond, 2),
   );
+
+  console.log('the same, with fleet state in Redis (VM_FLEET_REDIS_URL)');
+  const redis = await RedisServer.start();
+  fleet = await startController(probePath, probeFile, { VM_FLEET_REDIS_URL: redis.url });
+  const viaRedis = await heartbeatLoad(FLEET_URL);
+  checkClean('heartbeats via Redis', viaRedis);
+  record(
+    'redis.heartbeat',
+    'Redis store: heartbeats/s, p99',
+    viaRedis,
+    `${fixed(viaRedis.perSecond)}, p99 ${viaRedis.p99Ms} ms`,
+  );
+  const redisRead = await load({
+    url: FLEET_URL,
+    kind: 'get',
+    path: '/v1/nodes',
+    connections: 4,
+    durationS: READ_SECONDS,
+  });
+  checkClean('GET /v1/nodes via Redis', redisRead);
+  record(
+    'redis.read.v1.nodes.at10k',
+    'Redis store: GET /v1/nodes at 10,000 nodes req/s, p99',
+    redisRead,
+    `${fixed(redisRead.perSecond)} req/s, ${redisRead.p99Ms} ms`,
+  );
+  await fleet.stop();
+  await redis.stop();
 
   console.log('reads at 1,000 nodes');
   fleet = await startController(probePath, probeFile);

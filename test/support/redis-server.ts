@@ -63,7 +63,7 @@ export class RedisServer {
         () => reject(new Error(`redis-server did not start:\n${output}`)),
         10_000,
       );
-      child.stdout!.on('data', (chunk: Buffer) => {
+      child.stdout.on('data', (chunk: Buffer) => {
         output += chunk.toString();
         if (output.includes('Ready to accept connections')) {
           clearTimeout(timer);

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { STALENESS_SWEEP_INTERVAL_MS } from '@app/fleet-domain';
+import { STALENESS_SWEEP_INTERVAL_MS, StoreUnavailableError } from '@app/fleet-domain';
 import { NodesService } from './nodes.service';
 
 /** Sweeps silent nodes out of the store. Reads filter by age themselves; this frees the memory. */
@@ -18,6 +18,8 @@ export class NodeStalenessJob {
     try {
       await this.nodes.dropStaleNodes();
     } catch (error) {
+      // A store outage is logged once by the store's connection, not once a second here.
+      if (error instanceof StoreUnavailableError) return;
       this.logger.error(
         `staleness sweep failed: ${error instanceof Error ? error.message : String(error)}`,
       );

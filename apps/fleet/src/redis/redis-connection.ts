@@ -30,6 +30,11 @@ export class RedisConnection implements OnApplicationShutdown {
 
   /** Runs commands; any failure of the store becomes a StoreUnavailableError (503). */
   async run<T>(operation: (client: Redis) => Promise<T>): Promise<T> {
+    if (this.client.status !== 'ready') {
+      throw new StoreUnavailableError(
+        `fleet state store (Redis at ${this.urlForLogs}) unavailable: not connected (${this.client.status})`,
+      );
+    }
     try {
       return await operation(this.client);
     } catch (error) {
