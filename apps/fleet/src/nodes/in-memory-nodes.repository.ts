@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import {
   HeartbeatVerdict,
   NodeHeartbeat,
+  NodeRecord,
   NodeState,
   VmRecord,
   judgeHeartbeat,
@@ -36,6 +37,14 @@ export class InMemoryNodesRepository extends NodesRepository {
       if (state.received_at_ms >= notBeforeMs) live.push(state);
     }
     return Promise.resolve(live);
+  }
+
+  listLiveRecords(notBeforeMs: number): Promise<NodeRecord[]> {
+    const records: NodeRecord[] = [];
+    for (const state of this.nodes.values()) {
+      if (state.received_at_ms >= notBeforeMs) records.push(state.record);
+    }
+    return Promise.resolve(records);
   }
 
   findLive(nodeId: string, notBeforeMs: number): Promise<NodeState | undefined> {

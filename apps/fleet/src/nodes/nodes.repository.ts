@@ -1,4 +1,10 @@
-import { HeartbeatVerdict, NodeHeartbeat, NodeState, VmRecord } from '@app/fleet-domain';
+import {
+  HeartbeatVerdict,
+  NodeHeartbeat,
+  NodeRecord,
+  NodeState,
+  VmRecord,
+} from '@app/fleet-domain';
 
 /**
  * Where the controller keeps its nodes. Asynchronous so that a shared store can stand behind
@@ -13,6 +19,9 @@ export abstract class NodesRepository {
   ): Promise<HeartbeatVerdict>;
 
   abstract listLive(notBeforeMs: number): Promise<NodeState[]>;
+
+  /** Only the records of live nodes: what the listings show, cheaper to fetch than whole states. */
+  abstract listLiveRecords(notBeforeMs: number): Promise<NodeRecord[]>;
 
   abstract findLive(nodeId: string, notBeforeMs: number): Promise<NodeState | undefined>;
 

@@ -50,8 +50,8 @@ export class NodesService {
   }
 
   async listNodes(): Promise<NodeRecord[]> {
-    const live = await this.nodes.listLive(liveSince(this.clock.now()));
-    return live.map((state) => state.record).sort(byNodeId);
+    const records = await this.nodes.listLiveRecords(liveSince(this.clock.now()));
+    return records.sort(byNodeId);
   }
 
   async findNode(nodeId: string): Promise<NodeRecord | undefined> {
@@ -61,9 +61,9 @@ export class NodesService {
 
   async fleetStatus(): Promise<FleetStatus> {
     const now = this.clock.now();
-    const live = await this.nodes.listLive(liveSince(now));
+    const records = await this.nodes.listLiveRecords(liveSince(now));
     return {
-      nodes: live.map((state) => state.record).sort(byNodeId),
+      nodes: records.sort(byNodeId),
       last_updated: toRfc3339(now),
     };
   }

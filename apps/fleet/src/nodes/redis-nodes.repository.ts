@@ -3,6 +3,7 @@ import {
   HeartbeatVerdict,
   NODE_STALE_AFTER_MS,
   NodeHeartbeat,
+  NodeRecord,
   NodeState,
   StoreUnavailableError,
   VmRecord,
@@ -28,7 +29,8 @@ const SWEEP_BATCH = 5_000;
 const WRITE_ATTEMPTS = 20;
 
 /**
- * Each record is stored as "<version>\n<json>". A write names the version it read and
+ * Each node is stored as "<version>\n<record json>\n<state json>" (JSON never holds a raw
+ * newline): listings read only the record part, everything else the state. A write names the version it read and
  * succeeds only if the record is still at it (compare-and-set in one script), so every change
  * is computed by the same domain functions as in memory, and applied atomically or not at all.
  */
@@ -41,19 +43,26 @@ redis.call('SET', KEYS[1], next .. '\\n' .. ARGV[2], 'PX', ARGV[5])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 return next`;
 
-/** Every record heard from since ARGV[1], in one consistent snapshot. */
+/**
+ * Every node heard from since ARGV[1], in one consistent snapshot; with ARGV[3] = 'records',
+ * only the record part of each.
+ */
 const LIST_LIVE = `
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf')
-local records = {}
+local found = {}
 for first = 1, #ids, 500 do
   local keys = {}
   for i = first, math.min(first + 499, #ids) do keys[#keys + 1] = ARGV[2] .. ids[i] end
   local values = redis.call('MGET', unpack(keys))
   for i = 1, #keys do
-    if values[i] then records[#records + 1] = values[i] end
+    local value = values[i]
+    if value then
+      if ARGV[3] == 'records' then value = string.match(value, '^%d+\\n([^\\n]*)\\n') end
+      found[#found + 1] = value
+    end
   end
 end
-return records`;
+return found`;
 
 const FIND_LIVE = `
 local score = redis.call('ZSCORE', KEYS[2], ARGV[2])
@@ -78,12 +87,17 @@ interface Versioned {
   state?: NodeState;
 }
 
+function encode(state: NodeState): string {
+  return `${JSON.stringify(state.record)}\n${JSON.stringify(state)}`;
+}
+
 function decode(stored: string | null): Versioned {
   if (stored === null) return { version: '' };
-  const newline = stored.indexOf('\n');
+  const versionEnd = stored.indexOf('\n');
+  const recordEnd = stored.indexOf('\n', versionEnd + 1);
   return {
-    version: stored.slice(0, newline),
-    state: JSON.parse(stored.slice(newline + 1)) as NodeState,
+    version: stored.slice(0, versionEnd),
+    state: JSON.parse(stored.slice(recordEnd + 1)) as NodeState,
   };
 }
 
@@ -125,10 +139,17 @@ export class RedisNodesRepository extends NodesRepository {
   }
 
   async listLive(notBeforeMs: number): Promise<NodeState[]> {
-    const records = await this.connection.run(() =>
-      this.redis.fleetListLive(INDEX, notBeforeMs, `${PREFIX}node:`),
+    const stored = await this.connection.run(() =>
+      this.redis.fleetListLive(INDEX, notBeforeMs, `${PREFIX}node:`, 'states'),
     );
-    return records.map((stored) => decode(stored).state!);
+    return stored.map((value) => decode(value).state!);
+  }
+
+  async listLiveRecords(notBeforeMs: number): Promise<NodeRecord[]> {
+    const records = await this.connection.run(() =>
+      this.redis.fleetListLive(INDEX, notBeforeMs, `${PREFIX}node:`, 'records'),
+    );
+    return records.map((record) => JSON.parse(record) as NodeRecord);
   }
 
   async findLive(nodeId: string, notBeforeMs: number): Promise<NodeState | undefined> {
@@ -202,7 +223,7 @@ export class RedisNodesRepository extends NodesRepository {
           INDEX,
           VERSIONS,
           version,
-          JSON.stringify(next),
+          encode(next),
           next.received_at_ms,
           nodeId,
           NODE_KEY_TTL_MS,
