@@ -104,6 +104,26 @@ function checkClean(what: string, result: LoadResult): void {
   }
 }
 
+/** GET /v1/nodes and /v1/fleet for a few seconds each, from 4 concurrent readers. */
+async function measureReads(nodes: string, key: string): Promise<void> {
+  for (const path of ['/v1/nodes', '/v1/fleet']) {
+    const read = await load({
+      url: FLEET_URL,
+      kind: 'get',
+      path,
+      connections: 4,
+      durationS: READ_SECONDS,
+    });
+    checkClean(path, read);
+    record(
+      `read${path.replace(/\//g, '.')}.${key}`,
+      `GET ${path} at ${nodes} nodes req/s, p99, size`,
+      read,
+      `${fixed(read.perSecond)} req/s, ${read.p99Ms} ms, ${fixed(read.bytesPerResponse / 1024)} KiB`,
+    );
+  }
+}
+
 /** The memory probe, compiled to JS so the controller does not load TypeScript. */
 function compileProbe(): string {
   const source = readFileSync(join(__dirname, 'memory-probe.ts'), 'utf8');
@@ -195,22 +215,7 @@ async function main(): Promise<void> {
   );
 
   console.log('reads at 10,000 nodes');
-  for (const path of ['/v1/nodes', '/v1/fleet']) {
-    const read = await load({
-      url: FLEET_URL,
-      kind: 'get',
-      path,
-      connections: 4,
-      durationS: READ_SECONDS,
-    });
-    checkClean(path, read);
-    record(
-      `read${path.replace(/\//g, '.')}.at10k`,
-      `GET ${path} at 10,000 nodes req/s, p99, size`,
-      read,
-      `${fixed(read.perSecond)} req/s, ${read.p99Ms} ms, ${fixed(read.bytesPerResponse / 1024)} KiB`,
-    );
-  }
+  await measureReads('10,000', 'at10k');
   let pollP99 = 0;
   let polling = true;
   const poller = (async () => {
@@ -294,22 +299,7 @@ async function main(): Promise<void> {
   console.log('reads at 1,000 nodes');
   fleet = await startController(probePath, probeFile);
   await enroll(1_000);
-  for (const path of ['/v1/nodes', '/v1/fleet']) {
-    const read = await load({
-      url: FLEET_URL,
-      kind: 'get',
-      path,
-      connections: 4,
-      durationS: READ_SECONDS,
-    });
-    checkClean(path, read);
-    record(
-      `read${path.replace(/\//g, '.')}.at1k`,
-      `GET ${path} at 1,000 nodes req/s, p99, size`,
-      read,
-      `${fixed(read.perSecond)} req/s, ${read.p99Ms} ms, ${fixed(read.bytesPerResponse / 1024)} KiB`,
-    );
-  }
+  await measureReads('1,000', 'at1k');
   await fleet.stop();
 
   console.log('memory at 100,000 nodes');

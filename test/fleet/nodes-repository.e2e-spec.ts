@@ -1,9 +1,10 @@
 import Redis from 'ioredis';
-import { NodeHeartbeat, VmRecord, VmState } from '@app/fleet-domain';
+import { NodeHeartbeat, VmRecord } from '@app/fleet-domain';
 import { InMemoryNodesRepository } from '../../apps/fleet/src/nodes/in-memory-nodes.repository';
 import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
 import { RedisNodesRepository } from '../../apps/fleet/src/nodes/redis-nodes.repository';
 import { RedisConnection } from '../../apps/fleet/src/redis/redis-connection';
+import { heartbeat as agentHeartbeat, vmRecord } from '../support/heartbeats';
 import { RedisServer } from '../support/redis-server';
 
 /**
@@ -56,35 +57,13 @@ const stores: Array<[string, () => Promise<Store>]> = [
   ],
 ];
 
-function vm(vm_id: string, ram_alloc_mb = 1024, tenant_id: string | null = null): VmRecord {
-  return {
-    vm_id,
-    vm_type: 'web',
-    state: VmState.Running,
-    ram_alloc_mb,
-    vcpu_count: 1,
-    started_at: null,
-    tenant_id,
-    host_ports: [],
-  };
+/** 4096 MB free on every node unless a test says otherwise. */
+function heartbeat(node_id: string, extra: Partial<NodeHeartbeat> = {}): NodeHeartbeat {
+  return agentHeartbeat({ node_id, ram_total_mb: 8192, ram_used_mb: 4096, ...extra });
 }
 
-function heartbeat(node_id: string, extra: Partial<NodeHeartbeat> = {}): NodeHeartbeat {
-  return {
-    node_id,
-    wg_ip: '10.8.0.1',
-    hostname: node_id,
-    ram_total_mb: 8192,
-    ram_used_mb: 4096,
-    cpu_cores: 4,
-    cpu_load_pct: 5,
-    kvm_available: false,
-    reserved: false,
-    vms: [],
-    boot_id: 'boot-1',
-    timestamp_utc: '2026-08-06T12:00:00.000000001Z',
-    ...extra,
-  };
+function vm(vm_id: string, ram_alloc_mb = 1024, tenant_id: string | null = null): VmRecord {
+  return vmRecord(vm_id, { ram_alloc_mb, tenant_id });
 }
 
 describe.each(stores)('NodesRepository %s', (_name, open) => {
@@ -120,8 +99,8 @@ describe.each(stores)('NodesRepository %s', (_name, open) => {
     expect(state?.vms.map((v) => v.vm_id)).toEqual(['c']);
     expect(state?.record).toEqual({
       node_id: 'n1',
-      hostname: 'n1',
-      wg_ip: '10.8.0.1',
+      hostname: 'host-n1',
+      wg_ip: '127.0.0.1',
       ram_available_mb: 7168,
       vm_count: 1,
       kvm_available: false,

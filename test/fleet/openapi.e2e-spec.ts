@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { renderFleetDocument } from '../../openapi/documents';
+import { NODE_RECORD_FIELDS } from '../support/heartbeats';
 
 interface OpenApiDocument {
   paths: Record<string, Record<string, unknown>>;
@@ -33,16 +34,7 @@ describe('the fleet OpenAPI document', () => {
 
   it('gives NodeRecord exactly its eight fields, all required', () => {
     const nodeRecord = document.components.schemas.NodeRecord;
-    const fields = [
-      'hostname',
-      'kvm_available',
-      'last_heartbeat',
-      'node_id',
-      'ram_available_mb',
-      'reserved',
-      'vm_count',
-      'wg_ip',
-    ];
+    const fields = NODE_RECORD_FIELDS;
     expect(Object.keys(nodeRecord.properties).sort()).toEqual(fields);
     expect([...(nodeRecord.required ?? [])].sort()).toEqual(fields);
   });

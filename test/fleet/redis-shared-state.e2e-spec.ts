@@ -38,6 +38,14 @@ describe('fleet state shared in Redis', () => {
     );
   }
 
+  async function twoControllers(): Promise<[RunningFleet, RunningFleet]> {
+    const a = await controller();
+    const b = await controller();
+    await ready(a);
+    await ready(b);
+    return [a, b];
+  }
+
   beforeEach(async () => {
     redis = await RedisServer.start();
   });
@@ -48,10 +56,7 @@ describe('fleet state shared in Redis', () => {
   });
 
   it('lets two controllers see each other’s heartbeats, VMs and tenants', async () => {
-    const a = await controller();
-    const b = await controller();
-    await ready(a);
-    await ready(b);
+    const [a, b] = await twoControllers();
     await request(a.url)
       .post('/v1/nodes/heartbeat')
       .send(heartbeat({ node_id: 'via-a', vms: [vmRecord('vm-1', { tenant_id: 'acme' })] }))
@@ -85,10 +90,7 @@ describe('fleet state shared in Redis', () => {
   });
 
   it('drops a silent node for every controller at once', async () => {
-    const a = await controller();
-    const b = await controller();
-    await ready(a);
-    await ready(b);
+    const [a, b] = await twoControllers();
     await request(a.url)
       .post('/v1/nodes/heartbeat')
       .send(heartbeat({ node_id: 'quiet' }))
@@ -99,10 +101,7 @@ describe('fleet state shared in Redis', () => {
   });
 
   it('never over-commits a node when both controllers place at once', async () => {
-    const a = await controller();
-    const b = await controller();
-    await ready(a);
-    await ready(b);
+    const [a, b] = await twoControllers();
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     let spawned = 0;

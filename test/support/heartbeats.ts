@@ -41,3 +41,15 @@ export function vmRecord(vm_id: string, overrides: Partial<VmRecord> = {}): VmRe
 export function uniqueId(prefix: string): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
 }
+
+/** The eight fields of a NodeRecord, sorted: nothing else is ever shown of a node. */
+export const NODE_RECORD_FIELDS = [
+  'hostname',
+  'kvm_available',
+  'last_heartbeat',
+  'node_id',
+  'ram_available_mb',
+  'reserved',
+  'vm_count',
+  'wg_ip',
+];

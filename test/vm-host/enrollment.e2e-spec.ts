@@ -11,6 +11,7 @@ import {
   stopAllDaemons,
   untilTime,
 } from '../support/daemons';
+import { NODE_RECORD_FIELDS } from '../support/heartbeats';
 
 /**
  * The enrollment how-tos, lived with real processes: the built controller on 9203 and agents
@@ -84,16 +85,7 @@ describe('enrollment with real processes', () => {
       const listenedAt = Date.now();
       const node = await waitUntilListed(spec.id, INTERVAL_MS);
       expect(Date.now() - listenedAt).toBeLessThanOrEqual(INTERVAL_MS);
-      expect(Object.keys(node).sort()).toEqual([
-        'hostname',
-        'kvm_available',
-        'last_heartbeat',
-        'node_id',
-        'ram_available_mb',
-        'reserved',
-        'vm_count',
-        'wg_ip',
-      ]);
+      expect(Object.keys(node).sort()).toEqual(NODE_RECORD_FIELDS);
       expect(node).toMatchObject({
         node_id: spec.id,
         wg_ip: spec.ip,

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -289,5 +289,36 @@ describe('VMs with real QEMU', () => {
     expect(qemuProcessesOfSuite()).toHaveLength(before);
     expect(readdirSync(join(workDir, 'vm-node-broken', 'run'))).toEqual([]);
     expect(await vms()).toEqual([]);
+  });
+
+  it('lists a VM whose disk step failed as Error, with the reason logged, until it is deleted', async () => {
+    const notAnImage = join(workDir, 'not-an-image.qcow2');
+    writeFileSync(notAnImage, 'this is not a qcow2 image\n');
+    const agent = startAgent(
+      agentEnv('vm-node-badbase', '127.0.0.5', { VM_BASE_IMAGE: notAnImage }),
+    );
+    agents['vm-node-badbase'] = agent;
+    await eventually(
+      'node listed',
+      async () => (await listedNodes()).find((n) => n.node_id === 'vm-node-badbase'),
+      5_000,
+    );
+    const created = await post('/v1/vms', {
+      vm_type: 'e2e-broken',
+      ram_mb: 64,
+      vcpu_count: 1,
+      preferred_node: 'vm-node-badbase',
+    });
+    expect(created.status).toBe(201);
+    const vmId = created.body.vm_id;
+    await vmListed(vmId, 'Error');
+    await agent.waitForOutput(new RegExp(`vm ${vmId} failed at the disk: qemu-img failed`));
+    expect(
+      qemuProcessesOfSuite().filter((pid) =>
+        readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(vmId),
+      ),
+    ).toEqual([]);
+    expect(await del(`/v1/vms/${vmId}`)).toBe(204);
+    expect((await vms()).map((vm) => vm.vm_id)).not.toContain(vmId);
   });
 });

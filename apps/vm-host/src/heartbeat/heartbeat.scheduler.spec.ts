@@ -1,0 +1,122 @@
+import { Logger } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { Subject } from 'rxjs';
+import { VmHostConfig } from '../config/vm-host.config';
+import { HeartbeatScheduler } from './heartbeat.scheduler';
+import type { HeartbeatService } from './heartbeat.service';
+import type { NodeVmsSource } from './node-vms.source';
+
+/** One heartbeat the test answers by hand. */
+class ManualBeats {
+  readonly pending: Array<{ resolve: () => void; reject: (error: Error) => void }> = [];
+  readonly send = jest.fn(
+    () => new Promise<void>((resolve, reject) => this.pending.push({ resolve, reject })),
+  );
+
+  async answer(error?: Error): Promise<void> {
+    const beat = this.pending.shift()!;
+    if (error) beat.reject(error);
+    else beat.resolve();
+    // Let the scheduler's continuation run.
+    await jest.advanceTimersByTimeAsync(0);
+  }
+}
+
+describe('HeartbeatScheduler', () => {
+  let beats: ManualBeats;
+  let vmChanges: Subject<void>;
+  let scheduler: HeartbeatScheduler;
+  let logs: string[];
+
+  beforeEach(() => {
+    jest.useFakeTimers();
+    beats = new ManualBeats();
+    vmChanges = new Subject<void>();
+    const config = Object.assign(new VmHostConfig(), {
+      nodeId: 'n1',
+      heartbeatIntervalS: 10,
+      fleetEndpointForLogs: 'http://fleet:9203',
+    });
+    scheduler = new HeartbeatScheduler(
+      config,
+      beats as unknown as HeartbeatService,
+      new SchedulerRegistry(),
+      { changes: vmChanges.asObservable() } as unknown as NodeVmsSource,
+    );
+    logs = [];
+    jest
+      .spyOn(Logger.prototype, 'log')
+      .mockImplementation((message: unknown) => void logs.push(`log ${String(message)}`));
+    jest
+      .spyOn(Logger.prototype, 'warn')
+      .mockImplementation((message: unknown) => void logs.push(`warn ${String(message)}`));
+  });
+
+  afterEach(() => {
+    scheduler.onApplicationShutdown();
+    jest.restoreAllMocks();
+    jest.useRealTimers();
+  });
+
+  it('beats at once on start, then once per interval within +-10%', async () => {
+    scheduler.start();
+    expect(beats.send).toHaveBeenCalledTimes(1);
+    await beats.answer();
+    await jest.advanceTimersByTimeAsync(8_999);
+    expect(beats.send).toHaveBeenCalledTimes(1);
+    await jest.advanceTimersByTimeAsync(2_002);
+    expect(beats.send).toHaveBeenCalledTimes(2);
+  });
+
+  it('jitters the delay between 90% and 110% of the interval', () => {
+    expect(scheduler.nextDelayMs(0)).toBe(9_000);
+    expect(scheduler.nextDelayMs(0.5)).toBe(10_000);
+    expect(scheduler.nextDelayMs(1)).toBe(11_000);
+  });
+
+  it('never has two heartbeats in flight; a VM change during one is sent right after it', async () => {
+    scheduler.start();
+    vmChanges.next();
+    vmChanges.next();
+    scheduler.beatNow();
+    expect(beats.send).toHaveBeenCalledTimes(1);
+    await beats.answer();
+    expect(beats.send).toHaveBeenCalledTimes(2);
+    await beats.answer();
+    expect(beats.send).toHaveBeenCalledTimes(2);
+  });
+
+  it('beats at once after a VM change between heartbeats', async () => {
+    scheduler.start();
+    await beats.answer();
+    vmChanges.next();
+    expect(beats.send).toHaveBeenCalledTimes(2);
+  });
+
+  it('warns once per failed beat with the reason, carries on, and logs the first success after', async () => {
+    scheduler.start();
+    await beats.answer(new Error('controller answered 503'));
+    await jest.advanceTimersByTimeAsync(11_000);
+    await beats.answer(
+      new TypeError('fetch failed', {
+        cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+      }),
+    );
+    await jest.advanceTimersByTimeAsync(11_000);
+    await beats.answer();
+    expect(logs).toEqual([
+      'warn node n1: heartbeat to http://fleet:9203 failed (controller answered 503); retrying in about 10 s',
+      'warn node n1: heartbeat to http://fleet:9203 failed (ECONNREFUSED: connect ECONNREFUSED); retrying in about 10 s',
+      'log node n1 enrolled: heartbeating to http://fleet:9203 every 10 s (after 2 failed attempt(s))',
+    ]);
+  });
+
+  it('stops beating on shutdown', async () => {
+    scheduler.start();
+    await beats.answer();
+    scheduler.onApplicationShutdown();
+    await jest.advanceTimersByTimeAsync(60_000);
+    vmChanges.next();
+    expect(beats.send).toHaveBeenCalledTimes(1);
+  });
+});
