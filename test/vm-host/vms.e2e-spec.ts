@@ -154,6 +154,17 @@ describe('VMs with real QEMU', () => {
   let vmId: string;
   let owner: string;
 
+  /** Enrolls one more node, with its own VM_BASE_IMAGE, and asks it for a small VM. */
+  async function createOnNodeWithBaseImage(nodeId: string, wgIp: string, image: string) {
+    agents[nodeId] = startAgent(agentEnv(nodeId, wgIp, { VM_BASE_IMAGE: image }));
+    await eventually(
+      `${nodeId} listed`,
+      async () => (await listedNodes()).find((n) => n.node_id === nodeId),
+      5_000,
+    );
+    return post('/v1/vms', { vm_type: 'e2e-x', ram_mb: 64, vcpu_count: 1, preferred_node: nodeId });
+  }
+
   it('creates a VM through the controller; a real QEMU process runs it; it is listed Running', async () => {
     const created = await post('/v1/vms', {
       vm_type: 'e2e-web',
@@ -269,20 +280,11 @@ describe('VMs with real QEMU', () => {
     expect(unknown.body.message).toContain('ghost');
 
     // A node whose base image is missing cannot make the VM: 502 naming the image, nothing started.
-    agents['vm-node-broken'] = startAgent(
-      agentEnv('vm-node-broken', '127.0.0.4', { VM_BASE_IMAGE: join(workDir, 'missing.qcow2') }),
+    const missing = await createOnNodeWithBaseImage(
+      'vm-node-broken',
+      '127.0.0.4',
+      join(workDir, 'missing.qcow2'),
     );
-    await eventually(
-      'broken node listed',
-      async () => (await listedNodes()).find((n) => n.node_id === 'vm-node-broken'),
-      5_000,
-    );
-    const missing = await post('/v1/vms', {
-      vm_type: 'x',
-      ram_mb: 64,
-      vcpu_count: 1,
-      preferred_node: 'vm-node-broken',
-    });
     expect(missing.status).toBe(502);
     expect(missing.body.message).toContain('missing.qcow2');
 
@@ -294,21 +296,8 @@ describe('VMs with real QEMU', () => {
   it('lists a VM whose disk step failed as Error, with the reason logged, until it is deleted', async () => {
     const notAnImage = join(workDir, 'not-an-image.qcow2');
     writeFileSync(notAnImage, 'this is not a qcow2 image\n');
-    const agent = startAgent(
-      agentEnv('vm-node-badbase', '127.0.0.5', { VM_BASE_IMAGE: notAnImage }),
-    );
-    agents['vm-node-badbase'] = agent;
-    await eventually(
-      'node listed',
-      async () => (await listedNodes()).find((n) => n.node_id === 'vm-node-badbase'),
-      5_000,
-    );
-    const created = await post('/v1/vms', {
-      vm_type: 'e2e-broken',
-      ram_mb: 64,
-      vcpu_count: 1,
-      preferred_node: 'vm-node-badbase',
-    });
+    const created = await createOnNodeWithBaseImage('vm-node-badbase', '127.0.0.5', notAnImage);
+    const agent = agents['vm-node-badbase'];
     expect(created.status).toBe(201);
     const vmId = created.body.vm_id;
     await vmListed(vmId, 'Error');
