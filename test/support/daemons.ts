@@ -27,9 +27,18 @@ export class Daemon {
   private readonly exited: Promise<Exit>;
   private watchers: Array<() => void> = [];
 
-  constructor(main: string, env: NodeJS.ProcessEnv, args: string[] = [], nodeArgs: string[] = []) {
+  constructor(
+    main: string,
+    env: NodeJS.ProcessEnv,
+    args: string[] = [],
+    nodeArgs: string[] = [],
+    /** Run inside this network namespace (ip netns exec replaces itself: same pid, same signals). */
+    netns?: string,
+  ) {
     if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first`);
-    this.process = spawn(process.execPath, [...nodeArgs, main, ...args], {
+    const command = [process.execPath, ...nodeArgs, main, ...args];
+    const [file, ...argv] = netns ? ['ip', 'netns', 'exec', netns, ...command] : command;
+    this.process = spawn(file, argv, {
       env: { PATH: process.env.PATH, NO_COLOR: '1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -25,14 +25,18 @@ export function freePort(): Promise<number> {
 export class RedisServer {
   private child?: ChildProcess;
 
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    private readonly bind: string[],
+  ) {}
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
   }
 
-  static async start(port?: number): Promise<RedisServer> {
-    const server = new RedisServer(port ?? (await freePort()));
+  /** `bind`: the addresses it listens on besides 127.0.0.1 (test hosts' host ends). */
+  static async start(port?: number, bind: string[] = []): Promise<RedisServer> {
+    const server = new RedisServer(port ?? (await freePort()), bind);
     await server.start();
     return server;
   }
@@ -45,7 +49,10 @@ export class RedisServer {
         '--port',
         String(this.port),
         '--bind',
-        '127.0.0.1',
+        ['127.0.0.1', ...this.bind].join(' '),
+        // Only this machine and the test hosts it made can reach it.
+        '--protected-mode',
+        'no',
         '--save',
         '',
         '--appendonly',

@@ -1,0 +1,80 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  Daemon,
+  FLEET_MAIN,
+  ListedNode,
+  eventually,
+  startAgent,
+  stopAllDaemons,
+} from '../support/daemons';
+import { TestHost } from '../support/netns';
+import { RedisServer } from '../support/redis-server';
+
+jest.setTimeout(30_000);
+
+/**
+ * Two controllers on one Redis as the README runs them: real processes, each on a host of its
+ * own (a network namespace of this test's) with the fixed port 9203, and a real agent.
+ */
+describe('two controller processes on one Redis', () => {
+  let hostA: TestHost;
+  let hostB: TestHost;
+  let redis: RedisServer;
+  let controllerA: Daemon;
+  const diskDir = mkdtempSync(join(tmpdir(), 'ppn-two-controllers-'));
+
+  const controllerOn = async (host: TestHost): Promise<Daemon> => {
+    const daemon = new Daemon(
+      FLEET_MAIN,
+      { VM_FLEET_REDIS_URL: `redis://${host.hostAddress}:${redis.port}` },
+      [],
+      [],
+      host.name,
+    );
+    await daemon.waitForOutput(/listening on 0\.0\.0\.0:9203 \(state shared in Redis/);
+    await daemon.waitForOutput(/Redis at .* connected/);
+    return daemon;
+  };
+
+  const nodesOn = async (host: TestHost): Promise<ListedNode[]> =>
+    (await fetch(`http://${host.address}:9203/v1/nodes`)).json() as Promise<ListedNode[]>;
+
+  beforeAll(async () => {
+    hostA = TestHost.create('ppn-test-a', 1);
+    hostB = TestHost.create('ppn-test-b', 2);
+    redis = await RedisServer.start(undefined, [hostA.hostAddress, hostB.hostAddress]);
+    controllerA = await controllerOn(hostA);
+    await controllerOn(hostB);
+  });
+
+  afterAll(async () => {
+    await stopAllDaemons();
+    await redis.stop();
+    hostA.remove();
+    hostB.remove();
+    rmSync(diskDir, { recursive: true, force: true });
+  });
+
+  it('lists on one controller the node that beats to the other, and loses nothing when one restarts', async () => {
+    startAgent({
+      VM_FLEET_ENDPOINT: `http://${hostA.address}:9203`,
+      VM_NODE_ID: 'shared-node',
+      VM_WG_IP: '127.0.0.2',
+      VM_HEARTBEAT_INTERVAL_S: '1',
+      VM_DISK_DIR: diskDir,
+    });
+    const onB = await eventually(
+      'the node listed by controller B',
+      async () => (await nodesOn(hostB)).find((node) => node.node_id === 'shared-node'),
+      5_000,
+    );
+    expect(onB).toMatchObject({ node_id: 'shared-node', wg_ip: '127.0.0.2' });
+    expect(await nodesOn(hostA)).toEqual(await nodesOn(hostB));
+
+    expect(await controllerA.stop()).toEqual({ code: 0, signal: null });
+    controllerA = await controllerOn(hostA);
+    expect((await nodesOn(hostA)).map((node) => node.node_id)).toEqual(['shared-node']);
+  });
+});
