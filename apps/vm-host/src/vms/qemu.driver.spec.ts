@@ -1,4 +1,11 @@
-import { cloudInitUserData, qemuArgs } from './qemu.driver';
+import { Logger } from '@nestjs/common';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { VmHostConfig } from '../config/vm-host.config';
+import { BaseImageMissingError, QemuDriver, cloudInitUserData, qemuArgs } from './qemu.driver';
+import { VmFiles } from './vm-files';
 
 const launch = {
   vmId: 'vm-0123456789abcdef',
@@ -64,6 +71,47 @@ describe('cloudInitUserData', () => {
     });
     expect(JSON.parse(cloudInitUserData('web-1').slice(14))).not.toHaveProperty(
       'ssh_authorized_keys',
+    );
+  });
+});
+
+describe('QemuDriver.baseImage', () => {
+  let root: string;
+
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'qemu-driver-'));
+    jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+  });
+
+  afterEach(async () => {
+    jest.restoreAllMocks();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  function driver(baseImage?: string): QemuDriver {
+    const config = Object.assign(new VmHostConfig(), { diskDir: root, baseImage });
+    return new QemuDriver(config, new VmFiles(config));
+  }
+
+  it('makes one blank qcow2 base image when VM_BASE_IMAGE is unset, even for concurrent first creates', async () => {
+    const qemu = driver();
+    await new VmFiles(Object.assign(new VmHostConfig(), { diskDir: root })).prepare();
+    const images = await Promise.all([qemu.baseImage(), qemu.baseImage(), qemu.baseImage()]);
+    expect(new Set(images)).toEqual(new Set([join(root, 'base', 'blank.qcow2')]));
+    const info = JSON.parse(
+      execFileSync('qemu-img', ['info', '--output=json', images[0]]).toString(),
+    ) as {
+      format: string;
+    };
+    expect(info.format).toBe('qcow2');
+    expect(await readdir(join(root, 'base'))).toEqual(['blank.qcow2']);
+  });
+
+  it('refuses a VM_BASE_IMAGE that does not exist, naming it', async () => {
+    await expect(driver(join(root, 'nope.qcow2')).baseImage()).rejects.toThrow(
+      new BaseImageMissingError(
+        `VM_BASE_IMAGE ${join(root, 'nope.qcow2')} does not exist or is not readable`,
+      ),
     );
   });
 });

@@ -88,6 +88,7 @@ export function cloudInitUserData(vmType: string, sshPubkey?: string): string {
 @Injectable()
 export class QemuDriver {
   private readonly logger = new Logger('QemuDriver');
+  private blankImage?: Promise<string>;
 
   constructor(
     private readonly config: VmHostConfig,
@@ -119,6 +120,15 @@ export class QemuDriver {
       }
       return this.config.baseImage;
     }
+    // One blank image, made once even when the first creates arrive together.
+    this.blankImage ??= this.makeBlankImage().catch((error: unknown) => {
+      this.blankImage = undefined;
+      throw error;
+    });
+    return this.blankImage;
+  }
+
+  private async makeBlankImage(): Promise<string> {
     const blank = this.files.blankBaseImage();
     try {
       await access(blank, constants.R_OK);
