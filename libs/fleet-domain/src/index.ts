@@ -11,5 +11,7 @@ export * from './wire/error-body';
 export * from './wire/params';
 export * from './clock';
 export * from './daemon-logger';
-export * from './http-errors';
+export * from './validation.pipe';
+export * from './json-error.filter';
+export * from './store-unavailable.error';
 export * from './daemon-lifecycle';

@@ -1,47 +1,13 @@
 import {
   ArgumentsHost,
-  BadRequestException,
   Catch,
   ExceptionFilter,
   HttpException,
   HttpStatus,
   Logger,
-  ValidationError,
-  ValidationPipe,
 } from '@nestjs/common';
 import type { Response } from 'express';
-
-/** Flattens class-validator errors to "vms.0.ram_alloc_mb must be ..." messages. */
-export function describeValidationErrors(errors: ValidationError[], parent = ''): string[] {
-  const messages: string[] = [];
-  for (const error of errors) {
-    const path = parent ? `${parent}.${error.property}` : error.property;
-    for (const constraint of Object.values(error.constraints ?? {})) {
-      messages.push(
-        constraint.startsWith(error.property)
-          ? path + constraint.slice(error.property.length)
-          : `${path}: ${constraint}`,
-      );
-    }
-    if (error.children?.length) messages.push(...describeValidationErrors(error.children, path));
-  }
-  return messages;
-}
-
-/**
- * The one validation setup of both daemons: defaults applied, unknown fields stripped (a newer
- * agent's extra heartbeat fields must not stop it enrolling), every bad field named in one message.
- */
-export function createValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
-    transform: true,
-    whitelist: true,
-    forbidNonWhitelisted: false,
-    stopAtFirstError: true,
-    exceptionFactory: (errors) =>
-      new BadRequestException(describeValidationErrors(errors).join('; ')),
-  });
-}
+import { StoreUnavailableError } from './store-unavailable.error';
 
 interface BodyParserError {
   type: string;
@@ -112,6 +78,3 @@ export class JsonErrorFilter implements ExceptionFilter {
     return { status: 500, message: 'internal error' };
   }
 }
-
-/** The fleet's shared state store cannot be reached: answered 503, never half-written. */
-export class StoreUnavailableError extends Error {}
