@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { NodeHeartbeat, VmRecord } from '@app/fleet-domain';
 
 let sequence = 0;
@@ -36,10 +35,6 @@ export function vmRecord(vm_id: string, overrides: Partial<VmRecord> = {}): VmRe
     host_ports: [],
     ...overrides,
   };
-}
-
-export function uniqueId(prefix: string): string {
-  return `${prefix}-${randomUUID().slice(0, 8)}`;
 }
 
 /** The eight fields of a NodeRecord, sorted: nothing else is ever shown of a node. */

@@ -2,7 +2,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import { DaemonLogger, MAX_BODY_BYTES } from '@app/fleet-domain';
+import { DaemonLogger, configureDaemonHttp } from '@app/fleet-domain';
 import { FleetConfig } from './config/fleet.config';
 import { FleetAppModule } from './fleet-app.module';
 
@@ -22,13 +22,7 @@ export function buildFleetOpenApiDocument(app: NestExpressApplication): OpenAPIO
 
 /** Everything that makes a Nest app the fleet controller, apart from listening. */
 export function configureFleetApp(app: NestExpressApplication): NestExpressApplication {
-  app.useBodyParser('json', { limit: MAX_BODY_BYTES });
-  // Listings are rebuilt for every read and never revalidated: hashing a 2 MB body for an ETag
-  // would only slow them down. No banner header either.
-  app.set('etag', false);
-  app.disable('x-powered-by');
-  SwaggerModule.setup('docs', app, () => buildFleetOpenApiDocument(app));
-  return app;
+  return configureDaemonHttp(app, buildFleetOpenApiDocument);
 }
 
 export async function createFleetApp(

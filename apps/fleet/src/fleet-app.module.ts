@@ -8,8 +8,7 @@ import { RedisClock, RedisConnection } from './redis/redis-connection';
 import { VmsModule } from './vms/vms.module';
 
 /**
- * The configuration, the Redis connection (null when state is in memory) and the clock, for
- * every module. With Redis, time is Redis TIME, so all controllers on it agree on staleness.
+ * The Redis connection (null when state is in memory) and the clock, for every module. With Redis, time is Redis TIME, so all controllers on it agree on staleness.
  */
 @Global()
 @Module({})
@@ -18,7 +17,6 @@ class FleetCoreModule {
     return {
       module: FleetCoreModule,
       providers: [
-        { provide: FleetConfig, useValue: config },
         {
           provide: RedisConnection,
           useFactory: () =>
@@ -33,7 +31,7 @@ class FleetCoreModule {
           inject: [RedisConnection],
         },
       ],
-      exports: [FleetConfig, RedisConnection, Clock],
+      exports: [RedisConnection, Clock],
     };
   }
 }

@@ -2,7 +2,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import { DaemonLogger, MAX_BODY_BYTES } from '@app/fleet-domain';
+import { DaemonLogger, configureDaemonHttp } from '@app/fleet-domain';
 import { VmHostConfig, VmHostConfigError } from './config/vm-host.config';
 import { HeartbeatScheduler } from './heartbeat/heartbeat.scheduler';
 import { QemuDriver } from './vms/qemu.driver';
@@ -24,9 +24,7 @@ export function buildVmHostOpenApiDocument(app: NestExpressApplication): OpenAPI
 }
 
 export function configureVmHostApp(app: NestExpressApplication): NestExpressApplication {
-  app.useBodyParser('json', { limit: MAX_BODY_BYTES });
-  SwaggerModule.setup('docs', app, () => buildVmHostOpenApiDocument(app));
-  return app;
+  return configureDaemonHttp(app, buildVmHostOpenApiDocument);
 }
 
 export async function createVmHostApp(

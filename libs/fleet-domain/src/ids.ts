@@ -8,10 +8,6 @@ export const ID_RULE = '1-128 characters of A-Z a-z 0-9 . _ - starting with a le
 export const VM_TYPE_PATTERN = /^[A-Za-z0-9-]{1,63}$/;
 export const VM_TYPE_RULE = '1-63 characters of A-Z a-z 0-9 -';
 
-export function isFleetId(value: unknown): value is string {
-  return typeof value === 'string' && ID_PATTERN.test(value);
-}
-
 /** Validates a string property as a fleet id; the message names the property. */
 export function IsFleetId(): PropertyDecorator {
   return Matches(ID_PATTERN, { message: `$property must be ${ID_RULE}` });

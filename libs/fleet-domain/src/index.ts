@@ -15,3 +15,4 @@ export * from './validation.pipe';
 export * from './json-error.filter';
 export * from './store-unavailable.error';
 export * from './daemon-lifecycle';
+export * from './daemon-http';

@@ -68,11 +68,7 @@ export type HeartbeatVerdict =
   /** Older than what is stored for the same boot: a delayed retry, ignored. */
   | { kind: 'out-of-order'; stored_timestamp_utc: string };
 
-export function isLive(state: Pick<NodeState, 'received_at_ms'>, nowMs: number): boolean {
-  return nowMs - state.received_at_ms <= NODE_STALE_AFTER_MS;
-}
-
-/** The oldest receive time that is still live at `nowMs`. */
+/** The oldest receive time that is still live at `nowMs`: silent for 30 s is live, longer is not. */
 export function liveSince(nowMs: number): number {
   return nowMs - NODE_STALE_AFTER_MS;
 }

@@ -7,6 +7,7 @@ import {
   CreateVmRequest,
   NodeState,
   VmRecord,
+  describeRequestFailure,
   describeValidationErrors,
 } from '@app/fleet-domain';
 import type { paths } from './vm-host-api.generated';
@@ -74,10 +75,7 @@ export class VmHostClient {
         AbortSignal.timeout(this.settings.timeoutMs),
       );
     } catch (error) {
-      const reason =
-        error instanceof DOMException && error.name === 'TimeoutError'
-          ? `no answer within ${this.settings.timeoutMs} ms`
-          : describeFetchError(error);
+      const reason = describeRequestFailure(error, this.settings.timeoutMs);
       throw new AgentCallError(
         `agent of node ${node.node_id} at ${baseUrl}${path} unreachable: ${reason}`,
       );
@@ -92,10 +90,4 @@ function failure(node: AgentAddress, status: number, body: unknown): AgentCallEr
   const text = typeof message === 'string' ? message : body ? JSON.stringify(body) : '';
   const detail = text ? `: ${text.slice(0, 300)}` : '';
   return new AgentCallError(`agent of node ${node.node_id} answered ${status}${detail}`);
-}
-
-function describeFetchError(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = (error as { cause?: unknown }).cause;
-  return cause instanceof Error ? cause.message : error.message;
 }

@@ -1,5 +1,6 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import { describeRequestFailure } from '@app/fleet-domain';
 import type { Subscription } from 'rxjs';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HeartbeatService } from './heartbeat.service';
@@ -100,7 +101,7 @@ export class HeartbeatScheduler implements OnApplicationShutdown {
   private onFailed(error: unknown): void {
     this.failures += 1;
     this.logger.warn(
-      `node ${this.config.nodeId}: heartbeat to ${this.config.fleetEndpointForLogs} failed (${describe(error, this.timeoutMs)}); retrying in about ${this.config.heartbeatIntervalS} s`,
+      `node ${this.config.nodeId}: heartbeat to ${this.config.fleetEndpointForLogs} failed (${describeRequestFailure(error, this.timeoutMs)}); retrying in about ${this.config.heartbeatIntervalS} s`,
     );
   }
 
@@ -115,17 +116,4 @@ export class HeartbeatScheduler implements OnApplicationShutdown {
   private clearTimer(): void {
     if (this.registry.doesExist('timeout', TIMER)) this.registry.deleteTimeout(TIMER);
   }
-}
-
-function describe(error: unknown, timeoutMs: number): string {
-  if (error instanceof DOMException && error.name === 'TimeoutError') {
-    return `no answer within ${timeoutMs} ms`;
-  }
-  if (!(error instanceof Error)) return String(error);
-  const cause = (error as { cause?: unknown }).cause;
-  if (cause instanceof Error) {
-    const code = (cause as { code?: unknown }).code;
-    return typeof code === 'string' ? `${code}: ${cause.message}` : cause.message;
-  }
-  return error.message;
 }

@@ -1,0 +1,36 @@
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { MAX_BODY_BYTES } from './fleet.constants';
+
+/**
+ * The HTTP setup both daemons share: JSON bodies up to 1 MiB, no ETag (listings are rebuilt
+ * for every read, and hashing a 2 MB body would only slow them down), no banner header, and
+ * Swagger UI at /docs (served beside the API, not part of its document).
+ */
+export function configureDaemonHttp(
+  app: NestExpressApplication,
+  buildDocument: (app: NestExpressApplication) => OpenAPIObject,
+): NestExpressApplication {
+  app.useBodyParser('json', { limit: MAX_BODY_BYTES });
+  app.set('etag', false);
+  app.disable('x-powered-by');
+  SwaggerModule.setup('docs', app, () => buildDocument(app));
+  return app;
+}
+
+/**
+ * Why a request to the other daemon failed, in a few words for a log line or a 502: a timeout,
+ * the socket error behind fetch's "fetch failed" (with its code), or the error itself.
+ */
+export function describeRequestFailure(error: unknown, timeoutMs: number): string {
+  if (error instanceof DOMException && error.name === 'TimeoutError') {
+    return `no answer within ${timeoutMs} ms`;
+  }
+  if (!(error instanceof Error)) return String(error);
+  const cause = (error as { cause?: unknown }).cause;
+  if (cause instanceof Error) {
+    const code = (cause as { code?: unknown }).code;
+    return typeof code === 'string' ? `${code}: ${cause.message}` : cause.message;
+  }
+  return error.message;
+}
