@@ -1,4 +1,4 @@
-import { Clock } from '@app/fleet-domain';
+import { Clock } from '@app/daemon';
 
 /** A clock the test moves by hand. */
 export class FakeClock extends Clock {

@@ -1,7 +1,7 @@
 import { Test } from '@nestjs/testing';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { AddressInfo } from 'node:net';
-import { Clock } from '@app/fleet-domain';
+import { Clock } from '@app/daemon';
 import { FLEET_APP_OPTIONS, configureFleetApp } from '../../apps/fleet/src/bootstrap';
 import { loadFleetConfig } from '../../apps/fleet/src/config/fleet.config';
 import { FleetAppModule } from '../../apps/fleet/src/fleet-app.module';

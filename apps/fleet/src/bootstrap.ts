@@ -2,7 +2,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import { DaemonLogger, configureDaemonHttp } from '@app/fleet-domain';
+import { DaemonLogger, configureDaemonHttp } from '@app/daemon';
 import { FleetConfig } from './config/fleet.config';
 import { FleetAppModule } from './fleet-app.module';
 

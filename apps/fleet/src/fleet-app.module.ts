@@ -1,8 +1,9 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
-import { Clock, JsonErrorFilter, SystemClock, createValidationPipe } from '@app/fleet-domain';
+import { Clock, JsonErrorFilter, SystemClock, createValidationPipe } from '@app/daemon';
 import { FleetConfig } from './config/fleet.config';
+import { FLEET_ERROR_STATUSES } from './fleet-error.statuses';
 import { NodesModule } from './nodes/nodes.module';
 import { RedisClock, RedisConnection } from './redis/redis-connection';
 import { VmsModule } from './vms/vms.module';
@@ -50,7 +51,7 @@ export class FleetAppModule {
       ],
       providers: [
         { provide: APP_PIPE, useFactory: createValidationPipe },
-        { provide: APP_FILTER, useClass: JsonErrorFilter },
+        { provide: APP_FILTER, useFactory: () => new JsonErrorFilter(FLEET_ERROR_STATUSES) },
       ],
     };
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
-import { FLEET_PORT, exitCleanlyOnSignals } from '@app/fleet-domain';
+import { exitCleanlyOnSignals } from '@app/daemon';
+import { FLEET_PORT } from '@app/fleet-domain';
 import { createFleetApp } from './bootstrap';
 import { FleetConfigError, loadFleetConfig } from './config/fleet.config';
 

@@ -2,7 +2,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import { DaemonLogger, configureDaemonHttp } from '@app/fleet-domain';
+import { DaemonLogger, configureDaemonHttp } from '@app/daemon';
 import { VmHostConfig, VmHostConfigError } from './config/vm-host.config';
 import { HeartbeatScheduler } from './heartbeat/heartbeat.scheduler';
 import { QemuDriver } from './vms/qemu.driver';

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
-import { exitCleanlyOnSignals } from '@app/fleet-domain';
+import { exitCleanlyOnSignals } from '@app/daemon';
 import { createVmHostApp, startVmHost } from './bootstrap';
 import { VmHostConfigError, loadVmHostConfig, refuseArguments } from './config/vm-host.config';
 

@@ -1,9 +1,10 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
-import { Clock, JsonErrorFilter, SystemClock, createValidationPipe } from '@app/fleet-domain';
+import { Clock, JsonErrorFilter, SystemClock, createValidationPipe } from '@app/daemon';
 import { VmHostConfig } from './config/vm-host.config';
 import { HeartbeatModule } from './heartbeat/heartbeat.module';
+import { VM_HOST_ERROR_STATUSES } from './vm-host-error.statuses';
 
 /** The configuration read once at start-up, and the clock, for every module of the agent. */
 @Global()
@@ -29,7 +30,7 @@ export class VmHostAppModule {
       imports: [ScheduleModule.forRoot(), VmHostCoreModule.forConfig(config), HeartbeatModule],
       providers: [
         { provide: APP_PIPE, useFactory: createValidationPipe },
-        { provide: APP_FILTER, useClass: JsonErrorFilter },
+        { provide: APP_FILTER, useFactory: () => new JsonErrorFilter(VM_HOST_ERROR_STATUSES) },
       ],
     };
   }

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { STALENESS_SWEEP_INTERVAL_MS, StoreUnavailableError } from '@app/fleet-domain';
+import { STALENESS_SWEEP_INTERVAL_MS } from '@app/fleet-domain';
+import { StoreUnavailableError } from '../redis/store-unavailable.error';
 import { NodesService } from './nodes.service';
 
 /** Sweeps silent nodes out of the store. Reads filter by age themselves; this frees the memory. */

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, NotFoundException, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiNotFoundResponse,
@@ -40,11 +40,7 @@ export class NodesController {
   @ApiOkResponse({ type: NodeRecord })
   @ApiBadRequestResponse({ type: ErrorBody })
   @ApiNotFoundResponse({ type: ErrorBody })
-  async getNode(@Param() { node_id }: NodeIdParams): Promise<NodeRecord> {
-    const node = await this.nodes.findNode(node_id);
-    if (!node) {
-      throw new NotFoundException(`node ${node_id} is not enrolled (or silent for more than 30 s)`);
-    }
-    return node;
+  getNode(@Param() { node_id }: NodeIdParams): Promise<NodeRecord> {
+    return this.nodes.getNode(node_id);
   }
 }

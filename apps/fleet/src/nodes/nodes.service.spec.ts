@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
-import { Clock, NodeHeartbeat } from '@app/fleet-domain';
+import { Clock } from '@app/daemon';
+import { NodeHeartbeat } from '@app/fleet-domain';
 import { InMemoryNodesRepository } from './in-memory-nodes.repository';
 import { NodesService } from './nodes.service';
 

@@ -1,13 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
-import {
-  Clock,
-  FleetStatus,
-  NodeHeartbeat,
-  NodeRecord,
-  liveSince,
-  toRfc3339,
-} from '@app/fleet-domain';
+import { Clock } from '@app/daemon';
+import { FleetStatus, NodeHeartbeat, NodeRecord, liveSince, toRfc3339 } from '@app/fleet-domain';
+import { NodeNotFoundError } from './nodes.errors';
 import { NodesRepository } from './nodes.repository';
 
 /** Nodes named one by one per sweep; beyond that, one summary line. */
@@ -54,9 +49,10 @@ export class NodesService {
     return records.sort(byNodeId);
   }
 
-  async findNode(nodeId: string): Promise<NodeRecord | undefined> {
+  async getNode(nodeId: string): Promise<NodeRecord> {
     const state = await this.nodes.findLive(nodeId, liveSince(this.clock.now()));
-    return state?.record;
+    if (!state) throw new NodeNotFoundError(nodeId);
+    return state.record;
   }
 
   async fleetStatus(): Promise<FleetStatus> {

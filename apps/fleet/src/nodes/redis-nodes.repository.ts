@@ -5,7 +5,6 @@ import {
   NodeHeartbeat,
   NodeRecord,
   NodeState,
-  StoreUnavailableError,
   VmRecord,
   judgeHeartbeat,
   nodeStateFromHeartbeat,
@@ -14,6 +13,7 @@ import {
   withoutHold,
   withoutVm,
 } from '@app/fleet-domain';
+import { StoreUnavailableError } from '../redis/store-unavailable.error';
 import { RedisConnection } from '../redis/redis-connection';
 import { NodesRepository } from './nodes.repository';
 

@@ -1,6 +1,7 @@
 import { Logger, OnApplicationShutdown } from '@nestjs/common';
 import Redis from 'ioredis';
-import { Clock, StoreUnavailableError } from '@app/fleet-domain';
+import { Clock } from '@app/daemon';
+import { StoreUnavailableError } from './store-unavailable.error';
 
 /**
  * The controller's one connection to the shared Redis. Commands fail at once while Redis is

@@ -2,14 +2,8 @@ import { Injectable } from '@nestjs/common';
 import createClient, { Client } from 'openapi-fetch';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import {
-  AGENT_REQUEST_TIMEOUT_MS,
-  CreateVmRequest,
-  NodeState,
-  VmRecord,
-  describeRequestFailure,
-  describeValidationErrors,
-} from '@app/fleet-domain';
+import { describeRequestFailure, describeValidationErrors } from '@app/daemon';
+import { AGENT_REQUEST_TIMEOUT_MS, CreateVmRequest, NodeState, VmRecord } from '@app/fleet-domain';
 import type { paths } from './vm-host-api.generated';
 
 /** How long the controller waits for an agent; a provider so tests can shorten it. */

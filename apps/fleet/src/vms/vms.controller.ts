@@ -1,17 +1,4 @@
-import {
-  BadGatewayException,
-  Body,
-  Controller,
-  Delete,
-  Get,
-  HttpCode,
-  NotFoundException,
-  Param,
-  Post,
-  Query,
-  ServiceUnavailableException,
-  UnprocessableEntityException,
-} from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import {
   ApiBadGatewayResponse,
   ApiBadRequestResponse,
@@ -25,8 +12,6 @@ import {
   ApiUnprocessableEntityResponse,
 } from '@nestjs/swagger';
 import { CreateVmRequest, ErrorBody, TenantQuery, VmIdParams, VmRecord } from '@app/fleet-domain';
-import { AgentCallError } from './vm-host.client';
-import { PlacementRefusedError, VmNotFoundError } from './vms.errors';
 import { VmsService } from './vms.service';
 
 @ApiTags('vms')
@@ -52,12 +37,8 @@ export class VmsController {
   @ApiUnprocessableEntityResponse({ type: ErrorBody, description: 'preferred_node unfit' })
   @ApiBadGatewayResponse({ type: ErrorBody, description: "the node's agent failed" })
   @ApiServiceUnavailableResponse({ type: ErrorBody, description: 'no node has room' })
-  async createVm(@Body() request: CreateVmRequest): Promise<VmRecord> {
-    try {
-      return await this.vms.createVm(request);
-    } catch (error) {
-      throw toHttpError(error);
-    }
+  createVm(@Body() request: CreateVmRequest): Promise<VmRecord> {
+    return this.vms.createVm(request);
   }
 
   @Delete(':vm_id')
@@ -67,22 +48,7 @@ export class VmsController {
   @ApiBadRequestResponse({ type: ErrorBody })
   @ApiNotFoundResponse({ type: ErrorBody })
   @ApiBadGatewayResponse({ type: ErrorBody, description: 'agent unreachable; record kept' })
-  async deleteVm(@Param() { vm_id }: VmIdParams): Promise<void> {
-    try {
-      await this.vms.deleteVm(vm_id);
-    } catch (error) {
-      throw toHttpError(error);
-    }
+  deleteVm(@Param() { vm_id }: VmIdParams): Promise<void> {
+    return this.vms.deleteVm(vm_id);
   }
-}
-
-function toHttpError(error: unknown): unknown {
-  if (error instanceof VmNotFoundError) return new NotFoundException(error.message);
-  if (error instanceof AgentCallError) return new BadGatewayException(error.message);
-  if (error instanceof PlacementRefusedError) {
-    return error.reason === 'preferred-node-unfit'
-      ? new UnprocessableEntityException(error.message)
-      : new ServiceUnavailableException(error.message);
-  }
-  return error;
 }

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { Clock, CreateVmRequest, NodeState, VmRecord, liveSince, placeVm } from '@app/fleet-domain';
+import { Clock } from '@app/daemon';
+import { CreateVmRequest, NodeState, VmRecord, liveSince, placeVm } from '@app/fleet-domain';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { VmHostClient } from './vm-host.client';
 import { PlacementRefusedError, VmNotFoundError } from './vms.errors';

@@ -1,6 +1,6 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { describeRequestFailure } from '@app/fleet-domain';
+import { describeRequestFailure } from '@app/daemon';
 import type { Subscription } from 'rxjs';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HeartbeatService } from './heartbeat.service';

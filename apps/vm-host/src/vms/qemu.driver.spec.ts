@@ -4,7 +4,8 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VmHostConfig } from '../config/vm-host.config';
-import { BaseImageMissingError, QemuDriver, cloudInitUserData, qemuArgs } from './qemu.driver';
+import { QemuDriver, cloudInitUserData, qemuArgs } from './qemu.driver';
+import { BaseImageMissingError } from './vms.errors';
 import { VmFiles } from './vm-files';
 
 const launch = {

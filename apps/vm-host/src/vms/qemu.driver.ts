@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { VmHostConfig } from '../config/vm-host.config';
 import { QmpStatus, withQmp } from './qmp.client';
 import { VmFiles } from './vm-files';
+import { BaseImageMissingError } from './vms.errors';
 
 const exec = promisify(execFile);
 
@@ -16,9 +17,6 @@ const BLANK_BASE_IMAGE_SIZE = '1G';
 const QMP_TIMEOUT_MS = 2_000;
 /** Grace after QMP quit, then again after SIGTERM, before SIGKILL. */
 const STOP_GRACE_MS = 1_500;
-
-/** The base image VM_BASE_IMAGE names does not exist: this node cannot make VMs now. */
-export class BaseImageMissingError extends Error {}
 
 export interface QemuLaunch {
   vmId: string;

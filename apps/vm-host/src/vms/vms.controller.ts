@@ -1,14 +1,4 @@
-import {
-  Body,
-  Controller,
-  Delete,
-  Get,
-  HttpCode,
-  NotFoundException,
-  Param,
-  Post,
-  ServiceUnavailableException,
-} from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiCreatedResponse,
@@ -20,7 +10,6 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import { CreateVmRequest, ErrorBody, VmIdParams, VmRecord } from '@app/fleet-domain';
-import { BaseImageMissingError } from './qemu.driver';
 import { VmsService } from './vms.service';
 
 /** The agent's local API, called by the fleet controller. */
@@ -37,14 +26,8 @@ export class VmsController {
   @ApiCreatedResponse({ type: VmRecord })
   @ApiBadRequestResponse({ type: ErrorBody })
   @ApiServiceUnavailableResponse({ type: ErrorBody, description: 'the base image is missing' })
-  async spawn(@Body() request: CreateVmRequest): Promise<VmRecord> {
-    try {
-      return await this.vms.spawn(request);
-    } catch (error) {
-      if (error instanceof BaseImageMissingError)
-        throw new ServiceUnavailableException(error.message);
-      throw error;
-    }
+  spawn(@Body() request: CreateVmRequest): Promise<VmRecord> {
+    return this.vms.spawn(request);
   }
 
   @Get('vms')
@@ -66,8 +49,7 @@ export class VmsController {
   @ApiNoContentResponse({ description: 'Destroyed.' })
   @ApiBadRequestResponse({ type: ErrorBody })
   @ApiNotFoundResponse({ type: ErrorBody })
-  async destroy(@Param() { vm_id }: VmIdParams): Promise<void> {
-    if (!(await this.vms.destroy(vm_id)))
-      throw new NotFoundException(`vm ${vm_id} is not on this node`);
+  destroy(@Param() { vm_id }: VmIdParams): Promise<void> {
+    return this.vms.destroy(vm_id);
   }
 }

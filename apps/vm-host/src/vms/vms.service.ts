@@ -1,11 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Subject } from 'rxjs';
-import { Clock, CreateVmRequest, VmRecord, VmState, toRfc3339 } from '@app/fleet-domain';
+import { Clock } from '@app/daemon';
+import { CreateVmRequest, VmRecord, VmState, toRfc3339 } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
 import { NodeVmsSource } from '../heartbeat/node-vms.source';
 import { HostFactsService } from '../heartbeat/host-facts.service';
 import { QemuDriver } from './qemu.driver';
 import { VmFiles, VmSidecar } from './vm-files';
+import { VmNotOnNodeError } from './vms.errors';
 
 const SSH_GUEST_PORT = 22;
 
@@ -72,17 +74,16 @@ export class VmsService extends NodeVmsSource {
     return vms;
   }
 
-  /** False for a VM this node does not have. Idempotent: the second call finds nothing. */
-  async destroy(vmId: string): Promise<boolean> {
+  /** Throws VmNotOnNodeError for a VM this node does not have, so a second call is a 404. */
+  async destroy(vmId: string): Promise<void> {
     const pending = this.provisioning.get(vmId);
     if (pending) await pending;
     const sidecar = await this.files.readSidecar(vmId);
-    if (!sidecar) return false;
+    if (!sidecar) throw new VmNotOnNodeError(vmId);
     if (sidecar.pid !== null) await this.qemu.stop(vmId, sidecar.pid);
     await this.files.removeRuntime(vmId);
     this.logger.log(`vm ${vmId} destroyed (disk ${this.files.disk(vmId)} kept)`);
     this.changed.next();
-    return true;
   }
 
   private async provision(sidecar: VmSidecar, baseImage: string): Promise<void> {

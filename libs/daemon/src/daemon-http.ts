@@ -1,6 +1,6 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import { MAX_BODY_BYTES } from './fleet.constants';
+import { MAX_BODY_BYTES } from '@app/fleet-domain';
 
 /**
  * The HTTP setup both daemons share: JSON bodies up to 1 MiB, no ETag (listings are rebuilt

@@ -7,7 +7,6 @@ import {
   Logger,
 } from '@nestjs/common';
 import type { Response } from 'express';
-import { StoreUnavailableError } from './store-unavailable.error';
 
 interface BodyParserError {
   type: string;
@@ -24,29 +23,51 @@ function isBodyParserError(error: unknown): error is BodyParserError {
   );
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any constructor of an Error subclass
+type ErrorClass = abstract new (...args: any[]) => Error;
+
 /**
- * Every error leaves as JSON `{statusCode, error, message}`: Nest's HTTP exceptions as they are,
- * body-parser's (malformed JSON, too large) with their status, anything else as a logged 500.
+ * How an app's domain errors map to HTTP statuses: one table per app, read top to bottom,
+ * the first class the error is an instance of wins. A status may depend on the error itself.
+ */
+export type DomainErrorStatuses = ReadonlyArray<
+  readonly [ErrorClass, number | ((error: Error) => number)]
+>;
+
+function reasonPhrase(status: number): string | undefined {
+  return HttpStatus[status]
+    ?.toLowerCase()
+    .split('_')
+    .map((word) => word[0].toUpperCase() + word.slice(1))
+    .join(' ');
+}
+
+/**
+ * Every error leaves as JSON `{statusCode, error, message}`: the app's domain errors with the
+ * status its table gives them, Nest's HTTP exceptions as they are, body-parser's (malformed
+ * JSON, too large) with their status, anything else as a logged 500 that says nothing more.
  */
 @Catch()
 export class JsonErrorFilter implements ExceptionFilter {
   private readonly logger = new Logger('HttpErrors');
 
+  constructor(private readonly statuses: DomainErrorStatuses = []) {}
+
   catch(exception: unknown, host: ArgumentsHost): void {
     const response = host.switchToHttp().getResponse<Response>();
     const { status, message } = this.describe(exception);
-    response.status(status).json({
-      statusCode: status,
-      error: HttpStatus[status]
-        ?.toLowerCase()
-        .split('_')
-        .map((word) => word[0].toUpperCase() + word.slice(1))
-        .join(' '),
-      message,
-    });
+    response.status(status).json({ statusCode: status, error: reasonPhrase(status), message });
   }
 
   private describe(exception: unknown): { status: number; message: string } {
+    for (const [errorClass, status] of this.statuses) {
+      if (exception instanceof errorClass) {
+        return {
+          status: typeof status === 'number' ? status : status(exception),
+          message: exception.message,
+        };
+      }
+    }
     if (exception instanceof HttpException) {
       const body = exception.getResponse();
       const message: unknown =
@@ -59,9 +80,6 @@ export class JsonErrorFilter implements ExceptionFilter {
             ? message
             : exception.message,
       };
-    }
-    if (exception instanceof StoreUnavailableError) {
-      return { status: 503, message: exception.message };
     }
     if (isBodyParserError(exception)) {
       if (exception.type === 'entity.too.large') {

@@ -1,0 +1,8 @@
+/** The base image VM_BASE_IMAGE names does not exist: this node cannot make VMs now. */
+export class BaseImageMissingError extends Error {}
+
+export class VmNotOnNodeError extends Error {
+  constructor(readonly vmId: string) {
+    super(`vm ${vmId} is not on this node`);
+  }
+}
