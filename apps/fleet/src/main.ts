@@ -4,9 +4,10 @@ import { Logger } from '@nestjs/common';
 import { exitCleanlyOnSignals } from '@app/daemon';
 import { FLEET_PORT } from '@app/fleet-domain';
 import { createFleetApp } from './bootstrap';
-import { FleetConfigError, loadFleetConfig } from './config/fleet.config';
+import { FleetConfigError, loadFleetConfig, refuseArguments } from './config/fleet.config';
 
 async function main(): Promise<void> {
+  refuseArguments(process.argv.slice(2));
   const config = loadFleetConfig(process.env);
   const app = await createFleetApp(config);
   exitCleanlyOnSignals(app, 'Fleet');

@@ -4,3 +4,4 @@ export * from './daemon-lifecycle';
 export * from './daemon-logger';
 export * from './json-error.filter';
 export * from './validation.pipe';
+export * from './environment';

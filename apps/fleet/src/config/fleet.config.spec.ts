@@ -1,4 +1,4 @@
-import { FleetConfigError, loadFleetConfig } from './fleet.config';
+import { FleetConfigError, loadFleetConfig, refuseArguments } from './fleet.config';
 
 describe('loadFleetConfig', () => {
   it('keeps state in memory when VM_FLEET_REDIS_URL is unset or empty', () => {
@@ -21,4 +21,14 @@ describe('loadFleetConfig', () => {
       );
     },
   );
+});
+
+describe('refuseArguments', () => {
+  it('refuses any argument (the port is fixed), pointing at the environment', () => {
+    expect(() => refuseArguments(['--port', '8080'])).toThrow(FleetConfigError);
+    expect(() => refuseArguments(['--port', '8080'])).toThrow(
+      /^service-vm-fleet takes no arguments \(got 2\); configure it with environment variables: VM_FLEET_REDIS_URL/,
+    );
+    expect(() => refuseArguments([])).not.toThrow();
+  });
 });

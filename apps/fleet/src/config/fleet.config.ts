@@ -1,5 +1,29 @@
+import { IsOptional, ValidateBy } from 'class-validator';
+import { readEnvironment, refuseArguments as refuseDaemonArguments } from '@app/daemon';
+
 /** Raised at start-up, naming the variable at fault (never its value: a URL may hold a password). */
-export class FleetConfigError extends Error {}
+export { ConfigurationError as FleetConfigError } from '@app/daemon';
+
+function isRedisUrl(value: unknown): boolean {
+  if (typeof value !== 'string' || !URL.canParse(value)) return false;
+  const url = new URL(value);
+  return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
+}
+
+/** The controller's environment as given: strings, checked here once at start-up. */
+class FleetEnvironment {
+  @IsOptional()
+  @ValidateBy(
+    { name: 'isRedisUrl', validator: { validate: isRedisUrl } },
+    {
+      message:
+        'VM_FLEET_REDIS_URL must be a redis:// or rediss:// URL such as redis://10.8.0.9:6379/0',
+    },
+  )
+  VM_FLEET_REDIS_URL?: string;
+}
+
+const VARIABLES = ['VM_FLEET_REDIS_URL'];
 
 /**
  * The controller's configuration. Its port is fixed by contract; the only setting is where
@@ -13,18 +37,23 @@ export class FleetConfig {
 }
 
 export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
+  const given = readEnvironment(FleetEnvironment, env);
   const config = new FleetConfig();
-  const value = env.VM_FLEET_REDIS_URL?.trim();
-  if (!value) return config;
-  const url = URL.canParse(value) ? new URL(value) : undefined;
-  if (!url || (url.protocol !== 'redis:' && url.protocol !== 'rediss:') || !url.hostname) {
-    throw new FleetConfigError(
-      'VM_FLEET_REDIS_URL must be a redis:// or rediss:// URL such as redis://10.8.0.9:6379/0',
-    );
+  if (given.VM_FLEET_REDIS_URL) {
+    config.redisUrl = given.VM_FLEET_REDIS_URL;
+    const url = new URL(config.redisUrl);
+    url.username = '';
+    url.password = '';
+    config.redisUrlForLogs = url.toString();
   }
-  config.redisUrl = value;
-  url.username = '';
-  url.password = '';
-  config.redisUrlForLogs = url.toString();
   return config;
+}
+
+/** The controller takes no flags (its port is fixed): every argument is refused. */
+export function refuseArguments(args: readonly string[]): void {
+  refuseDaemonArguments(
+    'service-vm-fleet',
+    args,
+    VARIABLES.map((name) => `${name} (optional)`),
+  );
 }

@@ -1,12 +1,5 @@
-import { plainToInstance } from 'class-transformer';
-import {
-  IsIP,
-  IsOptional,
-  Matches,
-  ValidateBy,
-  ValidationOptions,
-  validateSync,
-} from 'class-validator';
+import { IsIP, IsOptional, Matches, ValidateBy, ValidationOptions } from 'class-validator';
+import { readEnvironment, refuseArguments as refuseDaemonArguments } from '@app/daemon';
 import {
   DEFAULT_DISK_DIR,
   DEFAULT_HEARTBEAT_INTERVAL_S,
@@ -88,29 +81,14 @@ export class VmHostConfig {
 }
 
 /** Raised at start-up, before any heartbeat or socket, naming every variable at fault. */
-export class VmHostConfigError extends Error {}
+export { ConfigurationError as VmHostConfigError } from '@app/daemon';
 
 /**
  * Reads the configuration from the environment alone. An empty variable counts as unset.
  * Values are never echoed: the endpoint URL may carry credentials.
  */
 export function loadVmHostConfig(env: NodeJS.ProcessEnv): VmHostConfig {
-  const given: Record<string, string> = {};
-  for (const [name, value] of Object.entries(env)) {
-    if (name.startsWith('VM_') && value !== undefined && value.trim() !== '') {
-      given[name] = value.trim();
-    }
-  }
-  const missing = REQUIRED.filter((name) => given[name] === undefined);
-  const invalid = validateSync(plainToInstance(VmHostEnvironment, given))
-    .filter((error) => !missing.includes(error.property as (typeof REQUIRED)[number]))
-    .flatMap((error) => Object.values(error.constraints ?? {}));
-  const problems: string[] = [];
-  if (missing.length > 0) {
-    problems.push(`missing required environment variable(s): ${missing.join(', ')}`);
-  }
-  problems.push(...invalid);
-  if (problems.length > 0) throw new VmHostConfigError(problems.join('; '));
+  const given = readEnvironment(VmHostEnvironment, env, REQUIRED);
 
   const config = new VmHostConfig();
   config.fleetEndpoint = given.VM_FLEET_ENDPOINT.replace(/\/+$/, '');
@@ -130,11 +108,19 @@ export function loadVmHostConfig(env: NodeJS.ProcessEnv): VmHostConfig {
   return config;
 }
 
+const OPTIONAL = [
+  'VM_HEARTBEAT_INTERVAL_S',
+  'VM_SPAWN_PORT',
+  'VM_RESERVED',
+  'VM_DISK_DIR',
+  'VM_BASE_IMAGE',
+  'VM_SSH_PUBKEY',
+];
+
 /** The agent takes no flags: every argument is refused, pointing at the environment. */
 export function refuseArguments(args: readonly string[]): void {
-  if (args.length > 0) {
-    throw new VmHostConfigError(
-      `service-vm-host takes no arguments (got ${args.length}); configure it with environment variables: ${REQUIRED.join(', ')}, and optionally VM_HEARTBEAT_INTERVAL_S, VM_SPAWN_PORT, VM_RESERVED, VM_DISK_DIR, VM_BASE_IMAGE, VM_SSH_PUBKEY`,
-    );
-  }
+  refuseDaemonArguments('service-vm-host', args, [
+    ...REQUIRED,
+    ...OPTIONAL.map((name) => `${name} (optional)`),
+  ]);
 }
