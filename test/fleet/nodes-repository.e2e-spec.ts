@@ -1,5 +1,16 @@
 import Redis from 'ioredis';
-import { NodeHeartbeat, VmRecord } from '@app/fleet-domain';
+import {
+  HeartbeatVerdict,
+  NodeHeartbeat,
+  NodeState,
+  VmRecord,
+  acceptHeartbeat,
+  holdRam,
+  nodeStateFromHeartbeat,
+  recordDispatchedVm,
+  releaseHold,
+  removeVm,
+} from '@app/fleet-domain';
 import { InMemoryNodesRepository } from '../../apps/fleet/src/nodes/in-memory-nodes.repository';
 import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
 import { RedisNodesRepository } from '../../apps/fleet/src/nodes/redis-nodes.repository';
@@ -9,7 +20,8 @@ import { RedisServer } from '../support/redis-server';
 
 /**
  * One contract, both stores: whatever the in-memory repository does, the Redis one does too
- * (against a real redis-server). Times are passed explicitly, as the service passes them.
+ * (against a real redis-server). Times are passed explicitly, as the service passes them; the
+ * changes are the domain's, as the services pass them.
  */
 interface Store {
   repository: NodesRepository;
@@ -62,6 +74,10 @@ function heartbeat(node_id: string, extra: Partial<NodeHeartbeat> = {}): NodeHea
   return agentHeartbeat({ node_id, ram_total_mb: 8192, ram_used_mb: 4096, ...extra });
 }
 
+function hold(holdId: string, ramMb: number, requiredFreeMb: number) {
+  return { holdId, ramMb, requiredFreeMb };
+}
+
 function vm(vm_id: string, ram_alloc_mb = 1024, tenant_id: string | null = null): VmRecord {
   return vmRecord(vm_id, { ram_alloc_mb, tenant_id });
 }
@@ -69,6 +85,15 @@ function vm(vm_id: string, ram_alloc_mb = 1024, tenant_id: string | null = null)
 describe.each(stores)('NodesRepository %s', (_name, open) => {
   let store: Store;
   let nodes: NodesRepository;
+
+  /** A heartbeat received at `receivedAtMs`, applied as NodesService applies it. */
+  function beat(
+    node_id: string,
+    receivedAtMs: number,
+    extra: Partial<NodeHeartbeat> = {},
+  ): Promise<HeartbeatVerdict> {
+    return nodes.update(node_id, acceptHeartbeat(heartbeat(node_id, extra), receivedAtMs));
+  }
 
   beforeEach(async () => {
     store = await open();
@@ -79,21 +104,86 @@ describe.each(stores)('NodesRepository %s', (_name, open) => {
     await store.close();
   });
 
+  describe('update', () => {
+    it('hands decide what is stored, stores its next state and answers its result', async () => {
+      const seen: Array<NodeState | undefined> = [];
+      const first = nodeStateFromHeartbeat(heartbeat('n1'), 1_000);
+      expect(
+        await nodes.update('n1', (stored) => {
+          seen.push(stored);
+          return { next: first, result: 'stored' };
+        }),
+      ).toBe('stored');
+      expect(
+        await nodes.update('n1', (stored) => {
+          seen.push(stored);
+          return { result: stored?.received_at_ms };
+        }),
+      ).toBe(1_000);
+      expect(seen).toEqual([undefined, first]);
+      expect(await nodes.findLive('n1', 0)).toEqual(first);
+    });
+
+    it('writes nothing when decide has no next state, or throws', async () => {
+      expect(await nodes.update('ghost', () => ({ result: 42 }))).toBe(42);
+      expect(await nodes.findLive('ghost', 0)).toBeUndefined();
+      expect(await store.leftoverKeys()).toBe(0);
+
+      await beat('n1', 1_000);
+      const before = await nodes.findLive('n1', 0);
+      await expect(
+        nodes.update('n1', () => {
+          throw new Error('undecided');
+        }),
+      ).rejects.toThrow('undecided');
+      expect(await nodes.findLive('n1', 0)).toEqual(before);
+    });
+
+    it('hands decide a node gone stale but not yet dropped', async () => {
+      await beat('n1', 1_000);
+      expect(await nodes.findLive('n1', 5_000)).toBeUndefined();
+      expect(await nodes.update('n1', (stored) => ({ result: stored?.received_at_ms }))).toBe(
+        1_000,
+      );
+    });
+
+    it('loses no change when many land on one node at once', async () => {
+      await beat('n1', 10_000);
+      await Promise.all(
+        Array.from({ length: 10 }, (_, index) =>
+          nodes.update('n1', holdRam(hold(`h${index}`, 100, 0), 0)),
+        ),
+      );
+      const state = await nodes.findLive('n1', 0);
+      expect(Object.keys(state?.holds ?? {}).sort()).toEqual(
+        Array.from({ length: 10 }, (_, index) => `h${index}`).sort(),
+      );
+      expect(state?.record.ram_available_mb).toBe(3096);
+    });
+
+    it('decides each concurrent change on the latest state: holds take only the RAM there is', async () => {
+      await beat('n1', 10_000);
+      // 4096 MB free; each 1024 MB VM needs 1536 free: three fit (4096, 3072, 2048), not a fourth.
+      const held = await Promise.all(
+        Array.from({ length: 10 }, (_, index) =>
+          nodes.update('n1', holdRam(hold(`h${index}`, 1024, 1536), 0)),
+        ),
+      );
+      expect(held.filter(Boolean)).toHaveLength(3);
+      expect((await nodes.findLive('n1', 0))?.record.ram_available_mb).toBe(1024);
+    });
+  });
+
   it('enrolls on the first heartbeat and replaces the record wholesale on the next', async () => {
-    expect(
-      await nodes.applyHeartbeat(heartbeat('n1', { vms: [vm('a', 1024, 'acme'), vm('b')] }), 1_000),
-    ).toEqual({
+    expect(await beat('n1', 1_000, { vms: [vm('a', 1024, 'acme'), vm('b')] })).toEqual({
       kind: 'joined',
     });
     expect(
-      await nodes.applyHeartbeat(
-        heartbeat('n1', {
-          timestamp_utc: '2026-08-06T12:00:10Z',
-          ram_used_mb: 1024,
-          vms: [vm('c')],
-        }),
-        2_000,
-      ),
+      await beat('n1', 2_000, {
+        timestamp_utc: '2026-08-06T12:00:10Z',
+        ram_used_mb: 1024,
+        vms: [vm('c')],
+      }),
     ).toEqual({ kind: 'refreshed' });
     const state = await nodes.findLive('n1', 0);
     expect(state?.vms.map((v) => v.vm_id)).toEqual(['c']);
@@ -110,45 +200,49 @@ describe.each(stores)('NodesRepository %s', (_name, open) => {
   });
 
   it('ignores an older heartbeat of the same boot, and lets another boot or host take over', async () => {
-    await nodes.applyHeartbeat(heartbeat('n1', { timestamp_utc: '2026-08-06T12:00:10Z' }), 1_000);
+    await beat('n1', 1_000, { timestamp_utc: '2026-08-06T12:00:10Z' });
     expect(
-      (
-        await nodes.applyHeartbeat(
-          heartbeat('n1', { timestamp_utc: '2026-08-06T12:00:09Z', ram_used_mb: 1 }),
-          2_000,
-        )
-      ).kind,
+      (await beat('n1', 2_000, { timestamp_utc: '2026-08-06T12:00:09Z', ram_used_mb: 1 })).kind,
     ).toBe('out-of-order');
     expect((await nodes.findLive('n1', 0))?.received_at_ms).toBe(1_000);
     expect(
-      (
-        await nodes.applyHeartbeat(
-          heartbeat('n1', { boot_id: 'boot-2', timestamp_utc: '2020-01-01T00:00:00Z' }),
-          3_000,
-        )
-      ).kind,
+      (await beat('n1', 3_000, { boot_id: 'boot-2', timestamp_utc: '2020-01-01T00:00:00Z' })).kind,
     ).toBe('taken-over');
     expect((await nodes.findLive('n1', 0))?.boot_id).toBe('boot-2');
   });
 
   it('never reads a record older than notBefore', async () => {
-    await nodes.applyHeartbeat(heartbeat('old'), 1_000);
-    await nodes.applyHeartbeat(heartbeat('new'), 5_000);
+    await beat('old', 1_000);
+    await beat('new', 5_000);
     expect((await nodes.listLive(1_001)).map((state) => state.node_id)).toEqual(['new']);
+    expect((await nodes.listLiveRecords(1_001)).map((record) => record.node_id)).toEqual(['new']);
+    expect((await nodes.listLiveRecords(1_000)).map((record) => record.node_id).sort()).toEqual([
+      'new',
+      'old',
+    ]);
     expect(await nodes.findLive('old', 1_001)).toBeUndefined();
     expect(await nodes.findLive('old', 1_000)).toBeDefined();
     expect(await nodes.findLive('nobody', 0)).toBeUndefined();
   });
 
+  it('lists the same records as the states it holds', async () => {
+    await beat('n1', 1_000, { vms: [vm('a')] });
+    await beat('n2', 2_000);
+    await nodes.update('n2', holdRam(hold('h1', 512, 0), 0));
+    const records = (await nodes.listLive(0)).map((state) => state.record).sort(byNodeId);
+    expect((await nodes.listLiveRecords(0)).sort(byNodeId)).toEqual(records);
+    expect(records.map((record) => record.ram_available_mb)).toEqual([4096, 3584]);
+  });
+
   it('drops stale nodes, returns them, and leaves no key behind', async () => {
-    for (let index = 0; index < 30; index++)
-      await nodes.applyHeartbeat(heartbeat(`stale-${index}`), 1_000);
-    await nodes.applyHeartbeat(heartbeat('fresh'), 9_000);
+    for (let index = 0; index < 30; index++) await beat(`stale-${index}`, 1_000);
+    await beat('fresh', 9_000);
     const dropped = await nodes.dropStale(5_000);
     expect(dropped.map((state) => state.node_id).sort()).toEqual(
       Array.from({ length: 30 }, (_, index) => `stale-${index}`).sort(),
     );
     expect((await nodes.listLive(0)).map((state) => state.node_id)).toEqual(['fresh']);
+    expect(await nodes.update('stale-0', (stored) => ({ result: stored }))).toBeUndefined();
     expect(await nodes.dropStale(5_000)).toEqual([]);
     await nodes.dropStale(10_000);
     expect(await nodes.listLive(0)).toEqual([]);
@@ -156,28 +250,19 @@ describe.each(stores)('NodesRepository %s', (_name, open) => {
   });
 
   it('holds RAM only while it fits, and never for a stale node', async () => {
-    await nodes.applyHeartbeat(heartbeat('n1'), 10_000);
-    expect(await nodes.hold('n1', 'h1', 1024, 1536, 0)).toBe(true);
+    await beat('n1', 10_000);
+    expect(await nodes.update('n1', holdRam(hold('h1', 1024, 1536), 0))).toBe(true);
     expect((await nodes.findLive('n1', 0))?.record.ram_available_mb).toBe(3072);
-    expect(await nodes.hold('n1', 'h2', 2560, 3073, 0)).toBe(false);
-    expect(await nodes.hold('n1', 'h3', 64, 0, 10_001)).toBe(false);
-    expect(await nodes.hold('ghost', 'h4', 64, 0, 0)).toBe(false);
-  });
-
-  it('lets concurrent holds on one node take only the RAM there is', async () => {
-    await nodes.applyHeartbeat(heartbeat('n1'), 10_000);
-    // 4096 MB free; each 1024 MB VM needs 1536 free: three fit (4096, 3072, 2048), not a fourth.
-    const held = await Promise.all(
-      Array.from({ length: 10 }, (_, index) => nodes.hold('n1', `h${index}`, 1024, 1536, 0)),
-    );
-    expect(held.filter(Boolean)).toHaveLength(3);
-    expect((await nodes.findLive('n1', 0))?.record.ram_available_mb).toBe(1024);
+    expect(await nodes.update('n1', holdRam(hold('h2', 2560, 3073), 0))).toBe(false);
+    expect(await nodes.update('n1', holdRam(hold('h3', 64, 0), 10_001))).toBe(false);
+    expect(await nodes.update('ghost', holdRam(hold('h4', 64, 0), 0))).toBe(false);
+    expect(await nodes.findLive('ghost', 0)).toBeUndefined();
   });
 
   it('lists a dispatched VM with its RAM held until the next heartbeat; release and removal give it back', async () => {
-    await nodes.applyHeartbeat(heartbeat('n1', { vms: [vm('a')] }), 10_000);
-    await nodes.hold('n1', 'h1', 2048, 2560, 0);
-    await nodes.recordDispatchedVm('n1', 'h1', vm('new', 2048, 'acme'));
+    await beat('n1', 10_000, { vms: [vm('a')] });
+    await nodes.update('n1', holdRam(hold('h1', 2048, 2560), 0));
+    await nodes.update('n1', recordDispatchedVm('h1', vm('new', 2048, 'acme')));
     let state = await nodes.findLive('n1', 0);
     expect(state?.vms.map((v) => [v.vm_id, v.tenant_id])).toEqual([
       ['a', null],
@@ -185,27 +270,28 @@ describe.each(stores)('NodesRepository %s', (_name, open) => {
     ]);
     expect(state?.record).toMatchObject({ vm_count: 2, ram_available_mb: 2048 });
 
-    await nodes.removeVm('n1', 'new');
+    await nodes.update('n1', removeVm('new'));
     state = await nodes.findLive('n1', 0);
     expect(state?.record).toMatchObject({ vm_count: 1, ram_available_mb: 4096 });
 
-    await nodes.hold('n1', 'h2', 1024, 1536, 0);
-    await nodes.releaseHold('n1', 'h2');
+    await nodes.update('n1', holdRam(hold('h2', 1024, 1536), 0));
+    await nodes.update('n1', releaseHold('h2'));
     expect((await nodes.findLive('n1', 0))?.record.ram_available_mb).toBe(4096);
 
-    await nodes.hold('n1', 'h3', 1024, 1536, 0);
-    await nodes.recordDispatchedVm('n1', 'h3', vm('later', 1024));
-    await nodes.applyHeartbeat(
-      heartbeat('n1', {
-        timestamp_utc: '2026-08-06T12:00:10Z',
-        ram_used_mb: 5120,
-        vms: [vm('a'), vm('later')],
-      }),
-      11_000,
-    );
+    await nodes.update('n1', holdRam(hold('h3', 1024, 1536), 0));
+    await nodes.update('n1', recordDispatchedVm('h3', vm('later', 1024)));
+    await beat('n1', 11_000, {
+      timestamp_utc: '2026-08-06T12:00:10Z',
+      ram_used_mb: 5120,
+      vms: [vm('a'), vm('later')],
+    });
     expect((await nodes.findLive('n1', 0))?.record).toMatchObject({
       vm_count: 2,
       ram_available_mb: 3072,
     });
   });
 });
+
+function byNodeId(a: { node_id: string }, b: { node_id: string }): number {
+  return a.node_id.localeCompare(b.node_id);
+}

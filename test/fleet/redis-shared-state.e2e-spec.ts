@@ -1,6 +1,7 @@
 import request from 'supertest';
 import type { CreateVmRequest } from '@app/fleet-domain';
-import { RedisClock, RedisConnection } from '../../apps/fleet/src/redis/redis-connection';
+import { RedisConnection } from '../../apps/fleet/src/redis/redis-connection';
+import { RedisClock } from '../../apps/fleet/src/redis/redis.clock';
 import { eventually } from '../support/daemons';
 import { FakeClock } from '../support/fake-clock';
 import { RunningFleet, startFleet } from '../support/fleet-app';

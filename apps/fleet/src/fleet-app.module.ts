@@ -4,8 +4,10 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { Clock, JsonErrorFilter, SystemClock, createValidationPipe } from '@app/daemon';
 import { FleetConfig } from './config/fleet.config';
 import { FLEET_ERROR_STATUSES } from './fleet-error.statuses';
+import { FleetModule } from './fleet/fleet.module';
 import { NodesModule } from './nodes/nodes.module';
-import { RedisClock, RedisConnection } from './redis/redis-connection';
+import { RedisConnection } from './redis/redis-connection';
+import { RedisClock } from './redis/redis.clock';
 import { VmsModule } from './vms/vms.module';
 
 /**
@@ -47,6 +49,7 @@ export class FleetAppModule {
         ScheduleModule.forRoot(),
         FleetCoreModule.forConfig(config),
         NodesModule,
+        FleetModule,
         VmsModule,
       ],
       providers: [

@@ -1,10 +1,15 @@
 import { NodeHeartbeat } from './wire/node-heartbeat';
 import { VmRecord, VmState } from './wire/vm-record';
 import {
+  acceptHeartbeat,
+  holdRam,
   judgeHeartbeat,
   liveSince,
   nodeStateFromHeartbeat,
   ramAvailableMb,
+  recordDispatchedVm,
+  releaseHold,
+  removeVm,
   toNodeRecord,
   vmCount,
   withDispatchedVm,
@@ -84,9 +89,11 @@ describe('node record derivation', () => {
 });
 
 describe('RAM holds', () => {
+  const HOLD_1024 = { holdId: 'h1', ramMb: 1024, requiredFreeMb: 0 };
+
   it('counts a held VM against the node until the next heartbeat', () => {
     const state = nodeStateFromHeartbeat(heartbeat(), 0);
-    const held = withHold(state, 'h1', 1024, 1536);
+    const held = withHold(state, { holdId: 'h1', ramMb: 1024, requiredFreeMb: 1536 });
     expect(held && ramAvailableMb(held)).toBe(5120);
     const dispatched = withDispatchedVm(held!, 'h1', vm('new', 1024));
     expect(ramAvailableMb(dispatched)).toBe(5120);
@@ -98,24 +105,24 @@ describe('RAM holds', () => {
   });
 
   it('keeps a hold still in flight across a heartbeat of the same boot', () => {
-    const state = withHold(nodeStateFromHeartbeat(heartbeat(), 0), 'h1', 1024, 0)!;
+    const state = withHold(nodeStateFromHeartbeat(heartbeat(), 0), HOLD_1024)!;
     const next = nodeStateFromHeartbeat(heartbeat(), 1_000, state);
     expect(ramAvailableMb(next)).toBe(5120);
   });
 
   it('refuses a hold when the node no longer has the required RAM free', () => {
     const state = nodeStateFromHeartbeat(heartbeat(), 0);
-    expect(withHold(state, 'h1', 5632, 6144)).not.toBeNull();
-    expect(withHold(state, 'h1', 5633, 6145)).toBeNull();
+    expect(withHold(state, { holdId: 'h1', ramMb: 5632, requiredFreeMb: 6144 })).not.toBeNull();
+    expect(withHold(state, { holdId: 'h1', ramMb: 5633, requiredFreeMb: 6145 })).toBeNull();
   });
 
   it('gives the RAM back when a hold is released', () => {
-    const state = withHold(nodeStateFromHeartbeat(heartbeat(), 0), 'h1', 1024, 0)!;
+    const state = withHold(nodeStateFromHeartbeat(heartbeat(), 0), HOLD_1024)!;
     expect(ramAvailableMb(withoutHold(state, 'h1'))).toBe(6144);
   });
 
   it('drops a destroyed VM and its hold', () => {
-    const held = withHold(nodeStateFromHeartbeat(heartbeat(), 0), 'h1', 1024, 0)!;
+    const held = withHold(nodeStateFromHeartbeat(heartbeat(), 0), HOLD_1024)!;
     const dispatched = withDispatchedVm(held, 'h1', vm('new', 1024));
     const gone = withoutVm(dispatched, 'new');
     expect(gone.vms.map((v) => v.vm_id)).toEqual(['a', 'b']);
@@ -156,5 +163,50 @@ describe('judgeHeartbeat', () => {
 
   it('calls another host speaking for the id a take-over', () => {
     expect(judgeHeartbeat(stored, heartbeat({ wg_ip: '10.8.0.2' })).kind).toBe('taken-over');
+  });
+});
+
+describe('node changes', () => {
+  const stored = nodeStateFromHeartbeat(heartbeat(), 10_000);
+
+  it('stores a heartbeat with its verdict, and stores nothing for one out of order', () => {
+    const joined = acceptHeartbeat(heartbeat(), 1_000)(undefined);
+    expect(joined.result).toEqual({ kind: 'joined' });
+    expect(joined.next?.received_at_ms).toBe(1_000);
+
+    const stale = acceptHeartbeat(
+      heartbeat({ timestamp_utc: '2026-08-06T11:59:59Z', ram_used_mb: 1 }),
+      20_000,
+    )(stored);
+    expect(stale).toEqual({
+      next: undefined,
+      result: { kind: 'out-of-order', stored_timestamp_utc: stored.timestamp_utc },
+    });
+  });
+
+  it('holds RAM on a live node that has room, and on no other', () => {
+    const hold = { holdId: 'h1', ramMb: 1024, requiredFreeMb: 1536 };
+    const held = holdRam(hold, 10_000)(stored);
+    expect(held.result).toBe(true);
+    expect(held.next && ramAvailableMb(held.next)).toBe(5120);
+
+    const refused = { next: undefined, result: false };
+    expect(holdRam(hold, 10_001)(stored)).toEqual(refused);
+    expect(holdRam(hold, 0)(undefined)).toEqual(refused);
+    expect(holdRam({ ...hold, requiredFreeMb: 6145 }, 0)(stored)).toEqual(refused);
+  });
+
+  it('records, releases and removes only on a node still stored', () => {
+    const held = holdRam({ holdId: 'h1', ramMb: 1024, requiredFreeMb: 0 }, 0)(stored).next!;
+    expect(recordDispatchedVm('h1', vm('new'))(held).next?.vms.map((v) => v.vm_id)).toEqual([
+      'a',
+      'b',
+      'new',
+    ]);
+    expect(ramAvailableMb(releaseHold('h1')(held).next!)).toBe(6144);
+    expect(removeVm('a')(stored).next?.vms.map((v) => v.vm_id)).toEqual(['b']);
+    for (const change of [recordDispatchedVm('h1', vm('new')), releaseHold('h1'), removeVm('a')]) {
+      expect(change(undefined)).toEqual({ next: undefined, result: undefined });
+    }
   });
 });

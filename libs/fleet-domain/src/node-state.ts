@@ -158,18 +158,24 @@ export function toNodeRecord(state: NodeFacts): NodeRecord {
   };
 }
 
+/** RAM to set aside for a VM being dispatched, and how much must still be free to do so. */
+export interface RamHoldRequest {
+  holdId: string;
+  ramMb: number;
+  /** What placement required available on the node; another create may have taken it since. */
+  requiredFreeMb: number;
+}
+
 /**
  * Sets RAM aside for a VM about to be dispatched, if the node still has `requiredFreeMb`
  * available. Returns the new state, or null when it no longer fits.
  */
-export function withHold(
-  state: NodeState,
-  holdId: string,
-  ramMb: number,
-  requiredFreeMb: number,
-): NodeState | null {
-  if (ramAvailableMb(state) < requiredFreeMb) return null;
-  return withRecord({ ...state, holds: { ...state.holds, [holdId]: { ram_mb: ramMb } } });
+export function withHold(state: NodeState, hold: RamHoldRequest): NodeState | null {
+  if (ramAvailableMb(state) < hold.requiredFreeMb) return null;
+  return withRecord({
+    ...state,
+    holds: { ...state.holds, [hold.holdId]: { ram_mb: hold.ramMb } },
+  });
 }
 
 /** The agent accepted the VM: it is listed on the node and its RAM stays held until the next heartbeat. */
@@ -195,4 +201,59 @@ export function withoutVm(state: NodeState, vmId: string): NodeState {
     if (hold.vm_id !== vmId) holds[holdId] = hold;
   }
   return withRecord({ ...state, holds, vms: state.vms.filter((vm) => vm.vm_id !== vmId) });
+}
+
+/**
+ * One change to a node, decided from what the store holds for it (undefined: nothing):
+ * `next` takes its place (none: the store is left as it is) and `result` answers the caller.
+ * Pure, because a store may decide again when another writer came first.
+ */
+export type NodeChange<T> = (stored: NodeState | undefined) => { next?: NodeState; result: T };
+
+/** A heartbeat replaces the stored state unless it is out of order; the verdict says which. */
+export function acceptHeartbeat(
+  heartbeat: NodeHeartbeat,
+  receivedAtMs: number,
+): NodeChange<HeartbeatVerdict> {
+  return (stored) => {
+    const verdict = judgeHeartbeat(stored, heartbeat);
+    return {
+      next:
+        verdict.kind === 'out-of-order'
+          ? undefined
+          : nodeStateFromHeartbeat(heartbeat, receivedAtMs, stored),
+      result: verdict,
+    };
+  };
+}
+
+/**
+ * Holds RAM on a node still live at `notBeforeMs` (receive time), if it still fits. False
+ * when the node is gone, stale or no longer has room.
+ */
+export function holdRam(hold: RamHoldRequest, notBeforeMs: number): NodeChange<boolean> {
+  return (stored) => {
+    const held = stored && stored.received_at_ms >= notBeforeMs ? withHold(stored, hold) : null;
+    return { next: held ?? undefined, result: held !== null };
+  };
+}
+
+/** The agent accepted the VM: listed on its node, its RAM held until the next heartbeat. */
+export function recordDispatchedVm(holdId: string, vm: VmRecord): NodeChange<void> {
+  return changeOfStored((state) => withDispatchedVm(state, holdId, vm));
+}
+
+/** The dispatch failed: the held RAM is given back. */
+export function releaseHold(holdId: string): NodeChange<void> {
+  return changeOfStored((state) => withoutHold(state, holdId));
+}
+
+/** The agent destroyed the VM: it leaves the listing, and its RAM is no longer held. */
+export function removeVm(vmId: string): NodeChange<void> {
+  return changeOfStored((state) => withoutVm(state, vmId));
+}
+
+/** A change that only applies to a node still stored (a dropped node is not brought back). */
+function changeOfStored(change: (state: NodeState) => NodeState): NodeChange<void> {
+  return (stored) => ({ next: stored && change(stored), result: undefined });
 }

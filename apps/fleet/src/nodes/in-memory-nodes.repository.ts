@@ -1,17 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import {
-  HeartbeatVerdict,
-  NodeHeartbeat,
-  NodeRecord,
-  NodeState,
-  VmRecord,
-  judgeHeartbeat,
-  nodeStateFromHeartbeat,
-  withDispatchedVm,
-  withHold,
-  withoutHold,
-  withoutVm,
-} from '@app/fleet-domain';
+import { NodeChange, NodeRecord, NodeState } from '@app/fleet-domain';
 import { NodesRepository } from './nodes.repository';
 
 /** Nodes examined per slice of a sweep before the event loop gets a turn. */
@@ -21,15 +9,6 @@ const SWEEP_SLICE = 5_000;
 @Injectable()
 export class InMemoryNodesRepository extends NodesRepository {
   private readonly nodes = new Map<string, NodeState>();
-
-  applyHeartbeat(heartbeat: NodeHeartbeat, receivedAtMs: number): Promise<HeartbeatVerdict> {
-    const stored = this.nodes.get(heartbeat.node_id);
-    const verdict = judgeHeartbeat(stored, heartbeat);
-    if (verdict.kind !== 'out-of-order') {
-      this.nodes.set(heartbeat.node_id, nodeStateFromHeartbeat(heartbeat, receivedAtMs, stored));
-    }
-    return Promise.resolve(verdict);
-  }
 
   listLive(notBeforeMs: number): Promise<NodeState[]> {
     const live: NodeState[] = [];
@@ -69,41 +48,20 @@ export class InMemoryNodesRepository extends NodesRepository {
     return dropped;
   }
 
-  hold(
-    nodeId: string,
-    holdId: string,
-    ramMb: number,
-    requiredFreeMb: number,
-    notBeforeMs: number,
-  ): Promise<boolean> {
-    const state = this.live(nodeId, notBeforeMs);
-    const held = state && withHold(state, holdId, ramMb, requiredFreeMb);
-    if (held) this.nodes.set(nodeId, held);
-    return Promise.resolve(Boolean(held));
-  }
-
-  recordDispatchedVm(nodeId: string, holdId: string, vm: VmRecord): Promise<void> {
-    this.update(nodeId, (state) => withDispatchedVm(state, holdId, vm));
-    return Promise.resolve();
-  }
-
-  releaseHold(nodeId: string, holdId: string): Promise<void> {
-    this.update(nodeId, (state) => withoutHold(state, holdId));
-    return Promise.resolve();
-  }
-
-  removeVm(nodeId: string, vmId: string): Promise<void> {
-    this.update(nodeId, (state) => withoutVm(state, vmId));
-    return Promise.resolve();
+  /**
+   * Atomic as it is: the executor runs at once, so nothing else runs between the read and the
+   * write; a decide that throws rejects the promise and writes nothing.
+   */
+  update<T>(nodeId: string, decide: NodeChange<T>): Promise<T> {
+    return new Promise((resolve) => {
+      const { next, result } = decide(this.nodes.get(nodeId));
+      if (next) this.nodes.set(nodeId, next);
+      resolve(result);
+    });
   }
 
   private live(nodeId: string, notBeforeMs: number): NodeState | undefined {
     const state = this.nodes.get(nodeId);
     return state && state.received_at_ms >= notBeforeMs ? state : undefined;
-  }
-
-  private update(nodeId: string, change: (state: NodeState) => NodeState): void {
-    const state = this.nodes.get(nodeId);
-    if (state) this.nodes.set(nodeId, change(state));
   }
 }

@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import { FleetController } from './fleet.controller';
 import { InMemoryNodesRepository } from './in-memory-nodes.repository';
 import { NodeStalenessJob } from './node-staleness.job';
 import { NodesController } from './nodes.controller';
@@ -9,7 +8,7 @@ import { RedisNodesRepository } from './redis-nodes.repository';
 import { RedisConnection } from '../redis/redis-connection';
 
 @Module({
-  controllers: [NodesController, FleetController],
+  controllers: [NodesController],
   providers: [
     NodesService,
     NodeStalenessJob,

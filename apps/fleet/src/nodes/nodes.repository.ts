@@ -1,23 +1,12 @@
-import {
-  HeartbeatVerdict,
-  NodeHeartbeat,
-  NodeRecord,
-  NodeState,
-  VmRecord,
-} from '@app/fleet-domain';
+import { NodeChange, NodeRecord, NodeState } from '@app/fleet-domain';
 
 /**
- * Where the controller keeps its nodes. Asynchronous so that a shared store can stand behind
- * it; each method is one atomic change, so two requests never interleave inside one.
+ * Where the controller keeps its nodes: reads, the staleness sweep, and one atomic
+ * read-decide-write. The store knows no rules; callers pass the change (see NodeChange in
+ * @app/fleet-domain), so both stores apply exactly the same decisions.
  * `notBeforeMs` is the oldest receive time still live: no read returns anything older.
  */
 export abstract class NodesRepository {
-  /** Judges the heartbeat against the stored record and replaces it, unless out of order. */
-  abstract applyHeartbeat(
-    heartbeat: NodeHeartbeat,
-    receivedAtMs: number,
-  ): Promise<HeartbeatVerdict>;
-
   abstract listLive(notBeforeMs: number): Promise<NodeState[]>;
 
   /** Only the records of live nodes: what the listings show, cheaper to fetch than whole states. */
@@ -29,23 +18,9 @@ export abstract class NodesRepository {
   abstract dropStale(notBeforeMs: number): Promise<NodeState[]>;
 
   /**
-   * Holds `ramMb` on a live node for a VM being dispatched, if it still has `requiredFreeMb`
-   * available. False when the node is gone or no longer has room.
+   * Gives `decide` the node's stored state (stale or not; undefined when there is none),
+   * stores the `next` it returns (if any) and answers its `result`, atomically: no other
+   * write to the node lands in between. `decide` may be called again when one did.
    */
-  abstract hold(
-    nodeId: string,
-    holdId: string,
-    ramMb: number,
-    requiredFreeMb: number,
-    notBeforeMs: number,
-  ): Promise<boolean>;
-
-  /** The agent accepted the VM: list it on the node; its RAM stays held until the next heartbeat. */
-  abstract recordDispatchedVm(nodeId: string, holdId: string, vm: VmRecord): Promise<void>;
-
-  /** The dispatch failed: give the held RAM back. */
-  abstract releaseHold(nodeId: string, holdId: string): Promise<void>;
-
-  /** The agent destroyed the VM: it leaves the listing now. */
-  abstract removeVm(nodeId: string, vmId: string): Promise<void>;
+  abstract update<T>(nodeId: string, decide: NodeChange<T>): Promise<T>;
 }

@@ -1,15 +1,8 @@
 import { Logger } from '@nestjs/common';
-import { Clock } from '@app/daemon';
 import { NodeHeartbeat } from '@app/fleet-domain';
+import { FakeClock } from '../../../../test/support/fake-clock';
 import { InMemoryNodesRepository } from './in-memory-nodes.repository';
 import { NodesService } from './nodes.service';
-
-class ManualClock extends Clock {
-  current = 1_000_000;
-  now(): number {
-    return this.current;
-  }
-}
 
 function heartbeat(node_id: string, extra: Partial<NodeHeartbeat> = {}): NodeHeartbeat {
   return {
@@ -30,13 +23,13 @@ function heartbeat(node_id: string, extra: Partial<NodeHeartbeat> = {}): NodeHea
 }
 
 describe('NodesService', () => {
-  let clock: ManualClock;
+  let clock: FakeClock;
   let repository: InMemoryNodesRepository;
   let service: NodesService;
   let logs: string[];
 
   beforeEach(() => {
-    clock = new ManualClock();
+    clock = new FakeClock();
     repository = new InMemoryNodesRepository();
     service = new NodesService(repository, clock);
     logs = [];
@@ -53,15 +46,17 @@ describe('NodesService', () => {
   it('sweeps a node out of the store after 30 s of silence, logging how long it was silent', async () => {
     await service.acceptHeartbeat(heartbeat('n1'));
     await service.acceptHeartbeat(heartbeat('n2'));
-    clock.current += 20_000;
+    clock.advance(20_000);
     await service.acceptHeartbeat(heartbeat('n2', { timestamp_utc: '2026-08-06T12:00:20Z' }));
 
-    clock.current += 10_000;
+    // n1 has now been silent exactly 30 s: still live, so the sweep leaves it and says nothing.
+    clock.advance(10_000);
     await service.dropStaleNodes();
-    expect((await repository.dropStale(0)).length).toBe(0);
+    expect(logs.filter((line) => line.includes('dropped'))).toEqual([]);
+    expect((await service.getNode('n1')).node_id).toBe('n1');
     expect((await repository.listLive(0)).map((n) => n.node_id).sort()).toEqual(['n1', 'n2']);
 
-    clock.current += 1_500;
+    clock.advance(1_500);
     await service.dropStaleNodes();
     expect((await repository.listLive(0)).map((n) => n.node_id)).toEqual(['n2']);
     expect(logs).toContain('node n1 dropped after 31.5 s without a heartbeat');
@@ -71,7 +66,7 @@ describe('NodesService', () => {
     for (let index = 0; index < 25; index++)
       await service.acceptHeartbeat(heartbeat(`rack-${index}`));
     logs.length = 0;
-    clock.current += 31_000;
+    clock.advance(31_000);
     await service.dropStaleNodes();
     expect(logs).toHaveLength(21);
     expect(logs[0]).toBe('node rack-0 dropped after 31.0 s without a heartbeat');

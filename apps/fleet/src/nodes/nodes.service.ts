@@ -1,7 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import { Clock } from '@app/daemon';
-import { FleetStatus, NodeHeartbeat, NodeRecord, liveSince, toRfc3339 } from '@app/fleet-domain';
+import {
+  FleetStatus,
+  NodeHeartbeat,
+  NodeRecord,
+  acceptHeartbeat,
+  liveSince,
+  toRfc3339,
+} from '@app/fleet-domain';
 import { NodeNotFoundError } from './nodes.errors';
 import { NodesRepository } from './nodes.repository';
 
@@ -19,7 +26,10 @@ export class NodesService {
 
   /** Replaces the node's record with the heartbeat; the first one enrolls the node. */
   async acceptHeartbeat(heartbeat: NodeHeartbeat): Promise<void> {
-    const verdict = await this.nodes.applyHeartbeat(heartbeat, this.clock.now());
+    const verdict = await this.nodes.update(
+      heartbeat.node_id,
+      acceptHeartbeat(heartbeat, this.clock.now()),
+    );
     const id = heartbeat.node_id;
     switch (verdict.kind) {
       case 'joined':

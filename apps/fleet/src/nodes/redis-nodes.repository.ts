@@ -1,18 +1,5 @@
 import type Redis from 'ioredis';
-import {
-  HeartbeatVerdict,
-  NODE_STALE_AFTER_MS,
-  NodeHeartbeat,
-  NodeRecord,
-  NodeState,
-  VmRecord,
-  judgeHeartbeat,
-  nodeStateFromHeartbeat,
-  withDispatchedVm,
-  withHold,
-  withoutHold,
-  withoutVm,
-} from '@app/fleet-domain';
+import { NODE_STALE_AFTER_MS, NodeChange, NodeRecord, NodeState } from '@app/fleet-domain';
 import { StoreUnavailableError } from '../redis/store-unavailable.error';
 import { RedisConnection } from '../redis/redis-connection';
 import { NodesRepository } from './nodes.repository';
@@ -32,7 +19,7 @@ const WRITE_ATTEMPTS = 20;
  * Each node is stored as "<version>\n<record json>\n<state json>" (JSON never holds a raw
  * newline): listings read only the record part, everything else the state. A write names the version it read and
  * succeeds only if the record is still at it (compare-and-set in one script), so every change
- * is computed by the same domain functions as in memory, and applied atomically or not at all.
+ * is decided by the caller exactly as in memory, and applied atomically or not at all.
  */
 const PUT = `
 local current = redis.call('GET', KEYS[1])
@@ -110,7 +97,7 @@ type FleetRedis = Redis & {
 
 /**
  * Fleet state in Redis, shared by every controller on it (VM_FLEET_REDIS_URL). Same
- * semantics as the in-memory store: the same domain functions decide every change.
+ * semantics as the in-memory store: the caller's NodeChange decides every write.
  */
 export class RedisNodesRepository extends NodesRepository {
   private readonly redis: FleetRedis;
@@ -123,19 +110,6 @@ export class RedisNodesRepository extends NodesRepository {
     client.defineCommand('fleetFindLive', { numberOfKeys: 2, lua: FIND_LIVE });
     client.defineCommand('fleetDropStale', { numberOfKeys: 1, lua: DROP_STALE });
     this.redis = client as FleetRedis;
-  }
-
-  applyHeartbeat(heartbeat: NodeHeartbeat, receivedAtMs: number): Promise<HeartbeatVerdict> {
-    return this.update(heartbeat.node_id, (stored) => {
-      const verdict = judgeHeartbeat(stored, heartbeat);
-      return {
-        next:
-          verdict.kind === 'out-of-order'
-            ? undefined
-            : nodeStateFromHeartbeat(heartbeat, receivedAtMs, stored),
-        result: verdict,
-      };
-    });
   }
 
   async listLive(notBeforeMs: number): Promise<NodeState[]> {
@@ -170,48 +144,8 @@ export class RedisNodesRepository extends NodesRepository {
     }
   }
 
-  hold(
-    nodeId: string,
-    holdId: string,
-    ramMb: number,
-    requiredFreeMb: number,
-    notBeforeMs: number,
-  ): Promise<boolean> {
-    return this.update(nodeId, (stored) => {
-      const held =
-        stored && stored.received_at_ms >= notBeforeMs
-          ? withHold(stored, holdId, ramMb, requiredFreeMb)
-          : null;
-      return { next: held ?? undefined, result: held !== null };
-    });
-  }
-
-  recordDispatchedVm(nodeId: string, holdId: string, vm: VmRecord): Promise<void> {
-    return this.update(nodeId, (stored) => ({
-      next: stored && withDispatchedVm(stored, holdId, vm),
-      result: undefined,
-    }));
-  }
-
-  releaseHold(nodeId: string, holdId: string): Promise<void> {
-    return this.update(nodeId, (stored) => ({
-      next: stored && withoutHold(stored, holdId),
-      result: undefined,
-    }));
-  }
-
-  removeVm(nodeId: string, vmId: string): Promise<void> {
-    return this.update(nodeId, (stored) => ({
-      next: stored && withoutVm(stored, vmId),
-      result: undefined,
-    }));
-  }
-
   /** Read, decide, compare-and-set; again from the top when another controller wrote first. */
-  private async update<T>(
-    nodeId: string,
-    decide: (stored: NodeState | undefined) => { next?: NodeState; result: T },
-  ): Promise<T> {
+  async update<T>(nodeId: string, decide: NodeChange<T>): Promise<T> {
     const key = nodeKey(nodeId);
     for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
       const { version, state } = decode(await this.connection.run(() => this.redis.get(key)));

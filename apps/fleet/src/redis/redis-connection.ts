@@ -1,6 +1,5 @@
 import { Logger, OnApplicationShutdown } from '@nestjs/common';
 import Redis from 'ioredis';
-import { Clock } from '@app/daemon';
 import { StoreUnavailableError } from './store-unavailable.error';
 
 /**
@@ -63,47 +62,5 @@ export class RedisConnection implements OnApplicationShutdown {
         `Redis at ${this.urlForLogs} ${before === true ? 'lost' : 'unreachable'} (${reason}); state routes answer 503 until it is back`,
       );
     }
-  }
-}
-
-/** How often a controller re-reads Redis TIME. */
-const CLOCK_SYNC_INTERVAL_MS = 1_000;
-
-/**
- * Redis TIME as every controller on the same Redis sees it, so controllers whose own clocks
- * differ agree on receive times and on who is stale. Synced every second; between syncs it
- * runs on the local clock plus the measured offset.
- */
-export class RedisClock extends Clock implements OnApplicationShutdown {
-  private offsetMs = 0;
-  private readonly timer: NodeJS.Timeout;
-
-  constructor(private readonly redis: RedisConnection) {
-    super();
-    this.redis.client.on('ready', () => void this.sync());
-    this.timer = setInterval(() => void this.sync(), CLOCK_SYNC_INTERVAL_MS);
-    this.timer.unref();
-  }
-
-  now(): number {
-    return Date.now() + this.offsetMs;
-  }
-
-  /** Offset to Redis TIME, halving the round trip; kept as it was when Redis is down. */
-  async sync(): Promise<void> {
-    try {
-      const sentAt = Date.now();
-      const [seconds, micros] = await this.redis.client.time();
-      const receivedAt = Date.now();
-      this.offsetMs = Math.round(
-        Number(seconds) * 1000 + Number(micros) / 1000 - (sentAt + receivedAt) / 2,
-      );
-    } catch {
-      // Redis unreachable: RedisConnection says so; keep the last offset.
-    }
-  }
-
-  onApplicationShutdown(): void {
-    clearInterval(this.timer);
   }
 }

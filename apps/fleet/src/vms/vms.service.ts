@@ -1,7 +1,17 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { Clock } from '@app/daemon';
-import { CreateVmRequest, NodeState, VmRecord, liveSince, placeVm } from '@app/fleet-domain';
+import {
+  CreateVmRequest,
+  NodeState,
+  VmRecord,
+  holdRam,
+  liveSince,
+  placeVm,
+  recordDispatchedVm,
+  releaseHold,
+  removeVm,
+} from '@app/fleet-domain';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { VmHostClient } from './vm-host.client';
 import { PlacementRefusedError, VmNotFoundError } from './vms.errors';
@@ -35,13 +45,13 @@ export class VmsService {
     try {
       vm = await this.vmHost.spawn(node, request);
     } catch (error) {
-      await this.nodes.releaseHold(node.node_id, holdId);
+      await this.nodes.update(node.node_id, releaseHold(holdId));
       this.logger.warn(`spawn on node ${node.node_id} failed: ${(error as Error).message}`);
       throw error;
     }
     // The agent keeps the tenant; an agent that does not echo it still gets it recorded.
     vm.tenant_id = vm.tenant_id ?? request.tenant_id ?? null;
-    await this.nodes.recordDispatchedVm(node.node_id, holdId, vm);
+    await this.nodes.update(node.node_id, recordDispatchedVm(holdId, vm));
     this.logger.log(
       `vm ${vm.vm_id} (${vm.vm_type}, ${request.ram_mb} MB) placed on node ${node.node_id}${vm.tenant_id ? ` for tenant ${vm.tenant_id}` : ''}`,
     );
@@ -54,7 +64,7 @@ export class VmsService {
     const owner = live.find((node) => node.vms.some((vm) => vm.vm_id === vmId));
     if (!owner) throw new VmNotFoundError(vmId);
     const outcome = await this.vmHost.destroy(owner, vmId);
-    await this.nodes.removeVm(owner.node_id, vmId);
+    await this.nodes.update(owner.node_id, removeVm(vmId));
     this.logger.log(
       `vm ${vmId} on node ${owner.node_id} ${outcome === 'destroyed' ? 'destroyed' : 'was already gone from its agent'}`,
     );
@@ -75,12 +85,12 @@ export class VmsService {
       }
       const holdId = randomUUID();
       const node = live.find((candidate) => candidate.node_id === placement.node_id)!;
-      const held = await this.nodes.hold(
+      const held = await this.nodes.update(
         node.node_id,
-        holdId,
-        request.ram_mb,
-        placement.required_free_mb,
-        notBefore,
+        holdRam(
+          { holdId, ramMb: request.ram_mb, requiredFreeMb: placement.required_free_mb },
+          notBefore,
+        ),
       );
       if (held) return { node, holdId };
       if (attempt === PLACEMENT_ATTEMPTS) {

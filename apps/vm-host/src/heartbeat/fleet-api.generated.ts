@@ -221,7 +221,7 @@ export interface components {
       tenant_id?: string | null;
       /** @example 2 */
       vcpu_count: number;
-      /** @example vm-20260806-120000-a1b2c3 */
+      /** @example vm-0123456789abcdef */
       vm_id: string;
       /** @example web */
       vm_type: string;

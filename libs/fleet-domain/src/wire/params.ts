@@ -9,7 +9,7 @@ export class NodeIdParams {
 }
 
 export class VmIdParams {
-  @ApiProperty({ example: 'vm-20260806-120000-a1b2c3' })
+  @ApiProperty({ example: 'vm-0123456789abcdef' })
   @IsFleetId()
   vm_id!: string;
 }

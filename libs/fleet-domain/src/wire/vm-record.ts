@@ -41,7 +41,7 @@ export class HostPort {
 
 export class VmRecord {
   @ApiProperty({
-    example: 'vm-20260806-120000-a1b2c3',
+    example: 'vm-0123456789abcdef',
     pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$',
   })
   @IsFleetId()

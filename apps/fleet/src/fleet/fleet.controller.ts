@@ -1,7 +1,7 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { FleetStatus } from '@app/fleet-domain';
-import { NodesService } from './nodes.service';
+import { NodesService } from '../nodes/nodes.service';
 
 /** GET /v1/fleet: the whole-fleet view, and the answer to "is the controller up?". */
 @ApiTags('nodes')
