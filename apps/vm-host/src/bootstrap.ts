@@ -5,9 +5,8 @@ import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { DaemonLogger, configureDaemonHttp } from '@app/daemon';
 import { VmHostConfig, VmHostConfigError } from './config/vm-host.config';
 import { HeartbeatScheduler } from './heartbeat/heartbeat.scheduler';
-import { QemuDriver } from './vms/qemu.driver';
-import { MAX_SOCKET_PATH, VmFiles } from './vms/vm-files';
 import { VmHostAppModule } from './vm-host-app.module';
+import { VmsService } from './vms/vms.service';
 
 /** Options every agent app is created with: main, the tests and the OpenAPI generator. */
 export const VM_HOST_APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
@@ -40,14 +39,19 @@ export async function createVmHostApp(
 }
 
 /**
- * Listens on VM_WG_IP:VM_SPAWN_PORT only (this API starts VMs: it must not face every
+ * Readies VM_DISK_DIR, then listens on VM_WG_IP:VM_SPAWN_PORT only (this API starts VMs: it must not face every
  * network), then starts heartbeating, so the controller never hears of an agent it cannot reach.
  */
 export async function startVmHost(
   app: NestExpressApplication,
   config: VmHostConfig,
 ): Promise<void> {
-  await prepareDiskDir(app, config);
+  try {
+    await app.get(VmsService).prepare();
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
   try {
     await app.listen(config.spawnPort, config.wgIp);
   } catch (error) {
@@ -69,22 +73,4 @@ export async function startVmHost(
     throw error;
   }
   app.get(HeartbeatScheduler).start();
-}
-
-/** VM_DISK_DIR is created if missing; not writable, or too long for QMP sockets, it is a start-up error. */
-async function prepareDiskDir(app: NestExpressApplication, config: VmHostConfig): Promise<void> {
-  const files = app.get(VmFiles);
-  const longestSocket = files.qmpSocket('vm-0123456789abcdef');
-  try {
-    if (longestSocket.length > MAX_SOCKET_PATH) {
-      throw new Error(`too long: QMP socket paths under it would exceed ${MAX_SOCKET_PATH} bytes`);
-    }
-    await files.prepare();
-  } catch (error) {
-    await app.close();
-    throw new VmHostConfigError(
-      `VM_DISK_DIR ${config.diskDir} is not usable: ${error instanceof Error ? error.message : String(error)}`,
-    );
-  }
-  await app.get(QemuDriver).checkTools();
 }

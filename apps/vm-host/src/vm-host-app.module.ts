@@ -5,6 +5,7 @@ import { Clock, JsonErrorFilter, SystemClock, createValidationPipe } from '@app/
 import { VmHostConfig } from './config/vm-host.config';
 import { HeartbeatModule } from './heartbeat/heartbeat.module';
 import { VM_HOST_ERROR_STATUSES } from './vm-host-error.statuses';
+import { VmsModule } from './vms/vms.module';
 
 /** The configuration read once at start-up, and the clock, for every module of the agent. */
 @Global()
@@ -27,7 +28,12 @@ export class VmHostAppModule {
   static forConfig(config: VmHostConfig): DynamicModule {
     return {
       module: VmHostAppModule,
-      imports: [ScheduleModule.forRoot(), VmHostCoreModule.forConfig(config), HeartbeatModule],
+      imports: [
+        ScheduleModule.forRoot(),
+        VmHostCoreModule.forConfig(config),
+        VmsModule,
+        HeartbeatModule,
+      ],
       providers: [
         { provide: APP_PIPE, useFactory: createValidationPipe },
         { provide: APP_FILTER, useFactory: () => new JsonErrorFilter(VM_HOST_ERROR_STATUSES) },

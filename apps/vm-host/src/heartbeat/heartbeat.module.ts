@@ -1,11 +1,22 @@
 import { Module } from '@nestjs/common';
+import { VmHostConfig } from '../config/vm-host.config';
+import { HostFactsModule } from '../host-facts/host-facts.module';
 import { VmsModule } from '../vms/vms.module';
+import { FleetClient } from './fleet.client';
 import { HeartbeatScheduler } from './heartbeat.scheduler';
 import { HeartbeatService } from './heartbeat.service';
 
 @Module({
-  imports: [VmsModule],
-  providers: [HeartbeatService, HeartbeatScheduler],
+  imports: [VmsModule, HostFactsModule],
+  providers: [
+    HeartbeatService,
+    HeartbeatScheduler,
+    {
+      provide: FleetClient,
+      useFactory: (config: VmHostConfig) => new FleetClient(config.fleetEndpoint),
+      inject: [VmHostConfig],
+    },
+  ],
   exports: [HeartbeatScheduler],
 })
 export class HeartbeatModule {}

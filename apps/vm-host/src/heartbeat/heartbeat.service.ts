@@ -1,21 +1,26 @@
 import { Injectable } from '@nestjs/common';
+import { Clock } from '@app/daemon';
 import { VmHostConfig } from '../config/vm-host.config';
+import { HostFactsService } from '../host-facts/host-facts.service';
 import { FleetClient, HeartbeatBody } from './fleet.client';
-import { HostFactsService } from './host-facts.service';
 import { NodeVmsSource } from './node-vms.source';
+
+const NS_PER_MS = 1_000_000n;
+const NS_PER_S = 1_000_000_000n;
 
 /** Builds and sends one heartbeat. */
 @Injectable()
 export class HeartbeatService {
-  private readonly fleet: FleetClient;
+  /** The last stamp sent, in nanoseconds since the epoch. */
+  private lastStampNs = 0n;
 
   constructor(
     private readonly config: VmHostConfig,
     private readonly hostFacts: HostFactsService,
     private readonly vms: NodeVmsSource,
-  ) {
-    this.fleet = new FleetClient(config.fleetEndpoint);
-  }
+    private readonly fleet: FleetClient,
+    private readonly clock: Clock,
+  ) {}
 
   async compose(): Promise<HeartbeatBody> {
     const [facts, vms] = await Promise.all([this.hostFacts.read(), this.vms.list()]);
@@ -26,24 +31,33 @@ export class HeartbeatService {
       reserved: this.config.reserved,
       ...facts,
       vms,
-      timestamp_utc: nowRfc3339Nanos(),
+      timestamp_utc: this.stamp(),
     };
   }
 
   async send(signal: AbortSignal): Promise<void> {
     await this.fleet.sendHeartbeat(await this.compose(), signal);
   }
+
+  /**
+   * The clock's time, but always after the previous stamp: the controller drops a heartbeat
+   * stamped before the last one of the same boot, so a wall clock set back must not silence us.
+   */
+  private stamp(): string {
+    this.lastStampNs = bigMax(
+      BigInt(Math.floor(this.clock.now())) * NS_PER_MS,
+      this.lastStampNs + 1n,
+    );
+    return rfc3339Nanos(this.lastStampNs);
+  }
 }
 
-/**
- * RFC 3339 with a nanosecond fraction, as the original agent stamps heartbeats. Wall-clock
- * time at start plus a monotonic clock since, so stamps of one process never go backwards.
- */
-const startEpochNs = BigInt(Date.now()) * 1_000_000n;
-const startMonotonicNs = process.hrtime.bigint();
+function bigMax(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
+}
 
-export function nowRfc3339Nanos(): string {
-  const epochNs = startEpochNs + (process.hrtime.bigint() - startMonotonicNs);
-  const seconds = new Date(Number(epochNs / 1_000_000_000n) * 1000).toISOString().slice(0, 19);
-  return `${seconds}.${(epochNs % 1_000_000_000n).toString().padStart(9, '0')}Z`;
+/** RFC 3339 with a nanosecond fraction, as the original agent stamps heartbeats. */
+function rfc3339Nanos(epochNs: bigint): string {
+  const seconds = new Date(Number(epochNs / NS_PER_S) * 1000).toISOString().slice(0, 19);
+  return `${seconds}.${(epochNs % NS_PER_S).toString().padStart(9, '0')}Z`;
 }

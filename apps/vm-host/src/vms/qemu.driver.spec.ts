@@ -1,11 +1,12 @@
 import { Logger } from '@nestjs/common';
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VmHostConfig } from '../config/vm-host.config';
+import { HostFactsPaths, HostFactsService } from '../host-facts/host-facts.service';
 import { QemuDriver, cloudInitUserData, qemuArgs } from './qemu.driver';
-import { BaseImageMissingError } from './vms.errors';
+import { BaseImageMissingError, VmCreateError } from './vms.errors';
 import { VmFiles } from './vm-files';
 
 const launch = {
@@ -76,11 +77,13 @@ describe('cloudInitUserData', () => {
   });
 });
 
-describe('QemuDriver.baseImage', () => {
+describe('QemuDriver', () => {
   let root: string;
+  let kvmDevice: string;
 
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), 'qemu-driver-'));
+    kvmDevice = join(root, 'kvm');
     jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
   });
 
@@ -89,14 +92,21 @@ describe('QemuDriver.baseImage', () => {
     await rm(root, { recursive: true, force: true });
   });
 
-  function driver(baseImage?: string): QemuDriver {
-    const config = Object.assign(new VmHostConfig(), { diskDir: root, baseImage });
-    return new QemuDriver(config, new VmFiles(config));
+  function driver(baseImage?: string, diskDir = root): QemuDriver {
+    const config = Object.assign(new VmHostConfig(), { diskDir, baseImage, wgIp: '127.0.0.1' });
+    const hostFacts = new HostFactsService(Object.assign(new HostFactsPaths(), { kvmDevice }));
+    return new QemuDriver(config, new VmFiles(config), hostFacts);
+  }
+
+  async function preparedFiles(): Promise<VmFiles> {
+    const files = new VmFiles(Object.assign(new VmHostConfig(), { diskDir: root }));
+    await files.prepare();
+    return files;
   }
 
   it('makes one blank qcow2 base image when VM_BASE_IMAGE is unset, even for concurrent first creates', async () => {
     const qemu = driver();
-    await new VmFiles(Object.assign(new VmHostConfig(), { diskDir: root })).prepare();
+    await preparedFiles();
     const images = await Promise.all([qemu.baseImage(), qemu.baseImage(), qemu.baseImage()]);
     expect(new Set(images)).toEqual(new Set([join(root, 'base', 'blank.qcow2')]));
     const info = JSON.parse(
@@ -108,11 +118,70 @@ describe('QemuDriver.baseImage', () => {
     expect(await readdir(join(root, 'base'))).toEqual(['blank.qcow2']);
   });
 
-  it('refuses a VM_BASE_IMAGE that does not exist, naming it', async () => {
-    await expect(driver(join(root, 'nope.qcow2')).baseImage()).rejects.toThrow(
+  it('refuses to plan a VM when VM_BASE_IMAGE does not exist, naming it', async () => {
+    await expect(driver(join(root, 'nope.qcow2')).plan({ preferKvm: false })).rejects.toThrow(
       new BaseImageMissingError(
         `VM_BASE_IMAGE ${join(root, 'nope.qcow2')} does not exist or is not readable`,
       ),
     );
+  });
+
+  it('plans KVM only when asked for and /dev/kvm is usable, else TCG', async () => {
+    const base = join(root, 'base.qcow2');
+    execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', base, '1M']);
+    const qemu = driver(base);
+    expect(await qemu.plan({ preferKvm: true })).toEqual({
+      record: { kind: 'qemu', accel: 'tcg', pid: null },
+      summary: 'tcg',
+    });
+    await writeFile(kvmDevice, '');
+    expect((await qemu.plan({ preferKvm: false })).summary).toBe('tcg');
+    expect(await qemu.plan({ preferKvm: true })).toEqual({
+      record: { kind: 'qemu', accel: 'kvm', pid: null },
+      summary: 'kvm',
+    });
+  });
+
+  it('fails create at the disk step when the base image is not a qcow2 image, starting nothing', async () => {
+    const files = await preparedFiles();
+    const notAnImage = join(root, 'not-an-image.qcow2');
+    await writeFile(notAnImage, 'this is not a qcow2 image\n');
+    const vmId = await files.newVmId();
+    const failure = driver(notAnImage)
+      .create(
+        { vmId, vmType: 'web', ramMb: 64, vcpuCount: 1 },
+        { kind: 'qemu', accel: 'tcg', pid: null },
+      )
+      .catch((error: unknown) => error);
+    const error = await failure;
+    expect(error).toBeInstanceOf(VmCreateError);
+    expect(error).toMatchObject({
+      step: 'disk',
+      message: expect.stringMatching(/^qemu-img failed: /),
+    });
+    expect(await readdir(files.runDir(vmId))).toEqual([]);
+  });
+
+  it('refuses a VM_DISK_DIR under which QMP socket paths would be too long', () => {
+    expect(() => driver(undefined, `/${'d'.repeat(60)}`).checkDiskDir()).not.toThrow();
+    expect(() => driver(undefined, `/${'d'.repeat(80)}`).checkDiskDir()).toThrow(
+      'too long: QMP socket paths under it would exceed 107 bytes',
+    );
+  });
+
+  it('sees a VM whose pid is missing, or is not its QEMU, as stopped, and stopping it signals nothing', async () => {
+    const kill = jest.spyOn(process, 'kill');
+    const qemu = driver();
+    const vmId = 'vm-0123456789abcdef';
+    for (const record of [
+      { kind: 'qemu', accel: 'tcg', pid: null },
+      { kind: 'qemu', accel: 'tcg', pid: process.pid },
+      { kind: 'qemu', accel: 'tcg', pid: '1; rm -rf /' },
+      { kind: 'firecracker', pid: process.pid },
+    ]) {
+      expect(await qemu.inspect(vmId, record)).toBe('stopped');
+      await qemu.stop(vmId, record);
+    }
+    expect(kill).not.toHaveBeenCalled();
   });
 });

@@ -6,9 +6,11 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { VmHostConfig } from '../config/vm-host.config';
+import { HostFactsService } from '../host-facts/host-facts.service';
 import { QmpStatus, withQmp } from './qmp.client';
+import { DriverRecord, StartedVm, VmDriver, VmPlan, VmRunState, VmSpec } from './vm-driver';
 import { VmFiles } from './vm-files';
-import { BaseImageMissingError } from './vms.errors';
+import { BaseImageMissingError, VmCreateError } from './vms.errors';
 
 const exec = promisify(execFile);
 
@@ -17,6 +19,11 @@ const BLANK_BASE_IMAGE_SIZE = '1G';
 const QMP_TIMEOUT_MS = 2_000;
 /** Grace after QMP quit, then again after SIGTERM, before SIGKILL. */
 const STOP_GRACE_MS = 1_500;
+const SSH_GUEST_PORT = 22;
+/** Longest path a unix socket may have on Linux, less its terminating NUL. */
+const MAX_SOCKET_PATH = 107;
+/** As long as every vm_id VmFiles makes. */
+const LONGEST_VM_ID = 'vm-0123456789abcdef';
 
 export interface QemuLaunch {
   vmId: string;
@@ -82,18 +89,68 @@ export function cloudInitUserData(vmType: string, sshPubkey?: string): string {
   return `#cloud-config\n${JSON.stringify(config, null, 2)}\n`;
 }
 
+/** What QemuDriver keeps in a VM's sidecar. */
+type QemuRecord = {
+  kind: 'qemu';
+  accel: 'kvm' | 'tcg';
+  /** QEMU's pid once it daemonized; QEMU removes its pidfile on exit, so it is kept here too. */
+  pid: number | null;
+};
+
+/** The record as stored; a pid that is not a positive integer, or another driver's, is none. */
+function qemuRecord(record: DriverRecord): QemuRecord {
+  const { pid } = record;
+  const known =
+    record.kind === 'qemu' && typeof pid === 'number' && Number.isInteger(pid) && pid > 0;
+  return { kind: 'qemu', accel: record.accel === 'kvm' ? 'kvm' : 'tcg', pid: known ? pid : null };
+}
+
+/** Runs one create step, so a failure says which step it was. */
+async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw new VmCreateError(name, error instanceof Error ? error.message : String(error));
+  }
+}
+
 /** Starts, watches and stops QEMU virtual machines in VM_DISK_DIR. */
 @Injectable()
-export class QemuDriver {
+export class QemuDriver extends VmDriver {
   private readonly logger = new Logger('QemuDriver');
   private blankImage?: Promise<string>;
 
   constructor(
     private readonly config: VmHostConfig,
     private readonly files: VmFiles,
-  ) {}
+    private readonly hostFacts: HostFactsService,
+  ) {
+    super();
+  }
 
-  /** Warns once at start-up about what would make every create fail. */
+  /** QEMU's files of a VM, all in its run folder. */
+  private qmpSocket(vmId: string): string {
+    return join(this.files.runDir(vmId), 'qmp.sock');
+  }
+
+  private pidFile(vmId: string): string {
+    return join(this.files.runDir(vmId), 'qemu.pid');
+  }
+
+  private seedIso(vmId: string): string {
+    return join(this.files.runDir(vmId), 'seed.iso');
+  }
+
+  private serialLog(vmId: string): string {
+    return join(this.files.runDir(vmId), 'serial.log');
+  }
+
+  checkDiskDir(): void {
+    if (this.qmpSocket(LONGEST_VM_ID).length > MAX_SOCKET_PATH) {
+      throw new Error(`too long: QMP socket paths under it would exceed ${MAX_SOCKET_PATH} bytes`);
+    }
+  }
+
   async checkTools(): Promise<void> {
     for (const tool of ['qemu-system-x86_64', 'qemu-img', 'genisoimage']) {
       try {
@@ -104,6 +161,73 @@ export class QemuDriver {
         );
       }
     }
+  }
+
+  /** Needs the base image now; runs under KVM when asked for and usable, else TCG. */
+  async plan({ preferKvm }: { preferKvm: boolean }): Promise<VmPlan> {
+    await this.baseImage();
+    const accel = preferKvm && (await this.hostFacts.kvmUsable()) ? 'kvm' : 'tcg';
+    const record: QemuRecord = { kind: 'qemu', accel, pid: null };
+    return { record, summary: accel };
+  }
+
+  /** A qcow2 overlay on the base image, a cloud-init seed ISO, then QEMU daemonized. */
+  async create(spec: VmSpec, record: DriverRecord): Promise<StartedVm> {
+    const { vmId } = spec;
+    const { accel } = qemuRecord(record);
+    const disk = await step('disk', async () => this.createDisk(vmId, await this.baseImage()));
+    const seedIso = await step('seed ISO', () => this.createSeedIso(vmId, spec.vmType));
+    return step('QEMU', async () => {
+      const sshPort = await this.freeHostPort();
+      const pid = await this.launch({
+        vmId,
+        ramMb: spec.ramMb,
+        vcpuCount: spec.vcpuCount,
+        accel,
+        disk,
+        seedIso,
+        qmpSocket: this.qmpSocket(vmId),
+        pidFile: this.pidFile(vmId),
+        serialLog: this.serialLog(vmId),
+        sshHost: this.config.wgIp,
+        sshPort,
+      });
+      const started: QemuRecord = { kind: 'qemu', accel, pid };
+      return {
+        record: started,
+        hostPorts: [{ host_port: sshPort, guest_port: SSH_GUEST_PORT, protocol: 'tcp' }],
+        summary: `QEMU pid ${pid}, ${accel}, ssh on ${this.config.wgIp}:${sshPort}`,
+      };
+    });
+  }
+
+  /** QEMU's own view over QMP, once its pid is known to be this VM's live QEMU. */
+  async inspect(vmId: string, record: DriverRecord): Promise<VmRunState> {
+    const { pid } = qemuRecord(record);
+    if (pid === null || !(await this.isAlive(pid, vmId))) return 'stopped';
+    try {
+      return (await this.status(vmId)).running ? 'running' : 'stopped';
+    } catch {
+      // Alive but QMP not answering (yet): not known to run.
+      return 'unknown';
+    }
+  }
+
+  /** QMP quit, then SIGTERM, then SIGKILL, each after a short grace. */
+  async stop(vmId: string, record: DriverRecord): Promise<void> {
+    const { pid } = qemuRecord(record);
+    if (pid === null || !(await this.isAlive(pid, vmId))) return;
+    try {
+      await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) => qmp.execute('quit'));
+    } catch {
+      // QEMU may close the socket as it quits; the wait below tells.
+    }
+    if (await this.exited(pid, vmId, STOP_GRACE_MS)) return;
+    this.signal(pid, 'SIGTERM');
+    if (await this.exited(pid, vmId, STOP_GRACE_MS)) return;
+    this.logger.warn(`vm ${vmId}: QEMU pid ${pid} ignored quit and SIGTERM; killing it`);
+    this.signal(pid, 'SIGKILL');
+    await this.exited(pid, vmId, STOP_GRACE_MS);
   }
 
   /** VM_BASE_IMAGE, or a small blank qcow2 the agent makes once when it is unset. */
@@ -146,7 +270,7 @@ export class QemuDriver {
   }
 
   /** A qcow2 overlay on the base image: the VM writes here, the base stays untouched. */
-  async createDisk(vmId: string, baseImage: string): Promise<string> {
+  private async createDisk(vmId: string, baseImage: string): Promise<string> {
     const disk = this.files.disk(vmId);
     await this.run('qemu-img', [
       'create',
@@ -162,12 +286,12 @@ export class QemuDriver {
     return disk;
   }
 
-  async createSeedIso(vmId: string, vmType: string): Promise<string> {
+  private async createSeedIso(vmId: string, vmType: string): Promise<string> {
     const dir = join(this.files.runDir(vmId), 'cidata');
     await mkdir(dir, { recursive: true });
     await writeFile(join(dir, 'meta-data'), `instance-id: ${vmId}\nlocal-hostname: ${vmType}\n`);
     await writeFile(join(dir, 'user-data'), cloudInitUserData(vmType, this.config.sshPubkey));
-    const iso = this.files.seedIso(vmId);
+    const iso = this.seedIso(vmId);
     await this.run('genisoimage', [
       '-quiet',
       '-output',
@@ -184,7 +308,7 @@ export class QemuDriver {
   }
 
   /** A TCP port free on the node's address right now, for the VM's SSH forward. */
-  freeHostPort(): Promise<number> {
+  private freeHostPort(): Promise<number> {
     return new Promise((resolve, reject) => {
       const probe = createServer();
       probe.once('error', reject);
@@ -200,23 +324,23 @@ export class QemuDriver {
   }
 
   /** Starts QEMU daemonized; resolves with its pid once it runs in the background. */
-  async launch(launch: QemuLaunch): Promise<number> {
+  private async launch(launch: QemuLaunch): Promise<number> {
     await this.run('qemu-system-x86_64', qemuArgs(launch), 60_000);
     const pid = Number((await readFile(launch.pidFile, 'utf8')).trim());
     if (!Number.isInteger(pid) || pid <= 0) throw new Error(`unreadable pidfile ${launch.pidFile}`);
     return pid;
   }
 
-  async status(vmId: string): Promise<QmpStatus> {
+  private async status(vmId: string): Promise<QmpStatus> {
     return withQmp(
-      this.files.qmpSocket(vmId),
+      this.qmpSocket(vmId),
       QMP_TIMEOUT_MS,
       async (qmp) => (await qmp.execute('query-status')) as QmpStatus,
     );
   }
 
   /** True while the process is this VM's QEMU (not a zombie, not a reused pid). */
-  async isAlive(pid: number, vmId: string): Promise<boolean> {
+  private async isAlive(pid: number, vmId: string): Promise<boolean> {
     try {
       const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
       if (/^\d+ \(.*\) Z/.test(stat)) return false;
@@ -225,22 +349,6 @@ export class QemuDriver {
     } catch {
       return false;
     }
-  }
-
-  /** QMP quit, then SIGTERM, then SIGKILL, each after a short grace. */
-  async stop(vmId: string, pid: number): Promise<void> {
-    if (!(await this.isAlive(pid, vmId))) return;
-    try {
-      await withQmp(this.files.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) => qmp.execute('quit'));
-    } catch {
-      // QEMU may close the socket as it quits; the wait below tells.
-    }
-    if (await this.exited(pid, vmId, STOP_GRACE_MS)) return;
-    this.signal(pid, 'SIGTERM');
-    if (await this.exited(pid, vmId, STOP_GRACE_MS)) return;
-    this.logger.warn(`vm ${vmId}: QEMU pid ${pid} ignored quit and SIGTERM; killing it`);
-    this.signal(pid, 'SIGKILL');
-    await this.exited(pid, vmId, STOP_GRACE_MS);
   }
 
   private signal(pid: number, signal: NodeJS.Signals): void {

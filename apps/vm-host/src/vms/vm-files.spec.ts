@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ID_PATTERN } from '@app/fleet-domain';
@@ -32,13 +32,7 @@ describe('VmFiles', () => {
 
   it('keeps every path of a VM inside VM_DISK_DIR', async () => {
     const id = await files.newVmId();
-    for (const path of [
-      files.disk(id),
-      files.runDir(id),
-      files.qmpSocket(id),
-      files.pidFile(id),
-      files.seedIso(id),
-    ]) {
+    for (const path of [files.disk(id), files.runDir(id), files.blankBaseImage()]) {
       expect(path.startsWith(`${root}/`)).toBe(true);
     }
   });
@@ -52,11 +46,10 @@ describe('VmFiles', () => {
       ram_alloc_mb: 64,
       vcpu_count: 1,
       host_ports: [],
-      accel: 'tcg' as const,
       created_at: '2026-08-06T12:00:00.000Z',
       started_at: null,
-      pid: null,
       error: null,
+      driver: { kind: 'qemu', accel: 'tcg', pid: null },
     };
     await files.writeSidecar(sidecar);
     expect(await files.readSidecar(id)).toEqual(sidecar);
@@ -64,5 +57,28 @@ describe('VmFiles', () => {
     expect(await files.readSidecar(id)).toBeUndefined();
     expect(await files.listVmIds()).toEqual([]);
     expect(await readdir(root)).toEqual(expect.arrayContaining(['disks', 'run', 'base']));
+  });
+
+  it('reads a sidecar written before drivers (pid and accel at the top) as a QEMU one', async () => {
+    const id = await files.newVmId();
+    const written = {
+      vm_id: id,
+      vm_type: 'web',
+      tenant_id: null,
+      ram_alloc_mb: 96,
+      vcpu_count: 1,
+      host_ports: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' }],
+      accel: 'kvm',
+      created_at: '2026-08-06T12:00:00.000Z',
+      started_at: '2026-08-06T12:00:01.000Z',
+      pid: 4242,
+      error: null,
+    };
+    await writeFile(join(files.runDir(id), 'vm.json'), JSON.stringify(written));
+    const { accel: _accel, pid: _pid, ...common } = written;
+    expect(await files.readSidecar(id)).toEqual({
+      ...common,
+      driver: { kind: 'qemu', accel: 'kvm', pid: 4242 },
+    });
   });
 });

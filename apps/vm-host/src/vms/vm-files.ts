@@ -4,10 +4,12 @@ import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promise
 import { join } from 'node:path';
 import { HostPort, ID_PATTERN } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
+import type { DriverRecord } from './vm-driver';
 
 /**
  * What the agent keeps of a VM beside it, so that a restarted (or killed) agent reports every
- * VM again at its first heartbeat: the heartbeat needs nothing that is not in here or in QMP.
+ * VM again at its first heartbeat: the heartbeat needs nothing that is not in here or in what
+ * the driver tells of the running VM.
  */
 export interface VmSidecar {
   vm_id: string;
@@ -16,23 +18,30 @@ export interface VmSidecar {
   ram_alloc_mb: number;
   vcpu_count: number;
   host_ports: HostPort[];
-  accel: 'kvm' | 'tcg';
   created_at: string;
-  /** When QEMU was launched; null until then. */
+  /** When the driver started the VM; null until then. */
   started_at: string | null;
-  /** QEMU's pid once it daemonized; QEMU removes its pidfile on exit, so it is kept here too. */
-  pid: number | null;
   /** Why provisioning failed; the VM then stays listed in state Error until deleted. */
   error: string | null;
+  /** The driver's own data (QEMU: pid, acceleration); only the driver reads it. */
+  driver: DriverRecord;
 }
 
-/** Longest path a unix socket may have on Linux, less its terminating NUL. */
-export const MAX_SOCKET_PATH = 107;
+/** A sidecar as agents before VmDriver wrote it: QEMU's pid and acceleration at the top level. */
+type QemuEraSidecar = Omit<VmSidecar, 'driver'> & { accel: 'kvm' | 'tcg'; pid: number | null };
+
+/** VMs outlive agent upgrades: a sidecar written before VmDriver reads as a QEMU one. */
+function upgradeSidecar(stored: VmSidecar | QemuEraSidecar): VmSidecar {
+  if ('driver' in stored) return stored;
+  const { accel, pid, ...rest } = stored;
+  return { ...rest, driver: { kind: 'qemu', accel, pid } };
+}
 
 /**
  * The layout of VM_DISK_DIR: `disks/<vm_id>.qcow2` (kept after deletion), `run/<vm_id>/`
- * (QMP socket, pidfile, seed ISO, serial log, sidecar; removed with the VM), `base/` (the blank
- * base image made when VM_BASE_IMAGE is unset). Every name under it is a vm_id the agent made.
+ * (the sidecar and the driver's own files, e.g. QMP socket, pidfile, seed ISO, serial log;
+ * removed with the VM), `base/` (the blank base image made when VM_BASE_IMAGE is unset).
+ * Every name under it is a vm_id the agent made.
  */
 @Injectable()
 export class VmFiles {
@@ -48,22 +57,6 @@ export class VmFiles {
 
   runDir(vmId: string): string {
     return join(this.root, 'run', vmId);
-  }
-
-  qmpSocket(vmId: string): string {
-    return join(this.runDir(vmId), 'qmp.sock');
-  }
-
-  pidFile(vmId: string): string {
-    return join(this.runDir(vmId), 'qemu.pid');
-  }
-
-  seedIso(vmId: string): string {
-    return join(this.runDir(vmId), 'seed.iso');
-  }
-
-  serialLog(vmId: string): string {
-    return join(this.runDir(vmId), 'serial.log');
   }
 
   blankBaseImage(): string {
@@ -109,7 +102,9 @@ export class VmFiles {
 
   async readSidecar(vmId: string): Promise<VmSidecar | undefined> {
     try {
-      return JSON.parse(await readFile(this.sidecar(vmId), 'utf8')) as VmSidecar;
+      return upgradeSidecar(
+        JSON.parse(await readFile(this.sidecar(vmId), 'utf8')) as VmSidecar | QemuEraSidecar,
+      );
     } catch {
       return undefined;
     }

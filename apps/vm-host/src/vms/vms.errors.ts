@@ -6,3 +6,13 @@ export class VmNotOnNodeError extends Error {
     super(`vm ${vmId} is not on this node`);
   }
 }
+
+/** A driver could not make or start a VM; `step` says which part failed (disk, seed ISO, QEMU). */
+export class VmCreateError extends Error {
+  constructor(
+    readonly step: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -1,20 +1,21 @@
 import { Module } from '@nestjs/common';
-import { HostFactsService } from '../heartbeat/host-facts.service';
 import { NodeVmsSource } from '../heartbeat/node-vms.source';
+import { HostFactsModule } from '../host-facts/host-facts.module';
 import { QemuDriver } from './qemu.driver';
+import { VmDriver } from './vm-driver';
 import { VmFiles } from './vm-files';
 import { VmsController } from './vms.controller';
 import { VmsService } from './vms.service';
 
 @Module({
+  imports: [HostFactsModule],
   controllers: [VmsController],
   providers: [
     VmsService,
-    QemuDriver,
     VmFiles,
-    HostFactsService,
+    { provide: VmDriver, useClass: QemuDriver },
     { provide: NodeVmsSource, useExisting: VmsService },
   ],
-  exports: [NodeVmsSource, HostFactsService, QemuDriver, VmFiles],
+  exports: [NodeVmsSource, VmsService],
 })
 export class VmsModule {}

@@ -2,19 +2,23 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Subject } from 'rxjs';
 import { Clock } from '@app/daemon';
 import { CreateVmRequest, VmRecord, VmState, toRfc3339 } from '@app/fleet-domain';
-import { VmHostConfig } from '../config/vm-host.config';
+import { VmHostConfigError } from '../config/vm-host.config';
 import { NodeVmsSource } from '../heartbeat/node-vms.source';
-import { HostFactsService } from '../heartbeat/host-facts.service';
-import { QemuDriver } from './qemu.driver';
+import { VmDriver, VmRunState, VmSpec } from './vm-driver';
 import { VmFiles, VmSidecar } from './vm-files';
-import { VmNotOnNodeError } from './vms.errors';
+import { VmCreateError, VmNotOnNodeError } from './vms.errors';
 
-const SSH_GUEST_PORT = 22;
+const RUN_STATES: Record<VmRunState, VmState> = {
+  running: VmState.Running,
+  stopped: VmState.Stopped,
+  // Alive but not answering (yet): not known to run.
+  unknown: VmState.Provisioning,
+};
 
 /**
  * This node's VMs: starts them (answering at once, provisioning after), reports them in every
- * heartbeat, destroys them. State is rebuilt from the sidecars and QMP each time it is asked,
- * so it survives an agent restart.
+ * heartbeat, destroys them. State is rebuilt from the sidecars and the driver each time it is
+ * asked, so it survives an agent restart.
  */
 @Injectable()
 export class VmsService extends NodeVmsSource {
@@ -25,19 +29,32 @@ export class VmsService extends NodeVmsSource {
   private readonly provisioning = new Map<string, Promise<void>>();
 
   constructor(
-    private readonly config: VmHostConfig,
     private readonly files: VmFiles,
-    private readonly qemu: QemuDriver,
-    private readonly hostFacts: HostFactsService,
+    private readonly driver: VmDriver,
     private readonly clock: Clock,
   ) {
     super();
   }
 
+  /**
+   * Readies VM_DISK_DIR (created if missing) before the agent listens. Not writable, or unfit
+   * for the driver's files, it is a start-up error; missing hypervisor tools only warn.
+   */
+  async prepare(): Promise<void> {
+    try {
+      this.driver.checkDiskDir();
+      await this.files.prepare();
+    } catch (error) {
+      throw new VmHostConfigError(
+        `VM_DISK_DIR ${this.files.root} is not usable: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+    await this.driver.checkTools();
+  }
+
   /** Accepts the VM (state Provisioning) and does the slow work after answering. */
   async spawn(request: CreateVmRequest): Promise<VmRecord> {
-    const baseImage = await this.qemu.baseImage();
-    const accel = request.prefer_kvm && (await this.hostFacts.kvmUsable()) ? 'kvm' : 'tcg';
+    const plan = await this.driver.plan({ preferKvm: request.prefer_kvm });
     const vmId = await this.files.newVmId();
     const sidecar: VmSidecar = {
       vm_id: vmId,
@@ -46,17 +63,16 @@ export class VmsService extends NodeVmsSource {
       ram_alloc_mb: request.ram_mb,
       vcpu_count: request.vcpu_count,
       host_ports: [],
-      accel,
       created_at: toRfc3339(this.clock.now()),
       started_at: null,
-      pid: null,
       error: null,
+      driver: plan.record,
     };
     await this.files.writeSidecar(sidecar);
     this.logger.log(
-      `vm ${vmId} accepted: ${request.vm_type}, ${request.ram_mb} MB, ${request.vcpu_count} vCPU, ${accel}${sidecar.tenant_id ? `, tenant ${sidecar.tenant_id}` : ''}`,
+      `vm ${vmId} accepted: ${request.vm_type}, ${request.ram_mb} MB, ${request.vcpu_count} vCPU, ${plan.summary}${sidecar.tenant_id ? `, tenant ${sidecar.tenant_id}` : ''}`,
     );
-    const task = this.provision(sidecar, baseImage).finally(() => {
+    const task = this.provision(sidecar).finally(() => {
       this.provisioning.delete(vmId);
       this.changed.next();
     });
@@ -80,41 +96,32 @@ export class VmsService extends NodeVmsSource {
     if (pending) await pending;
     const sidecar = await this.files.readSidecar(vmId);
     if (!sidecar) throw new VmNotOnNodeError(vmId);
-    if (sidecar.pid !== null) await this.qemu.stop(vmId, sidecar.pid);
+    await this.driver.stop(vmId, sidecar.driver);
     await this.files.removeRuntime(vmId);
     this.logger.log(`vm ${vmId} destroyed (disk ${this.files.disk(vmId)} kept)`);
     this.changed.next();
   }
 
-  private async provision(sidecar: VmSidecar, baseImage: string): Promise<void> {
+  private async provision(sidecar: VmSidecar): Promise<void> {
     const vmId = sidecar.vm_id;
-    let step = 'disk';
+    const spec: VmSpec = {
+      vmId,
+      vmType: sidecar.vm_type,
+      ramMb: sidecar.ram_alloc_mb,
+      vcpuCount: sidecar.vcpu_count,
+    };
+    let step = 'create';
     try {
-      const disk = await this.qemu.createDisk(vmId, baseImage);
-      step = 'seed ISO';
-      const seedIso = await this.qemu.createSeedIso(vmId, sidecar.vm_type);
-      step = 'QEMU';
-      const sshPort = await this.qemu.freeHostPort();
-      sidecar.host_ports = [{ host_port: sshPort, guest_port: SSH_GUEST_PORT, protocol: 'tcp' }];
-      sidecar.pid = await this.qemu.launch({
-        vmId,
-        ramMb: sidecar.ram_alloc_mb,
-        vcpuCount: sidecar.vcpu_count,
-        accel: sidecar.accel,
-        disk,
-        seedIso,
-        qmpSocket: this.files.qmpSocket(vmId),
-        pidFile: this.files.pidFile(vmId),
-        serialLog: this.files.serialLog(vmId),
-        sshHost: this.config.wgIp,
-        sshPort,
-      });
+      const started = await this.driver.create(spec, sidecar.driver);
+      // Kept even if the write below fails, so a delete still stops what was started.
+      sidecar.driver = started.record;
+      sidecar.host_ports = started.hostPorts;
       sidecar.started_at = toRfc3339(this.clock.now());
+      step = 'sidecar';
       await this.files.writeSidecar(sidecar);
-      this.logger.log(
-        `vm ${vmId} started: QEMU pid ${sidecar.pid}, ${sidecar.accel}, ssh on ${this.config.wgIp}:${sshPort}`,
-      );
+      this.logger.log(`vm ${vmId} started: ${started.summary}`);
     } catch (error) {
+      if (error instanceof VmCreateError) step = error.step;
       sidecar.error = `${step}: ${error instanceof Error ? error.message : String(error)}`;
       sidecar.host_ports = [];
       this.logger.error(`vm ${vmId} failed at the ${sidecar.error}`);
@@ -125,15 +132,9 @@ export class VmsService extends NodeVmsSource {
   private async stateOf(sidecar: VmSidecar): Promise<VmState> {
     if (this.provisioning.has(sidecar.vm_id)) return VmState.Provisioning;
     if (sidecar.error !== null) return VmState.Error;
-    // No pid and no provisioning here: an agent was stopped mid-provisioning.
-    if (sidecar.pid === null) return VmState.Error;
-    if (!(await this.qemu.isAlive(sidecar.pid, sidecar.vm_id))) return VmState.Stopped;
-    try {
-      return (await this.qemu.status(sidecar.vm_id)).running ? VmState.Running : VmState.Stopped;
-    } catch {
-      // Alive but QMP not answering (yet): not known to run.
-      return VmState.Provisioning;
-    }
+    // Never started and no provisioning here: an agent was stopped mid-provisioning.
+    if (sidecar.started_at === null) return VmState.Error;
+    return RUN_STATES[await this.driver.inspect(sidecar.vm_id, sidecar.driver)];
   }
 }
 

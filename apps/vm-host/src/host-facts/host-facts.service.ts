@@ -27,6 +27,13 @@ const SAFE: HostFacts = {
   boot_id: 'unknown-boot',
 };
 
+/** Where the kernel tells what systeminformation does not; a provider, so tests use files of their own. */
+@Injectable()
+export class HostFactsPaths {
+  bootId = '/proc/sys/kernel/random/boot_id';
+  kvmDevice = '/dev/kvm';
+}
+
 /** Reads what the heartbeat reports of this machine, from systeminformation and the kernel. */
 @Injectable()
 export class HostFactsService {
@@ -34,6 +41,8 @@ export class HostFactsService {
   /** Facts whose failure was already warned about, so a broken fact warns once, not every beat. */
   private readonly failing = new Set<string>();
   private cpuCores?: number;
+
+  constructor(private readonly paths: HostFactsPaths) {}
 
   async read(): Promise<HostFacts> {
     const [memory, cpuCores, cpuLoad, kvm, bootId, name] = await Promise.all([
@@ -79,7 +88,7 @@ export class HostFactsService {
   /** KVM is usable when /dev/kvm exists and this process may open it read-write. */
   async kvmUsable(): Promise<boolean> {
     try {
-      await access('/dev/kvm', constants.R_OK | constants.W_OK);
+      await access(this.paths.kvmDevice, constants.R_OK | constants.W_OK);
       return true;
     } catch {
       return false;
@@ -87,7 +96,7 @@ export class HostFactsService {
   }
 
   private async bootId(): Promise<string> {
-    const id = (await readFile('/proc/sys/kernel/random/boot_id', 'utf8')).trim();
+    const id = (await readFile(this.paths.bootId, 'utf8')).trim();
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(id))
       throw new Error('unexpected boot_id format');
     return id;
