@@ -20,10 +20,16 @@ export interface RunningFleet {
  * loopback port. Only the clock and the agent timeout are replaced.
  */
 export async function startFleet(
-  options: { agentTimeoutMs?: number; redisUrl?: string; clock?: FakeClock } = {},
+  options: {
+    agentTimeoutMs?: number;
+    redisUrl?: string;
+    clock?: FakeClock;
+    /** More of the controller's environment, such as its tokens. */
+    env?: NodeJS.ProcessEnv;
+  } = {},
 ): Promise<RunningFleet> {
   const clock = options.clock ?? new FakeClock();
-  const config = loadFleetConfig({ VM_FLEET_REDIS_URL: options.redisUrl });
+  const config = loadFleetConfig({ ...options.env, VM_FLEET_REDIS_URL: options.redisUrl });
   const settings = new VmHostClientSettings();
   if (options.agentTimeoutMs !== undefined) settings.timeoutMs = options.agentTimeoutMs;
   const moduleRef = await Test.createTestingModule({ imports: [FleetAppModule.forConfig(config)] })

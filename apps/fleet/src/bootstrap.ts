@@ -2,7 +2,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import { DaemonLogger, configureDaemonHttp } from '@app/daemon';
+import { DaemonLogger, addTokenSchemes, configureDaemonHttp } from '@app/daemon';
 import { FleetConfig } from './config/fleet.config';
 import { FleetAppModule } from './fleet-app.module';
 
@@ -10,13 +10,13 @@ import { FleetAppModule } from './fleet-app.module';
 export const FLEET_APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
 
 export function buildFleetOpenApiDocument(app: NestExpressApplication): OpenAPIObject {
-  const config = new DocumentBuilder()
+  const builder = new DocumentBuilder()
     .setTitle('service-vm-fleet')
     .setDescription(
-      'PPN fleet controller: node registry (enrolled by heartbeat, dropped after 30 s of silence), VM listing and advisory placement. Listens on port 9203.',
+      'PPN fleet controller: node registry (enrolled by heartbeat, dropped after 30 s of silence), VM listing and advisory placement. Listens on port 9203. Tokens are opt-in: with VM_FLEET_NODE_TOKEN set, heartbeats need it as a bearer token; with VM_FLEET_API_TOKEN set, every other operation needs that one. Unset, the operations are open.',
     )
-    .setVersion('1')
-    .build();
+    .setVersion('1');
+  const config = addTokenSchemes(builder, ['node', 'api']).build();
   return SwaggerModule.createDocument(app, config);
 }
 

@@ -1,7 +1,14 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
-import { APP_FILTER, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
-import { Clock, JsonErrorFilter, SystemClock, createValidationPipe } from '@app/daemon';
+import {
+  BearerTokenGuard,
+  BearerTokens,
+  Clock,
+  JsonErrorFilter,
+  SystemClock,
+  createValidationPipe,
+} from '@app/daemon';
 import { FleetConfig } from './config/fleet.config';
 import { FLEET_ERROR_STATUSES } from './fleet-error.statuses';
 import { FleetModule } from './fleet/fleet.module';
@@ -11,7 +18,8 @@ import { RedisClock } from './redis/redis.clock';
 import { VmsModule } from './vms/vms.module';
 
 /**
- * The Redis connection (null when state is in memory) and the clock, for every module. With Redis, time is Redis TIME, so all controllers on it agree on staleness.
+ * The Redis connection (null when state is in memory), the clock and the tokens, for every
+ * module. With Redis, time is Redis TIME, so all controllers on it agree on staleness.
  */
 @Global()
 @Module({})
@@ -33,8 +41,17 @@ class FleetCoreModule {
             redis ? new RedisClock(redis) : new SystemClock(),
           inject: [RedisConnection],
         },
+        {
+          // The controller checks both tokens and sends the node token to agents.
+          provide: BearerTokens,
+          useValue: new BearerTokens(
+            'service-vm-fleet',
+            { node: config.nodeToken, api: config.apiToken },
+            ['node'],
+          ),
+        },
       ],
-      exports: [RedisConnection, Clock],
+      exports: [RedisConnection, Clock, BearerTokens],
     };
   }
 }
@@ -53,6 +70,7 @@ export class FleetAppModule {
         VmsModule,
       ],
       providers: [
+        { provide: APP_GUARD, useClass: BearerTokenGuard },
         { provide: APP_PIPE, useFactory: createValidationPipe },
         { provide: APP_FILTER, useFactory: () => new JsonErrorFilter(FLEET_ERROR_STATUSES) },
       ],

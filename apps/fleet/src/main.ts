@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
-import { exitCleanlyOnSignals } from '@app/daemon';
+import { BearerTokens, exitCleanlyOnSignals } from '@app/daemon';
 import { FLEET_PORT } from '@app/fleet-domain';
 import { createFleetApp } from './bootstrap';
 import { FleetConfigError, loadFleetConfig, refuseArguments } from './config/fleet.config';
@@ -12,9 +12,15 @@ async function main(): Promise<void> {
   const app = await createFleetApp(config);
   exitCleanlyOnSignals(app, 'Fleet');
   await app.listen(FLEET_PORT, '0.0.0.0');
-  new Logger('Fleet').log(
+  const logger = new Logger('Fleet');
+  logger.log(
     `service-vm-fleet listening on 0.0.0.0:${FLEET_PORT} (state ${config.redisUrlForLogs ? `shared in Redis at ${config.redisUrlForLogs}` : 'in memory'}; Swagger UI at /docs)`,
   );
+  const open = app.get(BearerTokens).openWarning({
+    node: `anyone who reaches port ${FLEET_PORT} can enroll a node or overwrite any node's record`,
+    api: `anyone who reaches port ${FLEET_PORT} can list, create and delete every tenant's VMs`,
+  });
+  if (open) logger.warn(open);
 }
 
 main().catch((error: unknown) => {

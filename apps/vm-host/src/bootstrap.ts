@@ -2,7 +2,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import { DaemonLogger, configureDaemonHttp } from '@app/daemon';
+import { DaemonLogger, addTokenSchemes, configureDaemonHttp } from '@app/daemon';
 import { VmHostConfig, VmHostConfigError } from './config/vm-host.config';
 import { HeartbeatScheduler } from './heartbeat/heartbeat.scheduler';
 import { VmHostAppModule } from './vm-host-app.module';
@@ -12,13 +12,13 @@ import { VmsService } from './vms/vms.service';
 export const VM_HOST_APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
 
 export function buildVmHostOpenApiDocument(app: NestExpressApplication): OpenAPIObject {
-  const config = new DocumentBuilder()
+  const builder = new DocumentBuilder()
     .setTitle('service-vm-host')
     .setDescription(
-      "PPN node agent's local API, on VM_WG_IP:VM_SPAWN_PORT (default 9204): the fleet controller asks it to start and destroy VMs.",
+      "PPN node agent's local API, on VM_WG_IP:VM_SPAWN_PORT (default 9204): the fleet controller asks it to start and destroy VMs. With VM_FLEET_NODE_TOKEN set on the agent, every operation needs it as a bearer token (the controller sends it); unset, they are open.",
     )
-    .setVersion('1')
-    .build();
+    .setVersion('1');
+  const config = addTokenSchemes(builder, ['node']).build();
   return SwaggerModule.createDocument(app, config);
 }
 

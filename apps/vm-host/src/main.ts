@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
-import { exitCleanlyOnSignals } from '@app/daemon';
+import { BearerTokens, exitCleanlyOnSignals } from '@app/daemon';
 import { createVmHostApp, startVmHost } from './bootstrap';
 import { VmHostConfigError, loadVmHostConfig, refuseArguments } from './config/vm-host.config';
 
@@ -11,9 +11,14 @@ async function main(): Promise<void> {
   const app = await createVmHostApp(config);
   exitCleanlyOnSignals(app, 'VmHost');
   await startVmHost(app, config);
-  new Logger('VmHost').log(
+  const logger = new Logger('VmHost');
+  logger.log(
     `service-vm-host node ${config.nodeId} listening on ${config.wgIp}:${config.spawnPort}, controller ${config.fleetEndpointForLogs}, every ${config.heartbeatIntervalS} s${config.reserved ? ', reserved' : ''}`,
   );
+  const open = app.get(BearerTokens).openWarning({
+    node: `anyone who reaches ${config.wgIp}:${config.spawnPort} can start, list and destroy this node's VMs`,
+  });
+  if (open) logger.warn(`node ${config.nodeId}: ${open}`);
 }
 
 main().catch((error: unknown) => {

@@ -1,13 +1,20 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
-import { APP_FILTER, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
-import { Clock, JsonErrorFilter, SystemClock, createValidationPipe } from '@app/daemon';
+import {
+  BearerTokenGuard,
+  BearerTokens,
+  Clock,
+  JsonErrorFilter,
+  SystemClock,
+  createValidationPipe,
+} from '@app/daemon';
 import { VmHostConfig } from './config/vm-host.config';
 import { HeartbeatModule } from './heartbeat/heartbeat.module';
 import { VM_HOST_ERROR_STATUSES } from './vm-host-error.statuses';
 import { VmsModule } from './vms/vms.module';
 
-/** The configuration read once at start-up, and the clock, for every module of the agent. */
+/** The configuration read once at start-up, the clock and the tokens, for every module of the agent. */
 @Global()
 @Module({})
 class VmHostCoreModule {
@@ -17,8 +24,13 @@ class VmHostCoreModule {
       providers: [
         { provide: VmHostConfig, useValue: config },
         { provide: Clock, useClass: SystemClock },
+        {
+          // The agent checks the node token on the controller's calls and sends it on heartbeats.
+          provide: BearerTokens,
+          useValue: new BearerTokens('service-vm-host', { node: config.nodeToken }, ['node']),
+        },
       ],
-      exports: [VmHostConfig, Clock],
+      exports: [VmHostConfig, Clock, BearerTokens],
     };
   }
 }
@@ -35,6 +47,7 @@ export class VmHostAppModule {
         HeartbeatModule,
       ],
       providers: [
+        { provide: APP_GUARD, useClass: BearerTokenGuard },
         { provide: APP_PIPE, useFactory: createValidationPipe },
         { provide: APP_FILTER, useFactory: () => new JsonErrorFilter(VM_HOST_ERROR_STATUSES) },
       ],

@@ -1,3 +1,4 @@
+export * from './bearer-token.guard';
 export * from './clock';
 export * from './daemon-http';
 export * from './daemon-lifecycle';

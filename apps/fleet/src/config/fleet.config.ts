@@ -1,5 +1,10 @@
 import { IsOptional, ValidateBy } from 'class-validator';
-import { readEnvironment, refuseArguments as refuseDaemonArguments } from '@app/daemon';
+import {
+  ConfigurationError,
+  IsBearerToken,
+  readEnvironment,
+  refuseArguments as refuseDaemonArguments,
+} from '@app/daemon';
 
 /** Raised at start-up, naming the variable at fault (never its value: a URL may hold a password). */
 export { ConfigurationError as FleetConfigError } from '@app/daemon';
@@ -21,24 +26,46 @@ class FleetEnvironment {
     },
   )
   VM_FLEET_REDIS_URL?: string;
+
+  @IsOptional()
+  @IsBearerToken('VM_FLEET_NODE_TOKEN')
+  VM_FLEET_NODE_TOKEN?: string;
+
+  @IsOptional()
+  @IsBearerToken('VM_FLEET_API_TOKEN')
+  VM_FLEET_API_TOKEN?: string;
 }
 
-const VARIABLES = ['VM_FLEET_REDIS_URL'];
+/** Each also readable from a file named by <name>_FILE (systemd credentials). */
+const SECRETS = ['VM_FLEET_NODE_TOKEN', 'VM_FLEET_API_TOKEN'];
+
+const VARIABLES = ['VM_FLEET_REDIS_URL', ...SECRETS.flatMap((name) => [name, `${name}_FILE`])];
 
 /**
- * The controller's configuration. Its port is fixed by contract; the only setting is where
- * fleet state lives: this process's memory (the documented default) or a shared Redis.
+ * The controller's configuration. Its port is fixed by contract; the settings are where fleet
+ * state lives (this process's memory, the documented default, or a shared Redis) and the
+ * opt-in tokens.
  */
 export class FleetConfig {
   /** redis:// or rediss:// URL; unset means in memory. */
   redisUrl?: string;
   /** The same URL as logs show it, without credentials. */
   redisUrlForLogs?: string;
+  /** Heartbeats need it, and the controller sends it to agents; unset, heartbeats are open. */
+  nodeToken?: string;
+  /** Every other route needs it; unset, they are open. */
+  apiToken?: string;
 }
 
 export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
-  const given = readEnvironment(FleetEnvironment, env);
+  const given = readEnvironment(FleetEnvironment, env, [], SECRETS);
+  if (given.VM_FLEET_NODE_TOKEN && given.VM_FLEET_NODE_TOKEN === given.VM_FLEET_API_TOKEN) {
+    // Then every agent, which holds the node token, could act as an operator.
+    throw new ConfigurationError('VM_FLEET_API_TOKEN must differ from VM_FLEET_NODE_TOKEN');
+  }
   const config = new FleetConfig();
+  config.nodeToken = given.VM_FLEET_NODE_TOKEN;
+  config.apiToken = given.VM_FLEET_API_TOKEN;
   if (given.VM_FLEET_REDIS_URL) {
     config.redisUrl = given.VM_FLEET_REDIS_URL;
     const url = new URL(config.redisUrl);

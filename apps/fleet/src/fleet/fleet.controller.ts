@@ -1,10 +1,12 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { RequiresToken } from '@app/daemon';
 import { FleetStatus } from '@app/fleet-domain';
 import { NodesService } from '../nodes/nodes.service';
 
 /** GET /v1/fleet: the whole-fleet view, and the answer to "is the controller up?". */
 @ApiTags('nodes')
+@RequiresToken('api')
 @Controller('v1/fleet')
 export class FleetController {
   constructor(private readonly nodes: NodesService) {}

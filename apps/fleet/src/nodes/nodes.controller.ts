@@ -7,6 +7,7 @@ import {
   ApiPayloadTooLargeResponse,
   ApiTags,
 } from '@nestjs/swagger';
+import { RequiresToken } from '@app/daemon';
 import { ErrorBody, NodeHeartbeat, NodeIdParams, NodeRecord } from '@app/fleet-domain';
 import { NodesService } from './nodes.service';
 
@@ -17,6 +18,7 @@ export class NodesController {
 
   @Post('heartbeat')
   @HttpCode(200)
+  @RequiresToken('node')
   @ApiOperation({
     operationId: 'postHeartbeat',
     summary: "Report a node's state; the first heartbeat enrolls it, each one replaces its record",
@@ -29,6 +31,7 @@ export class NodesController {
   }
 
   @Get()
+  @RequiresToken('api')
   @ApiOperation({ operationId: 'listNodes', summary: 'Every node heard from in the last 30 s' })
   @ApiOkResponse({ type: [NodeRecord] })
   listNodes(): Promise<NodeRecord[]> {
@@ -36,6 +39,7 @@ export class NodesController {
   }
 
   @Get(':node_id')
+  @RequiresToken('api')
   @ApiOperation({ operationId: 'getNode', summary: 'One node, if heard from in the last 30 s' })
   @ApiOkResponse({ type: NodeRecord })
   @ApiBadRequestResponse({ type: ErrorBody })

@@ -149,6 +149,15 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <node token>` or carries another token. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
       /** @description the base image is missing */
       503: {
         headers: {
@@ -177,6 +186,15 @@ export interface operations {
           'application/json': components['schemas']['VmRecord'][];
         };
       };
+      /** @description Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <node token>` or carries another token. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
     };
   };
   destroyVm: {
@@ -198,6 +216,15 @@ export interface operations {
         content?: never;
       };
       400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <node token>` or carries another token. */
+      401: {
         headers: {
           [name: string]: unknown;
         };

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import createClient, { Client } from 'openapi-fetch';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import { describeRequestFailure, describeValidationErrors } from '@app/daemon';
+import { BearerTokens, describeRequestFailure, describeValidationErrors } from '@app/daemon';
 import { AGENT_REQUEST_TIMEOUT_MS, CreateVmRequest, NodeState, VmRecord } from '@app/fleet-domain';
 import type { paths } from './vm-host-api.generated';
 
@@ -19,7 +19,10 @@ type AgentAddress = Pick<NodeState, 'node_id' | 'wg_ip' | 'spawn_port'>;
 /** Calls a node agent's local API at http://{wg_ip}:{spawn_port}, typed from its OpenAPI document. */
 @Injectable()
 export class VmHostClient {
-  constructor(private readonly settings: VmHostClientSettings) {}
+  constructor(
+    private readonly settings: VmHostClientSettings,
+    private readonly tokens: BearerTokens,
+  ) {}
 
   async spawn(node: AgentAddress, request: CreateVmRequest): Promise<VmRecord> {
     const { data, error, response } = await this.call(node, '/v1/spawn', (client, signal) =>
@@ -65,7 +68,7 @@ export class VmHostClient {
     const baseUrl = `http://${host}:${node.spawn_port}`;
     try {
       return await send(
-        createClient<paths>({ baseUrl }),
+        createClient<paths>({ baseUrl, headers: this.tokens.headersFor('node') }),
         AbortSignal.timeout(this.settings.timeoutMs),
       );
     } catch (error) {

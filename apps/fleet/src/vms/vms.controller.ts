@@ -11,10 +11,12 @@ import {
   ApiTags,
   ApiUnprocessableEntityResponse,
 } from '@nestjs/swagger';
+import { RequiresToken } from '@app/daemon';
 import { CreateVmRequest, ErrorBody, TenantQuery, VmIdParams, VmRecord } from '@app/fleet-domain';
 import { VmsService } from './vms.service';
 
 @ApiTags('vms')
+@RequiresToken('api')
 @Controller('v1/vms')
 export class VmsController {
   constructor(private readonly vms: VmsService) {}

@@ -1,5 +1,9 @@
 import { IsIP, IsOptional, Matches, ValidateBy, ValidationOptions } from 'class-validator';
-import { readEnvironment, refuseArguments as refuseDaemonArguments } from '@app/daemon';
+import {
+  IsBearerToken,
+  readEnvironment,
+  refuseArguments as refuseDaemonArguments,
+} from '@app/daemon';
 import {
   DEFAULT_DISK_DIR,
   DEFAULT_HEARTBEAT_INTERVAL_S,
@@ -10,6 +14,8 @@ import {
 } from '@app/fleet-domain';
 
 const REQUIRED = ['VM_FLEET_ENDPOINT', 'VM_NODE_ID', 'VM_WG_IP'] as const;
+/** Also readable from a file named by VM_FLEET_NODE_TOKEN_FILE (systemd credentials). */
+const SECRETS = ['VM_FLEET_NODE_TOKEN'];
 
 const PORT = /^(?:[1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5])$/;
 
@@ -63,6 +69,10 @@ class VmHostEnvironment {
     message: 'VM_SSH_PUBKEY must be one OpenSSH public key line (ssh-ed25519 AAAA... comment)',
   })
   VM_SSH_PUBKEY?: string;
+
+  @IsOptional()
+  @IsBearerToken('VM_FLEET_NODE_TOKEN')
+  VM_FLEET_NODE_TOKEN?: string;
 }
 
 /** The agent's configuration, typed and with the documented defaults applied. */
@@ -78,6 +88,8 @@ export class VmHostConfig {
   diskDir!: string;
   baseImage?: string;
   sshPubkey?: string;
+  /** Sent on heartbeats, and required of the controller's calls; unset, the agent's API is open. */
+  nodeToken?: string;
 }
 
 /** Raised at start-up, before any heartbeat or socket, naming every variable at fault. */
@@ -88,7 +100,7 @@ export { ConfigurationError as VmHostConfigError } from '@app/daemon';
  * Values are never echoed: the endpoint URL may carry credentials.
  */
 export function loadVmHostConfig(env: NodeJS.ProcessEnv): VmHostConfig {
-  const given = readEnvironment(VmHostEnvironment, env, REQUIRED);
+  const given = readEnvironment(VmHostEnvironment, env, REQUIRED, SECRETS);
 
   const config = new VmHostConfig();
   config.fleetEndpoint = given.VM_FLEET_ENDPOINT.replace(/\/+$/, '');
@@ -105,6 +117,7 @@ export function loadVmHostConfig(env: NodeJS.ProcessEnv): VmHostConfig {
   config.diskDir = given.VM_DISK_DIR ?? DEFAULT_DISK_DIR;
   config.baseImage = given.VM_BASE_IMAGE;
   config.sshPubkey = given.VM_SSH_PUBKEY;
+  config.nodeToken = given.VM_FLEET_NODE_TOKEN;
   return config;
 }
 
@@ -115,6 +128,8 @@ const OPTIONAL = [
   'VM_DISK_DIR',
   'VM_BASE_IMAGE',
   'VM_SSH_PUBKEY',
+  'VM_FLEET_NODE_TOKEN',
+  'VM_FLEET_NODE_TOKEN_FILE',
 ];
 
 /** The agent takes no flags: every argument is refused, pointing at the environment. */

@@ -254,6 +254,15 @@ export interface operations {
           'application/json': components['schemas']['FleetStatus'];
         };
       };
+      /** @description Only when VM_FLEET_API_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <API token>` or carries another token. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
     };
   };
   listNodes: {
@@ -271,6 +280,15 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['NodeRecord'][];
+        };
+      };
+      /** @description Only when VM_FLEET_API_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <API token>` or carries another token. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
         };
       };
     };
@@ -296,6 +314,15 @@ export interface operations {
         content?: never;
       };
       400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <node token>` or carries another token. */
+      401: {
         headers: {
           [name: string]: unknown;
         };
@@ -333,6 +360,15 @@ export interface operations {
         };
       };
       400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only when VM_FLEET_API_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <API token>` or carries another token. */
+      401: {
         headers: {
           [name: string]: unknown;
         };
@@ -378,6 +414,15 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description Only when VM_FLEET_API_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <API token>` or carries another token. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
     };
   };
   createVm: {
@@ -402,6 +447,15 @@ export interface operations {
         };
       };
       400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only when VM_FLEET_API_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <API token>` or carries another token. */
+      401: {
         headers: {
           [name: string]: unknown;
         };
@@ -457,6 +511,15 @@ export interface operations {
         content?: never;
       };
       400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only when VM_FLEET_API_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <API token>` or carries another token. */
+      401: {
         headers: {
           [name: string]: unknown;
         };

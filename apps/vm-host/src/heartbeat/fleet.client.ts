@@ -10,8 +10,9 @@ export type HeartbeatBody = components['schemas']['NodeHeartbeat'];
 export class FleetClient {
   private readonly client: Client<paths>;
 
-  constructor(baseUrl: string) {
-    this.client = createClient<paths>({ baseUrl });
+  /** `headers` go with every request: the node token's Authorization, when it is set. */
+  constructor(baseUrl: string, headers: Record<string, string> = {}) {
+    this.client = createClient<paths>({ baseUrl, headers });
   }
 
   /** Throws with the reason when the controller cannot be reached or does not answer 200. */

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { BearerTokens } from '@app/daemon';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HostFactsModule } from '../host-facts/host-facts.module';
 import { VmsModule } from '../vms/vms.module';
@@ -13,8 +14,9 @@ import { HeartbeatService } from './heartbeat.service';
     HeartbeatScheduler,
     {
       provide: FleetClient,
-      useFactory: (config: VmHostConfig) => new FleetClient(config.fleetEndpoint),
-      inject: [VmHostConfig],
+      useFactory: (config: VmHostConfig, tokens: BearerTokens) =>
+        new FleetClient(config.fleetEndpoint, tokens.headersFor('node')),
+      inject: [VmHostConfig, BearerTokens],
     },
   ],
   exports: [HeartbeatScheduler],

@@ -9,11 +9,13 @@ import {
   ApiServiceUnavailableResponse,
   ApiTags,
 } from '@nestjs/swagger';
+import { RequiresToken } from '@app/daemon';
 import { CreateVmRequest, ErrorBody, VmIdParams, VmRecord } from '@app/fleet-domain';
 import { VmsService } from './vms.service';
 
 /** The agent's local API, called by the fleet controller. */
 @ApiTags('vms')
+@RequiresToken('node')
 @Controller('v1')
 export class VmsController {
   constructor(private readonly vms: VmsService) {}
