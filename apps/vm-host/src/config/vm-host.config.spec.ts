@@ -29,6 +29,8 @@ describe('loadVmHostConfig', () => {
       diskDir: '/var/lib/vm-fleet',
       baseImage: undefined,
       sshPubkey: undefined,
+      vcpuOvercommit: 4,
+      failpoint: undefined,
     });
   });
 

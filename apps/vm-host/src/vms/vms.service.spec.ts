@@ -6,7 +6,17 @@ import { firstValueFrom } from 'rxjs';
 import { CreateVmRequest, VmState } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { VmHostConfig, VmHostConfigError } from '../config/vm-host.config';
-import { DriverRecord, StartedVm, VmDriver, VmPlan, VmRunState, VmSpec } from './vm-driver';
+import type { HostFactsService } from '../host-facts/host-facts.service';
+import { CrashFailpoint } from './crash-failpoint';
+import {
+  DriverRecord,
+  FoundVm,
+  StartedVm,
+  VmDriver,
+  VmPlan,
+  VmRunState,
+  VmSpec,
+} from './vm-driver';
 import { VmFiles } from './vm-files';
 import { BaseImageMissingError, VmCreateError, VmNotOnNodeError } from './vms.errors';
 import { VmsService } from './vms.service';
@@ -42,7 +52,15 @@ class FakeDriver extends VmDriver {
     });
   }
 
-  create(spec: VmSpec, record: DriverRecord): Promise<StartedVm> {
+  makeFiles(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  find(): Promise<Map<string, FoundVm>> {
+    return Promise.resolve(new Map());
+  }
+
+  start(spec: VmSpec, record: DriverRecord): Promise<StartedVm> {
     return new Promise((resolve, reject) =>
       this.creates.push({
         spec,
@@ -73,6 +91,16 @@ function request(fields: Partial<CreateVmRequest> = {}): CreateVmRequest {
   return { vm_type: 'web', ram_mb: 96, vcpu_count: 2, prefer_kvm: false, ...fields };
 }
 
+/** A host with room for every VM these tests make. */
+const roomyHost = {
+  capacity: () => Promise.resolve({ ram_total_mb: 65_536, ram_used_mb: 1_024, cpu_cores: 16 }),
+} as unknown as HostFactsService;
+
+function vmsService(files: VmFiles, driver: VmDriver, clock: FakeClock): VmsService {
+  const config = Object.assign(new VmHostConfig(), { nodeId: 'node-a', vcpuOvercommit: 4 });
+  return new VmsService(files, driver, clock, roomyHost, config, new CrashFailpoint(config));
+}
+
 describe('VmsService', () => {
   let root: string;
   let files: VmFiles;
@@ -87,7 +115,7 @@ describe('VmsService', () => {
     await files.prepare();
     driver = new FakeDriver();
     clock = new FakeClock();
-    vms = new VmsService(files, driver, clock);
+    vms = vmsService(files, driver, clock);
     logs = [];
     jest
       .spyOn(Logger.prototype, 'log')
@@ -110,7 +138,7 @@ describe('VmsService', () => {
   }
 
   it('answers Provisioning at once, stays Provisioning while the driver works, then is Running', async () => {
-    const accepted = await vms.spawn(request({ tenant_id: 'acme', prefer_kvm: true }));
+    const { vm: accepted } = await vms.spawn(request({ tenant_id: 'acme', prefer_kvm: true }));
     expect(accepted).toEqual({
       vm_id: expect.stringMatching(/^vm-[0-9a-f]{16}$/),
       vm_type: 'web',
@@ -148,7 +176,9 @@ describe('VmsService', () => {
   });
 
   it('reports what the driver sees of a started VM: stopped, or not answering yet', async () => {
-    const { vm_id: vmId } = await vms.spawn(request());
+    const {
+      vm: { vm_id: vmId },
+    } = await vms.spawn(request());
     await settleCreate(STARTED);
     driver.runState = 'stopped';
     expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Stopped }]);
@@ -157,7 +187,9 @@ describe('VmsService', () => {
   });
 
   it('lists a VM whose create step failed as Error, naming the step in the sidecar and the log', async () => {
-    const { vm_id: vmId } = await vms.spawn(request());
+    const {
+      vm: { vm_id: vmId },
+    } = await vms.spawn(request());
     await settleCreate(new VmCreateError('seed ISO', 'genisoimage failed: no space left'));
     expect(await vms.list()).toMatchObject([
       { vm_id: vmId, state: VmState.Error, host_ports: [], started_at: null },
@@ -186,7 +218,9 @@ describe('VmsService', () => {
   });
 
   it('destroys through the driver with its record, removes the runtime files, and then no longer has it', async () => {
-    const { vm_id: vmId } = await vms.spawn(request());
+    const {
+      vm: { vm_id: vmId },
+    } = await vms.spawn(request());
     await settleCreate(STARTED);
     const changed = firstValueFrom(vms.changes);
     await vms.destroy(vmId);
@@ -198,7 +232,9 @@ describe('VmsService', () => {
   });
 
   it('destroys a VM still provisioning only once the driver is done with it', async () => {
-    const { vm_id: vmId } = await vms.spawn(request());
+    const {
+      vm: { vm_id: vmId },
+    } = await vms.spawn(request());
     const destroyed = vms.destroy(vmId);
     driver.creates.shift()!.settle(STARTED);
     await destroyed;
@@ -228,13 +264,13 @@ describe('VmsService', () => {
 
     it('lists a VM whose provisioning the old agent never finished (no pid) as Error', async () => {
       await leftBehind({ ...common, started_at: null, driver: { kind: 'fake', pid: null } });
-      const restarted = new VmsService(files, driver, clock);
+      const restarted = vmsService(files, driver, clock);
       expect(await restarted.list()).toMatchObject([{ vm_id: vmId, state: VmState.Error }]);
       expect(driver.inspected).toEqual([]);
     });
 
     it('reads sidecars of agents before drivers: no pid is Error, a pid is asked of the driver', async () => {
-      const restarted = new VmsService(files, driver, clock);
+      const restarted = vmsService(files, driver, clock);
       await leftBehind({ ...common, accel: 'tcg', started_at: null, pid: null });
       expect(await restarted.list()).toMatchObject([{ vm_id: vmId, state: VmState.Error }]);
 
@@ -255,7 +291,7 @@ describe('VmsService', () => {
   describe('prepare', () => {
     it('makes the VM_DISK_DIR layout and checks the tools', async () => {
       const fresh = join(root, 'fresh');
-      const service = new VmsService(
+      const service = vmsService(
         new VmFiles(Object.assign(new VmHostConfig(), { diskDir: fresh })),
         driver,
         clock,
@@ -268,7 +304,7 @@ describe('VmsService', () => {
     it('refuses a VM_DISK_DIR that cannot be made, or that the driver cannot use, saying why', async () => {
       const file = join(root, 'a-file');
       await writeFile(file, '');
-      const onFile = new VmsService(
+      const onFile = vmsService(
         new VmFiles(Object.assign(new VmHostConfig(), { diskDir: file })),
         driver,
         clock,
