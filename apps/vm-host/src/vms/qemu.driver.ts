@@ -287,12 +287,16 @@ export class QemuDriver extends VmDriver {
       }
     }
     if (pids.size === 0) return;
+    let asked = false;
     try {
-      await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) => qmp.execute('quit'));
+      await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) => {
+        asked = true;
+        return qmp.execute('quit');
+      });
     } catch {
-      // QEMU may close the socket as it quits, or have none left; the wait below tells.
+      // QEMU may close the socket as it quits; the wait below tells. No socket: no grace.
     }
-    let alive = await this.survivors([...pids], vmId, STOP_GRACE_MS);
+    let alive = asked ? await this.survivors([...pids], vmId, STOP_GRACE_MS) : [...pids];
     if (alive.length === 0) return;
     for (const survivor of alive) this.signal(survivor, 'SIGTERM');
     alive = await this.survivors(alive, vmId, STOP_GRACE_MS);

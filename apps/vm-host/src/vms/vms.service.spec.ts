@@ -6,80 +6,12 @@ import { firstValueFrom } from 'rxjs';
 import { CreateVmRequest, VmState } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { VmHostConfig, VmHostConfigError } from '../config/vm-host.config';
-import type { HostFactsService } from '../host-facts/host-facts.service';
+import { FakeVmDriver, fakeHostFacts } from '../../../../test/support/fake-vm-driver';
 import { CrashFailpoint } from './crash-failpoint';
-import {
-  DriverRecord,
-  FoundVm,
-  StartedVm,
-  VmDriver,
-  VmPlan,
-  VmRunState,
-  VmSpec,
-} from './vm-driver';
+import { StartedVm, VmDriver } from './vm-driver';
 import { VmFiles } from './vm-files';
 import { BaseImageMissingError, VmCreateError, VmNotOnNodeError } from './vms.errors';
 import { VmsService } from './vms.service';
-
-/** A hypervisor the test drives by hand: each create waits until the test settles it. */
-class FakeDriver extends VmDriver {
-  readonly creates: Array<{
-    spec: VmSpec;
-    record: DriverRecord;
-    settle: (outcome: StartedVm | Error) => void;
-  }> = [];
-  readonly inspected: DriverRecord[] = [];
-  readonly stopped: Array<{ vmId: string; record: DriverRecord }> = [];
-  runState: VmRunState = 'running';
-  planFailure?: Error;
-  diskDirProblem?: Error;
-  toolsChecked = false;
-
-  checkDiskDir(): void {
-    if (this.diskDirProblem) throw this.diskDirProblem;
-  }
-
-  checkTools(): Promise<void> {
-    this.toolsChecked = true;
-    return Promise.resolve();
-  }
-
-  plan({ preferKvm }: { preferKvm: boolean }): Promise<VmPlan> {
-    if (this.planFailure) return Promise.reject(this.planFailure);
-    return Promise.resolve({
-      record: { kind: 'fake', fast: preferKvm, pid: null },
-      summary: preferKvm ? 'fast' : 'slow',
-    });
-  }
-
-  makeFiles(): Promise<void> {
-    return Promise.resolve();
-  }
-
-  find(): Promise<Map<string, FoundVm>> {
-    return Promise.resolve(new Map());
-  }
-
-  start(spec: VmSpec, record: DriverRecord): Promise<StartedVm> {
-    return new Promise((resolve, reject) =>
-      this.creates.push({
-        spec,
-        record,
-        settle: (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome)),
-      }),
-    );
-  }
-
-  inspect(_vmId: string, record: DriverRecord): Promise<VmRunState> {
-    this.inspected.push(record);
-    return Promise.resolve(this.runState);
-  }
-
-  stop(vmId: string, record: DriverRecord): Promise<void> {
-    this.stopped.push({ vmId, record });
-    return Promise.resolve();
-  }
-}
 
 const STARTED: StartedVm = {
   record: { kind: 'fake', fast: false, pid: 4242 },
@@ -92,9 +24,7 @@ function request(fields: Partial<CreateVmRequest> = {}): CreateVmRequest {
 }
 
 /** A host with room for every VM these tests make. */
-const roomyHost = {
-  capacity: () => Promise.resolve({ ram_total_mb: 65_536, ram_used_mb: 1_024, cpu_cores: 16 }),
-} as unknown as HostFactsService;
+const roomyHost = fakeHostFacts({ ram_total_mb: 65_536, ram_used_mb: 1_024, cpu_cores: 16 });
 
 function vmsService(files: VmFiles, driver: VmDriver, clock: FakeClock): VmsService {
   const config = Object.assign(new VmHostConfig(), { nodeId: 'node-a', vcpuOvercommit: 4 });
@@ -104,7 +34,7 @@ function vmsService(files: VmFiles, driver: VmDriver, clock: FakeClock): VmsServ
 describe('VmsService', () => {
   let root: string;
   let files: VmFiles;
-  let driver: FakeDriver;
+  let driver: FakeVmDriver;
   let clock: FakeClock;
   let vms: VmsService;
   let logs: string[];
@@ -113,7 +43,7 @@ describe('VmsService', () => {
     root = await mkdtemp(join(tmpdir(), 'vms-service-'));
     files = new VmFiles(Object.assign(new VmHostConfig(), { diskDir: root }));
     await files.prepare();
-    driver = new FakeDriver();
+    driver = new FakeVmDriver();
     clock = new FakeClock();
     vms = vmsService(files, driver, clock);
     logs = [];
