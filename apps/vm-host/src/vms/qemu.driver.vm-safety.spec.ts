@@ -83,7 +83,7 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
       stdio: ['ignore', 'pipe', 'ignore'],
     });
     children.push(child);
-    await once(child.stdout!, 'data');
+    await once(child.stdout, 'data');
     return child.pid!;
   }
 
