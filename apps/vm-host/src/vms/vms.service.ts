@@ -27,8 +27,9 @@ const RUN_STATES: Record<VmRunState, VmState> = {
   unknown: VmState.Provisioning,
 };
 
-/** The lock key of admissions and reconciliations (vm ids never look like this). */
-const NODE = '<node>';
+/** Lock keys of admissions, and of reconciliations (vm ids never look like these). */
+const ADMISSION = '<admission>';
+const RECONCILIATION = '<reconciliation>';
 
 /** A record for a VM whose driver data is lost: the driver finds its processes by name alone. */
 const NO_RECORD: DriverRecord = { kind: 'none' };
@@ -64,8 +65,9 @@ export class VmsService extends NodeVmsSource {
   /** Provisioning under way in this process, by vm_id. */
   private readonly provisioning = new Map<string, Promise<void>>();
   /**
-   * NODE: one admission or reconciliation at a time, so capacity and keys are judged against
-   * every VM accepted before. A vm id: one destroy or adoption of that VM at a time.
+   * ADMISSION: one at a time, so capacity and keys are judged against every VM accepted
+   * before. RECONCILIATION: one at a time; it never waits for an admission, so a slow disk
+   * does not hold back heartbeats. A vm id: one destroy or adoption of that VM at a time.
    */
   private readonly locks = new KeyedMutex();
 
@@ -95,7 +97,7 @@ export class VmsService extends NodeVmsSource {
       );
     }
     await this.driver.checkTools();
-    await this.locks.run(NODE, () => this.reconcile(true));
+    await this.locks.run(RECONCILIATION, () => this.reconcile(true));
   }
 
   /**
@@ -103,7 +105,7 @@ export class VmsService extends NodeVmsSource {
    * With a key a spawn made before (within a day), it answers that VM and makes none.
    */
   spawn(request: CreateVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
-    return this.locks.run(NODE, () => this.admit(request, key));
+    return this.locks.run(ADMISSION, () => this.admit(request, key));
   }
 
   async list(): Promise<VmRecord[]> {
@@ -119,7 +121,7 @@ export class VmsService extends NodeVmsSource {
    * Idempotency-Key each was made with (while kept), and what each committed VM holds.
    */
   async report(): Promise<NodeVmsReport> {
-    const { sidecars, found } = await this.locks.run(NODE, () => this.reconcile(false));
+    const { sidecars, found } = await this.locks.run(RECONCILIATION, () => this.reconcile(false));
     const nowMs = this.clock.now();
     const vms: ReportedVm[] = [];
     for (const sidecar of sidecars) {
@@ -299,8 +301,9 @@ export class VmsService extends NodeVmsSource {
     const found = await this.driver.find(vmIds);
     const sidecars: VmSidecar[] = [];
     for (const vmId of vmIds) {
-      // Provisioning here, or being destroyed: its owner writes the sidecar.
-      const owned = this.provisioning.has(vmId) || this.locks.busy(vmId);
+      // Being admitted, provisioned or destroyed here: its owner writes the sidecar.
+      const owned =
+        this.admitting.has(vmId) || this.provisioning.has(vmId) || this.locks.busy(vmId);
       const sidecar = owned
         ? await this.files.readSidecar(vmId)
         : await this.locks.run(vmId, () => this.settle(vmId, found.get(vmId), startUp));

@@ -396,6 +396,25 @@ describe('VmsService keeps VMs safe', () => {
       expect((await vms.list())[0].state).toBe(VmState.Running);
     });
 
+    it('does not wait for an admission on a slow disk, nor mark the VM being admitted Error', async () => {
+      let filesMade!: () => void;
+      let making!: () => void;
+      const madeStarted = new Promise<void>((resolve) => (making = resolve));
+      driver.makeFiles = () => {
+        making();
+        return new Promise<void>((resolve) => (filesMade = resolve));
+      };
+      const admission = vms.spawn(request({ ram_mb: 2_048 }));
+      await madeStarted;
+      const { vms: reported, committed } = await vms.report();
+      expect(reported).toMatchObject([{ state: VmState.Provisioning, started_at: null }]);
+      expect(committed).toEqual([{ ramAllocMb: 2_048, vcpuCount: 1, rssMb: 0 }]);
+      const vmId = reported[0].vm_id;
+      expect((await files.readSidecar(vmId))?.error).toBeNull();
+      filesMade();
+      expect((await admission).vm).toMatchObject({ vm_id: vmId, state: VmState.Provisioning });
+    });
+
     it('at start-up, reconciles and removes a run folder left without a sidecar, stopping any process of it', async () => {
       await leftBehind(vmId);
       const orphan = 'vm-00000000000000bb';
