@@ -6,6 +6,7 @@ import { AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Daemon, VM_HOST_MAIN, eventually, startAgent, stopAllDaemons } from '../support/daemons';
+import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
 
 /**
  * VM safety with real agents and real QEMU (TCG, a blank 64 MB base image): refusals that
@@ -34,44 +35,16 @@ interface Heartbeat {
   vms: AgentVm[];
 }
 
-/** Every live QEMU process started from this suite's folder, with its command line. */
-function suiteQemus(): Array<{ pid: number; cmdline: string }> {
-  const found: Array<{ pid: number; cmdline: string }> = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (
-        cmdline.startsWith('qemu-system-x86_64') &&
-        cmdline.includes(workDir) &&
-        !/^\d+ \(.*\) Z/.test(stat)
-      ) {
-        found.push({ pid: Number(entry), cmdline });
-      }
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
-}
-
 /** The live QEMU processes of one VM, as /proc shows them. */
 function qemuPidsOf(vmId: string): number[] {
-  return suiteQemus()
-    .filter(({ cmdline }) => cmdline.split('\0').includes(`guest=${vmId}`))
+  return liveQemusUnder(workDir)
+    .filter(({ args }) => args.includes(`guest=${vmId}`))
     .map(({ pid }) => pid);
 }
 
 // No QEMU process and no temporary folder outlives the suite, also when a test fails.
 process.on('exit', () => {
-  for (const { pid } of suiteQemus()) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone meanwhile
-    }
-  }
+  killQemusUnder(workDir);
   rmSync(workDir, { recursive: true, force: true });
 });
 
@@ -203,7 +176,7 @@ describe('refusals that explain themselves', () => {
   afterAll(() => agent.stop());
 
   it('refuses 1 TiB with a 422 naming ram_mb and the numbers, and vCPUs beyond the overcommit naming vcpu_count', async () => {
-    const before = suiteQemus().length;
+    const before = liveQemusUnder(workDir).length;
     const huge = await spawnAt(wgIp, { ...SMALL, ram_mb: 1_048_576 });
     expect(huge.status).toBe(422);
     expect(huge.body.message).toMatch(
@@ -215,7 +188,7 @@ describe('refusals that explain themselves', () => {
     expect(many.body.message).toBe(
       `vcpu_count: ${cores + 1} vCPUs do not fit on this node: ${cores} committable of ${cores} (${cores} cores x VM_VCPU_OVERCOMMIT 1)`,
     );
-    expect(suiteQemus()).toHaveLength(before);
+    expect(liveQemusUnder(workDir)).toHaveLength(before);
     expect(readdirSync(join(workDir, 'safety-refusals', 'run'))).toEqual([]);
   });
 
