@@ -8,6 +8,8 @@ import { VmHostConfigError, loadVmHostConfig, refuseArguments } from './config/v
 async function main(): Promise<void> {
   refuseArguments(process.argv.slice(2));
   const config = loadVmHostConfig(process.env);
+  // Whatever the agent and the QEMU it starts create (disks, seed ISOs, sockets, logs) is private.
+  process.umask(0o077);
   const app = await createVmHostApp(config);
   exitCleanlyOnSignals(app, 'VmHost');
   await startVmHost(app, config);

@@ -9,7 +9,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Accept a VM (state Provisioning) and start it under QEMU after answering */
+    /** Accept a VM (state Provisioning) once its files are made, and start it under QEMU after answering */
     post: operations['spawnVm'];
     delete?: never;
     options?: never;
@@ -44,7 +44,7 @@ export interface paths {
     get?: never;
     put?: never;
     post?: never;
-    /** Stop the VM and remove its runtime files (the disk stays) */
+    /** Stop every process of the VM, then remove its runtime files (the disk stays) */
     delete: operations['destroyVm'];
     options?: never;
     head?: never;
@@ -123,7 +123,10 @@ export interface operations {
   spawnVm: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description `<key_hash>.<request_hash>`: sha256 hex of the client's Idempotency-Key, a dot, sha256 hex of the canonical request. The agent keeps it with the VM for a day: the same value again answers that VM (200), the same key_hash with another request_hash is a 422. */
+        'Idempotency-Key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -133,6 +136,16 @@ export interface operations {
       };
     };
     responses: {
+      /** @description The VM an earlier spawn with the same Idempotency-Key made; no new VM. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmRecord'];
+        };
+      };
+      /** @description A new VM. */
       201: {
         headers: {
           [name: string]: unknown;
@@ -158,8 +171,35 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description The node cannot hold the VM (the message names ram_mb or vcpu_count and the numbers), or the Idempotency-Key was used for another request. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description VM_DISK_DIR may not be written (EACCES, read-only); nothing of the VM was kept. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
       /** @description the base image is missing */
       503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description VM_DISK_DIR is full (ENOSPC, quota); nothing of the VM was kept. */
+      507: {
         headers: {
           [name: string]: unknown;
         };
@@ -208,7 +248,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Destroyed. */
+      /** @description Destroyed: no process of the VM runs any more. */
       204: {
         headers: {
           [name: string]: unknown;
@@ -233,6 +273,15 @@ export interface operations {
         };
       };
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description A process of the VM outlived SIGKILL; the VM is kept. */
+      500: {
         headers: {
           [name: string]: unknown;
         };

@@ -1,4 +1,5 @@
-import { IsIP, IsOptional, Matches, ValidateBy, ValidationOptions } from 'class-validator';
+import { isIP } from 'node:net';
+import { IsIn, IsOptional, Matches, ValidateBy, ValidationOptions } from 'class-validator';
 import {
   IsBearerToken,
   readEnvironment,
@@ -29,6 +30,56 @@ function IsHttpUrl(options: ValidationOptions): PropertyDecorator {
   return ValidateBy({ name: 'isHttpUrl', validator: { validate: isHttpUrl } }, options);
 }
 
+/** The four numbers of an IPv4 address, also when written inside IPv6 (::ffff:a.b.c.d). */
+function ipv4Octets(address: string): number[] | undefined {
+  const dotted = /(?:^|:)(\d+\.\d+\.\d+\.\d+)$/.exec(address)?.[1];
+  if (dotted) return dotted.split('.').map(Number);
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
+  if (!mapped) return undefined;
+  const [high, low] = [parseInt(mapped[1], 16), parseInt(mapped[2], 16)];
+  return [high >> 8, high & 255, low >> 8, low & 255];
+}
+
+/**
+ * An address one host can own and listen on alone: not unspecified (0.0.0.0, ::, which would
+ * put the spawn API on every interface), not multicast, not the IPv4 broadcast address.
+ */
+export function isUnicastAddress(value: unknown): boolean {
+  if (typeof value !== 'string' || isIP(value) === 0) return false;
+  const octets = ipv4Octets(value);
+  if (octets) {
+    const [first] = octets;
+    const broadcast = octets.every((octet) => octet === 255);
+    return first !== 0 && !(first >= 224 && first <= 239) && !broadcast;
+  }
+  const address = value.toLowerCase();
+  const unspecified = /^[0:]+$/.test(address);
+  return !unspecified && !address.startsWith('ff');
+}
+
+function IsUnicastAddress(options: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    { name: 'isUnicastAddress', validator: { validate: isUnicastAddress } },
+    options,
+  );
+}
+
+/**
+ * Where provisioning can be made to crash the agent (SIGKILL, no clean-up), for the test that
+ * proves no VM and no QEMU process is lost whatever the moment. Test-only: not for operators.
+ */
+export const FAILPOINTS = [
+  'after-sidecar',
+  'after-disk',
+  'after-seed',
+  'after-launch-before-pid-written',
+  'after-pid-written',
+] as const;
+export type Failpoint = (typeof FAILPOINTS)[number];
+
+/** vCPUs the agent lets its VMs have per logical core, unless VM_VCPU_OVERCOMMIT says otherwise. */
+export const DEFAULT_VCPU_OVERCOMMIT = 4;
+
 /** The agent's environment as given: strings, checked here once at start-up. */
 class VmHostEnvironment {
   @IsHttpUrl({
@@ -39,7 +90,10 @@ class VmHostEnvironment {
   @Matches(ID_PATTERN, { message: `VM_NODE_ID must be ${ID_RULE}` })
   VM_NODE_ID!: string;
 
-  @IsIP(undefined, { message: 'VM_WG_IP must be an IPv4 or IPv6 address' })
+  @IsUnicastAddress({
+    message:
+      'VM_WG_IP must be a unicast IPv4 or IPv6 address of this host (not 0.0.0.0, ::, multicast or broadcast)',
+  })
   VM_WG_IP!: string;
 
   @IsOptional()
@@ -73,6 +127,16 @@ class VmHostEnvironment {
   @IsOptional()
   @IsBearerToken('VM_FLEET_NODE_TOKEN')
   VM_FLEET_NODE_TOKEN?: string;
+  @Matches(/^(?:[1-9]\d{0,2}(?:\.\d{1,2})?|0\.(?:[1-9]\d?|0[1-9]))$/, {
+    message:
+      'VM_VCPU_OVERCOMMIT must be a number of vCPUs per logical core, from 0.01 to 999 (e.g. 4 or 1.5)',
+  })
+  VM_VCPU_OVERCOMMIT?: string;
+
+  // Test-only (see FAILPOINTS); read once here, at start-up.
+  @IsOptional()
+  @IsIn(FAILPOINTS, { message: `VM_HOST_FAILPOINT must be one of ${FAILPOINTS.join(', ')}` })
+  VM_HOST_FAILPOINT?: string;
 }
 
 /** The agent's configuration, typed and with the documented defaults applied. */
@@ -90,6 +154,10 @@ export class VmHostConfig {
   sshPubkey?: string;
   /** Sent on heartbeats, and required of the controller's calls; unset, the agent's API is open. */
   nodeToken?: string;
+  /** vCPUs this node's VMs may have together per logical core. */
+  vcpuOvercommit!: number;
+  /** Test-only: the provisioning step at which the agent kills itself. */
+  failpoint?: Failpoint;
 }
 
 /** Raised at start-up, before any heartbeat or socket, naming every variable at fault. */
@@ -118,6 +186,8 @@ export function loadVmHostConfig(env: NodeJS.ProcessEnv): VmHostConfig {
   config.baseImage = given.VM_BASE_IMAGE;
   config.sshPubkey = given.VM_SSH_PUBKEY;
   config.nodeToken = given.VM_FLEET_NODE_TOKEN;
+  config.vcpuOvercommit = Number(given.VM_VCPU_OVERCOMMIT ?? DEFAULT_VCPU_OVERCOMMIT);
+  config.failpoint = given.VM_HOST_FAILPOINT as Failpoint | undefined;
   return config;
 }
 
@@ -130,6 +200,7 @@ const OPTIONAL = [
   'VM_SSH_PUBKEY',
   'VM_FLEET_NODE_TOKEN',
   'VM_FLEET_NODE_TOKEN_FILE',
+  'VM_VCPU_OVERCOMMIT',
 ];
 
 /** The agent takes no flags: every argument is refused, pointing at the environment. */

@@ -43,7 +43,7 @@ describe('HeartbeatService', () => {
     });
     const hostFacts = { read: () => Promise.resolve(FACTS) } as unknown as HostFactsService;
     const vms: NodeVmsSource = {
-      list: () => Promise.resolve([VM]),
+      report: () => Promise.resolve({ vms: [VM], committed: [] }),
       changes: new Subject<void>().asObservable(),
     };
     const fleet = {

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HostFactsService } from '../host-facts/host-facts.service';
+import { committedRamMb } from '../vms/vm-capacity';
 import { FleetClient, HeartbeatBody } from './fleet.client';
 import { NodeVmsSource } from './node-vms.source';
 
@@ -22,15 +23,20 @@ export class HeartbeatService {
     private readonly clock: Clock,
   ) {}
 
+  /** `ram_used_mb` is the RAM committed to VMs (committedRamMb), not the RAM they touched. */
   async compose(): Promise<HeartbeatBody> {
-    const [facts, vms] = await Promise.all([this.hostFacts.read(), this.vms.list()]);
+    const [facts, report] = await Promise.all([this.hostFacts.read(), this.vms.report()]);
     return {
       node_id: this.config.nodeId,
       wg_ip: this.config.wgIp,
       spawn_port: this.config.spawnPort,
       reserved: this.config.reserved,
       ...facts,
-      vms,
+      ram_used_mb: committedRamMb(
+        { totalMb: facts.ram_total_mb, usedMb: facts.ram_used_mb },
+        report.committed,
+      ),
+      vms: report.vms,
       timestamp_utc: this.stamp(),
     };
   }

@@ -1,11 +1,25 @@
 import type { Observable } from 'rxjs';
+import type { CommittedVm } from '../vms/vm-capacity';
 import type { HeartbeatBody } from './fleet.client';
 
-export type ReportedVm = HeartbeatBody['vms'][number];
+/**
+ * A VM as the heartbeat reports it: a VmRecord, plus the Idempotency-Key it was made with
+ * while that is kept (the controller's HeartbeatVm; typed here until the generated client has it).
+ */
+export type ReportedVm = HeartbeatBody['vms'][number] & { idempotency_key?: string };
+
+/** What the heartbeat needs of this node's VMs. */
+export interface NodeVmsReport {
+  /** Every VM on the node. */
+  vms: ReportedVm[];
+  /** The VMs holding their RAM, for `ram_used_mb`. */
+  committed: CommittedVm[];
+}
 
 /** Where the heartbeat gets this node's VMs from. Every heartbeat carries all of them. */
 export abstract class NodeVmsSource {
-  abstract list(): Promise<ReportedVm[]>;
+  /** Reconciles the VMs with what really runs, then reports them. */
+  abstract report(): Promise<NodeVmsReport>;
 
   /** Emits when a VM was created or deleted here, so the controller hears of it at once. */
   abstract readonly changes: Observable<void>;

@@ -32,6 +32,16 @@ const SAFE: HostFacts = {
 export class HostFactsPaths {
   bootId = '/proc/sys/kernel/random/boot_id';
   kvmDevice = '/dev/kvm';
+  /** The process table (one folder per pid). */
+  proc = '/proc';
+}
+
+/** What bounds the VMs a node can hold: its memory now and its logical cores. */
+export interface HostCapacity {
+  ram_total_mb: number;
+  /** MemTotal - MemAvailable, as sampled now. */
+  ram_used_mb: number;
+  cpu_cores: number;
 }
 
 /** Reads what the heartbeat reports of this machine, from systeminformation and the kernel. */
@@ -45,9 +55,8 @@ export class HostFactsService {
   constructor(private readonly paths: HostFactsPaths) {}
 
   async read(): Promise<HostFacts> {
-    const [memory, cpuCores, cpuLoad, kvm, bootId, name] = await Promise.all([
-      this.fact('ram', () => this.memory(), { total: SAFE.ram_total_mb, used: SAFE.ram_used_mb }),
-      this.fact('cpu_cores', () => this.logicalCores(), SAFE.cpu_cores),
+    const [capacity, cpuLoad, kvm, bootId, name] = await Promise.all([
+      this.capacity(),
       this.fact('cpu_load_pct', () => this.cpuLoad(), SAFE.cpu_load_pct),
       this.fact('kvm_available', () => this.kvmUsable(), SAFE.kvm_available),
       this.fact('boot_id', () => this.bootId(), SAFE.boot_id),
@@ -55,13 +64,20 @@ export class HostFactsService {
     ]);
     return {
       hostname: name || SAFE.hostname,
-      ram_total_mb: memory.total,
-      ram_used_mb: memory.used,
-      cpu_cores: cpuCores,
+      ...capacity,
       cpu_load_pct: cpuLoad,
       kvm_available: kvm,
       boot_id: bootId,
     };
+  }
+
+  /** Memory and cores only, for judging whether a new VM fits. */
+  async capacity(): Promise<HostCapacity> {
+    const [memory, cpuCores] = await Promise.all([
+      this.fact('ram', () => this.memory(), { total: SAFE.ram_total_mb, used: SAFE.ram_used_mb }),
+      this.fact('cpu_cores', () => this.logicalCores(), SAFE.cpu_cores),
+    ]);
+    return { ram_total_mb: memory.total, ram_used_mb: memory.used, cpu_cores: cpuCores };
   }
 
   /** Used = total - available, the memory the kernel could not hand to a new VM. */

@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HostFactsPaths, HostFactsService } from '../host-facts/host-facts.service';
+import { ProcessTable } from '../host-facts/process-table';
+import { CrashFailpoint } from './crash-failpoint';
 import { QemuDriver, cloudInitUserData, qemuArgs } from './qemu.driver';
 import { BaseImageMissingError, VmCreateError } from './vms.errors';
 import { VmFiles } from './vm-files';
@@ -94,8 +96,14 @@ describe('QemuDriver', () => {
 
   function driver(baseImage?: string, diskDir = root): QemuDriver {
     const config = Object.assign(new VmHostConfig(), { diskDir, baseImage, wgIp: '127.0.0.1' });
-    const hostFacts = new HostFactsService(Object.assign(new HostFactsPaths(), { kvmDevice }));
-    return new QemuDriver(config, new VmFiles(config), hostFacts);
+    const paths = Object.assign(new HostFactsPaths(), { kvmDevice });
+    return new QemuDriver(
+      config,
+      new VmFiles(config),
+      new HostFactsService(paths),
+      new ProcessTable(paths),
+      new CrashFailpoint(config),
+    );
   }
 
   async function preparedFiles(): Promise<VmFiles> {
@@ -142,16 +150,13 @@ describe('QemuDriver', () => {
     });
   });
 
-  it('fails create at the disk step when the base image is not a qcow2 image, starting nothing', async () => {
+  it('fails making the files at the disk step when the base image is not a qcow2 image', async () => {
     const files = await preparedFiles();
     const notAnImage = join(root, 'not-an-image.qcow2');
     await writeFile(notAnImage, 'this is not a qcow2 image\n');
     const vmId = await files.newVmId();
     const failure = driver(notAnImage)
-      .create(
-        { vmId, vmType: 'web', ramMb: 64, vcpuCount: 1 },
-        { kind: 'qemu', accel: 'tcg', pid: null },
-      )
+      .makeFiles({ vmId, vmType: 'web', ramMb: 64, vcpuCount: 1 })
       .catch((error: unknown) => error);
     const error = await failure;
     expect(error).toBeInstanceOf(VmCreateError);

@@ -1,16 +1,27 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { execFile } from 'node:child_process';
 import { constants } from 'node:fs';
-import { access, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { access, chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
+import { HostPort } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HostFactsService } from '../host-facts/host-facts.service';
+import { ProcessTable } from '../host-facts/process-table';
+import { CrashFailpoint } from './crash-failpoint';
 import { QmpStatus, withQmp } from './qmp.client';
-import { DriverRecord, StartedVm, VmDriver, VmPlan, VmRunState, VmSpec } from './vm-driver';
-import { VmFiles } from './vm-files';
-import { BaseImageMissingError, VmCreateError } from './vms.errors';
+import {
+  DriverRecord,
+  FoundVm,
+  StartedVm,
+  VmDriver,
+  VmPlan,
+  VmRunState,
+  VmSpec,
+} from './vm-driver';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, VmFiles } from './vm-files';
+import { BaseImageMissingError, VmCreateError, VmStillRunningError } from './vms.errors';
 
 const exec = promisify(execFile);
 
@@ -19,6 +30,8 @@ const BLANK_BASE_IMAGE_SIZE = '1G';
 const QMP_TIMEOUT_MS = 2_000;
 /** Grace after QMP quit, then again after SIGTERM, before SIGKILL. */
 const STOP_GRACE_MS = 1_500;
+/** How long a SIGKILLed QEMU may take to be gone (a process in uninterruptible I/O). */
+const KILL_GRACE_MS = 5_000;
 const SSH_GUEST_PORT = 22;
 /** Longest path a unix socket may have on Linux, less its terminating NUL. */
 const MAX_SOCKET_PATH = 107;
@@ -105,12 +118,29 @@ function qemuRecord(record: DriverRecord): QemuRecord {
   return { kind: 'qemu', accel: record.accel === 'kvm' ? 'kvm' : 'tcg', pid: known ? pid : null };
 }
 
+/** The value after `flag` in a command line. */
+function optionOf(args: readonly string[], flag: string): string | undefined {
+  const index = args.indexOf(flag);
+  return index >= 0 ? args[index + 1] : undefined;
+}
+
+/** The SSH forward qemuArgs put on the command line, read back from it. */
+function forwardedPorts(args: readonly string[]): HostPort[] {
+  const forward = /hostfwd=tcp:(?:\[[^\]]*\]|[^:,]*):(\d+)-:(\d+)/.exec(
+    optionOf(args, '-netdev') ?? '',
+  );
+  if (!forward) return [];
+  return [{ host_port: Number(forward[1]), guest_port: Number(forward[2]), protocol: 'tcp' }];
+}
+
 /** Runs one create step, so a failure says which step it was. */
 async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    throw new VmCreateError(name, error instanceof Error ? error.message : String(error));
+    throw new VmCreateError(name, error instanceof Error ? error.message : String(error), {
+      cause: error,
+    });
   }
 }
 
@@ -124,6 +154,8 @@ export class QemuDriver extends VmDriver {
     private readonly config: VmHostConfig,
     private readonly files: VmFiles,
     private readonly hostFacts: HostFactsService,
+    private readonly processes: ProcessTable,
+    private readonly failpoint: CrashFailpoint,
   ) {
     super();
   }
@@ -171,12 +203,19 @@ export class QemuDriver extends VmDriver {
     return { record, summary: accel };
   }
 
-  /** A qcow2 overlay on the base image, a cloud-init seed ISO, then QEMU daemonized. */
-  async create(spec: VmSpec, record: DriverRecord): Promise<StartedVm> {
+  /** A qcow2 overlay on the base image, then a cloud-init seed ISO, both private to the agent. */
+  async makeFiles(spec: VmSpec): Promise<void> {
+    const { vmId } = spec;
+    await step('disk', async () => this.createDisk(vmId, await this.baseImage()));
+    this.failpoint.reached('after-disk', vmId);
+    await step('seed ISO', () => this.createSeedIso(vmId, spec.vmType));
+    this.failpoint.reached('after-seed', vmId);
+  }
+
+  /** QEMU daemonized on the VM's files, SSH forwarded from a free port on VM_WG_IP. */
+  async start(spec: VmSpec, record: DriverRecord): Promise<StartedVm> {
     const { vmId } = spec;
     const { accel } = qemuRecord(record);
-    const disk = await step('disk', async () => this.createDisk(vmId, await this.baseImage()));
-    const seedIso = await step('seed ISO', () => this.createSeedIso(vmId, spec.vmType));
     return step('QEMU', async () => {
       const sshPort = await this.freeHostPort();
       const pid = await this.launch({
@@ -184,8 +223,8 @@ export class QemuDriver extends VmDriver {
         ramMb: spec.ramMb,
         vcpuCount: spec.vcpuCount,
         accel,
-        disk,
-        seedIso,
+        disk: this.files.disk(vmId),
+        seedIso: this.seedIso(vmId),
         qmpSocket: this.qmpSocket(vmId),
         pidFile: this.pidFile(vmId),
         serialLog: this.serialLog(vmId),
@@ -213,21 +252,65 @@ export class QemuDriver extends VmDriver {
     }
   }
 
-  /** QMP quit, then SIGTERM, then SIGKILL, each after a short grace. */
-  async stop(vmId: string, record: DriverRecord): Promise<void> {
-    const { pid } = qemuRecord(record);
-    if (pid === null || !(await this.isAlive(pid, vmId))) return;
-    try {
-      await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) => qmp.execute('quit'));
-    } catch {
-      // QEMU may close the socket as it quits; the wait below tells.
+  /** QEMU processes whose command line names one of these VMs and its pidfile under VM_DISK_DIR. */
+  async find(vmIds: readonly string[]): Promise<Map<string, FoundVm>> {
+    const found = new Map<string, FoundVm>();
+    for (const [vmId, processes] of await this.processesOf(vmIds)) {
+      const [first] = processes;
+      const accel = optionOf(first.args, '-machine')?.includes('accel=kvm') ? 'kvm' : 'tcg';
+      const resident = await Promise.all(
+        processes.map(({ pid }) => this.processes.residentMb(pid)),
+      );
+      const record: QemuRecord = { kind: 'qemu', accel, pid: first.pid };
+      found.set(vmId, {
+        record,
+        hostPorts: forwardedPorts(first.args),
+        rssMb: resident.reduce((total, mb) => total + mb, 0),
+        summary: `QEMU pid ${processes.map(({ pid }) => pid).join(', ')}, ${accel}`,
+      });
     }
-    if (await this.exited(pid, vmId, STOP_GRACE_MS)) return;
-    this.signal(pid, 'SIGTERM');
-    if (await this.exited(pid, vmId, STOP_GRACE_MS)) return;
-    this.logger.warn(`vm ${vmId}: QEMU pid ${pid} ignored quit and SIGTERM; killing it`);
-    this.signal(pid, 'SIGKILL');
-    await this.exited(pid, vmId, STOP_GRACE_MS);
+    return found;
+  }
+
+  /**
+   * QMP quit, then SIGTERM, then SIGKILL, each after a short grace, to the record's pid and to
+   * every QEMU found by the VM's name (one started by an agent killed before it wrote the pid).
+   */
+  async stop(vmId: string, record: DriverRecord): Promise<void> {
+    const pids = new Set<number>();
+    const { pid } = qemuRecord(record);
+    if (pid !== null && (await this.isAlive(pid, vmId))) pids.add(pid);
+    for (const found of (await this.processesOf([vmId])).get(vmId) ?? []) {
+      if (!pids.has(found.pid)) {
+        this.logger.warn(`vm ${vmId}: stopping QEMU pid ${found.pid}, found by name`);
+        pids.add(found.pid);
+      }
+    }
+    if (pids.size === 0) return;
+    let asked = false;
+    try {
+      await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) => {
+        asked = true;
+        return qmp.execute('quit');
+      });
+    } catch {
+      // QEMU may close the socket as it quits; the wait below tells. No socket: no grace.
+    }
+    let alive = asked ? await this.survivors([...pids], vmId, STOP_GRACE_MS) : [...pids];
+    if (alive.length === 0) return;
+    for (const survivor of alive) this.signal(survivor, 'SIGTERM');
+    alive = await this.survivors(alive, vmId, STOP_GRACE_MS);
+    if (alive.length === 0) return;
+    this.logger.warn(
+      `vm ${vmId}: QEMU pid ${alive.join(', ')} ignored quit and SIGTERM; killing it`,
+    );
+    for (const survivor of alive) this.signal(survivor, 'SIGKILL');
+    alive = await this.survivors(alive, vmId, KILL_GRACE_MS);
+    if (alive.length > 0) {
+      throw new VmStillRunningError(
+        `vm ${vmId}: QEMU pid ${alive.join(', ')} still runs after quit, SIGTERM and SIGKILL; the VM is kept`,
+      );
+    }
   }
 
   /** VM_BASE_IMAGE, or a small blank qcow2 the agent makes once when it is unset. */
@@ -255,15 +338,15 @@ export class QemuDriver extends VmDriver {
     try {
       await access(blank, constants.R_OK);
     } catch {
-      await this.run('qemu-img', [
-        'create',
-        '-q',
-        '-f',
-        'qcow2',
-        `${blank}.tmp`,
-        BLANK_BASE_IMAGE_SIZE,
-      ]);
-      await rename(`${blank}.tmp`, blank);
+      const partial = `${blank}.tmp`;
+      try {
+        await this.run('qemu-img', ['create', '-q', '-f', 'qcow2', partial, BLANK_BASE_IMAGE_SIZE]);
+        await chmod(partial, PRIVATE_FILE_MODE);
+        await rename(partial, blank);
+      } catch (error) {
+        await rm(partial, { force: true });
+        throw error;
+      }
       this.logger.log(`made blank base image ${blank} (VM_BASE_IMAGE unset; it boots nothing)`);
     }
     return blank;
@@ -283,14 +366,24 @@ export class QemuDriver extends VmDriver {
       baseImage,
       disk,
     ]);
+    await chmod(disk, PRIVATE_FILE_MODE);
     return disk;
   }
 
   private async createSeedIso(vmId: string, vmType: string): Promise<string> {
     const dir = join(this.files.runDir(vmId), 'cidata');
-    await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, 'meta-data'), `instance-id: ${vmId}\nlocal-hostname: ${vmType}\n`);
-    await writeFile(join(dir, 'user-data'), cloudInitUserData(vmType, this.config.sshPubkey));
+    await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    const privately = { mode: PRIVATE_FILE_MODE };
+    await writeFile(
+      join(dir, 'meta-data'),
+      `instance-id: ${vmId}\nlocal-hostname: ${vmType}\n`,
+      privately,
+    );
+    await writeFile(
+      join(dir, 'user-data'),
+      cloudInitUserData(vmType, this.config.sshPubkey),
+      privately,
+    );
     const iso = this.seedIso(vmId);
     await this.run('genisoimage', [
       '-quiet',
@@ -304,6 +397,7 @@ export class QemuDriver extends VmDriver {
       join(dir, 'meta-data'),
     ]);
     await rm(dir, { recursive: true, force: true });
+    await chmod(iso, PRIVATE_FILE_MODE);
     return iso;
   }
 
@@ -326,6 +420,7 @@ export class QemuDriver extends VmDriver {
   /** Starts QEMU daemonized; resolves with its pid once it runs in the background. */
   private async launch(launch: QemuLaunch): Promise<number> {
     await this.run('qemu-system-x86_64', qemuArgs(launch), 60_000);
+    this.failpoint.reached('after-launch-before-pid-written', launch.vmId);
     const pid = Number((await readFile(launch.pidFile, 'utf8')).trim());
     if (!Number.isInteger(pid) || pid <= 0) throw new Error(`unreadable pidfile ${launch.pidFile}`);
     return pid;
@@ -339,16 +434,35 @@ export class QemuDriver extends VmDriver {
     );
   }
 
+  /**
+   * The vm_id a command line runs, when it is a QEMU this driver started: `-name guest=<vm_id>`
+   * and that VM's pidfile under this agent's VM_DISK_DIR (another agent's VMs are not ours).
+   */
+  private vmIdOf(args: readonly string[]): string | undefined {
+    if (!basename(args[0] ?? '').startsWith('qemu-system-')) return undefined;
+    const vmId = /^guest=(.+)$/.exec(optionOf(args, '-name') ?? '')?.[1];
+    if (!vmId || optionOf(args, '-pidfile') !== this.pidFile(vmId)) return undefined;
+    return vmId;
+  }
+
+  /** The live QEMU processes of these VMs, oldest pid first, by vm id. */
+  private async processesOf(
+    vmIds: readonly string[],
+  ): Promise<Map<string, Array<{ pid: number; args: string[] }>>> {
+    const wanted = new Set(vmIds);
+    const byVm = new Map<string, Array<{ pid: number; args: string[] }>>();
+    const processes = await this.processes.list((args) => wanted.has(this.vmIdOf(args) ?? ''));
+    for (const entry of processes.sort((a, b) => a.pid - b.pid)) {
+      const vmId = this.vmIdOf(entry.args)!;
+      byVm.set(vmId, [...(byVm.get(vmId) ?? []), entry]);
+    }
+    return byVm;
+  }
+
   /** True while the process is this VM's QEMU (not a zombie, not a reused pid). */
   private async isAlive(pid: number, vmId: string): Promise<boolean> {
-    try {
-      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-      if (/^\d+ \(.*\) Z/.test(stat)) return false;
-      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
-      return cmdline.includes(`guest=${vmId}`);
-    } catch {
-      return false;
-    }
+    const entry = await this.processes.get(pid);
+    return entry !== undefined && this.vmIdOf(entry.args) === vmId;
   }
 
   private signal(pid: number, signal: NodeJS.Signals): void {
@@ -359,13 +473,15 @@ export class QemuDriver extends VmDriver {
     }
   }
 
-  private async exited(pid: number, vmId: string, withinMs: number): Promise<boolean> {
+  /** The pids still this VM's QEMU once all are gone or `withinMs` passed. */
+  private async survivors(pids: number[], vmId: string, withinMs: number): Promise<number[]> {
     const deadline = Date.now() + withinMs;
-    while (Date.now() < deadline) {
-      if (!(await this.isAlive(pid, vmId))) return true;
+    for (;;) {
+      const alive: number[] = [];
+      for (const pid of pids) if (await this.isAlive(pid, vmId)) alive.push(pid);
+      if (alive.length === 0 || Date.now() >= deadline) return alive;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    return !(await this.isAlive(pid, vmId));
   }
 
   private async run(command: string, args: string[], timeoutMs = 30_000): Promise<void> {

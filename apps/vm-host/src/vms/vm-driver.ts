@@ -29,6 +29,18 @@ export interface StartedVm {
   summary: string;
 }
 
+/** A VM process the driver found alive on the host. */
+export interface FoundVm {
+  /** The record naming that process (QEMU: its pid), for the sidecar to adopt. */
+  record: DriverRecord;
+  /** The ports it forwards, as it was started with them. */
+  hostPorts: HostPort[];
+  /** Its resident memory now, in MiB. */
+  rssMb: number;
+  /** For the "adopted" log line, e.g. `QEMU pid 4242`. */
+  summary: string;
+}
+
 /**
  * Whether a started VM runs: `unknown` when its process lives but does not answer (yet),
  * `stopped` when it is gone or halted.
@@ -52,11 +64,26 @@ export abstract class VmDriver {
    */
   abstract plan(options: { preferKvm: boolean }): Promise<VmPlan>;
 
-  /** Makes and starts the VM (disk, seed, process); throws VmCreateError naming the step that failed. */
-  abstract create(spec: VmSpec, record: DriverRecord): Promise<StartedVm>;
+  /**
+   * Makes the VM's files (QEMU: disk overlay, seed ISO) before the VM is accepted, so a full or
+   * unwritable VM_DISK_DIR is heard at once; throws VmCreateError naming the step, its cause kept.
+   */
+  abstract makeFiles(spec: VmSpec, record: DriverRecord): Promise<void>;
+
+  /** Starts the VM from its files; throws VmCreateError naming the step that failed. */
+  abstract start(spec: VmSpec, record: DriverRecord): Promise<StartedVm>;
 
   abstract inspect(vmId: string, record: DriverRecord): Promise<VmRunState>;
 
-  /** Stops the VM if it runs; resolves once it is gone. */
+  /**
+   * Every live process of these VMs on the host, by vm id, found by name in one look whatever
+   * their records say (an agent killed before it wrote a pid down must still find it).
+   */
+  abstract find(vmIds: readonly string[]): Promise<Map<string, FoundVm>>;
+
+  /**
+   * Stops every process of the VM, the record's and any found by its name; resolves once all
+   * are gone, throws VmStillRunningError when one outlives every signal.
+   */
   abstract stop(vmId: string, record: DriverRecord): Promise<void>;
 }

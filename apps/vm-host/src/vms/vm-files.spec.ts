@@ -50,6 +50,7 @@ describe('VmFiles', () => {
       started_at: null,
       error: null,
       driver: { kind: 'qemu', accel: 'tcg', pid: null },
+      idempotency_key: null,
     };
     await files.writeSidecar(sidecar);
     expect(await files.readSidecar(id)).toEqual(sidecar);
@@ -79,6 +80,7 @@ describe('VmFiles', () => {
     expect(await files.readSidecar(id)).toEqual({
       ...common,
       driver: { kind: 'qemu', accel: 'kvm', pid: 4242 },
+      idempotency_key: null,
     });
   });
 });

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { HostPort, ID_PATTERN } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
@@ -25,16 +25,37 @@ export interface VmSidecar {
   error: string | null;
   /** The driver's own data (QEMU: pid, acceleration); only the driver reads it. */
   driver: DriverRecord;
+  /**
+   * The Idempotency-Key (`<key_hash>.<request_hash>`) of the spawn that made the VM; a spawn
+   * with the same value within a day of created_at gets this VM back. Null without one.
+   */
+  idempotency_key: string | null;
 }
+
+/** VM disks, seed ISOs, sidecars: readable by the agent (and the QEMU it starts) alone. */
+export const PRIVATE_FILE_MODE = 0o600;
+export const PRIVATE_DIR_MODE = 0o700;
 
 /** A sidecar as agents before VmDriver wrote it: QEMU's pid and acceleration at the top level. */
 type QemuEraSidecar = Omit<VmSidecar, 'driver'> & { accel: 'kvm' | 'tcg'; pid: number | null };
 
-/** VMs outlive agent upgrades: a sidecar written before VmDriver reads as a QEMU one. */
-function upgradeSidecar(stored: VmSidecar | QemuEraSidecar): VmSidecar {
-  if ('driver' in stored) return stored;
+type StoredSidecar = (VmSidecar | QemuEraSidecar) & { idempotency_key?: string | null };
+
+/**
+ * VMs outlive agent upgrades: a sidecar written before VmDriver reads as a QEMU one, one
+ * written before idempotency keys as made without one.
+ */
+function upgradeSidecar(stored: StoredSidecar): VmSidecar {
+  const idempotency_key = stored.idempotency_key ?? null;
+  if ('driver' in stored) return { ...stored, idempotency_key };
   const { accel, pid, ...rest } = stored;
-  return { ...rest, driver: { kind: 'qemu', accel, pid } };
+  return { ...rest, driver: { kind: 'qemu', accel, pid }, idempotency_key };
+}
+
+/** Takes group and other bits off what older agents made readable to all. */
+async function makePrivate(path: string, mode: number): Promise<void> {
+  const current = await stat(path);
+  if ((current.mode & 0o077) !== 0) await chmod(path, mode);
 }
 
 /**
@@ -67,12 +88,28 @@ export class VmFiles {
     return join(this.runDir(vmId), 'vm.json');
   }
 
-  /** Creates the folders the layout needs; fails when VM_DISK_DIR is not writable. */
+  /**
+   * Creates the folders the layout needs, private (0700), and makes private what older agents
+   * left readable; fails when VM_DISK_DIR is not writable.
+   */
   async prepare(): Promise<void> {
-    for (const dir of ['disks', 'run', 'base'])
-      await mkdir(join(this.root, dir), { recursive: true });
+    for (const dir of ['disks', 'run', 'base']) {
+      await mkdir(join(this.root, dir), { recursive: true, mode: PRIVATE_DIR_MODE });
+      await makePrivate(join(this.root, dir), PRIVATE_DIR_MODE);
+    }
+    for (const entry of await readdir(join(this.root, 'disks'), { withFileTypes: true })) {
+      if (entry.isFile())
+        await makePrivate(join(this.root, 'disks', entry.name), PRIVATE_FILE_MODE);
+    }
+    for (const vmId of await this.listVmIds()) {
+      const dir = this.runDir(vmId);
+      await makePrivate(dir, PRIVATE_DIR_MODE);
+      for (const entry of await readdir(dir, { withFileTypes: true })) {
+        if (entry.isFile()) await makePrivate(join(dir, entry.name), PRIVATE_FILE_MODE);
+      }
+    }
     const probe = join(this.root, 'run', `.write-test-${process.pid}`);
-    await writeFile(probe, '');
+    await writeFile(probe, '', { mode: PRIVATE_FILE_MODE });
     await rm(probe);
   }
 
@@ -84,7 +121,7 @@ export class VmFiles {
     for (;;) {
       const vmId = `vm-${randomBytes(8).toString('hex')}`;
       try {
-        await mkdir(this.runDir(vmId), { recursive: false });
+        await mkdir(this.runDir(vmId), { recursive: false, mode: PRIVATE_DIR_MODE });
         return vmId;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
@@ -103,7 +140,7 @@ export class VmFiles {
   async readSidecar(vmId: string): Promise<VmSidecar | undefined> {
     try {
       return upgradeSidecar(
-        JSON.parse(await readFile(this.sidecar(vmId), 'utf8')) as VmSidecar | QemuEraSidecar,
+        JSON.parse(await readFile(this.sidecar(vmId), 'utf8')) as StoredSidecar,
       );
     } catch {
       return undefined;
@@ -113,11 +150,17 @@ export class VmFiles {
   /** Written to a temporary file and renamed, so a killed agent never leaves half a sidecar. */
   async writeSidecar(sidecar: VmSidecar): Promise<void> {
     const path = this.sidecar(sidecar.vm_id);
-    await writeFile(`${path}.tmp`, JSON.stringify(sidecar, null, 2));
+    await writeFile(`${path}.tmp`, JSON.stringify(sidecar, null, 2), { mode: PRIVATE_FILE_MODE });
     await rename(`${path}.tmp`, path);
   }
 
   async removeRuntime(vmId: string): Promise<void> {
     await rm(this.runDir(vmId), { recursive: true, force: true });
+  }
+
+  /** Everything of a VM that was never accepted: its run folder and its disk. */
+  async removeAll(vmId: string): Promise<void> {
+    await this.removeRuntime(vmId);
+    await rm(this.disk(vmId), { force: true });
   }
 }

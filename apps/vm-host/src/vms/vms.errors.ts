@@ -7,12 +7,58 @@ export class VmNotOnNodeError extends Error {
   }
 }
 
-/** A driver could not make or start a VM; `step` says which part failed (disk, seed ISO, QEMU). */
+/**
+ * A driver could not make or start a VM; `step` says which part failed (disk, seed ISO, QEMU),
+ * `cause` keeps what failed, so a full or unwritable VM_DISK_DIR can be told apart.
+ */
 export class VmCreateError extends Error {
   constructor(
     readonly step: string,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
   }
 }
+
+/** The node cannot hold the VM (RAM after the margin, vCPUs beyond the overcommit): a 422. */
+export class VmDoesNotFitError extends Error {}
+
+/** What the file system said, for the errors that mean VM_DISK_DIR cannot take a VM. */
+export const DISK_PROBLEMS = {
+  ENOSPC: 'no space left on device',
+  EDQUOT: 'disk quota exceeded',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EROFS: 'read-only file system',
+} as const;
+export type DiskProblem = keyof typeof DISK_PROBLEMS;
+
+/**
+ * VM_DISK_DIR could not take a new VM's files; nothing of the VM was kept. A full disk (or
+ * quota) is a 507, a folder the agent may not write a 500.
+ */
+export class VmDiskError extends Error {
+  constructor(
+    readonly diskDir: string,
+    readonly problem: DiskProblem,
+    during: string,
+  ) {
+    super(
+      `VM_DISK_DIR ${diskDir}: ${DISK_PROBLEMS[problem]} (${problem}) while ${during}; nothing of the VM was kept`,
+    );
+  }
+
+  get status(): number {
+    return this.problem === 'ENOSPC' || this.problem === 'EDQUOT' ? 507 : 500;
+  }
+}
+
+/** An Idempotency-Key header not in the form the fleet controller sends: a 400. */
+export class IdempotencyKeyInvalidError extends Error {}
+
+/** The same client key came with another request than the VM it made: a 422. */
+export class IdempotencyKeyReusedError extends Error {}
+
+/** A VM's process outlived quit, SIGTERM and SIGKILL: its files are kept, the delete fails. */
+export class VmStillRunningError extends Error {}

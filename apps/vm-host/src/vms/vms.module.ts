@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { NodeVmsSource } from '../heartbeat/node-vms.source';
 import { HostFactsModule } from '../host-facts/host-facts.module';
+import { CrashFailpoint } from './crash-failpoint';
 import { QemuDriver } from './qemu.driver';
 import { VmDriver } from './vm-driver';
 import { VmFiles } from './vm-files';
@@ -13,6 +14,7 @@ import { VmsService } from './vms.service';
   providers: [
     VmsService,
     VmFiles,
+    CrashFailpoint,
     { provide: VmDriver, useClass: QemuDriver },
     { provide: NodeVmsSource, useExisting: VmsService },
   ],

@@ -6,62 +6,12 @@ import { firstValueFrom } from 'rxjs';
 import { CreateVmRequest, VmState } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { VmHostConfig, VmHostConfigError } from '../config/vm-host.config';
-import { DriverRecord, StartedVm, VmDriver, VmPlan, VmRunState, VmSpec } from './vm-driver';
+import { FakeVmDriver, fakeHostFacts } from '../../../../test/support/fake-vm-driver';
+import { CrashFailpoint } from './crash-failpoint';
+import { StartedVm, VmDriver } from './vm-driver';
 import { VmFiles } from './vm-files';
 import { BaseImageMissingError, VmCreateError, VmNotOnNodeError } from './vms.errors';
 import { VmsService } from './vms.service';
-
-/** A hypervisor the test drives by hand: each create waits until the test settles it. */
-class FakeDriver extends VmDriver {
-  readonly creates: Array<{
-    spec: VmSpec;
-    record: DriverRecord;
-    settle: (outcome: StartedVm | Error) => void;
-  }> = [];
-  readonly inspected: DriverRecord[] = [];
-  readonly stopped: Array<{ vmId: string; record: DriverRecord }> = [];
-  runState: VmRunState = 'running';
-  planFailure?: Error;
-  diskDirProblem?: Error;
-  toolsChecked = false;
-
-  checkDiskDir(): void {
-    if (this.diskDirProblem) throw this.diskDirProblem;
-  }
-
-  checkTools(): Promise<void> {
-    this.toolsChecked = true;
-    return Promise.resolve();
-  }
-
-  plan({ preferKvm }: { preferKvm: boolean }): Promise<VmPlan> {
-    if (this.planFailure) return Promise.reject(this.planFailure);
-    return Promise.resolve({
-      record: { kind: 'fake', fast: preferKvm, pid: null },
-      summary: preferKvm ? 'fast' : 'slow',
-    });
-  }
-
-  create(spec: VmSpec, record: DriverRecord): Promise<StartedVm> {
-    return new Promise((resolve, reject) =>
-      this.creates.push({
-        spec,
-        record,
-        settle: (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome)),
-      }),
-    );
-  }
-
-  inspect(_vmId: string, record: DriverRecord): Promise<VmRunState> {
-    this.inspected.push(record);
-    return Promise.resolve(this.runState);
-  }
-
-  stop(vmId: string, record: DriverRecord): Promise<void> {
-    this.stopped.push({ vmId, record });
-    return Promise.resolve();
-  }
-}
 
 const STARTED: StartedVm = {
   record: { kind: 'fake', fast: false, pid: 4242 },
@@ -73,10 +23,18 @@ function request(fields: Partial<CreateVmRequest> = {}): CreateVmRequest {
   return { vm_type: 'web', ram_mb: 96, vcpu_count: 2, prefer_kvm: false, ...fields };
 }
 
+/** A host with room for every VM these tests make. */
+const roomyHost = fakeHostFacts({ ram_total_mb: 65_536, ram_used_mb: 1_024, cpu_cores: 16 });
+
+function vmsService(files: VmFiles, driver: VmDriver, clock: FakeClock): VmsService {
+  const config = Object.assign(new VmHostConfig(), { nodeId: 'node-a', vcpuOvercommit: 4 });
+  return new VmsService(files, driver, clock, roomyHost, config, new CrashFailpoint(config));
+}
+
 describe('VmsService', () => {
   let root: string;
   let files: VmFiles;
-  let driver: FakeDriver;
+  let driver: FakeVmDriver;
   let clock: FakeClock;
   let vms: VmsService;
   let logs: string[];
@@ -85,9 +43,9 @@ describe('VmsService', () => {
     root = await mkdtemp(join(tmpdir(), 'vms-service-'));
     files = new VmFiles(Object.assign(new VmHostConfig(), { diskDir: root }));
     await files.prepare();
-    driver = new FakeDriver();
+    driver = new FakeVmDriver();
     clock = new FakeClock();
-    vms = new VmsService(files, driver, clock);
+    vms = vmsService(files, driver, clock);
     logs = [];
     jest
       .spyOn(Logger.prototype, 'log')
@@ -110,7 +68,7 @@ describe('VmsService', () => {
   }
 
   it('answers Provisioning at once, stays Provisioning while the driver works, then is Running', async () => {
-    const accepted = await vms.spawn(request({ tenant_id: 'acme', prefer_kvm: true }));
+    const { vm: accepted } = await vms.spawn(request({ tenant_id: 'acme', prefer_kvm: true }));
     expect(accepted).toEqual({
       vm_id: expect.stringMatching(/^vm-[0-9a-f]{16}$/),
       vm_type: 'web',
@@ -148,7 +106,9 @@ describe('VmsService', () => {
   });
 
   it('reports what the driver sees of a started VM: stopped, or not answering yet', async () => {
-    const { vm_id: vmId } = await vms.spawn(request());
+    const {
+      vm: { vm_id: vmId },
+    } = await vms.spawn(request());
     await settleCreate(STARTED);
     driver.runState = 'stopped';
     expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Stopped }]);
@@ -157,7 +117,9 @@ describe('VmsService', () => {
   });
 
   it('lists a VM whose create step failed as Error, naming the step in the sidecar and the log', async () => {
-    const { vm_id: vmId } = await vms.spawn(request());
+    const {
+      vm: { vm_id: vmId },
+    } = await vms.spawn(request());
     await settleCreate(new VmCreateError('seed ISO', 'genisoimage failed: no space left'));
     expect(await vms.list()).toMatchObject([
       { vm_id: vmId, state: VmState.Error, host_ports: [], started_at: null },
@@ -186,7 +148,9 @@ describe('VmsService', () => {
   });
 
   it('destroys through the driver with its record, removes the runtime files, and then no longer has it', async () => {
-    const { vm_id: vmId } = await vms.spawn(request());
+    const {
+      vm: { vm_id: vmId },
+    } = await vms.spawn(request());
     await settleCreate(STARTED);
     const changed = firstValueFrom(vms.changes);
     await vms.destroy(vmId);
@@ -198,7 +162,9 @@ describe('VmsService', () => {
   });
 
   it('destroys a VM still provisioning only once the driver is done with it', async () => {
-    const { vm_id: vmId } = await vms.spawn(request());
+    const {
+      vm: { vm_id: vmId },
+    } = await vms.spawn(request());
     const destroyed = vms.destroy(vmId);
     driver.creates.shift()!.settle(STARTED);
     await destroyed;
@@ -228,13 +194,13 @@ describe('VmsService', () => {
 
     it('lists a VM whose provisioning the old agent never finished (no pid) as Error', async () => {
       await leftBehind({ ...common, started_at: null, driver: { kind: 'fake', pid: null } });
-      const restarted = new VmsService(files, driver, clock);
+      const restarted = vmsService(files, driver, clock);
       expect(await restarted.list()).toMatchObject([{ vm_id: vmId, state: VmState.Error }]);
       expect(driver.inspected).toEqual([]);
     });
 
     it('reads sidecars of agents before drivers: no pid is Error, a pid is asked of the driver', async () => {
-      const restarted = new VmsService(files, driver, clock);
+      const restarted = vmsService(files, driver, clock);
       await leftBehind({ ...common, accel: 'tcg', started_at: null, pid: null });
       expect(await restarted.list()).toMatchObject([{ vm_id: vmId, state: VmState.Error }]);
 
@@ -255,7 +221,7 @@ describe('VmsService', () => {
   describe('prepare', () => {
     it('makes the VM_DISK_DIR layout and checks the tools', async () => {
       const fresh = join(root, 'fresh');
-      const service = new VmsService(
+      const service = vmsService(
         new VmFiles(Object.assign(new VmHostConfig(), { diskDir: fresh })),
         driver,
         clock,
@@ -268,7 +234,7 @@ describe('VmsService', () => {
     it('refuses a VM_DISK_DIR that cannot be made, or that the driver cannot use, saying why', async () => {
       const file = join(root, 'a-file');
       await writeFile(file, '');
-      const onFile = new VmsService(
+      const onFile = vmsService(
         new VmFiles(Object.assign(new VmHostConfig(), { diskDir: file })),
         driver,
         clock,

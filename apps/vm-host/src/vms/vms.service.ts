@@ -2,11 +2,23 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Subject } from 'rxjs';
 import { Clock } from '@app/daemon';
 import { CreateVmRequest, VmRecord, VmState, toRfc3339 } from '@app/fleet-domain';
-import { VmHostConfigError } from '../config/vm-host.config';
-import { NodeVmsSource } from '../heartbeat/node-vms.source';
-import { VmDriver, VmRunState, VmSpec } from './vm-driver';
+import { VmHostConfig, VmHostConfigError } from '../config/vm-host.config';
+import { NodeVmsReport, NodeVmsSource, ReportedVm } from '../heartbeat/node-vms.source';
+import { HostFactsService } from '../host-facts/host-facts.service';
+import { CrashFailpoint } from './crash-failpoint';
+import { diskProblemOf } from './disk-problem';
+import { SpawnKey, keptKey } from './idempotency-key';
+import { KeyedMutex } from './keyed-mutex';
+import { CommittedVm, capacityRefusal } from './vm-capacity';
+import { DriverRecord, FoundVm, VmDriver, VmRunState, VmSpec } from './vm-driver';
 import { VmFiles, VmSidecar } from './vm-files';
-import { VmCreateError, VmNotOnNodeError } from './vms.errors';
+import {
+  IdempotencyKeyReusedError,
+  VmCreateError,
+  VmDiskError,
+  VmDoesNotFitError,
+  VmNotOnNodeError,
+} from './vms.errors';
 
 const RUN_STATES: Record<VmRunState, VmState> = {
   running: VmState.Running,
@@ -15,30 +27,65 @@ const RUN_STATES: Record<VmRunState, VmState> = {
   unknown: VmState.Provisioning,
 };
 
+/** Lock keys of admissions, and of reconciliations (vm ids never look like these). */
+const ADMISSION = '<admission>';
+const RECONCILIATION = '<reconciliation>';
+
+/** A record for a VM whose driver data is lost: the driver finds its processes by name alone. */
+const NO_RECORD: DriverRecord = { kind: 'none' };
+
+/** The outcome of a spawn: a new VM, or the one an earlier spawn with its key made. */
+export interface SpawnOutcome {
+  vm: VmRecord;
+  created: boolean;
+}
+
+function sameRecord(a: DriverRecord, b: DriverRecord): boolean {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  return [...keys].every((key) => a[key] === b[key]);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 /**
- * This node's VMs: starts them (answering at once, provisioning after), reports them in every
- * heartbeat, destroys them. State is rebuilt from the sidecars and the driver each time it is
- * asked, so it survives an agent restart.
+ * This node's VMs: admits them (refusing what the node cannot hold, answering a retried spawn
+ * with the VM it made), provisions them after answering, reports them in every heartbeat,
+ * destroys them. State is rebuilt from the sidecars and the driver each time it is asked, and
+ * reconciled with the processes that really run, so it survives an agent killed at any moment.
  */
 @Injectable()
 export class VmsService extends NodeVmsSource {
   private readonly logger = new Logger('Vms');
   private readonly changed = new Subject<void>();
   readonly changes = this.changed.asObservable();
+  /** VMs being admitted (files made, not yet answered) in this process. */
+  private readonly admitting = new Set<string>();
   /** Provisioning under way in this process, by vm_id. */
   private readonly provisioning = new Map<string, Promise<void>>();
+  /**
+   * ADMISSION: one at a time, so capacity and keys are judged against every VM accepted
+   * before. RECONCILIATION: one at a time; it never waits for an admission, so a slow disk
+   * does not hold back heartbeats. A vm id: one destroy or adoption of that VM at a time.
+   */
+  private readonly locks = new KeyedMutex();
 
   constructor(
     private readonly files: VmFiles,
     private readonly driver: VmDriver,
     private readonly clock: Clock,
+    private readonly hostFacts: HostFactsService,
+    private readonly config: VmHostConfig,
+    private readonly failpoint: CrashFailpoint,
   ) {
     super();
   }
 
   /**
-   * Readies VM_DISK_DIR (created if missing) before the agent listens. Not writable, or unfit
-   * for the driver's files, it is a start-up error; missing hypervisor tools only warn.
+   * Readies VM_DISK_DIR (created if missing) before the agent listens, then reconciles what a
+   * previous agent left. Not writable, or unfit for the driver's files, it is a start-up error;
+   * missing hypervisor tools only warn.
    */
   async prepare(): Promise<void> {
     try {
@@ -46,16 +93,102 @@ export class VmsService extends NodeVmsSource {
       await this.files.prepare();
     } catch (error) {
       throw new VmHostConfigError(
-        `VM_DISK_DIR ${this.files.root} is not usable: ${error instanceof Error ? error.message : String(error)}`,
+        `VM_DISK_DIR ${this.files.root} is not usable: ${messageOf(error)}`,
       );
     }
     await this.driver.checkTools();
+    await this.locks.run(RECONCILIATION, () => this.reconcile(true));
   }
 
-  /** Accepts the VM (state Provisioning) and does the slow work after answering. */
-  async spawn(request: CreateVmRequest): Promise<VmRecord> {
-    const plan = await this.driver.plan({ preferKvm: request.prefer_kvm });
-    const vmId = await this.files.newVmId();
+  /**
+   * Admits the VM (state Provisioning) once its files are made, and starts it after answering.
+   * With a key a spawn made before (within a day), it answers that VM and makes none.
+   */
+  spawn(request: CreateVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
+    return this.locks.run(ADMISSION, () => this.admit(request, key));
+  }
+
+  async list(): Promise<VmRecord[]> {
+    const vms: VmRecord[] = [];
+    for (const sidecar of await this.sidecars()) {
+      vms.push(toVmRecord(sidecar, await this.stateOf(sidecar)));
+    }
+    return vms;
+  }
+
+  /**
+   * Every VM for the heartbeat, after reconciling with the processes that run, with the
+   * Idempotency-Key each was made with (while kept), and what each committed VM holds.
+   */
+  async report(): Promise<NodeVmsReport> {
+    const { sidecars, found } = await this.locks.run(RECONCILIATION, () => this.reconcile(false));
+    const nowMs = this.clock.now();
+    const vms: ReportedVm[] = [];
+    for (const sidecar of sidecars) {
+      const key = keptKey(sidecar, nowMs);
+      vms.push({
+        ...toVmRecord(sidecar, await this.stateOf(sidecar)),
+        ...(key ? { idempotency_key: key.value } : {}),
+      });
+    }
+    return { vms, committed: this.committed(sidecars, found) };
+  }
+
+  /**
+   * Stops every process of the VM (also one its sidecar has no pid of) and removes its runtime
+   * files. Throws VmNotOnNodeError for a VM this node does not have, so a second call is a 404.
+   */
+  async destroy(vmId: string): Promise<void> {
+    await this.locks.run(vmId, async () => {
+      const pending = this.provisioning.get(vmId);
+      if (pending) await pending;
+      const sidecar = await this.files.readSidecar(vmId);
+      if (!sidecar) throw new VmNotOnNodeError(vmId);
+      await this.driver.stop(vmId, sidecar.driver);
+      await this.files.removeRuntime(vmId);
+      this.logger.log(`vm ${vmId} destroyed (disk ${this.files.disk(vmId)} kept)`);
+    });
+    this.changed.next();
+  }
+
+  private async admit(request: CreateVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
+    const sidecars = await this.sidecars();
+    if (key) {
+      const nowMs = this.clock.now();
+      const earlier = sidecars.find((sidecar) => keptKey(sidecar, nowMs)?.keyHash === key.keyHash);
+      if (earlier && earlier.idempotency_key !== key.value) {
+        throw new IdempotencyKeyReusedError(
+          `Idempotency-Key was used for another request (vm ${earlier.vm_id}): a retry must repeat the request it was first sent with`,
+        );
+      }
+      if (earlier) {
+        this.logger.log(`vm ${earlier.vm_id} answered again for a retried spawn (same key)`);
+        return { vm: toVmRecord(earlier, await this.stateOf(earlier)), created: false };
+      }
+    }
+    await this.checkCapacity(request, sidecars);
+    const plan = await this.refusingDiskProblems('making the base image', () =>
+      this.driver.plan({ preferKvm: request.prefer_kvm }),
+    );
+    const vmId = await this.refusingDiskProblems('making the run folder', () =>
+      this.files.newVmId(),
+    );
+    this.admitting.add(vmId);
+    try {
+      return await this.accept(vmId, request, plan.record, plan.summary, key);
+    } finally {
+      this.admitting.delete(vmId);
+    }
+  }
+
+  /** Writes the sidecar and makes the files; a disk problem leaves nothing of the VM behind. */
+  private async accept(
+    vmId: string,
+    request: CreateVmRequest,
+    record: DriverRecord,
+    summary: string,
+    key?: SpawnKey,
+  ): Promise<SpawnOutcome> {
     const sidecar: VmSidecar = {
       vm_id: vmId,
       vm_type: request.vm_type,
@@ -66,76 +199,213 @@ export class VmsService extends NodeVmsSource {
       created_at: toRfc3339(this.clock.now()),
       started_at: null,
       error: null,
-      driver: plan.record,
+      driver: record,
+      idempotency_key: key?.value ?? null,
     };
-    await this.files.writeSidecar(sidecar);
+    const spec = specOf(sidecar);
+    try {
+      await this.files.writeSidecar(sidecar);
+      this.failpoint.reached('after-sidecar', vmId);
+      await this.driver.makeFiles(spec, record);
+    } catch (error) {
+      const problem = diskProblemOf(error);
+      if (!problem && error instanceof VmCreateError) {
+        // The disk is fine but a tool is not: listed as Error, as a failed start is.
+        await this.recordFailure(sidecar, error);
+        this.changed.next();
+        return { vm: toVmRecord(sidecar, VmState.Error), created: true };
+      }
+      await this.files.removeAll(vmId).catch((cleanup: unknown) => {
+        this.logger.error(`vm ${vmId}: could not remove its files: ${messageOf(cleanup)}`);
+      });
+      if (!problem) throw error;
+      const during =
+        error instanceof VmCreateError ? `making the VM's ${error.step}` : 'writing the sidecar';
+      const refusal = new VmDiskError(this.files.root, problem, during);
+      this.logger.error(`vm ${vmId} refused: ${refusal.message}`);
+      throw refusal;
+    }
     this.logger.log(
-      `vm ${vmId} accepted: ${request.vm_type}, ${request.ram_mb} MB, ${request.vcpu_count} vCPU, ${plan.summary}${sidecar.tenant_id ? `, tenant ${sidecar.tenant_id}` : ''}`,
+      `vm ${vmId} accepted: ${request.vm_type}, ${request.ram_mb} MB, ${request.vcpu_count} vCPU, ${summary}${sidecar.tenant_id ? `, tenant ${sidecar.tenant_id}` : ''}`,
     );
-    const task = this.provision(sidecar).finally(() => {
+    const task = this.provision(sidecar, spec).finally(() => {
       this.provisioning.delete(vmId);
       this.changed.next();
     });
     this.provisioning.set(vmId, task);
     this.changed.next();
-    return toVmRecord(sidecar, VmState.Provisioning);
+    return { vm: toVmRecord(sidecar, VmState.Provisioning), created: true };
   }
 
-  async list(): Promise<VmRecord[]> {
-    const vms: VmRecord[] = [];
-    for (const vmId of await this.files.listVmIds()) {
-      const sidecar = await this.files.readSidecar(vmId);
-      if (sidecar) vms.push(toVmRecord(sidecar, await this.stateOf(sidecar)));
+  /** Refuses, naming the numbers, a VM the node cannot hold beside the VMs it has. */
+  private async checkCapacity(request: CreateVmRequest, sidecars: VmSidecar[]): Promise<void> {
+    const [host, found] = await Promise.all([
+      this.hostFacts.capacity(),
+      this.driver.find(sidecars.map((sidecar) => sidecar.vm_id)),
+    ]);
+    const refusal = capacityRefusal(
+      { ramMb: request.ram_mb, vcpuCount: request.vcpu_count },
+      {
+        memory: { totalMb: host.ram_total_mb, usedMb: host.ram_used_mb },
+        cpuCores: host.cpu_cores,
+        vcpuOvercommit: this.config.vcpuOvercommit,
+      },
+      this.committed(sidecars, found),
+    );
+    if (refusal) {
+      this.logger.warn(`node ${this.config.nodeId} refused a VM: ${refusal}`);
+      throw new VmDoesNotFitError(refusal);
     }
-    return vms;
   }
 
-  /** Throws VmNotOnNodeError for a VM this node does not have, so a second call is a 404. */
-  async destroy(vmId: string): Promise<void> {
-    const pending = this.provisioning.get(vmId);
-    if (pending) await pending;
-    const sidecar = await this.files.readSidecar(vmId);
-    if (!sidecar) throw new VmNotOnNodeError(vmId);
-    await this.driver.stop(vmId, sidecar.driver);
-    await this.files.removeRuntime(vmId);
-    this.logger.log(`vm ${vmId} destroyed (disk ${this.files.disk(vmId)} kept)`);
-    this.changed.next();
-  }
-
-  private async provision(sidecar: VmSidecar): Promise<void> {
-    const vmId = sidecar.vm_id;
-    const spec: VmSpec = {
-      vmId,
-      vmType: sidecar.vm_type,
-      ramMb: sidecar.ram_alloc_mb,
-      vcpuCount: sidecar.vcpu_count,
-    };
-    let step = 'create';
+  /** Runs a step that writes in VM_DISK_DIR, turning a full or unwritable folder into a refusal. */
+  private async refusingDiskProblems<T>(during: string, work: () => Promise<T>): Promise<T> {
     try {
-      const started = await this.driver.create(spec, sidecar.driver);
+      return await work();
+    } catch (error) {
+      const problem = diskProblemOf(error);
+      if (!problem) throw error;
+      const refusal = new VmDiskError(this.files.root, problem, during);
+      this.logger.error(`node ${this.config.nodeId} refused a VM: ${refusal.message}`);
+      throw refusal;
+    }
+  }
+
+  /**
+   * The VMs that hold their RAM and vCPUs: being admitted or provisioned here, or with a live
+   * process (running, or paused: its memory is still taken).
+   */
+  private committed(sidecars: VmSidecar[], found: Map<string, FoundVm>): CommittedVm[] {
+    return sidecars
+      .filter(
+        ({ vm_id }) =>
+          this.admitting.has(vm_id) || this.provisioning.has(vm_id) || found.has(vm_id),
+      )
+      .map((sidecar) => ({
+        ramAllocMb: sidecar.ram_alloc_mb,
+        vcpuCount: sidecar.vcpu_count,
+        rssMb: found.get(sidecar.vm_id)?.rssMb ?? 0,
+      }));
+  }
+
+  /**
+   * Makes the sidecars agree with the processes that run: a live process of a VM is adopted
+   * (its pid recorded, also when the old agent was killed before writing it); a VM never
+   * started and not provisioning here is marked Error. At start-up, a run folder without a
+   * sidecar (an agent killed while accepting) has any process stopped and is removed.
+   */
+  private async reconcile(
+    startUp: boolean,
+  ): Promise<{ sidecars: VmSidecar[]; found: Map<string, FoundVm> }> {
+    const vmIds = await this.files.listVmIds();
+    const found = await this.driver.find(vmIds);
+    const sidecars: VmSidecar[] = [];
+    for (const vmId of vmIds) {
+      // Being admitted, provisioned or destroyed here: its owner writes the sidecar.
+      const owned =
+        this.admitting.has(vmId) || this.provisioning.has(vmId) || this.locks.busy(vmId);
+      const sidecar = owned
+        ? await this.files.readSidecar(vmId)
+        : await this.locks.run(vmId, () => this.settle(vmId, found.get(vmId), startUp));
+      if (sidecar) sidecars.push(sidecar);
+    }
+    return { sidecars, found };
+  }
+
+  private async settle(
+    vmId: string,
+    live: FoundVm | undefined,
+    startUp: boolean,
+  ): Promise<VmSidecar | undefined> {
+    const sidecar = await this.files.readSidecar(vmId);
+    if (!sidecar) {
+      if (startUp) {
+        await this.driver.stop(vmId, NO_RECORD);
+        await this.files.removeAll(vmId);
+        this.logger.warn(`vm ${vmId}: removed its run folder, left without a sidecar`);
+      }
+      return undefined;
+    }
+    if (live) {
+      const adopted =
+        sameRecord(sidecar.driver, live.record) &&
+        sidecar.started_at !== null &&
+        sidecar.error === null;
+      if (adopted) return sidecar;
+      sidecar.driver = live.record;
+      if (sidecar.host_ports.length === 0) sidecar.host_ports = live.hostPorts;
+      sidecar.started_at ??= toRfc3339(this.clock.now());
+      sidecar.error = null;
+      await this.writeSettled(sidecar);
+      this.logger.warn(`vm ${vmId}: adopted its running process (${live.summary})`);
+    } else if (sidecar.started_at === null && sidecar.error === null) {
+      sidecar.error = 'agent stopped before the VM was started';
+      await this.writeSettled(sidecar);
+      this.logger.error(`vm ${vmId} failed: ${sidecar.error}; listed as Error until deleted`);
+    }
+    return sidecar;
+  }
+
+  private async writeSettled(sidecar: VmSidecar): Promise<void> {
+    await this.files.writeSidecar(sidecar).catch((error: unknown) => {
+      this.logger.error(`vm ${sidecar.vm_id}: could not update its sidecar: ${messageOf(error)}`);
+    });
+  }
+
+  private async provision(sidecar: VmSidecar, spec: VmSpec): Promise<void> {
+    const vmId = sidecar.vm_id;
+    try {
+      const started = await this.driver.start(spec, sidecar.driver);
       // Kept even if the write below fails, so a delete still stops what was started.
       sidecar.driver = started.record;
       sidecar.host_ports = started.hostPorts;
       sidecar.started_at = toRfc3339(this.clock.now());
-      step = 'sidecar';
-      await this.files.writeSidecar(sidecar);
+      try {
+        await this.files.writeSidecar(sidecar);
+      } catch (error) {
+        throw new VmCreateError('sidecar', messageOf(error));
+      }
+      this.failpoint.reached('after-pid-written', vmId);
       this.logger.log(`vm ${vmId} started: ${started.summary}`);
     } catch (error) {
-      if (error instanceof VmCreateError) step = error.step;
-      sidecar.error = `${step}: ${error instanceof Error ? error.message : String(error)}`;
-      sidecar.host_ports = [];
-      this.logger.error(`vm ${vmId} failed at the ${sidecar.error}`);
-      await this.files.writeSidecar(sidecar).catch(() => undefined);
+      await this.recordFailure(sidecar, error);
     }
   }
 
+  private async recordFailure(sidecar: VmSidecar, error: unknown): Promise<void> {
+    const step = error instanceof VmCreateError ? error.step : 'create';
+    sidecar.error = `${step}: ${messageOf(error)}`;
+    sidecar.host_ports = [];
+    this.logger.error(`vm ${sidecar.vm_id} failed at the ${sidecar.error}`);
+    await this.files.writeSidecar(sidecar).catch(() => undefined);
+  }
+
+  private async sidecars(): Promise<VmSidecar[]> {
+    const sidecars: VmSidecar[] = [];
+    for (const vmId of await this.files.listVmIds()) {
+      const sidecar = await this.files.readSidecar(vmId);
+      if (sidecar) sidecars.push(sidecar);
+    }
+    return sidecars;
+  }
+
   private async stateOf(sidecar: VmSidecar): Promise<VmState> {
-    if (this.provisioning.has(sidecar.vm_id)) return VmState.Provisioning;
+    const vmId = sidecar.vm_id;
+    if (this.admitting.has(vmId) || this.provisioning.has(vmId)) return VmState.Provisioning;
     if (sidecar.error !== null) return VmState.Error;
     // Never started and no provisioning here: an agent was stopped mid-provisioning.
     if (sidecar.started_at === null) return VmState.Error;
-    return RUN_STATES[await this.driver.inspect(sidecar.vm_id, sidecar.driver)];
+    return RUN_STATES[await this.driver.inspect(vmId, sidecar.driver)];
   }
+}
+
+function specOf(sidecar: VmSidecar): VmSpec {
+  return {
+    vmId: sidecar.vm_id,
+    vmType: sidecar.vm_type,
+    ramMb: sidecar.ram_alloc_mb,
+    vcpuCount: sidecar.vcpu_count,
+  };
 }
 
 function toVmRecord(sidecar: VmSidecar, state: VmState): VmRecord {

@@ -1,0 +1,151 @@
+import { Logger } from '@nestjs/common';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { VmHostConfig } from '../config/vm-host.config';
+import { HostFactsPaths, HostFactsService } from '../host-facts/host-facts.service';
+import { ProcessTable } from '../host-facts/process-table';
+import { CrashFailpoint } from './crash-failpoint';
+import { QemuDriver, qemuArgs } from './qemu.driver';
+import { VmFiles } from './vm-files';
+
+/**
+ * A process that looks like a QEMU the driver started (same command line), but is a small
+ * node script: it never answers QMP, and with `ignoreTerm` it ignores SIGTERM too.
+ */
+const FAKE_QEMU = `
+if (process.env.IGNORE_TERM) process.on('SIGTERM', () => {});
+process.stdout.write('ready\\n');
+setInterval(() => {}, 1000);
+`;
+
+describe('QemuDriver finds and stops every QEMU of its VMs', () => {
+  let root: string;
+  let files: VmFiles;
+  let table: ProcessTable;
+  let qemu: QemuDriver;
+  let warnings: string[];
+  const children: ChildProcess[] = [];
+
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'qemu-safety-'));
+    const config = Object.assign(new VmHostConfig(), { diskDir: root, wgIp: '127.0.0.1' });
+    files = new VmFiles(config);
+    await files.prepare();
+    await writeFile(join(root, 'fake-qemu.js'), FAKE_QEMU);
+    const paths = Object.assign(new HostFactsPaths(), { kvmDevice: join(root, 'kvm') });
+    table = new ProcessTable(paths);
+    qemu = new QemuDriver(
+      config,
+      files,
+      new HostFactsService(paths),
+      table,
+      new CrashFailpoint(config),
+    );
+    warnings = [];
+    jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    jest
+      .spyOn(Logger.prototype, 'warn')
+      .mockImplementation((message: unknown) => void warnings.push(String(message)));
+  });
+
+  afterEach(async () => {
+    jest.restoreAllMocks();
+    for (const child of children.splice(0)) child.kill('SIGKILL');
+    await rm(root, { recursive: true, force: true });
+  });
+
+  /** Starts a fake QEMU for `vmId` whose files are under `diskDir`; resolves once it runs. */
+  async function fakeQemu(
+    vmId: string,
+    options: { diskDir?: string; accel?: 'kvm' | 'tcg'; ignoreTerm?: boolean } = {},
+  ): Promise<number> {
+    const runDir = join(options.diskDir ?? root, 'run', vmId);
+    await mkdir(runDir, { recursive: true });
+    const args = qemuArgs({
+      vmId,
+      ramMb: 64,
+      vcpuCount: 1,
+      accel: options.accel ?? 'tcg',
+      disk: join(root, 'disks', `${vmId}.qcow2`),
+      seedIso: join(runDir, 'seed.iso'),
+      qmpSocket: join(runDir, 'qmp.sock'),
+      pidFile: join(runDir, 'qemu.pid'),
+      serialLog: join(runDir, 'serial.log'),
+      sshHost: '127.0.0.1',
+      sshPort: 40_123,
+    });
+    const child = spawn(process.execPath, [join(root, 'fake-qemu.js'), ...args], {
+      argv0: 'qemu-system-x86_64',
+      env: options.ignoreTerm ? { IGNORE_TERM: '1' } : {},
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    children.push(child);
+    await once(child.stdout, 'data');
+    return child.pid!;
+  }
+
+  it("finds a VM's QEMU by its name and pidfile, with its ports, acceleration and memory", async () => {
+    const vmId = 'vm-00000000000000a1';
+    const pid = await fakeQemu(vmId, { accel: 'kvm' });
+    await fakeQemu('vm-00000000000000a2', { diskDir: join(root, 'another-agent') });
+    const found = await qemu.find([vmId, 'vm-00000000000000a2', 'vm-00000000000000a3']);
+    expect([...found.keys()]).toEqual([vmId]);
+    expect(found.get(vmId)).toEqual({
+      record: { kind: 'qemu', accel: 'kvm', pid },
+      hostPorts: [{ host_port: 40_123, guest_port: 22, protocol: 'tcp' }],
+      rssMb: expect.any(Number),
+      summary: `QEMU pid ${pid}, kvm`,
+    });
+    expect(found.get(vmId)!.rssMb).toBeGreaterThan(1);
+  });
+
+  it('stops a QEMU whose pid the sidecar never got, found by name, and is done only once it is gone', async () => {
+    const vmId = 'vm-00000000000000b1';
+    const pid = await fakeQemu(vmId);
+    await qemu.stop(vmId, { kind: 'qemu', accel: 'tcg', pid: null });
+    expect(await table.get(pid)).toBeUndefined();
+    expect(warnings).toEqual([`vm ${vmId}: stopping QEMU pid ${pid}, found by name`]);
+    expect((await qemu.find([vmId])).size).toBe(0);
+  });
+
+  it('kills a QEMU that ignores quit and SIGTERM, and stops a second one of the same VM too', async () => {
+    const vmId = 'vm-00000000000000c1';
+    const first = await fakeQemu(vmId, { ignoreTerm: true });
+    const second = await fakeQemu(vmId);
+    await qemu.stop(vmId, { kind: 'qemu', accel: 'tcg', pid: first });
+    expect(await table.get(first)).toBeUndefined();
+    expect(await table.get(second)).toBeUndefined();
+    expect(warnings).toContain(
+      `vm ${vmId}: QEMU pid ${first} ignored quit and SIGTERM; killing it`,
+    );
+  }, 15_000);
+
+  it('makes the disk and seed ISO private (0600) in a private run folder (0700)', async () => {
+    const base = join(root, 'base.qcow2');
+    execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', base, '1M']);
+    const config = Object.assign(new VmHostConfig(), {
+      diskDir: root,
+      baseImage: base,
+      wgIp: '127.0.0.1',
+    });
+    const paths = new HostFactsPaths();
+    const driver = new QemuDriver(
+      config,
+      files,
+      new HostFactsService(paths),
+      table,
+      new CrashFailpoint(config),
+    );
+    const vmId = await files.newVmId();
+    await driver.makeFiles({ vmId, vmType: 'web', ramMb: 64, vcpuCount: 1 });
+    const mode = async (path: string): Promise<string> =>
+      ((await stat(path)).mode & 0o777).toString(8);
+    expect(await mode(files.disk(vmId))).toBe('600');
+    expect(await mode(join(files.runDir(vmId), 'seed.iso'))).toBe('600');
+    expect(await mode(files.runDir(vmId))).toBe('700');
+    expect(await readdir(files.runDir(vmId))).toEqual(['seed.iso']);
+  });
+});

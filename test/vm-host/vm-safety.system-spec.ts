@@ -1,0 +1,431 @@
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { Server, createServer } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Daemon, VM_HOST_MAIN, eventually, startAgent, stopAllDaemons } from '../support/daemons';
+import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
+
+/**
+ * VM safety with real agents and real QEMU (TCG, a blank 64 MB base image): refusals that
+ * explain themselves, committed RAM, idempotent spawns, no QEMU process lost whatever the
+ * moment the agent is killed, a full VM_DISK_DIR, private files. The agents' API is called
+ * directly, as the controller would; their heartbeats go to a listener that keeps them.
+ */
+jest.setTimeout(60_000);
+
+const SPAWN_PORT = 9204;
+const workDir = mkdtempSync(join(tmpdir(), 'ppn-vm-safety-'));
+const baseImage = join(workDir, 'base.qcow2');
+
+interface AgentVm {
+  vm_id: string;
+  state: string;
+  ram_alloc_mb: number;
+  host_ports: Array<{ host_port: number }>;
+  idempotency_key?: string;
+}
+
+interface Heartbeat {
+  node_id: string;
+  ram_total_mb: number;
+  ram_used_mb: number;
+  vms: AgentVm[];
+}
+
+/** The live QEMU processes of one VM, as /proc shows them. */
+function qemuPidsOf(vmId: string): number[] {
+  return liveQemusUnder(workDir)
+    .filter(({ args }) => args.includes(`guest=${vmId}`))
+    .map(({ pid }) => pid);
+}
+
+// No QEMU process and no temporary folder outlives the suite, also when a test fails.
+process.on('exit', () => {
+  killQemusUnder(workDir);
+  rmSync(workDir, { recursive: true, force: true });
+});
+
+/** Stands in for the controller: answers every heartbeat 200 and keeps the last per node. */
+class HeartbeatListener {
+  readonly last = new Map<string, Heartbeat>();
+  private server?: Server;
+
+  async start(): Promise<string> {
+    this.server = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+      request.on('end', () => {
+        const beat = JSON.parse(body) as Heartbeat;
+        this.last.set(beat.node_id, beat);
+        response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /** The next heartbeat of the node after now that satisfies `check`. */
+  async beat(nodeId: string, check: (beat: Heartbeat) => boolean = () => true) {
+    this.last.delete(nodeId);
+    return eventually(
+      `a heartbeat of ${nodeId}`,
+      () => {
+        const beat = this.last.get(nodeId);
+        return Promise.resolve(beat && check(beat) ? beat : undefined);
+      },
+      5_000,
+    );
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}
+
+const listener = new HeartbeatListener();
+let fleetEndpoint: string;
+
+function agentEnv(nodeId: string, wgIp: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    VM_FLEET_ENDPOINT: fleetEndpoint,
+    VM_NODE_ID: nodeId,
+    VM_WG_IP: wgIp,
+    VM_HEARTBEAT_INTERVAL_S: '1',
+    VM_DISK_DIR: join(workDir, nodeId),
+    VM_BASE_IMAGE: baseImage,
+    ...extra,
+  };
+}
+
+async function startListeningAgent(env: NodeJS.ProcessEnv): Promise<Daemon> {
+  const agent = startAgent(env);
+  await agent.waitForOutput(new RegExp(`listening on ${env.VM_WG_IP}:${SPAWN_PORT}`));
+  return agent;
+}
+
+interface Answer {
+  status: number;
+  body: AgentVm & { message: string };
+}
+
+async function spawnAt(
+  wgIp: string,
+  body: object,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
+  const response = await fetch(`http://${wgIp}:${SPAWN_PORT}/v1/spawn`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as Answer['body'] };
+}
+
+async function vmsAt(wgIp: string): Promise<AgentVm[]> {
+  const response = await fetch(`http://${wgIp}:${SPAWN_PORT}/v1/vms`);
+  return (await response.json()) as AgentVm[];
+}
+
+async function deleteAt(wgIp: string, vmId: string): Promise<number> {
+  return (await fetch(`http://${wgIp}:${SPAWN_PORT}/v1/vms/${vmId}`, { method: 'DELETE' })).status;
+}
+
+async function listedAs(wgIp: string, vmId: string, state: string): Promise<AgentVm> {
+  return eventually(
+    `${vmId} listed ${state}`,
+    async () => (await vmsAt(wgIp)).find((vm) => vm.vm_id === vmId && vm.state === state),
+    10_000,
+  );
+}
+
+/** The agent-side header for a client key and a request, as the controller computes it. */
+function spawnKey(clientKey: string, request: object): string {
+  const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+  return `${sha256(clientKey)}.${sha256(JSON.stringify(request))}`;
+}
+
+function mode(path: string): string {
+  return (statSync(path).mode & 0o777).toString(8);
+}
+
+const SMALL = { vm_type: 'safety', ram_mb: 64, vcpu_count: 1, prefer_kvm: false };
+
+beforeAll(async () => {
+  execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', baseImage, '64M']);
+  fleetEndpoint = await listener.start();
+});
+
+afterAll(async () => {
+  await stopAllDaemons();
+  await listener.stop();
+});
+
+describe('refusals that explain themselves', () => {
+  const wgIp = '127.0.0.21';
+  let agent: Daemon;
+
+  beforeAll(async () => {
+    agent = await startListeningAgent(
+      agentEnv('safety-refusals', wgIp, { VM_VCPU_OVERCOMMIT: '1' }),
+    );
+  });
+
+  afterAll(() => agent.stop());
+
+  it('refuses 1 TiB with a 422 naming ram_mb and the numbers, and vCPUs beyond the overcommit naming vcpu_count', async () => {
+    const before = liveQemusUnder(workDir).length;
+    const huge = await spawnAt(wgIp, { ...SMALL, ram_mb: 1_048_576 });
+    expect(huge.status).toBe(422);
+    expect(huge.body.message).toMatch(
+      /^ram_mb: 1048576 MB does not fit on this node: \d+ MB committable of \d+ MB \(margin 512 MB\)$/,
+    );
+    const cores = cpus().length;
+    const many = await spawnAt(wgIp, { ...SMALL, vcpu_count: cores + 1 });
+    expect(many.status).toBe(422);
+    expect(many.body.message).toBe(
+      `vcpu_count: ${cores + 1} vCPUs do not fit on this node: ${cores} committable of ${cores} (${cores} cores x VM_VCPU_OVERCOMMIT 1)`,
+    );
+    expect(liveQemusUnder(workDir)).toHaveLength(before);
+    expect(readdirSync(join(workDir, 'safety-refusals', 'run'))).toEqual([]);
+  });
+
+  it('counts an idle VM with all the RAM it was given: what it leaves is all that is left', async () => {
+    const probe = await spawnAt(wgIp, { ...SMALL, ram_mb: 1_048_576 });
+    const committable = Number(/(\d+) MB committable/.exec(probe.body.message)?.[1]);
+    // Slack for what other processes on this machine allocate meanwhile.
+    const big = await spawnAt(wgIp, { ...SMALL, ram_mb: committable - 3_072 });
+    expect(big.status).toBe(201);
+    await listedAs(wgIp, big.body.vm_id, 'Running');
+
+    const beat = await listener.beat('safety-refusals', (body) =>
+      body.vms.some((vm) => vm.vm_id === big.body.vm_id && vm.state === 'Running'),
+    );
+    // The guest touched almost none of its RAM, yet all of it counts.
+    expect(beat.ram_used_mb).toBeGreaterThanOrEqual(committable - 3_072);
+
+    const next = await spawnAt(wgIp, { ...SMALL, ram_mb: 4_096 });
+    expect(next.status).toBe(422);
+    expect(next.body.message).toMatch(/^ram_mb: 4096 MB does not fit on this node: \d+ MB/);
+    expect(await deleteAt(wgIp, big.body.vm_id)).toBe(204);
+    expect(qemuPidsOf(big.body.vm_id)).toEqual([]);
+  });
+});
+
+describe('Idempotency-Key', () => {
+  const wgIp = '127.0.0.22';
+  const nodeId = 'safety-keys';
+  let agent: Daemon;
+
+  beforeAll(async () => {
+    agent = await startListeningAgent(agentEnv(nodeId, wgIp));
+  });
+
+  afterAll(() => agent.stop());
+
+  it('refuses any other form of the header with a 400 naming it, making nothing', async () => {
+    for (const header of ['retry-1', 'a'.repeat(129), `${'A'.repeat(64)}.${'b'.repeat(64)}`]) {
+      const answer = await spawnAt(wgIp, SMALL, { 'Idempotency-Key': header });
+      expect(answer.status).toBe(400);
+      expect(answer.body.message).toContain('Idempotency-Key');
+    }
+    expect(readdirSync(join(workDir, nodeId, 'run'))).toEqual([]);
+  });
+
+  it('answers a retry 200 with the same VM, and concurrent retries make one VM and one QEMU process', async () => {
+    const key = spawnKey('order-1', SMALL);
+    const first = await spawnAt(wgIp, SMALL, { 'Idempotency-Key': key });
+    expect(first.status).toBe(201);
+    const again = await spawnAt(wgIp, SMALL, { 'Idempotency-Key': key });
+    expect(again.status).toBe(200);
+    expect(again.body.vm_id).toBe(first.body.vm_id);
+
+    const concurrentKey = spawnKey('order-2', SMALL);
+    const answers = await Promise.all(
+      [1, 2, 3, 4].map(() => spawnAt(wgIp, SMALL, { 'Idempotency-Key': concurrentKey })),
+    );
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 200, 200, 201]);
+    const vmId = answers[0].body.vm_id;
+    expect(answers.every((answer) => answer.body.vm_id === vmId)).toBe(true);
+    await listedAs(wgIp, vmId, 'Running');
+    expect(qemuPidsOf(vmId)).toHaveLength(1);
+    expect((await vmsAt(wgIp)).map((vm) => vm.vm_id).sort()).toEqual(
+      [first.body.vm_id, vmId].sort(),
+    );
+  });
+
+  it('refuses the same key with another request with a 422 naming Idempotency-Key', async () => {
+    const other = { ...SMALL, ram_mb: 96 };
+    const key = spawnKey('order-1', SMALL).split('.')[0] + '.' + spawnKey('x', other).split('.')[1];
+    const answer = await spawnAt(wgIp, other, { 'Idempotency-Key': key });
+    expect(answer.status).toBe(422);
+    expect(answer.body.message).toMatch(/^Idempotency-Key was used for another request \(vm /);
+    expect(await vmsAt(wgIp)).toHaveLength(2);
+  });
+
+  it('tells the controller the key of each VM in heartbeats, and nobody else', async () => {
+    const beat = await listener.beat(nodeId, (body) => body.vms.length === 2);
+    expect(beat.vms.map((vm) => vm.idempotency_key).sort()).toEqual(
+      [spawnKey('order-1', SMALL), spawnKey('order-2', SMALL)].sort(),
+    );
+    for (const vm of await vmsAt(wgIp)) expect(vm).not.toHaveProperty('idempotency_key');
+  });
+
+  it('keeps the key across an agent restart', async () => {
+    const key = spawnKey('order-1', SMALL);
+    const vmId = (await spawnAt(wgIp, SMALL, { 'Idempotency-Key': key })).body.vm_id;
+    agent.process.kill('SIGKILL');
+    await agent.waitForExit();
+    agent = await startListeningAgent(agentEnv(nodeId, wgIp));
+    const again = await spawnAt(wgIp, SMALL, { 'Idempotency-Key': key });
+    expect(again).toMatchObject({ status: 200, body: { vm_id: vmId } });
+  });
+
+  it('keeps VM files private: disks, seed ISOs, sidecars 0600, folders 0700', async () => {
+    const [vm] = await vmsAt(wgIp);
+    const diskDir = join(workDir, nodeId);
+    const runDir = join(diskDir, 'run', vm.vm_id);
+    for (const folder of ['disks', 'run', 'base', join('run', vm.vm_id)]) {
+      expect([folder, mode(join(diskDir, folder))]).toEqual([folder, '700']);
+    }
+    for (const file of [
+      join(diskDir, 'disks', `${vm.vm_id}.qcow2`),
+      join(runDir, 'seed.iso'),
+      join(runDir, 'vm.json'),
+      join(runDir, 'qemu.pid'),
+      join(runDir, 'serial.log'),
+    ]) {
+      expect([file, mode(file)]).toEqual([file, '600']);
+    }
+  });
+});
+
+describe('no QEMU process is lost, whatever the moment the agent is killed', () => {
+  const wgIp = '127.0.0.23';
+
+  // A failed case must not leave its agent holding the address of the next one.
+  afterEach(() => stopAllDaemons());
+
+  it.each([
+    ['after-sidecar', 'Error', false],
+    ['after-disk', 'Error', false],
+    ['after-seed', 'Error', false],
+    ['after-launch-before-pid-written', 'Running', true],
+    ['after-pid-written', 'Running', true],
+  ] as const)(
+    'killed %s: restarted, it lists the VM %s; DELETE leaves no QEMU process',
+    async (failpoint, state, answered) => {
+      const nodeId = `safety-crash-${failpoint}`;
+      const doomed = await startListeningAgent(
+        agentEnv(nodeId, wgIp, { VM_HOST_FAILPOINT: failpoint }),
+      );
+      const answer = await spawnAt(wgIp, SMALL).catch(() => undefined);
+      expect(await doomed.waitForExit()).toEqual({ code: null, signal: 'SIGKILL' });
+      expect(answer?.status).toBe(answered ? 201 : undefined);
+      const [vmId] = readdirSync(join(workDir, nodeId, 'run'));
+      if (answer) expect(answer.body.vm_id).toBe(vmId);
+      expect(qemuPidsOf(vmId)).toHaveLength(answered ? 1 : 0);
+
+      const agent = await startListeningAgent(agentEnv(nodeId, wgIp));
+      const listed = await listedAs(wgIp, vmId, state);
+      expect(listed.vm_id).toBe(vmId);
+      if (answered) {
+        // The process is adopted: its pid is in the sidecar, its SSH port reported.
+        const sidecar = JSON.parse(
+          readFileSync(join(workDir, nodeId, 'run', vmId, 'vm.json'), 'utf8'),
+        ) as { driver: { pid: number } };
+        expect(qemuPidsOf(vmId)).toEqual([sidecar.driver.pid]);
+        expect(listed.host_ports).toHaveLength(1);
+      }
+
+      expect(await deleteAt(wgIp, vmId)).toBe(204);
+      expect(qemuPidsOf(vmId)).toEqual([]);
+      expect(existsSync(join(workDir, nodeId, 'run', vmId))).toBe(false);
+      expect(await vmsAt(wgIp)).toEqual([]);
+      expect((await agent.stop()).code).toBe(0);
+    },
+  );
+});
+
+/** An agent in a mount namespace of its own, where VM_DISK_DIR is a 2 MB tmpfs almost full. */
+class AgentOnFullDisk {
+  readonly process: ChildProcess;
+  output = '';
+
+  constructor(env: NodeJS.ProcessEnv, diskDir: string, freeKb: number) {
+    const fill = `head -c $(( 2048 - ${freeKb} ))k /dev/zero > ${diskDir}/filler`;
+    this.process = spawn(
+      'unshare',
+      [
+        '-m',
+        '--propagation',
+        'private',
+        'sh',
+        '-c',
+        `mount -t tmpfs -o size=2m,mode=0700 tmpfs ${diskDir} && ${fill} && exec "$0" "$1"`,
+        process.execPath,
+        VM_HOST_MAIN,
+      ],
+      { env: { PATH: process.env.PATH, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const collect = (chunk: Buffer): void => void (this.output += chunk.toString('utf8'));
+    this.process.stdout!.on('data', collect);
+    this.process.stderr!.on('data', collect);
+  }
+
+  /** A path as the agent sees it, inside its mount namespace. */
+  inside(path: string): string {
+    return `/proc/${this.process.pid}/root${path}`;
+  }
+
+  async stop(): Promise<void> {
+    if (this.process.exitCode !== null || this.process.signalCode !== null) return;
+    const exited = new Promise((resolve) => this.process.once('exit', resolve));
+    this.process.kill('SIGTERM');
+    await exited;
+  }
+}
+
+describe('a full VM_DISK_DIR', () => {
+  it('is a 507 naming the folder and ENOSPC, and leaves no run folder and no disk', async () => {
+    const wgIp = '127.0.0.24';
+    const diskDir = join(workDir, 'safety-full');
+    rmSync(diskDir, { recursive: true, force: true });
+    execFileSync('mkdir', ['-p', diskDir]);
+    const agent = new AgentOnFullDisk(agentEnv('safety-full', wgIp), diskDir, 64);
+    try {
+      await eventually(
+        'the agent on a full disk listening',
+        () => Promise.resolve(/listening on 127\.0\.0\.24/.test(agent.output) || undefined),
+        10_000,
+      );
+      const answer = await spawnAt(wgIp, SMALL);
+      expect(answer.status).toBe(507);
+      expect(answer.body.message).toBe(
+        `VM_DISK_DIR ${diskDir}: no space left on device (ENOSPC) while making the VM's disk; nothing of the VM was kept`,
+      );
+      expect(readdirSync(agent.inside(join(diskDir, 'run')))).toEqual([]);
+      expect(readdirSync(agent.inside(join(diskDir, 'disks')))).toEqual([]);
+      expect(await vmsAt(wgIp)).toEqual([]);
+      // Not in the test's own mount namespace: the tmpfs was the agent's alone.
+      expect(readdirSync(diskDir)).toEqual([]);
+    } finally {
+      await agent.stop();
+    }
+  });
+});
+
+describe('VM_WG_IP', () => {
+  it.each(['0.0.0.0', '::', '224.0.0.1', '255.255.255.255'])(
+    'refuses %s at start-up, naming VM_WG_IP',
+    async (address) => {
+      const agent = startAgent(agentEnv('safety-wg-ip', address));
+      expect((await agent.waitForExit()).code).toBe(2);
+      expect(agent.output).toContain(
+        'configuration error: VM_WG_IP must be a unicast IPv4 or IPv6 address of this host',
+      );
+    },
+  );
+});
