@@ -127,6 +127,8 @@ class VmHostEnvironment {
   @IsOptional()
   @IsBearerToken('VM_FLEET_NODE_TOKEN')
   VM_FLEET_NODE_TOKEN?: string;
+
+  @IsOptional()
   @Matches(/^(?:[1-9]\d{0,2}(?:\.\d{1,2})?|0\.(?:[1-9]\d?|0[1-9]))$/, {
     message:
       'VM_VCPU_OVERCOMMIT must be a number of vCPUs per logical core, from 0.01 to 999 (e.g. 4 or 1.5)',
