@@ -110,11 +110,12 @@ describe.each(stores)('NodesRepository %s', (_name, open) => {
   });
 
   it('ignores an older heartbeat of the same boot, and lets another boot or host take over', async () => {
-    await nodes.applyHeartbeat(heartbeat('n1', { timestamp_utc: '2026-08-06T12:00:10Z' }), 1_000);
+    // Stamped when received (1 s after the epoch): a stamp ahead of it would not be trusted.
+    await nodes.applyHeartbeat(heartbeat('n1', { timestamp_utc: '1970-01-01T00:00:01Z' }), 1_000);
     expect(
       (
         await nodes.applyHeartbeat(
-          heartbeat('n1', { timestamp_utc: '2026-08-06T12:00:09Z', ram_used_mb: 1 }),
+          heartbeat('n1', { timestamp_utc: '1970-01-01T00:00:00.999Z', ram_used_mb: 1 }),
           2_000,
         )
       ).kind,
