@@ -126,9 +126,17 @@ const bodies: Array<[string, () => string]> = [
   ['{"a":{"a":…}} 1 MiB deep, in hostname', () => nested('hostname', '{"a":', '}')],
   ['[[[…]]] 1 MiB deep, in vms', () => nested('vms', '[', ']')],
   ['350,000 empty arrays, unknown field', () => filling('labels', '[', '[]', ']')],
-  ['32,000 empty objects, unknown field (accepted)', () => filling('labels', '[', '{}', ']', 32_000)],
+  [
+    '32,000 empty objects, unknown field (accepted)',
+    () => filling('labels', '[', '{}', ']', 32_000),
+  ],
   ['500,000 numbers in ram_total_mb', () => filling('ram_total_mb', '[', '0', ']')],
-  ['350,000 short strings, unknown field (accepted)', () => filling('labels', '[', '"a"', ']')],
+  ['130,000 numbers in ram_total_mb', () => filling('ram_total_mb', '[', '0', ']', 130_000)],
+  ['350,000 short strings, unknown field', () => filling('labels', '[', '"a"', ']')],
+  [
+    '130,000 short strings, unknown field (accepted)',
+    () => filling('labels', '[', '"a"', ']', 130_000),
+  ],
   ['60,000 distinct unknown field names', () => distinctNames(60_000)],
   ['1,000 distinct unknown field names (accepted)', () => distinctNames(1_000)],
   [

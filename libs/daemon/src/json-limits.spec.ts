@@ -48,6 +48,15 @@ describe('findCostlyJson', () => {
     );
   });
 
+  it(`refuses more than ${JSON_LIMITS.maxValues} values, counting arrays and objects`, () => {
+    const zeros = (count: number) => `{"labels":[${Array(count).fill('0').join(',')}]}`;
+    // count - 1 commas and 2 containers.
+    expect(scan(zeros(JSON_LIMITS.maxValues - 1))).toBeUndefined();
+    expect(scan(zeros(JSON_LIMITS.maxValues))).toBe(
+      `holds more than ${JSON_LIMITS.maxValues} values (under field "labels")`,
+    );
+  });
+
   it(`refuses more than ${JSON_LIMITS.maxDistinctNames} different field names, however often each is used`, () => {
     const names = (count: number) =>
       `{${Array.from({ length: count }, (_, index) => `"x${index}":0`).join(',')}}`;

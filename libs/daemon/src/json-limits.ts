@@ -1,15 +1,18 @@
 /**
- * What a JSON body may hold before it is parsed. JSON.parse's cost grows with the arrays,
- * objects and distinct field names in a body far more than with its bytes: 1 MiB of nested
- * arrays or of distinct names took 100-400 ms to parse, blocking every other client. Within
- * these limits any body up to 1 MiB parses in a few ms, and the largest valid heartbeat
- * (1 MiB holds about 23,000 arrays and objects, with about 20 names) fits.
+ * What a JSON body may hold before it is parsed. JSON.parse's cost grows with the values,
+ * arrays, objects and distinct field names in a body far more than with its bytes: 1 MiB of
+ * nested arrays or of distinct names took 100-400 ms to parse, 1 MiB of zeros 15-40 ms, blocking
+ * every other client meanwhile. Within these limits any body up to 1 MiB parses in a few ms,
+ * and the largest valid heartbeat fits (1 MiB of it holds at most about 100,000 values and
+ * 23,000 arrays and objects, with about 20 names).
  */
 export const JSON_LIMITS = {
   /** Arrays and objects inside each other: a heartbeat needs 5. */
   maxDepth: 32,
   /** Arrays and objects in one body. */
   maxContainers: 32_768,
+  /** Values in one body: array items and object members. */
+  maxValues: 131_072,
   /** Different field names in one body. */
   maxDistinctNames: 1_024,
 } as const;
@@ -41,12 +44,14 @@ function endOfString(bytes: Buffer, open: number): number {
  * is JSON (JSON.parse does, next); whatever the bytes, it stops within one pass.
  */
 export function findCostlyJson(text: Uint8Array): string | undefined {
-  const { maxDepth, maxContainers, maxDistinctNames } = JSON_LIMITS;
+  const { maxDepth, maxContainers, maxValues, maxDistinctNames } = JSON_LIMITS;
   const bytes = Buffer.from(text.buffer, text.byteOffset, text.byteLength);
   const isObject: boolean[] = [];
   const names = new Set<number>();
   let depth = 0;
   let containers = 0;
+  // Every value but the first of each array or object follows a comma.
+  let values = 0;
   let expectName = false;
   let field = '';
   const under = (): string => (field ? ` (under field ${JSON.stringify(field)})` : '');
@@ -81,6 +86,7 @@ export function findCostlyJson(text: Uint8Array): string | undefined {
       expectName = false;
     } else if (byte === COMMA) {
       expectName = isObject[depth] === true;
+      if (++values + containers > maxValues) return `holds more than ${maxValues} values${under()}`;
     }
   }
   return undefined;

@@ -197,8 +197,8 @@ describe('judgeHeartbeat', () => {
       heartbeat({ timestamp_utc: '2026-08-06T12:00:02.500Z' }),
       stampedAt,
     );
-    expect(
-      judgeHeartbeat(ahead, heartbeat({ timestamp_utc: '2026-08-06T12:00:01Z' })).kind,
-    ).toBe('refreshed');
+    expect(judgeHeartbeat(ahead, heartbeat({ timestamp_utc: '2026-08-06T12:00:01Z' })).kind).toBe(
+      'refreshed',
+    );
   });
 });

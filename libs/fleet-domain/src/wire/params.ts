@@ -18,7 +18,8 @@ export class TenantQuery {
   @ApiProperty({
     required: false,
     example: 'acme',
-    description: 'Only VMs of this tenant. Given once, as a plain value (never as an array or object).',
+    description:
+      'Only VMs of this tenant. Given once, as a plain value (never as an array or object).',
     ...ID_SCHEMA,
   })
   @IsOptional()
