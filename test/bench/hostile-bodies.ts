@@ -13,6 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { MAX_BODY_BYTES, MAX_VMS_PER_HEARTBEAT } from '@app/fleet-domain';
 import { createFleetApp } from '../../apps/fleet/src/bootstrap';
 import { FleetConfig } from '../../apps/fleet/src/config/fleet.config';
+import { heartbeat as realisticHeartbeat, vmRecord } from '../support/heartbeats';
 import { LoopStallMeter } from './loop-stall';
 
 export interface HostileResult {
@@ -27,38 +28,17 @@ export interface HostileResult {
 const RUNS = 3;
 
 function heartbeat(extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    node_id: 'hostile-1',
-    wg_ip: '10.8.0.1',
-    hostname: 'hostile-1',
-    ram_total_mb: 65536,
-    ram_used_mb: 1024,
-    cpu_cores: 16,
-    cpu_load_pct: 5,
-    kvm_available: true,
-    reserved: false,
-    vms: [],
-    boot_id: 'boot-hostile',
-    timestamp_utc: new Date().toISOString(),
-    ...extra,
-  };
+  return { ...realisticHeartbeat({ node_id: 'hostile-1' }), ...extra };
 }
 
-function vm(index: number, ports: number): Record<string, unknown> {
-  return {
-    vm_id: `vm-${index}`,
-    vm_type: 'web',
-    state: 'Running',
-    ram_alloc_mb: 1024,
-    vcpu_count: 1,
-    started_at: '2026-08-06T11:00:00.123456789Z',
-    tenant_id: 'acme',
+function vm(index: number, ports: number): object {
+  return vmRecord(`vm-${index}`, {
     host_ports: Array.from({ length: ports }, (_, port) => ({
       host_port: 40000 + port,
       guest_port: 22,
-      protocol: 'tcp',
+      protocol: 'tcp' as const,
     })),
-  };
+  });
 }
 
 /** `{"...": <fill>}` with `unit` repeated to fill the body limit, in field `field`. */

@@ -5,15 +5,14 @@ import { BoundedValidationPipe, summarizeProblems, validateInput } from './valid
 const pipe = new BoundedValidationPipe();
 
 function vm(index: number): Record<string, unknown> {
+  const port = { host_port: 40000, guest_port: 22, protocol: 'tcp' };
   return {
     vm_id: `vm-${index}`,
     vm_type: 'web',
     state: 'Running',
     ram_alloc_mb: 1024,
     vcpu_count: 1,
-    started_at: null,
-    tenant_id: 'acme',
-    host_ports: [{ host_port: 40000, guest_port: 22, protocol: 'tcp' }],
+    host_ports: [port],
   };
 }
 
