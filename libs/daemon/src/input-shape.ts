@@ -2,13 +2,13 @@ import { ClassConstructor, TransformationType } from 'class-transformer';
 import type { MetadataStorage as TransformerMetadataStorage } from 'class-transformer/types/MetadataStorage';
 import { getMetadataStorage } from 'class-validator';
 
-// class-transformer keeps what @Type() declares here, and exports it only by this path.
-const transformerStorage = 'class-transformer/cjs/storage';
+// class-transformer keeps what @Type() and @Transform() declare in this storage, which it
+// exports only by this path.
+const storageModule = 'class-transformer/cjs/storage';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const loaded = require(transformerStorage) as {
+const { defaultMetadataStorage: transformerMetadata } = require(storageModule) as {
   defaultMetadataStorage: TransformerMetadataStorage;
 };
-const transformerMetadata = loaded.defaultMetadataStorage;
 
 /** One field a wire class declares, as far as its shape goes. */
 export interface FieldShape {
