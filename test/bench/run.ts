@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import * as ts from 'typescript';
 import { Daemon, FLEET_URL, VM_HOST_MAIN, eventually, startFleetDaemon } from '../support/daemons';
 import { RedisServer } from '../support/redis-server';
+import type { HostileResult } from './hostile-bodies';
 import type { LoadResult, LoadSpec } from './load';
 
 const RESULTS = join(__dirname, 'results');
@@ -334,6 +335,24 @@ async function main(): Promise<void> {
     'longest event-loop stall during it',
     sweep.maxLoopStallMs,
     `${fixed(sweep.maxLoopStallMs, 1)} ms`,
+  );
+
+  console.log('hostile bodies: each answered while the event loop is watched (in its own process)');
+  const hostile = await runScript<HostileResult[]>('hostile-bodies.ts', []);
+  for (const result of hostile) {
+    record(
+      `hostile.${result.body}`,
+      `${result.body} (${fixed(result.bytes / 1024)} KiB)`,
+      result,
+      `${result.status} in ${fixed(result.answerMs, 1)} ms (${result.answerBytes} B); longest stall ${fixed(result.maxStallMs, 1)} ms`,
+    );
+  }
+  const worst = hostile.reduce((a, b) => (b.maxStallMs > a.maxStallMs ? b : a));
+  record(
+    'hostile.maxStallMs',
+    'longest event-loop stall over every hostile body',
+    worst.maxStallMs,
+    `${fixed(worst.maxStallMs, 1)} ms (${worst.body})`,
   );
 
   console.log('the agent');

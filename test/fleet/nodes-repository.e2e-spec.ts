@@ -200,9 +200,10 @@ describe.each(stores)('NodesRepository %s', (_name, open) => {
   });
 
   it('ignores an older heartbeat of the same boot, and lets another boot or host take over', async () => {
-    await beat('n1', 1_000, { timestamp_utc: '2026-08-06T12:00:10Z' });
+    // Stamped when received (1 s after the epoch): a stamp ahead of it would not be trusted.
+    await beat('n1', 1_000, { timestamp_utc: '1970-01-01T00:00:01Z' });
     expect(
-      (await beat('n1', 2_000, { timestamp_utc: '2026-08-06T12:00:09Z', ram_used_mb: 1 })).kind,
+      (await beat('n1', 2_000, { timestamp_utc: '1970-01-01T00:00:00.999Z', ram_used_mb: 1 })).kind,
     ).toBe('out-of-order');
     expect((await nodes.findLive('n1', 0))?.received_at_ms).toBe(1_000);
     expect(

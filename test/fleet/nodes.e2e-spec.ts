@@ -97,6 +97,7 @@ describe('fleet controller: nodes', () => {
   });
 
   it('ignores a delayed heartbeat older than the stored one of the same boot (200, no rollback)', async () => {
+    fleet.clock.advance(10_000); // the stamps below are then not ahead of the controller's clock
     await beat(
       heartbeat({
         node_id: 'n1',

@@ -1,17 +1,104 @@
+import { UnsupportedMediaTypeException } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import type { NextFunction, Request, Response } from 'express';
+import type { IncomingMessage, Server } from 'node:http';
 import { MAX_BODY_BYTES } from '@app/fleet-domain';
+import { findCostlyJson } from './json-limits';
+import { printable } from './printable';
 
 /**
- * The HTTP setup both daemons share: JSON bodies up to 1 MiB, no ETag (listings are rebuilt
- * for every read, and hashing a 2 MB body would only slow them down), no banner header, and
- * Swagger UI at /docs (served beside the API, not part of its document).
+ * Both daemons' HTTP server timeouts, so a client that trickles its request a byte at a time
+ * cannot hold a connection (and its memory) for long.
+ */
+export const DAEMON_HTTP_TIMEOUTS = {
+  /** Every request header must have arrived within this (agents and curl send them at once). */
+  headersMs: 10_000,
+  /** The whole request, body included: 1 MiB in 30 s is 35 KB/s. */
+  requestMs: 30_000,
+  /** A kept-alive connection with no request in flight is closed after this. */
+  keepAliveMs: 5_000,
+  /** How often the server looks for requests past those limits (Node's default is 30 s). */
+  checkEveryMs: 1_000,
+} as const;
+
+function isJsonMediaType(contentType: string | undefined): boolean {
+  return contentType?.split(';')[0].trim().toLowerCase() === 'application/json';
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  return (
+    req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0
+  );
+}
+
+/**
+ * A body is JSON, sent as it is: any Content-Encoding but identity, or a Content-Type other
+ * than application/json, is a 415 naming it (the daemons decode nothing, and a form or text
+ * body would otherwise reach validation as "every field missing").
+ */
+function refuseBodiesOtherThanJson(req: Request, _res: Response, next: NextFunction): void {
+  if (!hasBody(req)) return next();
+  const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  if (encoding !== 'identity') {
+    return next(
+      new UnsupportedMediaTypeException(
+        `Content-Encoding ${printable(encoding, 64)} is not supported: send the body unencoded`,
+      ),
+    );
+  }
+  const contentType = req.headers['content-type'];
+  if (!isJsonMediaType(contentType)) {
+    return next(
+      new UnsupportedMediaTypeException(
+        contentType
+          ? `Content-Type ${printable(contentType, 100)} is not supported: send application/json`
+          : 'a request body needs Content-Type: application/json',
+      ),
+    );
+  }
+  next();
+}
+
+/** body-parser's verify hook: a body over JSON_LIMITS is a 400 before JSON.parse sees it. */
+function refuseCostlyJson(_req: IncomingMessage, _res: unknown, body: Buffer): void {
+  const problem = findCostlyJson(body);
+  if (problem) {
+    throw Object.assign(new Error(`request body ${problem}`), {
+      status: 400,
+      type: 'entity.too.costly',
+    });
+  }
+}
+
+function limitSlowClients(server: Server): void {
+  server.headersTimeout = DAEMON_HTTP_TIMEOUTS.headersMs;
+  server.requestTimeout = DAEMON_HTTP_TIMEOUTS.requestMs;
+  server.keepAliveTimeout = DAEMON_HTTP_TIMEOUTS.keepAliveMs;
+  // createServer's `connectionsCheckingInterval` option, which Nest does not pass: Node reads
+  // this property when the server starts listening.
+  (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval =
+    DAEMON_HTTP_TIMEOUTS.checkEveryMs;
+}
+
+/**
+ * The HTTP setup both daemons share: JSON bodies only, unencoded, up to 1 MiB and within
+ * JSON_LIMITS; server timeouts against slow clients; no ETag (listings are rebuilt for every
+ * read, and hashing a 2 MB body would only slow them down), no banner header, and Swagger UI at
+ * /docs (served beside the API, not part of its document).
  */
 export function configureDaemonHttp(
   app: NestExpressApplication,
   buildDocument: (app: NestExpressApplication) => OpenAPIObject,
 ): NestExpressApplication {
-  app.useBodyParser('json', { limit: MAX_BODY_BYTES });
+  app.use(refuseBodiesOtherThanJson);
+  app.useBodyParser('json', {
+    limit: MAX_BODY_BYTES,
+    inflate: false,
+    type: (req: IncomingMessage) => isJsonMediaType(req.headers['content-type']),
+    verify: refuseCostlyJson,
+  });
+  limitSlowClients(app.getHttpServer());
   app.set('etag', false);
   app.disable('x-powered-by');
   SwaggerModule.setup('docs', app, () => buildDocument(app));

@@ -6,3 +6,6 @@ export * from './daemon-logger';
 export * from './json-error.filter';
 export * from './validation.pipe';
 export * from './environment';
+export * from './input-shape';
+export * from './json-limits';
+export * from './printable';

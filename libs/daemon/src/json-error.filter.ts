@@ -7,6 +7,7 @@ import {
   Logger,
 } from '@nestjs/common';
 import type { Response } from 'express';
+import { printable } from './printable';
 
 interface BodyParserError {
   type: string;
@@ -85,10 +86,14 @@ export class JsonErrorFilter implements ExceptionFilter {
       if (exception.type === 'entity.too.large') {
         return { status: 413, message: 'request body is larger than 1 MiB' };
       }
+      // Parser messages quote the request (a bit of the body, a header): shown printable, cut.
       if (exception.type === 'entity.parse.failed') {
-        return { status: 400, message: `request body is not valid JSON: ${exception.message}` };
+        return {
+          status: 400,
+          message: `request body is not valid JSON: ${printable(exception.message, 200)}`,
+        };
       }
-      return { status: exception.status ?? 400, message: exception.message };
+      return { status: exception.status ?? 400, message: printable(exception.message, 300) };
     }
     this.logger.error(
       exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),

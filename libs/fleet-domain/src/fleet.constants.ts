@@ -21,3 +21,23 @@ export const DEFAULT_DISK_DIR = '/var/lib/vm-fleet';
 
 /** How long the controller waits for an agent to answer a spawn or destroy call. */
 export const AGENT_REQUEST_TIMEOUT_MS = 10_000;
+
+/**
+ * Bounds a real host can have, so no reported number can win every placement or overflow a
+ * sum: RAM below 2^31 MB (2 PiB), logical cores below 65,536.
+ */
+export const MAX_HOST_RAM_MB = 2 ** 31 - 1;
+export const MAX_HOST_CPU_CORES = 65_535;
+
+/** Most VMs one heartbeat may list, and host ports one VM may forward. */
+export const MAX_VMS_PER_HEARTBEAT = 1_024;
+export const MAX_HOST_PORTS_PER_VM = 64;
+
+/** A DNS name's maximum length. */
+export const MAX_HOSTNAME_LENGTH = 253;
+
+/**
+ * How far ahead of the controller's receive time a heartbeat's stamp may be and still order
+ * later heartbeats of its boot: NTP-synchronised clocks stay well within it.
+ */
+export const HEARTBEAT_STAMP_ALLOWANCE_MS = 2_000;

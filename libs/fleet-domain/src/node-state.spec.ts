@@ -131,7 +131,9 @@ describe('RAM holds', () => {
 });
 
 describe('judgeHeartbeat', () => {
-  const stored = nodeStateFromHeartbeat(heartbeat(), 0);
+  // Received when it was stamped: the agent's clock agrees with the controller's.
+  const stampedAt = Date.UTC(2026, 7, 6, 12, 0, 0);
+  const stored = nodeStateFromHeartbeat(heartbeat(), stampedAt);
 
   it('calls an unknown node joined', () => {
     expect(judgeHeartbeat(undefined, heartbeat())).toEqual({ kind: 'joined' });
@@ -164,6 +166,48 @@ describe('judgeHeartbeat', () => {
   it('calls another host speaking for the id a take-over', () => {
     expect(judgeHeartbeat(stored, heartbeat({ wg_ip: '10.8.0.2' })).kind).toBe('taken-over');
   });
+
+  it('keeps ordering by a stamp ahead of the receive time by less than the 2 s NTP allowance', () => {
+    const ahead = nodeStateFromHeartbeat(
+      heartbeat({ timestamp_utc: '2026-08-06T12:00:01.900Z' }),
+      stampedAt,
+    );
+    expect(
+      judgeHeartbeat(ahead, heartbeat({ timestamp_utc: '2026-08-06T12:00:01.500Z' })).kind,
+    ).toBe('out-of-order');
+  });
+
+  it('does not let a stamp that was far ahead on arrival hold back the next heartbeats of its boot', () => {
+    const forged = nodeStateFromHeartbeat(
+      heartbeat({
+        wg_ip: '10.8.0.66',
+        hostname: 'forged',
+        timestamp_utc: '9999-12-31T23:59:59.999999999Z',
+      }),
+      stampedAt,
+    );
+    const real = heartbeat({ timestamp_utc: '2026-08-06T12:00:10.000000001Z' });
+    expect(judgeHeartbeat(forged, real)).toEqual({
+      kind: 'taken-over',
+      previous: { boot_id: 'boot-1', wg_ip: '10.8.0.66', hostname: 'forged' },
+    });
+
+    // Once the real agent's stamp is stored, its delayed retries are ordered again.
+    const restored = nodeStateFromHeartbeat(real, stampedAt + 10_000, forged);
+    expect(
+      judgeHeartbeat(restored, heartbeat({ timestamp_utc: '2026-08-06T12:00:05Z' })).kind,
+    ).toBe('out-of-order');
+  });
+
+  it('trusts a stamp 2.5 s ahead no more than a far-future one', () => {
+    const ahead = nodeStateFromHeartbeat(
+      heartbeat({ timestamp_utc: '2026-08-06T12:00:02.500Z' }),
+      stampedAt,
+    );
+    expect(judgeHeartbeat(ahead, heartbeat({ timestamp_utc: '2026-08-06T12:00:01Z' })).kind).toBe(
+      'refreshed',
+    );
+  });
 });
 
 describe('node changes', () => {
@@ -174,13 +218,15 @@ describe('node changes', () => {
     expect(joined.result).toEqual({ kind: 'joined' });
     expect(joined.next?.received_at_ms).toBe(1_000);
 
+    // Received when it was stamped, so its stamp is trusted for ordering.
+    const trusted = nodeStateFromHeartbeat(heartbeat(), Date.parse(heartbeat().timestamp_utc));
     const stale = acceptHeartbeat(
       heartbeat({ timestamp_utc: '2026-08-06T11:59:59Z', ram_used_mb: 1 }),
-      20_000,
-    )(stored);
+      trusted.received_at_ms + 10_000,
+    )(trusted);
     expect(stale).toEqual({
       next: undefined,
-      result: { kind: 'out-of-order', stored_timestamp_utc: stored.timestamp_utc },
+      result: { kind: 'out-of-order', stored_timestamp_utc: trusted.timestamp_utc },
     });
   });
 

@@ -1,4 +1,8 @@
-import { DEFAULT_SPAWN_PORT, NODE_STALE_AFTER_MS } from './fleet.constants';
+import {
+  DEFAULT_SPAWN_PORT,
+  HEARTBEAT_STAMP_ALLOWANCE_MS,
+  NODE_STALE_AFTER_MS,
+} from './fleet.constants';
 import { rfc3339ToEpochNanos, toRfc3339 } from './rfc3339';
 import { NodeHeartbeat } from './wire/node-heartbeat';
 import { NodeRecord } from './wire/node-record';
@@ -73,7 +77,15 @@ export function liveSince(nowMs: number): number {
   return nowMs - NODE_STALE_AFTER_MS;
 }
 
-/** Decides what a heartbeat means against the record stored for its node id, if any. */
+/**
+ * Decides what a heartbeat means against the record stored for its node id, if any.
+ *
+ * A heartbeat of the stored boot stamped before the stored one is a delayed retry, ignored.
+ * But the stored stamp orders later heartbeats only if it was not ahead of the controller's
+ * clock when it arrived (beyond the NTP allowance): otherwise one forged far-future stamp
+ * would make the real agent's heartbeats look old until the node dropped. Such a stamp is not
+ * refused, it is just not trusted, so the next real heartbeat replaces it.
+ */
 export function judgeHeartbeat(
   stored: NodeState | undefined,
   heartbeat: NodeHeartbeat,
@@ -82,7 +94,12 @@ export function judgeHeartbeat(
   if (stored.boot_id === heartbeat.boot_id) {
     const storedAt = rfc3339ToEpochNanos(stored.timestamp_utc);
     const sentAt = rfc3339ToEpochNanos(heartbeat.timestamp_utc);
-    if (storedAt !== null && sentAt !== null && sentAt < storedAt) {
+    if (
+      storedAt !== null &&
+      sentAt !== null &&
+      sentAt < storedAt &&
+      !wasAheadOnArrival(storedAt, stored.received_at_ms)
+    ) {
       return { kind: 'out-of-order', stored_timestamp_utc: stored.timestamp_utc };
     }
   }
@@ -97,6 +114,10 @@ export function judgeHeartbeat(
     };
   }
   return { kind: 'refreshed' };
+}
+
+function wasAheadOnArrival(stampNanos: bigint, receivedAtMs: number): boolean {
+  return stampNanos > BigInt(Math.ceil(receivedAtMs + HEARTBEAT_STAMP_ALLOWANCE_MS)) * 1_000_000n;
 }
 
 /**

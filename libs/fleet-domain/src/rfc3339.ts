@@ -1,5 +1,8 @@
 import { ValidateBy, ValidationOptions, buildMessage } from 'class-validator';
 
+/** Longer than any stamp an agent sends (35 characters with nanoseconds and an offset). */
+export const RFC3339_MAX_LENGTH = 64;
+
 const RFC3339 =
   /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
@@ -9,6 +12,7 @@ const RFC3339 =
  * Returns null for anything that is not a valid RFC 3339 date-time.
  */
 export function rfc3339ToEpochNanos(value: string): bigint | null {
+  if (value.length > RFC3339_MAX_LENGTH) return null;
   const m = RFC3339.exec(value);
   if (!m) return null;
   const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);

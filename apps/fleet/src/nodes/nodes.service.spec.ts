@@ -77,6 +77,7 @@ describe('NodesService', () => {
   });
 
   it('logs joining, take-over and ignored heartbeats once each, and nothing for a routine beat', async () => {
+    clock.advance(10_000); // 12:00:10: no stamp below is ahead of it
     await service.acceptHeartbeat(heartbeat('n1'));
     await service.acceptHeartbeat(heartbeat('n1', { timestamp_utc: '2026-08-06T12:00:10Z' }));
     await service.acceptHeartbeat(heartbeat('n1', { timestamp_utc: '2026-08-06T12:00:05Z' }));

@@ -1,8 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import createClient, { Client } from 'openapi-fetch';
-import { plainToInstance } from 'class-transformer';
-import { validateSync } from 'class-validator';
-import { BearerTokens, describeRequestFailure, describeValidationErrors } from '@app/daemon';
+import {
+  BearerTokens,
+  describeRequestFailure,
+  findCostlyJson,
+  printable,
+  summarizeProblems,
+  validateInput,
+} from '@app/daemon';
 import { AGENT_REQUEST_TIMEOUT_MS, CreateVmRequest, NodeState, VmRecord } from '@app/fleet-domain';
 import type { paths } from './vm-host-api.generated';
 
@@ -14,7 +19,58 @@ export class VmHostClientSettings {
 /** The agent could not be reached, timed out, failed, or answered something unusable. */
 export class AgentCallError extends Error {}
 
+/**
+ * The most of a reply the controller reads: a VmRecord or an agent's error is a few KiB, and
+ * whatever answers at an agent's address must not make the controller buffer or parse more.
+ */
+export const AGENT_REPLY_MAX_BYTES = 64 * 1024;
+
+/** How much of an agent's own error message a 502 relays. */
+const AGENT_MESSAGE_MAX_LENGTH = 200;
+
 type AgentAddress = Pick<NodeState, 'node_id' | 'wg_ip' | 'spawn_port'>;
+
+class ReplyTooLargeError extends Error {}
+
+/** Statuses whose Response may not have a body. */
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
+
+/** fetch, reading at most AGENT_REPLY_MAX_BYTES of the reply (after any decompression). */
+async function boundedFetch(request: Request): Promise<Response> {
+  const response = await fetch(request);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (response.body) {
+    const reader = response.body.getReader() as ReadableStreamDefaultReader<Uint8Array>;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > AGENT_REPLY_MAX_BYTES) {
+        await reader.cancel();
+        throw new ReplyTooLargeError(
+          `answered ${response.status} with more than ${AGENT_REPLY_MAX_BYTES / 1024} KiB`,
+        );
+      }
+      chunks.push(value);
+    }
+  }
+  return new Response(NULL_BODY_STATUSES.has(response.status) ? null : Buffer.concat(chunks), {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+}
+
+/** The reply as JSON, or undefined when it is not JSON (or costlier to parse than any reply). */
+function parseReply(text: string | undefined): unknown {
+  if (!text || findCostlyJson(Buffer.from(text)) !== undefined) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Calls a node agent's local API at http://{wg_ip}:{spawn_port}, typed from its OpenAPI document. */
 @Injectable()
@@ -29,20 +85,17 @@ export class VmHostClient {
       client.POST('/v1/spawn', { body: request, signal, parseAs: 'text' }),
     );
     if (!response.ok) throw failure(node, response.status, error);
-    let body: unknown;
-    try {
-      body = JSON.parse(data ?? '');
-    } catch {
-      body = undefined;
-    }
-    const vm = plainToInstance(VmRecord, body);
-    const problems = typeof body === 'object' && body !== null ? validateSync(vm) : [];
-    if (typeof body !== 'object' || body === null || problems.length > 0) {
+    const body = parseReply(data);
+    const { instance, problems } =
+      typeof body === 'object' && body !== null && !Array.isArray(body)
+        ? await validateInput(VmRecord, body, 'body')
+        : { instance: undefined, problems: ['not a JSON object'] };
+    if (!instance) {
       throw new AgentCallError(
-        `agent of node ${node.node_id} answered the spawn with an invalid VmRecord: ${describeValidationErrors(problems).join('; ') || 'not a JSON object'}`,
+        `agent of node ${node.node_id} answered the spawn with an invalid VmRecord: ${summarizeProblems(problems)}`,
       );
     }
-    return vm;
+    return instance;
   }
 
   /** 'unknown' when the agent says it has no such VM (404): nothing left to destroy. */
@@ -68,10 +121,17 @@ export class VmHostClient {
     const baseUrl = `http://${host}:${node.spawn_port}`;
     try {
       return await send(
-        createClient<paths>({ baseUrl, headers: this.tokens.headersFor('node') }),
+        createClient<paths>({
+          baseUrl,
+          fetch: boundedFetch,
+          headers: this.tokens.headersFor('node'),
+        }),
         AbortSignal.timeout(this.settings.timeoutMs),
       );
     } catch (error) {
+      if (error instanceof ReplyTooLargeError) {
+        throw new AgentCallError(`agent of node ${node.node_id} ${error.message}`);
+      }
       const reason = describeRequestFailure(error, this.settings.timeoutMs);
       throw new AgentCallError(
         `agent of node ${node.node_id} at ${baseUrl}${path} unreachable: ${reason}`,
@@ -80,11 +140,20 @@ export class VmHostClient {
   }
 }
 
-/** The agent's own error message, when it gave one, goes into the 502 the operator sees. */
+/**
+ * A 502 names the node and the status. Of the body it relays only the agent's own error
+ * message, and only from a JSON error body (an object with a string `message`), shortened and
+ * without control characters: whatever else answered at the agent's address (another service,
+ * a proxy's HTML page) is never passed on to the caller.
+ */
 function failure(node: AgentAddress, status: number, body: unknown): AgentCallError {
   const message =
-    typeof body === 'object' && body !== null ? (body as { message?: unknown }).message : body;
-  const text = typeof message === 'string' ? message : body ? JSON.stringify(body) : '';
-  const detail = text ? `: ${text.slice(0, 300)}` : '';
+    typeof body === 'object' && body !== null && !Array.isArray(body)
+      ? (body as { message?: unknown }).message
+      : undefined;
+  const detail =
+    typeof message === 'string' && message.trim()
+      ? `: ${printable(message.trim(), AGENT_MESSAGE_MAX_LENGTH)}`
+      : ' (no JSON error message)';
   return new AgentCallError(`agent of node ${node.node_id} answered ${status}${detail}`);
 }

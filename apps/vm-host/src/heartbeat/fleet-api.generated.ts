@@ -155,7 +155,10 @@ export interface components {
       cpu_cores: number;
       /** @example 12.5 */
       cpu_load_pct: number;
-      /** @example compute-west-01 */
+      /**
+       * @description Any text without control characters.
+       * @example compute-west-01
+       */
       hostname: string;
       /** @example true */
       kvm_available: boolean;
@@ -179,7 +182,7 @@ export interface components {
       timestamp_utc: string;
       vms: components['schemas']['VmRecord'][];
       /**
-       * @description The node's WireGuard IP address.
+       * @description The node's WireGuard IP address: an IPv4 or IPv6 address literal (no zone, port or prefix). The controller calls the agent at this address only.
        * @example 10.8.0.21
        */
       wg_ip: string;
@@ -389,7 +392,7 @@ export interface operations {
   listVms: {
     parameters: {
       query?: {
-        /** @description Only VMs of this tenant. */
+        /** @description Only VMs of this tenant. Given once, as a plain value (never as an array or object). */
         tenant_id?: string;
       };
       header?: never;

@@ -1,14 +1,14 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsInt, IsOptional, Max, Min } from 'class-validator';
-import { IsFleetId, IsVmType } from '../ids';
+import { ID_SCHEMA, IsFleetId, IsVmType, VM_TYPE_SCHEMA } from '../ids';
 
 /** Largest VM either daemon accepts: 1 TiB of RAM, 256 vCPUs. */
 export const MAX_VM_RAM_MB = 1024 * 1024;
 export const MAX_VM_VCPUS = 256;
 
 export class CreateVmRequest {
-  @ApiProperty({ example: 'web', pattern: '^[A-Za-z0-9-]{1,63}$' })
+  @ApiProperty({ example: 'web', ...VM_TYPE_SCHEMA })
   @IsVmType()
   vm_type!: string;
 
@@ -29,12 +29,12 @@ export class CreateVmRequest {
   @IsBoolean()
   prefer_kvm: boolean = false;
 
-  @ApiProperty({ type: String, nullable: true, required: false, example: null })
+  @ApiProperty({ type: String, nullable: true, required: false, example: null, ...ID_SCHEMA })
   @IsOptional()
   @IsFleetId()
   preferred_node?: string | null;
 
-  @ApiProperty({ type: String, nullable: true, required: false, example: 'acme' })
+  @ApiProperty({ type: String, nullable: true, required: false, example: 'acme', ...ID_SCHEMA })
   @IsOptional()
   @IsFleetId()
   tenant_id?: string | null;

@@ -1,55 +1,81 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
 import {
+  ArrayMaxSize,
   IsArray,
   IsBoolean,
   IsInt,
   IsNumber,
   IsOptional,
-  IsString,
-  Length,
   Max,
   Min,
   ValidateNested,
 } from 'class-validator';
-import { IsFleetId } from '../ids';
-import { IsRfc3339 } from '../rfc3339';
+import {
+  MAX_HOST_CPU_CORES,
+  MAX_HOST_RAM_MB,
+  MAX_HOSTNAME_LENGTH,
+  MAX_VMS_PER_HEARTBEAT,
+} from '../fleet.constants';
+import {
+  ID_SCHEMA,
+  IP_LITERAL_MAX_LENGTH,
+  IP_LITERAL_PATTERN,
+  IsFleetId,
+  IsIpAddressLiteral,
+  IsPrintableText,
+  NO_CONTROL_CHARACTERS_PATTERN,
+} from '../ids';
+import { IsRfc3339, RFC3339_MAX_LENGTH } from '../rfc3339';
 import { VmRecord } from './vm-record';
 
 /** What every agent POSTs to /v1/nodes/heartbeat. Unknown extra fields are ignored. */
 export class NodeHeartbeat {
-  @ApiProperty({ example: 'compute-west-01', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$' })
+  @ApiProperty({ example: 'compute-west-01', ...ID_SCHEMA })
   @IsFleetId()
   node_id!: string;
 
-  @ApiProperty({ example: '10.8.0.21', description: "The node's WireGuard IP address." })
-  @Length(1, 64)
-  @IsString()
+  @ApiProperty({
+    example: '10.8.0.21',
+    description:
+      "The node's WireGuard IP address: an IPv4 or IPv6 address literal (no zone, port or prefix). The controller calls the agent at this address only.",
+    pattern: IP_LITERAL_PATTERN,
+    maxLength: IP_LITERAL_MAX_LENGTH,
+  })
+  @IsIpAddressLiteral()
   wg_ip!: string;
 
-  @ApiProperty({ example: 'compute-west-01' })
-  @Length(1, 253)
-  @IsString()
+  @ApiProperty({
+    example: 'compute-west-01',
+    description: 'Any text without control characters.',
+    minLength: 1,
+    maxLength: MAX_HOSTNAME_LENGTH,
+    pattern: NO_CONTROL_CHARACTERS_PATTERN,
+  })
+  @IsPrintableText(MAX_HOSTNAME_LENGTH)
   hostname!: string;
 
-  @ApiProperty({ type: 'integer', minimum: 0, example: 32768 })
+  @ApiProperty({ type: 'integer', minimum: 0, maximum: MAX_HOST_RAM_MB, example: 32768 })
+  @Max(MAX_HOST_RAM_MB)
   @Min(0)
   @IsInt()
   ram_total_mb!: number;
 
-  @ApiProperty({ type: 'integer', minimum: 0, example: 8192 })
+  @ApiProperty({ type: 'integer', minimum: 0, maximum: MAX_HOST_RAM_MB, example: 8192 })
+  @Max(MAX_HOST_RAM_MB)
   @Min(0)
   @IsInt()
   ram_used_mb!: number;
 
-  @ApiProperty({ type: 'integer', minimum: 0, example: 8 })
-  @Min(0)
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: MAX_HOST_CPU_CORES, example: 8 })
+  @Max(MAX_HOST_CPU_CORES)
+  @Min(1)
   @IsInt()
   cpu_cores!: number;
 
   @ApiProperty({ type: Number, minimum: 0, maximum: 100, example: 12.5 })
-  @Min(0)
   @Max(100)
+  @Min(0)
   @IsNumber({ allowNaN: false, allowInfinity: false })
   cpu_load_pct!: number;
 
@@ -66,17 +92,23 @@ export class NodeHeartbeat {
   @IsBoolean()
   reserved: boolean = false;
 
-  @ApiProperty({ type: [VmRecord] })
+  @ApiProperty({ type: [VmRecord], maxItems: MAX_VMS_PER_HEARTBEAT })
   @ValidateNested({ each: true })
+  @ArrayMaxSize(MAX_VMS_PER_HEARTBEAT)
   @IsArray()
   @Type(() => VmRecord)
   vms!: VmRecord[];
 
-  @ApiProperty({ example: '4f0b6a8e-3c1d-4c53-9a53-2f5d2f0e9d10' })
+  @ApiProperty({ example: '4f0b6a8e-3c1d-4c53-9a53-2f5d2f0e9d10', ...ID_SCHEMA })
   @IsFleetId()
   boot_id!: string;
 
-  @ApiProperty({ type: String, format: 'date-time', example: '2026-08-06T12:00:00.123456789Z' })
+  @ApiProperty({
+    type: String,
+    format: 'date-time',
+    maxLength: RFC3339_MAX_LENGTH,
+    example: '2026-08-06T12:00:00.123456789Z',
+  })
   @IsRfc3339()
   timestamp_utc!: string;
 
@@ -88,8 +120,8 @@ export class NodeHeartbeat {
     description: "Port of the agent's local API; absent means 9204.",
   })
   @IsOptional()
-  @Min(1)
   @Max(65535)
+  @Min(1)
   @IsInt()
   spawn_port?: number;
 }

@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
 import {
+  ArrayMaxSize,
   IsArray,
   IsEnum,
   IsIn,
@@ -11,8 +12,9 @@ import {
   ValidateIf,
   ValidateNested,
 } from 'class-validator';
-import { IsFleetId, IsVmType } from '../ids';
-import { IsRfc3339 } from '../rfc3339';
+import { MAX_HOST_CPU_CORES, MAX_HOST_PORTS_PER_VM, MAX_HOST_RAM_MB } from '../fleet.constants';
+import { ID_SCHEMA, IsFleetId, IsVmType, VM_TYPE_SCHEMA } from '../ids';
+import { IsRfc3339, RFC3339_MAX_LENGTH } from '../rfc3339';
 
 export enum VmState {
   Running = 'Running',
@@ -40,14 +42,11 @@ export class HostPort {
 }
 
 export class VmRecord {
-  @ApiProperty({
-    example: 'vm-0123456789abcdef',
-    pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$',
-  })
+  @ApiProperty({ example: 'vm-0123456789abcdef', ...ID_SCHEMA })
   @IsFleetId()
   vm_id!: string;
 
-  @ApiProperty({ example: 'web', pattern: '^[A-Za-z0-9-]{1,63}$' })
+  @ApiProperty({ example: 'web', ...VM_TYPE_SCHEMA })
   @IsVmType()
   vm_type!: string;
 
@@ -55,12 +54,14 @@ export class VmRecord {
   @IsEnum(VmState)
   state!: VmState;
 
-  @ApiProperty({ type: 'integer', minimum: 1, example: 2048 })
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: MAX_HOST_RAM_MB, example: 2048 })
+  @Max(MAX_HOST_RAM_MB)
   @Min(1)
   @IsInt()
   ram_alloc_mb!: number;
 
-  @ApiProperty({ type: 'integer', minimum: 1, example: 2 })
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: MAX_HOST_CPU_CORES, example: 2 })
+  @Max(MAX_HOST_CPU_CORES)
   @Min(1)
   @IsInt()
   vcpu_count!: number;
@@ -68,6 +69,7 @@ export class VmRecord {
   @ApiProperty({
     type: String,
     format: 'date-time',
+    maxLength: RFC3339_MAX_LENGTH,
     nullable: true,
     example: '2026-08-06T12:00:00.123456789Z',
   })
@@ -76,14 +78,26 @@ export class VmRecord {
   @IsRfc3339()
   started_at: string | null = null;
 
-  @ApiProperty({ type: String, nullable: true, required: false, example: 'acme' })
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    required: false,
+    example: 'acme',
+    ...ID_SCHEMA,
+  })
   @IsOptional()
   @IsFleetId()
   tenant_id?: string | null;
 
-  @ApiProperty({ type: [HostPort], required: false, default: [] })
+  @ApiProperty({
+    type: [HostPort],
+    required: false,
+    default: [],
+    maxItems: MAX_HOST_PORTS_PER_VM,
+  })
   @Transform(({ value }: { value: unknown }) => value ?? [])
   @ValidateNested({ each: true })
+  @ArrayMaxSize(MAX_HOST_PORTS_PER_VM)
   @IsArray()
   @Type(() => HostPort)
   host_ports: HostPort[] = [];

@@ -1,0 +1,21 @@
+import { CONTROL_CHARACTERS } from '@app/fleet-domain';
+
+const ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/** Text for one log line: every control character written as an escape, so it stays one line. */
+export function escapeControlCharacters(text: string): string {
+  return text.replace(
+    CONTROL_CHARACTERS,
+    (character) =>
+      ESCAPES[character] ?? `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/**
+ * Text from outside, fit to show in an answer or a log: control characters become spaces and
+ * it is cut to `maxLength` characters.
+ */
+export function printable(text: string, maxLength: number): string {
+  const clean = text.replace(CONTROL_CHARACTERS, ' ');
+  return clean.length > maxLength ? `${clean.slice(0, maxLength - 1)}…` : clean;
+}
