@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import {
   Daemon,
   FLEET_URL,
@@ -125,6 +125,11 @@ function ownerDir(vmId: string): string {
   return join(workDir, owner);
 }
 
+/** The node whose agent runs `vmId`. */
+function ownerOf(vmId: string): string {
+  return basename(ownerDir(vmId));
+}
+
 function qemuPidOf(vmId: string): number {
   return Number(readFileSync(join(ownerDir(vmId), 'run', vmId, 'qemu.pid'), 'utf8').trim());
 }
@@ -151,18 +156,40 @@ describe('VMs with real QEMU', () => {
     killSuiteQemu();
   });
 
-  let vmId: string;
-  let owner: string;
+  // Each test starts on a fleet without VMs: whatever one made is deleted after it.
+  afterEach(async () => {
+    for (const vm of await vms()) await del(`/v1/vms/${vm.vm_id}`);
+    killSuiteQemu();
+  });
 
-  /** Enrolls one more node, with its own VM_BASE_IMAGE, and asks it for a small VM. */
+  /**
+   * Enrolls one more node, with its own VM_BASE_IMAGE, and asks it for a small VM. The node is
+   * reserved, so no other test's placement ever picks it.
+   */
   async function createOnNodeWithBaseImage(nodeId: string, wgIp: string, image: string) {
-    agents[nodeId] = startAgent(agentEnv(nodeId, wgIp, { VM_BASE_IMAGE: image }));
+    agents[nodeId] = startAgent(
+      agentEnv(nodeId, wgIp, { VM_BASE_IMAGE: image, VM_RESERVED: 'true' }),
+    );
     await eventually(
       `${nodeId} listed`,
       async () => (await listedNodes()).find((n) => n.node_id === nodeId),
       5_000,
     );
     return post('/v1/vms', { vm_type: 'e2e-x', ram_mb: 64, vcpu_count: 1, preferred_node: nodeId });
+  }
+
+  /** A VM of tenant acme, created through the controller and listed Running. */
+  async function runningVm(): Promise<{ vmId: string; owner: string }> {
+    const created = await post('/v1/vms', {
+      vm_type: 'e2e-web',
+      ram_mb: 96,
+      vcpu_count: 1,
+      tenant_id: 'acme',
+    });
+    expect(created.status).toBe(201);
+    const vmId = created.body.vm_id;
+    await vmListed(vmId, 'Running');
+    return { vmId, owner: ownerOf(vmId) };
   }
 
   it('creates a VM through the controller; a real QEMU process runs it; it is listed Running', async () => {
@@ -180,7 +207,7 @@ describe('VMs with real QEMU', () => {
       vcpu_count: 1,
       tenant_id: 'acme',
     });
-    vmId = created.body.vm_id;
+    const vmId = created.body.vm_id;
     expect(vmId).toMatch(/^[a-z0-9-]+$/);
 
     const running = await vmListed(vmId, 'Running');
@@ -196,7 +223,7 @@ describe('VMs with real QEMU', () => {
     expect(cmdline).toContain('96M');
     expect(cmdline).toContain('q35,accel=tcg');
 
-    owner = ownerDir(vmId).endsWith('vm-node-a') ? 'vm-node-a' : 'vm-node-b';
+    const owner = ownerOf(vmId);
     const nodes = await eventually(
       'vm_count 1 on the owner',
       async () => {
@@ -209,11 +236,13 @@ describe('VMs with real QEMU', () => {
   });
 
   it('finds it by its tenant, and not by another', async () => {
+    const { vmId } = await runningVm();
     expect((await vms('?tenant_id=acme')).map((vm) => vm.vm_id)).toEqual([vmId]);
     expect(await vms('?tenant_id=globex')).toEqual([]);
   });
 
   it('still lists it, tenant and all, after its agent was killed and restarted', async () => {
+    const { vmId, owner } = await runningVm();
     const agent = agents[owner];
     agent.process.kill('SIGKILL');
     await agent.waitForExit();
@@ -233,6 +262,7 @@ describe('VMs with real QEMU', () => {
   });
 
   it('deletes it through the controller: 204, QEMU gone within 5 s, unlisted; again: 404', async () => {
+    const { vmId, owner } = await runningVm();
     const pid = qemuPidOf(vmId);
     const disk = join(ownerDir(vmId), 'disks', `${vmId}.qcow2`);
     expect(await del(`/v1/vms/${vmId}`)).toBe(204);
@@ -260,6 +290,7 @@ describe('VMs with real QEMU', () => {
 
   it('answers bad input as the contract says, and starts nothing', async () => {
     const before = qemuProcessesOfSuite().length;
+    const listedBefore = (await vms()).map((vm) => vm.vm_id);
     for (const [field, body] of [
       ['ram_mb', { vm_type: 'x', ram_mb: 0, vcpu_count: 1 }],
       ['ram_mb', { vm_type: 'x', ram_mb: -64, vcpu_count: 1 }],
@@ -290,7 +321,7 @@ describe('VMs with real QEMU', () => {
 
     expect(qemuProcessesOfSuite()).toHaveLength(before);
     expect(readdirSync(join(workDir, 'vm-node-broken', 'run'))).toEqual([]);
-    expect(await vms()).toEqual([]);
+    expect((await vms()).map((vm) => vm.vm_id)).toEqual(listedBefore);
   });
 
   it('lists a VM whose disk step failed as Error, with the reason logged, until it is deleted', async () => {
