@@ -7,6 +7,12 @@ export const FLEET_MAIN = join(ROOT, 'dist/apps/fleet/apps/fleet/src/main.js');
 export const VM_HOST_MAIN = join(ROOT, 'dist/apps/vm-host/apps/vm-host/src/main.js');
 export const FLEET_URL = 'http://127.0.0.1:9203';
 
+/**
+ * How long a daemon may take to start, or to say what a test waits for: generous, since a
+ * loaded 2-core machine boots Nest slowly and start-up time is not what these tests measure.
+ */
+export const OUTPUT_TIMEOUT_MS = 20_000;
+
 const running = new Set<Daemon>();
 
 // Whatever happens to the test run, no daemon outlives it.
@@ -70,7 +76,7 @@ export class Daemon {
    * `output`, e.g. an earlier `output.length`) arrived: when the daemon said it, not when a test
    * looked. Rejects with the output so far on timeout or exit.
    */
-  waitForOutput(pattern: RegExp, timeoutMs = 10_000, after = 0): Promise<number> {
+  waitForOutput(pattern: RegExp, timeoutMs = OUTPUT_TIMEOUT_MS, after = 0): Promise<number> {
     const matcher = new RegExp(pattern.source, pattern.flags.replace('g', ''));
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
@@ -123,6 +129,12 @@ export function startFleetDaemon(env: NodeJS.ProcessEnv = {}, nodeArgs: string[]
 
 export function startAgent(env: NodeJS.ProcessEnv, args: string[] = []): Daemon {
   return new Daemon(VM_HOST_MAIN, env, args);
+}
+
+/** Resolves once the agent says its first heartbeat was delivered: the controller lists it. */
+export async function enrolled(agent: Daemon): Promise<Daemon> {
+  await agent.waitForOutput(/ enrolled: heartbeating to /);
+  return agent;
 }
 
 export async function stopAllDaemons(): Promise<void> {
