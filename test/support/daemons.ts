@@ -127,6 +127,13 @@ export function startFleetDaemon(env: NodeJS.ProcessEnv = {}, nodeArgs: string[]
   return new Daemon(FLEET_MAIN, env, [], nodeArgs);
 }
 
+/** Starts the built controller and resolves once it listens on 9203. */
+export async function listeningFleetDaemon(): Promise<Daemon> {
+  const fleet = startFleetDaemon();
+  await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
+  return fleet;
+}
+
 export function startAgent(env: NodeJS.ProcessEnv, args: string[] = []): Daemon {
   return new Daemon(VM_HOST_MAIN, env, args);
 }

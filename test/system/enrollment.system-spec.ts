@@ -8,6 +8,7 @@ import {
   eventually,
   getJson,
   listedNodes,
+  listeningFleetDaemon,
   startAgent,
   startFleetDaemon,
   stopAllDaemons,
@@ -77,8 +78,7 @@ describe('enrollment with real processes', () => {
   let fleet: Daemon;
 
   beforeEach(async () => {
-    fleet = startFleetDaemon();
-    await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
+    fleet = await listeningFleetDaemon();
   });
 
   afterEach(async () => {
@@ -153,7 +153,9 @@ describe('enrollment with real processes', () => {
 
   it('lets a second agent with a node id already in use take the record over', async () => {
     await enrolledAgent('e2e-node-d', '127.0.0.5');
-    const usurper = startAgent(agentEnv('e2e-node-d', '127.0.0.9', { VM_SPAWN_PORT: '9301' }));
+    const usurper = await enrolled(
+      startAgent(agentEnv('e2e-node-d', '127.0.0.9', { VM_SPAWN_PORT: '9301' })),
+    );
     await waitUntilListed('e2e-node-d', (node) => node.wg_ip === '127.0.0.9');
     await fleet.waitForOutput(/node e2e-node-d taken over: now 127\.0\.0\.9/);
     expect(usurper.alive).toBe(true);
@@ -223,8 +225,7 @@ describe('an agent on a bad environment', () => {
   let fleet: Daemon;
 
   beforeAll(async () => {
-    fleet = startFleetDaemon();
-    await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
+    fleet = await listeningFleetDaemon();
   });
 
   afterAll(async () => {

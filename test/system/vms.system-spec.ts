@@ -11,7 +11,7 @@ import {
   getJson,
   listedNodes,
   startAgent,
-  startFleetDaemon,
+  listeningFleetDaemon,
   stopAllDaemons,
 } from '../support/daemons';
 
@@ -138,12 +138,10 @@ function qemuPidOf(vmId: string): number {
 
 describe('VMs with real QEMU', () => {
   const agents: Record<string, Daemon> = {};
-  let fleet: Daemon;
 
   beforeAll(async () => {
     execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', baseImage, '64M']);
-    fleet = startFleetDaemon();
-    await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
+    await listeningFleetDaemon();
     [agents['vm-node-a'], agents['vm-node-b']] = await Promise.all([
       enrolled(startAgent(agentEnv('vm-node-a', '127.0.0.2'))),
       enrolled(startAgent(agentEnv('vm-node-b', '127.0.0.3'))),
@@ -172,14 +170,14 @@ describe('VMs with real QEMU', () => {
     return post('/v1/vms', { vm_type: 'e2e-x', ram_mb: 64, vcpu_count: 1, preferred_node: nodeId });
   }
 
+  /** Asks the controller for a 96 MB VM of tenant acme. */
+  function createVm() {
+    return post('/v1/vms', { vm_type: 'e2e-web', ram_mb: 96, vcpu_count: 1, tenant_id: 'acme' });
+  }
+
   /** A VM of tenant acme, created through the controller and listed Running. */
   async function runningVm(): Promise<{ vmId: string; owner: string }> {
-    const created = await post('/v1/vms', {
-      vm_type: 'e2e-web',
-      ram_mb: 96,
-      vcpu_count: 1,
-      tenant_id: 'acme',
-    });
+    const created = await createVm();
     expect(created.status).toBe(201);
     const vmId = created.body.vm_id;
     await vmListed(vmId, 'Running');
@@ -187,12 +185,7 @@ describe('VMs with real QEMU', () => {
   }
 
   it('creates a VM through the controller; a real QEMU process runs it; it is listed Running', async () => {
-    const created = await post('/v1/vms', {
-      vm_type: 'e2e-web',
-      ram_mb: 96,
-      vcpu_count: 1,
-      tenant_id: 'acme',
-    });
+    const created = await createVm();
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({
       vm_type: 'e2e-web',
