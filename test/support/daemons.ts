@@ -72,11 +72,10 @@ export class Daemon {
   }
 
   /**
-   * Resolves with the time the first match of `pattern` printed after `after` (an offset in
-   * `output`, e.g. an earlier `output.length`) arrived: when the daemon said it, not when a test
-   * looked. Rejects with the output so far on timeout or exit.
+   * Resolves with the time the first match of `pattern` arrived: when the daemon said it, not
+   * when a test looked. Rejects with the output so far on timeout or exit.
    */
-  waitForOutput(pattern: RegExp, timeoutMs = OUTPUT_TIMEOUT_MS, after = 0): Promise<number> {
+  waitForOutput(pattern: RegExp, timeoutMs = OUTPUT_TIMEOUT_MS): Promise<number> {
     const matcher = new RegExp(pattern.source, pattern.flags.replace('g', ''));
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
@@ -84,8 +83,8 @@ export class Daemon {
         timeoutMs,
       );
       const check = (): void => {
-        const match = matcher.exec(this.output.slice(after));
-        if (match) done(undefined, after + match.index + match[0].length);
+        const match = matcher.exec(this.output);
+        if (match) done(undefined, match.index + match[0].length);
         else if (!this.alive) done(new Error(`exited before printing ${pattern}`));
       };
       const done = (error?: Error, matchEnd = 0): void => {

@@ -18,7 +18,8 @@ import { NODE_RECORD_FIELDS } from '../support/heartbeats';
 
 /**
  * The enrollment how-tos, lived with real processes: the built controller on 9203 and agents
- * on 127.0.0.2, 127.0.0.3, ... heartbeating every second.
+ * on 127.0.0.2, 127.0.0.3, ... heartbeating every second (every 5 s where a test bounds a time
+ * in intervals).
  */
 jest.setTimeout(40_000);
 
