@@ -1,3 +1,5 @@
+import { heartbeat, vmRecord } from '../support/heartbeats';
+
 /**
  * Realistic heartbeat bodies (2 VMs each) for the load generator, cheap to stamp anew for each
  * request: a prefix and a suffix per node, with a fresh timestamp in between, so every
@@ -9,17 +11,15 @@ export function nodeId(index: number): string {
 
 export function heartbeatTemplate(index: number): { prefix: string; suffix: string } {
   const id = nodeId(index);
-  const vm = (n: number) => ({
-    vm_id: `vm-${String(index).padStart(6, '0')}-${n}`,
-    vm_type: 'web',
-    state: 'Running',
-    ram_alloc_mb: 2048,
-    vcpu_count: 2,
-    started_at: '2026-08-06T11:00:00.123456789Z',
-    tenant_id: 'acme',
-    host_ports: [{ host_port: 40000 + n, guest_port: 22, protocol: 'tcp' }],
-  });
-  const body = {
+  const vm = (n: number) =>
+    vmRecord(`vm-${String(index).padStart(6, '0')}-${n}`, {
+      ram_alloc_mb: 2048,
+      vcpu_count: 2,
+      started_at: '2026-08-06T11:00:00.123456789Z',
+      tenant_id: 'acme',
+      host_ports: [{ host_port: 40000 + n, guest_port: 22, protocol: 'tcp' }],
+    });
+  const body = heartbeat({
     node_id: id,
     wg_ip: `10.8.${(index >> 8) & 255}.${index & 255}`,
     hostname: id,
@@ -28,12 +28,11 @@ export function heartbeatTemplate(index: number): { prefix: string; suffix: stri
     cpu_cores: 16,
     cpu_load_pct: 23.5,
     kvm_available: true,
-    reserved: false,
     vms: [vm(1), vm(2)],
     boot_id: `4f0b6a8e-3c1d-4c53-9a53-${String(index).padStart(12, '0')}`,
     spawn_port: 9204,
     timestamp_utc: '@@',
-  };
+  });
   const [prefix, suffix] = JSON.stringify(body).split('"@@"');
   return { prefix: prefix + '"', suffix: '"' + suffix };
 }

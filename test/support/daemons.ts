@@ -7,6 +7,12 @@ export const FLEET_MAIN = join(ROOT, 'dist/apps/fleet/apps/fleet/src/main.js');
 export const VM_HOST_MAIN = join(ROOT, 'dist/apps/vm-host/apps/vm-host/src/main.js');
 export const FLEET_URL = 'http://127.0.0.1:9203';
 
+/**
+ * How long a daemon may take to start, or to say what a test waits for: generous, since a
+ * loaded 2-core machine boots Nest slowly and start-up time is not what these tests measure.
+ */
+export const OUTPUT_TIMEOUT_MS = 20_000;
+
 const running = new Set<Daemon>();
 
 // Whatever happens to the test run, no daemon outlives it.
@@ -24,6 +30,8 @@ export class Daemon {
   readonly process: ChildProcess;
   readonly startedAt = Date.now();
   output = '';
+  /** When each piece of the output arrived: its end offset in `output` and the time. */
+  private readonly arrivals: Array<{ end: number; at: number }> = [];
   private readonly exited: Promise<Exit>;
   private watchers: Array<() => void> = [];
 
@@ -45,6 +53,7 @@ export class Daemon {
     running.add(this);
     const collect = (chunk: Buffer): void => {
       this.output += chunk.toString('utf8');
+      this.arrivals.push({ end: this.output.length, at: Date.now() });
       for (const watcher of this.watchers) watcher();
     };
     this.process.stdout!.on('data', collect);
@@ -62,22 +71,27 @@ export class Daemon {
     return this.process.exitCode === null && this.process.signalCode === null;
   }
 
-  /** Resolves when the output matches; rejects with the output so far on timeout or exit. */
-  waitForOutput(pattern: RegExp, timeoutMs = 10_000): Promise<void> {
+  /**
+   * Resolves with the time the first match of `pattern` arrived: when the daemon said it, not
+   * when a test looked. Rejects with the output so far on timeout or exit.
+   */
+  waitForOutput(pattern: RegExp, timeoutMs = OUTPUT_TIMEOUT_MS): Promise<number> {
+    const matcher = new RegExp(pattern.source, pattern.flags.replace('g', ''));
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
         () => done(new Error(`timed out waiting for ${pattern}`)),
         timeoutMs,
       );
       const check = (): void => {
-        if (pattern.test(this.output)) done();
+        const match = matcher.exec(this.output);
+        if (match) done(undefined, match.index + match[0].length);
         else if (!this.alive) done(new Error(`exited before printing ${pattern}`));
       };
-      const done = (error?: Error): void => {
+      const done = (error?: Error, matchEnd = 0): void => {
         clearTimeout(timer);
         this.watchers = this.watchers.filter((watcher) => watcher !== check);
         if (error) reject(new Error(`${error.message}; output:\n${this.output}`));
-        else resolve();
+        else resolve(this.arrivals.find((arrival) => arrival.end >= matchEnd)!.at);
       };
       this.watchers.push(check);
       check();
@@ -112,8 +126,21 @@ export function startFleetDaemon(env: NodeJS.ProcessEnv = {}, nodeArgs: string[]
   return new Daemon(FLEET_MAIN, env, [], nodeArgs);
 }
 
+/** Starts the built controller and resolves once it listens on 9203. */
+export async function listeningFleetDaemon(): Promise<Daemon> {
+  const fleet = startFleetDaemon();
+  await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
+  return fleet;
+}
+
 export function startAgent(env: NodeJS.ProcessEnv, args: string[] = []): Daemon {
   return new Daemon(VM_HOST_MAIN, env, args);
+}
+
+/** Resolves once the agent says its first heartbeat was delivered: the controller lists it. */
+export async function enrolled(agent: Daemon): Promise<Daemon> {
+  await agent.waitForOutput(/ enrolled: heartbeating to /);
+  return agent;
 }
 
 export async function stopAllDaemons(): Promise<void> {
@@ -122,7 +149,9 @@ export async function stopAllDaemons(): Promise<void> {
 
 /**
  * Polls `probe` until it returns a value (not undefined), for conditions only visible over
- * HTTP. Rejects with `what` after the timeout.
+ * HTTP. The last probe starts at the deadline, never a poll later; then it rejects naming
+ * `what`. A test that claims "within N ms" asserts on the time of the event itself (a receive
+ * time, an output line's arrival), not on when this loop happened to look.
  */
 export async function eventually<T>(
   what: string,
@@ -134,9 +163,9 @@ export async function eventually<T>(
   for (;;) {
     const value = await probe().catch(() => undefined);
     if (value !== undefined) return value;
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
+    const left = deadline - Date.now();
+    if (left <= 0) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, Math.min(everyMs, left)));
   }
 }
 
@@ -161,7 +190,12 @@ export async function listedNodes(): Promise<ListedNode[]> {
   return getJson<ListedNode[]>('/v1/nodes');
 }
 
-/** Real time passing: only for the one test that proves the 30 s drop with real processes. */
-export function untilTime(epochMs: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.max(0, epochMs - Date.now())));
+/**
+ * Real time passing: only for the one test that proves the 30 s drop with real processes.
+ * Resolves once Date.now() has reached `epochMs` (a timer may fire a little early).
+ */
+export async function untilTime(epochMs: number): Promise<void> {
+  while (Date.now() < epochMs) {
+    await new Promise((resolve) => setTimeout(resolve, epochMs - Date.now()));
+  }
 }

@@ -1,5 +1,5 @@
+import { heartbeat as agentHeartbeat, vmRecord } from '../../../test/support/heartbeats';
 import { NodeHeartbeat } from './wire/node-heartbeat';
-import { VmRecord, VmState } from './wire/vm-record';
 import {
   acceptHeartbeat,
   holdRam,
@@ -18,35 +18,21 @@ import {
   withoutVm,
 } from './node-state';
 
-function vm(vm_id: string, ram_alloc_mb = 512): VmRecord {
-  return {
-    vm_id,
-    vm_type: 'web',
-    state: VmState.Running,
-    ram_alloc_mb,
-    vcpu_count: 1,
-    started_at: null,
-    tenant_id: null,
-    host_ports: [],
-  };
+function vm(vm_id: string, ram_alloc_mb = 512) {
+  return vmRecord(vm_id, { ram_alloc_mb });
 }
 
+/** Node n1: 8192 MB of which 2048 used, KVM, two 512 MB VMs, one fixed timestamp. */
 function heartbeat(extra: Partial<NodeHeartbeat> = {}): NodeHeartbeat {
-  return {
+  return agentHeartbeat({
     node_id: 'n1',
-    wg_ip: '10.8.0.1',
-    hostname: 'host-1',
     ram_total_mb: 8192,
     ram_used_mb: 2048,
-    cpu_cores: 4,
-    cpu_load_pct: 10,
     kvm_available: true,
-    reserved: false,
     vms: [vm('a'), vm('b')],
-    boot_id: 'boot-1',
     timestamp_utc: '2026-08-06T12:00:00.000000001Z',
     ...extra,
-  };
+  });
 }
 
 describe('node record derivation', () => {
@@ -65,8 +51,8 @@ describe('node record derivation', () => {
     const record = toNodeRecord(nodeStateFromHeartbeat(heartbeat(), Date.UTC(2026, 7, 6, 12)));
     expect(record).toEqual({
       node_id: 'n1',
-      hostname: 'host-1',
-      wg_ip: '10.8.0.1',
+      hostname: 'host-n1',
+      wg_ip: '127.0.0.1',
       ram_available_mb: 6144,
       vm_count: 2,
       kvm_available: true,
@@ -159,12 +145,12 @@ describe('judgeHeartbeat', () => {
       ),
     ).toEqual({
       kind: 'taken-over',
-      previous: { boot_id: 'boot-1', wg_ip: '10.8.0.1', hostname: 'host-1' },
+      previous: { boot_id: 'boot-1', wg_ip: '127.0.0.1', hostname: 'host-n1' },
     });
   });
 
   it('calls another host speaking for the id a take-over', () => {
-    expect(judgeHeartbeat(stored, heartbeat({ wg_ip: '10.8.0.2' })).kind).toBe('taken-over');
+    expect(judgeHeartbeat(stored, heartbeat({ wg_ip: '127.0.0.2' })).kind).toBe('taken-over');
   });
 
   it('keeps ordering by a stamp ahead of the receive time by less than the 2 s NTP allowance', () => {

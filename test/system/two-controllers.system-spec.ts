@@ -5,6 +5,7 @@ import {
   Daemon,
   FLEET_MAIN,
   ListedNode,
+  enrolled,
   eventually,
   startAgent,
   stopAllDaemons,
@@ -58,13 +59,15 @@ describe('two controller processes on one Redis', () => {
   });
 
   it('lists on one controller the node that beats to the other, and loses nothing when one restarts', async () => {
-    startAgent({
-      VM_FLEET_ENDPOINT: `http://${hostA.address}:9203`,
-      VM_NODE_ID: 'shared-node',
-      VM_WG_IP: '127.0.0.2',
-      VM_HEARTBEAT_INTERVAL_S: '1',
-      VM_DISK_DIR: diskDir,
-    });
+    await enrolled(
+      startAgent({
+        VM_FLEET_ENDPOINT: `http://${hostA.address}:9203`,
+        VM_NODE_ID: 'shared-node',
+        VM_WG_IP: '127.0.0.2',
+        VM_HEARTBEAT_INTERVAL_S: '1',
+        VM_DISK_DIR: diskDir,
+      }),
+    );
     const onB = await eventually(
       'the node listed by controller B',
       async () => (await nodesOn(hostB)).find((node) => node.node_id === 'shared-node'),

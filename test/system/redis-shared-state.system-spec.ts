@@ -15,7 +15,8 @@ jest.setTimeout(20_000);
 describe('fleet state shared in Redis', () => {
   let redis: RedisServer;
   const open: RunningFleet[] = [];
-  const clock = new FakeClock();
+  /** One clock for every controller of a test, as hosts agreeing on the time. */
+  let clock: FakeClock;
 
   async function controller(url = redis.url): Promise<RunningFleet> {
     const fleet = await startFleet({ redisUrl: url, clock, agentTimeoutMs: 2_000 });
@@ -48,6 +49,7 @@ describe('fleet state shared in Redis', () => {
   }
 
   beforeEach(async () => {
+    clock = new FakeClock();
     redis = await RedisServer.start();
   });
 

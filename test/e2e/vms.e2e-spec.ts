@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import request from 'supertest';
-import type { CreateVmRequest } from '@app/fleet-domain';
+import { AGENT_REQUEST_TIMEOUT_MS, type CreateVmRequest } from '@app/fleet-domain';
+import { VmHostClientSettings } from '../../apps/fleet/src/vms/vm-host.client';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { heartbeat, vmRecord } from '../support/heartbeats';
 import { StubAgent, StubAgentCall, json } from '../support/stub-agent';
@@ -23,7 +24,7 @@ describe('fleet controller: VMs', () => {
   const agents: StubAgent[] = [];
 
   beforeEach(async () => {
-    fleet = await startFleet({ agentTimeoutMs: 300 });
+    fleet = await startFleet();
   });
 
   afterEach(async () => {
@@ -42,6 +43,14 @@ describe('fleet controller: VMs', () => {
       .post('/v1/nodes/heartbeat')
       .send(heartbeat({ node_id, spawn_port: stub.port, ...extra }))
       .expect(200);
+  }
+
+  /**
+   * The controller waits the product's 10 s for an agent, plenty for a cold first call on a
+   * busy machine; a test of an agent that never answers makes it wait 300 ms.
+   */
+  function waitForAgentsMs(ms: number): void {
+    fleet.app.get(VmHostClientSettings).timeoutMs = ms;
   }
 
   const create = (body: object) => request(fleet.url).post('/v1/vms').send(body);
@@ -132,28 +141,34 @@ describe('fleet controller: VMs', () => {
     await create(small).expect(503);
   });
 
-  it.each<[string, (call: StubAgentCall, res: ServerResponse) => void, RegExp]>([
+  it.each<[string, (call: StubAgentCall, res: ServerResponse) => void, RegExp, number]>([
     [
       'answers 500',
       (_call, res) => json(res, 500, { message: 'qemu exploded' }),
       /n1 answered 500: qemu exploded/,
+      AGENT_REQUEST_TIMEOUT_MS,
     ],
     [
       'answers garbage',
       (_call, res) => json(res, 201, { hello: 'world' }),
       /n1 answered the spawn with an invalid VmRecord/,
+      AGENT_REQUEST_TIMEOUT_MS,
     ],
-    ['never answers', () => undefined, /n1 .* unreachable: no answer within 300 ms/],
-  ])('answers 502 and records nothing when the agent %s', async (_what, respond, message) => {
-    const stub = await agent(respond);
-    await enroll('n1', stub);
-    const { body } = await create(small).expect(502);
-    expect(body.message).toMatch(message);
-    expect(stub.calls).toHaveLength(1);
-    await request(fleet.url).get('/v1/vms').expect(200, []);
-    const node = await request(fleet.url).get('/v1/nodes/n1').expect(200);
-    expect(node.body).toMatchObject({ vm_count: 0, ram_available_mb: 16384 - 4096 });
-  });
+    ['never answers', () => undefined, /n1 .* unreachable: no answer within 300 ms/, 300],
+  ])(
+    'answers 502 and records nothing when the agent %s',
+    async (_what, respond, message, waitMs) => {
+      waitForAgentsMs(waitMs);
+      const stub = await agent(respond);
+      await enroll('n1', stub);
+      const { body } = await create(small).expect(502);
+      expect(body.message).toMatch(message);
+      expect(stub.calls).toHaveLength(1);
+      await request(fleet.url).get('/v1/vms').expect(200, []);
+      const node = await request(fleet.url).get('/v1/nodes/n1').expect(200);
+      expect(node.body).toMatchObject({ vm_count: 0, ram_available_mb: 16384 - 4096 });
+    },
+  );
 
   it('answers 502 naming the node when its agent is unreachable', async () => {
     const gone = await agent(() => undefined);
@@ -226,10 +241,11 @@ describe('fleet controller: VMs', () => {
       expect(owner.calls).toHaveLength(0);
     });
 
-    it.each<[string, (call: StubAgentCall, res: ServerResponse) => void]>([
-      ['fails', (_call, res) => json(res, 500)],
-      ['never answers', () => undefined],
-    ])('answers 502 and keeps the record when the agent %s', async (_what, respond) => {
+    it.each<[string, (call: StubAgentCall, res: ServerResponse) => void, number]>([
+      ['fails', (_call, res) => json(res, 500), AGENT_REQUEST_TIMEOUT_MS],
+      ['never answers', () => undefined, 300],
+    ])('answers 502 and keeps the record when the agent %s', async (_what, respond, waitMs) => {
+      waitForAgentsMs(waitMs);
       const owner = await agent(respond);
       await enroll('owner', owner, { vms: [vmRecord('vm-1')] });
       const { body } = await request(fleet.url).delete('/v1/vms/vm-1').expect(502);
