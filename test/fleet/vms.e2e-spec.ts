@@ -136,7 +136,7 @@ describe('fleet controller: VMs', () => {
     [
       'answers 500',
       (_call, res) => json(res, 500, { message: 'qemu exploded' }),
-      /n1 answered 500: qemu exploded/,
+      /node n1 refused the VM: qemu exploded/,
     ],
     [
       'answers garbage',

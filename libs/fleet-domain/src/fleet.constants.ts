@@ -21,3 +21,9 @@ export const DEFAULT_DISK_DIR = '/var/lib/vm-fleet';
 
 /** How long the controller waits for an agent to answer a spawn or destroy call. */
 export const AGENT_REQUEST_TIMEOUT_MS = 10_000;
+
+/**
+ * How long a RAM hold outlives the dispatch timeout: a controller that died mid-dispatch
+ * leaves nothing held for longer than the timeout plus this.
+ */
+export const RAM_HOLD_MARGIN_MS = 5_000;

@@ -14,7 +14,7 @@ import {
 } from 'class-validator';
 import { IsFleetId } from '../ids';
 import { IsRfc3339 } from '../rfc3339';
-import { VmRecord } from './vm-record';
+import { HeartbeatVm } from './heartbeat-vm';
 
 /** What every agent POSTs to /v1/nodes/heartbeat. Unknown extra fields are ignored. */
 export class NodeHeartbeat {
@@ -66,11 +66,11 @@ export class NodeHeartbeat {
   @IsBoolean()
   reserved: boolean = false;
 
-  @ApiProperty({ type: [VmRecord] })
+  @ApiProperty({ type: [HeartbeatVm] })
   @ValidateNested({ each: true })
   @IsArray()
-  @Type(() => VmRecord)
-  vms!: VmRecord[];
+  @Type(() => HeartbeatVm)
+  vms!: HeartbeatVm[];
 
   @ApiProperty({ example: '4f0b6a8e-3c1d-4c53-9a53-2f5d2f0e9d10' })
   @IsFleetId()
