@@ -185,18 +185,17 @@ describe('fleet controller: VM safety', () => {
     it('makes one VM of concurrent identical keyed creates, with one dispatch', async () => {
       let release!: () => void;
       const gate = new Promise<void>((resolve) => (release = resolve));
+      let dispatched!: () => void;
+      const reached = new Promise<void>((resolve) => (dispatched = resolve));
       const stub = await agent(async (call, res) => {
+        dispatched();
         await gate;
         json(res, 201, spawned(call, 'vm-00000000000000c1'));
       });
       await enroll('n1', stub);
       const creates = Array.from({ length: 4 }, () => create(small, 'burst-1'));
       const sent = Promise.all(creates.map((pending) => pending.then((res) => res)));
-      await eventually(
-        'the dispatch',
-        async () => (stub.calls.length > 0 ? true : undefined),
-        5_000,
-      );
+      await reached;
       const mismatch = await create({ ...small, vcpu_count: 2 }, 'burst-1').expect(422);
       expect(mismatch.body.message).toContain('Idempotency-Key');
       release();
