@@ -1,7 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import Redis from 'ioredis';
 import request from 'supertest';
-import type { CreateVmRequest } from '@app/fleet-domain';
 import {
   Daemon,
   FLEET_URL,
@@ -11,32 +10,14 @@ import {
 } from '../support/daemons';
 import { FakeClock } from '../support/fake-clock';
 import { RunningFleet, startFleet } from '../support/fleet-app';
-import { heartbeat, vmRecord } from '../support/heartbeats';
+import { heartbeat } from '../support/heartbeats';
 import { RedisServer } from '../support/redis-server';
-import { StubAgent, StubAgentCall, json } from '../support/stub-agent';
+import { StubAgent, StubAgentCall, json, spawnKeyOf, spawnedVm } from '../support/stub-agent';
 
 jest.setTimeout(40_000);
 
 /** The controller's dispatch timeout plus the hold margin: how long a hold can outlive its controller. */
 const HOLD_LIFETIME_MS = 15_000;
-
-/** Answers a spawn as a healthy agent does: the new VM, Provisioning. */
-function spawned(call: StubAgentCall, vmId: string) {
-  const body = call.body as CreateVmRequest;
-  return vmRecord(vmId, {
-    vm_type: body.vm_type,
-    state: 'Provisioning' as never,
-    ram_alloc_mb: body.ram_mb,
-    vcpu_count: body.vcpu_count,
-    started_at: null,
-    tenant_id: body.tenant_id ?? null,
-  });
-}
-
-function spawnKeyOf(res: ServerResponse): string | undefined {
-  const value = res.req.headers['idempotency-key'];
-  return typeof value === 'string' ? value : undefined;
-}
 
 /** POSTs to the real controller on :9203; the answer, or the error when it died meanwhile. */
 function postVm(body: object, key?: string): Promise<Response | Error> {
@@ -154,7 +135,7 @@ describe('a controller killed mid-dispatch (Redis)', () => {
     );
     expect(await inspector.zcard('ppn-fleet:hold-deadlines')).toBe(0);
 
-    answer = (call, res) => json(res, 201, spawned(call, 'vm-00000000000000b1'));
+    answer = (call, res) => json(res, 201, spawnedVm(call, 'vm-00000000000000b1'));
     await request(b.url).post('/v1/vms').send(big).expect(201);
   });
 
@@ -162,7 +143,7 @@ describe('a controller killed mid-dispatch (Redis)', () => {
     await killedMidDispatch('order-7');
     const b = await secondController();
     // The node's agent answers the retry with the VM the first dispatch made.
-    answer = (call, res) => json(res, 201, spawned(call, 'vm-00000000000000b2'));
+    answer = (call, res) => json(res, 201, spawnedVm(call, 'vm-00000000000000b2'));
     const retry = await request(b.url)
       .post('/v1/vms')
       .set('Idempotency-Key', 'order-7')
@@ -186,7 +167,7 @@ describe('a controller killed mid-dispatch (Redis)', () => {
       .send(heartbeat({ node_id: 'n1', spawn_port: stub.port, ram_total_mb: 8192, ram_used_mb: 0 }))
       .expect(200);
     answer = (call, res) => {
-      void redis.stop().then(() => json(res, 201, spawned(call, 'vm-00000000000000b3')));
+      void redis.stop().then(() => json(res, 201, spawnedVm(call, 'vm-00000000000000b3')));
     };
     const { body } = await request(b.url).post('/v1/vms').send(big).expect(201);
     expect(body.vm_id).toBe('vm-00000000000000b3');
@@ -226,7 +207,7 @@ describe('a restarted controller process (in memory)', () => {
     let spawnKey: string | undefined;
     stub = await new StubAgent((call, res) => {
       spawnKey = spawnKeyOf(res);
-      json(res, 201, spawned(call, 'vm-00000000000000c7'));
+      json(res, 201, spawnedVm(call, 'vm-00000000000000c7'));
     }).start();
     let controller = await startController();
     await beatTo(FLEET_URL, heartbeat({ node_id: 'n1', spawn_port: stub.port }));

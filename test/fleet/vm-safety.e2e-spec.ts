@@ -1,38 +1,18 @@
 import { createHash } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
 import request from 'supertest';
-import { CreateVmRequest, RAM_HOLD_MARGIN_MS, holdRam, liveSince } from '@app/fleet-domain';
+import { RAM_HOLD_MARGIN_MS, holdRam, liveSince } from '@app/fleet-domain';
 import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
 import { StoreUnavailableError } from '../../apps/fleet/src/redis/store-unavailable.error';
 import { eventually } from '../support/daemons';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { heartbeat, vmRecord } from '../support/heartbeats';
-import { StubAgent, StubAgentCall, json } from '../support/stub-agent';
+import { StubAgent, json, spawnKeyOf, spawnedVm } from '../support/stub-agent';
 
 const AGENT_TIMEOUT_MS = 300;
 /** How long a hold lives in these tests: the (shortened) dispatch timeout plus the margin. */
 const HOLD_LIFETIME_MS = AGENT_TIMEOUT_MS + RAM_HOLD_MARGIN_MS;
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
-
-/** Answers a spawn as a healthy agent does: the new VM, Provisioning. */
-function spawned(call: StubAgentCall, vmId = `vm-${Math.random().toString(16).slice(2, 18)}`) {
-  const body = call.body as CreateVmRequest;
-  return vmRecord(vmId, {
-    vm_type: body.vm_type,
-    state: 'Provisioning' as never,
-    ram_alloc_mb: body.ram_mb,
-    vcpu_count: body.vcpu_count,
-    started_at: null,
-    tenant_id: body.tenant_id ?? null,
-  });
-}
-
-/** The Idempotency-Key the controller sent the agent with this call. */
-function spawnKeyOf(res: ServerResponse): string | undefined {
-  const value = res.req.headers['idempotency-key'];
-  return typeof value === 'string' ? value : undefined;
-}
 
 describe('fleet controller: VM safety', () => {
   let fleet: RunningFleet;
@@ -70,7 +50,7 @@ describe('fleet controller: VM safety', () => {
 
   describe('placement explains a refusal', () => {
     it('answers 503 listing every live node and why it was passed over', async () => {
-      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+      const stub = await agent((call, res) => json(res, 201, spawnedVm(call)));
       await enroll('compute-west-02', stub, { ram_total_mb: 8192, ram_used_mb: 5092 });
       await enroll('edge-01', stub, { ram_total_mb: 4096, ram_used_mb: 2048, reserved: true });
       const { body } = await create({ ...small, ram_mb: 4096 }).expect(503);
@@ -82,14 +62,14 @@ describe('fleet controller: VM safety', () => {
     });
 
     it('answers 422 naming the preferred node and what it lacks', async () => {
-      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+      const stub = await agent((call, res) => json(res, 201, spawnedVm(call)));
       await enroll('tiny', stub, { ram_total_mb: 4096, ram_used_mb: 3584 });
       const { body } = await create({ ...small, preferred_node: 'tiny' }).expect(422);
       expect(body.message).toBe('preferred_node tiny: needs 1024 MB, has 512 MB');
     });
 
     it('names ten nodes of a large fleet and counts the others', async () => {
-      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+      const stub = await agent((call, res) => json(res, 201, spawnedVm(call)));
       for (let index = 0; index < 25; index++) {
         await enroll(`n-${String(index).padStart(2, '0')}`, stub, { ram_used_mb: 16000 });
       }
@@ -101,8 +81,8 @@ describe('fleet controller: VM safety', () => {
     });
 
     it('passes over a node that missed two heartbeats while a fresh one fits, and says so', async () => {
-      const dying = await agent((call, res) => json(res, 201, spawned(call)));
-      const fresh = await agent((call, res) => json(res, 201, spawned(call)));
+      const dying = await agent((call, res) => json(res, 201, spawnedVm(call)));
+      const fresh = await agent((call, res) => json(res, 201, spawnedVm(call)));
       await enroll('dying', dying, { ram_total_mb: 65536 });
       fleet.clock.advance(10_000);
       await enroll('dying', dying, { ram_total_mb: 65536 });
@@ -130,7 +110,7 @@ describe('fleet controller: VM safety', () => {
     });
 
     it('does not pass over a node that beat once more right after a create', async () => {
-      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+      const stub = await agent((call, res) => json(res, 201, spawnedVm(call)));
       await enroll('n1', stub);
       fleet.clock.advance(10_000);
       await enroll('n1', stub);
@@ -143,7 +123,9 @@ describe('fleet controller: VM safety', () => {
 
   describe('Idempotency-Key', () => {
     it('answers a retry with the same key and body 200 with the same VM, spawning once', async () => {
-      const stub = await agent((call, res) => json(res, 201, spawned(call, 'vm-00000000000000a1')));
+      const stub = await agent((call, res) =>
+        json(res, 201, spawnedVm(call, 'vm-00000000000000a1')),
+      );
       await enroll('n1', stub);
       const first = await create({ ...small, tenant_id: 'acme' }, 'order-42').expect(201);
       const retry = await create(
@@ -158,7 +140,7 @@ describe('fleet controller: VM safety', () => {
       const keys: Array<string | undefined> = [];
       const stub = await agent((call, res) => {
         keys.push(spawnKeyOf(res));
-        json(res, 201, spawned(call));
+        json(res, 201, spawnedVm(call));
       });
       await enroll('n1', stub);
       await create(small, 'order-42').expect(201);
@@ -174,7 +156,7 @@ describe('fleet controller: VM safety', () => {
     });
 
     it('answers 422 naming the header when the key comes back with another body', async () => {
-      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+      const stub = await agent((call, res) => json(res, 201, spawnedVm(call)));
       await enroll('n1', stub);
       await create(small, 'order-42').expect(201);
       const { body } = await create({ ...small, ram_mb: 2048 }, 'order-42').expect(422);
@@ -190,7 +172,7 @@ describe('fleet controller: VM safety', () => {
       const stub = await agent(async (call, res) => {
         dispatched();
         await gate;
-        json(res, 201, spawned(call, 'vm-00000000000000c1'));
+        json(res, 201, spawnedVm(call, 'vm-00000000000000c1'));
       });
       await enroll('n1', stub);
       const creates = Array.from({ length: 4 }, () => create(small, 'burst-1'));
@@ -208,14 +190,16 @@ describe('fleet controller: VM safety', () => {
     });
 
     it('answers 200 when the agent already had the VM for the key (a retry after a lost answer)', async () => {
-      const stub = await agent((call, res) => json(res, 200, spawned(call, 'vm-00000000000000d1')));
+      const stub = await agent((call, res) =>
+        json(res, 200, spawnedVm(call, 'vm-00000000000000d1')),
+      );
       await enroll('n1', stub);
       const { body } = await create(small, 'lost-answer').expect(200);
       expect(body.vm_id).toBe('vm-00000000000000d1');
     });
 
     it('refuses a malformed key with 400 naming the header, and calls no agent', async () => {
-      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+      const stub = await agent((call, res) => json(res, 201, spawnedVm(call)));
       await enroll('n1', stub);
       for (const key of ['has space', 'k'.repeat(129), 'slash/es', '']) {
         const { body } = await create(small, key).expect(400);
@@ -228,7 +212,7 @@ describe('fleet controller: VM safety', () => {
       let spawnKey: string | undefined;
       const stub = await agent((call, res) => {
         spawnKey = spawnKeyOf(res);
-        json(res, 201, spawned(call, 'vm-00000000000000e1'));
+        json(res, 201, spawnedVm(call, 'vm-00000000000000e1'));
       });
       await enroll('n1', stub);
       const first = await create(small, 'survives-restart').expect(201);
@@ -251,7 +235,7 @@ describe('fleet controller: VM safety', () => {
     });
 
     it('makes a new VM once the agent no longer reports the key (a day later)', async () => {
-      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+      const stub = await agent((call, res) => json(res, 201, spawnedVm(call)));
       await enroll('n1', stub);
       const first = await create(small, 'day-old').expect(201);
       await enroll('n1', stub, { vms: [first.body] });
@@ -263,7 +247,9 @@ describe('fleet controller: VM safety', () => {
 
   describe('RAM holds end', () => {
     it('holds a placed VM until a heartbeat lists it, not merely until the next heartbeat', async () => {
-      const stub = await agent((call, res) => json(res, 201, spawned(call, 'vm-00000000000000f1')));
+      const stub = await agent((call, res) =>
+        json(res, 201, spawnedVm(call, 'vm-00000000000000f1')),
+      );
       await enroll('n1', stub, { ram_total_mb: 8192, ram_used_mb: 2048 });
       await create({ ...small, ram_mb: 2048 }).expect(201);
       expect(await node('n1')).toMatchObject({ ram_available_mb: 4096 });
@@ -281,7 +267,7 @@ describe('fleet controller: VM safety', () => {
     });
 
     it('ends a hold left by a controller that died mid-dispatch at its deadline', async () => {
-      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+      const stub = await agent((call, res) => json(res, 201, spawnedVm(call)));
       await enroll('n1', stub, { ram_total_mb: 8192, ram_used_mb: 2048 });
       // What a controller that died mid-dispatch leaves: a hold nobody will release.
       const now = fleet.clock.now();
@@ -326,7 +312,7 @@ describe('fleet controller: VM safety', () => {
         jest
           .spyOn(repository, 'update')
           .mockRejectedValue(new StoreUnavailableError('fleet state store unavailable'));
-        json(res, 201, spawned(call, 'vm-0000000000000a01'));
+        json(res, 201, spawnedVm(call, 'vm-0000000000000a01'));
       });
       await enroll('n1', stub, { ram_total_mb: 8192, ram_used_mb: 2048 });
       const { body } = await create({ ...small, ram_mb: 2048 }).expect(201);
