@@ -145,7 +145,7 @@ describe('fleet controller: VMs', () => {
     [
       'answers 500',
       (_call, res) => json(res, 500, { message: 'qemu exploded' }),
-      /n1 answered 500: qemu exploded/,
+      /node n1 refused the VM: qemu exploded/,
       AGENT_REQUEST_TIMEOUT_MS,
     ],
     [

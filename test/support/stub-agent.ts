@@ -1,5 +1,7 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { CreateVmRequest, VmRecord } from '@app/fleet-domain';
+import { vmRecord } from './heartbeats';
 
 export interface StubAgentCall {
   method: string;
@@ -61,4 +63,26 @@ export class StubAgent {
 export function json(res: ServerResponse, status: number, body?: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(body === undefined ? undefined : JSON.stringify(body));
+}
+
+/** A spawn answered as a healthy agent answers it: the VM it was asked for, Provisioning. */
+export function spawnedVm(
+  call: StubAgentCall,
+  vmId = `vm-${Math.random().toString(16).slice(2, 18).padEnd(16, '0')}`,
+): VmRecord {
+  const body = call.body as CreateVmRequest;
+  return vmRecord(vmId, {
+    vm_type: body.vm_type,
+    state: 'Provisioning' as never,
+    ram_alloc_mb: body.ram_mb,
+    vcpu_count: body.vcpu_count,
+    started_at: null,
+    tenant_id: body.tenant_id ?? null,
+  });
+}
+
+/** The Idempotency-Key the controller sent the agent with the call this answers. */
+export function spawnKeyOf(res: ServerResponse): string | undefined {
+  const value = res.req.headers['idempotency-key'];
+  return typeof value === 'string' ? value : undefined;
 }

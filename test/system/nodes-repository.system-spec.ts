@@ -75,7 +75,14 @@ function heartbeat(node_id: string, extra: Partial<NodeHeartbeat> = {}): NodeHea
 }
 
 function hold(holdId: string, ramMb: number, requiredFreeMb: number) {
-  return { holdId, ramMb, requiredFreeMb };
+  return {
+    holdId,
+    ramMb,
+    requiredFreeMb,
+    nowMs: 0,
+    expiresAtMs: Number.MAX_SAFE_INTEGER,
+    spawnKey: `${'0'.repeat(64)}.${holdId.padStart(64, '0')}`,
+  };
 }
 
 function vm(vm_id: string, ram_alloc_mb = 1024, tenant_id: string | null = null): VmRecord {

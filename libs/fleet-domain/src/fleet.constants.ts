@@ -41,3 +41,9 @@ export const MAX_HOSTNAME_LENGTH = 253;
  * later heartbeats of its boot: NTP-synchronised clocks stay well within it.
  */
 export const HEARTBEAT_STAMP_ALLOWANCE_MS = 2_000;
+
+/**
+ * How long a RAM hold outlives the dispatch timeout: a controller that died mid-dispatch
+ * leaves nothing held for longer than the timeout plus this.
+ */
+export const RAM_HOLD_MARGIN_MS = 5_000;

@@ -1,7 +1,13 @@
 import { heartbeat as agentHeartbeat, vmRecord } from '../../../test/support/heartbeats';
 import { NodeHeartbeat } from './wire/node-heartbeat';
 import {
+  RamHold,
+  RamHoldRequest,
   acceptHeartbeat,
+  beatIntervalMs,
+  earliestHoldDeadline,
+  endExpiredHolds,
+  findEarlierCreate,
   holdRam,
   judgeHeartbeat,
   liveSince,
@@ -74,32 +80,106 @@ describe('node record derivation', () => {
   });
 });
 
-describe('RAM holds', () => {
-  const HOLD_1024 = { holdId: 'h1', ramMb: 1024, requiredFreeMb: 0 };
+/** A hold of `ramMb` taken at `nowMs` (0 unless given), due 15 s later. */
+function hold(holdId: string, ramMb: number, requiredFreeMb: number, nowMs = 0): RamHoldRequest {
+  return {
+    holdId,
+    ramMb,
+    requiredFreeMb,
+    nowMs,
+    expiresAtMs: nowMs + 15_000,
+    spawnKey: spawnKey(holdId),
+  };
+}
 
-  it('counts a held VM against the node until the next heartbeat', () => {
+function spawnKey(seed: string, request = 'r'): string {
+  return `${seed.padStart(64, '0')}.${request.padStart(64, '0')}`;
+}
+
+describe('RAM holds', () => {
+  const HOLD_1024 = hold('h1', 1024, 0);
+
+  it('counts a held VM against the node until a heartbeat lists it', () => {
     const state = nodeStateFromHeartbeat(heartbeat(), 0);
-    const held = withHold(state, { holdId: 'h1', ramMb: 1024, requiredFreeMb: 1536 });
+    const held = withHold(state, hold('h1', 1024, 1536));
     expect(held && ramAvailableMb(held)).toBe(5120);
     const dispatched = withDispatchedVm(held!, 'h1', vm('new', 1024));
     expect(ramAvailableMb(dispatched)).toBe(5120);
     expect(vmCount(dispatched)).toBe(3);
 
-    const next = nodeStateFromHeartbeat(heartbeat({ ram_used_mb: 3072 }), 1_000, dispatched);
-    expect(ramAvailableMb(next)).toBe(5120);
-    expect(next.holds).toEqual({});
+    // Sampled before the spawn: the node's figures do not count the VM yet, the hold does.
+    const early = nodeStateFromHeartbeat(heartbeat(), 1_000, dispatched);
+    expect(ramAvailableMb(early)).toBe(5120);
+
+    const listing = nodeStateFromHeartbeat(
+      heartbeat({ ram_used_mb: 3072, vms: [vm('a'), vm('b'), vm('new', 1024)] }),
+      2_000,
+      early,
+    );
+    expect(ramAvailableMb(listing)).toBe(5120);
+    expect(listing.holds).toEqual({});
   });
 
-  it('keeps a hold still in flight across a heartbeat of the same boot', () => {
+  it('ends a hold in flight when a heartbeat lists a VM spawned with its key, before the answer', () => {
+    const held = withHold(nodeStateFromHeartbeat(heartbeat(), 0), HOLD_1024)!;
+    const unrelated = nodeStateFromHeartbeat(
+      heartbeat({ vms: [{ ...vm('x'), idempotency_key: spawnKey('other') }] }),
+      1_000,
+      held,
+    );
+    expect(Object.keys(unrelated.holds)).toEqual(['h1']);
+    const listed = nodeStateFromHeartbeat(
+      heartbeat({ vms: [{ ...vm('new', 1024), idempotency_key: spawnKey('h1') }] }),
+      2_000,
+      unrelated,
+    );
+    expect(listed.holds).toEqual({});
+  });
+
+  it('keeps a hold in flight across heartbeats of the same boot until its deadline', () => {
     const state = withHold(nodeStateFromHeartbeat(heartbeat(), 0), HOLD_1024)!;
-    const next = nodeStateFromHeartbeat(heartbeat(), 1_000, state);
+    const next = nodeStateFromHeartbeat(heartbeat(), 14_999, state);
     expect(ramAvailableMb(next)).toBe(5120);
+    expect(nodeStateFromHeartbeat(heartbeat(), 15_000, next).holds).toEqual({});
+    expect(nodeStateFromHeartbeat(heartbeat({ boot_id: 'boot-2' }), 1_000, state).holds).toEqual(
+      {},
+    );
+  });
+
+  it('stops counting a hold once its deadline has passed, given the time', () => {
+    const state = withHold(nodeStateFromHeartbeat(heartbeat(), 0), HOLD_1024)!;
+    expect(ramAvailableMb(state, 14_999)).toBe(5120);
+    expect(ramAvailableMb(state, 15_000)).toBe(6144);
+    // Without the time (the listings' record), it counts until the sweep ends it.
+    expect(ramAvailableMb(state)).toBe(5120);
+    expect(earliestHoldDeadline(state)).toBe(15_000);
+
+    const swept = endExpiredHolds(15_000)(state);
+    expect(swept.result).toEqual([{ holdId: 'h1', hold: state.holds.h1 }]);
+    expect(swept.next?.record.ram_available_mb).toBe(6144);
+    expect(earliestHoldDeadline(swept.next!)).toBeNull();
+    expect(endExpiredHolds(14_999)(state)).toEqual({ result: [] });
+  });
+
+  it('treats a hold stored without a deadline (an older controller) as ended', () => {
+    const state = withHold(nodeStateFromHeartbeat(heartbeat(), 0), HOLD_1024)!;
+    const legacy = { ...state, holds: { old: { ram_mb: 4096 } as RamHold } };
+    expect(ramAvailableMb(legacy, 0)).toBe(6144);
+    expect(earliestHoldDeadline(legacy)).toBe(0);
+    expect(endExpiredHolds(0)(legacy).result).toHaveLength(1);
+  });
+
+  it('takes a new hold against the RAM free now, ending expired holds on the way', () => {
+    const state = withHold(nodeStateFromHeartbeat(heartbeat(), 0), hold('h1', 5632, 6144))!;
+    expect(withHold(state, hold('h2', 1024, 1536, 14_000))).toBeNull();
+    const later = withHold(state, hold('h2', 1024, 1536, 15_000))!;
+    expect(Object.keys(later.holds)).toEqual(['h2']);
   });
 
   it('refuses a hold when the node no longer has the required RAM free', () => {
     const state = nodeStateFromHeartbeat(heartbeat(), 0);
-    expect(withHold(state, { holdId: 'h1', ramMb: 5632, requiredFreeMb: 6144 })).not.toBeNull();
-    expect(withHold(state, { holdId: 'h1', ramMb: 5633, requiredFreeMb: 6145 })).toBeNull();
+    expect(withHold(state, hold('h1', 5632, 6144))).not.toBeNull();
+    expect(withHold(state, hold('h1', 5633, 6145))).toBeNull();
   });
 
   it('gives the RAM back when a hold is released', () => {
@@ -113,6 +193,68 @@ describe('RAM holds', () => {
     const gone = withoutVm(dispatched, 'new');
     expect(gone.vms.map((v) => v.vm_id)).toEqual(['a', 'b']);
     expect(ramAvailableMb(gone)).toBe(6144);
+  });
+});
+
+describe('beat interval', () => {
+  function beats(...receivedAt: number[]) {
+    let state = nodeStateFromHeartbeat(heartbeat(), receivedAt[0]);
+    for (const at of receivedAt.slice(1)) state = nodeStateFromHeartbeat(heartbeat(), at, state);
+    return state;
+  }
+
+  it('is unknown after one heartbeat, and the gap after two', () => {
+    expect(beatIntervalMs(beats(0))).toBeNull();
+    expect(beatIntervalMs(beats(0, 10_000))).toBe(10_000);
+  });
+
+  it('is not shortened by an extra beat right after a create', () => {
+    expect(beatIntervalMs(beats(0, 10_000, 20_000, 21_000, 31_000))).toBe(10_000);
+  });
+
+  it('follows the node again once a long gap is four beats behind', () => {
+    expect(beatIntervalMs(beats(0, 25_000, 35_000, 45_000, 55_000))).toBe(25_000);
+    expect(beatIntervalMs(beats(0, 25_000, 35_000, 45_000, 55_000, 65_000))).toBe(10_000);
+  });
+
+  it('starts over with another boot', () => {
+    const state = beats(0, 10_000);
+    expect(
+      beatIntervalMs(nodeStateFromHeartbeat(heartbeat({ boot_id: 'boot-2' }), 20_000, state)),
+    ).toBeNull();
+  });
+});
+
+describe('findEarlierCreate', () => {
+  const key = spawnKey('k', 'body');
+
+  it('finds the VM a key made, wherever it is listed', () => {
+    const n1 = nodeStateFromHeartbeat(heartbeat({ node_id: 'n1' }), 0);
+    const n2 = nodeStateFromHeartbeat(
+      heartbeat({ node_id: 'n2', vms: [vm('a'), { ...vm('made'), idempotency_key: key }] }),
+      0,
+    );
+    expect(findEarlierCreate([n1, n2], key.split('.')[0], 0)).toMatchObject({
+      kind: 'vm',
+      node: { node_id: 'n2' },
+      vm: { vm_id: 'made' },
+      spawn_key: key,
+    });
+    expect(findEarlierCreate([n1, n2], spawnKey('other').split('.')[0], 0)).toBeUndefined();
+  });
+
+  it('finds a hold still in flight for the key, until its deadline', () => {
+    const held = withHold(nodeStateFromHeartbeat(heartbeat(), 0), {
+      ...hold('h1', 1024, 0),
+      spawnKey: key,
+    })!;
+    const keyHash = key.split('.')[0];
+    expect(findEarlierCreate([held], keyHash, 14_999)).toMatchObject({
+      kind: 'in-flight',
+      hold_id: 'h1',
+      spawn_key: key,
+    });
+    expect(findEarlierCreate([held], keyHash, 15_000)).toBeUndefined();
   });
 });
 
@@ -217,19 +359,19 @@ describe('node changes', () => {
   });
 
   it('holds RAM on a live node that has room, and on no other', () => {
-    const hold = { holdId: 'h1', ramMb: 1024, requiredFreeMb: 1536 };
-    const held = holdRam(hold, 10_000)(stored);
+    const request = hold('h1', 1024, 1536, 10_000);
+    const held = holdRam(request, 10_000)(stored);
     expect(held.result).toBe(true);
     expect(held.next && ramAvailableMb(held.next)).toBe(5120);
 
     const refused = { next: undefined, result: false };
-    expect(holdRam(hold, 10_001)(stored)).toEqual(refused);
-    expect(holdRam(hold, 0)(undefined)).toEqual(refused);
-    expect(holdRam({ ...hold, requiredFreeMb: 6145 }, 0)(stored)).toEqual(refused);
+    expect(holdRam(request, 10_001)(stored)).toEqual(refused);
+    expect(holdRam(request, 0)(undefined)).toEqual(refused);
+    expect(holdRam({ ...request, requiredFreeMb: 6145 }, 0)(stored)).toEqual(refused);
   });
 
   it('records, releases and removes only on a node still stored', () => {
-    const held = holdRam({ holdId: 'h1', ramMb: 1024, requiredFreeMb: 0 }, 0)(stored).next!;
+    const held = holdRam(hold('h1', 1024, 0, 10_000), 0)(stored).next!;
     expect(recordDispatchedVm('h1', vm('new'))(held).next?.vms.map((v) => v.vm_id)).toEqual([
       'a',
       'b',

@@ -4,18 +4,28 @@ import {
   NODE_STALE_AFTER_MS,
 } from './fleet.constants';
 import { rfc3339ToEpochNanos, toRfc3339 } from './rfc3339';
+import { keyHashOf } from './idempotency';
+import { HeartbeatVm } from './wire/heartbeat-vm';
 import { NodeHeartbeat } from './wire/node-heartbeat';
 import { NodeRecord } from './wire/node-record';
-import { VmRecord } from './wire/vm-record';
 
 /**
- * RAM the controller set aside on a node for a VM it placed there since the node's last
- * heartbeat. `vm_id` is set once the agent accepted the VM; until then the hold is in flight.
+ * RAM the controller set aside on a node for a VM it is placing there, until a heartbeat of
+ * the node lists that VM or `expires_at_ms` passes, whichever comes first: a controller that
+ * died mid-dispatch leaves nothing held for longer than the dispatch could have taken.
+ * `vm_id` is set once the agent accepted the VM; until then the hold is in flight.
  */
 export interface RamHold {
   ram_mb: number;
+  /** Receive-time clock (ms since the epoch): the dispatch timeout plus a margin after holding. */
+  expires_at_ms: number;
+  /** The Idempotency-Key the VM is spawned with: a heartbeat listing it ends the hold. */
+  spawn_key: string;
   vm_id?: string;
 }
+
+/** How many of a node's last gaps between heartbeats are kept to judge whether it is late. */
+const BEAT_GAPS_KEPT = 4;
 
 /** What the controller stores per node: the last heartbeat it accepted, and its own additions. */
 export interface NodeState {
@@ -27,11 +37,14 @@ export interface NodeState {
   ram_used_mb: number;
   kvm_available: boolean;
   reserved: boolean;
-  vms: VmRecord[];
+  /** As reported, with the idempotency keys the controller keeps but never shows. */
+  vms: HeartbeatVm[];
   boot_id: string;
   timestamp_utc: string;
   /** The controller's receive time (ms since the epoch): the only liveness signal. */
   received_at_ms: number;
+  /** Gaps (ms) between this boot's last few heartbeats, oldest first: see beatIntervalMs. */
+  beat_gaps_ms: number[];
   holds: Record<string, RamHold>;
   /** The record every read shows, derived once per change rather than once per read. */
   readonly record: NodeRecord;
@@ -57,6 +70,7 @@ function withRecord(facts: NodeFacts): NodeState {
     boot_id: facts.boot_id,
     timestamp_utc: facts.timestamp_utc,
     received_at_ms: facts.received_at_ms,
+    beat_gaps_ms: facts.beat_gaps_ms,
     holds: facts.holds,
     record: toNodeRecord(facts),
   };
@@ -122,20 +136,16 @@ function wasAheadOnArrival(stampNanos: bigint, receivedAtMs: number): boolean {
 
 /**
  * The record a heartbeat replaces the stored one with: nothing of the previous heartbeat
- * survives. Only RAM holds still in flight carry over, since the node cannot report a VM
- * whose spawn it has not answered yet.
+ * survives. Only RAM holds of the same boot carry over, until the heartbeat lists their VM
+ * (by id, or by the key it was spawned with, for a spawn not answered yet) or their deadline
+ * has passed: the node's own figures count a VM it lists, not one it has yet to report.
  */
 export function nodeStateFromHeartbeat(
   heartbeat: NodeHeartbeat,
   receivedAtMs: number,
   previous?: NodeState,
 ): NodeState {
-  const holds: Record<string, RamHold> = {};
-  if (previous && previous.boot_id === heartbeat.boot_id) {
-    for (const [holdId, hold] of Object.entries(previous.holds)) {
-      if (hold.vm_id === undefined) holds[holdId] = hold;
-    }
-  }
+  const sameBoot = previous !== undefined && previous.boot_id === heartbeat.boot_id;
   return withRecord({
     node_id: heartbeat.node_id,
     hostname: heartbeat.hostname,
@@ -149,17 +159,75 @@ export function nodeStateFromHeartbeat(
     boot_id: heartbeat.boot_id,
     timestamp_utc: heartbeat.timestamp_utc,
     received_at_ms: receivedAtMs,
-    holds,
+    beat_gaps_ms: sameBoot
+      ? [...(previous.beat_gaps_ms ?? []), receivedAtMs - previous.received_at_ms].slice(
+          -BEAT_GAPS_KEPT,
+        )
+      : [],
+    holds: sameBoot ? holdsNotYetReported(previous.holds, heartbeat.vms, receivedAtMs) : {},
   });
 }
 
-/** ram_total_mb - ram_used_mb, less what the controller holds for VMs it placed, never below 0. */
+function holdsNotYetReported(
+  holds: Record<string, RamHold>,
+  vms: readonly HeartbeatVm[],
+  nowMs: number,
+): Record<string, RamHold> {
+  const kept: Record<string, RamHold> = {};
+  let listed: Set<string> | undefined;
+  for (const holdId in holds) {
+    const hold = holds[holdId];
+    if (!isHoldLive(hold, nowMs)) continue;
+    listed ??= new Set(vms.flatMap((vm) => [vm.vm_id, vm.idempotency_key ?? '']));
+    if ((hold.vm_id !== undefined && listed.has(hold.vm_id)) || listed.has(hold.spawn_key)) {
+      continue;
+    }
+    kept[holdId] = hold;
+  }
+  return kept;
+}
+
+/** A hold counts until its deadline; one without a deadline (stored by an older controller) never. */
+export function isHoldLive(hold: RamHold, nowMs: number): boolean {
+  return hold.expires_at_ms > nowMs;
+}
+
+/**
+ * ram_total_mb - ram_used_mb, less what the controller holds for VMs it is placing, never
+ * below 0. Given `nowMs`, holds past their deadline no longer count; without it every stored
+ * hold does (the listings' records, which the sweep re-derives once it ends expired holds).
+ */
 export function ramAvailableMb(
   state: Pick<NodeState, 'ram_total_mb' | 'ram_used_mb' | 'holds'>,
+  nowMs?: number,
 ): number {
   let held = 0;
-  for (const holdId in state.holds) held += state.holds[holdId].ram_mb;
+  for (const holdId in state.holds) {
+    const hold = state.holds[holdId];
+    if (nowMs === undefined || isHoldLive(hold, nowMs)) held += hold.ram_mb;
+  }
   return Math.max(0, state.ram_total_mb - state.ram_used_mb - held);
+}
+
+/**
+ * How often the node beats, as observed: the longest of its last few gaps between heartbeats
+ * of this boot. The longest, so that an extra beat right after a create (agents beat at once
+ * after one) does not make a node look late. Null until it has beaten twice.
+ */
+export function beatIntervalMs(state: Pick<NodeState, 'beat_gaps_ms'>): number | null {
+  const gaps = state.beat_gaps_ms ?? [];
+  return gaps.length === 0 ? null : Math.max(...gaps);
+}
+
+/** The first deadline among the node's holds, or null when it holds nothing. */
+export function earliestHoldDeadline(state: Pick<NodeState, 'holds'>): number | null {
+  let earliest: number | null = null;
+  for (const holdId in state.holds) {
+    // A hold without a deadline (an older controller's) is due at once.
+    const deadline = state.holds[holdId].expires_at_ms ?? 0;
+    if (earliest === null || deadline < earliest) earliest = deadline;
+  }
+  return earliest;
 }
 
 export function vmCount(state: Pick<NodeState, 'vms'>): number {
@@ -185,6 +253,12 @@ export interface RamHoldRequest {
   ramMb: number;
   /** What placement required available on the node; another create may have taken it since. */
   requiredFreeMb: number;
+  /** Now, on the receive-time clock: holds past their deadline are ended on the way. */
+  nowMs: number;
+  /** When the hold ends if no heartbeat has listed the VM by then. */
+  expiresAtMs: number;
+  /** The Idempotency-Key the VM is spawned with. */
+  spawnKey: string;
 }
 
 /**
@@ -192,18 +266,27 @@ export interface RamHoldRequest {
  * available. Returns the new state, or null when it no longer fits.
  */
 export function withHold(state: NodeState, hold: RamHoldRequest): NodeState | null {
-  if (ramAvailableMb(state) < hold.requiredFreeMb) return null;
-  return withRecord({
-    ...state,
-    holds: { ...state.holds, [hold.holdId]: { ram_mb: hold.ramMb } },
-  });
+  if (ramAvailableMb(state, hold.nowMs) < hold.requiredFreeMb) return null;
+  const holds: Record<string, RamHold> = {};
+  for (const holdId in state.holds) {
+    if (isHoldLive(state.holds[holdId], hold.nowMs)) holds[holdId] = state.holds[holdId];
+  }
+  holds[hold.holdId] = {
+    ram_mb: hold.ramMb,
+    expires_at_ms: hold.expiresAtMs,
+    spawn_key: hold.spawnKey,
+  };
+  return withRecord({ ...state, holds });
 }
 
-/** The agent accepted the VM: it is listed on the node and its RAM stays held until the next heartbeat. */
-export function withDispatchedVm(state: NodeState, holdId: string, vm: VmRecord): NodeState {
+/**
+ * The agent accepted the VM: it is listed on the node, and its RAM stays held until a
+ * heartbeat lists it too (or the hold's deadline passes).
+ */
+export function withDispatchedVm(state: NodeState, holdId: string, vm: HeartbeatVm): NodeState {
   const hold = state.holds[holdId];
   const holds = { ...state.holds };
-  if (hold) holds[holdId] = { ram_mb: hold.ram_mb, vm_id: vm.vm_id };
+  if (hold) holds[holdId] = { ...hold, vm_id: vm.vm_id };
   const alreadyReported = state.vms.some((known) => known.vm_id === vm.vm_id);
   return withRecord({ ...state, holds, vms: alreadyReported ? state.vms : [...state.vms, vm] });
 }
@@ -259,8 +342,8 @@ export function holdRam(hold: RamHoldRequest, notBeforeMs: number): NodeChange<b
   };
 }
 
-/** The agent accepted the VM: listed on its node, its RAM held until the next heartbeat. */
-export function recordDispatchedVm(holdId: string, vm: VmRecord): NodeChange<void> {
+/** The agent accepted the VM: listed on its node, its RAM held until a heartbeat lists it. */
+export function recordDispatchedVm(holdId: string, vm: HeartbeatVm): NodeChange<void> {
   return changeOfStored((state) => withDispatchedVm(state, holdId, vm));
 }
 
@@ -272,6 +355,68 @@ export function releaseHold(holdId: string): NodeChange<void> {
 /** The agent destroyed the VM: it leaves the listing, and its RAM is no longer held. */
 export function removeVm(vmId: string): NodeChange<void> {
   return changeOfStored((state) => withoutVm(state, vmId));
+}
+
+/** A hold the sweep ended because its deadline passed before any heartbeat listed its VM. */
+export interface EndedHold {
+  holdId: string;
+  hold: RamHold;
+}
+
+/** Ends the node's holds past their deadline at `nowMs`, and says which. */
+export function endExpiredHolds(nowMs: number): NodeChange<EndedHold[]> {
+  return (stored) => {
+    if (!stored) return { result: [] };
+    const ended: EndedHold[] = [];
+    const holds: Record<string, RamHold> = {};
+    for (const [holdId, hold] of Object.entries(stored.holds)) {
+      if (isHoldLive(hold, nowMs)) holds[holdId] = hold;
+      else ended.push({ holdId, hold });
+    }
+    return {
+      next: ended.length > 0 ? withRecord({ ...stored, holds }) : undefined,
+      result: ended,
+    };
+  };
+}
+
+/** What an earlier create with the same Idempotency-Key left on the fleet. */
+export type EarlierCreate =
+  /** Its VM is listed (reported by its node, or recorded when the agent accepted it). */
+  | { kind: 'vm'; node: NodeState; vm: HeartbeatVm; spawn_key: string }
+  /** Its RAM is held on a node whose agent may be making the VM right now. */
+  | { kind: 'in-flight'; node: NodeState; hold_id: string; spawn_key: string };
+
+/**
+ * Finds what an earlier create with this key (`keyHash`, the first half of a spawn key) left
+ * on live nodes: a VM listed with it, else a hold still live at `nowMs`.
+ */
+export function findEarlierCreate(
+  nodes: readonly NodeState[],
+  keyHash: string,
+  nowMs: number,
+): EarlierCreate | undefined {
+  let inFlight: EarlierCreate | undefined;
+  for (const node of nodes) {
+    for (const vm of node.vms) {
+      if (vm.idempotency_key !== undefined && keyHashOf(vm.idempotency_key) === keyHash) {
+        return { kind: 'vm', node, vm, spawn_key: vm.idempotency_key };
+      }
+    }
+    if (inFlight) continue;
+    for (const holdId in node.holds) {
+      const hold = node.holds[holdId];
+      if (
+        typeof hold.spawn_key === 'string' &&
+        keyHashOf(hold.spawn_key) === keyHash &&
+        isHoldLive(hold, nowMs)
+      ) {
+        inFlight = { kind: 'in-flight', node, hold_id: holdId, spawn_key: hold.spawn_key };
+        break;
+      }
+    }
+  }
+  return inFlight;
 }
 
 /** A change that only applies to a node still stored (a dropped node is not brought back). */

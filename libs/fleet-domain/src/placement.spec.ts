@@ -1,4 +1,5 @@
-import { PlacementCandidate, placeVm } from './placement';
+import { nodeStateFromHeartbeat, withHold } from './node-state';
+import { PlacementCandidate, placeVm, placementCandidate } from './placement';
 
 function node(node_id: string, ram_available_mb: number, extra: Partial<PlacementCandidate> = {}) {
   return { node_id, ram_available_mb, kvm_available: false, reserved: false, ...extra };
@@ -13,6 +14,7 @@ describe('placeVm', () => {
         kind: 'placed',
         node_id: 'a',
         required_free_mb: 1024,
+        passed_over: [],
       });
     });
 
@@ -113,6 +115,7 @@ describe('placeVm', () => {
         kind: 'placed',
         node_id: 'wanted',
         required_free_mb: 1024,
+        passed_over: [],
       });
     });
 
@@ -144,6 +147,153 @@ describe('placeVm', () => {
       expect(
         placeVm({ ...plain, ram_mb: 64, preferred_node: null }, [node('a', 2048)]),
       ).toMatchObject({ node_id: 'a' });
+    });
+  });
+
+  describe('refusals explain themselves', () => {
+    function refusal(placement: ReturnType<typeof placeVm>): string {
+      if (placement.kind === 'placed') throw new Error(`placed on ${placement.node_id}`);
+      return placement.message;
+    }
+
+    it('lists every node considered with what it needs and has, closest to fitting first', () => {
+      const message = refusal(
+        placeVm({ ...plain, ram_mb: 4096 }, [
+          node('edge-01', 2000, { reserved: true }),
+          node('compute-west-02', 3100),
+          node('gpu-1', 4000, { kvm_available: true }),
+        ]),
+      );
+      expect(message).toBe(
+        'no node has 4608 MB free (ram_mb 4096 + 512 MB margin); 3 live node(s) considered: ' +
+          'gpu-1: needs 4608 MB, has 4000 MB; compute-west-02: needs 4608 MB, has 3100 MB; ' +
+          'edge-01: needs 4608 MB, has 2000 MB',
+      );
+    });
+
+    it('says so when no node is live', () => {
+      expect(refusal(placeVm({ ...plain, ram_mb: 64 }, []))).toBe(
+        'no node has 576 MB free (ram_mb 64 + 512 MB margin); no node is live',
+      );
+    });
+
+    it('names the first ten nodes of a large fleet and counts the rest', () => {
+      const fleet = Array.from({ length: 250 }, (_, index) =>
+        node(`n-${String(index).padStart(3, '0')}`, 1000 + index),
+      );
+      const message = refusal(placeVm({ ...plain, ram_mb: 4096 }, fleet));
+      expect(message).toContain('250 live node(s) considered: n-249: needs 4608 MB, has 1249 MB;');
+      expect(message).toContain('n-240: needs 4608 MB, has 1240 MB; and 240 more');
+      expect(message).not.toContain('n-239');
+      expect(message.length).toBeLessThan(700);
+    });
+
+    it('gives the reasons the other nodes lost to the chosen one', () => {
+      const placement = placeVm({ ram_mb: 1024, prefer_kvm: true }, [
+        node('edge-01', 65536, { reserved: true }),
+        node('tcg-big', 32768),
+        node('kvm', 4096, { kvm_available: true }),
+        node('kvm-small', 2048, { kvm_available: true }),
+        node('tiny', 1024),
+      ]);
+      expect(placement).toEqual({
+        kind: 'placed',
+        node_id: 'kvm',
+        required_free_mb: 1536,
+        passed_over: [
+          'edge-01: reserved, used only when no other node fits',
+          'tcg-big: no KVM',
+          'kvm-small: has 2048 MB, kvm has 4096 MB',
+          'tiny: needs 1536 MB, has 1024 MB',
+        ],
+      });
+    });
+  });
+
+  describe('nodes that missed two heartbeats', () => {
+    const late = { silent_ms: 20_001, beat_interval_ms: 10_000 };
+
+    it('are passed over while a fresh node fits, even with far more RAM, and say why', () => {
+      const placement = placeVm({ ...plain, ram_mb: 1024 }, [
+        node('dying', 65536, late),
+        node('fresh', 2048, { silent_ms: 9_000, beat_interval_ms: 10_000 }),
+      ]);
+      expect(placement).toMatchObject({
+        node_id: 'fresh',
+        passed_over: ['dying: missed 2 heartbeats (silent 20.0 s, beats every 10.0 s)'],
+      });
+    });
+
+    it('are not chosen at all: a fleet of late nodes refuses, naming them', () => {
+      const placement = placeVm({ ...plain, ram_mb: 1024 }, [node('dying', 65536, late)]);
+      expect(placement).toEqual({
+        kind: 'no-capacity',
+        message:
+          'no node has 1536 MB free (ram_mb 1024 + 512 MB margin); 1 live node(s) considered: ' +
+          'dying: missed 2 heartbeats (silent 20.0 s, beats every 10.0 s)',
+      });
+    });
+
+    it('counts only from two whole intervals of silence, and not before the interval is known', () => {
+      expect(
+        placeVm({ ...plain, ram_mb: 64 }, [
+          node('a', 4096, { silent_ms: 20_000, beat_interval_ms: 10_000 }),
+        ]),
+      ).toMatchObject({ node_id: 'a' });
+      expect(
+        placeVm({ ...plain, ram_mb: 64 }, [
+          node('a', 4096, { silent_ms: 29_000, beat_interval_ms: null }),
+        ]),
+      ).toMatchObject({ node_id: 'a' });
+    });
+
+    it('make an unfit preferred_node, with the reason', () => {
+      const placement = placeVm({ ...plain, ram_mb: 64, preferred_node: 'dying' }, [
+        node('dying', 65536, late),
+      ]);
+      expect(placement).toEqual({
+        kind: 'preferred-node-unfit',
+        message: 'preferred_node dying: missed 2 heartbeats (silent 20.0 s, beats every 10.0 s)',
+      });
+    });
+  });
+
+  describe('placementCandidate', () => {
+    const beat = {
+      node_id: 'n1',
+      wg_ip: '10.8.0.1',
+      hostname: 'host-1',
+      ram_total_mb: 8192,
+      ram_used_mb: 2048,
+      cpu_cores: 4,
+      cpu_load_pct: 10,
+      kvm_available: true,
+      reserved: false,
+      vms: [],
+      boot_id: 'boot-1',
+      timestamp_utc: '2026-08-06T12:00:00Z',
+    };
+
+    it('sees RAM held now, how long the node is silent, and how often it beats', () => {
+      const first = nodeStateFromHeartbeat(beat, 0);
+      const second = nodeStateFromHeartbeat(beat, 10_000, first);
+      const held = withHold(second, {
+        holdId: 'h1',
+        ramMb: 1024,
+        requiredFreeMb: 0,
+        nowMs: 10_000,
+        expiresAtMs: 25_000,
+        spawnKey: `${'0'.repeat(64)}.${'1'.repeat(64)}`,
+      })!;
+      expect(placementCandidate(held, 24_000)).toEqual({
+        node_id: 'n1',
+        ram_available_mb: 5120,
+        kvm_available: true,
+        reserved: false,
+        silent_ms: 14_000,
+        beat_interval_ms: 10_000,
+      });
+      expect(placementCandidate(held, 25_000).ram_available_mb).toBe(6144);
     });
   });
 });

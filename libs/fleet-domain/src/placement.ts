@@ -1,5 +1,12 @@
 import { PLACEMENT_MARGIN_MB } from './fleet.constants';
+import { NodeState, beatIntervalMs, ramAvailableMb } from './node-state';
 import { NodeRecord } from './wire/node-record';
+
+/** A node that has missed this many of its heartbeats in a row is passed over. */
+export const MISSED_BEATS_TO_PASS_OVER = 2;
+
+/** Nodes a refusal names one by one; beyond that it says how many more. */
+export const NODES_NAMED_PER_REFUSAL = 10;
 
 export interface PlacementRequest {
   ram_mb: number;
@@ -10,21 +17,42 @@ export interface PlacementRequest {
 export type PlacementCandidate = Pick<
   NodeRecord,
   'node_id' | 'ram_available_mb' | 'kvm_available' | 'reserved'
->;
+> & {
+  /** How long the node has been silent (ms); with `beat_interval_ms`, whether it is late. */
+  silent_ms?: number;
+  /** How often it beats, as observed; null or absent: not known yet. */
+  beat_interval_ms?: number | null;
+};
 
 export type Placement =
-  /** `required_free_mb`: what the node must still have free when the RAM is held for the VM. */
-  | { kind: 'placed'; node_id: string; required_free_mb: number }
-  /** The preferred node is not listed or too small: answered 422, no other node considered. */
+  /**
+   * `required_free_mb`: what the node must still have free when the RAM is held for the VM;
+   * `passed_over`: why each other node was not chosen, for the log line.
+   */
+  | { kind: 'placed'; node_id: string; required_free_mb: number; passed_over: string[] }
+  /** The preferred node is not listed, late or too small: answered 422, no other node considered. */
   | { kind: 'preferred-node-unfit'; message: string }
-  /** No node has room: answered 503. */
+  /** No node has room: answered 503, naming every node considered and why it was passed over. */
   | { kind: 'no-capacity'; message: string };
+
+/** What placement sees of a stored node at `nowMs`: its RAM as held now, and how late it is. */
+export function placementCandidate(state: NodeState, nowMs: number): PlacementCandidate {
+  return {
+    node_id: state.node_id,
+    ram_available_mb: ramAvailableMb(state, nowMs),
+    kvm_available: state.kvm_available,
+    reserved: state.reserved,
+    silent_ms: nowMs - state.received_at_ms,
+    beat_interval_ms: beatIntervalMs(state),
+  };
+}
 
 /**
  * Advisory placement. With `preferred_node`, that node or nothing. Otherwise the VM needs
- * `ram_mb + 512` free; non-reserved nodes are tried first, reserved ones only as a last
- * resort; within a pass a KVM node wins when `prefer_kvm`, then the most free RAM, then the
- * smallest node id so the same fleet always gives the same answer.
+ * `ram_mb + 512` free on a node that has not missed two heartbeats in a row; non-reserved
+ * nodes are tried first, reserved ones only as a last resort; within a pass a KVM node wins
+ * when `prefer_kvm`, then the most free RAM, then the smallest node id so the same fleet
+ * always gives the same answer. Whatever the outcome, every other node gets its reason.
  */
 export function placeVm(
   request: PlacementRequest,
@@ -34,18 +62,42 @@ export function placeVm(
     return placeOnPreferredNode(request, request.preferred_node, candidates);
   }
   const required = request.ram_mb + PLACEMENT_MARGIN_MB;
-  const fitting = candidates.filter((node) => node.ram_available_mb >= required);
+  const fitting = candidates.filter(
+    (node) => node.ram_available_mb >= required && lateness(node) === undefined,
+  );
   for (const pass of [false, true]) {
     const inPass = fitting.filter((node) => node.reserved === pass);
     const best = inPass.sort((a, b) => compareCandidates(a, b, request.prefer_kvm))[0];
-    if (best) return { kind: 'placed', node_id: best.node_id, required_free_mb: required };
+    if (best) {
+      const others = candidates.filter((node) => node !== best);
+      return {
+        kind: 'placed',
+        node_id: best.node_id,
+        required_free_mb: required,
+        passed_over: byMostRam(others).map(
+          (node) => `${node.node_id}: ${whyNotChosen(node, best, required, request.prefer_kvm)}`,
+        ),
+      };
+    }
   }
+  const needs = `no node has ${required} MB free (ram_mb ${request.ram_mb} + ${PLACEMENT_MARGIN_MB} MB margin)`;
+  if (candidates.length === 0) {
+    return { kind: 'no-capacity', message: `${needs}; no node is live` };
+  }
+  const reasons = byMostRam(candidates).map(
+    (node) => `${node.node_id}: ${lateness(node) ?? shortOfRam(node, required)}`,
+  );
   return {
     kind: 'no-capacity',
-    message:
-      `no node has ${required} MB free (ram_mb ${request.ram_mb} + ${PLACEMENT_MARGIN_MB} MB margin); ` +
-      `${candidates.length} node(s) listed`,
+    message: `${needs}; ${candidates.length} live node(s) considered: ${shortened(reasons)}`,
   };
+}
+
+/** The first ten reasons, then how many more: a refusal stays readable on a large fleet. */
+export function shortened(reasons: readonly string[]): string {
+  const named = reasons.slice(0, NODES_NAMED_PER_REFUSAL).join('; ');
+  const more = reasons.length - NODES_NAMED_PER_REFUSAL;
+  return more > 0 ? `${named}; and ${more} more` : named;
 }
 
 function placeOnPreferredNode(
@@ -60,13 +112,53 @@ function placeOnPreferredNode(
       message: `preferred_node ${nodeId} is not enrolled (or silent for more than 30 s)`,
     };
   }
+  const late = lateness(node);
+  if (late !== undefined) {
+    return { kind: 'preferred-node-unfit', message: `preferred_node ${nodeId}: ${late}` };
+  }
   if (node.ram_available_mb < request.ram_mb) {
     return {
       kind: 'preferred-node-unfit',
-      message: `preferred_node ${nodeId} has ${node.ram_available_mb} MB available, ram_mb ${request.ram_mb} does not fit`,
+      message: `preferred_node ${nodeId}: ${shortOfRam(node, request.ram_mb)}`,
     };
   }
-  return { kind: 'placed', node_id: nodeId, required_free_mb: request.ram_mb };
+  return { kind: 'placed', node_id: nodeId, required_free_mb: request.ram_mb, passed_over: [] };
+}
+
+/** Why a node that missed two heartbeats in a row is passed over; undefined when it has not. */
+function lateness(node: PlacementCandidate): string | undefined {
+  const interval = node.beat_interval_ms;
+  if (!interval || node.silent_ms === undefined) return undefined;
+  if (node.silent_ms <= MISSED_BEATS_TO_PASS_OVER * interval) return undefined;
+  return `missed ${MISSED_BEATS_TO_PASS_OVER} heartbeats (silent ${seconds(node.silent_ms)}, beats every ${seconds(interval)})`;
+}
+
+function shortOfRam(node: PlacementCandidate, required: number): string {
+  return `needs ${required} MB, has ${node.ram_available_mb} MB`;
+}
+
+function whyNotChosen(
+  node: PlacementCandidate,
+  chosen: PlacementCandidate,
+  required: number,
+  preferKvm: boolean,
+): string {
+  const late = lateness(node);
+  if (late !== undefined) return late;
+  if (node.ram_available_mb < required) return shortOfRam(node, required);
+  if (node.reserved && !chosen.reserved) return 'reserved, used only when no other node fits';
+  if (preferKvm && chosen.kvm_available && !node.kvm_available) return 'no KVM';
+  return `has ${node.ram_available_mb} MB, ${chosen.node_id} has ${chosen.ram_available_mb} MB`;
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+function byMostRam(nodes: readonly PlacementCandidate[]): PlacementCandidate[] {
+  return [...nodes].sort(
+    (a, b) => b.ram_available_mb - a.ram_available_mb || compareIds(a.node_id, b.node_id),
+  );
 }
 
 function compareCandidates(
@@ -76,5 +168,9 @@ function compareCandidates(
 ): number {
   if (preferKvm && a.kvm_available !== b.kvm_available) return a.kvm_available ? -1 : 1;
   if (a.ram_available_mb !== b.ram_available_mb) return b.ram_available_mb - a.ram_available_mb;
-  return a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0;
+  return compareIds(a.node_id, b.node_id);
+}
+
+function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

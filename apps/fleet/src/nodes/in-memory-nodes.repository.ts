@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { NodeChange, NodeRecord, NodeState } from '@app/fleet-domain';
+import { NodeChange, NodeRecord, NodeState, earliestHoldDeadline } from '@app/fleet-domain';
 import { NodesRepository } from './nodes.repository';
 
 /** Nodes examined per slice of a sweep before the event loop gets a turn. */
@@ -9,6 +9,8 @@ const SWEEP_SLICE = 5_000;
 @Injectable()
 export class InMemoryNodesRepository extends NodesRepository {
   private readonly nodes = new Map<string, NodeState>();
+  /** Nodes holding RAM, so the sweep looks at these only. */
+  private readonly holding = new Set<string>();
 
   listLive(notBeforeMs: number): Promise<NodeState[]> {
     const live: NodeState[] = [];
@@ -41,11 +43,21 @@ export class InMemoryNodesRepository extends NodesRepository {
     for (const [nodeId, state] of this.nodes) {
       if (state.received_at_ms < notBeforeMs) {
         this.nodes.delete(nodeId);
+        this.holding.delete(nodeId);
         dropped.push(state);
       }
       if (++examined % SWEEP_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
     }
     return dropped;
+  }
+
+  nodesWithExpiredHolds(nowMs: number): Promise<string[]> {
+    const due: string[] = [];
+    for (const nodeId of this.holding) {
+      const deadline = earliestHoldDeadline(this.nodes.get(nodeId)!);
+      if (deadline !== null && deadline <= nowMs) due.push(nodeId);
+    }
+    return Promise.resolve(due);
   }
 
   /**
@@ -55,7 +67,11 @@ export class InMemoryNodesRepository extends NodesRepository {
   update<T>(nodeId: string, decide: NodeChange<T>): Promise<T> {
     return new Promise((resolve) => {
       const { next, result } = decide(this.nodes.get(nodeId));
-      if (next) this.nodes.set(nodeId, next);
+      if (next) {
+        this.nodes.set(nodeId, next);
+        if (earliestHoldDeadline(next) === null) this.holding.delete(nodeId);
+        else this.holding.add(nodeId);
+      }
       resolve(result);
     });
   }

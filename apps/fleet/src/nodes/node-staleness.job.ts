@@ -4,7 +4,11 @@ import { STALENESS_SWEEP_INTERVAL_MS } from '@app/fleet-domain';
 import { StoreUnavailableError } from '../redis/store-unavailable.error';
 import { NodesService } from './nodes.service';
 
-/** Sweeps silent nodes out of the store. Reads filter by age themselves; this frees the memory. */
+/**
+ * Sweeps silent nodes out of the store (reads filter by age themselves; this frees the
+ * memory), and ends RAM holds past their deadline (placement already ignores them; this gives
+ * the RAM back in the listings).
+ */
 @Injectable()
 export class NodeStalenessJob {
   private readonly logger = new Logger('NodeStaleness');
@@ -18,6 +22,7 @@ export class NodeStalenessJob {
     this.running = true;
     try {
       await this.nodes.dropStaleNodes();
+      await this.nodes.endExpiredHolds();
     } catch (error) {
       // A store outage is logged once by the store's connection, not once a second here.
       if (error instanceof StoreUnavailableError) return;

@@ -18,6 +18,12 @@ export abstract class NodesRepository {
   abstract dropStale(notBeforeMs: number): Promise<NodeState[]>;
 
   /**
+   * Ids of the stored nodes holding RAM whose deadline is at or before `nowMs` (see
+   * earliestHoldDeadline), found without reading every node: what the sweep ends.
+   */
+  abstract nodesWithExpiredHolds(nowMs: number): Promise<string[]>;
+
+  /**
    * Gives `decide` the node's stored state (stale or not; undefined when there is none),
    * stores the `next` it returns (if any) and answers its `result`, atomically: no other
    * write to the node lands in between. `decide` may be called again when one did.

@@ -6,6 +6,7 @@ import {
   NodeHeartbeat,
   NodeRecord,
   acceptHeartbeat,
+  endExpiredHolds,
   liveSince,
   toRfc3339,
 } from '@app/fleet-domain';
@@ -91,6 +92,26 @@ export class NodesService {
       this.logger.log(
         `dropped ${dropped.length} nodes silent for more than 30 s in one sweep (${tookMs} ms); ${dropped.length - DROP_LINES_PER_SWEEP} not named above`,
       );
+    }
+  }
+
+  /**
+   * Ends every RAM hold past its deadline (a dispatch that never came back, a controller that
+   * died mid-dispatch): one log line each, naming the node and the RAM given back.
+   */
+  async endExpiredHolds(): Promise<void> {
+    const now = this.clock.now();
+    for (const nodeId of await this.nodes.nodesWithExpiredHolds(now)) {
+      const ended = await this.nodes.update(nodeId, endExpiredHolds(now));
+      for (const { hold } of ended) {
+        const when =
+          typeof hold.expires_at_ms === 'number'
+            ? `at its deadline (${((now - hold.expires_at_ms) / 1000).toFixed(1)} s ago)`
+            : '(it had no deadline: stored by an older controller)';
+        this.logger.warn(
+          `node ${nodeId}: RAM hold of ${hold.ram_mb} MB${hold.vm_id ? ` for vm ${hold.vm_id}` : ''} ended ${when} before any heartbeat listed the VM`,
+        );
+      }
     }
   }
 }

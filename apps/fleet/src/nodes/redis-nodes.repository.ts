@@ -1,5 +1,11 @@
 import type Redis from 'ioredis';
-import { NODE_STALE_AFTER_MS, NodeChange, NodeRecord, NodeState } from '@app/fleet-domain';
+import {
+  NODE_STALE_AFTER_MS,
+  NodeChange,
+  NodeRecord,
+  NodeState,
+  earliestHoldDeadline,
+} from '@app/fleet-domain';
 import { StoreUnavailableError } from '../redis/store-unavailable.error';
 import { RedisConnection } from '../redis/redis-connection';
 import { NodesRepository } from './nodes.repository';
@@ -9,6 +15,8 @@ const PREFIX = 'ppn-fleet:';
 const INDEX = `${PREFIX}nodes`;
 /** One counter for every write: a record's version, so no change is ever applied twice. */
 const VERSIONS = `${PREFIX}version`;
+/** Sorted set of the ids of nodes holding RAM, by their earliest hold deadline: what the sweep ends. */
+const HOLD_DEADLINES = `${PREFIX}hold-deadlines`;
 const nodeKey = (nodeId: string) => `${PREFIX}node:${nodeId}`;
 /** A node key outlives any live node, so keys nobody sweeps (every controller down) vanish. */
 const NODE_KEY_TTL_MS = 2 * NODE_STALE_AFTER_MS;
@@ -28,6 +36,11 @@ if version ~= ARGV[1] then return 0 end
 local next = redis.call('INCR', KEYS[3])
 redis.call('SET', KEYS[1], next .. '\\n' .. ARGV[2], 'PX', ARGV[5])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+if ARGV[6] == '' then
+  redis.call('ZREM', KEYS[4], ARGV[4])
+else
+  redis.call('ZADD', KEYS[4], ARGV[6], ARGV[4])
+end
 return next`;
 
 /**
@@ -66,8 +79,25 @@ for i = 1, #ids do
   if value then dropped[#dropped + 1] = value end
   redis.call('DEL', key)
   redis.call('ZREM', KEYS[1], ids[i])
+  redis.call('ZREM', KEYS[2], ids[i])
 end
 return dropped`;
+
+/**
+ * Up to ARGV[3] ids of nodes with a hold due at ARGV[1]; entries whose node is gone (its key
+ * expired with no sweep to drop it) are removed instead.
+ */
+const HOLDS_DUE = `
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
+local due = {}
+for i = 1, #ids do
+  if redis.call('EXISTS', ARGV[2] .. ids[i]) == 1 then
+    due[#due + 1] = ids[i]
+  else
+    redis.call('ZREM', KEYS[1], ids[i])
+  end
+end
+return due`;
 
 interface Versioned {
   version: string;
@@ -93,6 +123,7 @@ type FleetRedis = Redis & {
   fleetListLive(...args: Array<string | number>): Promise<string[]>;
   fleetFindLive(...args: Array<string | number>): Promise<string | null>;
   fleetDropStale(...args: Array<string | number>): Promise<string[]>;
+  fleetHoldsDue(...args: Array<string | number>): Promise<string[]>;
 };
 
 /**
@@ -105,10 +136,11 @@ export class RedisNodesRepository extends NodesRepository {
   constructor(private readonly connection: RedisConnection) {
     super();
     const client = connection.client;
-    client.defineCommand('fleetPut', { numberOfKeys: 3, lua: PUT });
+    client.defineCommand('fleetPut', { numberOfKeys: 4, lua: PUT });
     client.defineCommand('fleetListLive', { numberOfKeys: 1, lua: LIST_LIVE });
     client.defineCommand('fleetFindLive', { numberOfKeys: 2, lua: FIND_LIVE });
-    client.defineCommand('fleetDropStale', { numberOfKeys: 1, lua: DROP_STALE });
+    client.defineCommand('fleetDropStale', { numberOfKeys: 2, lua: DROP_STALE });
+    client.defineCommand('fleetHoldsDue', { numberOfKeys: 1, lua: HOLDS_DUE });
     this.redis = client as FleetRedis;
   }
 
@@ -137,11 +169,23 @@ export class RedisNodesRepository extends NodesRepository {
     const dropped: NodeState[] = [];
     for (;;) {
       const batch = await this.connection.run(() =>
-        this.redis.fleetDropStale(INDEX, notBeforeMs, `${PREFIX}node:`, SWEEP_BATCH),
+        this.redis.fleetDropStale(
+          INDEX,
+          HOLD_DEADLINES,
+          notBeforeMs,
+          `${PREFIX}node:`,
+          SWEEP_BATCH,
+        ),
       );
       dropped.push(...batch.map((stored) => decode(stored).state!));
       if (batch.length < SWEEP_BATCH) return dropped;
     }
+  }
+
+  nodesWithExpiredHolds(nowMs: number): Promise<string[]> {
+    return this.connection.run(() =>
+      this.redis.fleetHoldsDue(HOLD_DEADLINES, nowMs, `${PREFIX}node:`, SWEEP_BATCH),
+    );
   }
 
   /** Read, decide, compare-and-set; again from the top when another controller wrote first. */
@@ -151,16 +195,19 @@ export class RedisNodesRepository extends NodesRepository {
       const { version, state } = decode(await this.connection.run(() => this.redis.get(key)));
       const { next, result } = decide(state);
       if (!next) return result;
+      const deadline = earliestHoldDeadline(next);
       const written = await this.connection.run(() =>
         this.redis.fleetPut(
           key,
           INDEX,
           VERSIONS,
+          HOLD_DEADLINES,
           version,
           encode(next),
           next.received_at_ms,
           nodeId,
           NODE_KEY_TTL_MS,
+          deadline === null ? '' : deadline,
         ),
       );
       if (written) return result;

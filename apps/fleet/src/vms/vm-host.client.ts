@@ -4,12 +4,19 @@ import {
   BearerTokens,
   describeRequestFailure,
   findCostlyJson,
-  printable,
   summarizeProblems,
   validateInput,
 } from '@app/daemon';
-import { AGENT_REQUEST_TIMEOUT_MS, CreateVmRequest, NodeState, VmRecord } from '@app/fleet-domain';
+import {
+  AGENT_REQUEST_TIMEOUT_MS,
+  CreateVmRequest,
+  IDEMPOTENCY_KEY_HEADER,
+  NodeState,
+  VmRecord,
+  agentErrorMessage,
+} from '@app/fleet-domain';
 import type { paths } from './vm-host-api.generated';
+import { NodeRefusedVmError } from './vms.errors';
 
 /** How long the controller waits for an agent; a provider so tests can shorten it. */
 export class VmHostClientSettings {
@@ -24,9 +31,6 @@ export class AgentCallError extends Error {}
  * whatever answers at an agent's address must not make the controller buffer or parse more.
  */
 export const AGENT_REPLY_MAX_BYTES = 64 * 1024;
-
-/** How much of an agent's own error message a 502 relays. */
-const AGENT_MESSAGE_MAX_LENGTH = 200;
 
 type AgentAddress = Pick<NodeState, 'node_id' | 'wg_ip' | 'spawn_port'>;
 
@@ -72,6 +76,12 @@ function parseReply(text: string | undefined): unknown {
   }
 }
 
+/** What the agent answered a spawn with; `replayed`: it already had this VM for the key (200). */
+export interface Spawned {
+  vm: VmRecord;
+  replayed: boolean;
+}
+
 /** Calls a node agent's local API at http://{wg_ip}:{spawn_port}, typed from its OpenAPI document. */
 @Injectable()
 export class VmHostClient {
@@ -80,11 +90,18 @@ export class VmHostClient {
     private readonly tokens: BearerTokens,
   ) {}
 
-  async spawn(node: AgentAddress, request: CreateVmRequest): Promise<VmRecord> {
+  /** `spawnKey`: the Idempotency-Key the agent keeps with the VM (see SPAWN_KEY_PATTERN). */
+  async spawn(node: AgentAddress, request: CreateVmRequest, spawnKey: string): Promise<Spawned> {
     const { data, error, response } = await this.call(node, '/v1/spawn', (client, signal) =>
-      client.POST('/v1/spawn', { body: request, signal, parseAs: 'text' }),
+      client.POST('/v1/spawn', {
+        body: request,
+        headers: { [IDEMPOTENCY_KEY_HEADER]: spawnKey },
+        signal,
+        parseAs: 'text',
+      }),
     );
-    if (!response.ok) throw failure(node, response.status, error);
+    if (!response.ok)
+      throw refusal(node, response.status, error) ?? failure(node, response.status, error);
     const body = parseReply(data);
     const { instance, problems } =
       typeof body === 'object' && body !== null && !Array.isArray(body)
@@ -95,7 +112,7 @@ export class VmHostClient {
         `agent of node ${node.node_id} answered the spawn with an invalid VmRecord: ${summarizeProblems(problems)}`,
       );
     }
-    return instance;
+    return { vm: instance, replayed: response.status === 200 };
   }
 
   /** 'unknown' when the agent says it has no such VM (404): nothing left to destroy. */
@@ -140,6 +157,17 @@ export class VmHostClient {
   }
 }
 
+/** A refusal the controller passes on (422, 507; a 500 as 502), when the agent said why in JSON. */
+function refusal(
+  node: AgentAddress,
+  status: number,
+  body: unknown,
+): NodeRefusedVmError | undefined {
+  if (status !== 422 && status !== 507 && status !== 500) return undefined;
+  const message = agentErrorMessage(body);
+  return message === undefined ? undefined : new NodeRefusedVmError(node.node_id, status, message);
+}
+
 /**
  * A 502 names the node and the status. Of the body it relays only the agent's own error
  * message, and only from a JSON error body (an object with a string `message`), shortened and
@@ -147,13 +175,7 @@ export class VmHostClient {
  * a proxy's HTML page) is never passed on to the caller.
  */
 function failure(node: AgentAddress, status: number, body: unknown): AgentCallError {
-  const message =
-    typeof body === 'object' && body !== null && !Array.isArray(body)
-      ? (body as { message?: unknown }).message
-      : undefined;
-  const detail =
-    typeof message === 'string' && message.trim()
-      ? `: ${printable(message.trim(), AGENT_MESSAGE_MAX_LENGTH)}`
-      : ' (no JSON error message)';
+  const message = agentErrorMessage(body);
+  const detail = message === undefined ? ' (no JSON error message)' : `: ${message}`;
   return new AgentCallError(`agent of node ${node.node_id} answered ${status}${detail}`);
 }

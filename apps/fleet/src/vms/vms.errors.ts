@@ -13,3 +13,27 @@ export class VmNotFoundError extends Error {
     super(`vm ${vmId} is not listed on any live node`);
   }
 }
+
+/** The client's Idempotency-Key already made a VM from another request body. */
+export class IdempotencyKeyReusedError extends Error {
+  constructor() {
+    super(
+      'Idempotency-Key was already used with another request body (a retry must repeat the request exactly); use a new key for a new VM',
+    );
+  }
+}
+
+/**
+ * The node's agent refused the VM and said why in a JSON error body: the host cannot hold it
+ * (422), its disk folder has no room (507), or it failed (500). The message passes on the
+ * agent's own, cleaned and shortened (see agentErrorMessage).
+ */
+export class NodeRefusedVmError extends Error {
+  constructor(
+    readonly nodeId: string,
+    readonly agentStatus: 422 | 500 | 507,
+    agentMessage: string,
+  ) {
+    super(`node ${nodeId} refused the VM: ${agentMessage}`);
+  }
+}

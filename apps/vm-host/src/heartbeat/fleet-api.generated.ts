@@ -137,6 +137,32 @@ export interface components {
       last_updated: string;
       nodes: components['schemas']['NodeRecord'][];
     };
+    HeartbeatVm: {
+      /** @default [] */
+      host_ports: components['schemas']['HostPort'][];
+      /**
+       * @description The Idempotency-Key the controller spawned this VM with, while the VM is younger than 24 h. The controller uses it to answer retried creates; it never shows it.
+       * @example 0000000000000000000000000000000000000000000000000000000000000000.ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff
+       */
+      idempotency_key?: string;
+      /** @example 2048 */
+      ram_alloc_mb: number;
+      /**
+       * Format: date-time
+       * @example 2026-08-06T12:00:00.123456789Z
+       */
+      started_at: string | null;
+      /** @example Running */
+      state: components['schemas']['VmState'];
+      /** @example acme */
+      tenant_id?: string | null;
+      /** @example 2 */
+      vcpu_count: number;
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
+      /** @example web */
+      vm_type: string;
+    };
     HostPort: {
       /** @example 22 */
       guest_port: number;
@@ -180,7 +206,7 @@ export interface components {
        * @example 2026-08-06T12:00:00.123456789Z
        */
       timestamp_utc: string;
-      vms: components['schemas']['VmRecord'][];
+      vms: components['schemas']['HeartbeatVm'][];
       /**
        * @description The node's WireGuard IP address: an IPv4 or IPv6 address literal (no zone, port or prefix). The controller calls the agent at this address only.
        * @example 10.8.0.21
@@ -431,7 +457,10 @@ export interface operations {
   createVm: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Makes the create safe to retry: the same key with the same body answers the VM the first create made (200), never a second one, for a day; the same key with another body is a 422. */
+        'Idempotency-Key'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -441,6 +470,15 @@ export interface operations {
       };
     };
     responses: {
+      /** @description A retry: this Idempotency-Key already made this VM. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmRecord'];
+        };
+      };
       201: {
         headers: {
           [name: string]: unknown;
@@ -466,7 +504,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description preferred_node unfit */
+      /** @description preferred_node unfit; Idempotency-Key already used with another body; or the node refused the VM (its reason, e.g. ram_mb beyond what it can hold) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -484,8 +522,17 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description no node has room */
+      /** @description no node has room: every live node considered, and why each was passed over */
       503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description the node's disk folder has no room for the VM (the agent's reason) */
+      507: {
         headers: {
           [name: string]: unknown;
         };

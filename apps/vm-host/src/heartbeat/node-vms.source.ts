@@ -2,11 +2,8 @@ import type { Observable } from 'rxjs';
 import type { CommittedVm } from '../vms/vm-capacity';
 import type { HeartbeatBody } from './fleet.client';
 
-/**
- * A VM as the heartbeat reports it: a VmRecord, plus the Idempotency-Key it was made with
- * while that is kept (the controller's HeartbeatVm; typed here until the generated client has it).
- */
-export type ReportedVm = HeartbeatBody['vms'][number] & { idempotency_key?: string };
+/** A VM as the heartbeat reports it (HeartbeatVm): a VmRecord, plus the key it was made with. */
+export type ReportedVm = HeartbeatBody['vms'][number];
 
 /** What the heartbeat needs of this node's VMs. */
 export interface NodeVmsReport {

@@ -27,7 +27,7 @@ import {
   NO_CONTROL_CHARACTERS_PATTERN,
 } from '../ids';
 import { IsRfc3339, RFC3339_MAX_LENGTH } from '../rfc3339';
-import { VmRecord } from './vm-record';
+import { HeartbeatVm } from './heartbeat-vm';
 
 /** What every agent POSTs to /v1/nodes/heartbeat. Unknown extra fields are ignored. */
 export class NodeHeartbeat {
@@ -92,12 +92,12 @@ export class NodeHeartbeat {
   @IsBoolean()
   reserved: boolean = false;
 
-  @ApiProperty({ type: [VmRecord], maxItems: MAX_VMS_PER_HEARTBEAT })
+  @ApiProperty({ type: [HeartbeatVm], maxItems: MAX_VMS_PER_HEARTBEAT })
   @ValidateNested({ each: true })
   @ArrayMaxSize(MAX_VMS_PER_HEARTBEAT)
   @IsArray()
-  @Type(() => VmRecord)
-  vms!: VmRecord[];
+  @Type(() => HeartbeatVm)
+  vms!: HeartbeatVm[];
 
   @ApiProperty({ example: '4f0b6a8e-3c1d-4c53-9a53-2f5d2f0e9d10', ...ID_SCHEMA })
   @IsFleetId()
