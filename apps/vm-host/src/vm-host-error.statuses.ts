@@ -1,4 +1,4 @@
-import type { DomainErrorStatuses } from '@app/daemon';
+import { ApiErrors, DomainErrorStatuses, ErrorCase } from '@app/daemon';
 import { BaseImageMissingError, VmNotOnNodeError } from './vms/vms.errors';
 
 /** Every domain error the agent's services throw, and the HTTP status it answers with. */
@@ -6,3 +6,8 @@ export const VM_HOST_ERROR_STATUSES: DomainErrorStatuses = [
   [VmNotOnNodeError, 404],
   [BaseImageMissingError, 503],
 ];
+
+/** Declares the errors of an agent operation, each with the body this agent's filter sends. */
+export function ApiVmHostErrors(...cases: ErrorCase[]): MethodDecorator & ClassDecorator {
+  return ApiErrors(VM_HOST_ERROR_STATUSES, ...cases);
+}

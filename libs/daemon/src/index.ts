@@ -6,3 +6,5 @@ export * from './daemon-logger';
 export * from './json-error.filter';
 export * from './validation.pipe';
 export * from './environment';
+export * from './api-errors';
+export * from './openapi-document';

@@ -9,7 +9,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Accept a VM (state Provisioning) and start it under QEMU after answering */
+    /**
+     * Accept a VM (state Provisioning) and start it under QEMU after answering
+     * @description What the fleet controller calls once it has placed a VM on this node. The agent answers at once with the new VM (state Provisioning), then makes its disk from VM_BASE_IMAGE in VM_DISK_DIR and starts QEMU; the VM's state (Running, or Error) shows in GET /v1/vms and the next heartbeat.
+     */
     post: operations['spawnVm'];
     delete?: never;
     options?: never;
@@ -24,7 +27,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** This node's VMs, as its heartbeat reports them */
+    /**
+     * This node's VMs, as its heartbeat reports them
+     * @description Every VM this agent keeps in VM_DISK_DIR, with its state as of now: the list the next heartbeat sends.
+     */
     get: operations['listNodeVms'];
     put?: never;
     post?: never;
@@ -44,7 +50,10 @@ export interface paths {
     get?: never;
     put?: never;
     post?: never;
-    /** Stop the VM and remove its runtime files (the disk stays) */
+    /**
+     * Stop the VM and remove its runtime files (the disk stays)
+     * @description Stops the VM's QEMU (quit, then SIGTERM, then SIGKILL) and removes its runtime files; the VM leaves this node's list and its next heartbeat. The disk image stays in VM_DISK_DIR.
+     */
     delete: operations['destroyVm'];
     options?: never;
     head?: never;
@@ -62,7 +71,7 @@ export interface components {
       preferred_node?: string | null;
       /** @example 2048 */
       ram_mb: number;
-      /** @example acme */
+      /** @example example-tenant */
       tenant_id?: string | null;
       /** @example 2 */
       vcpu_count: number;
@@ -70,11 +79,11 @@ export interface components {
       vm_type: string;
     };
     ErrorBody: {
-      /** @example Not Found */
+      /** @description The status's reason phrase, such as `Not Found`. */
       error: string;
-      /** @example node compute-west-09 is not enrolled (or silent for more than 30 s) */
+      /** @description What went wrong, naming the field, header or id at fault. */
       message: string;
-      /** @example 404 */
+      /** @description The HTTP status again. */
       statusCode: number;
     };
     HostPort: {
@@ -89,22 +98,22 @@ export interface components {
       protocol: 'tcp' | 'udp';
     };
     VmRecord: {
-      /** @default [] */
       host_ports: components['schemas']['HostPort'][];
       /** @example 2048 */
       ram_alloc_mb: number;
       /**
        * Format: date-time
+       * @description When QEMU started it; null while it has not (yet) run. Never left out.
        * @example 2026-08-06T12:00:00.123456789Z
        */
       started_at: string | null;
       /** @example Running */
       state: components['schemas']['VmState'];
-      /** @example acme */
-      tenant_id?: string | null;
+      /** @example example-tenant */
+      tenant_id: string | null;
       /** @example 2 */
       vcpu_count: number;
-      /** @example vm-0123456789abcdef */
+      /** @example vm-example-01 */
       vm_id: string;
       /** @example web */
       vm_type: string;
@@ -133,6 +142,7 @@ export interface operations {
       };
     };
     responses: {
+      /** @description Accepted; starting. */
       201: {
         headers: {
           [name: string]: unknown;
@@ -141,6 +151,10 @@ export interface operations {
           'application/json': components['schemas']['VmRecord'];
         };
       };
+      /**
+       * @description - The body is not valid JSON.
+       *     - A field is missing or out of its range; the message names each one.
+       */
       400: {
         headers: {
           [name: string]: unknown;
@@ -149,7 +163,10 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <node token>` or carries another token. */
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
       401: {
         headers: {
           [name: string]: unknown;
@@ -158,12 +175,51 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description the base image is missing */
+      /** @description The body is larger than 1 MiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Payload Too Large",
+           *       "message": "request body is larger than 1 MiB",
+           *       "statusCode": 413
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body comes in a Content-Encoding the daemon does not decode (it takes gzip, deflate and br) or in a charset that is not UTF. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Unsupported Media Type",
+           *       "message": "unsupported content encoding \"compress\"",
+           *       "statusCode": 415
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description VM_BASE_IMAGE names no readable file: this node cannot make VMs now. */
       503: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "VM_BASE_IMAGE /var/lib/vm-fleet/base.qcow2 does not exist or is not readable",
+           *       "statusCode": 503
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
@@ -178,6 +234,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
+      /** @description This node's VMs; [] when there are none. */
       200: {
         headers: {
           [name: string]: unknown;
@@ -186,7 +243,10 @@ export interface operations {
           'application/json': components['schemas']['VmRecord'][];
         };
       };
-      /** @description Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <node token>` or carries another token. */
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
       401: {
         headers: {
           [name: string]: unknown;
@@ -202,6 +262,7 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
+        /** @example vm-example-01 */
         vm_id: string;
       };
       cookie?: never;
@@ -215,15 +276,26 @@ export interface operations {
         };
         content?: never;
       };
+      /** @description vm_id is not a fleet id. */
       400: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <node token>` or carries another token. */
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
       401: {
         headers: {
           [name: string]: unknown;
@@ -232,11 +304,19 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description This node has no VM with this id. */
       404: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-example-01 is not on this node",
+           *       "statusCode": 404
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };

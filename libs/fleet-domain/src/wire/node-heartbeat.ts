@@ -14,20 +14,22 @@ import {
 } from 'class-validator';
 import { IsFleetId } from '../ids';
 import { IsRfc3339 } from '../rfc3339';
-import { VmRecord } from './vm-record';
+import { DEFAULT_SPAWN_PORT } from '../fleet.constants';
+import { EXAMPLE_NODE_ID, EXAMPLE_WG_IP } from './examples';
+import { HeartbeatVm } from './heartbeat-vm';
 
 /** What every agent POSTs to /v1/nodes/heartbeat. Unknown extra fields are ignored. */
 export class NodeHeartbeat {
-  @ApiProperty({ example: 'compute-west-01', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$' })
+  @ApiProperty({ example: EXAMPLE_NODE_ID, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$' })
   @IsFleetId()
   node_id!: string;
 
-  @ApiProperty({ example: '10.8.0.21', description: "The node's WireGuard IP address." })
+  @ApiProperty({ example: EXAMPLE_WG_IP, description: "The node's WireGuard IP address." })
   @Length(1, 64)
   @IsString()
   wg_ip!: string;
 
-  @ApiProperty({ example: 'compute-west-01' })
+  @ApiProperty({ example: EXAMPLE_NODE_ID })
   @Length(1, 253)
   @IsString()
   hostname!: string;
@@ -66,11 +68,11 @@ export class NodeHeartbeat {
   @IsBoolean()
   reserved: boolean = false;
 
-  @ApiProperty({ type: [VmRecord] })
+  @ApiProperty({ type: [HeartbeatVm] })
   @ValidateNested({ each: true })
   @IsArray()
-  @Type(() => VmRecord)
-  vms!: VmRecord[];
+  @Type(() => HeartbeatVm)
+  vms!: HeartbeatVm[];
 
   @ApiProperty({ example: '4f0b6a8e-3c1d-4c53-9a53-2f5d2f0e9d10' })
   @IsFleetId()
@@ -85,6 +87,7 @@ export class NodeHeartbeat {
     minimum: 1,
     maximum: 65535,
     required: false,
+    example: DEFAULT_SPAWN_PORT,
     description: "Port of the agent's local API; absent means 9204.",
   })
   @IsOptional()

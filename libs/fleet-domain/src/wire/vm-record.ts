@@ -13,6 +13,7 @@ import {
 } from 'class-validator';
 import { IsFleetId, IsVmType } from '../ids';
 import { IsRfc3339 } from '../rfc3339';
+import { EXAMPLE_TENANT_ID, EXAMPLE_VM_ID } from './examples';
 
 export enum VmState {
   Running = 'Running',
@@ -39,9 +40,13 @@ export class HostPort {
   protocol!: 'tcp' | 'udp';
 }
 
+/**
+ * A VM as every answer shows it: all eight fields, always. (What agents report in heartbeats,
+ * HeartbeatVm, may leave out tenant_id and host_ports; they are filled in on arrival.)
+ */
 export class VmRecord {
   @ApiProperty({
-    example: 'vm-0123456789abcdef',
+    example: EXAMPLE_VM_ID,
     pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$',
   })
   @IsFleetId()
@@ -70,18 +75,21 @@ export class VmRecord {
     format: 'date-time',
     nullable: true,
     example: '2026-08-06T12:00:00.123456789Z',
+    description: 'When QEMU started it; null while it has not (yet) run. Never left out.',
   })
-  @Transform(({ value }: { value: unknown }) => value ?? null)
   @ValidateIf((_, value) => value !== null)
-  @IsRfc3339()
-  started_at: string | null = null;
+  @IsRfc3339({
+    message:
+      '$property must be an RFC 3339 date-time such as 2026-08-06T12:00:00.123456789Z, or null',
+  })
+  started_at!: string | null;
 
-  @ApiProperty({ type: String, nullable: true, required: false, example: 'acme' })
+  @ApiProperty({ type: String, nullable: true, example: EXAMPLE_TENANT_ID })
   @IsOptional()
   @IsFleetId()
-  tenant_id?: string | null;
+  tenant_id: string | null = null;
 
-  @ApiProperty({ type: [HostPort], required: false, default: [] })
+  @ApiProperty({ type: [HostPort] })
   @Transform(({ value }: { value: unknown }) => value ?? [])
   @ValidateNested({ each: true })
   @IsArray()
