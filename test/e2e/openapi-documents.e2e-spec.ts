@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { reasonPhrase } from '@app/daemon';
+import request from 'supertest';
 import { DEFAULT_SPAWN_PORT, FLEET_PORT } from '@app/fleet-domain';
+import { RunningFleet, startFleet } from '../support/fleet-app';
 
 /**
  * What the committed documents promise their readers beyond what the linters check: that
@@ -222,5 +224,25 @@ describe('the committed vm-host.openapi.json', () => {
         },
       }),
     ]);
+  });
+});
+
+describe('the document a controller serves beside Swagger UI', () => {
+  let fleet: RunningFleet;
+
+  beforeAll(async () => {
+    fleet = await startFleet();
+  });
+
+  afterAll(async () => {
+    await fleet.close();
+  });
+
+  it('is the committed one, with "Try it out" going first to the daemon that served it', async () => {
+    const { body } = await request(fleet.url).get('/docs-json').expect(200);
+    const { servers, ...rest } = body as Document;
+    const { servers: committedServers, ...committed } = DOCUMENTS['fleet.openapi.json'];
+    expect(servers).toEqual([expect.objectContaining({ url: '/' }), ...committedServers]);
+    expect(rest).toEqual(committed);
   });
 });

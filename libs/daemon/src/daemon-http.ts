@@ -14,7 +14,17 @@ export function configureDaemonHttp(
   app.useBodyParser('json', { limit: MAX_BODY_BYTES });
   app.set('etag', false);
   app.disable('x-powered-by');
-  SwaggerModule.setup('docs', app, () => buildDocument(app));
+  // "Try it out" on /docs goes first to the daemon that served the page, as the documented base
+  // URL only names the host as a variable.
+  SwaggerModule.setup('docs', app, () => buildDocument(app), {
+    patchDocumentOnRequest: (_request, _response, document) => ({
+      ...document,
+      servers: [
+        { url: '/', description: 'This daemon, which served this page.' },
+        ...(document.servers ?? []),
+      ],
+    }),
+  });
   return app;
 }
 
