@@ -49,7 +49,7 @@ export class VmsController {
     operationId: 'listVms',
     summary: 'VMs on live nodes, optionally of one tenant',
     description:
-      "Every VM the live nodes reported in their last heartbeat (and those created since), in node order. There is no GET of one VM by id: filter this list. A node's VMs leave the list with the node when it falls silent.",
+      "Every VM the live nodes reported in their last heartbeat (and those created since). There is no GET of one VM by id: filter this list. A node's VMs leave the list with the node when it falls silent.",
   })
   @ApiOkResponse({ type: [VmRecord], description: 'The VMs; [] when there are none.' })
   @ApiFleetErrors(

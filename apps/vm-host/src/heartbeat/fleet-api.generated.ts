@@ -89,7 +89,7 @@ export interface paths {
     };
     /**
      * VMs on live nodes, optionally of one tenant
-     * @description Every VM the live nodes reported in their last heartbeat (and those created since), in node order. There is no GET of one VM by id: filter this list. A node's VMs leave the list with the node when it falls silent.
+     * @description Every VM the live nodes reported in their last heartbeat (and those created since). There is no GET of one VM by id: filter this list. A node's VMs leave the list with the node when it falls silent.
      */
     get: operations['listVms'];
     put?: never;

@@ -24,7 +24,7 @@ export class VmsController {
     operationId: 'spawnVm',
     summary: 'Accept a VM (state Provisioning) and start it under QEMU after answering',
     description:
-      "What the fleet controller calls once it has placed a VM on this node. The agent answers at once with the new VM (state Provisioning), then makes its disk from VM_BASE_IMAGE in VM_DISK_DIR and starts QEMU; the VM's state (Running, or Error) shows in GET /v1/vms and the next heartbeat.",
+      "What the fleet controller calls once it has placed a VM on this node. The agent answers at once with the new VM (state Provisioning), then makes its disk in VM_DISK_DIR (over VM_BASE_IMAGE, or a small blank image when that is unset) and starts QEMU; the VM's state (Running, or Error) shows in GET /v1/vms and the next heartbeat.",
   })
   @ApiCreatedResponse({ type: VmRecord, description: 'Accepted; starting.' })
   @ApiVmHostErrors(
