@@ -7,6 +7,9 @@ import { loadFleetConfig } from '../../apps/fleet/src/config/fleet.config';
 import { FleetAppModule } from '../../apps/fleet/src/fleet-app.module';
 import { VmHostClientSettings } from '../../apps/fleet/src/vms/vm-host.client';
 import { FakeClock } from './fake-clock';
+import { OpenApiContract, checkResponsesAgainst, closeAndJudge } from './openapi-contract';
+
+const FLEET_CONTRACT = OpenApiContract.committed('fleet.openapi.json');
 
 export interface RunningFleet {
   app: NestExpressApplication;
@@ -17,7 +20,8 @@ export interface RunningFleet {
 
 /**
  * The real fleet app, set up by the same bootstrap as production, listening on a free
- * loopback port. Only the clock and the agent timeout are replaced.
+ * loopback port. Only the clock and the agent timeout are replaced. Every response it sends is
+ * checked against the committed OpenAPI document: close() fails with any that break it.
  */
 export async function startFleet(
   options: {
@@ -42,8 +46,14 @@ export async function startFleet(
     ...FLEET_APP_OPTIONS,
     logger: false,
   });
+  const checked = checkResponsesAgainst(app, FLEET_CONTRACT);
   configureFleetApp(app);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
-  return { app, url: `http://127.0.0.1:${port}`, clock, close: () => app.close() };
+  return {
+    app,
+    url: `http://127.0.0.1:${port}`,
+    clock,
+    close: () => closeAndJudge(() => app.close(), checked),
+  };
 }

@@ -8,6 +8,9 @@ import { VM_HOST_APP_OPTIONS, configureVmHostApp } from '../../apps/vm-host/src/
 import { loadVmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
 import { VmHostAppModule } from '../../apps/vm-host/src/vm-host-app.module';
 import { VmsService } from '../../apps/vm-host/src/vms/vms.service';
+import { OpenApiContract, checkResponsesAgainst, closeAndJudge } from './openapi-contract';
+
+const VM_HOST_CONTRACT = OpenApiContract.committed('vm-host.openapi.json');
 
 export interface RunningVmHost {
   app: NestExpressApplication;
@@ -18,7 +21,9 @@ export interface RunningVmHost {
 
 /**
  * The real agent app, set up by the same bootstrap as production, listening on a free loopback
- * port with its disk folder in a temporary directory. It does not heartbeat on its own.
+ * port with its disk folder in a temporary directory. It does not heartbeat on its own. Every
+ * response it sends is checked against the committed OpenAPI document: close() fails with any
+ * that break it.
  */
 export async function startVmHostApp(env: NodeJS.ProcessEnv = {}): Promise<RunningVmHost> {
   const diskDir = mkdtempSync(join(tmpdir(), 'ppn-vm-host-app-'));
@@ -36,6 +41,7 @@ export async function startVmHostApp(env: NodeJS.ProcessEnv = {}): Promise<Runni
     ...VM_HOST_APP_OPTIONS,
     logger: false,
   });
+  const checked = checkResponsesAgainst(app, VM_HOST_CONTRACT);
   configureVmHostApp(app);
   await app.get(VmsService).prepare();
   await app.listen(0, '127.0.0.1');
@@ -44,9 +50,10 @@ export async function startVmHostApp(env: NodeJS.ProcessEnv = {}): Promise<Runni
     app,
     url: `http://127.0.0.1:${port}`,
     port,
-    close: async () => {
-      await app.close();
-      rmSync(diskDir, { recursive: true, force: true });
-    },
+    close: () =>
+      closeAndJudge(async () => {
+        await app.close();
+        rmSync(diskDir, { recursive: true, force: true });
+      }, checked),
   };
 }

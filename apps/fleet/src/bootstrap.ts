@@ -1,8 +1,15 @@
 import { NestFactory } from '@nestjs/core';
 import type { NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import { DaemonLogger, addTokenSchemes, configureDaemonHttp } from '@app/daemon';
+import { OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import {
+  DaemonLogger,
+  addTokenSchemes,
+  configureDaemonHttp,
+  daemonDocumentBuilder,
+  finishDaemonDocument,
+} from '@app/daemon';
+import { FLEET_PORT } from '@app/fleet-domain';
 import { FleetConfig } from './config/fleet.config';
 import { FleetAppModule } from './fleet-app.module';
 
@@ -10,14 +17,28 @@ import { FleetAppModule } from './fleet-app.module';
 export const FLEET_APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
 
 export function buildFleetOpenApiDocument(app: NestExpressApplication): OpenAPIObject {
-  const builder = new DocumentBuilder()
-    .setTitle('service-vm-fleet')
-    .setDescription(
+  const builder = daemonDocumentBuilder({
+    title: 'service-vm-fleet',
+    description:
       'PPN fleet controller: node registry (enrolled by heartbeat, dropped after 30 s of silence), VM listing and advisory placement. Listens on port 9203. Tokens are opt-in: with VM_FLEET_NODE_TOKEN set, heartbeats need it as a bearer token; with VM_FLEET_API_TOKEN set, every other operation needs that one. Unset, the operations are open.',
-    )
-    .setVersion('1');
+    server: {
+      url: `http://{controller}:${FLEET_PORT}`,
+      description: `The fleet controller; its port is always ${FLEET_PORT}.`,
+      variables: {
+        controller: {
+          default: '127.0.0.1',
+          description:
+            "The controller's host name or address, as in the agents' VM_FLEET_ENDPOINT.",
+        },
+      },
+    },
+    tags: {
+      nodes: 'The node registry: heartbeats in, live nodes out. A node silent for 30 s is dropped.',
+      vms: 'VMs on the live nodes: listing, placement with dispatch to a node, deletion.',
+    },
+  });
   const config = addTokenSchemes(builder, ['node', 'api']).build();
-  return SwaggerModule.createDocument(app, config);
+  return finishDaemonDocument(SwaggerModule.createDocument(app, config));
 }
 
 /** Everything that makes a Nest app the fleet controller, apart from listening. */

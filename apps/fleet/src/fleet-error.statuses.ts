@@ -1,4 +1,4 @@
-import type { DomainErrorStatuses } from '@app/daemon';
+import { ApiErrors, DomainErrorStatuses, ErrorCase } from '@app/daemon';
 import { NodeNotFoundError } from './nodes/nodes.errors';
 import { StoreUnavailableError } from './redis/store-unavailable.error';
 import { AgentCallError } from './vms/vm-host.client';
@@ -29,3 +29,20 @@ export const FLEET_ERROR_STATUSES: DomainErrorStatuses = [
   [AgentCallError, 502],
   [StoreUnavailableError, 503],
 ];
+
+/** Every route reads or writes the fleet state, so each can find a shared store down. */
+const STORE_UNAVAILABLE: ErrorCase = {
+  name: 'store-unavailable',
+  when: 'Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached; nothing was changed.',
+  error: new StoreUnavailableError(
+    'fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)',
+  ),
+};
+
+/**
+ * Declares the errors of a controller operation, each with the body this controller's filter
+ * sends for it; the shared store's 503 comes with every one.
+ */
+export function ApiFleetErrors(...cases: ErrorCase[]): MethodDecorator & ClassDecorator {
+  return ApiErrors(FLEET_ERROR_STATUSES, ...cases, STORE_UNAVAILABLE);
+}

@@ -1,4 +1,4 @@
-import type { DomainErrorStatuses } from '@app/daemon';
+import { ApiErrors, DomainErrorStatuses, ErrorCase } from '@app/daemon';
 import {
   BaseImageMissingError,
   IdempotencyKeyInvalidError,
@@ -19,3 +19,8 @@ export const VM_HOST_ERROR_STATUSES: DomainErrorStatuses = [
   [VmDiskError, (error) => (error as VmDiskError).status],
   [VmStillRunningError, 500],
 ];
+
+/** Declares the errors of an agent operation, each with the body this agent's filter sends. */
+export function ApiVmHostErrors(...cases: ErrorCase[]): MethodDecorator & ClassDecorator {
+  return ApiErrors(VM_HOST_ERROR_STATUSES, ...cases);
+}

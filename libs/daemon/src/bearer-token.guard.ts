@@ -7,10 +7,10 @@ import {
   applyDecorators,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { ApiSecurity, ApiUnauthorizedResponse, DocumentBuilder } from '@nestjs/swagger';
+import { ApiSecurity, DocumentBuilder } from '@nestjs/swagger';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { ErrorBody } from '@app/fleet-domain';
+import { ApiErrors } from './api-errors';
 
 /** The two credentials of a fleet: what agents and the controller share, and the operators'. */
 export type TokenRole = 'node' | 'api';
@@ -23,6 +23,17 @@ export const TOKEN_ROLES: Readonly<
 };
 
 const TOKEN_ROLE = 'ppn:token-role';
+
+/** Why a route refused the request, for the 401 body and the OpenAPI example alike. */
+function missingTokenMessage(role: TokenRole): string {
+  const { variable, name } = TOKEN_ROLES[role];
+  return `this route needs the ${name}: send Authorization: Bearer <${variable}>`;
+}
+
+function wrongTokenMessage(role: TokenRole): string {
+  const { variable, name } = TOKEN_ROLES[role];
+  return `the bearer token is not the ${name} this route needs (${variable})`;
+}
 
 function digest(token: string): Buffer {
   return createHash('sha256').update(token, 'utf8').digest();
@@ -95,10 +106,19 @@ export function RequiresToken(role: TokenRole): ClassDecorator & MethodDecorator
     SetMetadata(TOKEN_ROLE, role),
     ApiSecurity(scheme),
     ApiSecurity({}),
-    ApiUnauthorizedResponse({
-      type: ErrorBody,
-      description: `Only when ${variable} is set on this daemon: the request lacks \`Authorization: Bearer <${name}>\` or carries another token.`,
-    }),
+    ApiErrors(
+      [],
+      {
+        name: 'no-token',
+        when: `Only when ${variable} is set on this daemon: the request has no \`Authorization: Bearer <${name}>\`.`,
+        error: new UnauthorizedException(missingTokenMessage(role)),
+      },
+      {
+        name: 'wrong-token',
+        when: `Only when ${variable} is set on this daemon: the request carries another token.`,
+        error: new UnauthorizedException(wrongTokenMessage(role)),
+      },
+    ),
   );
 }
 
@@ -146,22 +166,13 @@ export class BearerTokenGuard implements CanActivate {
       return this.refuse(context, 'invalid_token', 'no token opens this route');
     }
     if (!this.tokens.isSet(role)) return true;
-    const { variable, name } = TOKEN_ROLES[role];
     const header = context.switchToHttp().getRequest<Request>().headers.authorization;
     const presented = /^Bearer +([^\s]+) *$/i.exec(header ?? '')?.[1];
     if (presented === undefined) {
-      return this.refuse(
-        context,
-        undefined,
-        `this route needs the ${name}: send Authorization: Bearer <${variable}>`,
-      );
+      return this.refuse(context, undefined, missingTokenMessage(role));
     }
     if (!this.tokens.matches(role, presented)) {
-      return this.refuse(
-        context,
-        'invalid_token',
-        `the bearer token is not the ${name} this route needs (${variable})`,
-      );
+      return this.refuse(context, 'invalid_token', wrongTokenMessage(role));
     }
     return true;
   }

@@ -101,7 +101,17 @@ export function configureDaemonHttp(
   limitSlowClients(app.getHttpServer());
   app.set('etag', false);
   app.disable('x-powered-by');
-  SwaggerModule.setup('docs', app, () => buildDocument(app));
+  // "Try it out" on /docs goes first to the daemon that served the page, as the documented base
+  // URL only names the host as a variable.
+  SwaggerModule.setup('docs', app, () => buildDocument(app), {
+    patchDocumentOnRequest: (_request, _response, document) => ({
+      ...document,
+      servers: [
+        { url: '/', description: 'This daemon, which served this page.' },
+        ...(document.servers ?? []),
+      ],
+    }),
+  });
   return app;
 }
 

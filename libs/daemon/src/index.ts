@@ -9,3 +9,5 @@ export * from './environment';
 export * from './input-shape';
 export * from './json-limits';
 export * from './printable';
+export * from './api-errors';
+export * from './openapi-document';

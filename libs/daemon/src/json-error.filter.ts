@@ -35,7 +35,8 @@ export type DomainErrorStatuses = ReadonlyArray<
   readonly [ErrorClass, number | ((error: Error) => number)]
 >;
 
-function reasonPhrase(status: number): string | undefined {
+/** The `error` of a body: the status's reason phrase, as Nest names it ("Not Found"). */
+export function reasonPhrase(status: number): string | undefined {
   return HttpStatus[status]
     ?.toLowerCase()
     .split('_')
@@ -56,8 +57,14 @@ export class JsonErrorFilter implements ExceptionFilter {
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const response = host.switchToHttp().getResponse<Response>();
+    const body = this.body(exception);
+    response.status(body.statusCode).json(body);
+  }
+
+  /** The JSON body `exception` is answered with; also what the OpenAPI documents show. */
+  body(exception: unknown): { statusCode: number; error: string | undefined; message: string } {
     const { status, message } = this.describe(exception);
-    response.status(status).json({ statusCode: status, error: reasonPhrase(status), message });
+    return { statusCode: status, error: reasonPhrase(status), message };
   }
 
   private describe(exception: unknown): { status: number; message: string } {

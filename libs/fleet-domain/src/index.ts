@@ -12,3 +12,5 @@ export * from './wire/node-record';
 export * from './wire/create-vm-request';
 export * from './wire/error-body';
 export * from './wire/params';
+export * from './wire/examples';
+export * from './wire/heartbeat-vm';

@@ -2,6 +2,7 @@ import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { RequiresToken } from '@app/daemon';
 import { FleetStatus } from '@app/fleet-domain';
+import { ApiFleetErrors } from '../fleet-error.statuses';
 import { NodesService } from '../nodes/nodes.service';
 
 /** GET /v1/fleet: the whole-fleet view, and the answer to "is the controller up?". */
@@ -15,8 +16,11 @@ export class FleetController {
   @ApiOperation({
     operationId: 'getFleet',
     summary: 'Every live node and when this view was taken',
+    description:
+      'The live nodes (as GET /v1/nodes lists them) and the time of this view. Also the way to ask whether the controller is up: there is no /healthz.',
   })
-  @ApiOkResponse({ type: FleetStatus })
+  @ApiOkResponse({ type: FleetStatus, description: 'The fleet as of last_updated.' })
+  @ApiFleetErrors()
   fleetStatus(): Promise<FleetStatus> {
     return this.nodes.fleetStatus();
   }

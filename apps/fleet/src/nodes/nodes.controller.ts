@@ -1,14 +1,9 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
-import {
-  ApiBadRequestResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiPayloadTooLargeResponse,
-  ApiTags,
-} from '@nestjs/swagger';
-import { RequiresToken } from '@app/daemon';
-import { ErrorBody, NodeHeartbeat, NodeIdParams, NodeRecord } from '@app/fleet-domain';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { BODY_ERRORS, RequiresToken, invalidInput } from '@app/daemon';
+import { EXAMPLE_NODE_ID, NodeHeartbeat, NodeIdParams, NodeRecord } from '@app/fleet-domain';
+import { ApiFleetErrors } from '../fleet-error.statuses';
+import { NodeNotFoundError } from './nodes.errors';
 import { NodesService } from './nodes.service';
 
 @ApiTags('nodes')
@@ -22,28 +17,55 @@ export class NodesController {
   @ApiOperation({
     operationId: 'postHeartbeat',
     summary: "Report a node's state; the first heartbeat enrolls it, each one replaces its record",
+    description:
+      "What every agent sends at start and then every VM_HEARTBEAT_INTERVAL_S seconds. There is no registration call: the first heartbeat of a node id enrolls it. Each heartbeat replaces the node's record and VM list wholesale; a node id already in use is not refused, the newer heartbeat takes it over. A heartbeat stamped before the one stored for the same boot is ignored (still 200). Unknown extra fields are ignored.",
   })
-  @ApiOkResponse({ description: 'Accepted (also when ignored as out of order).' })
-  @ApiBadRequestResponse({ type: ErrorBody })
-  @ApiPayloadTooLargeResponse({ type: ErrorBody })
+  @ApiOkResponse({ description: 'Accepted (also when ignored as out of order). No body.' })
+  @ApiFleetErrors(
+    ...BODY_ERRORS,
+    invalidInput(
+      'A field is missing or out of its range; the message names each one.',
+      'vms.0.started_at must be an RFC 3339 date-time such as 2026-08-06T12:00:00.123456789Z, or null',
+    ),
+  )
   async heartbeat(@Body() heartbeat: NodeHeartbeat): Promise<void> {
     await this.nodes.acceptHeartbeat(heartbeat);
   }
 
   @Get()
   @RequiresToken('api')
-  @ApiOperation({ operationId: 'listNodes', summary: 'Every node heard from in the last 30 s' })
-  @ApiOkResponse({ type: [NodeRecord] })
+  @ApiOperation({
+    operationId: 'listNodes',
+    summary: 'Every node heard from in the last 30 s',
+    description:
+      'The live nodes, sorted by node_id. A node silent for more than 30 s is not shown at all (there is no status field): absent means never enrolled or silent.',
+  })
+  @ApiOkResponse({ type: [NodeRecord], description: 'The live nodes; [] when there are none.' })
+  @ApiFleetErrors()
   listNodes(): Promise<NodeRecord[]> {
     return this.nodes.listNodes();
   }
 
   @Get(':node_id')
   @RequiresToken('api')
-  @ApiOperation({ operationId: 'getNode', summary: 'One node, if heard from in the last 30 s' })
-  @ApiOkResponse({ type: NodeRecord })
-  @ApiBadRequestResponse({ type: ErrorBody })
-  @ApiNotFoundResponse({ type: ErrorBody })
+  @ApiOperation({
+    operationId: 'getNode',
+    summary: 'One node, if heard from in the last 30 s',
+    description:
+      "The node's record, as GET /v1/nodes lists it. 404 both for a node never enrolled and for one silent for more than 30 s: the API does not tell them apart.",
+  })
+  @ApiOkResponse({ type: NodeRecord, description: 'The live node.' })
+  @ApiFleetErrors(
+    invalidInput(
+      'node_id is not a fleet id.',
+      'node_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
+    ),
+    {
+      name: 'node-not-found',
+      when: 'No node with this id was heard from in the last 30 s.',
+      error: new NodeNotFoundError(EXAMPLE_NODE_ID),
+    },
+  )
   getNode(@Param() { node_id }: NodeIdParams): Promise<NodeRecord> {
     return this.nodes.getNode(node_id);
   }

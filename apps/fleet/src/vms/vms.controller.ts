@@ -1,31 +1,64 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import {
-  ApiBadGatewayResponse,
-  ApiBadRequestResponse,
+  BadRequestException,
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Param,
+  Post,
+  Query,
+  Res,
+} from '@nestjs/common';
+import {
   ApiCreatedResponse,
   ApiHeader,
   ApiNoContentResponse,
-  ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
-  ApiResponse,
-  ApiServiceUnavailableResponse,
   ApiTags,
-  ApiUnprocessableEntityResponse,
 } from '@nestjs/swagger';
-import { RequiresToken } from '@app/daemon';
+import { BODY_ERRORS, ErrorCase, RequiresToken, invalidInput } from '@app/daemon';
 import type { Response } from 'express';
 import {
   CreateVmRequest,
-  ErrorBody,
+  EXAMPLE_NODE_ID,
+  EXAMPLE_VM_ID,
+  EXAMPLE_WG_IP,
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_KEY_PATTERN,
+  IDEMPOTENCY_KEY_RULE,
+  PlacementRequest,
   TenantQuery,
   VmIdParams,
   VmRecord,
+  placeVm,
 } from '@app/fleet-domain';
+import { ApiFleetErrors } from '../fleet-error.statuses';
 import { IdempotencyKey } from './idempotency-key.decorator';
+import { AgentCallError } from './vm-host.client';
+import {
+  IdempotencyKeyReusedError,
+  NodeRefusedVmError,
+  PlacementRefusedError,
+  VmNotFoundError,
+} from './vms.errors';
 import { VmsService } from './vms.service';
+
+/** How placement refuses `request` on an empty fleet, word for word as the service throws it. */
+function refusal(name: string, when: string, request: PlacementRequest): ErrorCase {
+  const placement = placeVm(request, []);
+  if (placement.kind === 'placed') throw new Error(`the example of "${when}" was placed`);
+  return { name, when, error: new PlacementRefusedError(placement.kind, placement.message) };
+}
+
+const AGENT_UNREACHABLE = (path: string): ErrorCase => ({
+  name: 'agent-unreachable',
+  when: "The node's agent could not be reached or did not answer in 10 s.",
+  error: new AgentCallError(
+    `agent of node ${EXAMPLE_NODE_ID} at http://${EXAMPLE_WG_IP}:9204${path} unreachable: no answer within 10000 ms`,
+  ),
+});
 
 @ApiTags('vms')
 @RequiresToken('api')
@@ -34,9 +67,19 @@ export class VmsController {
   constructor(private readonly vms: VmsService) {}
 
   @Get()
-  @ApiOperation({ operationId: 'listVms', summary: 'VMs on live nodes, optionally of one tenant' })
-  @ApiOkResponse({ type: [VmRecord] })
-  @ApiBadRequestResponse({ type: ErrorBody })
+  @ApiOperation({
+    operationId: 'listVms',
+    summary: 'VMs on live nodes, optionally of one tenant',
+    description:
+      "Every VM the live nodes reported in their last heartbeat (and those created since). There is no GET of one VM by id: filter this list. A node's VMs leave the list with the node when it falls silent.",
+  })
+  @ApiOkResponse({ type: [VmRecord], description: 'The VMs; [] when there are none.' })
+  @ApiFleetErrors(
+    invalidInput(
+      'tenant_id is not a fleet id.',
+      'tenant_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
+    ),
+  )
   listVms(@Query() { tenant_id }: TenantQuery): Promise<VmRecord[]> {
     return this.vms.listVms(tenant_id);
   }
@@ -45,6 +88,8 @@ export class VmsController {
   @ApiOperation({
     operationId: 'createVm',
     summary: "Place a VM on a node and have that node's agent start it",
+    description:
+      "Advisory placement, then dispatch: with preferred_node, that node or a 422; otherwise the node with room for ram_mb + 512 MB (non-reserved nodes first, reserved ones as a last resort; a KVM node first when prefer_kvm; then the most free RAM; nodes that missed two heartbeats are skipped). A refusal lists every live node considered and why each was passed over. The chosen node's agent is asked to start the VM and its answer is returned (state Provisioning). Nothing is ever moved afterwards.",
   })
   @ApiHeader({
     name: IDEMPOTENCY_KEY_HEADER,
@@ -53,27 +98,73 @@ export class VmsController {
     description:
       'Makes the create safe to retry: the same key with the same body answers the VM the first create made (200), never a second one, for a day; the same key with another body is a 422.',
   })
-  @ApiCreatedResponse({ type: VmRecord })
+  @ApiCreatedResponse({ type: VmRecord, description: 'Placed, and accepted by the agent.' })
   @ApiOkResponse({
     type: VmRecord,
     description: 'A retry: this Idempotency-Key already made this VM.',
   })
-  @ApiBadRequestResponse({ type: ErrorBody })
-  @ApiUnprocessableEntityResponse({
-    type: ErrorBody,
-    description:
-      'preferred_node unfit; Idempotency-Key already used with another body; or the node refused the VM (its reason, e.g. ram_mb beyond what it can hold)',
-  })
-  @ApiBadGatewayResponse({ type: ErrorBody, description: "the node's agent failed" })
-  @ApiServiceUnavailableResponse({
-    type: ErrorBody,
-    description: 'no node has room: every live node considered, and why each was passed over',
-  })
-  @ApiResponse({
-    status: 507,
-    type: ErrorBody,
-    description: "the node's disk folder has no room for the VM (the agent's reason)",
-  })
+  @ApiFleetErrors(
+    ...BODY_ERRORS,
+    invalidInput(
+      'A field is missing or out of its range; the message names each one.',
+      'ram_mb must not be less than 1',
+    ),
+    {
+      name: 'invalid-idempotency-key',
+      when: 'The Idempotency-Key header is not 1-128 characters of the allowed set.',
+      error: new BadRequestException(
+        `${IDEMPOTENCY_KEY_HEADER} header must be ${IDEMPOTENCY_KEY_RULE}`,
+      ),
+    },
+    refusal(
+      'preferred-node-unfit',
+      'preferred_node is not listed or has less than ram_mb available.',
+      {
+        ram_mb: 2048,
+        prefer_kvm: false,
+        preferred_node: EXAMPLE_NODE_ID,
+      },
+    ),
+    {
+      name: 'idempotency-key-reused',
+      when: 'The Idempotency-Key was already used with another request body.',
+      error: new IdempotencyKeyReusedError(),
+    },
+    {
+      name: 'node-refused',
+      when: "The chosen node's agent refused the VM: its reason (e.g. ram_mb beyond what it can hold) follows.",
+      error: new NodeRefusedVmError(
+        EXAMPLE_NODE_ID,
+        422,
+        'ram_mb: 1048576 MB does not fit on this node: 20480 MB committable of 24576 MB (margin 512 MB)',
+      ),
+    },
+    {
+      name: 'node-disk-full',
+      when: "The chosen node's disk folder has no room for the VM (the agent's reason).",
+      error: new NodeRefusedVmError(
+        EXAMPLE_NODE_ID,
+        507,
+        'VM_DISK_DIR /var/lib/vm-fleet: no space left on device (ENOSPC) while making the disk; nothing of the VM was kept',
+      ),
+    },
+    AGENT_UNREACHABLE('/v1/spawn'),
+    {
+      name: 'agent-failed',
+      when: "The node's agent failed the spawn: its own message follows when it gave one.",
+      error: new AgentCallError(
+        `agent of node ${EXAMPLE_NODE_ID} answered 503: VM_BASE_IMAGE /var/lib/vm-fleet/base.qcow2 does not exist or is not readable`,
+      ),
+    },
+    refusal(
+      'no-room',
+      'No live node has room for ram_mb + 512 MB: every node considered, and why each was passed over.',
+      {
+        ram_mb: 2048,
+        prefer_kvm: false,
+      },
+    ),
+  )
   async createVm(
     @Body() request: CreateVmRequest,
     @IdempotencyKey() idempotencyKey: string | undefined,
@@ -86,11 +177,25 @@ export class VmsController {
 
   @Delete(':vm_id')
   @HttpCode(204)
-  @ApiOperation({ operationId: 'deleteVm', summary: "Have the owning node's agent destroy a VM" })
-  @ApiNoContentResponse({ description: 'Destroyed.' })
-  @ApiBadRequestResponse({ type: ErrorBody })
-  @ApiNotFoundResponse({ type: ErrorBody })
-  @ApiBadGatewayResponse({ type: ErrorBody, description: 'agent unreachable; record kept' })
+  @ApiOperation({
+    operationId: 'deleteVm',
+    summary: "Have the owning node's agent destroy a VM",
+    description:
+      'Finds the live node that lists the VM and asks its agent to destroy it (QEMU stopped, runtime files removed); the VM then leaves the listing. When the agent cannot be reached the record is kept and the answer is 502, so the delete can be retried.',
+  })
+  @ApiNoContentResponse({ description: 'Destroyed (or already gone from its agent).' })
+  @ApiFleetErrors(
+    invalidInput(
+      'vm_id is not a fleet id.',
+      'vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
+    ),
+    {
+      name: 'vm-not-found',
+      when: 'No live node lists a VM with this id.',
+      error: new VmNotFoundError(EXAMPLE_VM_ID),
+    },
+    AGENT_UNREACHABLE(`/v1/vms/${EXAMPLE_VM_ID}`),
+  )
   deleteVm(@Param() { vm_id }: VmIdParams): Promise<void> {
     return this.vms.deleteVm(vm_id);
   }

@@ -7,7 +7,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Every live node and when this view was taken */
+    /**
+     * Every live node and when this view was taken
+     * @description The live nodes (as GET /v1/nodes lists them) and the time of this view. Also the way to ask whether the controller is up: there is no /healthz.
+     */
     get: operations['getFleet'];
     put?: never;
     post?: never;
@@ -24,7 +27,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Every node heard from in the last 30 s */
+    /**
+     * Every node heard from in the last 30 s
+     * @description The live nodes, sorted by node_id. A node silent for more than 30 s is not shown at all (there is no status field): absent means never enrolled or silent.
+     */
     get: operations['listNodes'];
     put?: never;
     post?: never;
@@ -43,7 +49,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Report a node's state; the first heartbeat enrolls it, each one replaces its record */
+    /**
+     * Report a node's state; the first heartbeat enrolls it, each one replaces its record
+     * @description What every agent sends at start and then every VM_HEARTBEAT_INTERVAL_S seconds. There is no registration call: the first heartbeat of a node id enrolls it. Each heartbeat replaces the node's record and VM list wholesale; a node id already in use is not refused, the newer heartbeat takes it over. A heartbeat stamped before the one stored for the same boot is ignored (still 200). Unknown extra fields are ignored.
+     */
     post: operations['postHeartbeat'];
     delete?: never;
     options?: never;
@@ -58,7 +67,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** One node, if heard from in the last 30 s */
+    /**
+     * One node, if heard from in the last 30 s
+     * @description The node's record, as GET /v1/nodes lists it. 404 both for a node never enrolled and for one silent for more than 30 s: the API does not tell them apart.
+     */
     get: operations['getNode'];
     put?: never;
     post?: never;
@@ -75,10 +87,16 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** VMs on live nodes, optionally of one tenant */
+    /**
+     * VMs on live nodes, optionally of one tenant
+     * @description Every VM the live nodes reported in their last heartbeat (and those created since). There is no GET of one VM by id: filter this list. A node's VMs leave the list with the node when it falls silent.
+     */
     get: operations['listVms'];
     put?: never;
-    /** Place a VM on a node and have that node's agent start it */
+    /**
+     * Place a VM on a node and have that node's agent start it
+     * @description Advisory placement, then dispatch: with preferred_node, that node or a 422; otherwise the node with room for ram_mb + 512 MB (non-reserved nodes first, reserved ones as a last resort; a KVM node first when prefer_kvm; then the most free RAM; nodes that missed two heartbeats are skipped). A refusal lists every live node considered and why each was passed over. The chosen node's agent is asked to start the VM and its answer is returned (state Provisioning). Nothing is ever moved afterwards.
+     */
     post: operations['createVm'];
     delete?: never;
     options?: never;
@@ -96,7 +114,10 @@ export interface paths {
     get?: never;
     put?: never;
     post?: never;
-    /** Have the owning node's agent destroy a VM */
+    /**
+     * Have the owning node's agent destroy a VM
+     * @description Finds the live node that lists the VM and asks its agent to destroy it (QEMU stopped, runtime files removed); the VM then leaves the listing. When the agent cannot be reached the record is kept and the answer is 502, so the delete can be retried.
+     */
     delete: operations['deleteVm'];
     options?: never;
     head?: never;
@@ -114,7 +135,7 @@ export interface components {
       preferred_node?: string | null;
       /** @example 2048 */
       ram_mb: number;
-      /** @example acme */
+      /** @example example-tenant */
       tenant_id?: string | null;
       /** @example 2 */
       vcpu_count: number;
@@ -122,11 +143,11 @@ export interface components {
       vm_type: string;
     };
     ErrorBody: {
-      /** @example Not Found */
+      /** @description The status's reason phrase, such as `Not Found`. */
       error: string;
-      /** @example node compute-west-09 is not enrolled (or silent for more than 30 s) */
+      /** @description What went wrong, naming the field, header or id at fault. */
       message: string;
-      /** @example 404 */
+      /** @description The HTTP status again. */
       statusCode: number;
     };
     FleetStatus: {
@@ -149,13 +170,17 @@ export interface components {
       ram_alloc_mb: number;
       /**
        * Format: date-time
+       * @description When QEMU started it; null while it has not (yet) run. Never left out.
        * @example 2026-08-06T12:00:00.123456789Z
        */
       started_at: string | null;
       /** @example Running */
       state: components['schemas']['VmState'];
-      /** @example acme */
-      tenant_id?: string | null;
+      /**
+       * @default null
+       * @example example-tenant
+       */
+      tenant_id: string | null;
       /** @example 2 */
       vcpu_count: number;
       /** @example vm-0123456789abcdef */
@@ -183,12 +208,12 @@ export interface components {
       cpu_load_pct: number;
       /**
        * @description Any text without control characters.
-       * @example compute-west-01
+       * @example example-node-01
        */
       hostname: string;
       /** @example true */
       kvm_available: boolean;
-      /** @example compute-west-01 */
+      /** @example example-node-01 */
       node_id: string;
       /** @example 32768 */
       ram_total_mb: number;
@@ -199,7 +224,10 @@ export interface components {
        * @default false
        */
       reserved: boolean;
-      /** @description Port of the agent's local API; absent means 9204. */
+      /**
+       * @description Port of the agent's local API; absent means 9204.
+       * @example 9204
+       */
       spawn_port?: number;
       /**
        * Format: date-time
@@ -209,12 +237,12 @@ export interface components {
       vms: components['schemas']['HeartbeatVm'][];
       /**
        * @description The node's WireGuard IP address: an IPv4 or IPv6 address literal (no zone, port or prefix). The controller calls the agent at this address only.
-       * @example 10.8.0.21
+       * @example 192.0.2.10
        */
       wg_ip: string;
     };
     NodeRecord: {
-      /** @example compute-west-01 */
+      /** @example example-node-01 */
       hostname: string;
       /** @example true */
       kvm_available: boolean;
@@ -223,7 +251,7 @@ export interface components {
        * @example 2026-08-06T12:00:00.123Z
        */
       last_heartbeat: string;
-      /** @example compute-west-01 */
+      /** @example example-node-01 */
       node_id: string;
       /** @example 24576 */
       ram_available_mb: number;
@@ -231,23 +259,23 @@ export interface components {
       reserved: boolean;
       /** @example 2 */
       vm_count: number;
-      /** @example 10.8.0.21 */
+      /** @example 192.0.2.10 */
       wg_ip: string;
     };
     VmRecord: {
-      /** @default [] */
       host_ports: components['schemas']['HostPort'][];
       /** @example 2048 */
       ram_alloc_mb: number;
       /**
        * Format: date-time
+       * @description When QEMU started it; null while it has not (yet) run. Never left out.
        * @example 2026-08-06T12:00:00.123456789Z
        */
       started_at: string | null;
       /** @example Running */
       state: components['schemas']['VmState'];
-      /** @example acme */
-      tenant_id?: string | null;
+      /** @example example-tenant */
+      tenant_id: string | null;
       /** @example 2 */
       vcpu_count: number;
       /** @example vm-0123456789abcdef */
@@ -275,6 +303,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
+      /** @description The fleet as of last_updated. */
       200: {
         headers: {
           [name: string]: unknown;
@@ -283,12 +312,31 @@ export interface operations {
           'application/json': components['schemas']['FleetStatus'];
         };
       };
-      /** @description Only when VM_FLEET_API_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <API token>` or carries another token. */
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached; nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
@@ -303,6 +351,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
+      /** @description The live nodes; [] when there are none. */
       200: {
         headers: {
           [name: string]: unknown;
@@ -311,12 +360,31 @@ export interface operations {
           'application/json': components['schemas']['NodeRecord'][];
         };
       };
-      /** @description Only when VM_FLEET_API_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <API token>` or carries another token. */
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
       401: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached; nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
@@ -335,13 +403,18 @@ export interface operations {
       };
     };
     responses: {
-      /** @description Accepted (also when ignored as out of order). */
+      /** @description Accepted (also when ignored as out of order). No body. */
       200: {
         headers: {
           [name: string]: unknown;
         };
         content?: never;
       };
+      /**
+       * @description - The body is not valid JSON.
+       *     - The body nests or holds more than any valid request could (depth, values, field names).
+       *     - A field is missing or out of its range; the message names each one.
+       */
       400: {
         headers: {
           [name: string]: unknown;
@@ -350,7 +423,10 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <node token>` or carries another token. */
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
       401: {
         headers: {
           [name: string]: unknown;
@@ -359,11 +435,47 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description The body is larger than 1 MiB. */
       413: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "error": "Payload Too Large",
+           *       "message": "request body is larger than 1 MiB",
+           *       "statusCode": 413
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The body comes with a Content-Encoding other than identity: the daemons decode nothing.
+       *     - The body is not sent as Content-Type: application/json.
+       */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached; nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
@@ -374,12 +486,14 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
+        /** @example example-node-01 */
         node_id: string;
       };
       cookie?: never;
     };
     requestBody?: never;
     responses: {
+      /** @description The live node. */
       200: {
         headers: {
           [name: string]: unknown;
@@ -388,15 +502,26 @@ export interface operations {
           'application/json': components['schemas']['NodeRecord'];
         };
       };
+      /** @description node_id is not a fleet id. */
       400: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "node_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Only when VM_FLEET_API_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <API token>` or carries another token. */
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
       401: {
         headers: {
           [name: string]: unknown;
@@ -405,11 +530,35 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description No node with this id was heard from in the last 30 s. */
       404: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "node example-node-01 is not enrolled (or silent for more than 30 s)",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached; nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
@@ -418,7 +567,10 @@ export interface operations {
   listVms: {
     parameters: {
       query?: {
-        /** @description Only VMs of this tenant. Given once, as a plain value (never as an array or object). */
+        /**
+         * @description Only VMs of this tenant. Given once, as a plain value (never as an array or object).
+         * @example example-tenant
+         */
         tenant_id?: string;
       };
       header?: never;
@@ -427,6 +579,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
+      /** @description The VMs; [] when there are none. */
       200: {
         headers: {
           [name: string]: unknown;
@@ -435,7 +588,27 @@ export interface operations {
           'application/json': components['schemas']['VmRecord'][];
         };
       };
+      /** @description tenant_id is not a fleet id. */
       400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "tenant_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
         headers: {
           [name: string]: unknown;
         };
@@ -443,12 +616,19 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Only when VM_FLEET_API_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <API token>` or carries another token. */
-      401: {
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached; nothing was changed. */
+      503: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
@@ -479,6 +659,7 @@ export interface operations {
           'application/json': components['schemas']['VmRecord'];
         };
       };
+      /** @description Placed, and accepted by the agent. */
       201: {
         headers: {
           [name: string]: unknown;
@@ -487,6 +668,12 @@ export interface operations {
           'application/json': components['schemas']['VmRecord'];
         };
       };
+      /**
+       * @description - The body is not valid JSON.
+       *     - The body nests or holds more than any valid request could (depth, values, field names).
+       *     - A field is missing or out of its range; the message names each one.
+       *     - The Idempotency-Key header is not 1-128 characters of the allowed set.
+       */
       400: {
         headers: {
           [name: string]: unknown;
@@ -495,7 +682,10 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Only when VM_FLEET_API_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <API token>` or carries another token. */
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
       401: {
         headers: {
           [name: string]: unknown;
@@ -504,7 +694,39 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description preferred_node unfit; Idempotency-Key already used with another body; or the node refused the VM (its reason, e.g. ram_mb beyond what it can hold) */
+      /** @description The body is larger than 1 MiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Payload Too Large",
+           *       "message": "request body is larger than 1 MiB",
+           *       "statusCode": 413
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The body comes with a Content-Encoding other than identity: the daemons decode nothing.
+       *     - The body is not sent as Content-Type: application/json.
+       */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - preferred_node is not listed or has less than ram_mb available.
+       *     - The Idempotency-Key was already used with another request body.
+       *     - The chosen node's agent refused the VM: its reason (e.g. ram_mb beyond what it can hold) follows.
+       */
       422: {
         headers: {
           [name: string]: unknown;
@@ -513,7 +735,10 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description the node's agent failed */
+      /**
+       * @description - The node's agent could not be reached or did not answer in 10 s.
+       *     - The node's agent failed the spawn: its own message follows when it gave one.
+       */
       502: {
         headers: {
           [name: string]: unknown;
@@ -522,7 +747,10 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description no node has room: every live node considered, and why each was passed over */
+      /**
+       * @description - No live node has room for ram_mb + 512 MB: every node considered, and why each was passed over.
+       *     - Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached; nothing was changed.
+       */
       503: {
         headers: {
           [name: string]: unknown;
@@ -531,12 +759,19 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description the node's disk folder has no room for the VM (the agent's reason) */
+      /** @description The chosen node's disk folder has no room for the VM (the agent's reason). */
       507: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "error": "Insufficient Storage",
+           *       "message": "node example-node-01 refused the VM: VM_DISK_DIR /var/lib/vm-fleet: no space left on device (ENOSPC) while making the disk; nothing of the VM was kept",
+           *       "statusCode": 507
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
@@ -547,28 +782,40 @@ export interface operations {
       query?: never;
       header?: never;
       path: {
+        /** @example vm-0123456789abcdef */
         vm_id: string;
       };
       cookie?: never;
     };
     requestBody?: never;
     responses: {
-      /** @description Destroyed. */
+      /** @description Destroyed (or already gone from its agent). */
       204: {
         headers: {
           [name: string]: unknown;
         };
         content?: never;
       };
+      /** @description vm_id is not a fleet id. */
       400: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Only when VM_FLEET_API_TOKEN is set on this daemon: the request lacks `Authorization: Bearer <API token>` or carries another token. */
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
       401: {
         headers: {
           [name: string]: unknown;
@@ -577,20 +824,51 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description No live node lists a VM with this id. */
       404: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-0123456789abcdef is not listed on any live node",
+           *       "statusCode": 404
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description agent unreachable; record kept */
+      /** @description The node's agent could not be reached or did not answer in 10 s. */
       502: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "error": "Bad Gateway",
+           *       "message": "agent of node example-node-01 at http://192.0.2.10:9204/v1/vms/vm-0123456789abcdef unreachable: no answer within 10000 ms",
+           *       "statusCode": 502
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached; nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };

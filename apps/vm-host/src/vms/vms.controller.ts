@@ -1,22 +1,26 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Res } from '@nestjs/common';
 import {
-  ApiBadRequestResponse,
   ApiCreatedResponse,
   ApiHeader,
-  ApiInternalServerErrorResponse,
   ApiNoContentResponse,
-  ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
-  ApiResponse,
-  ApiServiceUnavailableResponse,
   ApiTags,
-  ApiUnprocessableEntityResponse,
 } from '@nestjs/swagger';
-import { RequiresToken } from '@app/daemon';
+import { BODY_ERRORS, RequiresToken, invalidInput } from '@app/daemon';
 import type { Response } from 'express';
-import { CreateVmRequest, ErrorBody, VmIdParams, VmRecord } from '@app/fleet-domain';
+import { CreateVmRequest, EXAMPLE_VM_ID, VmIdParams, VmRecord } from '@app/fleet-domain';
+import { ApiVmHostErrors } from '../vm-host-error.statuses';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_PATTERN, parseSpawnKey } from './idempotency-key';
+import {
+  BaseImageMissingError,
+  IdempotencyKeyInvalidError,
+  IdempotencyKeyReusedError,
+  VmDiskError,
+  VmDoesNotFitError,
+  VmNotOnNodeError,
+  VmStillRunningError,
+} from './vms.errors';
 import { VmsService } from './vms.service';
 
 /** The agent's local API, called by the fleet controller. */
@@ -31,6 +35,8 @@ export class VmsController {
     operationId: 'spawnVm',
     summary:
       'Accept a VM (state Provisioning) once its files are made, and start it under QEMU after answering',
+    description:
+      "What the fleet controller calls once it has placed a VM on this node. The agent checks the node can hold it (RAM after a 512 MB margin, vCPUs within VM_VCPU_OVERCOMMIT), makes its disk in VM_DISK_DIR (over VM_BASE_IMAGE, or a small blank image when that is unset) and seed ISO, answers with the new VM (state Provisioning), then starts QEMU; the VM's state (Running, or Error) shows in GET /v1/vms and the next heartbeat.",
   })
   @ApiHeader({
     name: IDEMPOTENCY_KEY_HEADER,
@@ -39,27 +45,56 @@ export class VmsController {
       "`<key_hash>.<request_hash>`: sha256 hex of the client's Idempotency-Key, a dot, sha256 hex of the canonical request. The agent keeps it with the VM for a day: the same value again answers that VM (200), the same key_hash with another request_hash is a 422.",
     schema: { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN.source },
   })
-  @ApiCreatedResponse({ type: VmRecord, description: 'A new VM.' })
+  @ApiCreatedResponse({ type: VmRecord, description: 'A new VM, accepted; starting.' })
   @ApiOkResponse({
     type: VmRecord,
     description: 'The VM an earlier spawn with the same Idempotency-Key made; no new VM.',
   })
-  @ApiBadRequestResponse({ type: ErrorBody })
-  @ApiUnprocessableEntityResponse({
-    type: ErrorBody,
-    description:
-      'The node cannot hold the VM (the message names ram_mb or vcpu_count and the numbers), or the Idempotency-Key was used for another request.',
-  })
-  @ApiResponse({
-    status: 507,
-    type: ErrorBody,
-    description: 'VM_DISK_DIR is full (ENOSPC, quota); nothing of the VM was kept.',
-  })
-  @ApiInternalServerErrorResponse({
-    type: ErrorBody,
-    description: 'VM_DISK_DIR may not be written (EACCES, read-only); nothing of the VM was kept.',
-  })
-  @ApiServiceUnavailableResponse({ type: ErrorBody, description: 'the base image is missing' })
+  @ApiVmHostErrors(
+    ...BODY_ERRORS,
+    invalidInput(
+      'A field is missing or out of its range; the message names each one.',
+      'ram_mb must not be less than 1',
+    ),
+    {
+      name: 'invalid-idempotency-key',
+      when: 'The Idempotency-Key header is not in the form the controller sends.',
+      error: new IdempotencyKeyInvalidError(
+        'Idempotency-Key must be <key_hash>.<request_hash>: 64 lowercase hex digits, a dot, 64 more (129 characters)',
+      ),
+    },
+    {
+      name: 'does-not-fit',
+      when: 'The node cannot hold the VM: the message names ram_mb or vcpu_count and the numbers.',
+      error: new VmDoesNotFitError(
+        'ram_mb: 1048576 MB does not fit on this node: 20480 MB committable of 24576 MB (margin 512 MB)',
+      ),
+    },
+    {
+      name: 'idempotency-key-reused',
+      when: 'The Idempotency-Key was used for another request.',
+      error: new IdempotencyKeyReusedError(
+        `Idempotency-Key was used for another request (vm ${EXAMPLE_VM_ID}): a retry must repeat the request it was first sent with`,
+      ),
+    },
+    {
+      name: 'disk-full',
+      when: 'VM_DISK_DIR is full (ENOSPC, quota); nothing of the VM was kept.',
+      error: new VmDiskError('/var/lib/vm-fleet', 'ENOSPC', 'making the disk'),
+    },
+    {
+      name: 'disk-not-writable',
+      when: 'VM_DISK_DIR may not be written (EACCES, EPERM, read-only); nothing of the VM was kept.',
+      error: new VmDiskError('/var/lib/vm-fleet', 'EACCES', 'making the disk'),
+    },
+    {
+      name: 'base-image-missing',
+      when: 'VM_BASE_IMAGE names no readable file: this node cannot make VMs now.',
+      error: new BaseImageMissingError(
+        'VM_BASE_IMAGE /var/lib/vm-fleet/base.qcow2 does not exist or is not readable',
+      ),
+    },
+  )
   async spawn(
     @Body() request: CreateVmRequest,
     @Headers('idempotency-key') key: string | undefined,
@@ -74,8 +109,10 @@ export class VmsController {
   @ApiOperation({
     operationId: 'listNodeVms',
     summary: "This node's VMs, as its heartbeat reports them",
+    description:
+      'Every VM this agent keeps in VM_DISK_DIR, with its state as of now: the list the next heartbeat sends.',
   })
-  @ApiOkResponse({ type: [VmRecord] })
+  @ApiOkResponse({ type: [VmRecord], description: "This node's VMs; [] when there are none." })
   list(): Promise<VmRecord[]> {
     return this.vms.list();
   }
@@ -85,14 +122,28 @@ export class VmsController {
   @ApiOperation({
     operationId: 'destroyVm',
     summary: 'Stop every process of the VM, then remove its runtime files (the disk stays)',
+    description:
+      "Stops the VM's QEMU (quit, then SIGTERM, then SIGKILL), also one found by name when the agent lost its pid, and answers only once no process of the VM runs; then removes its runtime files. The VM leaves this node's list and its next heartbeat. The disk image stays in VM_DISK_DIR.",
   })
   @ApiNoContentResponse({ description: 'Destroyed: no process of the VM runs any more.' })
-  @ApiBadRequestResponse({ type: ErrorBody })
-  @ApiNotFoundResponse({ type: ErrorBody })
-  @ApiInternalServerErrorResponse({
-    type: ErrorBody,
-    description: 'A process of the VM outlived SIGKILL; the VM is kept.',
-  })
+  @ApiVmHostErrors(
+    invalidInput(
+      'vm_id is not a fleet id.',
+      'vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
+    ),
+    {
+      name: 'vm-not-found',
+      when: 'This node has no VM with this id.',
+      error: new VmNotOnNodeError(EXAMPLE_VM_ID),
+    },
+    {
+      name: 'vm-still-running',
+      when: 'A process of the VM outlived SIGKILL; the VM is kept.',
+      error: new VmStillRunningError(
+        `vm ${EXAMPLE_VM_ID}: QEMU pid 4242 still runs after quit, SIGTERM and SIGKILL; the VM is kept`,
+      ),
+    },
+  )
   destroy(@Param() { vm_id }: VmIdParams): Promise<void> {
     return this.vms.destroy(vm_id);
   }

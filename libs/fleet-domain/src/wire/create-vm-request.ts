@@ -2,6 +2,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsInt, IsOptional, Max, Min } from 'class-validator';
 import { ID_SCHEMA, IsFleetId, IsVmType, VM_TYPE_SCHEMA } from '../ids';
+import { EXAMPLE_TENANT_ID } from './examples';
 
 /** Largest VM either daemon accepts: 1 TiB of RAM, 256 vCPUs. */
 export const MAX_VM_RAM_MB = 1024 * 1024;
@@ -34,7 +35,13 @@ export class CreateVmRequest {
   @IsFleetId()
   preferred_node?: string | null;
 
-  @ApiProperty({ type: String, nullable: true, required: false, example: 'acme', ...ID_SCHEMA })
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    required: false,
+    example: EXAMPLE_TENANT_ID,
+    ...ID_SCHEMA,
+  })
   @IsOptional()
   @IsFleetId()
   tenant_id?: string | null;

@@ -2,12 +2,12 @@ import { ApiProperty } from '@nestjs/swagger';
 
 /** Every error either daemon answers: JSON with a message naming the field or id at fault. */
 export class ErrorBody {
-  @ApiProperty({ type: 'integer', example: 404 })
+  @ApiProperty({ type: 'integer', description: 'The HTTP status again.' })
   statusCode!: number;
 
-  @ApiProperty({ example: 'Not Found' })
+  @ApiProperty({ description: "The status's reason phrase, such as `Not Found`." })
   error!: string;
 
-  @ApiProperty({ example: 'node compute-west-09 is not enrolled (or silent for more than 30 s)' })
+  @ApiProperty({ description: 'What went wrong, naming the field, header or id at fault.' })
   message!: string;
 }

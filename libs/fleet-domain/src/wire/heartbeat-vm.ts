@@ -1,9 +1,14 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsOptional, Matches } from 'class-validator';
+import { MAX_HOST_PORTS_PER_VM } from '../fleet.constants';
 import { SPAWN_KEY_PATTERN, SPAWN_KEY_RULE } from '../idempotency';
-import { VmRecord } from './vm-record';
+import { HostPort, VmRecord } from './vm-record';
 
-/** A VM as an agent reports it in a heartbeat: a VmRecord, plus what the controller keeps only. */
+/**
+ * A VM as an agent reports it in a heartbeat: a VmRecord whose tenant_id and host_ports may be
+ * left out, as the contract allows (they arrive as null and []), plus what the controller keeps
+ * only.
+ */
 export class HeartbeatVm extends VmRecord {
   @ApiProperty({
     required: false,
@@ -26,12 +31,23 @@ export function shownVm(vm: VmRecord): VmRecord {
     ram_alloc_mb: vm.ram_alloc_mb,
     vcpu_count: vm.vcpu_count,
     started_at: vm.started_at,
+    tenant_id: vm.tenant_id ?? null,
     host_ports: vm.host_ports.map(({ host_port, guest_port, protocol }) => ({
       host_port,
       guest_port,
       protocol,
     })),
   };
-  if (vm.tenant_id !== undefined) shown.tenant_id = vm.tenant_id;
   return shown;
 }
+
+// Only the schema is relaxed (types restated: there is no field here to read them from).
+// Redeclaring the fields instead would reset, on every instance, what VmRecord initializes.
+ApiProperty({ type: String, nullable: true, required: false, default: null })(
+  HeartbeatVm.prototype,
+  'tenant_id',
+);
+ApiProperty({ type: [HostPort], required: false, default: [], maxItems: MAX_HOST_PORTS_PER_VM })(
+  HeartbeatVm.prototype,
+  'host_ports',
+);

@@ -16,6 +16,7 @@ import {
   MAX_HOST_RAM_MB,
   MAX_HOSTNAME_LENGTH,
   MAX_VMS_PER_HEARTBEAT,
+  DEFAULT_SPAWN_PORT,
 } from '../fleet.constants';
 import {
   ID_SCHEMA,
@@ -27,16 +28,17 @@ import {
   NO_CONTROL_CHARACTERS_PATTERN,
 } from '../ids';
 import { IsRfc3339, RFC3339_MAX_LENGTH } from '../rfc3339';
+import { EXAMPLE_NODE_ID, EXAMPLE_WG_IP } from './examples';
 import { HeartbeatVm } from './heartbeat-vm';
 
 /** What every agent POSTs to /v1/nodes/heartbeat. Unknown extra fields are ignored. */
 export class NodeHeartbeat {
-  @ApiProperty({ example: 'compute-west-01', ...ID_SCHEMA })
+  @ApiProperty({ example: EXAMPLE_NODE_ID, ...ID_SCHEMA })
   @IsFleetId()
   node_id!: string;
 
   @ApiProperty({
-    example: '10.8.0.21',
+    example: EXAMPLE_WG_IP,
     description:
       "The node's WireGuard IP address: an IPv4 or IPv6 address literal (no zone, port or prefix). The controller calls the agent at this address only.",
     pattern: IP_LITERAL_PATTERN,
@@ -46,7 +48,7 @@ export class NodeHeartbeat {
   wg_ip!: string;
 
   @ApiProperty({
-    example: 'compute-west-01',
+    example: EXAMPLE_NODE_ID,
     description: 'Any text without control characters.',
     minLength: 1,
     maxLength: MAX_HOSTNAME_LENGTH,
@@ -117,6 +119,7 @@ export class NodeHeartbeat {
     minimum: 1,
     maximum: 65535,
     required: false,
+    example: DEFAULT_SPAWN_PORT,
     description: "Port of the agent's local API; absent means 9204.",
   })
   @IsOptional()

@@ -1,14 +1,15 @@
 import { ApiProperty } from '@nestjs/swagger';
+import { EXAMPLE_NODE_ID, EXAMPLE_WG_IP } from './examples';
 
 /** A live node as every listing shows it. Exactly these eight fields, no status field. */
 export class NodeRecord {
-  @ApiProperty({ example: 'compute-west-01' })
+  @ApiProperty({ example: EXAMPLE_NODE_ID })
   node_id!: string;
 
-  @ApiProperty({ example: 'compute-west-01' })
+  @ApiProperty({ example: EXAMPLE_NODE_ID })
   hostname!: string;
 
-  @ApiProperty({ example: '10.8.0.21' })
+  @ApiProperty({ example: EXAMPLE_WG_IP })
   wg_ip!: string;
 
   @ApiProperty({ type: 'integer', minimum: 0, example: 24576 })

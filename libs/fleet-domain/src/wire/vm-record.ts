@@ -15,6 +15,7 @@ import {
 import { MAX_HOST_CPU_CORES, MAX_HOST_PORTS_PER_VM, MAX_HOST_RAM_MB } from '../fleet.constants';
 import { ID_SCHEMA, IsFleetId, IsVmType, VM_TYPE_SCHEMA } from '../ids';
 import { IsRfc3339, RFC3339_MAX_LENGTH } from '../rfc3339';
+import { EXAMPLE_TENANT_ID, EXAMPLE_VM_ID } from './examples';
 
 export enum VmState {
   Running = 'Running',
@@ -41,8 +42,12 @@ export class HostPort {
   protocol!: 'tcp' | 'udp';
 }
 
+/**
+ * A VM as every answer shows it: all eight fields, always. (What agents report in heartbeats,
+ * HeartbeatVm, may leave out tenant_id and host_ports; they are filled in on arrival.)
+ */
 export class VmRecord {
-  @ApiProperty({ example: 'vm-0123456789abcdef', ...ID_SCHEMA })
+  @ApiProperty({ example: EXAMPLE_VM_ID, ...ID_SCHEMA })
   @IsFleetId()
   vm_id!: string;
 
@@ -72,29 +77,21 @@ export class VmRecord {
     maxLength: RFC3339_MAX_LENGTH,
     nullable: true,
     example: '2026-08-06T12:00:00.123456789Z',
+    description: 'When QEMU started it; null while it has not (yet) run. Never left out.',
   })
-  @Transform(({ value }: { value: unknown }) => value ?? null)
   @ValidateIf((_, value) => value !== null)
-  @IsRfc3339()
-  started_at: string | null = null;
-
-  @ApiProperty({
-    type: String,
-    nullable: true,
-    required: false,
-    example: 'acme',
-    ...ID_SCHEMA,
+  @IsRfc3339({
+    message:
+      '$property must be an RFC 3339 date-time such as 2026-08-06T12:00:00.123456789Z, or null',
   })
+  started_at!: string | null;
+
+  @ApiProperty({ type: String, nullable: true, example: EXAMPLE_TENANT_ID, ...ID_SCHEMA })
   @IsOptional()
   @IsFleetId()
-  tenant_id?: string | null;
+  tenant_id: string | null = null;
 
-  @ApiProperty({
-    type: [HostPort],
-    required: false,
-    default: [],
-    maxItems: MAX_HOST_PORTS_PER_VM,
-  })
+  @ApiProperty({ type: [HostPort], maxItems: MAX_HOST_PORTS_PER_VM })
   @Transform(({ value }: { value: unknown }) => value ?? [])
   @ValidateNested({ each: true })
   @ArrayMaxSize(MAX_HOST_PORTS_PER_VM)
