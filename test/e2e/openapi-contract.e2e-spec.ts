@@ -202,7 +202,7 @@ describe('the documented error examples, as the daemons answer them', () => {
     [
       'POST /v1/vms',
       422,
-      undefined,
+      'preferred-node-unfit',
       () =>
         request(fleet.url)
           .post('/v1/vms')
@@ -222,12 +222,12 @@ describe('the documented error examples, as the daemons answer them', () => {
     [
       'POST /v1/vms',
       415,
-      undefined,
+      'encoded',
       () =>
         request(fleet.url)
           .post('/v1/vms')
           .set('Content-Type', 'application/json')
-          .set('Content-Encoding', 'compress')
+          .set('Content-Encoding', 'gzip')
           .send(JSON.stringify(createBody)),
     ],
     [

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { reasonPhrase } from '@app/daemon';
 import request from 'supertest';
-import { DEFAULT_SPAWN_PORT, FLEET_PORT } from '@app/fleet-domain';
+import { DEFAULT_SPAWN_PORT, EXAMPLE_VM_ID, FLEET_PORT } from '@app/fleet-domain';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 
 /**
@@ -163,7 +163,9 @@ describe.each(Object.keys(DOCUMENTS))('the committed %s', (file) => {
     const addresses = named('wg_ip');
     expect(nodeIds.length + named('vm_id').length).toBeGreaterThan(0);
     expect(nodeIds.filter((id) => !text(id).startsWith('example-'))).toEqual([]);
-    expect(named('vm_id').filter((id) => !text(id).includes('example'))).toEqual([]);
+    // The one example VM id, in the real vm-<16 hex> form, made by no agent (ids are random).
+    expect(named('vm_id').filter((id) => id !== EXAMPLE_VM_ID)).toEqual([]);
+    expect(EXAMPLE_VM_ID).toMatch(/^vm-[0-9a-f]{16}$/);
     expect(addresses.filter((ip) => !isDocumentationAddress(text(ip)))).toEqual([]);
     expect(named('spawn_port').filter((port) => port !== DEFAULT_SPAWN_PORT)).toEqual([]);
     // Messages name only example nodes and addresses too.

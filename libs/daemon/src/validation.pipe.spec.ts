@@ -12,6 +12,7 @@ function vm(index: number): Record<string, unknown> {
     state: 'Running',
     ram_alloc_mb: 1024,
     vcpu_count: 1,
+    started_at: null,
     host_ports: [port],
   };
 }
