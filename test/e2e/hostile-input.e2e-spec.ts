@@ -40,6 +40,13 @@ describe('fleet controller: hostile input', () => {
       ['wg_ip', { wg_ip: 'fe80::1%eth0' }],
       ['wg_ip', { wg_ip: '10.8.0.0/24' }],
       ['wg_ip', { wg_ip: '' }],
+      ['wg_ip', { wg_ip: '0.0.0.0' }],
+      ['wg_ip', { wg_ip: '::' }],
+      ['wg_ip', { wg_ip: '224.0.0.1' }],
+      ['wg_ip', { wg_ip: '255.255.255.255' }],
+      ['wg_ip', { wg_ip: '169.254.169.254' }],
+      ['wg_ip', { wg_ip: '::ffff:169.254.169.254' }],
+      ['wg_ip', { wg_ip: 'fe80::1' }],
       ['ram_total_mb', { ram_total_mb: 1e308 }],
       ['ram_total_mb', { ram_total_mb: 2 ** 31 }],
       ['ram_used_mb', { ram_used_mb: 2 ** 31 }],
@@ -266,6 +273,34 @@ describe('fleet controller: hostile input', () => {
         await request(fleet.url).get('/v1/vms').expect(200, []);
       },
     );
+
+    it('aimed at a service that redirects is never followed: the target hears nothing', async () => {
+      let targetHeard = 0;
+      const target = createServer((_req, res) => {
+        targetHeard += 1;
+        res
+          .writeHead(500, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ message: SECRET }));
+      });
+      await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+      const targetPort = (target.address() as AddressInfo).port;
+      try {
+        reply = (res) =>
+          res.writeHead(307, { location: `http://127.0.0.1:${targetPort}/admin/reset` }).end();
+        await beat(
+          heartbeat({ node_id: 'forged', wg_ip: '127.0.0.1', spawn_port: dummyPort }),
+        ).expect(200);
+        const response = await request(fleet.url)
+          .post('/v1/vms')
+          .send({ vm_type: 'web', ram_mb: 512, vcpu_count: 1 })
+          .expect(502);
+        expect(response.body.message).toMatch(/^agent of node forged answered 307/);
+        expect(response.text).not.toContain(SECRET);
+        expect(targetHeard).toBe(0);
+      } finally {
+        await new Promise((resolve) => target.close(resolve));
+      }
+    });
 
     it("relays an agent's own JSON error message, shortened and on one line", async () => {
       reply = (res) =>

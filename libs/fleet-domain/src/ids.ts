@@ -64,23 +64,64 @@ export function IsPrintableText(maxLength: number): PropertyDecorator {
   });
 }
 
+/** The four numbers of an IPv4 address, also when written inside IPv6 (::ffff:a.b.c.d). */
+function ipv4Octets(address: string): number[] | undefined {
+  const dotted = /(?:^|:)(\d+\.\d+\.\d+\.\d+)$/.exec(address)?.[1];
+  if (dotted) return dotted.split('.').map(Number);
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
+  if (!mapped) return undefined;
+  const [high, low] = [parseInt(mapped[1], 16), parseInt(mapped[2], 16)];
+  return [high >> 8, high & 255, low >> 8, low & 255];
+}
+
+/**
+ * An address one host can own and listen on alone: not unspecified (0.0.0.0, ::, which would
+ * put the spawn API on every interface), not multicast, not the IPv4 broadcast address.
+ */
+export function isUnicastAddress(value: unknown): boolean {
+  if (typeof value !== 'string' || !isIP(value)) return false;
+  const octets = ipv4Octets(value);
+  if (octets) {
+    const [first] = octets;
+    const broadcast = octets.every((octet) => octet === 255);
+    return first !== 0 && !(first >= 224 && first <= 239) && !broadcast;
+  }
+  const address = value.toLowerCase();
+  const unspecified = /^[0:]+$/.test(address);
+  return !unspecified && !address.startsWith('ff');
+}
+
+/** Link-local (169.254.0.0/16, fe80::/10): never a WireGuard peer, and home to cloud metadata. */
+export function isLinkLocalAddress(address: string): boolean {
+  const octets = ipv4Octets(address);
+  if (octets) return octets[0] === 169 && octets[1] === 254;
+  return /^fe[89ab][0-9a-f]:/i.test(address);
+}
+
 export function isIpAddressLiteral(value: unknown): value is string {
   return (
     typeof value === 'string' &&
     value.length <= IP_LITERAL_MAX_LENGTH &&
     IP_LITERAL_CHARACTERS.test(value) &&
-    isIP(value)
+    isIP(value) &&
+    // An address an agent can own: the controller will call it, so nothing it could be aimed
+    // at beyond one host (unspecified, multicast, broadcast) or cloud metadata (link-local).
+    isUnicastAddress(value) &&
+    !isLinkLocalAddress(value)
   );
 }
 
-/** An IPv4 or IPv6 address literal, nothing else: no zone, port, prefix, path or name. */
+/**
+ * A unicast IPv4 or IPv6 address literal, nothing else: no zone, port, prefix, path or name;
+ * not unspecified, multicast, broadcast or link-local.
+ */
 export function IsIpAddressLiteral(): PropertyDecorator {
   return ValidateBy({
     name: 'isIpAddressLiteral',
     validator: {
       validate: (value: unknown) => isIpAddressLiteral(value),
       defaultMessage: () =>
-        '$property must be an IPv4 or IPv6 address literal (no zone, port, prefix or name)',
+        '$property must be a unicast IPv4 or IPv6 address literal (no zone, port, prefix or name; not 0.0.0.0, ::, multicast, broadcast or link-local)',
     },
   });
 }

@@ -12,6 +12,13 @@ describe('loadFleetConfig', () => {
     expect(config.redisUrlForLogs).toBe('redis://10.8.0.9:6379/2');
   });
 
+  it('keeps a password given in the query (ioredis reads ?password=) out of what logs show', () => {
+    const config = loadFleetConfig({
+      VM_FLEET_REDIS_URL: 'redis://10.8.0.9:6379/2?password=s3cret&db=2',
+    });
+    expect(config.redisUrlForLogs).toBe('redis://10.8.0.9:6379/2');
+  });
+
   it.each(['http://10.8.0.9:6379', '10.8.0.9:6379', 'redis://'])(
     'refuses %s, naming the variable but not echoing the value',
     (value) => {

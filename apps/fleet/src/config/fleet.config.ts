@@ -71,6 +71,8 @@ export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
     const url = new URL(config.redisUrl);
     url.username = '';
     url.password = '';
+    // ioredis also reads ?password= (and more) from the query: logs and 503s show none of it.
+    url.search = '';
     config.redisUrlForLogs = url.toString();
   }
   return config;

@@ -39,9 +39,13 @@ class ReplyTooLargeError extends Error {}
 /** Statuses whose Response may not have a body. */
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
-/** fetch, reading at most AGENT_REPLY_MAX_BYTES of the reply (after any decompression). */
+/**
+ * fetch, reading at most AGENT_REPLY_MAX_BYTES of the reply (after any decompression), and
+ * never following a redirect: an "agent" answering 307 must not aim the controller (with the
+ * tenant's request) at any other address. A 3xx is then a failure like any other status.
+ */
 async function boundedFetch(request: Request): Promise<Response> {
-  const response = await fetch(request);
+  const response = await fetch(request, { redirect: 'manual' });
   const chunks: Uint8Array[] = [];
   let size = 0;
   if (response.body) {

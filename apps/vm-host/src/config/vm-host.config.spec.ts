@@ -1,9 +1,5 @@
-import {
-  VmHostConfigError,
-  isUnicastAddress,
-  loadVmHostConfig,
-  refuseArguments,
-} from './vm-host.config';
+import { isUnicastAddress } from '@app/fleet-domain';
+import { VmHostConfigError, loadVmHostConfig, refuseArguments } from './vm-host.config';
 
 const required = {
   VM_FLEET_ENDPOINT: 'http://10.8.0.9:9203',

@@ -1,4 +1,3 @@
-import { isIP } from 'node:net';
 import { IsIn, IsOptional, Matches, ValidateBy, ValidationOptions } from 'class-validator';
 import {
   IsBearerToken,
@@ -12,6 +11,7 @@ import {
   DEFAULT_SPAWN_PORT,
   ID_PATTERN,
   ID_RULE,
+  isUnicastAddress,
 } from '@app/fleet-domain';
 
 const REQUIRED = ['VM_FLEET_ENDPOINT', 'VM_NODE_ID', 'VM_WG_IP'] as const;
@@ -28,33 +28,6 @@ function isHttpUrl(value: unknown): boolean {
 
 function IsHttpUrl(options: ValidationOptions): PropertyDecorator {
   return ValidateBy({ name: 'isHttpUrl', validator: { validate: isHttpUrl } }, options);
-}
-
-/** The four numbers of an IPv4 address, also when written inside IPv6 (::ffff:a.b.c.d). */
-function ipv4Octets(address: string): number[] | undefined {
-  const dotted = /(?:^|:)(\d+\.\d+\.\d+\.\d+)$/.exec(address)?.[1];
-  if (dotted) return dotted.split('.').map(Number);
-  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (!mapped) return undefined;
-  const [high, low] = [parseInt(mapped[1], 16), parseInt(mapped[2], 16)];
-  return [high >> 8, high & 255, low >> 8, low & 255];
-}
-
-/**
- * An address one host can own and listen on alone: not unspecified (0.0.0.0, ::, which would
- * put the spawn API on every interface), not multicast, not the IPv4 broadcast address.
- */
-export function isUnicastAddress(value: unknown): boolean {
-  if (typeof value !== 'string' || isIP(value) === 0) return false;
-  const octets = ipv4Octets(value);
-  if (octets) {
-    const [first] = octets;
-    const broadcast = octets.every((octet) => octet === 255);
-    return first !== 0 && !(first >= 224 && first <= 239) && !broadcast;
-  }
-  const address = value.toLowerCase();
-  const unspecified = /^[0:]+$/.test(address);
-  return !unspecified && !address.startsWith('ff');
 }
 
 function IsUnicastAddress(options: ValidationOptions): PropertyDecorator {

@@ -12,7 +12,12 @@ export class FleetClient {
 
   /** `headers` go with every request: the node token's Authorization, when it is set. */
   constructor(baseUrl: string, headers: Record<string, string> = {}) {
-    this.client = createClient<paths>({ baseUrl, headers });
+    // A redirect would carry the node token elsewhere: never followed.
+    this.client = createClient<paths>({
+      baseUrl,
+      headers,
+      fetch: (request: Request) => fetch(request, { redirect: 'manual' }),
+    });
   }
 
   /** Throws with the reason when the controller cannot be reached or does not answer 200. */
