@@ -21,6 +21,20 @@ export class VmCreateError extends Error {
   }
 }
 
+/**
+ * A VM's sidecar exists but cannot be read or makes no sense (EACCES, EIO, damaged JSON). The
+ * VM is kept and listed as Error: its process may run, and its files are not the agent's to drop.
+ */
+export class SidecarUnreadableError extends Error {
+  constructor(
+    readonly vmId: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`vm ${vmId}: sidecar unreadable (${reason})`, options);
+  }
+}
+
 /** The node cannot hold the VM (RAM after the margin, vCPUs beyond the overcommit): a 422. */
 export class VmDoesNotFitError extends Error {}
 

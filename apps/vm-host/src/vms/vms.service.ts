@@ -14,6 +14,7 @@ import { DriverRecord, FoundVm, VmDriver, VmRunState, VmSpec } from './vm-driver
 import { VmFiles, VmSidecar } from './vm-files';
 import {
   IdempotencyKeyReusedError,
+  SidecarUnreadableError,
   VmCreateError,
   VmDiskError,
   VmDoesNotFitError,
@@ -33,6 +34,29 @@ const RECONCILIATION = '<reconciliation>';
 
 /** A record for a VM whose driver data is lost: the driver finds its processes by name alone. */
 const NO_RECORD: DriverRecord = { kind: 'none' };
+
+/** Stand-ins for sidecars that could not be read: never written back, never acted on. */
+const STAND_INS = new WeakSet<VmSidecar>();
+
+/** What is listed of a VM whose sidecar cannot be read: its id, state Error, and why. */
+function standIn(vmId: string, why: string): VmSidecar {
+  const sidecar: VmSidecar = {
+    vm_id: vmId,
+    vm_type: 'unknown',
+    tenant_id: null,
+    // Not known without the sidecar; the least the wire allows.
+    ram_alloc_mb: 1,
+    vcpu_count: 1,
+    host_ports: [],
+    created_at: toRfc3339(0),
+    started_at: null,
+    error: `${why}; its type, RAM and vCPUs are not known`,
+    driver: NO_RECORD,
+    idempotency_key: null,
+  };
+  STAND_INS.add(sidecar);
+  return sidecar;
+}
 
 /** The outcome of a spawn: a new VM, or the one an earlier spawn with its key made. */
 export interface SpawnOutcome {
@@ -70,6 +94,8 @@ export class VmsService extends NodeVmsSource {
    * does not hold back heartbeats. A vm id: one destroy or adoption of that VM at a time.
    */
   private readonly locks = new KeyedMutex();
+  /** Why each VM's sidecar could not be read, as last logged (one line per new reason). */
+  private readonly unreadable = new Map<string, string>();
 
   constructor(
     private readonly files: VmFiles,
@@ -142,10 +168,11 @@ export class VmsService extends NodeVmsSource {
     await this.locks.run(vmId, async () => {
       const pending = this.provisioning.get(vmId);
       if (pending) await pending;
-      const sidecar = await this.files.readSidecar(vmId);
+      const sidecar = await this.sidecarOf(vmId);
       if (!sidecar) throw new VmNotOnNodeError(vmId);
       await this.driver.stop(vmId, sidecar.driver);
       await this.files.removeRuntime(vmId);
+      this.unreadable.delete(vmId);
       this.logger.log(`vm ${vmId} destroyed (disk ${this.files.disk(vmId)} kept)`);
     });
     this.changed.next();
@@ -305,7 +332,7 @@ export class VmsService extends NodeVmsSource {
       const owned =
         this.admitting.has(vmId) || this.provisioning.has(vmId) || this.locks.busy(vmId);
       const sidecar = owned
-        ? await this.files.readSidecar(vmId)
+        ? await this.sidecarOf(vmId)
         : await this.locks.run(vmId, () => this.settle(vmId, found.get(vmId), startUp));
       if (sidecar) sidecars.push(sidecar);
     }
@@ -317,7 +344,9 @@ export class VmsService extends NodeVmsSource {
     live: FoundVm | undefined,
     startUp: boolean,
   ): Promise<VmSidecar | undefined> {
-    const sidecar = await this.files.readSidecar(vmId);
+    const sidecar = await this.sidecarOf(vmId);
+    // Unreadable: kept as it is, its process (if any) left running; only a delete acts on it.
+    if (sidecar && STAND_INS.has(sidecar)) return sidecar;
     if (!sidecar) {
       if (startUp) {
         await this.driver.stop(vmId, NO_RECORD);
@@ -383,10 +412,31 @@ export class VmsService extends NodeVmsSource {
   private async sidecars(): Promise<VmSidecar[]> {
     const sidecars: VmSidecar[] = [];
     for (const vmId of await this.files.listVmIds()) {
-      const sidecar = await this.files.readSidecar(vmId);
+      const sidecar = await this.sidecarOf(vmId);
       if (sidecar) sidecars.push(sidecar);
     }
     return sidecars;
+  }
+
+  /**
+   * The VM's sidecar, undefined when it has none; one that cannot be read gives a stand-in
+   * listed as Error (logged once per reason), so the VM is neither dropped nor its files removed.
+   */
+  private async sidecarOf(vmId: string): Promise<VmSidecar | undefined> {
+    try {
+      const sidecar = await this.files.readSidecar(vmId);
+      this.unreadable.delete(vmId);
+      return sidecar;
+    } catch (error) {
+      if (!(error instanceof SidecarUnreadableError)) throw error;
+      if (this.unreadable.get(vmId) !== error.message) {
+        this.unreadable.set(vmId, error.message);
+        this.logger.error(
+          `${error.message}: kept and listed as Error, its process and files left alone until it is deleted`,
+        );
+      }
+      return standIn(vmId, `sidecar unreadable (${error.reason})`);
+    }
   }
 
   private async stateOf(sidecar: VmSidecar): Promise<VmState> {
