@@ -65,7 +65,7 @@ export class VmsController {
     },
     {
       name: 'does-not-fit',
-      when: 'The node cannot hold the VM: the message names ram_mb or vcpu_count and the numbers.',
+      when: 'The node cannot hold the VM: the message names ram_mb or vcpu_count and the numbers, or the number of VMs it holds and the limit (MAX_VMS_PER_HEARTBEAT, 1024).',
       error: new VmDoesNotFitError(
         'ram_mb: 1048576 MB does not fit on this node: 20480 MB committable of 24576 MB (margin 512 MB)',
       ),

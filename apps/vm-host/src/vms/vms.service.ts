@@ -1,7 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Subject } from 'rxjs';
 import { Clock } from '@app/daemon';
-import { CreateVmRequest, VmRecord, VmState, toRfc3339 } from '@app/fleet-domain';
+import {
+  CreateVmRequest,
+  MAX_VMS_PER_HEARTBEAT,
+  VmRecord,
+  VmState,
+  toRfc3339,
+} from '@app/fleet-domain';
 import { VmHostConfig, VmHostConfigError } from '../config/vm-host.config';
 import { NodeVmsReport, NodeVmsSource, ReportedVm } from '../heartbeat/node-vms.source';
 import { HostFactsService } from '../host-facts/host-facts.service';
@@ -264,8 +270,16 @@ export class VmsService extends NodeVmsSource {
     return { vm: toVmRecord(sidecar, VmState.Provisioning), created: true };
   }
 
-  /** Refuses, naming the numbers, a VM the node cannot hold beside the VMs it has. */
+  /**
+   * Refuses, naming the numbers, a VM the node cannot hold beside the VMs it has: also one
+   * more than a heartbeat may carry (any state counts), which the controller would refuse.
+   */
   private async checkCapacity(request: CreateVmRequest, sidecars: VmSidecar[]): Promise<void> {
+    if (sidecars.length >= MAX_VMS_PER_HEARTBEAT) {
+      const refusal = `this node holds ${sidecars.length} VMs, the most a heartbeat may report (limit ${MAX_VMS_PER_HEARTBEAT}); delete one first`;
+      this.logger.warn(`node ${this.config.nodeId} refused a VM: ${refusal}`);
+      throw new VmDoesNotFitError(refusal);
+    }
     const [host, found] = await Promise.all([
       this.hostFacts.capacity(),
       this.driver.find(sidecars.map((sidecar) => sidecar.vm_id)),

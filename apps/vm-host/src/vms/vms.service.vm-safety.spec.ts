@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firstValueFrom } from 'rxjs';
-import { CreateVmRequest, VmState } from '@app/fleet-domain';
+import { CreateVmRequest, MAX_VMS_PER_HEARTBEAT, VmState } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { FakeVmDriver, fakeHostFacts } from '../../../../test/support/fake-vm-driver';
 import { VmHostConfig } from '../config/vm-host.config';
@@ -183,6 +183,25 @@ describe('VmsService keeps VMs safe', () => {
         VmDoesNotFitError,
       );
       await vms.spawn(request({ ram_mb: committable }));
+    });
+
+    it('refuses a VM beyond the most a heartbeat may report, counting VMs in any state', async () => {
+      const ids = Array.from(
+        { length: MAX_VMS_PER_HEARTBEAT - 1 },
+        (_, index) => `vm-${index.toString(16).padStart(16, '0')}`,
+      );
+      await Promise.all(ids.map((vmId) => leftBehind(vmId, { ram_alloc_mb: 1, error: 'failed' })));
+      const { vm } = await vms.spawn(request());
+      expect(vm.state).toBe(VmState.Provisioning);
+      const refusal = vms.spawn(request());
+      await expect(refusal).rejects.toThrow(
+        new VmDoesNotFitError(
+          `this node holds ${MAX_VMS_PER_HEARTBEAT} VMs, the most a heartbeat may report (limit ${MAX_VMS_PER_HEARTBEAT}); delete one first`,
+        ),
+      );
+      expect(await runFolders()).toHaveLength(MAX_VMS_PER_HEARTBEAT);
+      await vms.destroy(ids[0]);
+      expect((await vms.spawn(request())).created).toBe(true);
     });
 
     it('reports what is committed: VMs provisioning and VMs whose process lives, not failed ones', async () => {
