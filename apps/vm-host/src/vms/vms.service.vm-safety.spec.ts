@@ -434,6 +434,39 @@ describe('VmsService keeps VMs safe', () => {
       expect((await admission).vm).toMatchObject({ vm_id: vmId, state: VmState.Provisioning });
     });
 
+    it('asks the driver of every VM at once, so a heartbeat waits for the slowest only', async () => {
+      const ids = ['vm-00000000000000a1', 'vm-00000000000000a2', 'vm-00000000000000a3'];
+      for (const [index, id] of ids.entries()) {
+        const record = { kind: 'fake', pid: 900 + index };
+        await leftBehind(id, { started_at: '2026-08-06T11:00:01.000Z', driver: record });
+        driver.live.set(id, {
+          record,
+          hostPorts: [],
+          rssMb: 10,
+          summary: `fake pid ${900 + index}`,
+        });
+      }
+      // Each answer waits until all three were asked: asked one after the other, none answers.
+      const waiting: Array<() => void> = [];
+      driver.inspect = (_vmId, asked) =>
+        new Promise((resolve) => {
+          waiting.push(() => resolve(asked.pid === 901 ? 'unknown' : 'running'));
+          if (waiting.length === ids.length) waiting.forEach((answer) => answer());
+        });
+      const { vms: reported } = await vms.report();
+      expect(reported.map(({ vm_id, state }) => ({ vm_id, state }))).toEqual([
+        { vm_id: ids[0], state: VmState.Running },
+        { vm_id: ids[1], state: VmState.Provisioning },
+        { vm_id: ids[2], state: VmState.Running },
+      ]);
+      waiting.length = 0;
+      expect((await vms.list()).map(({ state }) => state)).toEqual([
+        VmState.Running,
+        VmState.Provisioning,
+        VmState.Running,
+      ]);
+    });
+
     it('at start-up, reconciles and removes a run folder left without a sidecar, stopping any process of it', async () => {
       await leftBehind(vmId);
       const orphan = 'vm-00000000000000bb';
