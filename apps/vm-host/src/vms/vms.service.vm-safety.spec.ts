@@ -4,9 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firstValueFrom } from 'rxjs';
 import { CreateVmRequest, MAX_VMS_PER_HEARTBEAT, VmState } from '@app/fleet-domain';
+import { JsonErrorFilter } from '@app/daemon';
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { FakeVmDriver, fakeHostFacts } from '../../../../test/support/fake-vm-driver';
 import { VmHostConfig } from '../config/vm-host.config';
+import { VM_HOST_ERROR_STATUSES } from '../vm-host-error.statuses';
 import type { HostCapacity } from '../host-facts/host-facts.service';
 import { CrashFailpoint } from './crash-failpoint';
 import { SpawnKey, parseSpawnKey } from './idempotency-key';
@@ -37,6 +39,11 @@ function started(pid: number): StartedVm {
     hostPorts: [{ host_port: 40_000 + pid, guest_port: 22, protocol: 'tcp' }],
     summary: `fake pid ${pid}`,
   };
+}
+
+/** The status the agent's error filter answers `error` with. */
+function statusOf(error: Error): number {
+  return new JsonErrorFilter(VM_HOST_ERROR_STATUSES).body(error).statusCode;
 }
 
 function errnoError(code: string, message: string): NodeJS.ErrnoException {
@@ -302,7 +309,8 @@ describe('VmsService keeps VMs safe', () => {
       failMakingTheDisk(new Error("Could not create '/x': No space left on device"));
       const error = (await vms.spawn(request()).catch((thrown: unknown) => thrown)) as VmDiskError;
       expect(error).toBeInstanceOf(VmDiskError);
-      expect(error.status).toBe(507);
+      expect(error.full).toBe(true);
+      expect(statusOf(error)).toBe(507);
       expect(error.message).toBe(
         `VM_DISK_DIR ${root}: no space left on device (ENOSPC) while making the VM's disk; nothing of the VM was kept`,
       );
@@ -315,7 +323,8 @@ describe('VmsService keeps VMs safe', () => {
     it('is a 500 naming EACCES when the folder may not be written', async () => {
       failMakingTheDisk(errnoError('EACCES', "EACCES: permission denied, open '/x'"));
       const error = (await vms.spawn(request()).catch((thrown: unknown) => thrown)) as VmDiskError;
-      expect(error.status).toBe(500);
+      expect(error.full).toBe(false);
+      expect(statusOf(error)).toBe(500);
       expect(error.message).toContain(`VM_DISK_DIR ${root}: permission denied (EACCES)`);
       expect(await runFolders()).toEqual([]);
     });
