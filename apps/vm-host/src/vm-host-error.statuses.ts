@@ -16,7 +16,8 @@ export const VM_HOST_ERROR_STATUSES: DomainErrorStatuses = [
   [IdempotencyKeyInvalidError, 400],
   [IdempotencyKeyReusedError, 422],
   [VmDoesNotFitError, 422],
-  [VmDiskError, (error) => (error as VmDiskError).status],
+  // Full: 507 Insufficient Storage; a folder the agent may not write is its own fault.
+  [VmDiskError, (error) => ((error as VmDiskError).full ? 507 : 500)],
   [VmStillRunningError, 500],
 ];
 

@@ -218,7 +218,7 @@ export interface operations {
         };
       };
       /**
-       * @description - The node cannot hold the VM: the message names ram_mb or vcpu_count and the numbers.
+       * @description - The node cannot hold the VM: the message names ram_mb or vcpu_count and the numbers, or the number of VMs it holds and the limit (MAX_VMS_PER_HEARTBEAT, 1024).
        *     - The Idempotency-Key was used for another request.
        */
       422: {

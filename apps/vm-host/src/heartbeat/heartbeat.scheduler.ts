@@ -7,7 +7,7 @@ import { HeartbeatService } from './heartbeat.service';
 import { NodeVmsSource } from './node-vms.source';
 
 const TIMER = 'heartbeat';
-/** A heartbeat that takes longer than this is abandoned; always below the interval. */
+/** A heartbeat request (once composed) that takes longer is abandoned; below the interval. */
 const MAX_REQUEST_TIMEOUT_MS = 5_000;
 
 /**
@@ -73,8 +73,7 @@ export class HeartbeatScheduler implements OnApplicationShutdown {
     this.beatAgain = false;
     this.clearTimer();
     try {
-      const signal = AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.shutdown.signal]);
-      await this.heartbeat.send(signal);
+      await this.heartbeat.send(this.timeoutMs, this.shutdown.signal);
       this.onDelivered();
     } catch (error) {
       if (!this.stopped) this.onFailed(error);

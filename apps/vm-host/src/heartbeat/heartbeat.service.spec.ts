@@ -31,10 +31,12 @@ describe('HeartbeatService', () => {
   let clock: FakeClock;
   let sent: Array<{ body: HeartbeatBody; signal: AbortSignal }>;
   let heartbeat: HeartbeatService;
+  let report: NodeVmsSource['report'];
 
   beforeEach(() => {
     clock = new FakeClock();
     sent = [];
+    report = () => Promise.resolve({ vms: [VM], committed: [] });
     const config = Object.assign(new VmHostConfig(), {
       nodeId: 'node-a',
       wgIp: '10.8.0.21',
@@ -43,7 +45,7 @@ describe('HeartbeatService', () => {
     });
     const hostFacts = { read: () => Promise.resolve(FACTS) } as unknown as HostFactsService;
     const vms: NodeVmsSource = {
-      report: () => Promise.resolve({ vms: [VM], committed: [] }),
+      report: () => report(),
       changes: new Subject<void>().asObservable(),
     };
     const fleet = {
@@ -56,8 +58,7 @@ describe('HeartbeatService', () => {
   });
 
   it("sends the node, its facts and every VM, stamped with the clock's time to the nanosecond", async () => {
-    const signal = new AbortController().signal;
-    await heartbeat.send(signal);
+    await heartbeat.send(5_000);
     expect(sent).toEqual([
       {
         body: {
@@ -69,9 +70,27 @@ describe('HeartbeatService', () => {
           vms: [VM],
           timestamp_utc: '2026-08-06T12:00:00.000000000Z',
         },
-        signal,
+        signal: expect.any(AbortSignal) as AbortSignal,
       },
     ]);
+  });
+
+  it('starts the request timeout only once the heartbeat is composed, and stops on shutdown', async () => {
+    let reported!: () => void;
+    report = () =>
+      new Promise((resolve) => (reported = () => resolve({ vms: [VM], committed: [] })));
+    const timeouts = jest.spyOn(AbortSignal, 'timeout');
+    const shutdown = new AbortController();
+    const sending = heartbeat.send(5_000, shutdown.signal);
+    await new Promise(setImmediate);
+    expect(timeouts).not.toHaveBeenCalled();
+    reported();
+    await sending;
+    expect(timeouts).toHaveBeenCalledWith(5_000);
+    expect(sent[0].signal.aborted).toBe(false);
+    shutdown.abort();
+    expect(sent[0].signal.aborted).toBe(true);
+    timeouts.mockRestore();
   });
 
   it('never stamps a beat at or before the previous one, even when the clock stands still or is set back', async () => {

@@ -41,8 +41,14 @@ export class HeartbeatService {
     };
   }
 
-  async send(signal: AbortSignal): Promise<void> {
-    await this.fleet.sendHeartbeat(await this.compose(), signal);
+  /**
+   * Composes, then sends within `timeoutMs` (or until `shutdown`): the time only starts once
+   * the body is ready, so slow VM inspection never leaves the request no time at all.
+   */
+  async send(timeoutMs: number, shutdown?: AbortSignal): Promise<void> {
+    const body = await this.compose();
+    const timeout = AbortSignal.timeout(timeoutMs);
+    await this.fleet.sendHeartbeat(body, shutdown ? AbortSignal.any([timeout, shutdown]) : timeout);
   }
 
   /**

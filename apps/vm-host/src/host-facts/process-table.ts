@@ -1,13 +1,17 @@
 import { Injectable } from '@nestjs/common';
-import { readFile, readdir } from 'node:fs/promises';
+import { readFile, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { HostFactsPaths } from './host-facts.service';
 
 /** A live process as /proc shows it. */
 export interface HostProcess {
   pid: number;
-  /** Its command line, one element per argument. */
+  /** Its command line, one element per argument (the process may have set it to anything). */
   args: string[];
+  /** Its real uid (/proc/<pid>/status), undefined when unreadable. */
+  uid?: number;
+  /** The program it runs (/proc/<pid>/exe), undefined when not readable (another user's). */
+  exe?: string;
 }
 
 /** The kernel's process table, read from /proc: what runs, whatever any file says. */
@@ -19,12 +23,12 @@ export class ProcessTable {
    * Every live process whose command line `matches` (zombies are not live); a process that
    * ends while it is read is left out.
    */
-  async list(matches: (args: string[]) => boolean): Promise<HostProcess[]> {
+  async list(matches: (process: HostProcess) => boolean): Promise<HostProcess[]> {
     const names = await readdir(this.paths.proc).catch(() => [] as string[]);
     const found = await Promise.all(
       names.filter((name) => /^[1-9]\d*$/.test(name)).map((name) => this.get(Number(name))),
     );
-    return found.filter((process): process is HostProcess => !!process && matches(process.args));
+    return found.filter((process): process is HostProcess => !!process && matches(process));
   }
 
   /** The process with this pid while it is live, else undefined. */
@@ -40,10 +44,18 @@ export class ProcessTable {
       // The state follows the command name, which may itself hold ") ".
       const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
       if (state === 'Z' || state === 'X') return undefined;
-      return { pid, args };
+      const status = await readFile(join(dir, 'status'), 'utf8').catch(() => '');
+      const uid = /^Uid:\s+(\d+)/m.exec(status)?.[1];
+      const exe = await this.exeOf(pid);
+      return { pid, args, uid: uid === undefined ? undefined : Number(uid), exe };
     } catch {
       return undefined;
     }
+  }
+
+  /** The program a process runs; undefined when it may not be read or the process is gone. */
+  protected async exeOf(pid: number): Promise<string | undefined> {
+    return readlink(join(this.paths.proc, String(pid), 'exe')).catch(() => undefined);
   }
 
   /** The process's resident memory in MiB; 0 once it is gone. */

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { writeSync } from 'node:fs';
 import { Failpoint, VmHostConfig } from '../config/vm-host.config';
 
@@ -13,6 +13,12 @@ export class CrashFailpoint {
 
   constructor(config: VmHostConfig) {
     this.at = config.failpoint;
+    // Read in production too: an operator must see it set, not meet it as a lost agent.
+    if (this.at) {
+      new Logger('CrashFailpoint').warn(
+        `node ${config.nodeId}: test-only crash hook VM_HOST_FAILPOINT=${this.at} is set: the agent will kill itself at that step`,
+      );
+    }
   }
 
   reached(step: Failpoint, vmId: string): void {

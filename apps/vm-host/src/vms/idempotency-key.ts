@@ -1,12 +1,9 @@
+import {
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENCY_KEY_TTL_MS,
+  SPAWN_KEY_PATTERN,
+} from '@app/fleet-domain';
 import { IdempotencyKeyInvalidError } from './vms.errors';
-
-export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
-
-/** As the fleet controller sends it: sha256 hex of the client's key, '.', sha256 hex of the request. */
-export const IDEMPOTENCY_KEY_PATTERN = /^[0-9a-f]{64}\.[0-9a-f]{64}$/;
-
-/** A key is kept with its VM this long after the VM was created; later it is forgotten. */
-export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
 
 /** A spawn's Idempotency-Key, split: the client key's hash and the request's. */
 export interface SpawnKey {
@@ -18,7 +15,7 @@ export interface SpawnKey {
 /** The header's key, undefined when the header is absent; any other form is refused. */
 export function parseSpawnKey(header: string | undefined): SpawnKey | undefined {
   if (header === undefined) return undefined;
-  if (!IDEMPOTENCY_KEY_PATTERN.test(header)) {
+  if (!SPAWN_KEY_PATTERN.test(header)) {
     throw new IdempotencyKeyInvalidError(
       `${IDEMPOTENCY_KEY_HEADER} must be <key_hash>.<request_hash>: 64 lowercase hex digits, a dot, 64 more (129 characters)`,
     );
@@ -32,7 +29,7 @@ export function keptKey(
   vm: { idempotency_key: string | null; created_at: string },
   nowMs: number,
 ): SpawnKey | undefined {
-  if (vm.idempotency_key === null || !IDEMPOTENCY_KEY_PATTERN.test(vm.idempotency_key)) {
+  if (vm.idempotency_key === null || !SPAWN_KEY_PATTERN.test(vm.idempotency_key)) {
     return undefined;
   }
   const createdMs = Date.parse(vm.created_at);

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { HostPort } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HostFactsService } from '../host-facts/host-facts.service';
-import { ProcessTable } from '../host-facts/process-table';
+import { HostProcess, ProcessTable } from '../host-facts/process-table';
 import { CrashFailpoint } from './crash-failpoint';
 import { QmpStatus, withQmp } from './qmp.client';
 import {
@@ -149,6 +149,8 @@ async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
 export class QemuDriver extends VmDriver {
   private readonly logger = new Logger('QemuDriver');
   private blankImage?: Promise<string>;
+  /** Only processes of this user are the agent's QEMUs. */
+  private readonly agentUid = process.getuid!();
 
   constructor(
     private readonly config: VmHostConfig,
@@ -435,10 +437,14 @@ export class QemuDriver extends VmDriver {
   }
 
   /**
-   * The vm_id a command line runs, when it is a QEMU this driver started: `-name guest=<vm_id>`
-   * and that VM's pidfile under this agent's VM_DISK_DIR (another agent's VMs are not ours).
+   * The vm_id a process runs, when it is a QEMU this driver started: run by the agent's own
+   * user, its program a qemu-system-* (when readable), `-name guest=<vm_id>` and that VM's
+   * pidfile under this agent's VM_DISK_DIR. Anyone can fake a command line, so that alone
+   * never gets a process adopted, reported or signalled.
    */
-  private vmIdOf(args: readonly string[]): string | undefined {
+  private vmIdOf({ args, uid, exe }: HostProcess): string | undefined {
+    if (uid === undefined || uid !== this.agentUid) return undefined;
+    if (exe !== undefined && !basename(exe).startsWith('qemu-system-')) return undefined;
     if (!basename(args[0] ?? '').startsWith('qemu-system-')) return undefined;
     const vmId = /^guest=(.+)$/.exec(optionOf(args, '-name') ?? '')?.[1];
     if (!vmId || optionOf(args, '-pidfile') !== this.pidFile(vmId)) return undefined;
@@ -451,9 +457,9 @@ export class QemuDriver extends VmDriver {
   ): Promise<Map<string, Array<{ pid: number; args: string[] }>>> {
     const wanted = new Set(vmIds);
     const byVm = new Map<string, Array<{ pid: number; args: string[] }>>();
-    const processes = await this.processes.list((args) => wanted.has(this.vmIdOf(args) ?? ''));
+    const processes = await this.processes.list((entry) => wanted.has(this.vmIdOf(entry) ?? ''));
     for (const entry of processes.sort((a, b) => a.pid - b.pid)) {
-      const vmId = this.vmIdOf(entry.args)!;
+      const vmId = this.vmIdOf(entry)!;
       byVm.set(vmId, [...(byVm.get(vmId) ?? []), entry]);
     }
     return byVm;
@@ -462,7 +468,7 @@ export class QemuDriver extends VmDriver {
   /** True while the process is this VM's QEMU (not a zombie, not a reused pid). */
   private async isAlive(pid: number, vmId: string): Promise<boolean> {
     const entry = await this.processes.get(pid);
-    return entry !== undefined && this.vmIdOf(entry.args) === vmId;
+    return entry !== undefined && this.vmIdOf(entry) === vmId;
   }
 
   private signal(pid: number, signal: NodeJS.Signals): void {

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HostFactsPaths, HostFactsService } from '../host-facts/host-facts.service';
-import { ProcessTable } from '../host-facts/process-table';
+import { HostProcess, ProcessTable } from '../host-facts/process-table';
 import { CrashFailpoint } from './crash-failpoint';
 import { QemuDriver, qemuArgs } from './qemu.driver';
 import { VmFiles } from './vm-files';
@@ -21,10 +21,30 @@ process.stdout.write('ready\\n');
 setInterval(() => {}, 1000);
 `;
 
+/**
+ * The real process table, except that the fake QEMUs run a program that reads as
+ * qemu-system-x86_64, and the pids in `foreign` as another user's.
+ */
+class FakeQemuTable extends ProcessTable {
+  readonly fakes = new Set<number>();
+  readonly foreign = new Set<number>();
+
+  override async get(pid: number): Promise<HostProcess | undefined> {
+    const entry = await super.get(pid);
+    if (entry && this.foreign.has(pid)) entry.uid = process.getuid!() + 1;
+    return entry;
+  }
+
+  protected override exeOf(pid: number): Promise<string | undefined> {
+    if (this.fakes.has(pid)) return Promise.resolve('/usr/bin/qemu-system-x86_64');
+    return super.exeOf(pid);
+  }
+}
+
 describe('QemuDriver finds and stops every QEMU of its VMs', () => {
   let root: string;
   let files: VmFiles;
-  let table: ProcessTable;
+  let table: FakeQemuTable;
   let qemu: QemuDriver;
   let warnings: string[];
   const children: ChildProcess[] = [];
@@ -36,7 +56,7 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
     await files.prepare();
     await writeFile(join(root, 'fake-qemu.js'), FAKE_QEMU);
     const paths = Object.assign(new HostFactsPaths(), { kvmDevice: join(root, 'kvm') });
-    table = new ProcessTable(paths);
+    table = new FakeQemuTable(paths);
     qemu = new QemuDriver(
       config,
       files,
@@ -60,7 +80,14 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
   /** Starts a fake QEMU for `vmId` whose files are under `diskDir`; resolves once it runs. */
   async function fakeQemu(
     vmId: string,
-    options: { diskDir?: string; accel?: 'kvm' | 'tcg'; ignoreTerm?: boolean } = {},
+    options: {
+      diskDir?: string;
+      accel?: 'kvm' | 'tcg';
+      ignoreTerm?: boolean;
+      /** Reads as node, as it is: only its command line looks like QEMU. */
+      otherProgram?: boolean;
+      otherUser?: boolean;
+    } = {},
   ): Promise<number> {
     const runDir = join(options.diskDir ?? root, 'run', vmId);
     await mkdir(runDir, { recursive: true });
@@ -84,6 +111,8 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
     });
     children.push(child);
     await once(child.stdout, 'data');
+    if (!options.otherProgram) table.fakes.add(child.pid!);
+    if (options.otherUser) table.foreign.add(child.pid!);
     return child.pid!;
   }
 
@@ -100,6 +129,19 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
       summary: `QEMU pid ${pid}, kvm`,
     });
     expect(found.get(vmId)!.rssMb).toBeGreaterThan(1);
+  });
+
+  it.each([
+    ['another program with a QEMU command line', { otherProgram: true }],
+    ["another user's QEMU", { otherUser: true }],
+  ])('leaves alone %s: not found, not stopped', async (_what, impostor) => {
+    const vmId = 'vm-00000000000000a4';
+    const pid = await fakeQemu(vmId, impostor);
+    expect((await qemu.find([vmId])).size).toBe(0);
+    await qemu.stop(vmId, { kind: 'qemu', accel: 'tcg', pid });
+    expect(await table.get(pid)).toMatchObject({ pid });
+    expect(await qemu.inspect(vmId, { kind: 'qemu', accel: 'tcg', pid })).toBe('stopped');
+    expect(warnings).toEqual([]);
   });
 
   it('stops a QEMU whose pid the sidecar never got, found by name, and is done only once it is gone', async () => {

@@ -1,9 +1,10 @@
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ID_PATTERN } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
 import { VmFiles } from './vm-files';
+import { SidecarUnreadableError } from './vms.errors';
 
 describe('VmFiles', () => {
   let root: string;
@@ -82,5 +83,25 @@ describe('VmFiles', () => {
       driver: { kind: 'qemu', accel: 'kvm', pid: 4242 },
       idempotency_key: null,
     });
+  });
+
+  it('reads a missing sidecar as none, but refuses one it cannot read or that is damaged', async () => {
+    const id = await files.newVmId();
+    expect(await files.readSidecar(id)).toBeUndefined();
+    const sidecar = join(files.runDir(id), 'vm.json');
+    const unreadable = async (reason: string): Promise<void> => {
+      const read = files.readSidecar(id);
+      await expect(read).rejects.toBeInstanceOf(SidecarUnreadableError);
+      await expect(read).rejects.toThrow(`vm ${id}: sidecar unreadable (${reason})`);
+    };
+    await mkdir(sidecar);
+    await unreadable('EISDIR');
+    await rm(sidecar, { recursive: true });
+    await writeFile(sidecar, '{"vm_id": "' + id);
+    await unreadable('not JSON');
+    await writeFile(sidecar, JSON.stringify({ vm_id: 'vm-someone-else', vm_type: 'web' }));
+    await unreadable(`not a sidecar of vm ${id}`);
+    await writeFile(sidecar, 'null');
+    await unreadable(`not a sidecar of vm ${id}`);
   });
 });

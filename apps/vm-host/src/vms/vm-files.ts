@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { HostPort, ID_PATTERN } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
 import type { DriverRecord } from './vm-driver';
+import { SidecarUnreadableError } from './vms.errors';
 
 /**
  * What the agent keeps of a VM beside it, so that a restarted (or killed) agent reports every
@@ -40,6 +41,28 @@ export const PRIVATE_DIR_MODE = 0o700;
 type QemuEraSidecar = Omit<VmSidecar, 'driver'> & { accel: 'kvm' | 'tcg'; pid: number | null };
 
 type StoredSidecar = (VmSidecar | QemuEraSidecar) & { idempotency_key?: string | null };
+
+const positiveInteger = (value: unknown): boolean =>
+  typeof value === 'number' && Number.isInteger(value) && value > 0;
+const stringOrNull = (value: unknown): boolean => value === null || typeof value === 'string';
+
+/** The fields every heartbeat needs are there, so a damaged sidecar never reaches the wire. */
+function isStoredSidecar(value: unknown, vmId: string): value is StoredSidecar {
+  if (typeof value !== 'object' || value === null) return false;
+  const stored = value as Record<string, unknown>;
+  return (
+    stored.vm_id === vmId &&
+    typeof stored.vm_type === 'string' &&
+    stringOrNull(stored.tenant_id) &&
+    positiveInteger(stored.ram_alloc_mb) &&
+    positiveInteger(stored.vcpu_count) &&
+    Array.isArray(stored.host_ports) &&
+    typeof stored.created_at === 'string' &&
+    stringOrNull(stored.started_at) &&
+    stringOrNull(stored.error) &&
+    (typeof stored.driver === 'object' ? stored.driver !== null : 'pid' in stored)
+  );
+}
 
 /**
  * VMs outlive agent upgrades: a sidecar written before VmDriver reads as a QEMU one, one
@@ -137,14 +160,30 @@ export class VmFiles {
       .sort();
   }
 
+  /**
+   * The VM's sidecar; undefined only when there is none (ENOENT). Any other failure (EACCES,
+   * EIO, not JSON, not a sidecar of this VM) throws SidecarUnreadableError: the VM may still
+   * run, so the caller must not take it for a VM that is gone.
+   */
   async readSidecar(vmId: string): Promise<VmSidecar | undefined> {
+    let text: string;
     try {
-      return upgradeSidecar(
-        JSON.parse(await readFile(this.sidecar(vmId), 'utf8')) as StoredSidecar,
-      );
-    } catch {
-      return undefined;
+      text = await readFile(this.sidecar(vmId), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new SidecarUnreadableError(vmId, code ?? (error as Error).message, { cause: error });
     }
+    let stored: unknown;
+    try {
+      stored = JSON.parse(text);
+    } catch (error) {
+      throw new SidecarUnreadableError(vmId, 'not JSON', { cause: error });
+    }
+    if (!isStoredSidecar(stored, vmId)) {
+      throw new SidecarUnreadableError(vmId, `not a sidecar of vm ${vmId}`);
+    }
+    return upgradeSidecar(stored);
   }
 
   /** Written to a temporary file and renamed, so a killed agent never leaves half a sidecar. */

@@ -9,9 +9,16 @@ import {
 } from '@nestjs/swagger';
 import { BODY_ERRORS, RequiresToken, invalidInput } from '@app/daemon';
 import type { Response } from 'express';
-import { CreateVmRequest, EXAMPLE_VM_ID, VmIdParams, VmRecord } from '@app/fleet-domain';
+import {
+  CreateVmRequest,
+  EXAMPLE_VM_ID,
+  IDEMPOTENCY_KEY_HEADER,
+  SPAWN_KEY_PATTERN,
+  VmIdParams,
+  VmRecord,
+} from '@app/fleet-domain';
 import { ApiVmHostErrors } from '../vm-host-error.statuses';
-import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENCY_KEY_PATTERN, parseSpawnKey } from './idempotency-key';
+import { parseSpawnKey } from './idempotency-key';
 import {
   BaseImageMissingError,
   IdempotencyKeyInvalidError,
@@ -43,7 +50,7 @@ export class VmsController {
     required: false,
     description:
       "`<key_hash>.<request_hash>`: sha256 hex of the client's Idempotency-Key, a dot, sha256 hex of the canonical request. The agent keeps it with the VM for a day: the same value again answers that VM (200), the same key_hash with another request_hash is a 422.",
-    schema: { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN.source },
+    schema: { type: 'string', pattern: SPAWN_KEY_PATTERN.source },
   })
   @ApiCreatedResponse({ type: VmRecord, description: 'A new VM, accepted; starting.' })
   @ApiOkResponse({
@@ -65,7 +72,7 @@ export class VmsController {
     },
     {
       name: 'does-not-fit',
-      when: 'The node cannot hold the VM: the message names ram_mb or vcpu_count and the numbers.',
+      when: 'The node cannot hold the VM: the message names ram_mb or vcpu_count and the numbers, or the number of VMs it holds and the limit (MAX_VMS_PER_HEARTBEAT, 1024).',
       error: new VmDoesNotFitError(
         'ram_mb: 1048576 MB does not fit on this node: 20480 MB committable of 24576 MB (margin 512 MB)',
       ),

@@ -21,6 +21,20 @@ export class VmCreateError extends Error {
   }
 }
 
+/**
+ * A VM's sidecar exists but cannot be read or makes no sense (EACCES, EIO, damaged JSON). The
+ * VM is kept and listed as Error: its process may run, and its files are not the agent's to drop.
+ */
+export class SidecarUnreadableError extends Error {
+  constructor(
+    readonly vmId: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`vm ${vmId}: sidecar unreadable (${reason})`, options);
+  }
+}
+
 /** The node cannot hold the VM (RAM after the margin, vCPUs beyond the overcommit): a 422. */
 export class VmDoesNotFitError extends Error {}
 
@@ -35,10 +49,13 @@ export const DISK_PROBLEMS = {
 export type DiskProblem = keyof typeof DISK_PROBLEMS;
 
 /**
- * VM_DISK_DIR could not take a new VM's files; nothing of the VM was kept. A full disk (or
- * quota) is a 507, a folder the agent may not write a 500.
+ * VM_DISK_DIR could not take a new VM's files; nothing of the VM was kept. `full` tells a full
+ * disk (or quota) from a folder the agent may not write.
  */
 export class VmDiskError extends Error {
+  /** Out of space or quota, rather than not writable. */
+  readonly full: boolean;
+
   constructor(
     readonly diskDir: string,
     readonly problem: DiskProblem,
@@ -47,10 +64,7 @@ export class VmDiskError extends Error {
     super(
       `VM_DISK_DIR ${diskDir}: ${DISK_PROBLEMS[problem]} (${problem}) while ${during}; nothing of the VM was kept`,
     );
-  }
-
-  get status(): number {
-    return this.problem === 'ENOSPC' || this.problem === 'EDQUOT' ? 507 : 500;
+    this.full = problem === 'ENOSPC' || problem === 'EDQUOT';
   }
 }
 

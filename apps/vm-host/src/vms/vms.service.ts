@@ -1,7 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Subject } from 'rxjs';
 import { Clock } from '@app/daemon';
-import { CreateVmRequest, VmRecord, VmState, toRfc3339 } from '@app/fleet-domain';
+import {
+  CreateVmRequest,
+  MAX_VMS_PER_HEARTBEAT,
+  VmRecord,
+  VmState,
+  toRfc3339,
+} from '@app/fleet-domain';
 import { VmHostConfig, VmHostConfigError } from '../config/vm-host.config';
 import { NodeVmsReport, NodeVmsSource, ReportedVm } from '../heartbeat/node-vms.source';
 import { HostFactsService } from '../host-facts/host-facts.service';
@@ -14,6 +20,7 @@ import { DriverRecord, FoundVm, VmDriver, VmRunState, VmSpec } from './vm-driver
 import { VmFiles, VmSidecar } from './vm-files';
 import {
   IdempotencyKeyReusedError,
+  SidecarUnreadableError,
   VmCreateError,
   VmDiskError,
   VmDoesNotFitError,
@@ -33,6 +40,29 @@ const RECONCILIATION = '<reconciliation>';
 
 /** A record for a VM whose driver data is lost: the driver finds its processes by name alone. */
 const NO_RECORD: DriverRecord = { kind: 'none' };
+
+/** Stand-ins for sidecars that could not be read: never written back, never acted on. */
+const STAND_INS = new WeakSet<VmSidecar>();
+
+/** What is listed of a VM whose sidecar cannot be read: its id, state Error, and why. */
+function standIn(vmId: string, why: string): VmSidecar {
+  const sidecar: VmSidecar = {
+    vm_id: vmId,
+    vm_type: 'unknown',
+    tenant_id: null,
+    // Not known without the sidecar; the least the wire allows.
+    ram_alloc_mb: 1,
+    vcpu_count: 1,
+    host_ports: [],
+    created_at: toRfc3339(0),
+    started_at: null,
+    error: `${why}; its type, RAM and vCPUs are not known`,
+    driver: NO_RECORD,
+    idempotency_key: null,
+  };
+  STAND_INS.add(sidecar);
+  return sidecar;
+}
 
 /** The outcome of a spawn: a new VM, or the one an earlier spawn with its key made. */
 export interface SpawnOutcome {
@@ -70,6 +100,8 @@ export class VmsService extends NodeVmsSource {
    * does not hold back heartbeats. A vm id: one destroy or adoption of that VM at a time.
    */
   private readonly locks = new KeyedMutex();
+  /** Why each VM's sidecar could not be read, as last logged (one line per new reason). */
+  private readonly unreadable = new Map<string, string>();
 
   constructor(
     private readonly files: VmFiles,
@@ -108,12 +140,11 @@ export class VmsService extends NodeVmsSource {
     return this.locks.run(ADMISSION, () => this.admit(request, key));
   }
 
+  /** Every VM; their states are asked of the driver all at once, so one slow VM costs one wait. */
   async list(): Promise<VmRecord[]> {
-    const vms: VmRecord[] = [];
-    for (const sidecar of await this.sidecars()) {
-      vms.push(toVmRecord(sidecar, await this.stateOf(sidecar)));
-    }
-    return vms;
+    const sidecars = await this.sidecars();
+    const states = await Promise.all(sidecars.map((sidecar) => this.stateOf(sidecar)));
+    return sidecars.map((sidecar, index) => toVmRecord(sidecar, states[index]));
   }
 
   /**
@@ -122,15 +153,16 @@ export class VmsService extends NodeVmsSource {
    */
   async report(): Promise<NodeVmsReport> {
     const { sidecars, found } = await this.locks.run(RECONCILIATION, () => this.reconcile(false));
+    // All at once: each state may wait a QMP timeout, and the heartbeat waits for them all.
+    const states = await Promise.all(sidecars.map((sidecar) => this.stateOf(sidecar)));
     const nowMs = this.clock.now();
-    const vms: ReportedVm[] = [];
-    for (const sidecar of sidecars) {
+    const vms: ReportedVm[] = sidecars.map((sidecar, index) => {
       const key = keptKey(sidecar, nowMs);
-      vms.push({
-        ...toVmRecord(sidecar, await this.stateOf(sidecar)),
+      return {
+        ...toVmRecord(sidecar, states[index]),
         ...(key ? { idempotency_key: key.value } : {}),
-      });
-    }
+      };
+    });
     return { vms, committed: this.committed(sidecars, found) };
   }
 
@@ -142,10 +174,11 @@ export class VmsService extends NodeVmsSource {
     await this.locks.run(vmId, async () => {
       const pending = this.provisioning.get(vmId);
       if (pending) await pending;
-      const sidecar = await this.files.readSidecar(vmId);
+      const sidecar = await this.sidecarOf(vmId);
       if (!sidecar) throw new VmNotOnNodeError(vmId);
       await this.driver.stop(vmId, sidecar.driver);
       await this.files.removeRuntime(vmId);
+      this.unreadable.delete(vmId);
       this.logger.log(`vm ${vmId} destroyed (disk ${this.files.disk(vmId)} kept)`);
     });
     this.changed.next();
@@ -237,8 +270,16 @@ export class VmsService extends NodeVmsSource {
     return { vm: toVmRecord(sidecar, VmState.Provisioning), created: true };
   }
 
-  /** Refuses, naming the numbers, a VM the node cannot hold beside the VMs it has. */
+  /**
+   * Refuses, naming the numbers, a VM the node cannot hold beside the VMs it has: also one
+   * more than a heartbeat may carry (any state counts), which the controller would refuse.
+   */
   private async checkCapacity(request: CreateVmRequest, sidecars: VmSidecar[]): Promise<void> {
+    if (sidecars.length >= MAX_VMS_PER_HEARTBEAT) {
+      const refusal = `this node holds ${sidecars.length} VMs, the most a heartbeat may report (limit ${MAX_VMS_PER_HEARTBEAT}); delete one first`;
+      this.logger.warn(`node ${this.config.nodeId} refused a VM: ${refusal}`);
+      throw new VmDoesNotFitError(refusal);
+    }
     const [host, found] = await Promise.all([
       this.hostFacts.capacity(),
       this.driver.find(sidecars.map((sidecar) => sidecar.vm_id)),
@@ -305,7 +346,7 @@ export class VmsService extends NodeVmsSource {
       const owned =
         this.admitting.has(vmId) || this.provisioning.has(vmId) || this.locks.busy(vmId);
       const sidecar = owned
-        ? await this.files.readSidecar(vmId)
+        ? await this.sidecarOf(vmId)
         : await this.locks.run(vmId, () => this.settle(vmId, found.get(vmId), startUp));
       if (sidecar) sidecars.push(sidecar);
     }
@@ -317,7 +358,9 @@ export class VmsService extends NodeVmsSource {
     live: FoundVm | undefined,
     startUp: boolean,
   ): Promise<VmSidecar | undefined> {
-    const sidecar = await this.files.readSidecar(vmId);
+    const sidecar = await this.sidecarOf(vmId);
+    // Unreadable: kept as it is, its process (if any) left running; only a delete acts on it.
+    if (sidecar && STAND_INS.has(sidecar)) return sidecar;
     if (!sidecar) {
       if (startUp) {
         await this.driver.stop(vmId, NO_RECORD);
@@ -383,10 +426,31 @@ export class VmsService extends NodeVmsSource {
   private async sidecars(): Promise<VmSidecar[]> {
     const sidecars: VmSidecar[] = [];
     for (const vmId of await this.files.listVmIds()) {
-      const sidecar = await this.files.readSidecar(vmId);
+      const sidecar = await this.sidecarOf(vmId);
       if (sidecar) sidecars.push(sidecar);
     }
     return sidecars;
+  }
+
+  /**
+   * The VM's sidecar, undefined when it has none; one that cannot be read gives a stand-in
+   * listed as Error (logged once per reason), so the VM is neither dropped nor its files removed.
+   */
+  private async sidecarOf(vmId: string): Promise<VmSidecar | undefined> {
+    try {
+      const sidecar = await this.files.readSidecar(vmId);
+      this.unreadable.delete(vmId);
+      return sidecar;
+    } catch (error) {
+      if (!(error instanceof SidecarUnreadableError)) throw error;
+      if (this.unreadable.get(vmId) !== error.message) {
+        this.unreadable.set(vmId, error.message);
+        this.logger.error(
+          `${error.message}: kept and listed as Error, its process and files left alone until it is deleted`,
+        );
+      }
+      return standIn(vmId, `sidecar unreadable (${error.reason})`);
+    }
   }
 
   private async stateOf(sidecar: VmSidecar): Promise<VmState> {

@@ -3,10 +3,12 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firstValueFrom } from 'rxjs';
-import { CreateVmRequest, VmState } from '@app/fleet-domain';
+import { CreateVmRequest, MAX_VMS_PER_HEARTBEAT, VmState } from '@app/fleet-domain';
+import { JsonErrorFilter } from '@app/daemon';
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { FakeVmDriver, fakeHostFacts } from '../../../../test/support/fake-vm-driver';
 import { VmHostConfig } from '../config/vm-host.config';
+import { VM_HOST_ERROR_STATUSES } from '../vm-host-error.statuses';
 import type { HostCapacity } from '../host-facts/host-facts.service';
 import { CrashFailpoint } from './crash-failpoint';
 import { SpawnKey, parseSpawnKey } from './idempotency-key';
@@ -37,6 +39,11 @@ function started(pid: number): StartedVm {
     hostPorts: [{ host_port: 40_000 + pid, guest_port: 22, protocol: 'tcp' }],
     summary: `fake pid ${pid}`,
   };
+}
+
+/** The status the agent's error filter answers `error` with. */
+function statusOf(error: Error): number {
+  return new JsonErrorFilter(VM_HOST_ERROR_STATUSES).body(error).statusCode;
 }
 
 function errnoError(code: string, message: string): NodeJS.ErrnoException {
@@ -185,6 +192,25 @@ describe('VmsService keeps VMs safe', () => {
       await vms.spawn(request({ ram_mb: committable }));
     });
 
+    it('refuses a VM beyond the most a heartbeat may report, counting VMs in any state', async () => {
+      const ids = Array.from(
+        { length: MAX_VMS_PER_HEARTBEAT - 1 },
+        (_, index) => `vm-${index.toString(16).padStart(16, '0')}`,
+      );
+      await Promise.all(ids.map((vmId) => leftBehind(vmId, { ram_alloc_mb: 1, error: 'failed' })));
+      const { vm } = await vms.spawn(request());
+      expect(vm.state).toBe(VmState.Provisioning);
+      const refusal = vms.spawn(request());
+      await expect(refusal).rejects.toThrow(
+        new VmDoesNotFitError(
+          `this node holds ${MAX_VMS_PER_HEARTBEAT} VMs, the most a heartbeat may report (limit ${MAX_VMS_PER_HEARTBEAT}); delete one first`,
+        ),
+      );
+      expect(await runFolders()).toHaveLength(MAX_VMS_PER_HEARTBEAT);
+      await vms.destroy(ids[0]);
+      expect((await vms.spawn(request())).created).toBe(true);
+    });
+
     it('reports what is committed: VMs provisioning and VMs whose process lives, not failed ones', async () => {
       await leftBehind('vm-00000000000000a1', {
         started_at: '2026-08-06T11:00:01.000Z',
@@ -283,7 +309,8 @@ describe('VmsService keeps VMs safe', () => {
       failMakingTheDisk(new Error("Could not create '/x': No space left on device"));
       const error = (await vms.spawn(request()).catch((thrown: unknown) => thrown)) as VmDiskError;
       expect(error).toBeInstanceOf(VmDiskError);
-      expect(error.status).toBe(507);
+      expect(error.full).toBe(true);
+      expect(statusOf(error)).toBe(507);
       expect(error.message).toBe(
         `VM_DISK_DIR ${root}: no space left on device (ENOSPC) while making the VM's disk; nothing of the VM was kept`,
       );
@@ -296,7 +323,8 @@ describe('VmsService keeps VMs safe', () => {
     it('is a 500 naming EACCES when the folder may not be written', async () => {
       failMakingTheDisk(errnoError('EACCES', "EACCES: permission denied, open '/x'"));
       const error = (await vms.spawn(request()).catch((thrown: unknown) => thrown)) as VmDiskError;
-      expect(error.status).toBe(500);
+      expect(error.full).toBe(false);
+      expect(statusOf(error)).toBe(500);
       expect(error.message).toContain(`VM_DISK_DIR ${root}: permission denied (EACCES)`);
       expect(await runFolders()).toEqual([]);
     });
@@ -415,6 +443,39 @@ describe('VmsService keeps VMs safe', () => {
       expect((await admission).vm).toMatchObject({ vm_id: vmId, state: VmState.Provisioning });
     });
 
+    it('asks the driver of every VM at once, so a heartbeat waits for the slowest only', async () => {
+      const ids = ['vm-00000000000000a1', 'vm-00000000000000a2', 'vm-00000000000000a3'];
+      for (const [index, id] of ids.entries()) {
+        const record = { kind: 'fake', pid: 900 + index };
+        await leftBehind(id, { started_at: '2026-08-06T11:00:01.000Z', driver: record });
+        driver.live.set(id, {
+          record,
+          hostPorts: [],
+          rssMb: 10,
+          summary: `fake pid ${900 + index}`,
+        });
+      }
+      // Each answer waits until all three were asked: asked one after the other, none answers.
+      const waiting: Array<() => void> = [];
+      driver.inspect = (_vmId, asked) =>
+        new Promise((resolve) => {
+          waiting.push(() => resolve(asked.pid === 901 ? 'unknown' : 'running'));
+          if (waiting.length === ids.length) waiting.forEach((answer) => answer());
+        });
+      const { vms: reported } = await vms.report();
+      expect(reported.map(({ vm_id, state }) => ({ vm_id, state }))).toEqual([
+        { vm_id: ids[0], state: VmState.Running },
+        { vm_id: ids[1], state: VmState.Provisioning },
+        { vm_id: ids[2], state: VmState.Running },
+      ]);
+      waiting.length = 0;
+      expect((await vms.list()).map(({ state }) => state)).toEqual([
+        VmState.Running,
+        VmState.Provisioning,
+        VmState.Running,
+      ]);
+    });
+
     it('at start-up, reconciles and removes a run folder left without a sidecar, stopping any process of it', async () => {
       await leftBehind(vmId);
       const orphan = 'vm-00000000000000bb';
@@ -439,6 +500,55 @@ describe('VmsService keeps VMs safe', () => {
       expect(driver.stopped).toEqual([{ vmId, record: { kind: 'fake', pid: null } }]);
       expect(driver.live.size).toBe(0);
       expect(await runFolders()).toEqual([]);
+    });
+  });
+
+  describe('a sidecar that cannot be read', () => {
+    const vmId = 'vm-00000000000000cc';
+    const live = {
+      record: { kind: 'fake', pid: 880 },
+      hostPorts: [],
+      rssMb: 300,
+      summary: 'fake pid 880',
+    };
+
+    async function damaged(how: 'not JSON' | 'EISDIR'): Promise<void> {
+      await mkdir(files.runDir(vmId));
+      const sidecar = join(files.runDir(vmId), 'vm.json');
+      if (how === 'EISDIR') await mkdir(sidecar);
+      else await writeFile(sidecar, '{"vm_id": "vm-00000000000000cc", "vm_ty');
+      await writeFile(files.disk(vmId), 'the guest disk');
+      driver.live.set(vmId, live);
+    }
+
+    it.each(['not JSON', 'EISDIR'] as const)(
+      '(%s) at start-up keeps the VM, its files and its running process, and lists it as Error',
+      async (how) => {
+        await damaged(how);
+        await vms.prepare();
+        expect(driver.stopped).toEqual([]);
+        expect(driver.live.has(vmId)).toBe(true);
+        expect(await runFolders()).toEqual([vmId]);
+        expect(await readdir(join(root, 'disks'))).toEqual([`${vmId}.qcow2`]);
+        const { vms: reported, committed } = await vms.report();
+        expect(reported).toEqual([
+          expect.objectContaining({ vm_id: vmId, state: VmState.Error, vm_type: 'unknown' }),
+        ]);
+        expect(committed).toEqual([{ ramAllocMb: 1, vcpuCount: 1, rssMb: 300 }]);
+        expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Error }]);
+        expect(logs.filter((line) => line.includes(vmId))).toEqual([
+          `error vm ${vmId}: sidecar unreadable (${how}): kept and listed as Error, its process and files left alone until it is deleted`,
+        ]);
+      },
+    );
+
+    it('is stopped by name and its run folder removed only when it is deleted', async () => {
+      await damaged('not JSON');
+      await vms.prepare();
+      await vms.destroy(vmId);
+      expect(driver.stopped).toEqual([{ vmId, record: { kind: 'none' } }]);
+      expect(await runFolders()).toEqual([]);
+      expect(await readdir(join(root, 'disks'))).toEqual([`${vmId}.qcow2`]);
     });
   });
 });
