@@ -1,23 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import request from 'supertest';
-import { AGENT_REQUEST_TIMEOUT_MS, type CreateVmRequest } from '@app/fleet-domain';
+import { AGENT_REQUEST_TIMEOUT_MS } from '@app/fleet-domain';
 import { VmHostClientSettings } from '../../apps/fleet/src/vms/vm-host.client';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { heartbeat, vmRecord } from '../support/heartbeats';
-import { StubAgent, StubAgentCall, json } from '../support/stub-agent';
-
-/** Answers a spawn as a healthy agent does: the new VM, Provisioning. */
-function spawned(call: StubAgentCall, vmId = `vm-${Math.random().toString(36).slice(2, 10)}`) {
-  const body = call.body as CreateVmRequest;
-  return vmRecord(vmId, {
-    vm_type: body.vm_type,
-    state: 'Provisioning' as never,
-    ram_alloc_mb: body.ram_mb,
-    vcpu_count: body.vcpu_count,
-    started_at: null,
-    tenant_id: body.tenant_id ?? null,
-  });
-}
+import { StubAgent, StubAgentCall, json, spawnedVm as spawned } from '../support/stub-agent';
 
 describe('fleet controller: VMs', () => {
   let fleet: RunningFleet;

@@ -14,6 +14,7 @@ import {
   listeningFleetDaemon,
   stopAllDaemons,
 } from '../support/daemons';
+import { liveQemusUnder } from '../support/qemu-processes';
 
 jest.setTimeout(40_000);
 
@@ -39,24 +40,7 @@ const baseImage = join(workDir, 'base.qcow2');
 
 /** Every live QEMU process started from this suite's folder (zombies do not count). */
 function qemuProcessesOfSuite(): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (
-        cmdline.startsWith('qemu-system-x86_64') &&
-        cmdline.includes(workDir) &&
-        !/^\d+ \(.*\) Z/.test(stat)
-      ) {
-        pids.push(Number(entry));
-      }
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
+  return liveQemusUnder(workDir).map(({ pid }) => pid);
 }
 
 function killSuiteQemu(): void {
