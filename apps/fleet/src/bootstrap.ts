@@ -3,6 +3,7 @@ import type { NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { DaemonLogger, configureDaemonHttp } from '@app/daemon';
+import { applyOpenApiDecorators } from '@app/fleet-domain';
 import { FleetConfig } from './config/fleet.config';
 import { FleetAppModule } from './fleet-app.module';
 
@@ -10,6 +11,7 @@ import { FleetAppModule } from './fleet-app.module';
 export const FLEET_APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
 
 export function buildFleetOpenApiDocument(app: NestExpressApplication): OpenAPIObject {
+  applyOpenApiDecorators();
   const config = new DocumentBuilder()
     .setTitle('service-vm-fleet')
     .setDescription(
@@ -22,7 +24,9 @@ export function buildFleetOpenApiDocument(app: NestExpressApplication): OpenAPIO
 
 /** Everything that makes a Nest app the fleet controller, apart from listening. */
 export function configureFleetApp(app: NestExpressApplication): NestExpressApplication {
-  return configureDaemonHttp(app, buildFleetOpenApiDocument);
+  return configureDaemonHttp(app, (app) =>
+    SwaggerModule.setup('docs', app, () => buildFleetOpenApiDocument(app)),
+  );
 }
 
 export async function createFleetApp(
@@ -31,7 +35,7 @@ export async function createFleetApp(
 ): Promise<NestExpressApplication> {
   const app = await NestFactory.create<NestExpressApplication>(FleetAppModule.forConfig(config), {
     ...FLEET_APP_OPTIONS,
-    logger: new DaemonLogger(),
+    logger: new DaemonLogger(config.logFormat),
     ...options,
   });
   return configureFleetApp(app);

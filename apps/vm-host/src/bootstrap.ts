@@ -1,9 +1,9 @@
 import { NestFactory } from '@nestjs/core';
 import type { NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { DaemonLogger, configureDaemonHttp } from '@app/daemon';
 import { VmHostConfig, VmHostConfigError } from './config/vm-host.config';
+import { serveCommittedDocs } from './docs/committed-docs';
 import { HeartbeatScheduler } from './heartbeat/heartbeat.scheduler';
 import { VmHostAppModule } from './vm-host-app.module';
 import { VmsService } from './vms/vms.service';
@@ -11,19 +11,8 @@ import { VmsService } from './vms/vms.service';
 /** Options every agent app is created with: main, the tests and the OpenAPI generator. */
 export const VM_HOST_APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
 
-export function buildVmHostOpenApiDocument(app: NestExpressApplication): OpenAPIObject {
-  const config = new DocumentBuilder()
-    .setTitle('service-vm-host')
-    .setDescription(
-      "PPN node agent's local API, on VM_WG_IP:VM_SPAWN_PORT (default 9204): the fleet controller asks it to start and destroy VMs.",
-    )
-    .setVersion('1')
-    .build();
-  return SwaggerModule.createDocument(app, config);
-}
-
 export function configureVmHostApp(app: NestExpressApplication): NestExpressApplication {
-  return configureDaemonHttp(app, buildVmHostOpenApiDocument);
+  return configureDaemonHttp(app, serveCommittedDocs);
 }
 
 export async function createVmHostApp(
@@ -32,7 +21,7 @@ export async function createVmHostApp(
 ): Promise<NestExpressApplication> {
   const app = await NestFactory.create<NestExpressApplication>(VmHostAppModule.forConfig(config), {
     ...VM_HOST_APP_OPTIONS,
-    logger: new DaemonLogger(),
+    logger: new DaemonLogger(config.logFormat, config.nodeId),
     ...options,
   });
   return configureVmHostApp(app);

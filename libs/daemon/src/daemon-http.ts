@@ -1,20 +1,20 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { MAX_BODY_BYTES } from '@app/fleet-domain';
 
 /**
  * The HTTP setup both daemons share: JSON bodies up to 1 MiB, no ETag (listings are rebuilt
  * for every read, and hashing a 2 MB body would only slow them down), no banner header, and
- * Swagger UI at /docs (served beside the API, not part of its document).
+ * the API's docs at /docs (served beside the API, not part of its document). How the docs are
+ * served is the app's: the agent does not load @nestjs/swagger at run time.
  */
 export function configureDaemonHttp(
   app: NestExpressApplication,
-  buildDocument: (app: NestExpressApplication) => OpenAPIObject,
+  serveDocs: (app: NestExpressApplication) => void,
 ): NestExpressApplication {
   app.useBodyParser('json', { limit: MAX_BODY_BYTES });
   app.set('etag', false);
   app.disable('x-powered-by');
-  SwaggerModule.setup('docs', app, () => buildDocument(app));
+  serveDocs(app);
   return app;
 }
 

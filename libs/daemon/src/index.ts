@@ -5,3 +5,5 @@ export * from './daemon-logger';
 export * from './json-error.filter';
 export * from './validation.pipe';
 export * from './environment';
+export * from './listen-address';
+export * from './metrics-endpoint';

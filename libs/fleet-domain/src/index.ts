@@ -9,3 +9,4 @@ export * from './wire/node-record';
 export * from './wire/create-vm-request';
 export * from './wire/error-body';
 export * from './wire/params';
+export * from './wire/openapi-decorators';

@@ -1,5 +1,13 @@
 import { IsOptional, ValidateBy } from 'class-validator';
-import { readEnvironment, refuseArguments as refuseDaemonArguments } from '@app/daemon';
+import {
+  DaemonEnvironment,
+  IsListenAddress,
+  ListenAddress,
+  LogFormat,
+  parseListenAddress,
+  readEnvironment,
+  refuseArguments as refuseDaemonArguments,
+} from '@app/daemon';
 
 /** Raised at start-up, naming the variable at fault (never its value: a URL may hold a password). */
 export { ConfigurationError as FleetConfigError } from '@app/daemon';
@@ -11,7 +19,7 @@ function isRedisUrl(value: unknown): boolean {
 }
 
 /** The controller's environment as given: strings, checked here once at start-up. */
-class FleetEnvironment {
+class FleetEnvironment extends DaemonEnvironment {
   @IsOptional()
   @ValidateBy(
     { name: 'isRedisUrl', validator: { validate: isRedisUrl } },
@@ -21,9 +29,13 @@ class FleetEnvironment {
     },
   )
   VM_FLEET_REDIS_URL?: string;
+
+  @IsOptional()
+  @IsListenAddress()
+  VM_FLEET_METRICS_ADDR?: string;
 }
 
-const VARIABLES = ['VM_FLEET_REDIS_URL'];
+const VARIABLES = ['VM_FLEET_REDIS_URL', 'VM_FLEET_METRICS_ADDR', 'VM_LOG_FORMAT'];
 
 /**
  * The controller's configuration. Its port is fixed by contract; the only setting is where
@@ -34,6 +46,10 @@ export class FleetConfig {
   redisUrl?: string;
   /** The same URL as logs show it, without credentials. */
   redisUrlForLogs?: string;
+  /** Where GET /metrics listens (VM_FLEET_METRICS_ADDR); unset means no metrics at all. */
+  metricsAddress?: ListenAddress;
+  /** VM_LOG_FORMAT; unset is text. */
+  logFormat?: LogFormat;
 }
 
 export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
@@ -46,6 +62,10 @@ export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
     url.password = '';
     config.redisUrlForLogs = url.toString();
   }
+  if (given.VM_FLEET_METRICS_ADDR) {
+    config.metricsAddress = parseListenAddress(given.VM_FLEET_METRICS_ADDR);
+  }
+  if (given.VM_LOG_FORMAT === 'json') config.logFormat = 'json';
   return config;
 }
 

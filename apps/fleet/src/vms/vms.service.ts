@@ -12,6 +12,7 @@ import {
   releaseHold,
   removeVm,
 } from '@app/fleet-domain';
+import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { VmHostClient } from './vm-host.client';
 import { PlacementRefusedError, VmNotFoundError } from './vms.errors';
@@ -27,6 +28,7 @@ export class VmsService {
     private readonly nodes: NodesRepository,
     private readonly vmHost: VmHostClient,
     private readonly clock: Clock,
+    private readonly metrics: FleetMetrics = new FleetMetrics(),
   ) {}
 
   async listVms(tenantId?: string): Promise<VmRecord[]> {
@@ -43,15 +45,17 @@ export class VmsService {
     const { node, holdId } = await this.placeAndHold(request);
     let vm: VmRecord;
     try {
-      vm = await this.vmHost.spawn(node, request);
+      vm = await this.metrics.timeDispatch(this.vmHost.spawn(node, request));
     } catch (error) {
       await this.nodes.update(node.node_id, releaseHold(holdId));
+      this.metrics.countPlacement('agent_failed');
       this.logger.warn(`spawn on node ${node.node_id} failed: ${(error as Error).message}`);
       throw error;
     }
     // The agent keeps the tenant; an agent that does not echo it still gets it recorded.
     vm.tenant_id = vm.tenant_id ?? request.tenant_id ?? null;
     await this.nodes.update(node.node_id, recordDispatchedVm(holdId, vm));
+    this.metrics.countPlacement('placed');
     this.logger.log(
       `vm ${vm.vm_id} (${vm.vm_type}, ${request.ram_mb} MB) placed on node ${node.node_id}${vm.tenant_id ? ` for tenant ${vm.tenant_id}` : ''}`,
     );
@@ -81,6 +85,9 @@ export class VmsService {
         live.map((state) => state.record),
       );
       if (placement.kind !== 'placed') {
+        this.metrics.countPlacement(
+          placement.kind === 'preferred-node-unfit' ? 'refused_unfit' : 'refused_no_room',
+        );
         throw new PlacementRefusedError(placement.kind, placement.message);
       }
       const holdId = randomUUID();
@@ -94,6 +101,7 @@ export class VmsService {
       );
       if (held) return { node, holdId };
       if (attempt === PLACEMENT_ATTEMPTS) {
+        this.metrics.countPlacement('refused_no_room');
         throw new PlacementRefusedError(
           'no-capacity',
           `node ${node.node_id} lost its room to concurrent creates ${attempt} times; try again`,

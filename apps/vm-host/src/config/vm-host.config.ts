@@ -1,5 +1,13 @@
 import { IsIP, IsOptional, Matches, ValidateBy, ValidationOptions } from 'class-validator';
-import { readEnvironment, refuseArguments as refuseDaemonArguments } from '@app/daemon';
+import {
+  DaemonEnvironment,
+  IsListenAddress,
+  ListenAddress,
+  LogFormat,
+  parseListenAddress,
+  readEnvironment,
+  refuseArguments as refuseDaemonArguments,
+} from '@app/daemon';
 import {
   DEFAULT_DISK_DIR,
   DEFAULT_HEARTBEAT_INTERVAL_S,
@@ -24,7 +32,7 @@ function IsHttpUrl(options: ValidationOptions): PropertyDecorator {
 }
 
 /** The agent's environment as given: strings, checked here once at start-up. */
-class VmHostEnvironment {
+class VmHostEnvironment extends DaemonEnvironment {
   @IsHttpUrl({
     message: 'VM_FLEET_ENDPOINT must be an http(s) URL such as http://<fleet-controller-host>:9203',
   })
@@ -63,6 +71,10 @@ class VmHostEnvironment {
     message: 'VM_SSH_PUBKEY must be one OpenSSH public key line (ssh-ed25519 AAAA... comment)',
   })
   VM_SSH_PUBKEY?: string;
+
+  @IsOptional()
+  @IsListenAddress()
+  VM_METRICS_ADDR?: string;
 }
 
 /** The agent's configuration, typed and with the documented defaults applied. */
@@ -78,6 +90,10 @@ export class VmHostConfig {
   diskDir!: string;
   baseImage?: string;
   sshPubkey?: string;
+  /** Where GET /metrics listens (VM_METRICS_ADDR); unset means no metrics at all. */
+  metricsAddress?: ListenAddress;
+  /** VM_LOG_FORMAT; unset is text. */
+  logFormat?: LogFormat;
 }
 
 /** Raised at start-up, before any heartbeat or socket, naming every variable at fault. */
@@ -105,6 +121,8 @@ export function loadVmHostConfig(env: NodeJS.ProcessEnv): VmHostConfig {
   config.diskDir = given.VM_DISK_DIR ?? DEFAULT_DISK_DIR;
   config.baseImage = given.VM_BASE_IMAGE;
   config.sshPubkey = given.VM_SSH_PUBKEY;
+  if (given.VM_METRICS_ADDR) config.metricsAddress = parseListenAddress(given.VM_METRICS_ADDR);
+  if (given.VM_LOG_FORMAT === 'json') config.logFormat = 'json';
   return config;
 }
 
@@ -115,6 +133,8 @@ const OPTIONAL = [
   'VM_DISK_DIR',
   'VM_BASE_IMAGE',
   'VM_SSH_PUBKEY',
+  'VM_METRICS_ADDR',
+  'VM_LOG_FORMAT',
 ];
 
 /** The agent takes no flags: every argument is refused, pointing at the environment. */

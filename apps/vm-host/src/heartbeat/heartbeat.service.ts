@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HostFactsService } from '../host-facts/host-facts.service';
+import { HostMetrics } from '../metrics/host-metrics.service';
 import { FleetClient, HeartbeatBody } from './fleet.client';
 import { NodeVmsSource } from './node-vms.source';
 
@@ -20,6 +21,7 @@ export class HeartbeatService {
     private readonly vms: NodeVmsSource,
     private readonly fleet: FleetClient,
     private readonly clock: Clock,
+    private readonly metrics: HostMetrics = new HostMetrics(),
   ) {}
 
   async compose(): Promise<HeartbeatBody> {
@@ -36,7 +38,9 @@ export class HeartbeatService {
   }
 
   async send(signal: AbortSignal): Promise<void> {
-    await this.fleet.sendHeartbeat(await this.compose(), signal);
+    const body = await this.compose();
+    this.metrics.observeRam(body);
+    await this.fleet.sendHeartbeat(body, signal);
   }
 
   /**

@@ -8,7 +8,7 @@ import {
   ApiOperation,
   ApiServiceUnavailableResponse,
   ApiTags,
-} from '@nestjs/swagger';
+} from '@app/fleet-domain';
 import { CreateVmRequest, ErrorBody, VmIdParams, VmRecord } from '@app/fleet-domain';
 import { VmsService } from './vms.service';
 

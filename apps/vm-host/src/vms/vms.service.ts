@@ -4,6 +4,7 @@ import { Clock } from '@app/daemon';
 import { CreateVmRequest, VmRecord, VmState, toRfc3339 } from '@app/fleet-domain';
 import { VmHostConfigError } from '../config/vm-host.config';
 import { NodeVmsSource } from '../heartbeat/node-vms.source';
+import { HostMetrics } from '../metrics/host-metrics.service';
 import { VmDriver, VmRunState, VmSpec } from './vm-driver';
 import { VmFiles, VmSidecar } from './vm-files';
 import { VmCreateError, VmNotOnNodeError } from './vms.errors';
@@ -32,6 +33,7 @@ export class VmsService extends NodeVmsSource {
     private readonly files: VmFiles,
     private readonly driver: VmDriver,
     private readonly clock: Clock,
+    private readonly metrics: HostMetrics = new HostMetrics(),
   ) {
     super();
   }
@@ -112,7 +114,7 @@ export class VmsService extends NodeVmsSource {
     };
     let step = 'create';
     try {
-      const started = await this.driver.create(spec, sidecar.driver);
+      const started = await this.metrics.timeSpawn(this.driver.create(spec, sidecar.driver));
       // Kept even if the write below fails, so a delete still stops what was started.
       sidecar.driver = started.record;
       sidecar.host_ports = started.hostPorts;

@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty } from './openapi-decorators';
 
 /** A live node as every listing shows it. Exactly these eight fields, no status field. */
 export class NodeRecord {

@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty } from './openapi-decorators';
 import { IsOptional } from 'class-validator';
 import { IsFleetId } from '../ids';
 
