@@ -1,3 +1,4 @@
+import { stripVTControlCharacters } from 'node:util';
 import { DaemonLogger, jsonLogLine, logFormatOf } from './daemon-logger';
 
 describe('jsonLogLine', () => {
@@ -92,7 +93,7 @@ describe('DaemonLogger', () => {
   it('in text format writes Nest console lines', () => {
     new DaemonLogger('text').log('node n1 joined', 'Nodes');
     // Colours aside (they follow the terminal), a Nest console line.
-    const text = written.join('').replace(/\u001b\[[0-9;]*m/g, '');
+    const text = stripVTControlCharacters(written.join(''));
     expect(text).toMatch(/^\[Nest\] \d+ {2}- .* {4}LOG \[Nodes\] node n1 joined\n$/);
     expect(() => JSON.parse(text) as unknown).toThrow();
   });

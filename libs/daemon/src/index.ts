@@ -7,3 +7,4 @@ export * from './validation.pipe';
 export * from './environment';
 export * from './listen-address';
 export * from './metrics-endpoint';
+export * from './process-metrics';

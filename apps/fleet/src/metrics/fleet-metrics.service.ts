@@ -1,4 +1,4 @@
-import type { Scrape } from '@app/daemon';
+import { Scrape, registerProcessMetrics } from '@app/daemon';
 import type { HeartbeatVerdict } from '@app/fleet-domain';
 import type * as Prometheus from 'prom-client';
 
@@ -30,7 +30,7 @@ export class FleetMetrics {
     const { prometheus, countLiveNodes } = enabled;
     const registry = new prometheus.Registry();
     const registers = [registry];
-    prometheus.collectDefaultMetrics({ register: registry });
+    registerProcessMetrics(prometheus, registry);
     new prometheus.Gauge({
       name: 'ppn_fleet_nodes',
       help: 'Nodes heard from in the last 30 s (live), counted at scrape time.',

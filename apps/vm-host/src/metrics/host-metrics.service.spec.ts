@@ -105,12 +105,12 @@ describe('HostMetrics', () => {
 
     await heartbeat.send(new AbortController().signal);
     let text = await scraped();
-    expect(sampleValue(text, 'ppn_host_ram_committed_mb')).toBe(4096);
-    expect(sampleValue(text, 'ppn_host_ram_total_mb')).toBe(16384);
+    expect(sampleValue(text, 'ppn_host_ram_committed_bytes')).toBe(4096 * 1024 * 1024);
+    expect(sampleValue(text, 'ppn_host_ram_total_bytes')).toBe(16384 * 1024 * 1024);
     facts.ram_used_mb = 6144;
     await heartbeat.send(new AbortController().signal);
     text = await scraped();
-    expect(sampleValue(text, 'ppn_host_ram_committed_mb')).toBe(6144);
+    expect(sampleValue(text, 'ppn_host_ram_committed_bytes')).toBe(6144 * 1024 * 1024);
   });
 
   it('times each VM start from accepted to started, and to failed', async () => {
@@ -155,8 +155,8 @@ describe('HostMetrics', () => {
       ppn_host_vms: 'gauge',
       ppn_host_heartbeat_failures_total: 'counter',
       ppn_host_spawn_duration_seconds: 'histogram',
-      ppn_host_ram_committed_mb: 'gauge',
-      ppn_host_ram_total_mb: 'gauge',
+      ppn_host_ram_committed_bytes: 'gauge',
+      ppn_host_ram_total_bytes: 'gauge',
     });
     expect(types.get('process_resident_memory_bytes')).toBe('gauge');
   });

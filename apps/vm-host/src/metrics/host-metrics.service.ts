@@ -1,6 +1,8 @@
-import type { Scrape } from '@app/daemon';
+import { Scrape, registerProcessMetrics } from '@app/daemon';
 import { VmState } from '@app/fleet-domain';
 import type * as Prometheus from 'prom-client';
+
+const MIB = 1024 * 1024;
 
 interface HostInstruments {
   registry: Prometheus.Registry;
@@ -29,7 +31,7 @@ export class HostMetrics {
     const { prometheus, listVmStates } = enabled;
     const registry = new prometheus.Registry();
     const registers = [registry];
-    prometheus.collectDefaultMetrics({ register: registry });
+    registerProcessMetrics(prometheus, registry);
     new prometheus.Gauge({
       name: 'ppn_host_vms',
       help: "This node's VMs by state (Running, Stopped, Provisioning, Error), counted at scrape time.",
@@ -37,7 +39,7 @@ export class HostMetrics {
       registers,
       async collect() {
         const states = await listVmStates();
-        for (const state of Object.values(VmState)) {
+        for (const state of Object.values<string>(VmState)) {
           this.set({ state }, states.filter((each) => each === state).length);
         }
       },
@@ -56,14 +58,15 @@ export class HostMetrics {
         buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
         registers,
       }),
+      // In bytes, Prometheus' base unit (promtool refuses `_mb`); the heartbeat's MB are MiB.
       ramCommitted: new prometheus.Gauge({
-        name: 'ppn_host_ram_committed_mb',
-        help: 'RAM in use on this node (ram_used_mb of the last heartbeat), in MiB.',
+        name: 'ppn_host_ram_committed_bytes',
+        help: 'RAM in use on this node: ram_used_mb of the last heartbeat, in bytes.',
         registers,
       }),
       ramTotal: new prometheus.Gauge({
-        name: 'ppn_host_ram_total_mb',
-        help: "This node's RAM (ram_total_mb of the last heartbeat), in MiB.",
+        name: 'ppn_host_ram_total_bytes',
+        help: "This node's RAM: ram_total_mb of the last heartbeat, in bytes.",
         registers,
       }),
     };
@@ -79,8 +82,8 @@ export class HostMetrics {
 
   /** What the last heartbeat reported of this node's RAM. */
   observeRam(report: { ram_used_mb: number; ram_total_mb: number }): void {
-    this.instruments?.ramCommitted.set(report.ram_used_mb);
-    this.instruments?.ramTotal.set(report.ram_total_mb);
+    this.instruments?.ramCommitted.set(report.ram_used_mb * MIB);
+    this.instruments?.ramTotal.set(report.ram_total_mb * MIB);
   }
 
   /** Times a VM's start, settled either way; returns the same promise's result. */

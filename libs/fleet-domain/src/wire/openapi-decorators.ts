@@ -17,7 +17,8 @@ const recorded: Array<(swagger: SwaggerModuleExports) => void> = [];
 let loaded: SwaggerModuleExports | undefined;
 
 function deferred<K extends DecoratorFactoryName>(name: K): SwaggerModuleExports[K] {
-  const factory = (...options: unknown[]) =>
+  const factory =
+    (...options: unknown[]) =>
     (...target: unknown[]): void => {
       const apply = (swagger: SwaggerModuleExports): void => {
         // The real factory of the same name, with the same arguments, on the same target.
@@ -28,7 +29,7 @@ function deferred<K extends DecoratorFactoryName>(name: K): SwaggerModuleExports
       if (loaded) apply(loaded);
       else recorded.push(apply);
     };
-  return factory as unknown as SwaggerModuleExports[K];
+  return factory as SwaggerModuleExports[K];
 }
 
 /**
