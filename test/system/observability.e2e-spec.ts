@@ -2,6 +2,7 @@ import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { JsonLogLine } from '@app/daemon';
 import {
   Daemon,
   FLEET_URL,
@@ -24,25 +25,16 @@ jest.setTimeout(60_000);
 const NODE_ID = 'observed-01';
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
-interface LogLine {
-  time: string;
-  level: string;
-  msg: string;
-  context?: string;
-  node_id?: string;
-  vm_id?: string;
-}
-
 async function get(url: string): Promise<{ status: number; text: string }> {
   const response = await fetch(url);
   return { status: response.status, text: await response.text() };
 }
 
-function logLines(daemon: Daemon): LogLine[] {
+function logLines(daemon: Daemon): JsonLogLine[] {
   return daemon.output
     .split('\n')
     .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as LogLine);
+    .map((line) => JSON.parse(line) as JsonLogLine);
 }
 
 describe('metrics and JSON logs of the running daemons', () => {
@@ -210,7 +202,7 @@ describe('a configuration error with VM_LOG_FORMAT=json', () => {
     expect(await agent.waitForExit()).toEqual({ code: 2, signal: null });
     const lines = agent.output.trim().split('\n');
     expect(lines).toHaveLength(1);
-    const line = JSON.parse(lines[0]) as LogLine;
+    const line = JSON.parse(lines[0]) as JsonLogLine;
     expect(line).toMatchObject({ level: 'error', context: 'service-vm-host' });
     expect(line.msg).toMatch(/^service-vm-host: configuration error: .*VM_METRICS_ADDR must be/);
   });

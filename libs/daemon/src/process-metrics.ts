@@ -14,6 +14,27 @@ const MISNAMED_DEFAULTS = [
  * prom-client's default process metrics (CPU, memory, event loop lag, GC, ...) in `registry`,
  * less the misnamed ones, so that `promtool check metrics` passes.
  */
+/**
+ * Observes how long `work` takes in `histogram`, labelled with how it settled; resolves or
+ * rejects as `work` does. Without a histogram (metrics off), `work` itself.
+ */
+export async function timeSettled<T>(
+  histogram: Prometheus.Histogram<'outcome'> | undefined,
+  work: Promise<T>,
+  outcomes: { resolved: string; rejected: string },
+): Promise<T> {
+  if (!histogram) return work;
+  const stop = histogram.startTimer();
+  try {
+    const result = await work;
+    stop({ outcome: outcomes.resolved });
+    return result;
+  } catch (error) {
+    stop({ outcome: outcomes.rejected });
+    throw error;
+  }
+}
+
 export function registerProcessMetrics(
   prometheus: typeof Prometheus,
   registry: Prometheus.Registry,

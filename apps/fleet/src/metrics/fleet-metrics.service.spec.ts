@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import * as prometheus from 'prom-client';
 import { CreateVmRequest, NodeHeartbeat, VmRecord, liveSince } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
+import { heartbeat as agentHeartbeat } from '../../../../test/support/heartbeats';
 import { metricTypes, sampleValue } from '../../../../test/support/prometheus-text';
 import { InMemoryNodesRepository } from '../nodes/in-memory-nodes.repository';
 import { NodesService } from '../nodes/nodes.service';
@@ -9,22 +10,10 @@ import { AgentCallError, VmHostClient } from '../vms/vm-host.client';
 import { VmsService } from '../vms/vms.service';
 import { FleetMetrics } from './fleet-metrics.service';
 
+/** n's heartbeat stamped `second` seconds past 12:00 (the order the controller judges by). */
 function heartbeat(node_id: string, second: number, extra: Partial<NodeHeartbeat> = {}) {
-  return {
-    node_id,
-    wg_ip: '10.8.0.1',
-    hostname: node_id,
-    ram_total_mb: 4096,
-    ram_used_mb: 1024,
-    cpu_cores: 2,
-    cpu_load_pct: 1,
-    kvm_available: false,
-    reserved: false,
-    vms: [],
-    boot_id: 'boot-1',
-    timestamp_utc: `2026-08-06T12:00:${String(second).padStart(2, '0')}Z`,
-    ...extra,
-  } satisfies NodeHeartbeat;
+  const timestamp_utc = `2026-08-06T12:00:${String(second).padStart(2, '0')}Z`;
+  return agentHeartbeat({ node_id, timestamp_utc, ...extra });
 }
 
 describe('FleetMetrics', () => {
@@ -91,7 +80,7 @@ describe('FleetMetrics', () => {
     const vms = new VmsService(repository, { spawn } as unknown as VmHostClient, clock, metrics);
     const create = (extra: Partial<CreateVmRequest> = {}) =>
       vms.createVm({ vm_type: 'web', ram_mb: 1024, vcpu_count: 1, prefer_kvm: false, ...extra });
-    await nodes.acceptHeartbeat(heartbeat('n1', 0)); // 3072 MB available
+    await nodes.acceptHeartbeat(heartbeat('n1', 0)); // 12,288 MB available
     spawn.mockResolvedValueOnce({
       vm_id: 'vm-00000000000000a1',
       vm_type: 'web',
@@ -106,7 +95,7 @@ describe('FleetMetrics', () => {
     spawn.mockRejectedValueOnce(new AgentCallError('agent of node n1 did not answer'));
     await expect(create()).rejects.toThrow(AgentCallError);
     await expect(create({ preferred_node: 'n9' })).rejects.toThrow('not enrolled');
-    await expect(create({ ram_mb: 8192 })).rejects.toThrow('no node has');
+    await expect(create({ ram_mb: 65_536 })).rejects.toThrow('no node has');
 
     const text = await scraped();
     const placements = (outcome: string) =>

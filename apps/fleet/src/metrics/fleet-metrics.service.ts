@@ -1,4 +1,4 @@
-import { Scrape, registerProcessMetrics } from '@app/daemon';
+import { Scrape, registerProcessMetrics, timeSettled } from '@app/daemon';
 import type { HeartbeatVerdict } from '@app/fleet-domain';
 import type * as Prometheus from 'prom-client';
 
@@ -95,18 +95,11 @@ export class FleetMetrics {
   }
 
   /** Times the agent's answer to a create, settled either way; returns the same promise's result. */
-  async timeDispatch<T>(dispatch: Promise<T>): Promise<T> {
-    const instruments = this.instruments;
-    if (!instruments) return dispatch;
-    const stop = instruments.dispatch.startTimer();
-    try {
-      const result = await dispatch;
-      stop({ outcome: 'ok' });
-      return result;
-    } catch (error) {
-      stop({ outcome: 'failed' });
-      throw error;
-    }
+  timeDispatch<T>(dispatch: Promise<T>): Promise<T> {
+    return timeSettled(this.instruments?.dispatch, dispatch, {
+      resolved: 'ok',
+      rejected: 'failed',
+    });
   }
 
   observeSweep(seconds: number, dropped: number): void {

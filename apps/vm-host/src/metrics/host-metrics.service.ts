@@ -1,4 +1,4 @@
-import { Scrape, registerProcessMetrics } from '@app/daemon';
+import { Scrape, registerProcessMetrics, timeSettled } from '@app/daemon';
 import { VmState } from '@app/fleet-domain';
 import type * as Prometheus from 'prom-client';
 
@@ -87,18 +87,8 @@ export class HostMetrics {
   }
 
   /** Times a VM's start, settled either way; returns the same promise's result. */
-  async timeSpawn<T>(spawn: Promise<T>): Promise<T> {
-    const instruments = this.instruments;
-    if (!instruments) return spawn;
-    const stop = instruments.spawn.startTimer();
-    try {
-      const result = await spawn;
-      stop({ outcome: 'started' });
-      return result;
-    } catch (error) {
-      stop({ outcome: 'failed' });
-      throw error;
-    }
+  timeSpawn<T>(spawn: Promise<T>): Promise<T> {
+    return timeSettled(this.instruments?.spawn, spawn, { resolved: 'started', rejected: 'failed' });
   }
 
   async scrape(): Promise<Scrape> {
