@@ -20,13 +20,16 @@ export function configureDaemonHttp(
 
 /**
  * Why a request to the other daemon failed, in a few words for a log line or a 502: a timeout,
- * the socket error behind fetch's "fetch failed" (with its code), or the error itself.
+ * the socket error behind fetch's "fetch failed" or node:http's own (with its code), or the
+ * error itself.
  */
 export function describeRequestFailure(error: unknown, timeoutMs: number): string {
   if (error instanceof DOMException && error.name === 'TimeoutError') {
     return `no answer within ${timeoutMs} ms`;
   }
   if (!(error instanceof Error)) return String(error);
+  const ownCode = (error as { code?: unknown }).code;
+  if (typeof ownCode === 'string') return `${ownCode}: ${error.message}`;
   const cause = (error as { cause?: unknown }).cause;
   if (cause instanceof Error) {
     const code = (cause as { code?: unknown }).code;

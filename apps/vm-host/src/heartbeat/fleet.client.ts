@@ -37,7 +37,7 @@ export class FleetClient {
       });
       request.once('response', resolve);
       // An abort surfaces as the signal's reason (a timeout says so), not as a bare AbortError.
-      request.once('error', (error) => reject(signal.aborted && signal.reason instanceof Error ? signal.reason : error));
+      request.once('error', (error) => reject(signal.aborted ? (signal.reason as Error) : error));
       request.end(payload);
     });
     if (response.statusCode === 200) {
