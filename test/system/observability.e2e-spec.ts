@@ -56,7 +56,13 @@ describe('metrics and JSON logs of the running daemons', () => {
     fleetMetrics = `127.0.0.1:${fleetPort}`;
     agentMetrics = `127.0.0.1:${agentPort}`;
     agentApi = `http://127.0.0.1:${spawnPort}`;
-    fleet = startFleetDaemon({ VM_FLEET_METRICS_ADDR: fleetMetrics, VM_LOG_FORMAT: 'json' });
+    // On SIGUSR2 the controller gets a warning of Node's own, which Node prints as text.
+    const warn = join(dir, 'warn.js');
+    writeFileSync(warn, "process.on('SIGUSR2', () => process.emitWarning('probe warning'));\n");
+    fleet = startFleetDaemon({ VM_FLEET_METRICS_ADDR: fleetMetrics, VM_LOG_FORMAT: 'json' }, [
+      '-r',
+      warn,
+    ]);
     await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
     agent = startAgent({
       VM_FLEET_ENDPOINT: FLEET_URL,
@@ -175,7 +181,9 @@ describe('metrics and JSON logs of the running daemons', () => {
     expect(page.text).toContain('href="docs-json"');
   });
 
-  it('writes every log line of both daemons, to the last, as one JSON object', async () => {
+  it("writes every log line of both daemons, Node's warnings and the last included, as one JSON object", async () => {
+    fleet.process.kill('SIGUSR2');
+    await fleet.waitForOutput(/probe warning/);
     await Promise.all([agent.stop(), fleet.stop()]);
     for (const daemon of [fleet, agent]) {
       const lines = logLines(daemon);
@@ -193,6 +201,11 @@ describe('metrics and JSON logs of the running daemons', () => {
       node_id: NODE_ID,
     });
     expect(logLines(agent).every((line) => line.node_id === NODE_ID)).toBe(true);
+    expect(logLines(fleet).find((line) => line.msg.includes('probe warning'))).toMatchObject({
+      level: 'warn',
+      context: 'Node',
+      msg: 'Warning: probe warning',
+    });
   });
 });
 

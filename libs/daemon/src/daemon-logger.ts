@@ -75,6 +75,8 @@ export function jsonLogLine(entry: LogEntry, now = new Date()): JsonLogLine {
   return line;
 }
 
+let processWarningsLogged = false;
+
 /**
  * Nest's console logger without the boot chatter, so a daemon starts with one line of its own.
  * In `json` format (Nest's own JSON mode, with our field names) every line is one JSON object.
@@ -86,6 +88,13 @@ export class DaemonLogger extends ConsoleLogger {
     private readonly nodeId?: string,
   ) {
     super(format === 'json' ? { json: true, colors: false } : {});
+    if (format === 'json' && !processWarningsLogged) {
+      // Node prints its own warnings as text ("(node:42) Warning: ..."); in json format they
+      // are lines of this logger like any other. Once per process: the first logger takes them.
+      processWarningsLogged = true;
+      process.removeAllListeners('warning');
+      process.on('warning', (warning) => this.warn(`${warning.name}: ${warning.message}`, 'Node'));
+    }
   }
 
   override log(message: unknown, context?: string): void;

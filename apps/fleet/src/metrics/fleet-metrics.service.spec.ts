@@ -123,6 +123,17 @@ describe('FleetMetrics', () => {
     expect(types.get('process_resident_memory_bytes')).toBe('gauge');
   });
 
+  it('says NaN, not 0, for the live nodes while the store cannot be read, and still scrapes', async () => {
+    const outage = new FleetMetrics({
+      prometheus,
+      countLiveNodes: () => Promise.reject(new Error('Redis unavailable')),
+    });
+    outage.countHeartbeat('refused');
+    const text = (await outage.scrape()).body;
+    expect(sampleValue(text, 'ppn_fleet_nodes')).toBeNaN();
+    expect(sampleValue(text, 'ppn_fleet_heartbeats_total{outcome="refused"}')).toBe(1);
+  });
+
   it('counts nothing and has nothing to scrape when metrics are off', async () => {
     const off = new FleetMetrics();
     off.countHeartbeat('joined');

@@ -36,7 +36,9 @@ export class FleetMetrics {
       help: 'Nodes heard from in the last 30 s (live), counted at scrape time.',
       registers,
       async collect() {
-        this.set(await countLiveNodes());
+        // With the store unreachable (its connection logs that): NaN, unknown rather than 0
+        // nodes, and the scrape still carries every other metric.
+        this.set(await countLiveNodes().catch(() => Number.NaN));
       },
     });
     const heartbeats = new prometheus.Counter({

@@ -58,6 +58,16 @@ describe('HostMetrics', () => {
     expect(sampleValue(text, 'ppn_host_vms{state="Stopped"}')).toBe(1);
   });
 
+  it('says NaN for the VM states it cannot read, and still scrapes', async () => {
+    const unreadable = new HostMetrics({
+      prometheus,
+      listVmStates: () => Promise.reject(new Error('EACCES')),
+    });
+    const text = (await unreadable.scrape()).body;
+    expect(sampleValue(text, 'ppn_host_vms{state="Running"}')).toBeNaN();
+    expect(sampleValue(text, 'ppn_host_heartbeat_failures_total')).toBe(0);
+  });
+
   it('counts every heartbeat the controller did not take, and none it took', async () => {
     jest.useFakeTimers();
     const outcomes: Array<Error | undefined> = [new Error('ECONNREFUSED'), new Error('503')];

@@ -38,9 +38,10 @@ export class HostMetrics {
       labelNames: ['state'] as const,
       registers,
       async collect() {
-        const states = await listVmStates();
+        // Unreadable VM files: NaN, unknown rather than none, and the scrape goes on.
+        const states = await listVmStates().catch(() => undefined);
         for (const state of Object.values<string>(VmState)) {
-          this.set({ state }, states.filter((each) => each === state).length);
+          this.set({ state }, states ? states.filter((each) => each === state).length : Number.NaN);
         }
       },
     });
