@@ -11,8 +11,11 @@ import { sampleValue } from '../support/prometheus-text';
 import { freePort } from '../support/redis-server';
 
 /** The real fleet app with VM_FLEET_METRICS_ADDR set, set up as in production, not listening. */
-async function createFleetWithMetrics(metricsPort: number): Promise<NestExpressApplication> {
-  const config = loadFleetConfig({ VM_FLEET_METRICS_ADDR: `127.0.0.1:${metricsPort}` });
+async function createFleetWithMetrics(
+  metricsPort: number,
+  env: NodeJS.ProcessEnv = {},
+): Promise<NestExpressApplication> {
+  const config = loadFleetConfig({ ...env, VM_FLEET_METRICS_ADDR: `127.0.0.1:${metricsPort}` });
   const moduleRef = await Test.createTestingModule({ imports: [FleetAppModule.forConfig(config)] })
     .overrideProvider(Clock)
     .useValue(new FakeClock())
@@ -25,21 +28,28 @@ async function createFleetWithMetrics(metricsPort: number): Promise<NestExpressA
 }
 
 /** That app, its API on a free port and its metrics on `metricsPort`. */
-async function startFleetWithMetrics(metricsPort: number): Promise<{
+async function startFleetWithMetrics(
+  metricsPort: number,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{
   app: NestExpressApplication;
   api: string;
   metrics: string;
 }> {
-  const app = await createFleetWithMetrics(metricsPort);
+  const app = await createFleetWithMetrics(metricsPort, env);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   return { app, api: `http://127.0.0.1:${port}`, metrics: `http://127.0.0.1:${metricsPort}` };
 }
 
-function postHeartbeat(api: string, body: string): Promise<Response> {
+function postHeartbeat(
+  api: string,
+  body: string,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   return fetch(`${api}/v1/nodes/heartbeat`, {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
+    headers: { 'Content-Type': 'application/json', ...headers },
     body,
   });
 }
@@ -116,5 +126,32 @@ describe('the controller with VM_FLEET_METRICS_ADDR', () => {
     await scrape(other.metrics);
     await other.app.close();
     await expect(fetch(`${other.metrics}/metrics`)).rejects.toThrow();
+  });
+});
+
+describe('the controller with VM_FLEET_METRICS_ADDR and a node token', () => {
+  const NODE_TOKEN = 'node-token-0123456789abcdef';
+  let fleet: Awaited<ReturnType<typeof startFleetWithMetrics>>;
+
+  beforeAll(async () => {
+    fleet = await startFleetWithMetrics(await freePort(), { VM_FLEET_NODE_TOKEN: NODE_TOKEN });
+  });
+
+  afterAll(() => fleet.app.close());
+
+  it('counts heartbeats without the token (401) or not sent as JSON (415) as refused', async () => {
+    const body = JSON.stringify(heartbeat({ node_id: 't1' }));
+    expect((await postHeartbeat(fleet.api, body)).status).toBe(401);
+    const wrong = { Authorization: 'Bearer another-token-0123456789' };
+    expect((await postHeartbeat(fleet.api, body, wrong)).status).toBe(401);
+    const form = { 'Content-Type': 'text/plain', Authorization: `Bearer ${NODE_TOKEN}` };
+    expect((await postHeartbeat(fleet.api, body, form)).status).toBe(415);
+    const right = { Authorization: `Bearer ${NODE_TOKEN}` };
+    expect((await postHeartbeat(fleet.api, body, right)).status).toBe(200);
+
+    const text = await scrape(fleet.metrics);
+    expect(sampleValue(text, 'ppn_fleet_heartbeats_total{outcome="refused"}')).toBe(3);
+    expect(sampleValue(text, 'ppn_fleet_heartbeats_total{outcome="joined"}')).toBe(1);
+    expect(sampleValue(text, 'ppn_fleet_nodes')).toBe(1);
   });
 });

@@ -86,4 +86,21 @@ describe('FleetClient', () => {
       ),
     ).rejects.toMatchObject({ name: 'TimeoutError' });
   });
+  it('sends the node token with every heartbeat and follows no redirect (the token would go along)', async () => {
+    const received: Array<{ url?: string; authorization?: string }> = [];
+    const fleet = await controller((request, _body, response) => {
+      received.push({ url: request.url, authorization: request.headers.authorization });
+      response.statusCode = 307;
+      response.setHeader('location', 'http://127.0.0.1:1/v1/nodes/heartbeat');
+      response.end();
+    });
+    server = fleet.server;
+    const client = new FleetClient(fleet.url, { Authorization: 'Bearer node-token-0123456789' });
+    await expect(
+      client.sendHeartbeat(heartbeat({ node_id: 'n' }), AbortSignal.timeout(2_000)),
+    ).rejects.toThrow('controller answered 307');
+    expect(received).toEqual([
+      { url: '/v1/nodes/heartbeat', authorization: 'Bearer node-token-0123456789' },
+    ]);
+  });
 });
