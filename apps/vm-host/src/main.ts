@@ -1,6 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=1 --no-opt
 // The agent idles between heartbeats: a 1 MB young generation and no optimizing compiler
-// (TurboFan) keep it near 72 MB of RSS instead of 90, for a start about 15% slower (npm run bench).
+// (TurboFan) keep it near 72 MB of RSS instead of 90, for little CPU (npm run bench).
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { BearerTokens, exitCleanlyOnSignals, exitOnStartupFailure } from '@app/daemon';
