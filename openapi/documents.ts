@@ -7,7 +7,8 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { FLEET_APP_OPTIONS, buildFleetOpenApiDocument } from '../apps/fleet/src/bootstrap';
 import { FleetAppModule } from '../apps/fleet/src/fleet-app.module';
-import { VM_HOST_APP_OPTIONS, buildVmHostOpenApiDocument } from '../apps/vm-host/src/bootstrap';
+import { VM_HOST_APP_OPTIONS } from '../apps/vm-host/src/bootstrap';
+import { buildVmHostOpenApiDocument } from '../apps/vm-host/src/docs/vm-host.openapi';
 import { VmHostConfig } from '../apps/vm-host/src/config/vm-host.config';
 import { VmHostAppModule } from '../apps/vm-host/src/vm-host-app.module';
 

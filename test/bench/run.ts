@@ -3,7 +3,7 @@
  * processes with autocannon, side by side with a node:http baseline; then the agent. Prints one
  * table and writes the same figures as JSON to test/bench/results/.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
@@ -173,6 +173,29 @@ function processStats(pid: number): { cpuTicks: number; rssKb: number } {
 }
 
 const fixed = (value: number, digits = 0) => value.toFixed(digits);
+
+/**
+ * The built agent run as `node main.js`, without the Node options its installed command's
+ * `#!/usr/bin/env -S node ...` line gives it (the Daemon helper applies them).
+ */
+function spawnPlainAgent(env: NodeJS.ProcessEnv): {
+  process: ChildProcess;
+  enrolled: Promise<void>;
+} {
+  const child = spawn(process.execPath, [VM_HOST_MAIN], {
+    env: { PATH: process.env.PATH, NO_COLOR: '1', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const enrolled = new Promise<void>((resolve, reject) => {
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('enrolled')) resolve();
+    });
+    child.once('exit', () => reject(new Error(`plain agent exited:\n${output}`)));
+  });
+  return { process: child, enrolled };
+}
 
 async function main(): Promise<void> {
   mkdirSync(RESULTS, { recursive: true });
@@ -385,35 +408,53 @@ async function main(): Promise<void> {
     `${startTimes[1]} ms`,
   );
 
-  // One agent at 1 s, one at the 10 s default, side by side.
+  // Side by side over the same 60 s: the agent as installed (its command's Node options) at a
+  // 1 s and at the 10 s default interval, the same agent at 10 s run as plain `node main.js`
+  // (what the options save), and a bare `node` process (what any Node program costs here).
   const fast = new Daemon(VM_HOST_MAIN, agentEnv('bench-agent-1s', '127.0.0.3', '1'));
   const slow = new Daemon(VM_HOST_MAIN, agentEnv('bench-agent-10s', '127.0.0.4', '10'));
+  const plain = spawnPlainAgent(agentEnv('bench-agent-plain', '127.0.0.5', '10'));
+  const bare = spawn(process.execPath, ['-e', 'setInterval(() => {}, 10_000)'], {
+    stdio: 'ignore',
+  });
   await fast.waitForOutput(/enrolled/);
   await slow.waitForOutput(/enrolled/);
+  await plain.enrolled;
   await new Promise((resolve) => setTimeout(resolve, 3_000)); // past start-up, into the steady state
-  const first = { fast: processStats(fast.process.pid!), slow: processStats(slow.process.pid!) };
+  const sampled = {
+    fast: fast.process.pid!,
+    slow: slow.process.pid!,
+    plain: plain.process.pid!,
+    bare: bare.pid!,
+  };
+  type Sampled = keyof typeof sampled;
+  const names = Object.keys(sampled) as Sampled[];
+  const first = Object.fromEntries(names.map((name) => [name, processStats(sampled[name])]));
   const firstAt = Date.now();
-  const rss = { fast: [] as number[], slow: [] as number[] };
+  const rss = Object.fromEntries(names.map((name) => [name, [] as number[]]));
   while (Date.now() - firstAt < AGENT_SECONDS * 1000) {
-    rss.fast.push(processStats(fast.process.pid!).rssKb);
-    rss.slow.push(processStats(slow.process.pid!).rssKb);
+    for (const name of names) rss[name].push(processStats(sampled[name]).rssKb);
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
   const elapsedS = (Date.now() - firstAt) / 1000;
-  for (const [name, daemon, label] of [
-    ['fast', fast, '1 s'],
-    ['slow', slow, '10 s'],
+  for (const [name, key, label] of [
+    ['fast', 'agent.interval1s', 'agent at a 1 s interval'],
+    ['slow', 'agent.interval10s', 'agent at a 10 s interval'],
+    ['plain', 'agent.interval10sPlainNode', 'agent at 10 s as plain `node main.js`'],
+    ['bare', 'baseline.bareNode', 'bare `node` process, idle'],
   ] as const) {
-    const last = processStats(daemon.process.pid!);
+    const last = processStats(sampled[name]);
     const cpuPct = ((last.cpuTicks - first[name].cpuTicks) / ticksPerSecond / elapsedS) * 100;
     const maxRssMb = Math.max(...rss[name]) / 1024;
     record(
-      `agent.interval${label.replace(' ', '')}`,
-      `agent at a ${label} interval: RSS max, CPU over ${AGENT_SECONDS} s`,
+      key,
+      `${label}: RSS max, CPU over ${AGENT_SECONDS} s`,
       { maxRssMb, cpuPct },
       `${fixed(maxRssMb, 1)} MB, ${fixed(cpuPct, 2)} % of a core`,
     );
   }
+  bare.kill('SIGTERM');
+  plain.process.kill('SIGTERM');
   await Promise.all([fast.stop(), slow.stop(), fleet.stop()]);
 
   const file = join(RESULTS, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);

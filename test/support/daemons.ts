@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const ROOT = join(__dirname, '../..');
@@ -44,7 +44,7 @@ export class Daemon {
     netns?: string,
   ) {
     if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first`);
-    const command = [process.execPath, ...nodeArgs, main, ...args];
+    const command = [process.execPath, ...shebangNodeOptions(main), ...nodeArgs, main, ...args];
     const [file, ...argv] = netns ? ['ip', 'netns', 'exec', netns, ...command] : command;
     this.process = spawn(file, argv, {
       env: { PATH: process.env.PATH, NO_COLOR: '1', ...env },
@@ -120,6 +120,16 @@ export class Daemon {
     clearTimeout(timer);
     return exit;
   }
+}
+
+/**
+ * The Node options an entry point's `#!/usr/bin/env -S node ...` line gives it, so a test runs
+ * the daemon as the installed command runs (the agent's memory depends on them).
+ */
+export function shebangNodeOptions(main: string): string[] {
+  const firstLine = readFileSync(main, 'utf8').split('\n', 1)[0];
+  const options = /^#!\/usr\/bin\/env -S node((?: +-\S+)*) *$/.exec(firstLine)?.[1];
+  return options ? options.trim().split(/ +/) : [];
 }
 
 export function startFleetDaemon(env: NodeJS.ProcessEnv = {}, nodeArgs: string[] = []): Daemon {

@@ -1,13 +1,14 @@
 import { NestFactory } from '@nestjs/core';
 import type { NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import type { OpenAPIObject } from '@nestjs/swagger';
 import {
   DaemonLogger,
   addTokenSchemes,
   configureDaemonHttp,
+  createDaemonDocument,
   daemonDocumentBuilder,
-  finishDaemonDocument,
+  serveSwaggerUi,
 } from '@app/daemon';
 import { FLEET_PORT } from '@app/fleet-domain';
 import { FleetConfig } from './config/fleet.config';
@@ -37,13 +38,12 @@ export function buildFleetOpenApiDocument(app: NestExpressApplication): OpenAPIO
       vms: 'VMs on the live nodes: listing, placement with dispatch to a node, deletion.',
     },
   });
-  const config = addTokenSchemes(builder, ['node', 'api']).build();
-  return finishDaemonDocument(SwaggerModule.createDocument(app, config));
+  return createDaemonDocument(app, addTokenSchemes(builder, ['node', 'api']));
 }
 
 /** Everything that makes a Nest app the fleet controller, apart from listening. */
 export function configureFleetApp(app: NestExpressApplication): NestExpressApplication {
-  return configureDaemonHttp(app, buildFleetOpenApiDocument);
+  return configureDaemonHttp(app, serveSwaggerUi(buildFleetOpenApiDocument));
 }
 
 export async function createFleetApp(
@@ -52,7 +52,7 @@ export async function createFleetApp(
 ): Promise<NestExpressApplication> {
   const app = await NestFactory.create<NestExpressApplication>(FleetAppModule.forConfig(config), {
     ...FLEET_APP_OPTIONS,
-    logger: new DaemonLogger(),
+    logger: new DaemonLogger(config.logFormat),
     ...options,
   });
   return configureFleetApp(app);

@@ -12,6 +12,7 @@ import {
 import { FleetConfig } from './config/fleet.config';
 import { FLEET_ERROR_STATUSES } from './fleet-error.statuses';
 import { FleetModule } from './fleet/fleet.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { NodesModule } from './nodes/nodes.module';
 import { RedisConnection } from './redis/redis-connection';
 import { RedisClock } from './redis/redis.clock';
@@ -65,6 +66,7 @@ export class FleetAppModule {
       imports: [
         ScheduleModule.forRoot(),
         FleetCoreModule.forConfig(config),
+        MetricsModule.forConfig(config),
         NodesModule,
         FleetModule,
         VmsModule,

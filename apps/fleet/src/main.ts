@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
-import { BearerTokens, exitCleanlyOnSignals } from '@app/daemon';
+import { BearerTokens, exitCleanlyOnSignals, exitOnStartupFailure } from '@app/daemon';
 import { FLEET_PORT } from '@app/fleet-domain';
 import { createFleetApp } from './bootstrap';
-import { FleetConfigError, loadFleetConfig, refuseArguments } from './config/fleet.config';
+import { loadFleetConfig, refuseArguments } from './config/fleet.config';
 
 async function main(): Promise<void> {
   refuseArguments(process.argv.slice(2));
@@ -23,13 +23,4 @@ async function main(): Promise<void> {
   if (open) logger.warn(open);
 }
 
-main().catch((error: unknown) => {
-  if (error instanceof FleetConfigError) {
-    console.error(`service-vm-fleet: configuration error: ${error.message}`);
-    process.exit(2);
-  }
-  console.error(
-    `service-vm-fleet failed to start: ${error instanceof Error ? error.message : String(error)}`,
-  );
-  process.exit(1);
-});
+main().catch((error: unknown) => exitOnStartupFailure('service-vm-fleet', error, process.env));

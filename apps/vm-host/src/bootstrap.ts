@@ -1,16 +1,9 @@
 import { NestFactory } from '@nestjs/core';
 import type { NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import {
-  DaemonLogger,
-  addTokenSchemes,
-  configureDaemonHttp,
-  daemonDocumentBuilder,
-  finishDaemonDocument,
-} from '@app/daemon';
-import { DEFAULT_SPAWN_PORT, EXAMPLE_WG_IP } from '@app/fleet-domain';
+import { DaemonLogger, configureDaemonHttp } from '@app/daemon';
 import { VmHostConfig, VmHostConfigError } from './config/vm-host.config';
+import { serveCommittedDocs } from './docs/committed-docs';
 import { HeartbeatScheduler } from './heartbeat/heartbeat.scheduler';
 import { VmHostAppModule } from './vm-host-app.module';
 import { VmsService } from './vms/vms.service';
@@ -18,33 +11,8 @@ import { VmsService } from './vms/vms.service';
 /** Options every agent app is created with: main, the tests and the OpenAPI generator. */
 export const VM_HOST_APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
 
-export function buildVmHostOpenApiDocument(app: NestExpressApplication): OpenAPIObject {
-  const builder = daemonDocumentBuilder({
-    title: 'service-vm-host',
-    description:
-      "PPN node agent's local API, on VM_WG_IP:VM_SPAWN_PORT (default 9204): the fleet controller asks it to start and destroy VMs. With VM_FLEET_NODE_TOKEN set on the agent, every operation needs it as a bearer token (the controller sends it); unset, they are open.",
-    server: {
-      url: 'http://{wg_ip}:{spawn_port}',
-      description: "A node's agent, on its WireGuard address.",
-      variables: {
-        wg_ip: {
-          default: EXAMPLE_WG_IP,
-          description: "The node's VM_WG_IP (an IPv6 address goes in brackets).",
-        },
-        spawn_port: {
-          default: String(DEFAULT_SPAWN_PORT),
-          description: "The node's VM_SPAWN_PORT.",
-        },
-      },
-    },
-    tags: { vms: "This node's VMs: spawn, list, destroy." },
-  });
-  const config = addTokenSchemes(builder, ['node']).build();
-  return finishDaemonDocument(SwaggerModule.createDocument(app, config));
-}
-
 export function configureVmHostApp(app: NestExpressApplication): NestExpressApplication {
-  return configureDaemonHttp(app, buildVmHostOpenApiDocument);
+  return configureDaemonHttp(app, serveCommittedDocs);
 }
 
 export async function createVmHostApp(
@@ -53,7 +21,7 @@ export async function createVmHostApp(
 ): Promise<NestExpressApplication> {
   const app = await NestFactory.create<NestExpressApplication>(VmHostAppModule.forConfig(config), {
     ...VM_HOST_APP_OPTIONS,
-    logger: new DaemonLogger(),
+    logger: new DaemonLogger(config.logFormat, config.nodeId),
     ...options,
   });
   return configureVmHostApp(app);

@@ -11,6 +11,7 @@ import {
 } from '@app/daemon';
 import { VmHostConfig } from './config/vm-host.config';
 import { HeartbeatModule } from './heartbeat/heartbeat.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { VM_HOST_ERROR_STATUSES } from './vm-host-error.statuses';
 import { VmsModule } from './vms/vms.module';
 
@@ -43,6 +44,7 @@ export class VmHostAppModule {
       imports: [
         ScheduleModule.forRoot(),
         VmHostCoreModule.forConfig(config),
+        MetricsModule.forConfig(config),
         VmsModule,
         HeartbeatModule,
       ],

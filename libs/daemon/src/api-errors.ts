@@ -3,8 +3,7 @@ import {
   UnsupportedMediaTypeException,
   applyDecorators,
 } from '@nestjs/common';
-import { ApiResponse } from '@nestjs/swagger';
-import { ErrorBody } from '@app/fleet-domain';
+import { ApiResponse, ErrorBody } from '@app/fleet-domain';
 import { DomainErrorStatuses, JsonErrorFilter } from './json-error.filter';
 import { findCostlyJson } from './json-limits';
 

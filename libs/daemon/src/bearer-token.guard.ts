@@ -7,7 +7,8 @@ import {
   applyDecorators,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { ApiSecurity, DocumentBuilder } from '@nestjs/swagger';
+import type { DocumentBuilder } from '@nestjs/swagger';
+import { ApiSecurity } from '@app/fleet-domain';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { ApiErrors } from './api-errors';

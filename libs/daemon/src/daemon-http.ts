@@ -1,6 +1,5 @@
 import { UnsupportedMediaTypeException } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
 import type { IncomingMessage, Server } from 'node:http';
 import { MAX_BODY_BYTES } from '@app/fleet-domain';
@@ -84,12 +83,13 @@ function limitSlowClients(server: Server): void {
 /**
  * The HTTP setup both daemons share: JSON bodies only, unencoded, up to 1 MiB and within
  * JSON_LIMITS; server timeouts against slow clients; no ETag (listings are rebuilt for every
- * read, and hashing a 2 MB body would only slow them down), no banner header, and Swagger UI at
- * /docs (served beside the API, not part of its document).
+ * read, and hashing a 2 MB body would only slow them down), no banner header, and the API's docs
+ * at /docs (served beside the API, not part of its document). How the docs are served is the
+ * app's: the agent does not load @nestjs/swagger at run time.
  */
 export function configureDaemonHttp(
   app: NestExpressApplication,
-  buildDocument: (app: NestExpressApplication) => OpenAPIObject,
+  serveDocs: (app: NestExpressApplication) => void,
 ): NestExpressApplication {
   app.use(refuseBodiesOtherThanJson);
   app.useBodyParser('json', {
@@ -101,29 +101,22 @@ export function configureDaemonHttp(
   limitSlowClients(app.getHttpServer());
   app.set('etag', false);
   app.disable('x-powered-by');
-  // "Try it out" on /docs goes first to the daemon that served the page, as the documented base
-  // URL only names the host as a variable.
-  SwaggerModule.setup('docs', app, () => buildDocument(app), {
-    patchDocumentOnRequest: (_request, _response, document) => ({
-      ...document,
-      servers: [
-        { url: '/', description: 'This daemon, which served this page.' },
-        ...(document.servers ?? []),
-      ],
-    }),
-  });
+  serveDocs(app);
   return app;
 }
 
 /**
  * Why a request to the other daemon failed, in a few words for a log line or a 502: a timeout,
- * the socket error behind fetch's "fetch failed" (with its code), or the error itself.
+ * the socket error behind fetch's "fetch failed" or node:http's own (with its code), or the
+ * error itself.
  */
 export function describeRequestFailure(error: unknown, timeoutMs: number): string {
   if (error instanceof DOMException && error.name === 'TimeoutError') {
     return `no answer within ${timeoutMs} ms`;
   }
   if (!(error instanceof Error)) return String(error);
+  const ownCode = (error as { code?: unknown }).code;
+  if (typeof ownCode === 'string') return `${ownCode}: ${error.message}`;
   const cause = (error as { cause?: unknown }).cause;
   if (cause instanceof Error) {
     const code = (cause as { code?: unknown }).code;

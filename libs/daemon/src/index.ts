@@ -11,3 +11,6 @@ export * from './json-limits';
 export * from './printable';
 export * from './api-errors';
 export * from './openapi-document';
+export * from './listen-address';
+export * from './metrics-endpoint';
+export * from './process-metrics';

@@ -1,4 +1,17 @@
-import { DocumentBuilder, OpenAPIObject } from '@nestjs/swagger';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type * as Swagger from '@nestjs/swagger';
+import type { DocumentBuilder, OpenAPIObject } from '@nestjs/swagger';
+import { applyOpenApiDecorators } from '@app/fleet-domain';
+
+/**
+ * @nestjs/swagger, loaded only by whoever builds or serves a document, with every deferred
+ * decorator applied: the running agent does neither, and so never loads it.
+ */
+function swagger(): typeof Swagger {
+  applyOpenApiDecorators();
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('@nestjs/swagger') as typeof Swagger;
+}
 
 /** What both daemons' documents say of themselves besides their operations. */
 export interface DaemonApiDescription {
@@ -16,7 +29,7 @@ export interface DaemonApiDescription {
 
 /** The document builder of a daemon: title, version, licence, base URL and tags. */
 export function daemonDocumentBuilder(api: DaemonApiDescription): DocumentBuilder {
-  const builder = new DocumentBuilder()
+  const builder = new (swagger().DocumentBuilder)()
     .setTitle(api.title)
     .setDescription(api.description)
     .setVersion('1')
@@ -48,4 +61,33 @@ export function finishDaemonDocument(document: OpenAPIObject): OpenAPIObject {
     }
   }
   return document;
+}
+
+/** The document of the app's routes as the decorators declare them, finished. */
+export function createDaemonDocument(
+  app: NestExpressApplication,
+  builder: DocumentBuilder,
+): OpenAPIObject {
+  return finishDaemonDocument(swagger().SwaggerModule.createDocument(app, builder.build()));
+}
+
+/**
+ * Serves Swagger UI at /docs and the document at /docs-json, built on first request. "Try it
+ * out" goes first to the daemon that served the page, as the documented base URL only names
+ * the host as a variable.
+ */
+export function serveSwaggerUi(
+  buildDocument: (app: NestExpressApplication) => OpenAPIObject,
+): (app: NestExpressApplication) => void {
+  return (app) => {
+    swagger().SwaggerModule.setup('docs', app, () => buildDocument(app), {
+      patchDocumentOnRequest: (_request, _response, document) => ({
+        ...document,
+        servers: [
+          { url: '/', description: 'This daemon, which served this page.' },
+          ...(document.servers ?? []),
+        ],
+      }),
+    });
+  };
 }

@@ -14,3 +14,4 @@ export * from './wire/error-body';
 export * from './wire/params';
 export * from './wire/examples';
 export * from './wire/heartbeat-vm';
+export * from './wire/openapi-decorators';

@@ -1,7 +1,12 @@
 import { IsOptional, ValidateBy } from 'class-validator';
 import {
   ConfigurationError,
+  DaemonEnvironment,
   IsBearerToken,
+  IsListenAddress,
+  ListenAddress,
+  LogFormat,
+  parseListenAddress,
   readEnvironment,
   refuseArguments as refuseDaemonArguments,
 } from '@app/daemon';
@@ -16,7 +21,7 @@ function isRedisUrl(value: unknown): boolean {
 }
 
 /** The controller's environment as given: strings, checked here once at start-up. */
-class FleetEnvironment {
+class FleetEnvironment extends DaemonEnvironment {
   @IsOptional()
   @ValidateBy(
     { name: 'isRedisUrl', validator: { validate: isRedisUrl } },
@@ -34,12 +39,21 @@ class FleetEnvironment {
   @IsOptional()
   @IsBearerToken('VM_FLEET_API_TOKEN')
   VM_FLEET_API_TOKEN?: string;
+
+  @IsOptional()
+  @IsListenAddress()
+  VM_FLEET_METRICS_ADDR?: string;
 }
 
 /** Each also readable from a file named by <name>_FILE (systemd credentials). */
 const SECRETS = ['VM_FLEET_NODE_TOKEN', 'VM_FLEET_API_TOKEN'];
 
-const VARIABLES = ['VM_FLEET_REDIS_URL', ...SECRETS.flatMap((name) => [name, `${name}_FILE`])];
+const VARIABLES = [
+  'VM_FLEET_REDIS_URL',
+  ...SECRETS.flatMap((name) => [name, `${name}_FILE`]),
+  'VM_FLEET_METRICS_ADDR',
+  'VM_LOG_FORMAT',
+];
 
 /**
  * The controller's configuration. Its port is fixed by contract; the settings are where fleet
@@ -55,6 +69,10 @@ export class FleetConfig {
   nodeToken?: string;
   /** Every other route needs it; unset, they are open. */
   apiToken?: string;
+  /** Where GET /metrics listens (VM_FLEET_METRICS_ADDR); unset means no metrics at all. */
+  metricsAddress?: ListenAddress;
+  /** VM_LOG_FORMAT; unset is text. */
+  logFormat?: LogFormat;
 }
 
 export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
@@ -75,6 +93,10 @@ export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
     url.search = '';
     config.redisUrlForLogs = url.toString();
   }
+  if (given.VM_FLEET_METRICS_ADDR) {
+    config.metricsAddress = parseListenAddress(given.VM_FLEET_METRICS_ADDR);
+  }
+  if (given.VM_LOG_FORMAT === 'json') config.logFormat = 'json';
   return config;
 }
 

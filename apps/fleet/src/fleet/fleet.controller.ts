@@ -1,5 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@app/fleet-domain';
 import { RequiresToken } from '@app/daemon';
 import { FleetStatus } from '@app/fleet-domain';
 import { ApiFleetErrors } from '../fleet-error.statuses';

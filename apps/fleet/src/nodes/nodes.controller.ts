@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@app/fleet-domain';
 import { BODY_ERRORS, RequiresToken, invalidInput } from '@app/daemon';
 import { EXAMPLE_NODE_ID, NodeHeartbeat, NodeIdParams, NodeRecord } from '@app/fleet-domain';
 import { ApiFleetErrors } from '../fleet-error.statuses';

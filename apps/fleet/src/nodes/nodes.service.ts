@@ -10,6 +10,7 @@ import {
   liveSince,
   toRfc3339,
 } from '@app/fleet-domain';
+import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { NodeNotFoundError } from './nodes.errors';
 import { NodesRepository } from './nodes.repository';
 
@@ -23,6 +24,7 @@ export class NodesService {
   constructor(
     private readonly nodes: NodesRepository,
     private readonly clock: Clock,
+    private readonly metrics: FleetMetrics = new FleetMetrics(),
   ) {}
 
   /** Replaces the node's record with the heartbeat; the first one enrolls the node. */
@@ -31,6 +33,7 @@ export class NodesService {
       heartbeat.node_id,
       acceptHeartbeat(heartbeat, this.clock.now()),
     );
+    this.metrics.countHeartbeat(verdict.kind);
     const id = heartbeat.node_id;
     switch (verdict.kind) {
       case 'joined':
@@ -87,6 +90,7 @@ export class NodesService {
       const silentS = ((now - state.received_at_ms) / 1000).toFixed(1);
       this.logger.log(`node ${state.node_id} dropped after ${silentS} s without a heartbeat`);
     }
+    this.metrics.observeSweep((performance.now() - startedAt) / 1000, dropped.length);
     if (dropped.length > DROP_LINES_PER_SWEEP) {
       const tookMs = (performance.now() - startedAt).toFixed(1);
       this.logger.log(

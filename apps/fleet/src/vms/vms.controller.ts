@@ -17,7 +17,7 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiTags,
-} from '@nestjs/swagger';
+} from '@app/fleet-domain';
 import { BODY_ERRORS, ErrorCase, RequiresToken, invalidInput } from '@app/daemon';
 import type { Response } from 'express';
 import {

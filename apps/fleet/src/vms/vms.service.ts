@@ -18,6 +18,7 @@ import {
   shortened,
   shownVm,
 } from '@app/fleet-domain';
+import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { spawnKeyOf } from './spawn-key';
 import { VmHostClient, VmHostClientSettings } from './vm-host.client';
@@ -55,6 +56,7 @@ export class VmsService {
     private readonly vmHost: VmHostClient,
     private readonly vmHostSettings: VmHostClientSettings,
     private readonly clock: Clock,
+    private readonly metrics: FleetMetrics = new FleetMetrics(),
   ) {}
 
   async listVms(tenantId?: string): Promise<VmRecord[]> {
@@ -149,8 +151,9 @@ export class VmsService {
   ): Promise<CreatedVm> {
     let spawned;
     try {
-      spawned = await this.vmHost.spawn(node, request, spawnKey);
+      spawned = await this.metrics.timeDispatch(this.vmHost.spawn(node, request, spawnKey));
     } catch (error) {
+      this.metrics.countPlacement('agent_failed');
       this.logger.warn(`spawn on node ${node.node_id} failed: ${(error as Error).message}`);
       if (ownHold) {
         await this.nodes
@@ -178,6 +181,7 @@ export class VmsService {
         `vm ${vm.vm_id} started on node ${node.node_id} but could not be recorded (${(error as Error).message}); answered anyway, the node's next heartbeat records it`,
       );
     }
+    this.metrics.countPlacement('placed');
     const others =
       passedOver.length === 0
         ? ''
@@ -198,6 +202,9 @@ export class VmsService {
         live.map((state) => placementCandidate(state, now)),
       );
       if (placement.kind !== 'placed') {
+        this.metrics.countPlacement(
+          placement.kind === 'preferred-node-unfit' ? 'refused_unfit' : 'refused_no_room',
+        );
         throw new PlacementRefusedError(placement.kind, placement.message);
       }
       const holdId = randomUUID();
@@ -219,6 +226,7 @@ export class VmsService {
       );
       if (held) return { node, holdId, ownHold: true, passedOver: placement.passed_over };
       if (attempt === PLACEMENT_ATTEMPTS) {
+        this.metrics.countPlacement('refused_no_room');
         throw new PlacementRefusedError(
           'no-capacity',
           `node ${node.node_id} lost its room to concurrent creates ${attempt} times; try again (other nodes: ${shortened(placement.passed_over) || 'none'})`,

@@ -1,6 +1,11 @@
 import { IsIn, IsOptional, Matches, ValidateBy, ValidationOptions } from 'class-validator';
 import {
+  DaemonEnvironment,
   IsBearerToken,
+  IsListenAddress,
+  ListenAddress,
+  LogFormat,
+  parseListenAddress,
   readEnvironment,
   refuseArguments as refuseDaemonArguments,
 } from '@app/daemon';
@@ -54,7 +59,7 @@ export type Failpoint = (typeof FAILPOINTS)[number];
 export const DEFAULT_VCPU_OVERCOMMIT = 4;
 
 /** The agent's environment as given: strings, checked here once at start-up. */
-class VmHostEnvironment {
+class VmHostEnvironment extends DaemonEnvironment {
   @IsHttpUrl({
     message: 'VM_FLEET_ENDPOINT must be an http(s) URL such as http://<fleet-controller-host>:9203',
   })
@@ -112,6 +117,10 @@ class VmHostEnvironment {
   @IsOptional()
   @IsIn(FAILPOINTS, { message: `VM_HOST_FAILPOINT must be one of ${FAILPOINTS.join(', ')}` })
   VM_HOST_FAILPOINT?: string;
+
+  @IsOptional()
+  @IsListenAddress()
+  VM_METRICS_ADDR?: string;
 }
 
 /** The agent's configuration, typed and with the documented defaults applied. */
@@ -133,6 +142,10 @@ export class VmHostConfig {
   vcpuOvercommit!: number;
   /** Test-only: the provisioning step at which the agent kills itself. */
   failpoint?: Failpoint;
+  /** Where GET /metrics listens (VM_METRICS_ADDR); unset means no metrics at all. */
+  metricsAddress?: ListenAddress;
+  /** VM_LOG_FORMAT; unset is text. */
+  logFormat?: LogFormat;
 }
 
 /** Raised at start-up, before any heartbeat or socket, naming every variable at fault. */
@@ -163,6 +176,8 @@ export function loadVmHostConfig(env: NodeJS.ProcessEnv): VmHostConfig {
   config.nodeToken = given.VM_FLEET_NODE_TOKEN;
   config.vcpuOvercommit = Number(given.VM_VCPU_OVERCOMMIT ?? DEFAULT_VCPU_OVERCOMMIT);
   config.failpoint = given.VM_HOST_FAILPOINT as Failpoint | undefined;
+  if (given.VM_METRICS_ADDR) config.metricsAddress = parseListenAddress(given.VM_METRICS_ADDR);
+  if (given.VM_LOG_FORMAT === 'json') config.logFormat = 'json';
   return config;
 }
 
@@ -176,6 +191,8 @@ const OPTIONAL = [
   'VM_FLEET_NODE_TOKEN',
   'VM_FLEET_NODE_TOKEN_FILE',
   'VM_VCPU_OVERCOMMIT',
+  'VM_METRICS_ADDR',
+  'VM_LOG_FORMAT',
 ];
 
 /** The agent takes no flags: every argument is refused, pointing at the environment. */

@@ -3,6 +3,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { describeRequestFailure } from '@app/daemon';
 import type { Subscription } from 'rxjs';
 import { VmHostConfig } from '../config/vm-host.config';
+import { HostMetrics } from '../metrics/host-metrics.service';
 import { HeartbeatService } from './heartbeat.service';
 import { NodeVmsSource } from './node-vms.source';
 
@@ -33,6 +34,7 @@ export class HeartbeatScheduler implements OnApplicationShutdown {
     private readonly heartbeat: HeartbeatService,
     private readonly registry: SchedulerRegistry,
     private readonly vms: NodeVmsSource,
+    private readonly metrics: HostMetrics = new HostMetrics(),
   ) {
     this.intervalMs = config.heartbeatIntervalS * 1000;
     this.timeoutMs = Math.min(MAX_REQUEST_TIMEOUT_MS, Math.floor(this.intervalMs * 0.8));
@@ -99,6 +101,7 @@ export class HeartbeatScheduler implements OnApplicationShutdown {
 
   private onFailed(error: unknown): void {
     this.failures += 1;
+    this.metrics.countHeartbeatFailure();
     this.logger.warn(
       `node ${this.config.nodeId}: heartbeat to ${this.config.fleetEndpointForLogs} failed (${describeRequestFailure(error, this.timeoutMs)}); retrying in about ${this.config.heartbeatIntervalS} s`,
     );

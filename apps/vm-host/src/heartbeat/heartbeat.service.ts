@@ -3,6 +3,7 @@ import { Clock } from '@app/daemon';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HostFactsService } from '../host-facts/host-facts.service';
 import { committedRamMb } from '../vms/vm-capacity';
+import { HostMetrics } from '../metrics/host-metrics.service';
 import { FleetClient, HeartbeatBody } from './fleet.client';
 import { NodeVmsSource } from './node-vms.source';
 
@@ -21,6 +22,7 @@ export class HeartbeatService {
     private readonly vms: NodeVmsSource,
     private readonly fleet: FleetClient,
     private readonly clock: Clock,
+    private readonly metrics: HostMetrics = new HostMetrics(),
   ) {}
 
   /** `ram_used_mb` is the RAM committed to VMs (committedRamMb), not the RAM they touched. */
@@ -47,6 +49,7 @@ export class HeartbeatService {
    */
   async send(timeoutMs: number, shutdown?: AbortSignal): Promise<void> {
     const body = await this.compose();
+    this.metrics.observeRam(body);
     const timeout = AbortSignal.timeout(timeoutMs);
     await this.fleet.sendHeartbeat(body, shutdown ? AbortSignal.any([timeout, shutdown]) : timeout);
   }

@@ -6,7 +6,7 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiTags,
-} from '@nestjs/swagger';
+} from '@app/fleet-domain';
 import { BODY_ERRORS, RequiresToken, invalidInput } from '@app/daemon';
 import type { Response } from 'express';
 import {

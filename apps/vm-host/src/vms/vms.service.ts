@@ -11,6 +11,7 @@ import {
 import { VmHostConfig, VmHostConfigError } from '../config/vm-host.config';
 import { NodeVmsReport, NodeVmsSource, ReportedVm } from '../heartbeat/node-vms.source';
 import { HostFactsService } from '../host-facts/host-facts.service';
+import { HostMetrics } from '../metrics/host-metrics.service';
 import { CrashFailpoint } from './crash-failpoint';
 import { diskProblemOf } from './disk-problem';
 import { SpawnKey, keptKey } from './idempotency-key';
@@ -110,6 +111,7 @@ export class VmsService extends NodeVmsSource {
     private readonly hostFacts: HostFactsService,
     private readonly config: VmHostConfig,
     private readonly failpoint: CrashFailpoint,
+    private readonly metrics: HostMetrics = new HostMetrics(),
   ) {
     super();
   }
@@ -398,7 +400,7 @@ export class VmsService extends NodeVmsSource {
   private async provision(sidecar: VmSidecar, spec: VmSpec): Promise<void> {
     const vmId = sidecar.vm_id;
     try {
-      const started = await this.driver.start(spec, sidecar.driver);
+      const started = await this.metrics.timeSpawn(this.driver.start(spec, sidecar.driver));
       // Kept even if the write below fails, so a delete still stops what was started.
       sidecar.driver = started.record;
       sidecar.host_ports = started.hostPorts;

@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty } from './openapi-decorators';
 
 /** Every error either daemon answers: JSON with a message naming the field or id at fault. */
 export class ErrorBody {

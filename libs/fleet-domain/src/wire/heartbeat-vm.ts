@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty } from './openapi-decorators';
 import { IsOptional, Matches } from 'class-validator';
 import { MAX_HOST_PORTS_PER_VM } from '../fleet.constants';
 import { SPAWN_KEY_PATTERN, SPAWN_KEY_RULE } from '../idempotency';

@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty } from './openapi-decorators';
 import { EXAMPLE_NODE_ID, EXAMPLE_WG_IP } from './examples';
 
 /** A live node as every listing shows it. Exactly these eight fields, no status field. */

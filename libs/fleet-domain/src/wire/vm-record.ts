@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty } from './openapi-decorators';
 import { Transform, Type } from 'class-transformer';
 import {
   ArrayMaxSize,

@@ -1,0 +1,157 @@
+import { Logger } from '@nestjs/common';
+import * as prometheus from 'prom-client';
+import { CreateVmRequest, NodeHeartbeat, VmRecord, liveSince } from '@app/fleet-domain';
+import { FakeClock } from '../../../../test/support/fake-clock';
+import { heartbeat as agentHeartbeat } from '../../../../test/support/heartbeats';
+import { metricTypes, sampleValue } from '../../../../test/support/prometheus-text';
+import { InMemoryNodesRepository } from '../nodes/in-memory-nodes.repository';
+import { NodesService } from '../nodes/nodes.service';
+import { AgentCallError, Spawned, VmHostClient, VmHostClientSettings } from '../vms/vm-host.client';
+import { VmsService } from '../vms/vms.service';
+import { FleetMetrics } from './fleet-metrics.service';
+
+/** n's heartbeat stamped `second` seconds past 12:00 (the order the controller judges by). */
+function heartbeat(node_id: string, second: number, extra: Partial<NodeHeartbeat> = {}) {
+  const timestamp_utc = `2026-08-06T12:00:${String(second).padStart(2, '0')}Z`;
+  return agentHeartbeat({ node_id, timestamp_utc, ...extra });
+}
+
+describe('FleetMetrics', () => {
+  let clock: FakeClock;
+  let repository: InMemoryNodesRepository;
+  let metrics: FleetMetrics;
+  let nodes: NodesService;
+
+  const scraped = async (): Promise<string> => (await metrics.scrape()).body;
+
+  beforeEach(() => {
+    jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    clock = new FakeClock();
+    repository = new InMemoryNodesRepository();
+    metrics = new FleetMetrics({
+      prometheus,
+      countLiveNodes: async () => (await repository.listLiveRecords(liveSince(clock.now()))).length,
+    });
+    nodes = new NodesService(repository, clock, metrics);
+  });
+
+  afterEach(() => jest.restoreAllMocks());
+
+  it('counts each heartbeat by what became of it', async () => {
+    await nodes.acceptHeartbeat(heartbeat('n1', 0));
+    await nodes.acceptHeartbeat(heartbeat('n2', 0));
+    // The clock follows the stamps: a stamp ahead of it would not be trusted to order beats.
+    clock.advance(10_000);
+    await nodes.acceptHeartbeat(heartbeat('n1', 10));
+    await nodes.acceptHeartbeat(heartbeat('n1', 5)); // older than the stored one: ignored
+    clock.advance(10_000);
+    await nodes.acceptHeartbeat(heartbeat('n1', 20, { boot_id: 'boot-2' }));
+    metrics.countHeartbeat('refused');
+
+    const text = await scraped();
+    const count = (outcome: string) =>
+      sampleValue(text, `ppn_fleet_heartbeats_total{outcome="${outcome}"}`);
+    expect(count('joined')).toBe(2);
+    expect(count('refreshed')).toBe(1);
+    expect(count('out_of_order')).toBe(1);
+    expect(count('taken_over')).toBe(1);
+    expect(count('refused')).toBe(1);
+  });
+
+  it('reports the live nodes as they are when scraped, and counts the sweep drops', async () => {
+    await nodes.acceptHeartbeat(heartbeat('n1', 0));
+    await nodes.acceptHeartbeat(heartbeat('n2', 0));
+    expect(sampleValue(await scraped(), 'ppn_fleet_nodes')).toBe(2);
+
+    clock.advance(20_000);
+    await nodes.acceptHeartbeat(heartbeat('n2', 20));
+    clock.advance(15_000);
+    // n1 is silent for 35 s: reads no longer count it, before the sweep and after it.
+    expect(sampleValue(await scraped(), 'ppn_fleet_nodes')).toBe(1);
+    await nodes.dropStaleNodes();
+    await nodes.dropStaleNodes();
+
+    const text = await scraped();
+    expect(sampleValue(text, 'ppn_fleet_nodes')).toBe(1);
+    expect(sampleValue(text, 'ppn_fleet_drops_total')).toBe(1);
+    expect(sampleValue(text, 'ppn_fleet_sweep_duration_seconds_count')).toBe(2);
+  });
+
+  it('counts VM creates by outcome and times every dispatch to an agent, failed or not', async () => {
+    const spawn = jest.fn<Promise<Spawned>, [unknown, CreateVmRequest, string]>();
+    const vms = new VmsService(
+      repository,
+      { spawn } as unknown as VmHostClient,
+      new VmHostClientSettings(),
+      clock,
+      metrics,
+    );
+    const create = (extra: Partial<CreateVmRequest> = {}) =>
+      vms.createVm({ vm_type: 'web', ram_mb: 1024, vcpu_count: 1, prefer_kvm: false, ...extra });
+    await nodes.acceptHeartbeat(heartbeat('n1', 0)); // 12,288 MB available
+    spawn.mockResolvedValueOnce({
+      vm: {
+        vm_id: 'vm-00000000000000a1',
+        vm_type: 'web',
+        state: 'Provisioning',
+        ram_alloc_mb: 1024,
+        vcpu_count: 1,
+        started_at: null,
+        tenant_id: null,
+        host_ports: [],
+      } as unknown as VmRecord,
+      replayed: false,
+    });
+    await create();
+    spawn.mockRejectedValueOnce(new AgentCallError('agent of node n1 did not answer'));
+    await expect(create()).rejects.toThrow(AgentCallError);
+    await expect(create({ preferred_node: 'n9' })).rejects.toThrow('not enrolled');
+    await expect(create({ ram_mb: 65_536 })).rejects.toThrow('no node has');
+
+    const text = await scraped();
+    const placements = (outcome: string) =>
+      sampleValue(text, `ppn_fleet_placements_total{outcome="${outcome}"}`);
+    expect(placements('placed')).toBe(1);
+    expect(placements('agent_failed')).toBe(1);
+    expect(placements('refused_unfit')).toBe(1);
+    expect(placements('refused_no_room')).toBe(1);
+    const dispatches = (outcome: string) =>
+      sampleValue(text, `ppn_fleet_dispatch_duration_seconds_count{outcome="${outcome}"}`);
+    expect(dispatches('ok')).toBe(1);
+    expect(dispatches('failed')).toBe(1);
+  });
+
+  it('declares its metrics with their types, beside the default process metrics', async () => {
+    const types = metricTypes(await scraped());
+    expect(Object.fromEntries([...types].filter(([name]) => name.startsWith('ppn_')))).toEqual({
+      ppn_fleet_nodes: 'gauge',
+      ppn_fleet_heartbeats_total: 'counter',
+      ppn_fleet_drops_total: 'counter',
+      ppn_fleet_placements_total: 'counter',
+      ppn_fleet_dispatch_duration_seconds: 'histogram',
+      ppn_fleet_sweep_duration_seconds: 'histogram',
+    });
+    expect(types.get('process_resident_memory_bytes')).toBe('gauge');
+  });
+
+  it('says NaN, not 0, for the live nodes while the store cannot be read, and still scrapes', async () => {
+    const outage = new FleetMetrics({
+      prometheus,
+      countLiveNodes: () => Promise.reject(new Error('Redis unavailable')),
+    });
+    outage.countHeartbeat('refused');
+    const text = (await outage.scrape()).body;
+    expect(sampleValue(text, 'ppn_fleet_nodes')).toBeNaN();
+    expect(sampleValue(text, 'ppn_fleet_heartbeats_total{outcome="refused"}')).toBe(1);
+  });
+
+  it('counts nothing and has nothing to scrape when metrics are off', async () => {
+    const off = new FleetMetrics();
+    off.countHeartbeat('joined');
+    off.observeSweep(0.1, 3);
+    await expect(off.timeDispatch(Promise.resolve(7))).resolves.toBe(7);
+    expect(off.enabled).toBe(false);
+    await expect(off.scrape()).rejects.toThrow('VM_FLEET_METRICS_ADDR');
+  });
+});

@@ -1,0 +1,31 @@
+import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { FleetMetrics } from './fleet-metrics.service';
+
+const HEARTBEAT_PATH = '/v1/nodes/heartbeat';
+
+/**
+ * Counts heartbeats answered 4xx. Those are refused before any service sees them (body parser,
+ * validation pipe, guard), so they are counted from the HTTP server's side: every request to
+ * the heartbeat route, by the status it was finally answered with.
+ */
+@Injectable()
+export class RefusedHeartbeatsCounter implements OnApplicationBootstrap {
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly metrics: FleetMetrics,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const server = this.adapterHost.httpAdapter.getHttpServer() as Server;
+    server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+      if (request.method !== 'POST' || request.url?.split('?')[0] !== HEARTBEAT_PATH) return;
+      response.once('finish', () => {
+        if (response.statusCode >= 400 && response.statusCode < 500) {
+          this.metrics.countHeartbeat('refused');
+        }
+      });
+    });
+  }
+}

@@ -1,0 +1,32 @@
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { OpenAPIObject } from '@nestjs/swagger';
+import { addTokenSchemes, createDaemonDocument, daemonDocumentBuilder } from '@app/daemon';
+import { DEFAULT_SPAWN_PORT, EXAMPLE_WG_IP } from '@app/fleet-domain';
+
+/**
+ * The agent's OpenAPI document, built from the code by the generator (openapi/documents.ts).
+ * Never imported at run time: the agent serves the committed file (committed-docs.ts).
+ */
+export function buildVmHostOpenApiDocument(app: NestExpressApplication): OpenAPIObject {
+  const builder = daemonDocumentBuilder({
+    title: 'service-vm-host',
+    description:
+      "PPN node agent's local API, on VM_WG_IP:VM_SPAWN_PORT (default 9204): the fleet controller asks it to start and destroy VMs. With VM_FLEET_NODE_TOKEN set on the agent, every operation needs it as a bearer token (the controller sends it); unset, they are open.",
+    server: {
+      url: 'http://{wg_ip}:{spawn_port}',
+      description: "A node's agent, on its WireGuard address.",
+      variables: {
+        wg_ip: {
+          default: EXAMPLE_WG_IP,
+          description: "The node's VM_WG_IP (an IPv6 address goes in brackets).",
+        },
+        spawn_port: {
+          default: String(DEFAULT_SPAWN_PORT),
+          description: "The node's VM_SPAWN_PORT.",
+        },
+      },
+    },
+    tags: { vms: "This node's VMs: spawn, list, destroy." },
+  });
+  return createDaemonDocument(app, addTokenSchemes(builder, ['node']));
+}

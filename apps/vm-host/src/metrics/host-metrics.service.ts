@@ -1,0 +1,100 @@
+import { Scrape, registerProcessMetrics, timeSettled } from '@app/daemon';
+import { VmState } from '@app/fleet-domain';
+import type * as Prometheus from 'prom-client';
+
+const MIB = 1024 * 1024;
+
+interface HostInstruments {
+  registry: Prometheus.Registry;
+  heartbeatFailures: Prometheus.Counter;
+  spawn: Prometheus.Histogram<'outcome'>;
+  ramCommitted: Prometheus.Gauge;
+  ramTotal: Prometheus.Gauge;
+}
+
+/** prom-client, loaded by the metrics module only when metrics are asked for. */
+export type PrometheusClient = typeof Prometheus;
+
+/**
+ * The agent's Prometheus metrics, in a registry of their own. Services count through it;
+ * built without prom-client (metrics off), every call is a no-op that costs nothing.
+ */
+export class HostMetrics {
+  private readonly instruments?: HostInstruments;
+
+  constructor(enabled?: {
+    prometheus: PrometheusClient;
+    /** The VMs' states as the heartbeat reports them, read at scrape time. */
+    listVmStates: () => Promise<string[]>;
+  }) {
+    if (!enabled) return;
+    const { prometheus, listVmStates } = enabled;
+    const registry = new prometheus.Registry();
+    const registers = [registry];
+    registerProcessMetrics(prometheus, registry);
+    new prometheus.Gauge({
+      name: 'ppn_host_vms',
+      help: "This node's VMs by state (Running, Stopped, Provisioning, Error), counted at scrape time.",
+      labelNames: ['state'] as const,
+      registers,
+      async collect() {
+        // Unreadable VM files: NaN, unknown rather than none, and the scrape goes on.
+        const states = await listVmStates().catch(() => undefined);
+        for (const state of Object.values<string>(VmState)) {
+          this.set({ state }, states ? states.filter((each) => each === state).length : Number.NaN);
+        }
+      },
+    });
+    this.instruments = {
+      registry,
+      heartbeatFailures: new prometheus.Counter({
+        name: 'ppn_host_heartbeat_failures_total',
+        help: 'Heartbeats the controller did not accept (unreachable, timed out or not 200).',
+        registers,
+      }),
+      spawn: new prometheus.Histogram({
+        name: 'ppn_host_spawn_duration_seconds',
+        help: 'Time from a VM accepted to its hypervisor process started, by outcome: started or failed.',
+        labelNames: ['outcome'] as const,
+        buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+        registers,
+      }),
+      // In bytes, Prometheus' base unit (promtool refuses `_mb`); the heartbeat's MB are MiB.
+      ramCommitted: new prometheus.Gauge({
+        name: 'ppn_host_ram_committed_bytes',
+        help: 'RAM in use on this node: ram_used_mb of the last heartbeat, in bytes.',
+        registers,
+      }),
+      ramTotal: new prometheus.Gauge({
+        name: 'ppn_host_ram_total_bytes',
+        help: "This node's RAM: ram_total_mb of the last heartbeat, in bytes.",
+        registers,
+      }),
+    };
+  }
+
+  get enabled(): boolean {
+    return this.instruments !== undefined;
+  }
+
+  countHeartbeatFailure(): void {
+    this.instruments?.heartbeatFailures.inc();
+  }
+
+  /** What the last heartbeat reported of this node's RAM. */
+  observeRam(report: { ram_used_mb: number; ram_total_mb: number }): void {
+    this.instruments?.ramCommitted.set(report.ram_used_mb * MIB);
+    this.instruments?.ramTotal.set(report.ram_total_mb * MIB);
+  }
+
+  /** Times a VM's start, settled either way; returns the same promise's result. */
+  timeSpawn<T>(spawn: Promise<T>): Promise<T> {
+    return timeSettled(this.instruments?.spawn, spawn, { resolved: 'started', rejected: 'failed' });
+  }
+
+  async scrape(): Promise<Scrape> {
+    if (!this.instruments) throw new Error('metrics are off (VM_METRICS_ADDR unset)');
+    const { registry } = this.instruments;
+    return { contentType: registry.contentType, body: await registry.metrics() };
+  }
+}

@@ -1,0 +1,41 @@
+import { DynamicModule, Global, Module, Provider } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { MetricsEndpoint } from '@app/daemon';
+import { VmHostConfig } from '../config/vm-host.config';
+import { VmsService } from '../vms/vms.service';
+import { HostMetrics } from './host-metrics.service';
+
+/**
+ * HostMetrics for every module. With VM_METRICS_ADDR set, prom-client is loaded and GET
+ * /metrics served on that address alone; unset, nothing is loaded, bound or counted.
+ */
+@Global()
+@Module({})
+export class MetricsModule {
+  static forConfig(config: VmHostConfig): DynamicModule {
+    const address = config.metricsAddress;
+    const providers: Provider[] = address
+      ? [
+          {
+            provide: HostMetrics,
+            // The VMs' source counts spawns through HostMetrics: found when scraped, not injected.
+            useFactory: async (moduleRef: ModuleRef) =>
+              new HostMetrics({
+                prometheus: await import('prom-client'),
+                // list(), not the heartbeat's report(): a scrape reads, it never reconciles.
+                listVmStates: async () =>
+                  (await moduleRef.get(VmsService, { strict: false }).list()).map((vm) => vm.state),
+              }),
+            inject: [ModuleRef],
+          },
+          {
+            provide: MetricsEndpoint,
+            useFactory: (metrics: HostMetrics) =>
+              new MetricsEndpoint(address, 'VM_METRICS_ADDR', () => metrics.scrape()),
+            inject: [HostMetrics],
+          },
+        ]
+      : [{ provide: HostMetrics, useValue: new HostMetrics() }];
+    return { module: MetricsModule, providers, exports: [HostMetrics] };
+  }
+}

@@ -1,0 +1,157 @@
+import { Test } from '@nestjs/testing';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { AddressInfo } from 'node:net';
+import { Clock } from '@app/daemon';
+import { FLEET_APP_OPTIONS, configureFleetApp } from '../../apps/fleet/src/bootstrap';
+import { loadFleetConfig } from '../../apps/fleet/src/config/fleet.config';
+import { FleetAppModule } from '../../apps/fleet/src/fleet-app.module';
+import { FakeClock } from '../support/fake-clock';
+import { heartbeat } from '../support/heartbeats';
+import { sampleValue } from '../support/prometheus-text';
+import { freePort } from '../support/redis-server';
+
+/** The real fleet app with VM_FLEET_METRICS_ADDR set, set up as in production, not listening. */
+async function createFleetWithMetrics(
+  metricsPort: number,
+  env: NodeJS.ProcessEnv = {},
+): Promise<NestExpressApplication> {
+  const config = loadFleetConfig({ ...env, VM_FLEET_METRICS_ADDR: `127.0.0.1:${metricsPort}` });
+  const moduleRef = await Test.createTestingModule({ imports: [FleetAppModule.forConfig(config)] })
+    .overrideProvider(Clock)
+    .useValue(new FakeClock())
+    .compile();
+  const app = moduleRef.createNestApplication<NestExpressApplication>({
+    ...FLEET_APP_OPTIONS,
+    logger: false,
+  });
+  return configureFleetApp(app);
+}
+
+/** That app, its API on a free port and its metrics on `metricsPort`. */
+async function startFleetWithMetrics(
+  metricsPort: number,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{
+  app: NestExpressApplication;
+  api: string;
+  metrics: string;
+}> {
+  const app = await createFleetWithMetrics(metricsPort, env);
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  return { app, api: `http://127.0.0.1:${port}`, metrics: `http://127.0.0.1:${metricsPort}` };
+}
+
+function postHeartbeat(
+  api: string,
+  body: string,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return fetch(`${api}/v1/nodes/heartbeat`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body,
+  });
+}
+
+async function scrape(metrics: string): Promise<string> {
+  const response = await fetch(`${metrics}/metrics`);
+  expect(response.status).toBe(200);
+  return response.text();
+}
+
+describe('the controller with VM_FLEET_METRICS_ADDR', () => {
+  let fleet: Awaited<ReturnType<typeof startFleetWithMetrics>>;
+
+  beforeAll(async () => {
+    fleet = await startFleetWithMetrics(await freePort());
+  });
+
+  afterAll(() => fleet.app.close());
+
+  it('serves /metrics in the Prometheus text format on its own listener, and nothing else', async () => {
+    const response = await fetch(`${fleet.metrics}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(sampleValue(await response.text(), 'ppn_fleet_nodes')).toBe(0);
+    expect((await fetch(`${fleet.metrics}/v1/nodes`)).status).toBe(404);
+    expect((await fetch(`${fleet.metrics}/metrics`, { method: 'POST' })).status).toBe(405);
+    // The API's route table is unchanged: no /metrics there.
+    expect((await fetch(`${fleet.api}/metrics`)).status).toBe(404);
+  });
+
+  it('counts heartbeats refused with a 4xx before any service saw them', async () => {
+    const before = await scrape(fleet.metrics);
+    const refusedBefore = sampleValue(before, 'ppn_fleet_heartbeats_total{outcome="refused"}')!;
+    const joinedBefore = sampleValue(before, 'ppn_fleet_heartbeats_total{outcome="joined"}')!;
+
+    expect(
+      (await postHeartbeat(fleet.api, JSON.stringify(heartbeat({ node_id: 'm1' })))).status,
+    ).toBe(200);
+    const missingFields = JSON.stringify({ node_id: 'm2' });
+    expect((await postHeartbeat(fleet.api, missingFields)).status).toBe(400);
+    expect((await postHeartbeat(fleet.api, '{"node_id": ')).status).toBe(400);
+    const tooLarge = JSON.stringify({
+      ...heartbeat({ node_id: 'm3' }),
+      pad: 'x'.repeat(1_100_000),
+    });
+    expect((await postHeartbeat(fleet.api, tooLarge)).status).toBe(413);
+    // Not a heartbeat: not counted.
+    expect((await fetch(`${fleet.api}/v1/nodes/nope`)).status).toBe(404);
+
+    const after = await scrape(fleet.metrics);
+    expect(sampleValue(after, 'ppn_fleet_heartbeats_total{outcome="refused"}')).toBe(
+      refusedBefore + 3,
+    );
+    expect(sampleValue(after, 'ppn_fleet_heartbeats_total{outcome="joined"}')).toBe(
+      joinedBefore + 1,
+    );
+    expect(sampleValue(after, 'ppn_fleet_nodes')).toBe(1);
+  });
+
+  it('refuses to start when the address is taken, naming the variable', async () => {
+    const port = Number(new URL(fleet.metrics).port);
+    const second = await createFleetWithMetrics(port);
+    try {
+      await expect(second.listen(0, '127.0.0.1')).rejects.toThrow(
+        new RegExp(`^VM_FLEET_METRICS_ADDR 127\\.0\\.0\\.1:${port} cannot be bound: .*EADDRINUSE`),
+      );
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('closes the listener with the app', async () => {
+    const other = await startFleetWithMetrics(await freePort());
+    await scrape(other.metrics);
+    await other.app.close();
+    await expect(fetch(`${other.metrics}/metrics`)).rejects.toThrow();
+  });
+});
+
+describe('the controller with VM_FLEET_METRICS_ADDR and a node token', () => {
+  const NODE_TOKEN = 'node-token-0123456789abcdef';
+  let fleet: Awaited<ReturnType<typeof startFleetWithMetrics>>;
+
+  beforeAll(async () => {
+    fleet = await startFleetWithMetrics(await freePort(), { VM_FLEET_NODE_TOKEN: NODE_TOKEN });
+  });
+
+  afterAll(() => fleet.app.close());
+
+  it('counts heartbeats without the token (401) or not sent as JSON (415) as refused', async () => {
+    const body = JSON.stringify(heartbeat({ node_id: 't1' }));
+    expect((await postHeartbeat(fleet.api, body)).status).toBe(401);
+    const wrong = { Authorization: 'Bearer another-token-0123456789' };
+    expect((await postHeartbeat(fleet.api, body, wrong)).status).toBe(401);
+    const form = { 'Content-Type': 'text/plain', Authorization: `Bearer ${NODE_TOKEN}` };
+    expect((await postHeartbeat(fleet.api, body, form)).status).toBe(415);
+    const right = { Authorization: `Bearer ${NODE_TOKEN}` };
+    expect((await postHeartbeat(fleet.api, body, right)).status).toBe(200);
+
+    const text = await scrape(fleet.metrics);
+    expect(sampleValue(text, 'ppn_fleet_heartbeats_total{outcome="refused"}')).toBe(3);
+    expect(sampleValue(text, 'ppn_fleet_heartbeats_total{outcome="joined"}')).toBe(1);
+    expect(sampleValue(text, 'ppn_fleet_nodes')).toBe(1);
+  });
+});

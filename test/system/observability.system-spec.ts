@@ -1,0 +1,222 @@
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { JsonLogLine } from '@app/daemon';
+import {
+  Daemon,
+  FLEET_URL,
+  eventually,
+  listedNodes,
+  startAgent,
+  startFleetDaemon,
+  stopAllDaemons,
+} from '../support/daemons';
+import { sampleValue } from '../support/prometheus-text';
+import { freePort } from '../support/redis-server';
+
+/**
+ * Metrics and JSON logs as an operator gets them: the built controller (on 9203) and an agent as
+ * real processes, /metrics checked by promtool and scraped by a real Prometheus (Debian package
+ * `prometheus`), every log line parsed. Run under the shared lock: it binds 9203.
+ */
+jest.setTimeout(60_000);
+
+const NODE_ID = 'observed-01';
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+async function get(url: string): Promise<{ status: number; text: string }> {
+  const response = await fetch(url);
+  return { status: response.status, text: await response.text() };
+}
+
+function logLines(daemon: Daemon): JsonLogLine[] {
+  return daemon.output
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as JsonLogLine);
+}
+
+describe('metrics and JSON logs of the running daemons', () => {
+  let dir: string;
+  let fleet: Daemon;
+  let agent: Daemon;
+  let fleetMetrics: string;
+  let agentMetrics: string;
+  let agentApi: string;
+  let prometheus: ChildProcess | undefined;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'observability-'));
+    const [fleetPort, agentPort, spawnPort] = [
+      await freePort(),
+      await freePort(),
+      await freePort(),
+    ];
+    fleetMetrics = `127.0.0.1:${fleetPort}`;
+    agentMetrics = `127.0.0.1:${agentPort}`;
+    agentApi = `http://127.0.0.1:${spawnPort}`;
+    // On SIGUSR2 the controller gets a warning of Node's own, which Node prints as text.
+    const warn = join(dir, 'warn.js');
+    writeFileSync(warn, "process.on('SIGUSR2', () => process.emitWarning('probe warning'));\n");
+    fleet = startFleetDaemon({ VM_FLEET_METRICS_ADDR: fleetMetrics, VM_LOG_FORMAT: 'json' }, [
+      '-r',
+      warn,
+    ]);
+    await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
+    agent = startAgent({
+      VM_FLEET_ENDPOINT: FLEET_URL,
+      VM_NODE_ID: NODE_ID,
+      VM_WG_IP: '127.0.0.1',
+      VM_SPAWN_PORT: String(spawnPort),
+      VM_HEARTBEAT_INTERVAL_S: '1',
+      VM_DISK_DIR: join(dir, 'disk'),
+      VM_METRICS_ADDR: agentMetrics,
+      VM_LOG_FORMAT: 'json',
+    });
+    await eventually(
+      `${NODE_ID} listed`,
+      async () =>
+        (await listedNodes()).some((node) => node.node_id === NODE_ID) ? true : undefined,
+      15_000,
+    );
+  });
+
+  afterAll(async () => {
+    prometheus?.kill('SIGKILL');
+    await stopAllDaemons();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves /metrics on both daemons that promtool check metrics passes', async () => {
+    for (const address of [fleetMetrics, agentMetrics]) {
+      const { status, text } = await get(`http://${address}/metrics`);
+      expect(status).toBe(200);
+      const check = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+      expect({ status: check.status, output: check.stdout + check.stderr }).toEqual({
+        status: 0,
+        output: '',
+      });
+      expect(sampleValue(text, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+      expect((await get(`http://${address}/`)).status).toBe(404);
+    }
+  });
+
+  it("reports the fleet's live nodes and heartbeats, and the agent's RAM and VMs", async () => {
+    const fleetText = (await get(`http://${fleetMetrics}/metrics`)).text;
+    expect(sampleValue(fleetText, 'ppn_fleet_nodes')).toBe(1);
+    expect(sampleValue(fleetText, 'ppn_fleet_heartbeats_total{outcome="joined"}')).toBe(1);
+    const agentText = (await get(`http://${agentMetrics}/metrics`)).text;
+    expect(sampleValue(agentText, 'ppn_host_ram_total_bytes')).toBeGreaterThan(0);
+    expect(sampleValue(agentText, 'ppn_host_vms{state="Running"}')).toBe(0);
+    expect(sampleValue(agentText, 'ppn_host_heartbeat_failures_total')).toBe(0);
+  });
+
+  it('is scraped by a real Prometheus: both targets up, ppn_fleet_nodes 1', async () => {
+    const web = `127.0.0.1:${await freePort()}`;
+    const config = join(dir, 'prometheus.yml');
+    writeFileSync(
+      config,
+      [
+        'global:',
+        '  scrape_interval: 1s',
+        '  scrape_timeout: 1s',
+        'scrape_configs:',
+        '  - job_name: service-vm-fleet',
+        '    static_configs:',
+        `      - targets: ['${fleetMetrics}']`,
+        '  - job_name: service-vm-host',
+        '    static_configs:',
+        `      - targets: ['${agentMetrics}']`,
+        '',
+      ].join('\n'),
+    );
+    let output = '';
+    prometheus = spawn(
+      'prometheus',
+      [
+        `--config.file=${config}`,
+        `--storage.tsdb.path=${join(dir, 'tsdb')}`,
+        `--web.listen-address=${web}`,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    prometheus.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    prometheus.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+
+    const targets = await eventually(
+      'both targets up',
+      async () => {
+        const { text } = await get(`http://${web}/api/v1/targets`);
+        const active = (
+          JSON.parse(text) as {
+            data: { activeTargets: Array<{ scrapeUrl: string; health: string }> };
+          }
+        ).data.activeTargets;
+        return active.length === 2 && active.every((target) => target.health === 'up')
+          ? active
+          : undefined;
+      },
+      30_000,
+      250,
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; prometheus output:\n${output}`);
+    });
+    expect(targets.map((target) => target.scrapeUrl).sort()).toEqual(
+      [`http://${agentMetrics}/metrics`, `http://${fleetMetrics}/metrics`].sort(),
+    );
+
+    const { text } = await get(`http://${web}/api/v1/query?query=ppn_fleet_nodes`);
+    const result = (JSON.parse(text) as { data: { result: Array<{ value: [number, string] }> } })
+      .data.result;
+    expect(result.map((sample) => sample.value[1])).toEqual(['1']);
+  });
+
+  it('serves the committed OpenAPI document from the agent, without Swagger UI', async () => {
+    const committed = readFileSync(join(__dirname, '../../openapi/vm-host.openapi.json'), 'utf8');
+    const served = await get(`${agentApi}/docs-json`);
+    expect(served.status).toBe(200);
+    expect(JSON.parse(served.text)).toEqual(JSON.parse(committed));
+    const page = await get(`${agentApi}/docs`);
+    expect(page.text).toContain('href="docs-json"');
+  });
+
+  it("writes every log line of both daemons, Node's warnings and the last included, as one JSON object", async () => {
+    fleet.process.kill('SIGUSR2');
+    await fleet.waitForOutput(/probe warning/);
+    await Promise.all([agent.stop(), fleet.stop()]);
+    for (const daemon of [fleet, agent]) {
+      const lines = logLines(daemon);
+      expect(lines.length).toBeGreaterThan(1);
+      for (const line of lines) {
+        expect(line.time).toMatch(RFC3339);
+        expect(['info', 'warn', 'error', 'debug', 'verbose', 'fatal']).toContain(line.level);
+        expect(typeof line.msg).toBe('string');
+        expect(typeof line.context).toBe('string');
+      }
+      expect(lines.at(-1)!.msg).toBe('SIGTERM received, shutting down');
+    }
+    expect(logLines(fleet).find((line) => line.msg.includes('joined'))).toMatchObject({
+      context: 'Nodes',
+      node_id: NODE_ID,
+    });
+    expect(logLines(agent).every((line) => line.node_id === NODE_ID)).toBe(true);
+    expect(logLines(fleet).find((line) => line.msg.includes('probe warning'))).toMatchObject({
+      level: 'warn',
+      context: 'Node',
+      msg: 'Warning: probe warning',
+    });
+  });
+});
+
+describe('a configuration error with VM_LOG_FORMAT=json', () => {
+  it('is printed as one JSON line too, naming the variable, exit 2', async () => {
+    const agent = startAgent({ VM_LOG_FORMAT: 'json', VM_METRICS_ADDR: 'localhost:9100' });
+    expect(await agent.waitForExit()).toEqual({ code: 2, signal: null });
+    const lines = agent.output.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const line = JSON.parse(lines[0]) as JsonLogLine;
+    expect(line).toMatchObject({ level: 'error', context: 'service-vm-host' });
+    expect(line.msg).toMatch(/^service-vm-host: configuration error: .*VM_METRICS_ADDR must be/);
+  });
+});
