@@ -3,7 +3,7 @@ import { formatListenAddress, parseListenAddress } from './listen-address';
 describe('parseListenAddress', () => {
   it.each([
     ['127.0.0.1:9100', { host: '127.0.0.1', port: 9100 }],
-    ['0.0.0.0:1', { host: '0.0.0.0', port: 1 }],
+    ['10.8.0.1:1', { host: '10.8.0.1', port: 1 }],
     ['[::1]:65535', { host: '::1', port: 65535 }],
     ['[fd00:8::21]:9101', { host: 'fd00:8::21', port: 9101 }],
   ])('takes %s', (value, address) => {
@@ -23,6 +23,11 @@ describe('parseListenAddress', () => {
     '[127.0.0.1]:9100',
     'http://127.0.0.1:9100',
     '127.0.0.1:9100/metrics',
+    // Every interface, or none of this host alone: /metrics has no token.
+    '0.0.0.0:9100',
+    '[::]:9100',
+    '224.0.0.1:9100',
+    '255.255.255.255:9100',
   ])('refuses %s', (value) => {
     expect(parseListenAddress(value)).toBeUndefined();
   });

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { ValidateBy } from 'class-validator';
+import { isUnicastAddress } from '@app/fleet-domain';
 
 /** Where a side listener (the metrics endpoint) binds: an IP literal and a port. */
 export interface ListenAddress {
@@ -10,8 +11,9 @@ export interface ListenAddress {
 const HOST_PORT = /^(?:\[([0-9A-Fa-f:.]+)\]|([0-9.]+)):(\d{1,5})$/;
 
 /**
- * `host:port` with an IP address as host (IPv6 in brackets, e.g. `[::1]:9100`) and a port from
- * 1 to 65535; undefined for anything else. No names: what is bound is exactly what was written.
+ * `host:port` with a unicast IP address of this host as host (IPv6 in brackets, e.g.
+ * `[::1]:9100`) and a port from 1 to 65535; undefined for anything else (names, 0.0.0.0, ::,
+ * multicast, broadcast). What is bound is exactly what was written.
  */
 export function parseListenAddress(value: string): ListenAddress | undefined {
   const match = HOST_PORT.exec(value);
@@ -21,6 +23,8 @@ export function parseListenAddress(value: string): ListenAddress | undefined {
   const family = isIP(host);
   if (family === 0 || (match[1] !== undefined) !== (family === 6)) return undefined;
   if (port < 1 || port > 65535) return undefined;
+  // One host's own address: 0.0.0.0 or :: would put an unauthenticated /metrics on every network.
+  if (!isUnicastAddress(host)) return undefined;
   return { host, port };
 }
 
@@ -40,7 +44,7 @@ export function IsListenAddress(): PropertyDecorator {
     },
     {
       message:
-        '$property must be host:port with an IP address as host, such as 127.0.0.1:9100 or [::1]:9100',
+        '$property must be host:port with a unicast IP address of this host (not 0.0.0.0 or ::), such as 127.0.0.1:9100 or [::1]:9100',
     },
   );
 }
