@@ -146,6 +146,25 @@ describe('FleetMetrics', () => {
     expect(sampleValue(text, 'ppn_fleet_heartbeats_total{outcome="refused"}')).toBe(1);
   });
 
+  it('reads the store once for scrapes that arrive together, and again for a later one', async () => {
+    let reads = 0;
+    const shared = new FleetMetrics({
+      prometheus,
+      countLiveNodes: async () => {
+        reads += 1;
+        await new Promise((resolve) => setImmediate(resolve));
+        return 3;
+      },
+    });
+    const bodies = await Promise.all(Array.from({ length: 20 }, () => shared.scrape()));
+    expect(bodies.map(({ body }) => sampleValue(body, 'ppn_fleet_nodes'))).toEqual(
+      Array<number>(20).fill(3),
+    );
+    expect(reads).toBe(1);
+    await shared.scrape();
+    expect(reads).toBe(2);
+  });
+
   it('counts nothing and has nothing to scrape when metrics are off', async () => {
     const off = new FleetMetrics();
     off.countHeartbeat('joined');

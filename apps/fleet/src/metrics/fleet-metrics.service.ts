@@ -31,6 +31,10 @@ export class FleetMetrics {
     const registry = new prometheus.Registry();
     const registers = [registry];
     registerProcessMetrics(prometheus, registry);
+    // Scrapes at once share one count: however many arrive, the store is read once at a time.
+    let counting: Promise<number> | undefined;
+    const countShared = (): Promise<number> =>
+      (counting ??= countLiveNodes().finally(() => (counting = undefined)));
     new prometheus.Gauge({
       name: 'ppn_fleet_nodes',
       help: 'Nodes heard from in the last 30 s (live), counted at scrape time.',
@@ -38,7 +42,7 @@ export class FleetMetrics {
       async collect() {
         // With the store unreachable (its connection logs that): NaN, unknown rather than 0
         // nodes, and the scrape still carries every other metric.
-        this.set(await countLiveNodes().catch(() => Number.NaN));
+        this.set(await countShared().catch(() => Number.NaN));
       },
     });
     const heartbeats = new prometheus.Counter({
