@@ -1,4 +1,5 @@
 import { Matches, ValidateBy, isIP } from 'class-validator';
+import { isLinkLocalAddress, isUnicastAddress } from './ip-address';
 
 /** Node, VM, boot and tenant ids: safe in a URL path, a file name and a log line. */
 export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -62,40 +63,6 @@ export function IsPrintableText(maxLength: number): PropertyDecorator {
         `$property must be 1-${maxLength} characters without control characters`,
     },
   });
-}
-
-/** The four numbers of an IPv4 address, also when written inside IPv6 (::ffff:a.b.c.d). */
-function ipv4Octets(address: string): number[] | undefined {
-  const dotted = /(?:^|:)(\d+\.\d+\.\d+\.\d+)$/.exec(address)?.[1];
-  if (dotted) return dotted.split('.').map(Number);
-  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (!mapped) return undefined;
-  const [high, low] = [parseInt(mapped[1], 16), parseInt(mapped[2], 16)];
-  return [high >> 8, high & 255, low >> 8, low & 255];
-}
-
-/**
- * An address one host can own and listen on alone: not unspecified (0.0.0.0, ::, which would
- * put the spawn API on every interface), not multicast, not the IPv4 broadcast address.
- */
-export function isUnicastAddress(value: unknown): boolean {
-  if (typeof value !== 'string' || !isIP(value)) return false;
-  const octets = ipv4Octets(value);
-  if (octets) {
-    const [first] = octets;
-    const broadcast = octets.every((octet) => octet === 255);
-    return first !== 0 && !(first >= 224 && first <= 239) && !broadcast;
-  }
-  const address = value.toLowerCase();
-  const unspecified = /^[0:]+$/.test(address);
-  return !unspecified && !address.startsWith('ff');
-}
-
-/** Link-local (169.254.0.0/16, fe80::/10): never a WireGuard peer, and home to cloud metadata. */
-export function isLinkLocalAddress(address: string): boolean {
-  const octets = ipv4Octets(address);
-  if (octets) return octets[0] === 169 && octets[1] === 254;
-  return /^fe[89ab][0-9a-f]:/i.test(address);
 }
 
 export function isIpAddressLiteral(value: unknown): value is string {

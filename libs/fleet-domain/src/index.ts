@@ -1,5 +1,6 @@
 export * from './fleet.constants';
 export * from './ids';
+export * from './ip-address';
 export * from './rfc3339';
 export * from './node-state';
 export * from './placement';
