@@ -2,13 +2,16 @@ import { CONTROL_CHARACTERS } from '@app/fleet-domain';
 
 const ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
-/** Text for one log line: every control character written as an escape, so it stays one line. */
+/**
+ * Text for one log line: every control or format character written as an escape, so it stays
+ * one line and reads as it is.
+ */
 export function escapeControlCharacters(text: string): string {
-  return text.replace(
-    CONTROL_CHARACTERS,
-    (character) =>
-      ESCAPES[character] ?? `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  return text.replace(CONTROL_CHARACTERS, (character) => {
+    const codePoint = character.codePointAt(0)!;
+    const hex = codePoint.toString(16).padStart(4, '0');
+    return ESCAPES[character] ?? (codePoint > 0xffff ? `\\u{${hex}}` : `\\u${hex}`);
+  });
 }
 
 /**

@@ -11,14 +11,14 @@ export const VM_TYPE_PATTERN = /^[A-Za-z0-9-]{1,63}$/;
 export const VM_TYPE_RULE = '1-63 characters of A-Z a-z 0-9 -';
 
 /**
- * Characters that could end or fake a log line, or hide text on a terminal: C0 and C1
- * controls, DEL, and the Unicode line and paragraph separators.
+ * Characters that could end or fake a log line, or hide or reorder text on a terminal: C0 and
+ * C1 controls and DEL (Cc), the format characters (Cf: bidi overrides such as U+202E, zero-width
+ * characters, the BOM) and the Unicode line and paragraph separators.
  */
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
-const CONTROL_CHARACTER = new RegExp(CONTROL_CHARACTERS.source);
+export const CONTROL_CHARACTERS = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+const CONTROL_CHARACTER = new RegExp(CONTROL_CHARACTERS.source, 'u');
 
-/** The same rule as an OpenAPI `pattern` (ECMA-262, as JSON Schema reads it). */
+/** The same rule as an OpenAPI `pattern` (ECMA-262 with Unicode property escapes). */
 export const NO_CONTROL_CHARACTERS_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]*$';
 
 /**
@@ -60,7 +60,7 @@ export function IsPrintableText(maxLength: number): PropertyDecorator {
     validator: {
       validate: (value: unknown) => isPrintableText(value, maxLength),
       defaultMessage: () =>
-        `$property must be 1-${maxLength} characters without control characters`,
+        `$property must be 1-${maxLength} characters without control or format characters`,
     },
   });
 }
