@@ -22,6 +22,8 @@ export type PlacementCandidate = Pick<
   silent_ms?: number;
   /** How often it beats, as observed; null or absent: not known yet. */
   beat_interval_ms?: number | null;
+  /** Why its agent is passed over for now (its dispatches fail); absent when it is not. */
+  dispatch_trouble?: string;
 };
 
 export type Placement =
@@ -63,7 +65,7 @@ export function placeVm(
   }
   const required = request.ram_mb + PLACEMENT_MARGIN_MB;
   const fitting = candidates.filter(
-    (node) => node.ram_available_mb >= required && lateness(node) === undefined,
+    (node) => node.ram_available_mb >= required && unfitness(node) === undefined,
   );
   for (const pass of [false, true]) {
     const inPass = fitting.filter((node) => node.reserved === pass);
@@ -85,7 +87,7 @@ export function placeVm(
     return { kind: 'no-capacity', message: `${needs}; no node is live` };
   }
   const reasons = byMostRam(candidates).map(
-    (node) => `${node.node_id}: ${lateness(node) ?? shortOfRam(node, required)}`,
+    (node) => `${node.node_id}: ${unfitness(node) ?? shortOfRam(node, required)}`,
   );
   return {
     kind: 'no-capacity',
@@ -112,9 +114,9 @@ function placeOnPreferredNode(
       message: `preferred_node ${nodeId} is not enrolled (or silent for more than 30 s)`,
     };
   }
-  const late = lateness(node);
-  if (late !== undefined) {
-    return { kind: 'preferred-node-unfit', message: `preferred_node ${nodeId}: ${late}` };
+  const unfit = unfitness(node);
+  if (unfit !== undefined) {
+    return { kind: 'preferred-node-unfit', message: `preferred_node ${nodeId}: ${unfit}` };
   }
   if (node.ram_available_mb < request.ram_mb) {
     return {
@@ -123,6 +125,11 @@ function placeOnPreferredNode(
     };
   }
   return { kind: 'placed', node_id: nodeId, required_free_mb: request.ram_mb, passed_over: [] };
+}
+
+/** Why a node is passed over whatever its RAM: it is late, or its agent cannot be reached. */
+function unfitness(node: PlacementCandidate): string | undefined {
+  return lateness(node) ?? node.dispatch_trouble;
 }
 
 /** Why a node that missed two heartbeats in a row is passed over; undefined when it has not. */
@@ -143,8 +150,8 @@ function whyNotChosen(
   required: number,
   preferKvm: boolean,
 ): string {
-  const late = lateness(node);
-  if (late !== undefined) return late;
+  const unfit = unfitness(node);
+  if (unfit !== undefined) return unfit;
   if (node.ram_available_mb < required) return shortOfRam(node, required);
   if (node.reserved && !chosen.reserved) return 'reserved, used only when no other node fits';
   if (preferKvm && chosen.kvm_available && !node.kvm_available) return 'no KVM';
