@@ -1,8 +1,8 @@
 import { ConsoleLogger, LogLevel } from '@nestjs/common';
 import { escapeControlCharacters } from './printable';
-import { IsIn, IsOptional } from 'class-validator';
+import { IsIn } from 'class-validator';
 import { inspect } from 'node:util';
-import { ConfigurationError } from './environment';
+import { ConfigurationError, EnvironmentVariable } from './environment';
 
 /** Nest's own start-up chatter: one line per module and route, which operators do not need. */
 const BOOT_CONTEXTS = new Set([
@@ -16,11 +16,14 @@ export const LOG_FORMATS = ['text', 'json'] as const;
 /** `text`: Nest's console lines (the default); `json`: one JSON object per line. */
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
-/** The variables both daemons read; each app's environment class extends this one. */
-export class DaemonEnvironment {
-  @IsOptional()
-  @IsIn(LOG_FORMATS, { message: 'VM_LOG_FORMAT must be text or json' })
-  VM_LOG_FORMAT?: string;
+/** What both daemons read from their environment; each app's configuration extends this one. */
+export class DaemonConfig {
+  /** VM_LOG_FORMAT; unset is text. */
+  @EnvironmentVariable('VM_LOG_FORMAT', {
+    validate: IsIn(LOG_FORMATS, { message: '$property must be text or json' }),
+    read: (value): LogFormat | undefined => (value === 'json' ? 'json' : undefined),
+  })
+  logFormat?: LogFormat;
 }
 
 /**

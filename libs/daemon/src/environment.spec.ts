@@ -1,19 +1,26 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { IsOptional } from 'class-validator';
-import { ConfigurationError, IsBearerToken, readEnvironment } from './environment';
+import { Matches } from 'class-validator';
+import {
+  ConfigurationError,
+  EnvironmentVariable,
+  IsBearerToken,
+  declaredVariables,
+  readEnvironment,
+  refuseArguments,
+  variableNames,
+} from './environment';
 
-class TokenEnvironment {
-  @IsOptional()
-  @IsBearerToken('VM_TEST_TOKEN')
-  VM_TEST_TOKEN?: string;
+class TokenConfig {
+  @EnvironmentVariable('VM_TEST_TOKEN', { secret: true, validate: IsBearerToken() })
+  token?: string;
 }
 
 const TOKEN = '0f1e2d3c4b5a69788796a5b4c3d2e1f0';
 
-function read(env: NodeJS.ProcessEnv): Record<string, string> {
-  return readEnvironment(TokenEnvironment, env, [], ['VM_TEST_TOKEN']);
+function read(env: NodeJS.ProcessEnv): TokenConfig {
+  return readEnvironment(TokenConfig, env);
 }
 
 function errorOf(env: NodeJS.ProcessEnv): string {
@@ -37,17 +44,16 @@ describe('readEnvironment with a secret', () => {
   }
 
   it('takes it from the variable', () => {
-    expect(read({ VM_TEST_TOKEN: TOKEN }).VM_TEST_TOKEN).toBe(TOKEN);
+    expect(read({ VM_TEST_TOKEN: TOKEN }).token).toBe(TOKEN);
   });
 
   it('takes it from the file VM_TEST_TOKEN_FILE names, trailing newline trimmed', () => {
     const given = read({ VM_TEST_TOKEN_FILE: secretFile('token', `${TOKEN}\n`) });
-    expect(given.VM_TEST_TOKEN).toBe(TOKEN);
-    expect(given.VM_TEST_TOKEN_FILE).toBeUndefined();
+    expect({ ...given }).toEqual({ token: TOKEN });
   });
 
   it('leaves it unset when neither is given', () => {
-    expect(read({}).VM_TEST_TOKEN).toBeUndefined();
+    expect(read({}).token).toBeUndefined();
   });
 
   it('refuses both at once', () => {
@@ -92,11 +98,113 @@ describe('IsBearerToken', () => {
     ['over 1024 characters', 'a'.repeat(1025), false],
   ])('%s: %s', (_, token, accepted) => {
     if (accepted) {
-      expect(read({ VM_TEST_TOKEN: token }).VM_TEST_TOKEN).toBe(token);
+      expect(read({ VM_TEST_TOKEN: token }).token).toBe(token);
     } else {
       const message = errorOf({ VM_TEST_TOKEN: token });
       expect(message).toMatch(/^VM_TEST_TOKEN must be/);
       expect(message).not.toContain(token);
     }
+  });
+});
+
+const digits = (): PropertyDecorator => Matches(/^\d+$/, { message: '$property must be digits' });
+
+class SharedConfig {
+  @EnvironmentVariable('VM_TEST_SHARED', {
+    validate: Matches(/^a+$/, { message: '$property must be a run of a' }),
+  })
+  shared?: string;
+}
+
+class AppConfig extends SharedConfig {
+  @EnvironmentVariable('VM_TEST_FIRST', { required: true, validate: digits(), read: Number })
+  first!: number;
+
+  @EnvironmentVariable('VM_TEST_HOOK', {
+    testOnly: true,
+    validate: Matches(/^on$/, { message: '$property must be on' }),
+  })
+  hook?: string;
+
+  @EnvironmentVariable('VM_TEST_SECOND', { validate: digits(), read: Number, default: 7 })
+  second!: number;
+
+  @EnvironmentVariable('VM_TEST_SECRET', { secret: true, validate: IsBearerToken() })
+  secret?: string;
+
+  @EnvironmentVariable('VM_TEST_LAST', { required: true, validate: digits() })
+  last!: string;
+}
+
+describe('EnvironmentVariable', () => {
+  function errorOfApp(env: NodeJS.ProcessEnv): string {
+    try {
+      readEnvironment(AppConfig, env);
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigurationError);
+      return (error as Error).message;
+    }
+    throw new Error('expected a configuration error');
+  }
+
+  it('fills each field from its variable, read and trimmed, or with its default when unset', () => {
+    const config = readEnvironment(AppConfig, {
+      VM_TEST_FIRST: ' 12 ',
+      VM_TEST_SECOND: '',
+      VM_TEST_LAST: '3',
+      VM_TEST_SHARED: 'aa',
+      OTHER: 'ignored',
+    });
+    expect(config).toBeInstanceOf(AppConfig);
+    expect({ ...config }).toEqual({ first: 12, second: 7, last: '3', shared: 'aa' });
+  });
+
+  it('names every missing variable first, then every invalid one (inherited last), never a value', () => {
+    expect(errorOfApp({ VM_TEST_SECOND: 'x9', VM_TEST_SHARED: 'b', VM_TEST_HOOK: 'off' })).toBe(
+      'missing required environment variable(s): VM_TEST_FIRST, VM_TEST_LAST; VM_TEST_HOOK must be on; VM_TEST_SECOND must be digits; VM_TEST_SHARED must be a run of a',
+    );
+  });
+
+  it('lists what an operator may set, a secret with its _FILE form, test-only hooks left out', () => {
+    expect(variableNames(AppConfig)).toEqual([
+      'VM_TEST_FIRST',
+      'VM_TEST_SECOND',
+      'VM_TEST_SECRET',
+      'VM_TEST_SECRET_FILE',
+      'VM_TEST_LAST',
+      'VM_TEST_SHARED',
+    ]);
+    expect(declaredVariables(AppConfig).filter((v) => v.testOnly)).toEqual([
+      { name: 'VM_TEST_HOOK', required: false, secret: false, testOnly: true, default: undefined },
+    ]);
+    expect(declaredVariables(AppConfig).find((v) => v.name === 'VM_TEST_SECOND')?.default).toBe(7);
+  });
+
+  it('refuses arguments listing the required variables first, then the optional ones', () => {
+    expect(() => refuseArguments('service-test', ['--x'], AppConfig)).toThrow(
+      new ConfigurationError(
+        'service-test takes no arguments (got 1); configure it with environment variables: VM_TEST_FIRST, VM_TEST_LAST, VM_TEST_SECOND (optional), VM_TEST_SECRET (optional), VM_TEST_SECRET_FILE (optional), VM_TEST_SHARED (optional)',
+      ),
+    );
+    expect(() => refuseArguments('service-test', [], AppConfig)).not.toThrow();
+  });
+
+  it('refuses a variable declared twice in one configuration', () => {
+    expect(() => {
+      class Twice extends SharedConfig {
+        @EnvironmentVariable('VM_TEST_SHARED', { validate: digits() })
+        again?: string;
+      }
+      return Twice;
+    }).toThrow('VM_TEST_SHARED is declared twice in Twice');
+  });
+
+  it('accepts only a field that holds what the variable reads as (checked by the compiler)', () => {
+    class Mismatched {
+      // @ts-expect-error a number read into a string field
+      @EnvironmentVariable('VM_TEST_NUMBER', { validate: digits(), read: Number })
+      count?: string;
+    }
+    expect(variableNames(Mismatched)).toEqual(['VM_TEST_NUMBER']);
   });
 });

@@ -1,11 +1,11 @@
-import { IsOptional, ValidateBy } from 'class-validator';
+import { ValidateBy } from 'class-validator';
 import {
   ConfigurationError,
-  DaemonEnvironment,
+  DaemonConfig,
+  EnvironmentVariable,
   IsBearerToken,
   IsListenAddress,
   ListenAddress,
-  LogFormat,
   parseListenAddress,
   readEnvironment,
   refuseArguments as refuseDaemonArguments,
@@ -20,72 +20,44 @@ function isRedisUrl(value: unknown): boolean {
   return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
 }
 
-/** The controller's environment as given: strings, checked here once at start-up. */
-class FleetEnvironment extends DaemonEnvironment {
-  @IsOptional()
-  @ValidateBy(
-    { name: 'isRedisUrl', validator: { validate: isRedisUrl } },
-    {
-      message:
-        'VM_FLEET_REDIS_URL must be a redis:// or rediss:// URL such as redis://10.8.0.9:6379/0',
-    },
-  )
-  VM_FLEET_REDIS_URL?: string;
-
-  @IsOptional()
-  @IsBearerToken('VM_FLEET_NODE_TOKEN')
-  VM_FLEET_NODE_TOKEN?: string;
-
-  @IsOptional()
-  @IsBearerToken('VM_FLEET_API_TOKEN')
-  VM_FLEET_API_TOKEN?: string;
-
-  @IsOptional()
-  @IsListenAddress()
-  VM_FLEET_METRICS_ADDR?: string;
-}
-
-/** Each also readable from a file named by <name>_FILE (systemd credentials). */
-const SECRETS = ['VM_FLEET_NODE_TOKEN', 'VM_FLEET_API_TOKEN'];
-
-const VARIABLES = [
-  'VM_FLEET_REDIS_URL',
-  ...SECRETS.flatMap((name) => [name, `${name}_FILE`]),
-  'VM_FLEET_METRICS_ADDR',
-  'VM_LOG_FORMAT',
-];
-
 /**
- * The controller's configuration. Its port is fixed by contract; the settings are where fleet
- * state lives (this process's memory, the documented default, or a shared Redis) and the
- * opt-in tokens.
+ * The controller's configuration, each setting declared once with the variable it comes from
+ * (README's controller table and deploy/systemd/vm-fleet.env.example list them; a test checks).
+ * Its port is fixed by contract; the settings are where fleet state lives (this process's
+ * memory, the documented default, or a shared Redis), the opt-in tokens and observability.
  */
-export class FleetConfig {
+export class FleetConfig extends DaemonConfig {
   /** redis:// or rediss:// URL; unset means in memory. */
+  @EnvironmentVariable('VM_FLEET_REDIS_URL', {
+    validate: ValidateBy(
+      { name: 'isRedisUrl', validator: { validate: isRedisUrl } },
+      { message: '$property must be a redis:// or rediss:// URL such as redis://10.8.0.9:6379/0' },
+    ),
+  })
   redisUrl?: string;
   /** The same URL as logs show it, without credentials. */
   redisUrlForLogs?: string;
   /** Heartbeats need it, and the controller sends it to agents; unset, heartbeats are open. */
+  @EnvironmentVariable('VM_FLEET_NODE_TOKEN', { secret: true, validate: IsBearerToken() })
   nodeToken?: string;
   /** Every other route needs it; unset, they are open. */
+  @EnvironmentVariable('VM_FLEET_API_TOKEN', { secret: true, validate: IsBearerToken() })
   apiToken?: string;
-  /** Where GET /metrics listens (VM_FLEET_METRICS_ADDR); unset means no metrics at all. */
+  /** Where GET /metrics listens; unset means no metrics at all. */
+  @EnvironmentVariable('VM_FLEET_METRICS_ADDR', {
+    validate: IsListenAddress(),
+    read: parseListenAddress,
+  })
   metricsAddress?: ListenAddress;
-  /** VM_LOG_FORMAT; unset is text. */
-  logFormat?: LogFormat;
 }
 
 export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
-  const given = readEnvironment(FleetEnvironment, env, [], SECRETS);
-  if (given.VM_FLEET_NODE_TOKEN && given.VM_FLEET_NODE_TOKEN === given.VM_FLEET_API_TOKEN) {
+  const config = readEnvironment(FleetConfig, env);
+  if (config.nodeToken && config.nodeToken === config.apiToken) {
     // Then every agent, which holds the node token, could act as an operator.
     throw new ConfigurationError('VM_FLEET_API_TOKEN must differ from VM_FLEET_NODE_TOKEN');
   }
-  const config = new FleetConfig();
-  config.nodeToken = given.VM_FLEET_NODE_TOKEN;
-  config.apiToken = given.VM_FLEET_API_TOKEN;
-  if (given.VM_FLEET_REDIS_URL) {
-    config.redisUrl = given.VM_FLEET_REDIS_URL;
+  if (config.redisUrl) {
     const url = new URL(config.redisUrl);
     url.username = '';
     url.password = '';
@@ -93,18 +65,10 @@ export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
     url.search = '';
     config.redisUrlForLogs = url.toString();
   }
-  if (given.VM_FLEET_METRICS_ADDR) {
-    config.metricsAddress = parseListenAddress(given.VM_FLEET_METRICS_ADDR);
-  }
-  if (given.VM_LOG_FORMAT === 'json') config.logFormat = 'json';
   return config;
 }
 
 /** The controller takes no flags (its port is fixed): every argument is refused. */
 export function refuseArguments(args: readonly string[]): void {
-  refuseDaemonArguments(
-    'service-vm-fleet',
-    args,
-    VARIABLES.map((name) => `${name} (optional)`),
-  );
+  refuseDaemonArguments('service-vm-fleet', args, FleetConfig);
 }

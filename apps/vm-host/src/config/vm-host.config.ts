@@ -1,10 +1,10 @@
-import { IsIn, IsOptional, Matches, ValidateBy, ValidationOptions } from 'class-validator';
+import { IsIn, Matches, ValidateBy, ValidationOptions } from 'class-validator';
 import {
-  DaemonEnvironment,
+  DaemonConfig,
+  EnvironmentVariable,
   IsBearerToken,
   IsListenAddress,
   ListenAddress,
-  LogFormat,
   parseListenAddress,
   readEnvironment,
   refuseArguments as refuseDaemonArguments,
@@ -18,10 +18,6 @@ import {
   ID_RULE,
   isUnicastAddress,
 } from '@app/fleet-domain';
-
-const REQUIRED = ['VM_FLEET_ENDPOINT', 'VM_NODE_ID', 'VM_WG_IP'] as const;
-/** Also readable from a file named by VM_FLEET_NODE_TOKEN_FILE (systemd credentials). */
-const SECRETS = ['VM_FLEET_NODE_TOKEN'];
 
 const PORT = /^(?:[1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5])$/;
 
@@ -58,94 +54,105 @@ export type Failpoint = (typeof FAILPOINTS)[number];
 /** vCPUs the agent lets its VMs have per logical core, unless VM_VCPU_OVERCOMMIT says otherwise. */
 export const DEFAULT_VCPU_OVERCOMMIT = 4;
 
-/** The agent's environment as given: strings, checked here once at start-up. */
-class VmHostEnvironment extends DaemonEnvironment {
-  @IsHttpUrl({
-    message: 'VM_FLEET_ENDPOINT must be an http(s) URL such as http://<fleet-controller-host>:9203',
+/**
+ * The agent's configuration, each setting declared once with the variable it comes from and its
+ * documented default (README's "Enroll a node" and deploy/systemd/vm-host.env.example list
+ * them; a test checks).
+ */
+export class VmHostConfig extends DaemonConfig {
+  @EnvironmentVariable('VM_FLEET_ENDPOINT', {
+    required: true,
+    validate: IsHttpUrl({
+      message: '$property must be an http(s) URL such as http://<fleet-controller-host>:9203',
+    }),
+    read: (url) => url.replace(/\/+$/, ''),
   })
-  VM_FLEET_ENDPOINT!: string;
-
-  @Matches(ID_PATTERN, { message: `VM_NODE_ID must be ${ID_RULE}` })
-  VM_NODE_ID!: string;
-
-  @IsUnicastAddress({
-    message:
-      'VM_WG_IP must be a unicast IPv4 or IPv6 address of this host (not 0.0.0.0, ::, multicast or broadcast)',
-  })
-  VM_WG_IP!: string;
-
-  @IsOptional()
-  @Matches(/^[1-9]\d{0,5}$/, {
-    message: 'VM_HEARTBEAT_INTERVAL_S must be a positive whole number of seconds',
-  })
-  VM_HEARTBEAT_INTERVAL_S?: string;
-
-  @IsOptional()
-  @Matches(PORT, { message: 'VM_SPAWN_PORT must be a port number from 1 to 65535' })
-  VM_SPAWN_PORT?: string;
-
-  @IsOptional()
-  @Matches(/^(true|false|1|0)$/i, { message: 'VM_RESERVED must be true, false, 1 or 0' })
-  VM_RESERVED?: string;
-
-  @IsOptional()
-  @Matches(/^\//, { message: 'VM_DISK_DIR must be an absolute path' })
-  VM_DISK_DIR?: string;
-
-  @IsOptional()
-  @Matches(/^\//, { message: 'VM_BASE_IMAGE must be an absolute path to a qcow2 image' })
-  VM_BASE_IMAGE?: string;
-
-  @IsOptional()
-  @Matches(/^(ssh|ecdsa-sha2)-[A-Za-z0-9-]+ [A-Za-z0-9+/=]+( [^\n]*)?$/, {
-    message: 'VM_SSH_PUBKEY must be one OpenSSH public key line (ssh-ed25519 AAAA... comment)',
-  })
-  VM_SSH_PUBKEY?: string;
-
-  @IsOptional()
-  @IsBearerToken('VM_FLEET_NODE_TOKEN')
-  VM_FLEET_NODE_TOKEN?: string;
-
-  @IsOptional()
-  @Matches(/^(?:[1-9]\d{0,2}(?:\.\d{1,2})?|0\.(?:[1-9]\d?|0[1-9]))$/, {
-    message:
-      'VM_VCPU_OVERCOMMIT must be a number of vCPUs per logical core, from 0.01 to 999 (e.g. 4 or 1.5)',
-  })
-  VM_VCPU_OVERCOMMIT?: string;
-
-  // Test-only (see FAILPOINTS); read once here, at start-up.
-  @IsOptional()
-  @IsIn(FAILPOINTS, { message: `VM_HOST_FAILPOINT must be one of ${FAILPOINTS.join(', ')}` })
-  VM_HOST_FAILPOINT?: string;
-
-  @IsOptional()
-  @IsListenAddress()
-  VM_METRICS_ADDR?: string;
-}
-
-/** The agent's configuration, typed and with the documented defaults applied. */
-export class VmHostConfig {
   fleetEndpoint!: string;
   /** The endpoint as logs show it: without any user:password@ it may carry. */
   fleetEndpointForLogs!: string;
+
+  @EnvironmentVariable('VM_NODE_ID', {
+    required: true,
+    validate: Matches(ID_PATTERN, { message: `$property must be ${ID_RULE}` }),
+  })
   nodeId!: string;
+
+  @EnvironmentVariable('VM_WG_IP', {
+    required: true,
+    validate: IsUnicastAddress({
+      message:
+        '$property must be a unicast IPv4 or IPv6 address of this host (not 0.0.0.0, ::, multicast or broadcast)',
+    }),
+  })
   wgIp!: string;
+
+  @EnvironmentVariable('VM_HEARTBEAT_INTERVAL_S', {
+    validate: Matches(/^[1-9]\d{0,5}$/, {
+      message: '$property must be a positive whole number of seconds',
+    }),
+    read: Number,
+    default: DEFAULT_HEARTBEAT_INTERVAL_S,
+  })
   heartbeatIntervalS!: number;
+
+  @EnvironmentVariable('VM_SPAWN_PORT', {
+    validate: Matches(PORT, { message: '$property must be a port number from 1 to 65535' }),
+    read: Number,
+    default: DEFAULT_SPAWN_PORT,
+  })
   spawnPort!: number;
+
+  @EnvironmentVariable('VM_RESERVED', {
+    validate: Matches(/^(true|false|1|0)$/i, { message: '$property must be true, false, 1 or 0' }),
+    read: (value) => /^(true|1)$/i.test(value),
+    default: DEFAULT_RESERVED,
+  })
   reserved!: boolean;
+
+  @EnvironmentVariable('VM_DISK_DIR', {
+    validate: Matches(/^\//, { message: '$property must be an absolute path' }),
+    default: DEFAULT_DISK_DIR,
+  })
   diskDir!: string;
+
+  @EnvironmentVariable('VM_BASE_IMAGE', {
+    validate: Matches(/^\//, { message: '$property must be an absolute path to a qcow2 image' }),
+  })
   baseImage?: string;
+
+  @EnvironmentVariable('VM_SSH_PUBKEY', {
+    validate: Matches(/^(ssh|ecdsa-sha2)-[A-Za-z0-9-]+ [A-Za-z0-9+/=]+( [^\n]*)?$/, {
+      message: '$property must be one OpenSSH public key line (ssh-ed25519 AAAA... comment)',
+    }),
+  })
   sshPubkey?: string;
+
   /** Sent on heartbeats, and required of the controller's calls; unset, the agent's API is open. */
+  @EnvironmentVariable('VM_FLEET_NODE_TOKEN', { secret: true, validate: IsBearerToken() })
   nodeToken?: string;
+
   /** vCPUs this node's VMs may have together per logical core. */
+  @EnvironmentVariable('VM_VCPU_OVERCOMMIT', {
+    validate: Matches(/^(?:[1-9]\d{0,2}(?:\.\d{1,2})?|0\.(?:[1-9]\d?|0[1-9]))$/, {
+      message:
+        '$property must be a number of vCPUs per logical core, from 0.01 to 999 (e.g. 4 or 1.5)',
+    }),
+    read: Number,
+    default: DEFAULT_VCPU_OVERCOMMIT,
+  })
   vcpuOvercommit!: number;
-  /** Test-only: the provisioning step at which the agent kills itself. */
+
+  /** Test-only: the provisioning step at which the agent kills itself (see FAILPOINTS). */
+  @EnvironmentVariable('VM_HOST_FAILPOINT', {
+    testOnly: true,
+    validate: IsIn(FAILPOINTS, { message: `$property must be one of ${FAILPOINTS.join(', ')}` }),
+    read: (value) => value as Failpoint,
+  })
   failpoint?: Failpoint;
-  /** Where GET /metrics listens (VM_METRICS_ADDR); unset means no metrics at all. */
+
+  /** Where GET /metrics listens; unset means no metrics at all. */
+  @EnvironmentVariable('VM_METRICS_ADDR', { validate: IsListenAddress(), read: parseListenAddress })
   metricsAddress?: ListenAddress;
-  /** VM_LOG_FORMAT; unset is text. */
-  logFormat?: LogFormat;
 }
 
 /** Raised at start-up, before any heartbeat or socket, naming every variable at fault. */
@@ -156,49 +163,15 @@ export { ConfigurationError as VmHostConfigError } from '@app/daemon';
  * Values are never echoed: the endpoint URL may carry credentials.
  */
 export function loadVmHostConfig(env: NodeJS.ProcessEnv): VmHostConfig {
-  const given = readEnvironment(VmHostEnvironment, env, REQUIRED, SECRETS);
-
-  const config = new VmHostConfig();
-  config.fleetEndpoint = given.VM_FLEET_ENDPOINT.replace(/\/+$/, '');
+  const config = readEnvironment(VmHostConfig, env);
   const endpoint = new URL(config.fleetEndpoint);
   endpoint.username = '';
   endpoint.password = '';
   config.fleetEndpointForLogs = endpoint.toString().replace(/\/+$/, '');
-  config.nodeId = given.VM_NODE_ID;
-  config.wgIp = given.VM_WG_IP;
-  config.heartbeatIntervalS = Number(given.VM_HEARTBEAT_INTERVAL_S ?? DEFAULT_HEARTBEAT_INTERVAL_S);
-  config.spawnPort = Number(given.VM_SPAWN_PORT ?? DEFAULT_SPAWN_PORT);
-  config.reserved =
-    given.VM_RESERVED === undefined ? DEFAULT_RESERVED : /^(true|1)$/i.test(given.VM_RESERVED);
-  config.diskDir = given.VM_DISK_DIR ?? DEFAULT_DISK_DIR;
-  config.baseImage = given.VM_BASE_IMAGE;
-  config.sshPubkey = given.VM_SSH_PUBKEY;
-  config.nodeToken = given.VM_FLEET_NODE_TOKEN;
-  config.vcpuOvercommit = Number(given.VM_VCPU_OVERCOMMIT ?? DEFAULT_VCPU_OVERCOMMIT);
-  config.failpoint = given.VM_HOST_FAILPOINT as Failpoint | undefined;
-  if (given.VM_METRICS_ADDR) config.metricsAddress = parseListenAddress(given.VM_METRICS_ADDR);
-  if (given.VM_LOG_FORMAT === 'json') config.logFormat = 'json';
   return config;
 }
 
-const OPTIONAL = [
-  'VM_HEARTBEAT_INTERVAL_S',
-  'VM_SPAWN_PORT',
-  'VM_RESERVED',
-  'VM_DISK_DIR',
-  'VM_BASE_IMAGE',
-  'VM_SSH_PUBKEY',
-  'VM_FLEET_NODE_TOKEN',
-  'VM_FLEET_NODE_TOKEN_FILE',
-  'VM_VCPU_OVERCOMMIT',
-  'VM_METRICS_ADDR',
-  'VM_LOG_FORMAT',
-];
-
 /** The agent takes no flags: every argument is refused, pointing at the environment. */
 export function refuseArguments(args: readonly string[]): void {
-  refuseDaemonArguments('service-vm-host', args, [
-    ...REQUIRED,
-    ...OPTIONAL.map((name) => `${name} (optional)`),
-  ]);
+  refuseDaemonArguments('service-vm-host', args, VmHostConfig);
 }
