@@ -1,6 +1,146 @@
 // @ts-check
 import eslint from '@eslint/js';
+import { builtinModules } from 'node:module';
 import tseslint from 'typescript-eslint';
+
+// Architecture boundaries (ARCHITECTURE.md): checked here, not remembered. Each file gets one
+// `no-restricted-imports` list, assembled below, because a later config block's options for a
+// rule replace an earlier block's rather than adding to them.
+// test/architecture/boundaries.spec.ts plants each forbidden import and expects it refused.
+
+/** @typedef {{ paths?: object[], patterns?: object[] }} Restriction */
+
+/** @param {string} text */
+const escaped = (text) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+/** Every Node builtin by either name (`fs`, `node:fs`) and its subpaths (`fs/promises`). */
+const NODE_BUILTINS = [...new Set(builtinModules.map((name) => name.replace(/^node:/, '')))];
+
+/** @type {Restriction} */
+const NO_NODE_IO = {
+  patterns: [
+    {
+      regex: `^(?:node:.*|(?:${NODE_BUILTINS.map(escaped).join('|')})(?:/.*)?)$`,
+      message: 'fleet-domain does no Node I/O: pure rules take what they need as arguments.',
+    },
+  ],
+};
+
+/** @type {Restriction} */
+const NO_RUNTIME_OR_IO_PACKAGES = {
+  patterns: [
+    {
+      // Any Nest package but swagger, which has its own rule below.
+      regex:
+        '^(?:@nestjs/(?!swagger(?:/|$))|(?:express|ioredis|systeminformation|openapi-fetch|prom-client)(?:/|$))',
+      message:
+        'fleet-domain has no Nest runtime, Express, Redis or other I/O: wire classes, constants and pure rules only.',
+    },
+    {
+      regex: '^(?:@nestjs/swagger|rxjs)(?:/.*)?$',
+      allowTypeImports: true,
+      message:
+        'fleet-domain loads neither @nestjs/swagger nor rxjs (the agent would carry them): types only; decorators come from wire/openapi-decorators.ts.',
+    },
+  ],
+};
+
+/** @type {Restriction} */
+const NO_DAEMON = {
+  patterns: [
+    {
+      regex: '^@app/daemon(?:/.*)?$',
+      message: 'fleet-domain holds pure rules; daemon plumbing stays in @app/daemon.',
+    },
+  ],
+};
+
+/** @type {Restriction} */
+const NO_DEEP_LIBRARY_PATHS = {
+  patterns: [
+    {
+      regex: '^@app/(?:daemon|fleet-domain)/',
+      message: 'import a library through its entry point (@app/daemon, @app/fleet-domain).',
+    },
+  ],
+};
+
+/** @type {Restriction} */
+const NO_TEST_CODE = {
+  patterns: [
+    {
+      regex: '^(?:\\.\\./)*test(?:/|$)',
+      message: 'production code never imports test/ (fixtures, fakes): only specs may.',
+    },
+  ],
+};
+
+/** @param {string[]} group @param {string} message @returns {Restriction} */
+const notByPath = (group, message) => ({ patterns: [{ group, message }] });
+
+const LIBRARIES_BY_PATH = notByPath(
+  ['**/apps/**', '**/daemon/src/**', '**/fleet-domain/src/**'],
+  'libraries never import apps, nor each other by path: use @app/daemon or @app/fleet-domain.',
+);
+const OTHER_APP_OF_FLEET = notByPath(
+  ['**/vm-host/src/**', '**/apps/vm-host/**', '**/libs/**'],
+  'apps never import each other; shared code lives in a library (@app/...).',
+);
+const OTHER_APP_OF_VM_HOST = notByPath(
+  ['**/fleet/src/**', '**/apps/fleet/**', '**/libs/**'],
+  'apps never import each other; shared code lives in a library (@app/...).',
+);
+
+/**
+ * One `no-restricted-imports` setting made of several restrictions.
+ * @param {...Restriction} restrictions
+ */
+function restrictImports(...restrictions) {
+  return {
+    'no-restricted-imports': [
+      'error',
+      {
+        paths: restrictions.flatMap((restriction) => restriction.paths ?? []),
+        patterns: restrictions.flatMap((restriction) => restriction.patterns ?? []),
+      },
+    ],
+  };
+}
+
+const DOMAIN_HAS_NO_CLOCK = 'fleet-domain has no clock of its own: take `now` as an argument.';
+const DOMAIN_READS_NO_ENVIRONMENT =
+  "fleet-domain reads no environment: configuration comes from the app's config/ as arguments.";
+
+/** What the pure domain may not reach for besides imports: the clock, the environment, loading. */
+const DOMAIN_SYNTAX = {
+  'no-restricted-syntax': [
+    'error',
+    {
+      selector: "MemberExpression[object.name='Date'][property.name='now']",
+      message: DOMAIN_HAS_NO_CLOCK,
+    },
+    {
+      selector: "NewExpression[callee.name='Date'][arguments.length=0]",
+      message: DOMAIN_HAS_NO_CLOCK,
+    },
+    { selector: "CallExpression[callee.name='Date']", message: DOMAIN_HAS_NO_CLOCK },
+    {
+      selector: "MemberExpression[object.name='performance'][property.name='now']",
+      message: DOMAIN_HAS_NO_CLOCK,
+    },
+    {
+      selector:
+        "MemberExpression[object.name='process'], MemberExpression[object.name='globalThis'][property.name='process'], VariableDeclarator[init.name='process']",
+      message: DOMAIN_READS_NO_ENVIRONMENT,
+    },
+    {
+      selector: 'ImportExpression',
+      message: 'fleet-domain loads nothing at run time (no import()).',
+    },
+  ],
+};
+
+const SPECS = ['**/*.spec.ts'];
 
 export default tseslint.config(
   {
@@ -27,103 +167,52 @@ export default tseslint.config(
     },
   },
   {
-    // Architecture boundaries (ARCHITECTURE.md): checked here, not remembered.
     files: ['libs/fleet-domain/**/*.ts'],
+    ignores: SPECS,
     rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: [
-            {
-              name: '@app/daemon',
-              message: 'fleet-domain holds pure rules; daemon plumbing stays in @app/daemon.',
-            },
-          ],
-          patterns: [
-            {
-              group: [
-                '@nestjs/common',
-                '@nestjs/core',
-                '@nestjs/platform-express',
-                '@nestjs/schedule',
-                'express',
-                'ioredis',
-                'systeminformation',
-                'openapi-fetch',
-              ],
-              message:
-                'fleet-domain has no Nest runtime, Express, Redis or other I/O: wire classes, constants and pure rules only.',
-            },
-            {
-              group: [
-                'node:*',
-                'fs',
-                'fs/*',
-                'child_process',
-                'net',
-                'http',
-                'https',
-                'os',
-                'path',
-              ],
-              message: 'fleet-domain does no Node I/O.',
-            },
-            {
-              group: ['**/apps/**', '**/daemon/src/**'],
-              message: 'libraries never import apps or other libraries by path.',
-            },
-          ],
-        },
-      ],
+      ...restrictImports(
+        NO_NODE_IO,
+        NO_RUNTIME_OR_IO_PACKAGES,
+        NO_DAEMON,
+        LIBRARIES_BY_PATH,
+        NO_TEST_CODE,
+      ),
+      ...DOMAIN_SYNTAX,
+    },
+  },
+  {
+    files: SPECS.map((specs) => `libs/fleet-domain/${specs}`),
+    rules: {
+      ...restrictImports(NO_NODE_IO, NO_RUNTIME_OR_IO_PACKAGES, NO_DAEMON, LIBRARIES_BY_PATH),
+      ...DOMAIN_SYNTAX,
     },
   },
   {
     files: ['libs/daemon/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['**/apps/**', '**/fleet-domain/src/**'],
-              message: 'libraries never import apps; use @app/fleet-domain.',
-            },
-          ],
-        },
-      ],
-    },
+    ignores: SPECS,
+    rules: restrictImports(LIBRARIES_BY_PATH, NO_DEEP_LIBRARY_PATHS, NO_TEST_CODE),
+  },
+  {
+    files: SPECS.map((specs) => `libs/daemon/${specs}`),
+    rules: restrictImports(LIBRARIES_BY_PATH, NO_DEEP_LIBRARY_PATHS),
   },
   {
     files: ['apps/fleet/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['**/vm-host/src/**', '**/apps/vm-host/**', '**/libs/**'],
-              message: 'apps never import each other; shared code lives in a library (@app/...).',
-            },
-          ],
-        },
-      ],
-    },
+    ignores: SPECS,
+    rules: restrictImports(OTHER_APP_OF_FLEET, NO_DEEP_LIBRARY_PATHS, NO_TEST_CODE),
+  },
+  {
+    files: SPECS.map((specs) => `apps/fleet/${specs}`),
+    rules: restrictImports(OTHER_APP_OF_FLEET, NO_DEEP_LIBRARY_PATHS),
   },
   {
     files: ['apps/vm-host/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['**/fleet/src/**', '**/apps/fleet/**', '**/libs/**'],
-              message: 'apps never import each other; shared code lives in a library (@app/...).',
-            },
-          ],
-        },
-      ],
-    },
+    ignores: SPECS,
+    rules: restrictImports(OTHER_APP_OF_VM_HOST, NO_DEEP_LIBRARY_PATHS, NO_TEST_CODE),
+  },
+  {
+    files: SPECS.map((specs) => `apps/vm-host/${specs}`),
+    rules: restrictImports(OTHER_APP_OF_VM_HOST, NO_DEEP_LIBRARY_PATHS),
   },
   {
     // supertest bodies are untyped JSON; tests assert their shape instead.

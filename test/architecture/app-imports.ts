@@ -1,0 +1,167 @@
+import * as path from 'node:path';
+import * as ts from 'typescript';
+
+/**
+ * The rooms of an app: its root files (`apps/<app>/src/*.ts`: app module, bootstrap, main,
+ * status table) wire the features together, and each first-level folder under `src/` is one
+ * feature. Imports run down only: a feature never imports a root file, and no two features
+ * import each other, directly or round a longer loop.
+ *
+ * Specs are left out: they compose features to test them and no running daemon loads them.
+ */
+
+/** One import that runs back up, and why it may not. */
+export interface UpwardImport {
+  /** The importing file, relative to the repository. */
+  file: string;
+  /** The import as written. */
+  specifier: string;
+  reason: string;
+}
+
+const ROOT = '';
+
+function isSpec(file: string): boolean {
+  return file.endsWith('.spec.ts');
+}
+
+/** What `specifier` in `file` points at, as a path relative to the repository (or undefined). */
+function resolveImport(
+  file: string,
+  specifier: string,
+  files: ReadonlyMap<string, string>,
+): string | undefined {
+  let target: string;
+  if (specifier.startsWith('.')) target = path.posix.join(path.posix.dirname(file), specifier);
+  // tsconfig's baseUrl is the repository, so `apps/fleet/src/...` resolves as well.
+  else if (specifier.startsWith('apps/')) target = path.posix.normalize(specifier);
+  else return undefined;
+  for (const candidate of [`${target}.ts`, target, `${target}/index.ts`]) {
+    if (files.has(candidate)) return candidate;
+  }
+  // Not among the files given: a folder is one that holds files, anything else a file.
+  const isFolder = [...files.keys()].some((known) => known.startsWith(`${target}/`));
+  return isFolder ? `${target}/index.ts` : `${target}.ts`;
+}
+
+/** The feature folder of a file of the app at `appSrc` (ROOT for a root file). */
+function featureOf(appSrc: string, file: string): string {
+  const inside = file.slice(appSrc.length + 1);
+  const slash = inside.indexOf('/');
+  return slash === -1 ? ROOT : inside.slice(0, slash);
+}
+
+interface FolderImport {
+  file: string;
+  specifier: string;
+  to: string;
+}
+
+/**
+ * Every import that runs back up inside the app at `appSrc` (e.g. `apps/fleet/src`), among
+ * `files`: repository-relative paths and their source text.
+ */
+export function findUpwardImports(
+  appSrc: string,
+  files: ReadonlyMap<string, string>,
+): UpwardImport[] {
+  const upward: UpwardImport[] = [];
+  /** Feature → the imports of its files into each other feature. */
+  const edges = new Map<string, Map<string, FolderImport[]>>();
+  for (const [file, text] of files) {
+    if (!file.startsWith(`${appSrc}/`) || !file.endsWith('.ts') || isSpec(file)) continue;
+    const from = featureOf(appSrc, file);
+    // Type-only imports count too: a loop of types is still two rooms that need each other.
+    for (const { fileName: specifier } of ts.preProcessFile(text, true, true).importedFiles) {
+      const target = resolveImport(file, specifier, files);
+      if (!target?.startsWith(`${appSrc}/`)) continue;
+      const to = featureOf(appSrc, target);
+      if (from === ROOT || from === to) continue;
+      if (to === ROOT) {
+        upward.push({
+          file,
+          specifier,
+          reason: `the feature ${from}/ imports the app's root file ${path.posix.basename(target)}: root files wire features together, features never import them`,
+        });
+        continue;
+      }
+      const byTarget = edges.get(from) ?? new Map<string, FolderImport[]>();
+      edges.set(from, byTarget);
+      byTarget.set(to, [...(byTarget.get(to) ?? []), { file, specifier, to }]);
+    }
+  }
+  for (const loop of foldersInLoops(edges)) {
+    for (const from of loop) {
+      for (const [to, imports] of edges.get(from) ?? []) {
+        if (!loop.has(to)) continue;
+        const back = pathBetween(edges, to, from, loop);
+        for (const { file, specifier } of imports) {
+          upward.push({
+            file,
+            specifier,
+            reason: `${from}/ imports ${to}/ while ${back.map((folder) => `${folder}/`).join(' imports ')}: two features never import each other`,
+          });
+        }
+      }
+    }
+  }
+  return upward.sort((a, b) => a.file.localeCompare(b.file) || a.reason.localeCompare(b.reason));
+}
+
+/** The strongly connected groups of more than one folder (Tarjan). */
+function foldersInLoops(edges: Map<string, Map<string, FolderImport[]>>): Array<Set<string>> {
+  const index = new Map<string, number>();
+  const lowest = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const loops: Array<Set<string>> = [];
+  const visit = (folder: string): void => {
+    index.set(folder, index.size);
+    lowest.set(folder, index.get(folder)!);
+    stack.push(folder);
+    onStack.add(folder);
+    for (const next of edges.get(folder)?.keys() ?? []) {
+      if (!index.has(next)) {
+        visit(next);
+        lowest.set(folder, Math.min(lowest.get(folder)!, lowest.get(next)!));
+      } else if (onStack.has(next)) {
+        lowest.set(folder, Math.min(lowest.get(folder)!, index.get(next)!));
+      }
+    }
+    if (lowest.get(folder) !== index.get(folder)) return;
+    const group = new Set<string>();
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      group.add(member);
+    } while (member !== folder);
+    if (group.size > 1) loops.push(group);
+  };
+  for (const folder of edges.keys()) if (!index.has(folder)) visit(folder);
+  return loops;
+}
+
+/** The shortest chain of folder imports from `start` to `goal` inside `loop`. */
+function pathBetween(
+  edges: Map<string, Map<string, FolderImport[]>>,
+  start: string,
+  goal: string,
+  loop: Set<string>,
+): string[] {
+  const cameFrom = new Map<string, string>([[start, start]]);
+  const queue = [start];
+  while (queue.length > 0) {
+    const folder = queue.shift()!;
+    if (folder === goal) break;
+    for (const next of edges.get(folder)?.keys() ?? []) {
+      if (loop.has(next) && !cameFrom.has(next)) {
+        cameFrom.set(next, folder);
+        queue.push(next);
+      }
+    }
+  }
+  const chain = [goal];
+  while (chain[0] !== start) chain.unshift(cameFrom.get(chain[0])!);
+  return chain;
+}

@@ -1,0 +1,128 @@
+import { execFileSync } from 'node:child_process';
+import * as path from 'node:path';
+
+interface Planted {
+  filePath: string;
+  code: string;
+}
+
+interface Linted {
+  filePath: string;
+  messages: Array<{ ruleId: string | null; message: string }>;
+}
+
+const DOMAIN = 'libs/fleet-domain/src/planted.ts';
+const DOMAIN_SPEC = 'libs/fleet-domain/src/planted.spec.ts';
+const DAEMON = 'libs/daemon/src/planted.ts';
+const FLEET = 'apps/fleet/src/nodes/planted.ts';
+const FLEET_SPEC = 'apps/fleet/src/nodes/planted.spec.ts';
+const VM_HOST = 'apps/vm-host/src/vms/planted.ts';
+
+/** Each forbidden line, where it is planted, and the rule of eslint.config.mjs that refuses it. */
+const FORBIDDEN: Array<[string, string, string]> = [
+  [DOMAIN, "import { readFileSync } from 'fs';", 'no-restricted-imports'],
+  [DOMAIN, "import { randomUUID } from 'crypto';", 'no-restricted-imports'],
+  [DOMAIN, "import { readFileSync } from 'node:fs';", 'no-restricted-imports'],
+  [DOMAIN, "import { readFile } from 'fs/promises';", 'no-restricted-imports'],
+  [DOMAIN, "import { posix } from 'node:path/posix';", 'no-restricted-imports'],
+  [DOMAIN, "import { test } from 'node:test';", 'no-restricted-imports'],
+  [DOMAIN, "export { EventEmitter } from 'events';", 'no-restricted-imports'],
+  [DOMAIN, "import { ApiProperty } from '@nestjs/swagger';", 'no-restricted-imports'],
+  [DOMAIN, "import { of } from 'rxjs';", 'no-restricted-imports'],
+  [DOMAIN, "import { map } from 'rxjs/operators';", 'no-restricted-imports'],
+  [DOMAIN, "import { Injectable } from '@nestjs/common';", 'no-restricted-imports'],
+  [DOMAIN, "import { Clock } from '@app/daemon';", 'no-restricted-imports'],
+  [DOMAIN, "import { Clock } from '@app/daemon/src/clock';", 'no-restricted-imports'],
+  [DOMAIN, "import { SystemClock } from '../../daemon/src/clock';", 'no-restricted-imports'],
+  [
+    DOMAIN,
+    "import { heartbeat } from '../../../test/support/heartbeats';",
+    'no-restricted-imports',
+  ],
+  [DOMAIN, 'export const now = Date.now();', 'no-restricted-syntax'],
+  [DOMAIN, 'export const clock = Date.now;', 'no-restricted-syntax'],
+  [DOMAIN, 'export const now = new Date();', 'no-restricted-syntax'],
+  [DOMAIN, 'export const now = performance.now();', 'no-restricted-syntax'],
+  [DOMAIN, 'export const home = process.env.HOME;', 'no-restricted-syntax'],
+  [DOMAIN, 'export const { env } = process;', 'no-restricted-syntax'],
+  [DOMAIN, "export const loaded = import('node:fs');", 'no-restricted-syntax'],
+  [DOMAIN_SPEC, "import { readFileSync } from 'fs';", 'no-restricted-imports'],
+  [DOMAIN_SPEC, 'export const now = Date.now();', 'no-restricted-syntax'],
+  [
+    DAEMON,
+    "import { FakeClock } from '../../../test/support/fake-clock';",
+    'no-restricted-imports',
+  ],
+  [DAEMON, "import { toRfc3339 } from '@app/fleet-domain/rfc3339';", 'no-restricted-imports'],
+  [
+    FLEET,
+    "import { FakeClock } from '../../../../test/support/fake-clock';",
+    'no-restricted-imports',
+  ],
+  [FLEET, "import { FakeClock } from 'test/support/fake-clock';", 'no-restricted-imports'],
+  [FLEET, "import { Clock } from '@app/daemon/src/clock';", 'no-restricted-imports'],
+  [
+    FLEET,
+    "import { VmsService } from '../../../vm-host/src/vms/vms.service';",
+    'no-restricted-imports',
+  ],
+  [
+    VM_HOST,
+    "import { FakeClock } from '../../../../test/support/fake-clock';",
+    'no-restricted-imports',
+  ],
+];
+
+/** Lines the same rules let through, so that they do not refuse more than they should. */
+const ALLOWED: Array<[string, string]> = [
+  [DOMAIN, "import type { ApiPropertyOptions } from '@nestjs/swagger';"],
+  [DOMAIN, "export type { ApiPropertyOptions } from '@nestjs/swagger';"],
+  [DOMAIN, "import type { Observable } from 'rxjs';"],
+  [DOMAIN, "import { IsInt } from 'class-validator';"],
+  [DOMAIN, "import { toRfc3339 } from './rfc3339';"],
+  [DOMAIN, "import { emitted } from './events';"],
+  [DOMAIN, 'export const epoch = new Date(0);'],
+  [DOMAIN, 'export const at = (nowMs: number) => new Date(nowMs).toISOString();'],
+  [DOMAIN_SPEC, "import { heartbeat } from '../../../test/support/heartbeats';"],
+  [FLEET, "import { randomUUID } from 'node:crypto';"],
+  [FLEET, "import { Clock } from '@app/daemon';"],
+  [FLEET_SPEC, "import { FakeClock } from '../../../../test/support/fake-clock';"],
+];
+
+/** The boundary rules' messages for each planted text, from the real config (lint-texts.mjs). */
+function lint(planted: Planted[]): Linted[] {
+  const output = execFileSync(process.execPath, [path.join(__dirname, 'lint-texts.mjs')], {
+    input: JSON.stringify(planted),
+    encoding: 'utf8',
+  });
+  return JSON.parse(output) as Linted[];
+}
+
+describe('eslint.config.mjs boundaries', () => {
+  let forbidden: Linted[];
+  let allowed: Linted[];
+
+  beforeAll(() => {
+    // One child process for every text: loading eslint is most of the time.
+    const results = lint([
+      ...FORBIDDEN.map(([filePath, code]) => ({ filePath, code: `${code}\n` })),
+      ...ALLOWED.map(([filePath, code]) => ({ filePath, code: `${code}\n` })),
+    ]);
+    forbidden = results.slice(0, FORBIDDEN.length);
+    allowed = results.slice(FORBIDDEN.length);
+  }, 60_000);
+
+  it.each(FORBIDDEN.map(([filePath, code, rule], index) => ({ filePath, code, rule, index })))(
+    'refuses $code in $filePath ($rule)',
+    ({ rule, index }) => {
+      expect(forbidden[index].messages.map(({ ruleId }) => ruleId)).toContain(rule);
+    },
+  );
+
+  it.each(ALLOWED.map(([filePath, code], index) => ({ filePath, code, index })))(
+    'lets $code through in $filePath',
+    ({ index }) => {
+      expect(allowed[index].messages).toEqual([]);
+    },
+  );
+});

@@ -1,0 +1,46 @@
+/**
+ * `npm run lint` runs this: fails, naming each one, when an import runs back up inside an app
+ * (see app-imports.ts for the rule).
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import * as path from 'node:path';
+import { findUpwardImports } from './app-imports';
+
+const REPOSITORY = path.resolve(__dirname, '../..');
+
+/** Every .ts file under `folder` (relative to the repository), with its text. */
+export function readSources(folder: string): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const entry of readdirSync(path.join(REPOSITORY, folder), {
+    recursive: true,
+    withFileTypes: true,
+  })) {
+    if (!entry.isFile() || !entry.name.endsWith('.ts')) continue;
+    const file = path.relative(REPOSITORY, path.join(entry.parentPath, entry.name));
+    files.set(file.split(path.sep).join('/'), readFileSync(path.join(REPOSITORY, file), 'utf8'));
+  }
+  return files;
+}
+
+/** `apps/<app>/src` of every app. */
+export function appSources(): string[] {
+  return readdirSync(path.join(REPOSITORY, 'apps'), { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => `apps/${entry.name}/src`);
+}
+
+if (require.main === module) {
+  let found = 0;
+  for (const appSrc of appSources()) {
+    for (const { file, specifier, reason } of findUpwardImports(appSrc, readSources(appSrc))) {
+      console.error(`${file}: import '${specifier}': ${reason}`);
+      found += 1;
+    }
+  }
+  if (found > 0) {
+    console.error(
+      `${found} import(s) run back up inside an app (ARCHITECTURE.md, "Inside an app")`,
+    );
+    process.exit(1);
+  }
+}
