@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import request from 'supertest';
 import { RAM_HOLD_MARGIN_MS, holdRam, liveSince } from '@app/fleet-domain';
 import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
-import { StoreUnavailableError } from '../../apps/fleet/src/redis/store-unavailable.error';
+import { StoreUnavailableError } from '../../apps/fleet/src/nodes/store-unavailable.error';
 import { eventually } from '../support/daemons';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { heartbeat, vmRecord } from '../support/heartbeats';

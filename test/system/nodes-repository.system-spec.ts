@@ -11,10 +11,10 @@ import {
   releaseHold,
   removeVm,
 } from '@app/fleet-domain';
-import { InMemoryNodesRepository } from '../../apps/fleet/src/nodes/in-memory-nodes.repository';
+import { InMemoryNodesRepository } from '../../apps/fleet/src/nodes/memory/in-memory-nodes.repository';
 import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
-import { RedisNodesRepository } from '../../apps/fleet/src/nodes/redis-nodes.repository';
-import { RedisConnection } from '../../apps/fleet/src/redis/redis-connection';
+import { RedisNodesRepository } from '../../apps/fleet/src/nodes/redis/redis-nodes.repository';
+import { RedisConnection } from '../../apps/fleet/src/nodes/redis/redis-connection';
 import { heartbeat as agentHeartbeat, vmRecord } from '../support/heartbeats';
 import { RedisServer } from '../support/redis-server';
 

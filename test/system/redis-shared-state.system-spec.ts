@@ -1,7 +1,7 @@
 import request from 'supertest';
 import type { CreateVmRequest } from '@app/fleet-domain';
-import { RedisConnection } from '../../apps/fleet/src/redis/redis-connection';
-import { RedisClock } from '../../apps/fleet/src/redis/redis.clock';
+import { RedisConnection } from '../../apps/fleet/src/nodes/redis/redis-connection';
+import { RedisClock } from '../../apps/fleet/src/nodes/redis/redis.clock';
 import { eventually } from '../support/daemons';
 import { FakeClock } from '../support/fake-clock';
 import { RunningFleet, startFleet } from '../support/fleet-app';

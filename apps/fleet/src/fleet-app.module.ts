@@ -1,26 +1,17 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
-import {
-  BearerTokenGuard,
-  BearerTokens,
-  Clock,
-  JsonErrorFilter,
-  SystemClock,
-  createValidationPipe,
-} from '@app/daemon';
+import { BearerTokenGuard, BearerTokens, JsonErrorFilter, createValidationPipe } from '@app/daemon';
 import { FleetConfig } from './config/fleet.config';
 import { FLEET_ERROR_STATUSES } from './fleet-error.statuses';
 import { FleetModule } from './fleet/fleet.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { NodesModule } from './nodes/nodes.module';
-import { RedisConnection } from './redis/redis-connection';
-import { RedisClock } from './redis/redis.clock';
 import { VmsModule } from './vms/vms.module';
 
 /**
- * The Redis connection (null when state is in memory), the clock and the tokens, for every
- * module. With Redis, time is Redis TIME, so all controllers on it agree on staleness.
+ * The configuration and the tokens, for every module. The store of fleet state and its clock
+ * come from NodesModule, which opens the store the configuration chose.
  */
 @Global()
 @Module({})
@@ -29,19 +20,7 @@ class FleetCoreModule {
     return {
       module: FleetCoreModule,
       providers: [
-        {
-          provide: RedisConnection,
-          useFactory: () =>
-            config.redisUrl
-              ? new RedisConnection(config.redisUrl, config.redisUrlForLogs ?? '')
-              : null,
-        },
-        {
-          provide: Clock,
-          useFactory: (redis: RedisConnection | null) =>
-            redis ? new RedisClock(redis) : new SystemClock(),
-          inject: [RedisConnection],
-        },
+        { provide: FleetConfig, useValue: config },
         {
           // The controller checks both tokens and sends the node token to agents.
           provide: BearerTokens,
@@ -52,7 +31,7 @@ class FleetCoreModule {
           ),
         },
       ],
-      exports: [RedisConnection, Clock, BearerTokens],
+      exports: [FleetConfig, BearerTokens],
     };
   }
 }
@@ -66,7 +45,7 @@ export class FleetAppModule {
       imports: [
         ScheduleModule.forRoot(),
         FleetCoreModule.forConfig(config),
-        MetricsModule.forConfig(config),
+        MetricsModule.forConfig(config, NodesModule),
         NodesModule,
         FleetModule,
         VmsModule,

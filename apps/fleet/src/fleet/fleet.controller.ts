@@ -2,7 +2,7 @@ import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@app/fleet-domain';
 import { RequiresToken } from '@app/daemon';
 import { FleetStatus } from '@app/fleet-domain';
-import { ApiFleetErrors } from '../fleet-error.statuses';
+import { ApiFleetStateErrors } from '../nodes/nodes.error-statuses';
 import { NodesService } from '../nodes/nodes.service';
 
 /** GET /v1/fleet: the whole-fleet view, and the answer to "is the controller up?". */
@@ -20,7 +20,8 @@ export class FleetController {
       'The live nodes (as GET /v1/nodes lists them) and the time of this view. Also the way to ask whether the controller is up: there is no /healthz.',
   })
   @ApiOkResponse({ type: FleetStatus, description: 'The fleet as of last_updated.' })
-  @ApiFleetErrors()
+  // The view only reads the store: its 503 is the one error of its own.
+  @ApiFleetStateErrors([])
   fleetStatus(): Promise<FleetStatus> {
     return this.nodes.fleetStatus();
   }

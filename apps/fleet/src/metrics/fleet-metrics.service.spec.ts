@@ -4,7 +4,7 @@ import { CreateVmRequest, NodeHeartbeat, VmRecord, liveSince } from '@app/fleet-
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { heartbeat as agentHeartbeat } from '../../../../test/support/heartbeats';
 import { metricTypes, sampleValue } from '../../../../test/support/prometheus-text';
-import { InMemoryNodesRepository } from '../nodes/in-memory-nodes.repository';
+import { InMemoryNodesRepository } from '../nodes/memory/in-memory-nodes.repository';
 import { NodesService } from '../nodes/nodes.service';
 import { AgentCallError, Spawned, VmHostClient, VmHostClientSettings } from '../vms/vm-host.client';
 import { VmsService } from '../vms/vms.service';

@@ -1,10 +1,8 @@
-import { DynamicModule, Global, Module, Provider } from '@nestjs/common';
-import { Clock, MetricsEndpoint } from '@app/daemon';
-import { liveSince } from '@app/fleet-domain';
+import { DynamicModule, Global, Module, Provider, Type } from '@nestjs/common';
+import { MetricsEndpoint } from '@app/daemon';
 import { FleetConfig } from '../config/fleet.config';
-import { NodesModule } from '../nodes/nodes.module';
-import { NodesRepository } from '../nodes/nodes.repository';
 import { FleetMetrics } from './fleet-metrics.service';
+import { LiveNodeCount } from './live-node-count';
 import { RefusedHeartbeatsCounter } from './refused-heartbeats.counter';
 
 /**
@@ -14,19 +12,19 @@ import { RefusedHeartbeatsCounter } from './refused-heartbeats.counter';
 @Global()
 @Module({})
 export class MetricsModule {
-  static forConfig(config: FleetConfig): DynamicModule {
+  /** `liveNodes`: the module that exports a LiveNodeCount (the app module names it). */
+  static forConfig(config: FleetConfig, liveNodes: Type<unknown>): DynamicModule {
     const address = config.metricsAddress;
     const providers: Provider[] = address
       ? [
           {
             provide: FleetMetrics,
-            useFactory: async (nodes: NodesRepository, clock: Clock) =>
+            useFactory: async (live: LiveNodeCount) =>
               new FleetMetrics({
                 prometheus: await import('prom-client'),
-                countLiveNodes: async () =>
-                  (await nodes.listLiveRecords(liveSince(clock.now()))).length,
+                countLiveNodes: () => live.count(),
               }),
-            inject: [NodesRepository, Clock],
+            inject: [LiveNodeCount],
           },
           {
             provide: MetricsEndpoint,
@@ -39,7 +37,7 @@ export class MetricsModule {
       : [{ provide: FleetMetrics, useValue: new FleetMetrics() }];
     return {
       module: MetricsModule,
-      imports: address ? [NodesModule] : [],
+      imports: address ? [liveNodes] : [],
       providers,
       exports: [FleetMetrics],
     };

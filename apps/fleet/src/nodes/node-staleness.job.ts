@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { STALENESS_SWEEP_INTERVAL_MS } from '@app/fleet-domain';
-import { StoreUnavailableError } from '../redis/store-unavailable.error';
+import { StoreUnavailableError } from './store-unavailable.error';
 import { NodesService } from './nodes.service';
 
 /**

@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@app/fleet-domain';
 import { BODY_ERRORS, RequiresToken, invalidInput } from '@app/daemon';
 import { EXAMPLE_NODE_ID, NodeHeartbeat, NodeIdParams, NodeRecord } from '@app/fleet-domain';
-import { ApiFleetErrors } from '../fleet-error.statuses';
+import { ApiFleetStateErrors, NODES_ERROR_STATUSES } from './nodes.error-statuses';
 import { NodeNotFoundError } from './nodes.errors';
 import { NodesService } from './nodes.service';
 
@@ -21,7 +21,8 @@ export class NodesController {
       "What every agent sends at start and then every VM_HEARTBEAT_INTERVAL_S seconds. There is no registration call: the first heartbeat of a node id enrolls it. Each heartbeat replaces the node's record and VM list wholesale; a node id already in use is not refused, the newer heartbeat takes it over. A heartbeat stamped before the one stored for the same boot is ignored (still 200). Unknown extra fields are ignored.",
   })
   @ApiOkResponse({ description: 'Accepted (also when ignored as out of order). No body.' })
-  @ApiFleetErrors(
+  @ApiFleetStateErrors(
+    NODES_ERROR_STATUSES,
     ...BODY_ERRORS,
     invalidInput(
       'A field is missing or out of its range; the message names each one.',
@@ -41,7 +42,7 @@ export class NodesController {
       'The live nodes, sorted by node_id. A node silent for more than 30 s is not shown at all (there is no status field): absent means never enrolled or silent.',
   })
   @ApiOkResponse({ type: [NodeRecord], description: 'The live nodes; [] when there are none.' })
-  @ApiFleetErrors()
+  @ApiFleetStateErrors(NODES_ERROR_STATUSES)
   listNodes(): Promise<NodeRecord[]> {
     return this.nodes.listNodes();
   }
@@ -55,7 +56,8 @@ export class NodesController {
       "The node's record, as GET /v1/nodes lists it. 404 both for a node never enrolled and for one silent for more than 30 s: the API does not tell them apart.",
   })
   @ApiOkResponse({ type: NodeRecord, description: 'The live node.' })
-  @ApiFleetErrors(
+  @ApiFleetStateErrors(
+    NODES_ERROR_STATUSES,
     invalidInput(
       'node_id is not a fleet id.',
       'node_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',

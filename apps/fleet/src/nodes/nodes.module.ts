@@ -1,25 +1,51 @@
-import { Module } from '@nestjs/common';
-import { InMemoryNodesRepository } from './in-memory-nodes.repository';
+import { Module, OnApplicationShutdown } from '@nestjs/common';
+import { Clock } from '@app/daemon';
+import { FleetConfig } from '../config/fleet.config';
+import { LiveNodeCount } from '../metrics/live-node-count';
+import { LiveNodesCounter } from './live-nodes.counter';
 import { NodeStalenessJob } from './node-staleness.job';
+import { chooseNodesStore } from './node-stores';
+import { OpenNodesStore } from './nodes-store';
 import { NodesController } from './nodes.controller';
 import { NodesRepository } from './nodes.repository';
 import { NodesService } from './nodes.service';
-import { RedisNodesRepository } from './redis-nodes.repository';
-import { RedisConnection } from '../redis/redis-connection';
 
+/** The store the configuration chose (node-stores.ts), opened once and closed with the app. */
+class ChosenNodesStore implements OnApplicationShutdown {
+  readonly opened: OpenNodesStore;
+
+  constructor(config: FleetConfig) {
+    this.opened = chooseNodesStore(config).open(config);
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.opened.close();
+  }
+}
+
+/** The node registry, the store of fleet state and its clock, for every module that imports it. */
 @Module({
   controllers: [NodesController],
   providers: [
     NodesService,
     NodeStalenessJob,
     {
-      // The one place the store is chosen: Redis when VM_FLEET_REDIS_URL is set, else memory.
-      provide: NodesRepository,
-      useFactory: (redis: RedisConnection | null) =>
-        redis ? new RedisNodesRepository(redis) : new InMemoryNodesRepository(),
-      inject: [RedisConnection],
+      provide: ChosenNodesStore,
+      useFactory: (config: FleetConfig) => new ChosenNodesStore(config),
+      inject: [FleetConfig],
     },
+    {
+      provide: NodesRepository,
+      useFactory: (store: ChosenNodesStore) => store.opened.repository,
+      inject: [ChosenNodesStore],
+    },
+    {
+      provide: Clock,
+      useFactory: (store: ChosenNodesStore) => store.opened.clock,
+      inject: [ChosenNodesStore],
+    },
+    { provide: LiveNodeCount, useClass: LiveNodesCounter },
   ],
-  exports: [NodesService, NodesRepository],
+  exports: [NodesService, NodesRepository, Clock, LiveNodeCount],
 })
 export class NodesModule {}

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { NodeHeartbeat } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
-import { InMemoryNodesRepository } from './in-memory-nodes.repository';
+import { InMemoryNodesRepository } from './memory/in-memory-nodes.repository';
 import { NodesService } from './nodes.service';
 
 function heartbeat(node_id: string, extra: Partial<NodeHeartbeat> = {}): NodeHeartbeat {

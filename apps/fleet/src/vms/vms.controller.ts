@@ -34,7 +34,7 @@ import {
   VmRecord,
   placeVm,
 } from '@app/fleet-domain';
-import { ApiFleetErrors } from '../fleet-error.statuses';
+import { ApiFleetStateErrors } from '../nodes/nodes.error-statuses';
 import { IdempotencyKey } from './idempotency-key.decorator';
 import { AgentCallError } from './vm-host.client';
 import {
@@ -43,6 +43,7 @@ import {
   PlacementRefusedError,
   VmNotFoundError,
 } from './vms.errors';
+import { VMS_ERROR_STATUSES } from './vms.error-statuses';
 import { VmsService } from './vms.service';
 
 /** How placement refuses `request` on an empty fleet, word for word as the service throws it. */
@@ -74,7 +75,8 @@ export class VmsController {
       "Every VM the live nodes reported in their last heartbeat (and those created since). There is no GET of one VM by id: filter this list. A node's VMs leave the list with the node when it falls silent.",
   })
   @ApiOkResponse({ type: [VmRecord], description: 'The VMs; [] when there are none.' })
-  @ApiFleetErrors(
+  @ApiFleetStateErrors(
+    VMS_ERROR_STATUSES,
     invalidInput(
       'tenant_id is not a fleet id.',
       'tenant_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
@@ -103,7 +105,8 @@ export class VmsController {
     type: VmRecord,
     description: 'A retry: this Idempotency-Key already made this VM.',
   })
-  @ApiFleetErrors(
+  @ApiFleetStateErrors(
+    VMS_ERROR_STATUSES,
     ...BODY_ERRORS,
     invalidInput(
       'A field is missing or out of its range; the message names each one.',
@@ -184,7 +187,8 @@ export class VmsController {
       'Finds the live node that lists the VM and asks its agent to destroy it (QEMU stopped, runtime files removed); the VM then leaves the listing. When the agent cannot be reached the record is kept and the answer is 502, so the delete can be retried.',
   })
   @ApiNoContentResponse({ description: 'Destroyed (or already gone from its agent).' })
-  @ApiFleetErrors(
+  @ApiFleetStateErrors(
+    VMS_ERROR_STATUSES,
     invalidInput(
       'vm_id is not a fleet id.',
       'vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { NodeChange, NodeRecord, NodeState, earliestHoldDeadline } from '@app/fleet-domain';
-import { NodesRepository } from './nodes.repository';
+import { NodesRepository } from '../nodes.repository';
 
 /** Nodes examined per slice of a sweep before the event loop gets a turn. */
 const SWEEP_SLICE = 5_000;

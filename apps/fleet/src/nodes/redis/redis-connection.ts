@@ -1,6 +1,6 @@
 import { Logger, OnApplicationShutdown } from '@nestjs/common';
 import Redis from 'ioredis';
-import { StoreUnavailableError } from './store-unavailable.error';
+import { StoreUnavailableError } from '../store-unavailable.error';
 
 /**
  * The controller's one connection to the shared Redis. Commands fail at once while Redis is

@@ -6,9 +6,9 @@ import {
   NodeState,
   earliestHoldDeadline,
 } from '@app/fleet-domain';
-import { StoreUnavailableError } from '../redis/store-unavailable.error';
-import { RedisConnection } from '../redis/redis-connection';
-import { NodesRepository } from './nodes.repository';
+import { StoreUnavailableError } from '../store-unavailable.error';
+import { RedisConnection } from './redis-connection';
+import { NodesRepository } from '../nodes.repository';
 
 const PREFIX = 'ppn-fleet:';
 /** Sorted set of node ids by receive time: what is live, and what the sweep drops. */

@@ -1,0 +1,27 @@
+import { Clock } from '@app/daemon';
+import { FleetConfig } from '../config/fleet.config';
+import { NodesRepository } from './nodes.repository';
+
+/** A store of fleet state, opened: what the controller reads and writes nodes with. */
+export interface OpenNodesStore {
+  repository: NodesRepository;
+  /**
+   * The clock receive times and staleness are judged by. A store that several controllers
+   * share gives one they all agree on (Redis: Redis TIME).
+   */
+  clock: Clock;
+  /** Ends its connections and timers; called when the app closes. */
+  close(): Promise<void>;
+}
+
+/**
+ * One kind of store NodesModule can choose: each sits in its own folder beside this file
+ * (memory/, redis/) and is listed in node-stores.ts.
+ */
+export interface NodesStore {
+  /** Says what the store is, in start-up errors. */
+  name: string;
+  /** Whether `config` asks for this store. */
+  isChosenBy(config: FleetConfig): boolean;
+  open(config: FleetConfig): OpenNodesStore;
+}

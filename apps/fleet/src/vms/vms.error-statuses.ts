@@ -1,0 +1,27 @@
+import { DomainErrorStatuses } from '@app/daemon';
+import { AgentCallError } from './vm-host.client';
+import {
+  IdempotencyKeyReusedError,
+  NodeRefusedVmError,
+  PlacementRefusedError,
+  VmNotFoundError,
+} from './vms.errors';
+
+/** The vms feature's errors and their statuses; the app's table gathers every feature's. */
+export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
+  [VmNotFoundError, 404],
+  [
+    PlacementRefusedError,
+    (error) => ((error as PlacementRefusedError).reason === 'preferred-node-unfit' ? 422 : 503),
+  ],
+  [IdempotencyKeyReusedError, 422],
+  // What the agent answered is passed on, except that its own failure is a bad gateway here.
+  [
+    NodeRefusedVmError,
+    (error) => {
+      const { agentStatus } = error as NodeRefusedVmError;
+      return agentStatus === 500 ? 502 : agentStatus;
+    },
+  ],
+  [AgentCallError, 502],
+];

@@ -1,0 +1,99 @@
+import { findUpwardImports } from './app-imports';
+import { appSources, readSources } from './check-app-imports';
+
+const FLEET = 'apps/fleet/src';
+
+/** The controller's real files, with `line` added at the top of `file`. */
+function fleetWith(file: string, line: string): Map<string, string> {
+  const files = readSources(FLEET);
+  const text = files.get(file);
+  if (text === undefined) throw new Error(`${file} is not in ${FLEET}`);
+  files.set(file, `${line}\n${text}`);
+  return files;
+}
+
+function planted(app: string, files: Record<string, string>): Map<string, string> {
+  return new Map(Object.entries(files).map(([file, text]) => [`${app}/${file}`, text]));
+}
+
+describe('findUpwardImports', () => {
+  it('finds no import running back up in the controller', () => {
+    expect(findUpwardImports(FLEET, readSources(FLEET))).toEqual([]);
+  });
+
+  it('checks every app, the controller and the agent', () => {
+    expect(appSources()).toEqual(expect.arrayContaining([FLEET, 'apps/vm-host/src']));
+  });
+
+  it.each([
+    ["import { FLEET_ERROR_STATUSES } from '../fleet-error.statuses';", 'fleet-error.statuses.ts'],
+    ["import { FleetAppModule } from '../fleet-app.module';", 'fleet-app.module.ts'],
+    ["import { createFleetApp } from '../bootstrap';", 'bootstrap.ts'],
+    [
+      "import type { FleetAppModule } from 'apps/fleet/src/fleet-app.module';",
+      'fleet-app.module.ts',
+    ],
+  ])('refuses a feature importing a root file: %s', (line, rootFile) => {
+    const found = findUpwardImports(FLEET, fleetWith(`${FLEET}/nodes/nodes.service.ts`, line));
+    expect(found).toEqual([
+      {
+        file: `${FLEET}/nodes/nodes.service.ts`,
+        specifier: expect.stringContaining(rootFile.replace(/\.ts$/, '')),
+        reason: expect.stringContaining(`nodes/ imports the app's root file ${rootFile}`),
+      },
+    ]);
+  });
+
+  it('refuses two features importing each other (metrics back into nodes)', () => {
+    const found = findUpwardImports(
+      FLEET,
+      fleetWith(
+        `${FLEET}/metrics/metrics.module.ts`,
+        "import { NodesRepository } from '../nodes/nodes.repository';",
+      ),
+    );
+    expect(found.map(({ file }) => file)).toContain(`${FLEET}/metrics/metrics.module.ts`);
+    expect(found.map(({ reason }) => reason)).toContain(
+      'metrics/ imports nodes/ while nodes/ imports metrics/: two features never import each other',
+    );
+  });
+
+  it('refuses a loop round three features, naming every import in it', () => {
+    const files = planted('apps/vm-host/src', {
+      'a/a.service.ts': "import { B } from '../b/b.service';",
+      'b/b.service.ts': "import type { C } from '../c/c.service';",
+      'c/c.service.ts': "export { A } from '../a/a.service';",
+    });
+    expect(findUpwardImports('apps/vm-host/src', files)).toEqual([
+      {
+        file: 'apps/vm-host/src/a/a.service.ts',
+        specifier: '../b/b.service',
+        reason:
+          'a/ imports b/ while b/ imports c/ imports a/: two features never import each other',
+      },
+      {
+        file: 'apps/vm-host/src/b/b.service.ts',
+        specifier: '../c/c.service',
+        reason:
+          'b/ imports c/ while c/ imports a/ imports b/: two features never import each other',
+      },
+      {
+        file: 'apps/vm-host/src/c/c.service.ts',
+        specifier: '../a/a.service',
+        reason:
+          'c/ imports a/ while a/ imports b/ imports c/: two features never import each other',
+      },
+    ]);
+  });
+
+  it('lets root files import features, features import each other one way, and specs be', () => {
+    const files = planted('apps/vm-host/src', {
+      'app.module.ts': "import { A } from './a/a.module';\nimport { B } from './b';",
+      'a/a.module.ts': "import { B } from '../b';\nimport { inner } from './inner/inner';",
+      'a/inner/inner.ts': "import { A } from '../a.module';",
+      'b/index.ts': "import { Clock } from '@app/daemon';\nimport { x } from 'node:fs';",
+      'b/b.spec.ts': "import { A } from '../a/a.module';\nimport { M } from '../app.module';",
+    });
+    expect(findUpwardImports('apps/vm-host/src', files)).toEqual([]);
+  });
+});
