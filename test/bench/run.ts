@@ -8,8 +8,15 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import * as ts from 'typescript';
-import { Daemon, FLEET_URL, VM_HOST_MAIN, eventually, startFleetDaemon } from '../support/daemons';
-import { RedisServer } from '../support/redis-server';
+import {
+  Daemon,
+  FLEET_URL,
+  VM_HOST_MAIN,
+  eventually,
+  startFleetDaemon,
+  stopAllDaemons,
+} from '../support/daemons';
+import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 import type { HostileResult } from './hostile-bodies';
 import type { LoadResult, LoadSpec } from './load';
 
@@ -468,7 +475,9 @@ async function main(): Promise<void> {
   console.log(`\nfigures written to ${file} (${fixed((Date.now() - started) / 1000)} s)`);
 }
 
-main().catch((error: unknown) => {
+main().catch(async (error: unknown) => {
   console.error(error);
+  // No daemon or redis-server of a failed run outlives it.
+  await Promise.all([stopAllDaemons(), stopAllRedisServers()]);
   process.exit(1);
 });

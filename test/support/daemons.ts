@@ -1,5 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const ROOT = join(__dirname, '../..');
@@ -13,12 +14,8 @@ export const FLEET_URL = 'http://127.0.0.1:9203';
  */
 export const OUTPUT_TIMEOUT_MS = 20_000;
 
+/** Every daemon started and not yet exited: stopAllDaemons() ends them after each spec file. */
 const running = new Set<Daemon>();
-
-// Whatever happens to the test run, no daemon outlives it.
-process.on('exit', () => {
-  for (const daemon of running) daemon.process.kill('SIGKILL');
-});
 
 export interface Exit {
   code: number | null;
@@ -47,7 +44,8 @@ export class Daemon {
     const command = [process.execPath, ...shebangNodeOptions(main), ...nodeArgs, main, ...args];
     const [file, ...argv] = netns ? ['ip', 'netns', 'exec', netns, ...command] : command;
     this.process = spawn(file, argv, {
-      env: { PATH: process.env.PATH, NO_COLOR: '1', ...env },
+      // TMPDIR: its temporary files are the test run's, and the run's end finds it (test-run.ts).
+      env: { PATH: process.env.PATH, TMPDIR: tmpdir(), NO_COLOR: '1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     running.add(this);

@@ -1,4 +1,5 @@
 import { readFileSync, readdirSync } from 'node:fs';
+import { basename } from 'node:path';
 
 /** A live QEMU process as /proc shows it: its pid and its arguments. */
 export interface LiveQemu {
@@ -15,14 +16,14 @@ export function liveQemusUnder(folder: string): LiveQemu[] {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       if (
-        cmdline.startsWith('qemu-system-x86_64') &&
-        cmdline.includes(folder) &&
+        basename(args[0] ?? '').startsWith('qemu-system-') &&
+        args.some((arg) => arg.includes(folder)) &&
         !/^\d+ \(.*\) Z/.test(stat)
       ) {
-        found.push({ pid: Number(entry), args: cmdline.split('\0') });
+        found.push({ pid: Number(entry), args });
       }
     } catch {
       // gone meanwhile

@@ -1,10 +1,19 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 
+/** Every redis-server started and not yet exited: stopAllRedisServers() ends them. */
 const running = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-});
+
+/** Stops every redis-server still running: after each spec file (spec-file.cleanup.ts). */
+export async function stopAllRedisServers(): Promise<void> {
+  await Promise.all(
+    [...running].map((child) => {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      return exited;
+    }),
+  );
+}
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

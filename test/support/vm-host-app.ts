@@ -1,14 +1,13 @@
 import { Test } from '@nestjs/testing';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { VM_HOST_APP_OPTIONS, configureVmHostApp } from '../../apps/vm-host/src/bootstrap';
 import { loadVmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
 import { VmHostAppModule } from '../../apps/vm-host/src/vm-host-app.module';
 import { VmsService } from '../../apps/vm-host/src/vms/vms.service';
 import { OpenApiContract, checkResponsesAgainst, closeAndJudge } from './openapi-contract';
+import { scratchFolder } from './scratch-folders';
 
 const VM_HOST_CONTRACT = OpenApiContract.committed('vm-host.openapi.json');
 
@@ -26,7 +25,7 @@ export interface RunningVmHost {
  * that break it.
  */
 export async function startVmHostApp(env: NodeJS.ProcessEnv = {}): Promise<RunningVmHost> {
-  const diskDir = mkdtempSync(join(tmpdir(), 'ppn-vm-host-app-'));
+  const diskDir = scratchFolder('vm-host-app-');
   const config = loadVmHostConfig({
     VM_FLEET_ENDPOINT: 'http://127.0.0.1:9',
     VM_NODE_ID: 'in-process-node',

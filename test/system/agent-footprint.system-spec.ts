@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   Daemon,
@@ -10,6 +9,7 @@ import {
   stopAllDaemons,
 } from '../support/daemons';
 import { freePort } from '../support/redis-server';
+import { scratchFolder } from '../support/scratch-folders';
 
 /**
  * The agent runs on every node, so what it loads is what every node pays: the built agent, as
@@ -45,7 +45,7 @@ describe('the running agent', () => {
   let probe: string;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'agent-footprint-'));
+    dir = scratchFolder('agent-footprint-');
     probe = join(dir, 'probe.js');
     writeFileSync(probe, PROBE);
     await startFleetDaemon().waitForOutput(/listening on 0\.0\.0\.0:9203/);
@@ -53,7 +53,6 @@ describe('the running agent', () => {
 
   afterAll(async () => {
     await stopAllDaemons();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   async function startAgent(nodeId: string, env: NodeJS.ProcessEnv = {}): Promise<Daemon> {

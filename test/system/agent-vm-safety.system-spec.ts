@@ -1,12 +1,13 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { Server, createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { cpus, tmpdir } from 'node:os';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { Daemon, VM_HOST_MAIN, eventually, startAgent, stopAllDaemons } from '../support/daemons';
-import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
+import { liveQemusUnder } from '../support/qemu-processes';
+import { scratchFolder } from '../support/scratch-folders';
 
 /**
  * VM safety with real agents and real QEMU (TCG, a blank 64 MB base image): refusals that
@@ -17,7 +18,9 @@ import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
 jest.setTimeout(60_000);
 
 const SPAWN_PORT = 9204;
-const workDir = mkdtempSync(join(tmpdir(), 'ppn-vm-safety-'));
+// Short: a QMP socket path under it (crash-after-launch-before-pid-written/run/<vm>/qmp.sock)
+// must stay within 107 bytes.
+const workDir = scratchFolder('agent-');
 const baseImage = join(workDir, 'base.qcow2');
 
 interface AgentVm {
@@ -41,12 +44,6 @@ function qemuPidsOf(vmId: string): number[] {
     .filter(({ args }) => args.includes(`guest=${vmId}`))
     .map(({ pid }) => pid);
 }
-
-// No QEMU process and no temporary folder outlives the suite, also when a test fails.
-process.on('exit', () => {
-  killQemusUnder(workDir);
-  rmSync(workDir, { recursive: true, force: true });
-});
 
 /** Stands in for the controller: answers every heartbeat 200 and keeps the last per node. */
 class HeartbeatListener {
@@ -168,9 +165,7 @@ describe('refusals that explain themselves', () => {
   let agent: Daemon;
 
   beforeAll(async () => {
-    agent = await startListeningAgent(
-      agentEnv('safety-refusals', wgIp, { VM_VCPU_OVERCOMMIT: '1' }),
-    );
+    agent = await startListeningAgent(agentEnv('refusals', wgIp, { VM_VCPU_OVERCOMMIT: '1' }));
   });
 
   afterAll(() => agent.stop());
@@ -189,7 +184,7 @@ describe('refusals that explain themselves', () => {
       `vcpu_count: ${cores + 1} vCPUs do not fit on this node: ${cores} committable of ${cores} (${cores} cores x VM_VCPU_OVERCOMMIT 1)`,
     );
     expect(liveQemusUnder(workDir)).toHaveLength(before);
-    expect(readdirSync(join(workDir, 'safety-refusals', 'run'))).toEqual([]);
+    expect(readdirSync(join(workDir, 'refusals', 'run'))).toEqual([]);
   });
 
   it('counts an idle VM with all the RAM it was given: what it leaves is all that is left', async () => {
@@ -200,7 +195,7 @@ describe('refusals that explain themselves', () => {
     expect(big.status).toBe(201);
     await listedAs(wgIp, big.body.vm_id, 'Running');
 
-    const beat = await listener.beat('safety-refusals', (body) =>
+    const beat = await listener.beat('refusals', (body) =>
       body.vms.some((vm) => vm.vm_id === big.body.vm_id && vm.state === 'Running'),
     );
     // The guest touched almost none of its RAM, yet all of it counts.
@@ -216,7 +211,7 @@ describe('refusals that explain themselves', () => {
 
 describe('Idempotency-Key', () => {
   const wgIp = '127.0.0.22';
-  const nodeId = 'safety-keys';
+  const nodeId = 'keys';
   let agent: Daemon;
 
   beforeAll(async () => {
@@ -317,7 +312,7 @@ describe('no QEMU process is lost, whatever the moment the agent is killed', () 
   ] as const)(
     'killed %s: restarted, it lists the VM %s; DELETE leaves no QEMU process',
     async (failpoint, state, answered) => {
-      const nodeId = `safety-crash-${failpoint}`;
+      const nodeId = `crash-${failpoint}`;
       const doomed = await startListeningAgent(
         agentEnv(nodeId, wgIp, { VM_HOST_FAILPOINT: failpoint }),
       );
@@ -391,10 +386,10 @@ class AgentOnFullDisk {
 describe('a full VM_DISK_DIR', () => {
   it('is a 507 naming the folder and ENOSPC, and leaves no run folder and no disk', async () => {
     const wgIp = '127.0.0.24';
-    const diskDir = join(workDir, 'safety-full');
+    const diskDir = join(workDir, 'full-disk');
     rmSync(diskDir, { recursive: true, force: true });
     execFileSync('mkdir', ['-p', diskDir]);
-    const agent = new AgentOnFullDisk(agentEnv('safety-full', wgIp), diskDir, 64);
+    const agent = new AgentOnFullDisk(agentEnv('full-disk', wgIp), diskDir, 64);
     try {
       await eventually(
         'the agent on a full disk listening',
@@ -421,7 +416,7 @@ describe('VM_WG_IP', () => {
   it.each(['0.0.0.0', '::', '224.0.0.1', '255.255.255.255'])(
     'refuses %s at start-up, naming VM_WG_IP',
     async (address) => {
-      const agent = startAgent(agentEnv('safety-wg-ip', address));
+      const agent = startAgent(agentEnv('bad-wg-ip', address));
       expect((await agent.waitForExit()).code).toBe(2);
       expect(agent.output).toContain(
         'configuration error: VM_WG_IP must be a unicast IPv4 or IPv6 address of this host',

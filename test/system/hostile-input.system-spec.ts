@@ -1,9 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
 import { AddressInfo, Socket, connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { DAEMON_HTTP_TIMEOUTS } from '@app/daemon';
 import {
@@ -16,6 +14,7 @@ import {
   stopAllDaemons,
 } from '../support/daemons';
 import { heartbeat } from '../support/heartbeats';
+import { scratchFolder } from '../support/scratch-folders';
 
 /**
  * Hostile input against the built controller on 9203 and a real agent on 127.0.0.2:9204,
@@ -29,7 +28,7 @@ const AGENT_URL = `http://${AGENT_IP}:9204`;
 const INTERVAL_MS = 1_000;
 const SECRET = 'hunter2-admin-secret';
 
-const diskDir = mkdtempSync(join(tmpdir(), 'ppn-hostile-'));
+const diskDir = scratchFolder('hostile-');
 
 function post(url: string, body: string | Buffer, headers: Record<string, string> = {}) {
   return fetch(url, {
@@ -88,7 +87,6 @@ describe('hostile input with real processes', () => {
 
   afterAll(async () => {
     await stopAllDaemons();
-    rmSync(diskDir, { recursive: true, force: true });
   });
 
   it('answers three 100,000-VM heartbeats at a time with a 4xx in under 1 s, GET /v1/fleet answering throughout', async () => {

@@ -1,16 +1,8 @@
 import { spawn, spawnSync } from 'node:child_process';
-import {
-  accessSync,
-  constants,
-  existsSync,
-  mkdtempSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { accessSync, constants, existsSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { FLEET_PORT } from '@app/fleet-domain';
+import { scratchFolder } from '../support/scratch-folders';
 
 const ROOT = join(__dirname, '../..');
 /** package.json's bin: each command and the build output it runs. */
@@ -33,7 +25,8 @@ function npm(args: string[]): void {
  * a rebuild, as `npm start` or `npm test` do afterwards, then run by name from the bin folder.
  */
 describe('the installed commands', () => {
-  const prefix = mkdtempSync(join(tmpdir(), 'ppn-npm-prefix-'));
+  // Only links live there (to this checkout); removing it removes a link, never what it points at.
+  const prefix = scratchFolder('npm-prefix-');
   const bin = join(prefix, 'bin');
   // Only what a login shell has: node for the #! line, and the npm bin folder.
   const env = { PATH: `${bin}:${dirname(process.execPath)}:/usr/bin:/bin`, NO_COLOR: '1' };
@@ -46,11 +39,6 @@ describe('the installed commands', () => {
     npm(['install', '-g', '--prefix', prefix, '.', '--offline', '--no-audit', '--no-fund']);
     npm(['run', 'build']);
   }, 600_000);
-
-  afterAll(() => {
-    // Only links live there (to this checkout); rm removes a link, never what it points at.
-    rmSync(prefix, { recursive: true, force: true });
-  });
 
   it.each(COMMANDS)('keeps %s executable after a rebuild', (command) => {
     const target = realpathSync(join(bin, command));

@@ -1,6 +1,5 @@
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { JsonLogLine } from '@app/daemon';
 import {
@@ -14,6 +13,7 @@ import {
 } from '../support/daemons';
 import { sampleValue } from '../support/prometheus-text';
 import { freePort } from '../support/redis-server';
+import { scratchFolder } from '../support/scratch-folders';
 
 /**
  * Metrics and JSON logs as an operator gets them: the built controller (on 9203) and an agent as
@@ -47,7 +47,7 @@ describe('metrics and JSON logs of the running daemons', () => {
   let prometheus: ChildProcess | undefined;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'observability-'));
+    dir = scratchFolder('observability-');
     const [fleetPort, agentPort, spawnPort] = [
       await freePort(),
       await freePort(),
@@ -85,7 +85,6 @@ describe('metrics and JSON logs of the running daemons', () => {
   afterAll(async () => {
     prometheus?.kill('SIGKILL');
     await stopAllDaemons();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('serves /metrics on both daemons that promtool check metrics passes', async () => {

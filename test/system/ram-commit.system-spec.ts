@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir, totalmem } from 'node:os';
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import {
   FLEET_URL,
@@ -12,6 +11,7 @@ import {
   stopAllDaemons,
 } from '../support/daemons';
 import { liveQemusUnder } from '../support/qemu-processes';
+import { scratchFolder } from '../support/scratch-folders';
 
 jest.setTimeout(60_000);
 
@@ -21,19 +21,8 @@ jest.setTimeout(60_000);
  * controller that trusted sampled memory would place every one of them.
  */
 const NODE_ID = 'ram-node-a';
-const workDir = mkdtempSync(join(tmpdir(), 'ppn-ram-commit-'));
+const workDir = scratchFolder('ram-commit-');
 const baseImage = join(workDir, 'base.qcow2');
-
-process.on('exit', () => {
-  for (const { pid } of liveQemusUnder(workDir)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone meanwhile
-    }
-  }
-  rmSync(workDir, { recursive: true, force: true });
-});
 
 interface NodeView {
   ram_available_mb: number;

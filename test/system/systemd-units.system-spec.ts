@@ -1,14 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import {
-  copyFileSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { scratchFolder } from '../support/scratch-folders';
 
 const UNITS = join(__dirname, '../../deploy/systemd');
 const COMMANDS = Object.keys(
@@ -28,9 +21,7 @@ function verify(...files: string[]): { status: number | null; output: string } {
 
 describe('the systemd units', () => {
   const units = readdirSync(UNITS).filter((name) => name.endsWith('.service'));
-  const scratch = mkdtempSync(join(tmpdir(), 'ppn-units-'));
-
-  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+  const scratch = scratchFolder('units-');
 
   it('ship one unit per command', () => {
     expect(units.sort()).toEqual(COMMANDS.map((command) => `${command}.service`).sort());

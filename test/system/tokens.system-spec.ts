@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   Daemon,
@@ -9,6 +8,8 @@ import {
   startFleetDaemon,
   stopAllDaemons,
 } from '../support/daemons';
+import { liveQemusUnder } from '../support/qemu-processes';
+import { scratchFolder } from '../support/scratch-folders';
 
 /**
  * The tokens with real processes: the built controller on 9203 and a built agent sharing its
@@ -22,35 +23,13 @@ const API_TOKEN = 'api-token-7b3d0e8a2f6c1945';
 const WRONG_TOKEN = 'not-a-token-of-this-fleet';
 const SHORT_TOKEN = 'tenchars10';
 
-const workDir = mkdtempSync(join(tmpdir(), 'ppn-tokens-e2e-'));
+// Its QEMU processes are killed and it is removed after the file, also when a test fails.
+const workDir = scratchFolder('tokens-');
 
-/** The QEMU processes the agents of this suite started, by their pidfiles. */
-function suiteQemuPids(): number[] {
-  const pids: number[] = [];
-  for (const node of readdirSync(workDir)) {
-    const run = join(workDir, node, 'run');
-    if (!existsSync(run)) continue;
-    for (const vm of readdirSync(run)) {
-      const pidFile = join(run, vm, 'qemu.pid');
-      if (existsSync(pidFile)) pids.push(Number(readFileSync(pidFile, 'utf8').trim()));
-    }
-  }
-  return pids;
+/** The live QEMU processes the agents of this suite started. */
+function qemuPids(): number[] {
+  return liveQemusUnder(workDir).map(({ pid }) => pid);
 }
-
-function isQemu(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('qemu-system-x86_64');
-  } catch {
-    return false;
-  }
-}
-
-// No QEMU process and no temporary folder outlives the suite, also when a test fails.
-process.on('exit', () => {
-  for (const pid of suiteQemuPids().filter(isQemu)) process.kill(pid, 'SIGKILL');
-  rmSync(workDir, { recursive: true, force: true });
-});
 
 function secretFile(name: string, content: string): string {
   const path = join(workDir, name);
@@ -158,8 +137,8 @@ describe.each(variants)('tokens given $given', ({ wgIp, fleetEnv, agentEnv }) =>
       },
       5_000,
     );
-    const [pid] = suiteQemuPids();
-    expect(isQemu(pid)).toBe(true);
+    expect(qemuPids()).toHaveLength(1);
+    const [pid] = qemuPids();
 
     for (const token of [undefined, WRONG_TOKEN, API_TOKEN]) {
       const refused = await call(`${agentUrl}/v1/vms`, token);
@@ -170,12 +149,16 @@ describe.each(variants)('tokens given $given', ({ wgIp, fleetEnv, agentEnv }) =>
     }
     const onAgent = await call<Listed[]>(`${agentUrl}/v1/vms`, NODE_TOKEN);
     expect(onAgent.body.map((vm) => vm.vm_id)).toEqual([vmId]);
-    expect(isQemu(pid)).toBe(true);
+    expect(qemuPids()).toContain(pid);
 
     expect(
       (await call(`${FLEET_URL}/v1/vms/${vmId}`, API_TOKEN, { method: 'DELETE' })).status,
     ).toBe(204);
-    await eventually('QEMU gone', () => Promise.resolve(isQemu(pid) ? undefined : true), 5_000);
+    await eventually(
+      'QEMU gone',
+      () => Promise.resolve(qemuPids().includes(pid) ? undefined : true),
+      5_000,
+    );
   });
 
   it('never prints a token, and warns of no open API', async () => {

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   Daemon,
   FLEET_MAIN,
@@ -12,6 +9,7 @@ import {
 } from '../support/daemons';
 import { TestHost } from '../support/netns';
 import { RedisServer } from '../support/redis-server';
+import { scratchFolder } from '../support/scratch-folders';
 
 jest.setTimeout(30_000);
 
@@ -24,7 +22,7 @@ describe('two controller processes on one Redis', () => {
   let hostB: TestHost;
   let redis: RedisServer;
   let controllerA: Daemon;
-  const diskDir = mkdtempSync(join(tmpdir(), 'ppn-two-controllers-'));
+  const diskDir = scratchFolder('two-controllers-');
 
   const controllerOn = async (host: TestHost): Promise<Daemon> => {
     const daemon = new Daemon(
@@ -55,7 +53,6 @@ describe('two controller processes on one Redis', () => {
     await redis.stop();
     hostA.remove();
     hostB.remove();
-    rmSync(diskDir, { recursive: true, force: true });
   });
 
   it('lists on one controller the node that beats to the other, and loses nothing when one restarts', async () => {

@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import {
   Daemon,
@@ -14,7 +13,8 @@ import {
   listeningFleetDaemon,
   stopAllDaemons,
 } from '../support/daemons';
-import { liveQemusUnder } from '../support/qemu-processes';
+import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
+import { scratchFolder } from '../support/scratch-folders';
 
 jest.setTimeout(40_000);
 
@@ -35,29 +35,13 @@ interface ListedVm {
   host_ports: Array<{ host_port: number; guest_port: number; protocol: string }>;
 }
 
-const workDir = mkdtempSync(join(tmpdir(), 'ppn-vms-e2e-'));
+const workDir = scratchFolder('vms-');
 const baseImage = join(workDir, 'base.qcow2');
 
 /** Every live QEMU process started from this suite's folder (zombies do not count). */
 function qemuProcessesOfSuite(): number[] {
   return liveQemusUnder(workDir).map(({ pid }) => pid);
 }
-
-function killSuiteQemu(): void {
-  for (const pid of qemuProcessesOfSuite()) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone meanwhile
-    }
-  }
-}
-
-// No QEMU process and no temporary folder outlives the suite, also when a test fails.
-process.on('exit', () => {
-  killSuiteQemu();
-  rmSync(workDir, { recursive: true, force: true });
-});
 
 function agentEnv(nodeId: string, wgIp: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return {
@@ -134,13 +118,13 @@ describe('VMs with real QEMU', () => {
 
   afterAll(async () => {
     await stopAllDaemons();
-    killSuiteQemu();
+    killQemusUnder(workDir);
   });
 
   // Each test starts on a fleet without VMs: whatever one made is deleted after it.
   afterEach(async () => {
     for (const vm of await vms()) await del(`/v1/vms/${vm.vm_id}`);
-    killSuiteQemu();
+    killQemusUnder(workDir);
   });
 
   /**
