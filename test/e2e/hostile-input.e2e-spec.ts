@@ -15,7 +15,7 @@ describe('fleet controller: hostile input', () => {
   let fleet: RunningFleet;
 
   beforeEach(async () => {
-    fleet = await startFleet({ agentTimeoutMs: 1_000 });
+    fleet = await startFleet();
   });
 
   afterEach(async () => {

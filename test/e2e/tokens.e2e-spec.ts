@@ -36,7 +36,7 @@ describe('fleet controller with VM_FLEET_NODE_TOKEN and VM_FLEET_API_TOKEN', () 
   let agent: RunningVmHost;
 
   beforeEach(async () => {
-    fleet = await startFleet({ agentTimeoutMs: 2_000, env: TOKENS });
+    fleet = await startFleet({ env: TOKENS });
     // A missing base image: a spawn that passes the agent's guard answers 503 and starts nothing.
     agent = await startVmHostApp({
       VM_FLEET_NODE_TOKEN: NODE_TOKEN,
@@ -241,7 +241,7 @@ describe('fleet controller with one of the two tokens', () => {
 
 describe('controller and agent holding different node tokens', () => {
   it('the agent refuses the dispatch: 502 naming the 401, and no VM is recorded', async () => {
-    const fleet = await startFleet({ agentTimeoutMs: 2_000, env: TOKENS });
+    const fleet = await startFleet({ env: TOKENS });
     const agent = await startVmHostApp({ VM_FLEET_NODE_TOKEN: 'another-fleets-node-token' });
     try {
       await request(fleet.url)
