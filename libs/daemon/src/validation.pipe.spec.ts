@@ -1,37 +1,23 @@
 import { BadRequestException } from '@nestjs/common';
 import { MAX_VMS_PER_HEARTBEAT, NodeHeartbeat, TenantQuery, VmRecord } from '@app/fleet-domain';
+import { heartbeat as agentHeartbeat, vmRecord } from '../../../test/support/heartbeats';
 import { BoundedValidationPipe, summarizeProblems, validateInput } from './validation.pipe';
 
 const pipe = new BoundedValidationPipe();
 
-function vm(index: number): Record<string, unknown> {
-  const port = { host_port: 40000, guest_port: 22, protocol: 'tcp' };
-  return {
-    vm_id: `vm-${index}`,
-    vm_type: 'web',
-    state: 'Running',
-    ram_alloc_mb: 1024,
-    vcpu_count: 1,
-    started_at: null,
-    host_ports: [port],
-  };
+function vm(index: number): VmRecord {
+  return vmRecord(`vm-${index}`, {
+    host_ports: [{ host_port: 40000, guest_port: 22, protocol: 'tcp' }],
+  });
 }
 
+/**
+ * A valid heartbeat body with one VM, without `reserved` (its default is under test), and
+ * `extra` fields of any kind, good or bad.
+ */
 function heartbeat(extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    node_id: 'n1',
-    wg_ip: '10.8.0.1',
-    hostname: 'host-1',
-    ram_total_mb: 16384,
-    ram_used_mb: 1024,
-    cpu_cores: 8,
-    cpu_load_pct: 10,
-    kvm_available: true,
-    vms: [vm(1)],
-    boot_id: 'boot-1',
-    timestamp_utc: '2026-08-06T12:00:00Z',
-    ...extra,
-  };
+  const { reserved: _omitted, ...body } = agentHeartbeat({ node_id: 'n1', vms: [vm(1)] });
+  return { ...body, ...extra };
 }
 
 /** The 400 message the pipe answers with, or undefined when it accepts the body. */

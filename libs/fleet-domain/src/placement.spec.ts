@@ -1,3 +1,4 @@
+import { heartbeat } from '../../../test/support/heartbeats';
 import { nodeStateFromHeartbeat, withHold } from './node-state';
 import { PlacementCandidate, placeVm, placementCandidate } from './placement';
 
@@ -259,20 +260,12 @@ describe('placeVm', () => {
   });
 
   describe('placementCandidate', () => {
-    const beat = {
+    const beat = heartbeat({
       node_id: 'n1',
-      wg_ip: '10.8.0.1',
-      hostname: 'host-1',
       ram_total_mb: 8192,
       ram_used_mb: 2048,
-      cpu_cores: 4,
-      cpu_load_pct: 10,
       kvm_available: true,
-      reserved: false,
-      vms: [],
-      boot_id: 'boot-1',
-      timestamp_utc: '2026-08-06T12:00:00Z',
-    };
+    });
 
     it('sees RAM held now, how long the node is silent, and how often it beats', () => {
       const first = nodeStateFromHeartbeat(beat, 0);

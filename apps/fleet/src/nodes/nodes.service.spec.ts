@@ -1,25 +1,21 @@
 import { Logger } from '@nestjs/common';
 import { NodeHeartbeat } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
+import { heartbeat as agentHeartbeat } from '../../../../test/support/heartbeats';
 import { InMemoryNodesRepository } from './memory/in-memory-nodes.repository';
 import { NodesService } from './nodes.service';
 
+/** Node `node_id` at 10.8.0.1, 4096 MB of which 1024 used, stamped 12:00:00. */
 function heartbeat(node_id: string, extra: Partial<NodeHeartbeat> = {}): NodeHeartbeat {
-  return {
+  return agentHeartbeat({
     node_id,
     wg_ip: '10.8.0.1',
     hostname: node_id,
     ram_total_mb: 4096,
     ram_used_mb: 1024,
-    cpu_cores: 2,
-    cpu_load_pct: 1,
-    kvm_available: false,
-    reserved: false,
-    vms: [],
-    boot_id: 'boot-1',
     timestamp_utc: '2026-08-06T12:00:00Z',
     ...extra,
-  };
+  });
 }
 
 describe('NodesService', () => {
