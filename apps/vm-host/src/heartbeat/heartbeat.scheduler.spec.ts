@@ -1,10 +1,13 @@
 import { Logger } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import * as prometheus from 'prom-client';
 import { Subject } from 'rxjs';
+import { sampleValue } from '../../../../test/support/prometheus-text';
 import { VmHostConfig } from '../config/vm-host.config';
+import { HostMetrics } from '../metrics/host-metrics.service';
+import type { NodeVmsSource } from '../vms/node-vms.source';
 import { HeartbeatScheduler } from './heartbeat.scheduler';
 import type { HeartbeatService } from './heartbeat.service';
-import type { NodeVmsSource } from './node-vms.source';
 
 /** One heartbeat the test answers by hand. */
 class ManualBeats {
@@ -118,5 +121,38 @@ describe('HeartbeatScheduler', () => {
     await jest.advanceTimersByTimeAsync(60_000);
     vmChanges.next();
     expect(beats.send).toHaveBeenCalledTimes(1);
+  });
+
+  it('counts every heartbeat the controller did not take, and none it took', async () => {
+    const metrics = new HostMetrics({ prometheus, listVmStates: () => Promise.resolve([]) });
+    const failures = async (): Promise<number | undefined> =>
+      sampleValue((await metrics.scrape()).body, 'ppn_host_heartbeat_failures_total');
+    const outcomes: Array<Error | undefined> = [new Error('ECONNREFUSED'), new Error('503')];
+    const heartbeat = {
+      send: () => {
+        const outcome = outcomes.shift();
+        return outcome ? Promise.reject(outcome) : Promise.resolve();
+      },
+    } as unknown as HeartbeatService;
+    const counting = new HeartbeatScheduler(
+      Object.assign(new VmHostConfig(), {
+        nodeId: 'node-a',
+        heartbeatIntervalS: 10,
+        fleetEndpointForLogs: 'http://fleet:9203',
+      }),
+      heartbeat,
+      new SchedulerRegistry(),
+      { changes: new Subject<void>() } as unknown as NodeVmsSource,
+      metrics,
+    );
+    counting.start();
+    await jest.advanceTimersByTimeAsync(0);
+    expect(await failures()).toBe(1);
+    await jest.advanceTimersByTimeAsync(11_000);
+    expect(await failures()).toBe(2);
+    await jest.advanceTimersByTimeAsync(11_000);
+    await jest.advanceTimersByTimeAsync(11_000);
+    expect(await failures()).toBe(2);
+    counting.onApplicationShutdown();
   });
 });

@@ -4,8 +4,8 @@ import { describeRequestFailure } from '@app/daemon';
 import type { Subscription } from 'rxjs';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HostMetrics } from '../metrics/host-metrics.service';
+import { NodeVmsSource } from '../vms/node-vms.source';
 import { HeartbeatService } from './heartbeat.service';
-import { NodeVmsSource } from './node-vms.source';
 
 const TIMER = 'heartbeat';
 /** A heartbeat request (once composed) that takes longer is abandoned; below the interval. */

@@ -1,10 +1,15 @@
+import * as prometheus from 'prom-client';
 import { Subject } from 'rxjs';
+import { HYPERVISOR_OVERHEAD_MB } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
+import { heartbeat as agentHeartbeat, vmRecord } from '../../../../test/support/heartbeats';
+import { sampleValue } from '../../../../test/support/prometheus-text';
 import { VmHostConfig } from '../config/vm-host.config';
 import type { HostFacts, HostFactsService } from '../host-facts/host-facts.service';
+import { HostMetrics } from '../metrics/host-metrics.service';
+import type { NodeVmsReport, NodeVmsSource, ReportedVm } from '../vms/node-vms.source';
 import type { FleetClient, HeartbeatBody } from './fleet.client';
 import { HeartbeatService } from './heartbeat.service';
-import type { NodeVmsSource, ReportedVm } from './node-vms.source';
 
 const FACTS: HostFacts = {
   hostname: 'node-a.example',
@@ -16,16 +21,27 @@ const FACTS: HostFacts = {
   boot_id: 'boot-1',
 };
 
-const VM: ReportedVm = {
-  vm_id: 'vm-0123456789abcdef',
-  vm_type: 'web',
-  state: 'Running',
+const VM: ReportedVm = vmRecord('vm-0123456789abcdef', {
   ram_alloc_mb: 96,
-  vcpu_count: 1,
   started_at: '2026-08-06T11:59:00.000Z',
-  tenant_id: null,
-  host_ports: [],
-};
+});
+
+const CONFIG = Object.assign(new VmHostConfig(), {
+  nodeId: 'node-a',
+  wgIp: '10.8.0.21',
+  spawnPort: 9204,
+  reserved: false,
+});
+
+/** Host facts that read as `facts` say at the time. */
+function hostFactsOf(facts: HostFacts): HostFactsService {
+  return { read: () => Promise.resolve({ ...facts }) } as unknown as HostFactsService;
+}
+
+/** This node's VMs, as `report` says at the time. */
+function vmsOf(report: () => Promise<NodeVmsReport>): NodeVmsSource {
+  return { report: () => report(), changes: new Subject<void>().asObservable() };
+}
 
 describe('HeartbeatService', () => {
   let clock: FakeClock;
@@ -37,31 +53,26 @@ describe('HeartbeatService', () => {
     clock = new FakeClock();
     sent = [];
     report = () => Promise.resolve({ vms: [VM], committed: [] });
-    const config = Object.assign(new VmHostConfig(), {
-      nodeId: 'node-a',
-      wgIp: '10.8.0.21',
-      spawnPort: 9204,
-      reserved: false,
-    });
-    const hostFacts = { read: () => Promise.resolve(FACTS) } as unknown as HostFactsService;
-    const vms: NodeVmsSource = {
-      report: () => report(),
-      changes: new Subject<void>().asObservable(),
-    };
     const fleet = {
       sendHeartbeat: (body: HeartbeatBody, signal: AbortSignal) => {
         sent.push({ body, signal });
         return Promise.resolve();
       },
     } as unknown as FleetClient;
-    heartbeat = new HeartbeatService(config, hostFacts, vms, fleet, clock);
+    heartbeat = new HeartbeatService(
+      CONFIG,
+      hostFactsOf(FACTS),
+      vmsOf(() => report()),
+      fleet,
+      clock,
+    );
   });
 
   it("sends the node, its facts and every VM, stamped with the clock's time to the nanosecond", async () => {
     await heartbeat.send(5_000);
     expect(sent).toEqual([
       {
-        body: {
+        body: agentHeartbeat({
           node_id: 'node-a',
           wg_ip: '10.8.0.21',
           spawn_port: 9204,
@@ -69,7 +80,7 @@ describe('HeartbeatService', () => {
           ...FACTS,
           vms: [VM],
           timestamp_utc: '2026-08-06T12:00:00.000000000Z',
-        },
+        }),
         signal: expect.any(AbortSignal) as AbortSignal,
       },
     ]);
@@ -113,5 +124,75 @@ describe('HeartbeatService', () => {
       '2026-08-06T12:00:01.234000002Z',
       '2026-08-06T12:01:01.234000000Z',
     ]);
+  });
+
+  it('shows the RAM the last heartbeat reported in its metrics: committed (ram_used_mb) and total', async () => {
+    const metrics = new HostMetrics({ prometheus, listVmStates: () => Promise.resolve([]) });
+    const facts = { ...FACTS };
+    const measured = new HeartbeatService(
+      CONFIG,
+      { read: () => Promise.resolve({ ...facts }) } as unknown as HostFactsService,
+      vmsOf(() => Promise.resolve({ vms: [], committed: [] })),
+      { sendHeartbeat: () => Promise.resolve() } as unknown as FleetClient,
+      new FakeClock(),
+      metrics,
+    );
+    const scraped = async (sample: string): Promise<number | undefined> =>
+      sampleValue((await metrics.scrape()).body, sample);
+
+    await measured.send(2_000);
+    expect(await scraped('ppn_host_ram_committed_bytes')).toBe(4096 * 1024 * 1024);
+    expect(await scraped('ppn_host_ram_total_bytes')).toBe(16384 * 1024 * 1024);
+    facts.ram_used_mb = 6144;
+    await measured.send(2_000);
+    expect(await scraped('ppn_host_ram_committed_bytes')).toBe(6144 * 1024 * 1024);
+  });
+
+  describe('reports committed RAM', () => {
+    const KEY = `${'a'.repeat(64)}.${'b'.repeat(64)}`;
+
+    const REPORT: NodeVmsReport = {
+      vms: [
+        {
+          ...vmRecord('vm-00000000000000a1', {
+            ram_alloc_mb: 8_192,
+            vcpu_count: 2,
+            started_at: '2026-08-06T11:59:00.000Z',
+          }),
+          idempotency_key: KEY,
+        },
+        vmRecord('vm-00000000000000a2', {
+          vm_type: 'db',
+          state: 'Provisioning' as ReportedVm['state'],
+          ram_alloc_mb: 4_096,
+          started_at: null,
+        }),
+      ],
+      committed: [
+        { ramAllocMb: 8_192, vcpuCount: 2, rssMb: 300 },
+        { ramAllocMb: 4_096, vcpuCount: 1, rssMb: 0 },
+      ],
+    };
+
+    it('sends ram_used_mb as the host without its guests plus every VM as given plus overhead', async () => {
+      const facts: HostFacts = {
+        ...FACTS,
+        ram_total_mb: 24_576,
+        // Sampled: 3000 MB of the host, plus 300 MB the two guests touched so far.
+        ram_used_mb: 3_300,
+      };
+      const committing = new HeartbeatService(
+        CONFIG,
+        hostFactsOf(facts),
+        vmsOf(() => Promise.resolve(REPORT)),
+        {} as FleetClient,
+        new FakeClock(),
+      );
+      const body = await committing.compose();
+      expect(body.ram_total_mb).toBe(24_576);
+      expect(body.ram_used_mb).toBe(3_000 + 8_192 + 4_096 + 2 * HYPERVISOR_OVERHEAD_MB);
+      expect(body.vms).toEqual(REPORT.vms);
+      expect(body.vms[0]).toHaveProperty('idempotency_key', KEY);
+    });
   });
 });

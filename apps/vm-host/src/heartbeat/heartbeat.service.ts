@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { Clock } from '@app/daemon';
+import { committedRamMb } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HostFactsService } from '../host-facts/host-facts.service';
-import { committedRamMb } from '../vms/vm-capacity';
 import { HostMetrics } from '../metrics/host-metrics.service';
+import { NodeVmsSource } from '../vms/node-vms.source';
 import { FleetClient, HeartbeatBody } from './fleet.client';
-import { NodeVmsSource } from './node-vms.source';
 
 const NS_PER_MS = 1_000_000n;
 const NS_PER_S = 1_000_000_000n;

@@ -2,8 +2,8 @@ import { DynamicModule, Global, Module, Provider } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { MetricsEndpoint } from '@app/daemon';
 import { VmHostConfig } from '../config/vm-host.config';
-import { VmsService } from '../vms/vms.service';
 import { HostMetrics } from './host-metrics.service';
+import { VmStatesSource } from './vm-states.source';
 
 /**
  * HostMetrics for every module. With VM_METRICS_ADDR set, prom-client is loaded and GET
@@ -18,13 +18,11 @@ export class MetricsModule {
       ? [
           {
             provide: HostMetrics,
-            // The VMs' source counts spawns through HostMetrics: found when scraped, not injected.
+            // The VMs count spawns through HostMetrics: their states are found when scraped, not injected.
             useFactory: async (moduleRef: ModuleRef) =>
               new HostMetrics({
                 prometheus: await import('prom-client'),
-                // list(), not the heartbeat's report(): a scrape reads, it never reconciles.
-                listVmStates: async () =>
-                  (await moduleRef.get(VmsService, { strict: false }).list()).map((vm) => vm.state),
+                listVmStates: async () => moduleRef.get(VmStatesSource, { strict: false }).states(),
               }),
             inject: [ModuleRef],
           },

@@ -9,15 +9,15 @@ export interface VmSpec {
 }
 
 /**
- * The driver's own part of a VM's sidecar (QEMU: its pid and acceleration). The service
- * stores it and hands it back; only the driver whose `kind` it names reads inside.
+ * The driver's own part of a VM's sidecar (e.g. a process id). The agent stores it and hands
+ * it back; only the driver whose `kind` it names reads inside.
  */
 export type DriverRecord = { kind: string } & Record<string, unknown>;
 
 /** How a driver will run a VM it agreed to make, before the VM is accepted. */
 export interface VmPlan {
   record: DriverRecord;
-  /** For the "accepted" log line, e.g. `tcg`. */
+  /** For the "accepted" log line, e.g. how the VM will be run. */
   summary: string;
 }
 
@@ -25,19 +25,19 @@ export interface VmPlan {
 export interface StartedVm {
   record: DriverRecord;
   hostPorts: HostPort[];
-  /** For the "started" log line, e.g. `QEMU pid 4242, tcg, ssh on 10.8.0.21:40022`. */
+  /** For the "started" log line: what runs the VM and where it is reached. */
   summary: string;
 }
 
 /** A VM process the driver found alive on the host. */
 export interface FoundVm {
-  /** The record naming that process (QEMU: its pid), for the sidecar to adopt. */
+  /** The record naming that process, for the sidecar to adopt. */
   record: DriverRecord;
   /** The ports it forwards, as it was started with them. */
   hostPorts: HostPort[];
   /** Its resident memory now, in MiB. */
   rssMb: number;
-  /** For the "adopted" log line, e.g. `QEMU pid 4242`. */
+  /** For the "adopted" log line: the process found. */
   summary: string;
 }
 
@@ -48,8 +48,9 @@ export interface FoundVm {
 export type VmRunState = 'running' | 'stopped' | 'unknown';
 
 /**
- * The hypervisor under the agent (QemuDriver). VmsService keeps the sidecar and the VM states;
- * a driver makes, watches and stops one VM, with files of its own under the VM's run folder.
+ * The hypervisor under the agent, chosen in vm-driver.provider.ts. The agent keeps each VM's
+ * sidecar and state; a driver makes, watches and stops one VM, with files of its own under the
+ * VM's run folder.
  */
 export abstract class VmDriver {
   /** Throws, saying why, when VM_DISK_DIR cannot hold this driver's files; checked at start-up. */
@@ -59,13 +60,13 @@ export abstract class VmDriver {
   abstract checkTools(): Promise<void>;
 
   /**
-   * Called before a VM is accepted: throws a domain error (BaseImageMissingError) when no VM
-   * can be made now, so the caller hears it at once and nothing is left behind.
+   * Called before a VM is accepted: throws VmCreationUnavailableError when no VM can be made
+   * now, so the caller hears it at once and nothing is left behind.
    */
   abstract plan(options: { preferKvm: boolean }): Promise<VmPlan>;
 
   /**
-   * Makes the VM's files (QEMU: disk overlay, seed ISO) before the VM is accepted, so a full or
+   * Makes the VM's files (its disk, what it boots with) before the VM is accepted, so a full or
    * unwritable VM_DISK_DIR is heard at once; throws VmCreateError naming the step, its cause kept.
    */
   abstract makeFiles(spec: VmSpec, record: DriverRecord): Promise<void>;
@@ -77,7 +78,7 @@ export abstract class VmDriver {
 
   /**
    * Every live process of these VMs on the host, by vm id, found by name in one look whatever
-   * their records say (an agent killed before it wrote a pid down must still find it).
+   * their records say (an agent killed before it wrote its record down must still find it).
    */
   abstract find(vmIds: readonly string[]): Promise<Map<string, FoundVm>>;
 

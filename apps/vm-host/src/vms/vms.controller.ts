@@ -17,17 +17,17 @@ import {
   VmIdParams,
   VmRecord,
 } from '@app/fleet-domain';
-import { ApiVmHostErrors } from '../vm-host-error.statuses';
 import { parseSpawnKey } from './idempotency-key';
 import {
-  BaseImageMissingError,
   IdempotencyKeyInvalidError,
   IdempotencyKeyReusedError,
+  VmCreationUnavailableError,
   VmDiskError,
   VmDoesNotFitError,
   VmNotOnNodeError,
   VmStillRunningError,
 } from './vms.errors';
+import { ApiVmsErrors } from './vms-error.statuses';
 import { VmsService } from './vms.service';
 
 /** The agent's local API, called by the fleet controller. */
@@ -57,7 +57,7 @@ export class VmsController {
     type: VmRecord,
     description: 'The VM an earlier spawn with the same Idempotency-Key made; no new VM.',
   })
-  @ApiVmHostErrors(
+  @ApiVmsErrors(
     ...BODY_ERRORS,
     invalidInput(
       'A field is missing or out of its range; the message names each one.',
@@ -97,7 +97,7 @@ export class VmsController {
     {
       name: 'base-image-missing',
       when: 'VM_BASE_IMAGE names no readable file: this node cannot make VMs now.',
-      error: new BaseImageMissingError(
+      error: new VmCreationUnavailableError(
         'VM_BASE_IMAGE /var/lib/vm-fleet/base.qcow2 does not exist or is not readable',
       ),
     },
@@ -133,7 +133,7 @@ export class VmsController {
       "Stops the VM's QEMU (quit, then SIGTERM, then SIGKILL), also one found by name when the agent lost its pid, and answers only once no process of the VM runs; then removes its runtime files. The VM leaves this node's list and its next heartbeat. The disk image stays in VM_DISK_DIR.",
   })
   @ApiNoContentResponse({ description: 'Destroyed: no process of the VM runs any more.' })
-  @ApiVmHostErrors(
+  @ApiVmsErrors(
     invalidInput(
       'vm_id is not a fleet id.',
       'vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',

@@ -1,5 +1,8 @@
-/** The base image VM_BASE_IMAGE names does not exist: this node cannot make VMs now. */
-export class BaseImageMissingError extends Error {}
+/**
+ * The driver cannot make any VM now (e.g. the base image VM_BASE_IMAGE names is missing): a 503,
+ * heard before the VM is accepted.
+ */
+export class VmCreationUnavailableError extends Error {}
 
 export class VmNotOnNodeError extends Error {
   constructor(readonly vmId: string) {
@@ -8,7 +11,7 @@ export class VmNotOnNodeError extends Error {
 }
 
 /**
- * A driver could not make or start a VM; `step` says which part failed (disk, seed ISO, QEMU),
+ * A driver could not make or start a VM; `step` says which part failed (e.g. disk, seed ISO),
  * `cause` keeps what failed, so a full or unwritable VM_DISK_DIR can be told apart.
  */
 export class VmCreateError extends Error {
@@ -76,3 +79,8 @@ export class IdempotencyKeyReusedError extends Error {}
 
 /** A VM's process outlived quit, SIGTERM and SIGKILL: its files are kept, the delete fails. */
 export class VmStillRunningError extends Error {}
+
+/** What an error says, for a log line or a sidecar; anything thrown that is not an Error, as text. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

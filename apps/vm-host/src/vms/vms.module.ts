@@ -1,10 +1,14 @@
 import { Module } from '@nestjs/common';
-import { NodeVmsSource } from '../heartbeat/node-vms.source';
 import { HostFactsModule } from '../host-facts/host-facts.module';
+import { VmStatesSource } from '../metrics/vm-states.source';
 import { CrashFailpoint } from './crash-failpoint';
-import { QemuDriver } from './qemu.driver';
-import { VmDriver } from './vm-driver';
+import { NodeVmsSource } from './node-vms.source';
+import { VmAdmissionService } from './vm-admission.service';
+import { VM_DRIVER_PROVIDER } from './vm-driver.provider';
 import { VmFiles } from './vm-files';
+import { VmLifecycle } from './vm-lifecycle';
+import { VmReconciliationService } from './vm-reconciliation.service';
+import { VmSidecars } from './vm-sidecars';
 import { VmsController } from './vms.controller';
 import { VmsService } from './vms.service';
 
@@ -13,11 +17,23 @@ import { VmsService } from './vms.service';
   controllers: [VmsController],
   providers: [
     VmsService,
+    VmAdmissionService,
+    VmReconciliationService,
+    VmLifecycle,
+    VmSidecars,
     VmFiles,
     CrashFailpoint,
-    { provide: VmDriver, useClass: QemuDriver },
+    VM_DRIVER_PROVIDER,
     { provide: NodeVmsSource, useExisting: VmsService },
+    {
+      // list(), not the heartbeat's report(): a scrape reads, it never reconciles.
+      provide: VmStatesSource,
+      useFactory: (vms: VmsService): VmStatesSource => ({
+        states: async () => (await vms.list()).map((vm) => vm.state),
+      }),
+      inject: [VmsService],
+    },
   ],
-  exports: [NodeVmsSource, VmsService],
+  exports: [NodeVmsSource, VmStatesSource, VmsService],
 })
 export class VmsModule {}

@@ -1,16 +1,15 @@
-import { Logger } from '@nestjs/common';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { firstValueFrom } from 'rxjs';
 import { CreateVmRequest, VmState } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
-import { VmHostConfig, VmHostConfigError } from '../config/vm-host.config';
 import { FakeVmDriver, fakeHostFacts } from '../../../../test/support/fake-vm-driver';
-import { CrashFailpoint } from './crash-failpoint';
+import { VmBed, closeVmBed, openVmBed, vmServices } from '../../../../test/support/vm-services';
+import { VmHostConfig, VmHostConfigError } from '../config/vm-host.config';
+import type { HostMetrics } from '../metrics/host-metrics.service';
 import { StartedVm, VmDriver } from './vm-driver';
 import { VmFiles } from './vm-files';
-import { BaseImageMissingError, VmCreateError, VmNotOnNodeError } from './vms.errors';
+import { VmNotOnNodeError } from './vms.errors';
 import { VmsService } from './vms.service';
 
 const STARTED: StartedVm = {
@@ -26,39 +25,31 @@ function request(fields: Partial<CreateVmRequest> = {}): CreateVmRequest {
 /** A host with room for every VM these tests make. */
 const roomyHost = fakeHostFacts({ ram_total_mb: 65_536, ram_used_mb: 1_024, cpu_cores: 16 });
 
-function vmsService(files: VmFiles, driver: VmDriver, clock: FakeClock): VmsService {
+function vmsService(
+  files: VmFiles,
+  driver: VmDriver,
+  clock: FakeClock,
+  metrics?: HostMetrics,
+): VmsService {
   const config = Object.assign(new VmHostConfig(), { nodeId: 'node-a', vcpuOvercommit: 4 });
-  return new VmsService(files, driver, clock, roomyHost, config, new CrashFailpoint(config));
+  return vmServices({ files, driver, clock, hostFacts: roomyHost, config, metrics }).vms;
 }
 
 describe('VmsService', () => {
+  let bed: VmBed;
   let root: string;
   let files: VmFiles;
   let driver: FakeVmDriver;
   let clock: FakeClock;
   let vms: VmsService;
-  let logs: string[];
 
   beforeEach(async () => {
-    root = await mkdtemp(join(tmpdir(), 'vms-service-'));
-    files = new VmFiles(Object.assign(new VmHostConfig(), { diskDir: root }));
-    await files.prepare();
-    driver = new FakeVmDriver();
-    clock = new FakeClock();
+    bed = await openVmBed('vms-service-');
+    ({ root, files, driver, clock } = bed);
     vms = vmsService(files, driver, clock);
-    logs = [];
-    jest
-      .spyOn(Logger.prototype, 'log')
-      .mockImplementation((message: unknown) => void logs.push(`log ${String(message)}`));
-    jest
-      .spyOn(Logger.prototype, 'error')
-      .mockImplementation((message: unknown) => void logs.push(`error ${String(message)}`));
   });
 
-  afterEach(async () => {
-    jest.restoreAllMocks();
-    await rm(root, { recursive: true, force: true });
-  });
+  afterEach(() => closeVmBed(bed));
 
   /** Settles the create the driver is working on and waits until the service is done with it. */
   async function settleCreate(outcome: StartedVm | Error): Promise<void> {
@@ -66,79 +57,6 @@ describe('VmsService', () => {
     driver.creates.shift()!.settle(outcome);
     await done;
   }
-
-  it('answers Provisioning at once, stays Provisioning while the driver works, then is Running', async () => {
-    const { vm: accepted } = await vms.spawn(request({ tenant_id: 'acme', prefer_kvm: true }));
-    expect(accepted).toEqual({
-      vm_id: expect.stringMatching(/^vm-[0-9a-f]{16}$/),
-      vm_type: 'web',
-      state: VmState.Provisioning,
-      ram_alloc_mb: 96,
-      vcpu_count: 2,
-      started_at: null,
-      tenant_id: 'acme',
-      host_ports: [],
-    });
-    const vmId = accepted.vm_id;
-    expect(driver.creates.map(({ spec, record }) => ({ spec, record }))).toEqual([
-      {
-        spec: { vmId, vmType: 'web', ramMb: 96, vcpuCount: 2 },
-        record: { kind: 'fake', fast: true, pid: null },
-      },
-    ]);
-    expect((await vms.list()).map((vm) => vm.state)).toEqual([VmState.Provisioning]);
-
-    clock.advance(1_500);
-    await settleCreate(STARTED);
-    expect(await vms.list()).toEqual([
-      {
-        ...accepted,
-        state: VmState.Running,
-        started_at: '2026-08-06T12:00:01.500Z',
-        host_ports: STARTED.hostPorts,
-      },
-    ]);
-    expect(driver.inspected).toEqual([STARTED.record]);
-    expect(logs).toEqual([
-      `log vm ${vmId} accepted: web, 96 MB, 2 vCPU, fast, tenant acme`,
-      `log vm ${vmId} started: fake pid 4242`,
-    ]);
-  });
-
-  it('reports what the driver sees of a started VM: stopped, or not answering yet', async () => {
-    const {
-      vm: { vm_id: vmId },
-    } = await vms.spawn(request());
-    await settleCreate(STARTED);
-    driver.runState = 'stopped';
-    expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Stopped }]);
-    driver.runState = 'unknown';
-    expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Provisioning }]);
-  });
-
-  it('lists a VM whose create step failed as Error, naming the step in the sidecar and the log', async () => {
-    const {
-      vm: { vm_id: vmId },
-    } = await vms.spawn(request());
-    await settleCreate(new VmCreateError('seed ISO', 'genisoimage failed: no space left'));
-    expect(await vms.list()).toMatchObject([
-      { vm_id: vmId, state: VmState.Error, host_ports: [], started_at: null },
-    ]);
-    expect((await files.readSidecar(vmId))?.error).toBe(
-      'seed ISO: genisoimage failed: no space left',
-    );
-    expect(logs).toContain(
-      `error vm ${vmId} failed at the seed ISO: genisoimage failed: no space left`,
-    );
-    expect(driver.inspected).toEqual([]);
-  });
-
-  it('refuses a VM the driver cannot make now before accepting it, leaving nothing behind', async () => {
-    driver.planFailure = new BaseImageMissingError('VM_BASE_IMAGE /srv/base.qcow2 does not exist');
-    await expect(vms.spawn(request())).rejects.toThrow(driver.planFailure);
-    expect(await readdir(join(root, 'run'))).toEqual([]);
-    expect(driver.creates).toEqual([]);
-  });
 
   it('refuses to destroy a VM this node does not have', async () => {
     await expect(vms.destroy('vm-0123456789abcdef')).rejects.toThrow(
@@ -170,6 +88,21 @@ describe('VmsService', () => {
     await destroyed;
     expect(driver.stopped).toEqual([{ vmId, record: STARTED.record }]);
     expect(await vms.list()).toEqual([]);
+  });
+
+  it('deletes a VM that has no pid through the driver, which stops it by name', async () => {
+    const vmId = 'vm-00000000000000aa';
+    await bed.leftBehind(vmId);
+    driver.live.set(vmId, {
+      record: { kind: 'fake', pid: 779 },
+      hostPorts: [],
+      rssMb: 40,
+      summary: 'fake pid 779',
+    });
+    await vms.destroy(vmId);
+    expect(driver.stopped).toEqual([{ vmId, record: { kind: 'fake', pid: null } }]);
+    expect(driver.live.size).toBe(0);
+    expect(await bed.runFolders()).toEqual([]);
   });
 
   describe('after an agent restart', () => {

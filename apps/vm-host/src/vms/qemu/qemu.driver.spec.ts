@@ -4,12 +4,112 @@ import { once } from 'node:events';
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { VmHostConfig } from '../config/vm-host.config';
-import { HostFactsPaths, HostFactsService } from '../host-facts/host-facts.service';
-import { HostProcess, ProcessTable } from '../host-facts/process-table';
-import { CrashFailpoint } from './crash-failpoint';
-import { QemuDriver, qemuArgs } from './qemu.driver';
-import { VmFiles } from './vm-files';
+import { VmHostConfig } from '../../config/vm-host.config';
+import { HostFactsPaths, HostFactsService } from '../../host-facts/host-facts.service';
+import { HostProcess, ProcessTable } from '../../host-facts/process-table';
+import { CrashFailpoint } from '../crash-failpoint';
+import { VmFiles } from '../vm-files';
+import { VmCreateError, VmCreationUnavailableError } from '../vms.errors';
+import { qemuArgs } from './qemu-command-line';
+import { QemuDriver } from './qemu.driver';
+
+describe('QemuDriver', () => {
+  let root: string;
+  let kvmDevice: string;
+
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'qemu-driver-'));
+    kvmDevice = join(root, 'kvm');
+    jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+  });
+
+  afterEach(async () => {
+    jest.restoreAllMocks();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  function driver(baseImage?: string, diskDir = root): QemuDriver {
+    const config = Object.assign(new VmHostConfig(), { diskDir, baseImage, wgIp: '127.0.0.1' });
+    const paths = Object.assign(new HostFactsPaths(), { kvmDevice });
+    return new QemuDriver(
+      config,
+      new VmFiles(config),
+      new HostFactsService(paths),
+      new ProcessTable(paths),
+      new CrashFailpoint(config),
+    );
+  }
+
+  async function preparedFiles(): Promise<VmFiles> {
+    const files = new VmFiles(Object.assign(new VmHostConfig(), { diskDir: root }));
+    await files.prepare();
+    return files;
+  }
+
+  it('refuses to plan a VM when VM_BASE_IMAGE does not exist, naming it', async () => {
+    await expect(driver(join(root, 'nope.qcow2')).plan({ preferKvm: false })).rejects.toThrow(
+      new VmCreationUnavailableError(
+        `VM_BASE_IMAGE ${join(root, 'nope.qcow2')} does not exist or is not readable`,
+      ),
+    );
+  });
+
+  it('plans KVM only when asked for and /dev/kvm is usable, else TCG', async () => {
+    const base = join(root, 'base.qcow2');
+    execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', base, '1M']);
+    const qemu = driver(base);
+    expect(await qemu.plan({ preferKvm: true })).toEqual({
+      record: { kind: 'qemu', accel: 'tcg', pid: null },
+      summary: 'tcg',
+    });
+    await writeFile(kvmDevice, '');
+    expect((await qemu.plan({ preferKvm: false })).summary).toBe('tcg');
+    expect(await qemu.plan({ preferKvm: true })).toEqual({
+      record: { kind: 'qemu', accel: 'kvm', pid: null },
+      summary: 'kvm',
+    });
+  });
+
+  it('fails making the files at the disk step when the base image is not a qcow2 image', async () => {
+    const files = await preparedFiles();
+    const notAnImage = join(root, 'not-an-image.qcow2');
+    await writeFile(notAnImage, 'this is not a qcow2 image\n');
+    const vmId = await files.newVmId();
+    const failure = driver(notAnImage)
+      .makeFiles({ vmId, vmType: 'web', ramMb: 64, vcpuCount: 1 })
+      .catch((error: unknown) => error);
+    const error = await failure;
+    expect(error).toBeInstanceOf(VmCreateError);
+    expect(error).toMatchObject({
+      step: 'disk',
+      message: expect.stringMatching(/^qemu-img failed: /),
+    });
+    expect(await readdir(files.runDir(vmId))).toEqual([]);
+  });
+
+  it('refuses a VM_DISK_DIR under which QMP socket paths would be too long', () => {
+    expect(() => driver(undefined, `/${'d'.repeat(60)}`).checkDiskDir()).not.toThrow();
+    expect(() => driver(undefined, `/${'d'.repeat(80)}`).checkDiskDir()).toThrow(
+      'too long: QMP socket paths under it would exceed 107 bytes',
+    );
+  });
+
+  it('sees a VM whose pid is missing, or is not its QEMU, as stopped, and stopping it signals nothing', async () => {
+    const kill = jest.spyOn(process, 'kill');
+    const qemu = driver();
+    const vmId = 'vm-0123456789abcdef';
+    for (const record of [
+      { kind: 'qemu', accel: 'tcg', pid: null },
+      { kind: 'qemu', accel: 'tcg', pid: process.pid },
+      { kind: 'qemu', accel: 'tcg', pid: '1; rm -rf /' },
+      { kind: 'firecracker', pid: process.pid },
+    ]) {
+      expect(await qemu.inspect(vmId, record)).toBe('stopped');
+      await qemu.stop(vmId, record);
+    }
+    expect(kill).not.toHaveBeenCalled();
+  });
+});
 
 /**
  * A process that looks like a QEMU the driver started (same command line), but is a small

@@ -1,9 +1,8 @@
 import type { Observable } from 'rxjs';
-import type { CommittedVm } from '../vms/vm-capacity';
-import type { HeartbeatBody } from './fleet.client';
+import type { CommittedVm, HeartbeatVm } from '@app/fleet-domain';
 
 /** A VM as the heartbeat reports it (HeartbeatVm): a VmRecord, plus the key it was made with. */
-export type ReportedVm = HeartbeatBody['vms'][number];
+export type ReportedVm = HeartbeatVm;
 
 /** What the heartbeat needs of this node's VMs. */
 export interface NodeVmsReport {
@@ -13,7 +12,10 @@ export interface NodeVmsReport {
   committed: CommittedVm[];
 }
 
-/** Where the heartbeat gets this node's VMs from. Every heartbeat carries all of them. */
+/**
+ * This node's VMs as the heartbeat takes them (it depends on this module, never the other way
+ * round). Every heartbeat carries all of them.
+ */
 export abstract class NodeVmsSource {
   /** Reconciles the VMs with what really runs, then reports them. */
   abstract report(): Promise<NodeVmsReport>;

@@ -1,0 +1,8 @@
+/**
+ * Where the `ppn_host_vms` gauge reads this node's VM states at scrape time. Bound by the VMs'
+ * module, so the metrics never import the VMs (which count their spawns through HostMetrics).
+ */
+export abstract class VmStatesSource {
+  /** Each VM's state as listed now; a scrape only reads, it never reconciles. */
+  abstract states(): Promise<string[]>;
+}

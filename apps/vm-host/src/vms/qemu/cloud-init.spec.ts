@@ -1,0 +1,51 @@
+import { mkdir, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { cloudInitMetaData, cloudInitUserData, makeSeedIso } from './cloud-init';
+
+describe('cloudInitUserData', () => {
+  it('sets the hostname and, when given, the SSH key, as data that cannot break out of its field', () => {
+    const text = cloudInitUserData('web-1', 'ssh-ed25519 AAAAC3Nz operator@example');
+    expect(text.startsWith('#cloud-config\n')).toBe(true);
+    expect(JSON.parse(text.slice('#cloud-config\n'.length))).toEqual({
+      hostname: 'web-1',
+      preserve_hostname: false,
+      ssh_authorized_keys: ['ssh-ed25519 AAAAC3Nz operator@example'],
+    });
+    expect(JSON.parse(cloudInitUserData('web-1').slice(14))).not.toHaveProperty(
+      'ssh_authorized_keys',
+    );
+  });
+});
+
+describe('cloudInitMetaData', () => {
+  it('names the instance by its vm_id and the host by its type', () => {
+    expect(cloudInitMetaData('vm-0123456789abcdef', 'web')).toBe(
+      'instance-id: vm-0123456789abcdef\nlocal-hostname: web\n',
+    );
+  });
+});
+
+describe('makeSeedIso', () => {
+  let root: string;
+
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'cloud-init-'));
+  });
+
+  afterEach(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('makes a private cidata ISO with both files, leaving nothing else behind', async () => {
+    const workDir = join(root, 'run', 'vm-0123456789abcdef');
+    await mkdir(workDir, { recursive: true });
+    const iso = join(workDir, 'seed.iso');
+    await makeSeedIso({ vmId: 'vm-0123456789abcdef', vmType: 'web', workDir, iso });
+    expect(await readdir(workDir)).toEqual(['seed.iso']);
+    expect(((await stat(iso)).mode & 0o777).toString(8)).toBe('600');
+    // An ISO 9660 volume: its descriptor at 32 KiB names the volume.
+    const volumeId = (await readFile(iso)).subarray(32_808, 32_840).toString('latin1');
+    expect(volumeId.trim()).toBe('cidata');
+  });
+});

@@ -1,0 +1,83 @@
+import { accelOf, forwardedPorts, guestOf, optionOf, qemuArgs } from './qemu-command-line';
+
+const launch = {
+  vmId: 'vm-0123456789abcdef',
+  ramMb: 128,
+  vcpuCount: 2,
+  accel: 'tcg' as const,
+  disk: '/var/lib/vm-fleet/disks/vm-0123456789abcdef.qcow2',
+  seedIso: '/var/lib/vm-fleet/run/vm-0123456789abcdef/seed.iso',
+  qmpSocket: '/var/lib/vm-fleet/run/vm-0123456789abcdef/qmp.sock',
+  pidFile: '/var/lib/vm-fleet/run/vm-0123456789abcdef/qemu.pid',
+  serialLog: '/var/lib/vm-fleet/run/vm-0123456789abcdef/serial.log',
+  sshHost: '10.8.0.21',
+  sshPort: 40022,
+};
+
+function option(args: string[], flag: string): string[] {
+  return args.flatMap((arg, index) => (arg === flag ? [args[index + 1]] : []));
+}
+
+describe('qemuArgs', () => {
+  it('sizes the VM from the request and daemonizes with a pidfile and a QMP socket', () => {
+    const args = qemuArgs(launch);
+    expect(option(args, '-m')).toEqual(['128M']);
+    expect(option(args, '-smp')).toEqual(['2']);
+    expect(option(args, '-pidfile')).toEqual([launch.pidFile]);
+    expect(option(args, '-qmp')).toEqual([`unix:${launch.qmpSocket},server=on,wait=off`]);
+    expect(args).toContain('-daemonize');
+  });
+
+  it('uses TCG unless KVM was asked for and usable', () => {
+    expect(option(qemuArgs(launch), '-machine')).toEqual(['q35,accel=tcg']);
+    expect(option(qemuArgs(launch), '-cpu')).toEqual([]);
+    const kvm = qemuArgs({ ...launch, accel: 'kvm' });
+    expect(option(kvm, '-machine')).toEqual(['q35,accel=kvm']);
+    expect(option(kvm, '-cpu')).toEqual(['host']);
+  });
+
+  it('forwards SSH on the node address and the checked port', () => {
+    expect(option(qemuArgs(launch), '-netdev')).toEqual([
+      'user,id=net0,hostfwd=tcp:10.8.0.21:40022-:22',
+    ]);
+    expect(option(qemuArgs({ ...launch, sshHost: 'fd00::21' }), '-netdev')).toEqual([
+      'user,id=net0,hostfwd=tcp:[fd00::21]:40022-:22',
+    ]);
+  });
+
+  it('doubles commas in paths, so a folder name cannot add QEMU options', () => {
+    const args = qemuArgs({ ...launch, disk: '/srv/a,file=/etc/shadow/x.qcow2' });
+    expect(option(args, '-drive')[0]).toBe(
+      'if=virtio,format=qcow2,file=/srv/a,,file=/etc/shadow/x.qcow2',
+    );
+  });
+});
+
+describe('reading a QEMU command line back', () => {
+  it('finds the value after a flag, and none for a flag it does not have', () => {
+    const args = qemuArgs(launch);
+    expect(optionOf(args, '-pidfile')).toBe(launch.pidFile);
+    expect(optionOf(args, '-kernel')).toBeUndefined();
+    expect(optionOf(['-name'], '-name')).toBeUndefined();
+  });
+
+  it('reads back the guest name, the acceleration and the SSH forward qemuArgs wrote', () => {
+    for (const sshHost of ['10.8.0.21', 'fd00::21']) {
+      for (const accel of ['kvm', 'tcg'] as const) {
+        const args = qemuArgs({ ...launch, sshHost, accel });
+        expect(guestOf(args)).toBe(launch.vmId);
+        expect(accelOf(args)).toBe(accel);
+        expect(forwardedPorts(args)).toEqual([
+          { host_port: 40022, guest_port: 22, protocol: 'tcp' },
+        ]);
+      }
+    }
+  });
+
+  it('reads a command line without those options as no guest, TCG and no ports', () => {
+    const bare = ['qemu-system-x86_64', '-name', 'web', '-netdev', 'user,id=net0'];
+    expect(guestOf(bare)).toBeUndefined();
+    expect(accelOf(bare)).toBe('tcg');
+    expect(forwardedPorts(bare)).toEqual([]);
+  });
+});

@@ -1,0 +1,89 @@
+import type { HostPort } from '@app/fleet-domain';
+
+/** How QEMU runs a guest: KVM when asked for and usable, else TCG (emulation). */
+export type QemuAccel = 'kvm' | 'tcg';
+
+/** The guest port every VM's SSH forward reaches. */
+export const SSH_GUEST_PORT = 22;
+
+export interface QemuLaunch {
+  vmId: string;
+  ramMb: number;
+  vcpuCount: number;
+  accel: QemuAccel;
+  disk: string;
+  seedIso: string;
+  qmpSocket: string;
+  pidFile: string;
+  serialLog: string;
+  sshHost: string;
+  sshPort: number;
+}
+
+/** QEMU reads commas in option values as separators unless doubled. */
+function optionValue(value: string): string {
+  return value.replace(/,/g, ',,');
+}
+
+/**
+ * The QEMU command line of a VM. Only the agent's own paths, the vm_id it made and numbers
+ * validated as integers reach it; vm_type and tenant_id never do.
+ */
+export function qemuArgs(launch: QemuLaunch): string[] {
+  const host = launch.sshHost.includes(':') ? `[${launch.sshHost}]` : launch.sshHost;
+  return [
+    '-name',
+    `guest=${launch.vmId}`,
+    '-machine',
+    `q35,accel=${launch.accel}`,
+    ...(launch.accel === 'kvm' ? ['-cpu', 'host'] : []),
+    '-m',
+    `${launch.ramMb}M`,
+    '-smp',
+    String(launch.vcpuCount),
+    '-drive',
+    `if=virtio,format=qcow2,file=${optionValue(launch.disk)}`,
+    '-drive',
+    `if=virtio,format=raw,readonly=on,file=${optionValue(launch.seedIso)}`,
+    '-netdev',
+    `user,id=net0,hostfwd=tcp:${host}:${launch.sshPort}-:${SSH_GUEST_PORT}`,
+    '-device',
+    'virtio-net-pci,netdev=net0',
+    '-qmp',
+    `unix:${optionValue(launch.qmpSocket)},server=on,wait=off`,
+    '-pidfile',
+    launch.pidFile,
+    '-serial',
+    `file:${launch.serialLog}`,
+    '-display',
+    'none',
+    '-monitor',
+    'none',
+    '-daemonize',
+  ];
+}
+
+/** The value after `flag` in a command line. */
+export function optionOf(args: readonly string[], flag: string): string | undefined {
+  const index = args.indexOf(flag);
+  return index >= 0 ? args[index + 1] : undefined;
+}
+
+/** The vm_id qemuArgs named the guest, read back from a command line. */
+export function guestOf(args: readonly string[]): string | undefined {
+  return /^guest=(.+)$/.exec(optionOf(args, '-name') ?? '')?.[1];
+}
+
+/** The acceleration qemuArgs asked for, read back from a command line. */
+export function accelOf(args: readonly string[]): QemuAccel {
+  return optionOf(args, '-machine')?.includes('accel=kvm') ? 'kvm' : 'tcg';
+}
+
+/** The SSH forward qemuArgs put on the command line, read back from it. */
+export function forwardedPorts(args: readonly string[]): HostPort[] {
+  const forward = /hostfwd=tcp:(?:\[[^\]]*\]|[^:,]*):(\d+)-:(\d+)/.exec(
+    optionOf(args, '-netdev') ?? '',
+  );
+  if (!forward) return [];
+  return [{ host_port: Number(forward[1]), guest_port: Number(forward[2]), protocol: 'tcp' }];
+}

@@ -1,0 +1,282 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { VmHostConfig } from '../../config/vm-host.config';
+import { HostFactsService } from '../../host-facts/host-facts.service';
+import { ProcessTable } from '../../host-facts/process-table';
+import { CrashFailpoint } from '../crash-failpoint';
+import {
+  DriverRecord,
+  FoundVm,
+  StartedVm,
+  VmDriver,
+  VmPlan,
+  VmRunState,
+  VmSpec,
+} from '../vm-driver';
+import { VmFiles } from '../vm-files';
+import { VmCreateError, VmStillRunningError } from '../vms.errors';
+import { makeSeedIso } from './cloud-init';
+import {
+  QemuAccel,
+  QemuLaunch,
+  SSH_GUEST_PORT,
+  accelOf,
+  forwardedPorts,
+  qemuArgs,
+} from './qemu-command-line';
+import { QemuImages } from './qemu-images';
+import { QemuProcesses } from './qemu-processes';
+import { QmpStatus, withQmp } from './qmp.client';
+import { runTool } from './run-tool';
+
+const QMP_TIMEOUT_MS = 2_000;
+/** Grace after QMP quit, then again after SIGTERM, before SIGKILL. */
+const STOP_GRACE_MS = 1_500;
+/** How long a SIGKILLed QEMU may take to be gone (a process in uninterruptible I/O). */
+const KILL_GRACE_MS = 5_000;
+/** How long QEMU may take to daemonize. */
+const LAUNCH_TIMEOUT_MS = 60_000;
+/** Longest path a unix socket may have on Linux, less its terminating NUL. */
+const MAX_SOCKET_PATH = 107;
+/** As long as every vm_id VmFiles makes. */
+const LONGEST_VM_ID = 'vm-0123456789abcdef';
+
+/** What QemuDriver keeps in a VM's sidecar. */
+type QemuRecord = {
+  kind: 'qemu';
+  accel: QemuAccel;
+  /** QEMU's pid once it daemonized; QEMU removes its pidfile on exit, so it is kept here too. */
+  pid: number | null;
+};
+
+/** The record as stored; a pid that is not a positive integer, or another driver's, is none. */
+function qemuRecord(record: DriverRecord): QemuRecord {
+  const { pid } = record;
+  const known =
+    record.kind === 'qemu' && typeof pid === 'number' && Number.isInteger(pid) && pid > 0;
+  return { kind: 'qemu', accel: record.accel === 'kvm' ? 'kvm' : 'tcg', pid: known ? pid : null };
+}
+
+/** Runs one create step, so a failure says which step it was. */
+async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw new VmCreateError(name, error instanceof Error ? error.message : String(error), {
+      cause: error,
+    });
+  }
+}
+
+/** Starts, watches and stops QEMU virtual machines in VM_DISK_DIR. */
+@Injectable()
+export class QemuDriver extends VmDriver {
+  private readonly logger = new Logger('QemuDriver');
+  private readonly images: QemuImages;
+  private readonly qemus: QemuProcesses;
+
+  constructor(
+    private readonly config: VmHostConfig,
+    private readonly files: VmFiles,
+    private readonly hostFacts: HostFactsService,
+    processes: ProcessTable,
+    private readonly failpoint: CrashFailpoint,
+  ) {
+    super();
+    this.images = new QemuImages(config.baseImage, files);
+    this.qemus = new QemuProcesses(processes, (vmId) => this.pidFile(vmId));
+  }
+
+  /** QEMU's files of a VM, all in its run folder. */
+  private qmpSocket(vmId: string): string {
+    return join(this.files.runDir(vmId), 'qmp.sock');
+  }
+
+  private pidFile(vmId: string): string {
+    return join(this.files.runDir(vmId), 'qemu.pid');
+  }
+
+  private seedIso(vmId: string): string {
+    return join(this.files.runDir(vmId), 'seed.iso');
+  }
+
+  private serialLog(vmId: string): string {
+    return join(this.files.runDir(vmId), 'serial.log');
+  }
+
+  checkDiskDir(): void {
+    if (this.qmpSocket(LONGEST_VM_ID).length > MAX_SOCKET_PATH) {
+      throw new Error(`too long: QMP socket paths under it would exceed ${MAX_SOCKET_PATH} bytes`);
+    }
+  }
+
+  async checkTools(): Promise<void> {
+    for (const tool of ['qemu-system-x86_64', 'qemu-img', 'genisoimage']) {
+      try {
+        await runTool(tool, ['--version'], 5_000);
+      } catch {
+        this.logger.warn(
+          `${tool} not found: VMs cannot be created on this node until it is installed`,
+        );
+      }
+    }
+  }
+
+  /** Needs the base image now; runs under KVM when asked for and usable, else TCG. */
+  async plan({ preferKvm }: { preferKvm: boolean }): Promise<VmPlan> {
+    await this.images.base();
+    const accel = preferKvm && (await this.hostFacts.kvmUsable()) ? 'kvm' : 'tcg';
+    const record: QemuRecord = { kind: 'qemu', accel, pid: null };
+    return { record, summary: accel };
+  }
+
+  /** A qcow2 overlay on the base image, then a cloud-init seed ISO, both private to the agent. */
+  async makeFiles(spec: VmSpec): Promise<void> {
+    const { vmId } = spec;
+    await step('disk', async () => this.images.overlay(vmId, await this.images.base()));
+    this.failpoint.reached('after-disk', vmId);
+    await step('seed ISO', () =>
+      makeSeedIso({
+        vmId,
+        vmType: spec.vmType,
+        sshPubkey: this.config.sshPubkey,
+        workDir: this.files.runDir(vmId),
+        iso: this.seedIso(vmId),
+      }),
+    );
+    this.failpoint.reached('after-seed', vmId);
+  }
+
+  /** QEMU daemonized on the VM's files, SSH forwarded from a free port on VM_WG_IP. */
+  async start(spec: VmSpec, record: DriverRecord): Promise<StartedVm> {
+    const { vmId } = spec;
+    const { accel } = qemuRecord(record);
+    return step('QEMU', async () => {
+      const sshPort = await this.freeHostPort();
+      const pid = await this.launch({
+        vmId,
+        ramMb: spec.ramMb,
+        vcpuCount: spec.vcpuCount,
+        accel,
+        disk: this.files.disk(vmId),
+        seedIso: this.seedIso(vmId),
+        qmpSocket: this.qmpSocket(vmId),
+        pidFile: this.pidFile(vmId),
+        serialLog: this.serialLog(vmId),
+        sshHost: this.config.wgIp,
+        sshPort,
+      });
+      const started: QemuRecord = { kind: 'qemu', accel, pid };
+      return {
+        record: started,
+        hostPorts: [{ host_port: sshPort, guest_port: SSH_GUEST_PORT, protocol: 'tcp' }],
+        summary: `QEMU pid ${pid}, ${accel}, ssh on ${this.config.wgIp}:${sshPort}`,
+      };
+    });
+  }
+
+  /** QEMU's own view over QMP, once its pid is known to be this VM's live QEMU. */
+  async inspect(vmId: string, record: DriverRecord): Promise<VmRunState> {
+    const { pid } = qemuRecord(record);
+    if (pid === null || !(await this.qemus.isAlive(pid, vmId))) return 'stopped';
+    try {
+      return (await this.status(vmId)).running ? 'running' : 'stopped';
+    } catch {
+      // Alive but QMP not answering (yet): not known to run.
+      return 'unknown';
+    }
+  }
+
+  /** QEMU processes whose command line names one of these VMs and its pidfile under VM_DISK_DIR. */
+  async find(vmIds: readonly string[]): Promise<Map<string, FoundVm>> {
+    const found = new Map<string, FoundVm>();
+    for (const [vmId, processes] of await this.qemus.of(vmIds)) {
+      const [first] = processes;
+      const accel = accelOf(first.args);
+      const record: QemuRecord = { kind: 'qemu', accel, pid: first.pid };
+      found.set(vmId, {
+        record,
+        hostPorts: forwardedPorts(first.args),
+        rssMb: await this.qemus.residentMb(processes),
+        summary: `QEMU pid ${processes.map(({ pid }) => pid).join(', ')}, ${accel}`,
+      });
+    }
+    return found;
+  }
+
+  /**
+   * QMP quit, then SIGTERM, then SIGKILL, each after a short grace, to the record's pid and to
+   * every QEMU found by the VM's name (one started by an agent killed before it wrote the pid).
+   */
+  async stop(vmId: string, record: DriverRecord): Promise<void> {
+    const pids = new Set<number>();
+    const { pid } = qemuRecord(record);
+    if (pid !== null && (await this.qemus.isAlive(pid, vmId))) pids.add(pid);
+    for (const found of (await this.qemus.of([vmId])).get(vmId) ?? []) {
+      if (!pids.has(found.pid)) {
+        this.logger.warn(`vm ${vmId}: stopping QEMU pid ${found.pid}, found by name`);
+        pids.add(found.pid);
+      }
+    }
+    if (pids.size === 0) return;
+    let asked = false;
+    try {
+      await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) => {
+        asked = true;
+        return qmp.execute('quit');
+      });
+    } catch {
+      // QEMU may close the socket as it quits; the wait below tells. No socket: no grace.
+    }
+    let alive = asked ? await this.qemus.survivors([...pids], vmId, STOP_GRACE_MS) : [...pids];
+    if (alive.length === 0) return;
+    for (const survivor of alive) this.qemus.signal(survivor, 'SIGTERM');
+    alive = await this.qemus.survivors(alive, vmId, STOP_GRACE_MS);
+    if (alive.length === 0) return;
+    this.logger.warn(
+      `vm ${vmId}: QEMU pid ${alive.join(', ')} ignored quit and SIGTERM; killing it`,
+    );
+    for (const survivor of alive) this.qemus.signal(survivor, 'SIGKILL');
+    alive = await this.qemus.survivors(alive, vmId, KILL_GRACE_MS);
+    if (alive.length > 0) {
+      throw new VmStillRunningError(
+        `vm ${vmId}: QEMU pid ${alive.join(', ')} still runs after quit, SIGTERM and SIGKILL; the VM is kept`,
+      );
+    }
+  }
+
+  /** A TCP port free on the node's address right now, for the VM's SSH forward. */
+  private freeHostPort(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const probe = createServer();
+      probe.once('error', reject);
+      probe.listen(0, this.config.wgIp, () => {
+        const address = probe.address();
+        probe.close(() =>
+          typeof address === 'object' && address
+            ? resolve(address.port)
+            : reject(new Error('no port')),
+        );
+      });
+    });
+  }
+
+  /** Starts QEMU daemonized; resolves with its pid once it runs in the background. */
+  private async launch(launch: QemuLaunch): Promise<number> {
+    await runTool('qemu-system-x86_64', qemuArgs(launch), LAUNCH_TIMEOUT_MS);
+    this.failpoint.reached('after-launch-before-pid-written', launch.vmId);
+    const pid = Number((await readFile(launch.pidFile, 'utf8')).trim());
+    if (!Number.isInteger(pid) || pid <= 0) throw new Error(`unreadable pidfile ${launch.pidFile}`);
+    return pid;
+  }
+
+  private async status(vmId: string): Promise<QmpStatus> {
+    return withQmp(
+      this.qmpSocket(vmId),
+      QMP_TIMEOUT_MS,
+      async (qmp) => (await qmp.execute('query-status')) as QmpStatus,
+    );
+  }
+}

@@ -1,0 +1,184 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { Clock } from '@app/daemon';
+import {
+  CreateVmRequest,
+  MAX_VMS_PER_HEARTBEAT,
+  VmRecord,
+  VmState,
+  capacityRefusal,
+  toRfc3339,
+} from '@app/fleet-domain';
+import { VmHostConfig } from '../config/vm-host.config';
+import { HostFactsService } from '../host-facts/host-facts.service';
+import { CrashFailpoint } from './crash-failpoint';
+import { diskProblemOf } from './disk-problem';
+import { SpawnKey, keptKey } from './idempotency-key';
+import { VmLifecycle, specOf, toVmRecord } from './vm-lifecycle';
+import { DriverRecord, VmDriver } from './vm-driver';
+import { VmFiles, VmSidecar } from './vm-files';
+import { VmSidecars } from './vm-sidecars';
+import {
+  IdempotencyKeyReusedError,
+  VmCreateError,
+  VmDiskError,
+  VmDoesNotFitError,
+  messageOf,
+} from './vms.errors';
+
+/** The lock key of admissions (vm ids never look like it). */
+const ADMISSION = '<admission>';
+
+/** The outcome of a spawn: a new VM, or the one an earlier spawn with its key made. */
+export interface SpawnOutcome {
+  vm: VmRecord;
+  created: boolean;
+}
+
+/**
+ * Admits new VMs, one at a time: answers a retried spawn with the VM its key made, refuses what
+ * the node cannot hold (naming the numbers) or what a full disk cannot take (leaving nothing
+ * behind), and otherwise accepts the VM once its files are made, then has it provisioned.
+ */
+@Injectable()
+export class VmAdmissionService {
+  private readonly logger = new Logger('Vms');
+
+  constructor(
+    private readonly files: VmFiles,
+    private readonly sidecars: VmSidecars,
+    private readonly lifecycle: VmLifecycle,
+    private readonly driver: VmDriver,
+    private readonly clock: Clock,
+    private readonly hostFacts: HostFactsService,
+    private readonly config: VmHostConfig,
+    private readonly failpoint: CrashFailpoint,
+  ) {}
+
+  /**
+   * Admits the VM (state Provisioning) once its files are made, and starts it after answering.
+   * With a key a spawn made before (within a day), it answers that VM and makes none.
+   */
+  spawn(request: CreateVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
+    return this.lifecycle.locks.run(ADMISSION, () => this.admit(request, key));
+  }
+
+  private async admit(request: CreateVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
+    const sidecars = await this.sidecars.all();
+    if (key) {
+      const nowMs = this.clock.now();
+      const earlier = sidecars.find((sidecar) => keptKey(sidecar, nowMs)?.keyHash === key.keyHash);
+      if (earlier && earlier.idempotency_key !== key.value) {
+        throw new IdempotencyKeyReusedError(
+          `Idempotency-Key was used for another request (vm ${earlier.vm_id}): a retry must repeat the request it was first sent with`,
+        );
+      }
+      if (earlier) {
+        this.logger.log(`vm ${earlier.vm_id} answered again for a retried spawn (same key)`);
+        return { vm: toVmRecord(earlier, await this.lifecycle.stateOf(earlier)), created: false };
+      }
+    }
+    await this.checkCapacity(request, sidecars);
+    const plan = await this.refusingDiskProblems('making the base image', () =>
+      this.driver.plan({ preferKvm: request.prefer_kvm }),
+    );
+    const vmId = await this.refusingDiskProblems('making the run folder', () =>
+      this.files.newVmId(),
+    );
+    return this.lifecycle.admitting(vmId, () =>
+      this.accept(vmId, request, plan.record, plan.summary, key),
+    );
+  }
+
+  /** Writes the sidecar and makes the files; a disk problem leaves nothing of the VM behind. */
+  private async accept(
+    vmId: string,
+    request: CreateVmRequest,
+    record: DriverRecord,
+    summary: string,
+    key?: SpawnKey,
+  ): Promise<SpawnOutcome> {
+    const sidecar: VmSidecar = {
+      vm_id: vmId,
+      vm_type: request.vm_type,
+      tenant_id: request.tenant_id ?? null,
+      ram_alloc_mb: request.ram_mb,
+      vcpu_count: request.vcpu_count,
+      host_ports: [],
+      created_at: toRfc3339(this.clock.now()),
+      started_at: null,
+      error: null,
+      driver: record,
+      idempotency_key: key?.value ?? null,
+    };
+    try {
+      await this.files.writeSidecar(sidecar);
+      this.failpoint.reached('after-sidecar', vmId);
+      await this.driver.makeFiles(specOf(sidecar), record);
+    } catch (error) {
+      const problem = diskProblemOf(error);
+      if (!problem && error instanceof VmCreateError) {
+        // The disk is fine but a tool is not: listed as Error, as a failed start is.
+        await this.lifecycle.fail(sidecar, error);
+        this.lifecycle.announce();
+        return { vm: toVmRecord(sidecar, VmState.Error), created: true };
+      }
+      await this.files.removeAll(vmId).catch((cleanup: unknown) => {
+        this.logger.error(`vm ${vmId}: could not remove its files: ${messageOf(cleanup)}`);
+      });
+      if (!problem) throw error;
+      const during =
+        error instanceof VmCreateError ? `making the VM's ${error.step}` : 'writing the sidecar';
+      const refusal = new VmDiskError(this.files.root, problem, during);
+      this.logger.error(`vm ${vmId} refused: ${refusal.message}`);
+      throw refusal;
+    }
+    this.logger.log(
+      `vm ${vmId} accepted: ${request.vm_type}, ${request.ram_mb} MB, ${request.vcpu_count} vCPU, ${summary}${sidecar.tenant_id ? `, tenant ${sidecar.tenant_id}` : ''}`,
+    );
+    this.lifecycle.provision(sidecar);
+    this.lifecycle.announce();
+    return { vm: toVmRecord(sidecar, VmState.Provisioning), created: true };
+  }
+
+  /**
+   * Refuses, naming the numbers, a VM the node cannot hold beside the VMs it has: also one
+   * more than a heartbeat may carry (any state counts), which the controller would refuse.
+   */
+  private async checkCapacity(request: CreateVmRequest, sidecars: VmSidecar[]): Promise<void> {
+    if (sidecars.length >= MAX_VMS_PER_HEARTBEAT) {
+      const refusal = `this node holds ${sidecars.length} VMs, the most a heartbeat may report (limit ${MAX_VMS_PER_HEARTBEAT}); delete one first`;
+      this.logger.warn(`node ${this.config.nodeId} refused a VM: ${refusal}`);
+      throw new VmDoesNotFitError(refusal);
+    }
+    const [host, found] = await Promise.all([
+      this.hostFacts.capacity(),
+      this.driver.find(sidecars.map((sidecar) => sidecar.vm_id)),
+    ]);
+    const refusal = capacityRefusal(
+      { ramMb: request.ram_mb, vcpuCount: request.vcpu_count },
+      {
+        memory: { totalMb: host.ram_total_mb, usedMb: host.ram_used_mb },
+        cpuCores: host.cpu_cores,
+        vcpuOvercommit: this.config.vcpuOvercommit,
+      },
+      this.lifecycle.committed(sidecars, found),
+    );
+    if (refusal) {
+      this.logger.warn(`node ${this.config.nodeId} refused a VM: ${refusal}`);
+      throw new VmDoesNotFitError(refusal);
+    }
+  }
+
+  /** Runs a step that writes in VM_DISK_DIR, turning a full or unwritable folder into a refusal. */
+  private async refusingDiskProblems<T>(during: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      const problem = diskProblemOf(error);
+      if (!problem) throw error;
+      const refusal = new VmDiskError(this.files.root, problem, during);
+      this.logger.error(`node ${this.config.nodeId} refused a VM: ${refusal.message}`);
+      throw refusal;
+    }
+  }
+}

@@ -1,0 +1,141 @@
+import * as prometheus from 'prom-client';
+import { firstValueFrom } from 'rxjs';
+import { CreateVmRequest, VmState } from '@app/fleet-domain';
+import { FakeClock } from '../../../../test/support/fake-clock';
+import { FakeVmDriver, fakeHostFacts } from '../../../../test/support/fake-vm-driver';
+import { sampleValue } from '../../../../test/support/prometheus-text';
+import { VmBed, closeVmBed, openVmBed, vmServices } from '../../../../test/support/vm-services';
+import { VmHostConfig } from '../config/vm-host.config';
+import { HostMetrics } from '../metrics/host-metrics.service';
+import { StartedVm, VmDriver } from './vm-driver';
+import { VmFiles } from './vm-files';
+import { VmCreateError } from './vms.errors';
+import { VmsService } from './vms.service';
+
+const STARTED: StartedVm = {
+  record: { kind: 'fake', fast: false, pid: 4242 },
+  hostPorts: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' }],
+  summary: 'fake pid 4242',
+};
+
+function request(fields: Partial<CreateVmRequest> = {}): CreateVmRequest {
+  return { vm_type: 'web', ram_mb: 96, vcpu_count: 2, prefer_kvm: false, ...fields };
+}
+
+/** A host with room for every VM these tests make. */
+const roomyHost = fakeHostFacts({ ram_total_mb: 65_536, ram_used_mb: 1_024, cpu_cores: 16 });
+
+function vmsService(
+  files: VmFiles,
+  driver: VmDriver,
+  clock: FakeClock,
+  metrics?: HostMetrics,
+): VmsService {
+  const config = Object.assign(new VmHostConfig(), { nodeId: 'node-a', vcpuOvercommit: 4 });
+  return vmServices({ files, driver, clock, hostFacts: roomyHost, config, metrics }).vms;
+}
+
+describe('VmLifecycle', () => {
+  let bed: VmBed;
+  let files: VmFiles;
+  let driver: FakeVmDriver;
+  let clock: FakeClock;
+  let vms: VmsService;
+  let logs: string[];
+
+  beforeEach(async () => {
+    bed = await openVmBed('vm-lifecycle-');
+    ({ files, driver, clock, logs } = bed);
+    vms = vmsService(files, driver, clock);
+  });
+
+  afterEach(() => closeVmBed(bed));
+
+  /** Settles the create the driver is working on and waits until the service is done with it. */
+  async function settleCreate(outcome: StartedVm | Error): Promise<void> {
+    const done = firstValueFrom(vms.changes);
+    driver.creates.shift()!.settle(outcome);
+    await done;
+  }
+
+  it('answers Provisioning at once, stays Provisioning while the driver works, then is Running', async () => {
+    const { vm: accepted } = await vms.spawn(request({ tenant_id: 'acme', prefer_kvm: true }));
+    expect(accepted).toEqual({
+      vm_id: expect.stringMatching(/^vm-[0-9a-f]{16}$/),
+      vm_type: 'web',
+      state: VmState.Provisioning,
+      ram_alloc_mb: 96,
+      vcpu_count: 2,
+      started_at: null,
+      tenant_id: 'acme',
+      host_ports: [],
+    });
+    const vmId = accepted.vm_id;
+    expect(driver.creates.map(({ spec, record }) => ({ spec, record }))).toEqual([
+      {
+        spec: { vmId, vmType: 'web', ramMb: 96, vcpuCount: 2 },
+        record: { kind: 'fake', fast: true, pid: null },
+      },
+    ]);
+    expect((await vms.list()).map((vm) => vm.state)).toEqual([VmState.Provisioning]);
+
+    clock.advance(1_500);
+    await settleCreate(STARTED);
+    expect(await vms.list()).toEqual([
+      {
+        ...accepted,
+        state: VmState.Running,
+        started_at: '2026-08-06T12:00:01.500Z',
+        host_ports: STARTED.hostPorts,
+      },
+    ]);
+    expect(driver.inspected).toEqual([STARTED.record]);
+    expect(logs).toEqual([
+      `log vm ${vmId} accepted: web, 96 MB, 2 vCPU, fast, tenant acme`,
+      `log vm ${vmId} started: fake pid 4242`,
+    ]);
+  });
+
+  it('reports what the driver sees of a started VM: stopped, or not answering yet', async () => {
+    const {
+      vm: { vm_id: vmId },
+    } = await vms.spawn(request());
+    await settleCreate(STARTED);
+    driver.runState = 'stopped';
+    expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Stopped }]);
+    driver.runState = 'unknown';
+    expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Provisioning }]);
+  });
+
+  it('lists a VM whose create step failed as Error, naming the step in the sidecar and the log', async () => {
+    const {
+      vm: { vm_id: vmId },
+    } = await vms.spawn(request());
+    await settleCreate(new VmCreateError('seed ISO', 'genisoimage failed: no space left'));
+    expect(await vms.list()).toMatchObject([
+      { vm_id: vmId, state: VmState.Error, host_ports: [], started_at: null },
+    ]);
+    expect((await files.readSidecar(vmId))?.error).toBe(
+      'seed ISO: genisoimage failed: no space left',
+    );
+    expect(logs).toContain(
+      `error vm ${vmId} failed at the seed ISO: genisoimage failed: no space left`,
+    );
+    expect(driver.inspected).toEqual([]);
+  });
+
+  it('times each VM start from accepted to started, and to failed', async () => {
+    const metrics = new HostMetrics({ prometheus, listVmStates: () => Promise.resolve([]) });
+    vms = vmsService(files, driver, clock, metrics);
+    for (const outcome of [
+      { record: { kind: 'fake' }, hostPorts: [], summary: 'fake pid 1' },
+      new Error('qemu exited'),
+    ]) {
+      await vms.spawn(request());
+      await settleCreate(outcome);
+    }
+    const text = (await metrics.scrape()).body;
+    expect(sampleValue(text, 'ppn_host_spawn_duration_seconds_count{outcome="started"}')).toBe(1);
+    expect(sampleValue(text, 'ppn_host_spawn_duration_seconds_count{outcome="failed"}')).toBe(1);
+  });
+});

@@ -1,0 +1,27 @@
+import { ApiErrors, DomainErrorStatuses, ErrorCase } from '@app/daemon';
+import {
+  IdempotencyKeyInvalidError,
+  IdempotencyKeyReusedError,
+  VmCreationUnavailableError,
+  VmDiskError,
+  VmDoesNotFitError,
+  VmNotOnNodeError,
+  VmStillRunningError,
+} from './vms.errors';
+
+/** Every domain error the VM services throw, and the HTTP status it answers with. */
+export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
+  [VmNotOnNodeError, 404],
+  [VmCreationUnavailableError, 503],
+  [IdempotencyKeyInvalidError, 400],
+  [IdempotencyKeyReusedError, 422],
+  [VmDoesNotFitError, 422],
+  // Full: 507 Insufficient Storage; a folder the agent may not write is its own fault.
+  [VmDiskError, (error) => ((error as VmDiskError).full ? 507 : 500)],
+  [VmStillRunningError, 500],
+];
+
+/** Declares the errors of a VM operation, each with the body the agent's filter sends. */
+export function ApiVmsErrors(...cases: ErrorCase[]): MethodDecorator & ClassDecorator {
+  return ApiErrors(VMS_ERROR_STATUSES, ...cases);
+}

@@ -1,0 +1,118 @@
+import { Logger } from '@nestjs/common';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Clock } from '@app/daemon';
+import { VmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
+import type { HostFactsService } from '../../apps/vm-host/src/host-facts/host-facts.service';
+import type { HostMetrics } from '../../apps/vm-host/src/metrics/host-metrics.service';
+import { CrashFailpoint } from '../../apps/vm-host/src/vms/crash-failpoint';
+import { VmAdmissionService } from '../../apps/vm-host/src/vms/vm-admission.service';
+import type { VmDriver } from '../../apps/vm-host/src/vms/vm-driver';
+import { VmFiles, VmSidecar } from '../../apps/vm-host/src/vms/vm-files';
+import { VmLifecycle } from '../../apps/vm-host/src/vms/vm-lifecycle';
+import { VmReconciliationService } from '../../apps/vm-host/src/vms/vm-reconciliation.service';
+import { VmSidecars } from '../../apps/vm-host/src/vms/vm-sidecars';
+import { VmsService } from '../../apps/vm-host/src/vms/vms.service';
+import { FakeClock } from './fake-clock';
+import { FakeVmDriver } from './fake-vm-driver';
+
+/** The agent's VM services, sharing one lifecycle and one view of the sidecars. */
+export interface VmServices {
+  vms: VmsService;
+  admission: VmAdmissionService;
+  reconciliation: VmReconciliationService;
+  lifecycle: VmLifecycle;
+  sidecars: VmSidecars;
+}
+
+/** The VM services over these parts, wired as VmsModule wires them. */
+export function vmServices(parts: {
+  files: VmFiles;
+  driver: VmDriver;
+  clock: Clock;
+  hostFacts: HostFactsService;
+  config: VmHostConfig;
+  metrics?: HostMetrics;
+}): VmServices {
+  const { files, driver, clock, hostFacts, config } = parts;
+  const failpoint = new CrashFailpoint(config);
+  const sidecars = new VmSidecars(files);
+  const lifecycle = new VmLifecycle(files, driver, clock, failpoint, parts.metrics);
+  const admission = new VmAdmissionService(
+    files,
+    sidecars,
+    lifecycle,
+    driver,
+    clock,
+    hostFacts,
+    config,
+    failpoint,
+  );
+  const reconciliation = new VmReconciliationService(files, sidecars, lifecycle, driver, clock);
+  const vms = new VmsService(files, sidecars, lifecycle, admission, reconciliation, driver, clock);
+  return { vms, admission, reconciliation, lifecycle, sidecars };
+}
+
+/**
+ * What a spec of the VM services starts from: a prepared VM_DISK_DIR in a temporary folder, a
+ * driver and a clock the test drives by hand, and every line the services log, as
+ * `<level> <message>`.
+ */
+export interface VmBed {
+  root: string;
+  files: VmFiles;
+  driver: FakeVmDriver;
+  clock: FakeClock;
+  logs: string[];
+  /** The VMs' run folders, as the disk holds them now. */
+  runFolders(): Promise<string[]>;
+  /** Writes a VM's sidecar as an agent that is gone left it: 1 GB, 2 vCPUs, never started. */
+  leftBehind(vmId: string, fields?: Partial<VmSidecar>): Promise<void>;
+}
+
+/** Sets a VmBed up, in beforeEach; `closeVmBed` in afterEach. */
+export async function openVmBed(prefix: string): Promise<VmBed> {
+  const root = await mkdtemp(join(tmpdir(), prefix));
+  const files = new VmFiles(Object.assign(new VmHostConfig(), { diskDir: root }));
+  await files.prepare();
+  const logs: string[] = [];
+  const keep =
+    (level: string) =>
+    (message: unknown): void =>
+      void logs.push(`${level} ${String(message)}`);
+  jest.spyOn(Logger.prototype, 'log').mockImplementation(keep('log'));
+  jest.spyOn(Logger.prototype, 'warn').mockImplementation(keep('warn'));
+  jest.spyOn(Logger.prototype, 'error').mockImplementation(keep('error'));
+  return {
+    root,
+    files,
+    driver: new FakeVmDriver(),
+    clock: new FakeClock(),
+    logs,
+    runFolders: () => readdir(join(root, 'run')),
+    leftBehind: async (vmId, fields = {}) => {
+      await mkdir(files.runDir(vmId));
+      const sidecar: VmSidecar = {
+        vm_id: vmId,
+        vm_type: 'web',
+        tenant_id: null,
+        ram_alloc_mb: 1_024,
+        vcpu_count: 2,
+        host_ports: [],
+        created_at: '2026-08-06T11:00:00.000Z',
+        started_at: null,
+        error: null,
+        driver: { kind: 'fake', pid: null },
+        idempotency_key: null,
+        ...fields,
+      };
+      await writeFile(join(files.runDir(vmId), 'vm.json'), JSON.stringify(sidecar));
+    },
+  };
+}
+
+export async function closeVmBed(bed: VmBed): Promise<void> {
+  jest.restoreAllMocks();
+  await rm(bed.root, { recursive: true, force: true });
+}
