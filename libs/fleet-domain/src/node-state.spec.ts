@@ -1,7 +1,8 @@
 import { heartbeat as agentHeartbeat, vmRecord } from '../../../test/support/heartbeats';
 import { NodeHeartbeat } from './wire/node-heartbeat';
 import {
-  RamHold,
+  NodeChange,
+  NodeState,
   RamHoldRequest,
   acceptHeartbeat,
   beatIntervalMs,
@@ -18,10 +19,6 @@ import {
   removeVm,
   toNodeRecord,
   vmCount,
-  withDispatchedVm,
-  withHold,
-  withoutHold,
-  withoutVm,
 } from './node-state';
 
 function vm(vm_id: string, ram_alloc_mb = 512) {
@@ -80,6 +77,11 @@ describe('node record derivation', () => {
   });
 });
 
+/** What `change` stores in place of `state`; undefined when it stores nothing. */
+function after<T>(state: NodeState, change: NodeChange<T>): NodeState | undefined {
+  return change(state).next;
+}
+
 /** A hold of `ramMb` taken at `nowMs` (0 unless given), due 15 s later. */
 function hold(holdId: string, ramMb: number, requiredFreeMb: number, nowMs = 0): RamHoldRequest {
   return {
@@ -101,9 +103,9 @@ describe('RAM holds', () => {
 
   it('counts a held VM against the node until a heartbeat lists it', () => {
     const state = nodeStateFromHeartbeat(heartbeat(), 0);
-    const held = withHold(state, hold('h1', 1024, 1536));
+    const held = after(state, holdRam(hold('h1', 1024, 1536), 0));
     expect(held && ramAvailableMb(held)).toBe(5120);
-    const dispatched = withDispatchedVm(held!, 'h1', vm('new', 1024));
+    const dispatched = after(held!, recordDispatchedVm('h1', vm('new', 1024)))!;
     expect(ramAvailableMb(dispatched)).toBe(5120);
     expect(vmCount(dispatched)).toBe(3);
 
@@ -121,7 +123,7 @@ describe('RAM holds', () => {
   });
 
   it('ends a hold in flight when a heartbeat lists a VM spawned with its key, before the answer', () => {
-    const held = withHold(nodeStateFromHeartbeat(heartbeat(), 0), HOLD_1024)!;
+    const held = after(nodeStateFromHeartbeat(heartbeat(), 0), holdRam(HOLD_1024, 0))!;
     const unrelated = nodeStateFromHeartbeat(
       heartbeat({ vms: [{ ...vm('x'), idempotency_key: spawnKey('other') }] }),
       1_000,
@@ -137,7 +139,7 @@ describe('RAM holds', () => {
   });
 
   it('keeps a hold in flight across heartbeats of the same boot until its deadline', () => {
-    const state = withHold(nodeStateFromHeartbeat(heartbeat(), 0), HOLD_1024)!;
+    const state = after(nodeStateFromHeartbeat(heartbeat(), 0), holdRam(HOLD_1024, 0))!;
     const next = nodeStateFromHeartbeat(heartbeat(), 14_999, state);
     expect(ramAvailableMb(next)).toBe(5120);
     expect(nodeStateFromHeartbeat(heartbeat(), 15_000, next).holds).toEqual({});
@@ -147,7 +149,7 @@ describe('RAM holds', () => {
   });
 
   it('stops counting a hold once its deadline has passed, given the time', () => {
-    const state = withHold(nodeStateFromHeartbeat(heartbeat(), 0), HOLD_1024)!;
+    const state = after(nodeStateFromHeartbeat(heartbeat(), 0), holdRam(HOLD_1024, 0))!;
     expect(ramAvailableMb(state, 14_999)).toBe(5120);
     expect(ramAvailableMb(state, 15_000)).toBe(6144);
     // Without the time (the listings' record), it counts until the sweep ends it.
@@ -161,36 +163,31 @@ describe('RAM holds', () => {
     expect(endExpiredHolds(14_999)(state)).toEqual({ result: [] });
   });
 
-  it('treats a hold stored without a deadline (an older controller) as ended', () => {
-    const state = withHold(nodeStateFromHeartbeat(heartbeat(), 0), HOLD_1024)!;
-    const legacy = { ...state, holds: { old: { ram_mb: 4096 } as RamHold } };
-    expect(ramAvailableMb(legacy, 0)).toBe(6144);
-    expect(earliestHoldDeadline(legacy)).toBe(0);
-    expect(endExpiredHolds(0)(legacy).result).toHaveLength(1);
-  });
-
   it('takes a new hold against the RAM free now, ending expired holds on the way', () => {
-    const state = withHold(nodeStateFromHeartbeat(heartbeat(), 0), hold('h1', 5632, 6144))!;
-    expect(withHold(state, hold('h2', 1024, 1536, 14_000))).toBeNull();
-    const later = withHold(state, hold('h2', 1024, 1536, 15_000))!;
+    const state = after(
+      nodeStateFromHeartbeat(heartbeat(), 0),
+      holdRam(hold('h1', 5632, 6144), 0),
+    )!;
+    expect(after(state, holdRam(hold('h2', 1024, 1536, 14_000), 0))).toBeUndefined();
+    const later = after(state, holdRam(hold('h2', 1024, 1536, 15_000), 0))!;
     expect(Object.keys(later.holds)).toEqual(['h2']);
   });
 
   it('refuses a hold when the node no longer has the required RAM free', () => {
     const state = nodeStateFromHeartbeat(heartbeat(), 0);
-    expect(withHold(state, hold('h1', 5632, 6144))).not.toBeNull();
-    expect(withHold(state, hold('h1', 5633, 6145))).toBeNull();
+    expect(after(state, holdRam(hold('h1', 5632, 6144), 0))).toBeDefined();
+    expect(after(state, holdRam(hold('h1', 5633, 6145), 0))).toBeUndefined();
   });
 
   it('gives the RAM back when a hold is released', () => {
-    const state = withHold(nodeStateFromHeartbeat(heartbeat(), 0), HOLD_1024)!;
-    expect(ramAvailableMb(withoutHold(state, 'h1'))).toBe(6144);
+    const state = after(nodeStateFromHeartbeat(heartbeat(), 0), holdRam(HOLD_1024, 0))!;
+    expect(ramAvailableMb(after(state, releaseHold('h1'))!)).toBe(6144);
   });
 
   it('drops a destroyed VM and its hold', () => {
-    const held = withHold(nodeStateFromHeartbeat(heartbeat(), 0), HOLD_1024)!;
-    const dispatched = withDispatchedVm(held, 'h1', vm('new', 1024));
-    const gone = withoutVm(dispatched, 'new');
+    const held = after(nodeStateFromHeartbeat(heartbeat(), 0), holdRam(HOLD_1024, 0))!;
+    const dispatched = after(held, recordDispatchedVm('h1', vm('new', 1024)))!;
+    const gone = after(dispatched, removeVm('new'))!;
     expect(gone.vms.map((v) => v.vm_id)).toEqual(['a', 'b']);
     expect(ramAvailableMb(gone)).toBe(6144);
   });
@@ -244,10 +241,10 @@ describe('findEarlierCreate', () => {
   });
 
   it('finds a hold still in flight for the key, until its deadline', () => {
-    const held = withHold(nodeStateFromHeartbeat(heartbeat(), 0), {
-      ...hold('h1', 1024, 0),
-      spawnKey: key,
-    })!;
+    const held = after(
+      nodeStateFromHeartbeat(heartbeat(), 0),
+      holdRam({ ...hold('h1', 1024, 0), spawnKey: key }, 0),
+    )!;
     const keyHash = key.split('.')[0];
     expect(findEarlierCreate([held], keyHash, 14_999)).toMatchObject({
       kind: 'in-flight',

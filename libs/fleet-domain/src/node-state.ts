@@ -160,9 +160,7 @@ export function nodeStateFromHeartbeat(
     timestamp_utc: heartbeat.timestamp_utc,
     received_at_ms: receivedAtMs,
     beat_gaps_ms: sameBoot
-      ? [...(previous.beat_gaps_ms ?? []), receivedAtMs - previous.received_at_ms].slice(
-          -BEAT_GAPS_KEPT,
-        )
+      ? [...previous.beat_gaps_ms, receivedAtMs - previous.received_at_ms].slice(-BEAT_GAPS_KEPT)
       : [],
     holds: sameBoot ? holdsNotYetReported(previous.holds, heartbeat.vms, receivedAtMs) : {},
   });
@@ -187,7 +185,7 @@ function holdsNotYetReported(
   return kept;
 }
 
-/** A hold counts until its deadline; one without a deadline (stored by an older controller) never. */
+/** A hold counts until its deadline. */
 export function isHoldLive(hold: RamHold, nowMs: number): boolean {
   return hold.expires_at_ms > nowMs;
 }
@@ -215,7 +213,7 @@ export function ramAvailableMb(
  * after one) does not make a node look late. Null until it has beaten twice.
  */
 export function beatIntervalMs(state: Pick<NodeState, 'beat_gaps_ms'>): number | null {
-  const gaps = state.beat_gaps_ms ?? [];
+  const gaps = state.beat_gaps_ms;
   return gaps.length === 0 ? null : Math.max(...gaps);
 }
 
@@ -223,8 +221,7 @@ export function beatIntervalMs(state: Pick<NodeState, 'beat_gaps_ms'>): number |
 export function earliestHoldDeadline(state: Pick<NodeState, 'holds'>): number | null {
   let earliest: number | null = null;
   for (const holdId in state.holds) {
-    // A hold without a deadline (an older controller's) is due at once.
-    const deadline = state.holds[holdId].expires_at_ms ?? 0;
+    const deadline = state.holds[holdId].expires_at_ms;
     if (earliest === null || deadline < earliest) earliest = deadline;
   }
   return earliest;
@@ -262,52 +259,6 @@ export interface RamHoldRequest {
 }
 
 /**
- * Sets RAM aside for a VM about to be dispatched, if the node still has `requiredFreeMb`
- * available. Returns the new state, or null when it no longer fits.
- */
-export function withHold(state: NodeState, hold: RamHoldRequest): NodeState | null {
-  if (ramAvailableMb(state, hold.nowMs) < hold.requiredFreeMb) return null;
-  const holds: Record<string, RamHold> = {};
-  for (const holdId in state.holds) {
-    if (isHoldLive(state.holds[holdId], hold.nowMs)) holds[holdId] = state.holds[holdId];
-  }
-  holds[hold.holdId] = {
-    ram_mb: hold.ramMb,
-    expires_at_ms: hold.expiresAtMs,
-    spawn_key: hold.spawnKey,
-  };
-  return withRecord({ ...state, holds });
-}
-
-/**
- * The agent accepted the VM: it is listed on the node, and its RAM stays held until a
- * heartbeat lists it too (or the hold's deadline passes).
- */
-export function withDispatchedVm(state: NodeState, holdId: string, vm: HeartbeatVm): NodeState {
-  const hold = state.holds[holdId];
-  const holds = { ...state.holds };
-  if (hold) holds[holdId] = { ...hold, vm_id: vm.vm_id };
-  const alreadyReported = state.vms.some((known) => known.vm_id === vm.vm_id);
-  return withRecord({ ...state, holds, vms: alreadyReported ? state.vms : [...state.vms, vm] });
-}
-
-export function withoutHold(state: NodeState, holdId: string): NodeState {
-  if (!(holdId in state.holds)) return state;
-  const holds = { ...state.holds };
-  delete holds[holdId];
-  return withRecord({ ...state, holds });
-}
-
-/** The agent destroyed the VM: it leaves the listing now rather than at the next heartbeat. */
-export function withoutVm(state: NodeState, vmId: string): NodeState {
-  const holds: Record<string, RamHold> = {};
-  for (const [holdId, hold] of Object.entries(state.holds)) {
-    if (hold.vm_id !== vmId) holds[holdId] = hold;
-  }
-  return withRecord({ ...state, holds, vms: state.vms.filter((vm) => vm.vm_id !== vmId) });
-}
-
-/**
  * One change to a node, decided from what the store holds for it (undefined: nothing):
  * `next` takes its place (none: the store is left as it is) and `result` answers the caller.
  * Pure, because a store may decide again when another writer came first.
@@ -332,29 +283,60 @@ export function acceptHeartbeat(
 }
 
 /**
- * Holds RAM on a node still live at `notBeforeMs` (receive time), if it still fits. False
- * when the node is gone, stale or no longer has room.
+ * Sets RAM aside for a VM about to be dispatched, on a node still live at `notBeforeMs`
+ * (receive time) that still has `requiredFreeMb` available; holds past their deadline are
+ * ended on the way. False when the node is gone, stale or no longer has room.
  */
 export function holdRam(hold: RamHoldRequest, notBeforeMs: number): NodeChange<boolean> {
   return (stored) => {
-    const held = stored && stored.received_at_ms >= notBeforeMs ? withHold(stored, hold) : null;
-    return { next: held ?? undefined, result: held !== null };
+    if (!stored || stored.received_at_ms < notBeforeMs) return { result: false };
+    if (ramAvailableMb(stored, hold.nowMs) < hold.requiredFreeMb) return { result: false };
+    const holds: Record<string, RamHold> = {};
+    for (const holdId in stored.holds) {
+      if (isHoldLive(stored.holds[holdId], hold.nowMs)) holds[holdId] = stored.holds[holdId];
+    }
+    holds[hold.holdId] = {
+      ram_mb: hold.ramMb,
+      expires_at_ms: hold.expiresAtMs,
+      spawn_key: hold.spawnKey,
+    };
+    return { next: withRecord({ ...stored, holds }), result: true };
   };
 }
 
-/** The agent accepted the VM: listed on its node, its RAM held until a heartbeat lists it. */
+/**
+ * The agent accepted the VM: it is listed on its node now, and its RAM stays held until a
+ * heartbeat lists it too (or the hold's deadline passes).
+ */
 export function recordDispatchedVm(holdId: string, vm: HeartbeatVm): NodeChange<void> {
-  return changeOfStored((state) => withDispatchedVm(state, holdId, vm));
+  return changeOfStored((state) => {
+    const hold = state.holds[holdId];
+    const holds = { ...state.holds };
+    if (hold) holds[holdId] = { ...hold, vm_id: vm.vm_id };
+    const alreadyReported = state.vms.some((known) => known.vm_id === vm.vm_id);
+    return withRecord({ ...state, holds, vms: alreadyReported ? state.vms : [...state.vms, vm] });
+  });
 }
 
 /** The dispatch failed: the held RAM is given back. */
 export function releaseHold(holdId: string): NodeChange<void> {
-  return changeOfStored((state) => withoutHold(state, holdId));
+  return changeOfStored((state) => {
+    if (!(holdId in state.holds)) return state;
+    const holds = { ...state.holds };
+    delete holds[holdId];
+    return withRecord({ ...state, holds });
+  });
 }
 
-/** The agent destroyed the VM: it leaves the listing, and its RAM is no longer held. */
+/** The agent destroyed the VM: it leaves the listing now, and its RAM is no longer held. */
 export function removeVm(vmId: string): NodeChange<void> {
-  return changeOfStored((state) => withoutVm(state, vmId));
+  return changeOfStored((state) => {
+    const holds: Record<string, RamHold> = {};
+    for (const [holdId, hold] of Object.entries(state.holds)) {
+      if (hold.vm_id !== vmId) holds[holdId] = hold;
+    }
+    return withRecord({ ...state, holds, vms: state.vms.filter((vm) => vm.vm_id !== vmId) });
+  });
 }
 
 /** A hold the sweep ended because its deadline passed before any heartbeat listed its VM. */
@@ -406,11 +388,7 @@ export function findEarlierCreate(
     if (inFlight) continue;
     for (const holdId in node.holds) {
       const hold = node.holds[holdId];
-      if (
-        typeof hold.spawn_key === 'string' &&
-        keyHashOf(hold.spawn_key) === keyHash &&
-        isHoldLive(hold, nowMs)
-      ) {
+      if (keyHashOf(hold.spawn_key) === keyHash && isHoldLive(hold, nowMs)) {
         inFlight = { kind: 'in-flight', node, hold_id: holdId, spawn_key: hold.spawn_key };
         break;
       }

@@ -1,5 +1,5 @@
 import { heartbeat } from '../../../test/support/heartbeats';
-import { nodeStateFromHeartbeat, withHold } from './node-state';
+import { holdRam, nodeStateFromHeartbeat } from './node-state';
 import { PlacementCandidate, placeVm, placementCandidate } from './placement';
 
 function node(node_id: string, ram_available_mb: number, extra: Partial<PlacementCandidate> = {}) {
@@ -270,14 +270,17 @@ describe('placeVm', () => {
     it('sees RAM held now, how long the node is silent, and how often it beats', () => {
       const first = nodeStateFromHeartbeat(beat, 0);
       const second = nodeStateFromHeartbeat(beat, 10_000, first);
-      const held = withHold(second, {
-        holdId: 'h1',
-        ramMb: 1024,
-        requiredFreeMb: 0,
-        nowMs: 10_000,
-        expiresAtMs: 25_000,
-        spawnKey: `${'0'.repeat(64)}.${'1'.repeat(64)}`,
-      })!;
+      const held = holdRam(
+        {
+          holdId: 'h1',
+          ramMb: 1024,
+          requiredFreeMb: 0,
+          nowMs: 10_000,
+          expiresAtMs: 25_000,
+          spawnKey: `${'0'.repeat(64)}.${'1'.repeat(64)}`,
+        },
+        0,
+      )(second).next!;
       expect(placementCandidate(held, 24_000)).toEqual({
         node_id: 'n1',
         ram_available_mb: 5120,

@@ -108,12 +108,9 @@ export class NodesService {
     for (const nodeId of await this.nodes.nodesWithExpiredHolds(now)) {
       const ended = await this.nodes.update(nodeId, endExpiredHolds(now));
       for (const { hold } of ended) {
-        const when =
-          typeof hold.expires_at_ms === 'number'
-            ? `at its deadline (${((now - hold.expires_at_ms) / 1000).toFixed(1)} s ago)`
-            : '(it had no deadline: stored by an older controller)';
+        const agoS = ((now - hold.expires_at_ms) / 1000).toFixed(1);
         this.logger.warn(
-          `node ${nodeId}: RAM hold of ${hold.ram_mb} MB${hold.vm_id ? ` for vm ${hold.vm_id}` : ''} ended ${when} before any heartbeat listed the VM`,
+          `node ${nodeId}: RAM hold of ${hold.ram_mb} MB${hold.vm_id ? ` for vm ${hold.vm_id}` : ''} ended at its deadline (${agoS} s ago) before any heartbeat listed the VM`,
         );
       }
     }

@@ -8,6 +8,12 @@ import {
 } from '@app/fleet-domain';
 import { StoreUnavailableError } from '../store-unavailable.error';
 import { RedisConnection } from './redis-connection';
+import {
+  decodeStoredNode,
+  decodeStoredRecord,
+  decodeStoredState,
+  encodeStoredNode,
+} from './stored-node';
 import { NodesRepository } from '../nodes.repository';
 
 const PREFIX = 'ppn-fleet:';
@@ -24,9 +30,9 @@ const SWEEP_BATCH = 5_000;
 const WRITE_ATTEMPTS = 20;
 
 /**
- * Each node is stored as "<version>\n<record json>\n<state json>" (JSON never holds a raw
- * newline): listings read only the record part, everything else the state. A write names the version it read and
- * succeeds only if the record is still at it (compare-and-set in one script), so every change
+ * Each node is stored as "<version>\n<record json>\n<state json>" (stored-node.ts reads and
+ * writes it): listings read only the record part, everything else the state. A write names
+ * the version it read and succeeds only if the record is still at it (compare-and-set in one script), so every change
  * is decided by the caller exactly as in memory, and applied atomically or not at all.
  */
 const PUT = `
@@ -99,25 +105,6 @@ for i = 1, #ids do
 end
 return due`;
 
-interface Versioned {
-  version: string;
-  state?: NodeState;
-}
-
-function encode(state: NodeState): string {
-  return `${JSON.stringify(state.record)}\n${JSON.stringify(state)}`;
-}
-
-function decode(stored: string | null): Versioned {
-  if (stored === null) return { version: '' };
-  const versionEnd = stored.indexOf('\n');
-  const recordEnd = stored.indexOf('\n', versionEnd + 1);
-  return {
-    version: stored.slice(0, versionEnd),
-    state: JSON.parse(stored.slice(recordEnd + 1)) as NodeState,
-  };
-}
-
 type FleetRedis = Redis & {
   fleetPut(...args: Array<string | number>): Promise<number>;
   fleetListLive(...args: Array<string | number>): Promise<string[]>;
@@ -148,21 +135,21 @@ export class RedisNodesRepository extends NodesRepository {
     const stored = await this.connection.run(() =>
       this.redis.fleetListLive(INDEX, notBeforeMs, `${PREFIX}node:`, 'states'),
     );
-    return stored.map((value) => decode(value).state!);
+    return stored.map(decodeStoredState);
   }
 
   async listLiveRecords(notBeforeMs: number): Promise<NodeRecord[]> {
     const records = await this.connection.run(() =>
       this.redis.fleetListLive(INDEX, notBeforeMs, `${PREFIX}node:`, 'records'),
     );
-    return records.map((record) => JSON.parse(record) as NodeRecord);
+    return records.map(decodeStoredRecord);
   }
 
   async findLive(nodeId: string, notBeforeMs: number): Promise<NodeState | undefined> {
     const stored = await this.connection.run(() =>
       this.redis.fleetFindLive(nodeKey(nodeId), INDEX, notBeforeMs, nodeId),
     );
-    return decode(stored).state;
+    return decodeStoredNode(stored).state;
   }
 
   async dropStale(notBeforeMs: number): Promise<NodeState[]> {
@@ -177,7 +164,7 @@ export class RedisNodesRepository extends NodesRepository {
           SWEEP_BATCH,
         ),
       );
-      dropped.push(...batch.map((stored) => decode(stored).state!));
+      dropped.push(...batch.map(decodeStoredState));
       if (batch.length < SWEEP_BATCH) return dropped;
     }
   }
@@ -192,7 +179,9 @@ export class RedisNodesRepository extends NodesRepository {
   async update<T>(nodeId: string, decide: NodeChange<T>): Promise<T> {
     const key = nodeKey(nodeId);
     for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
-      const { version, state } = decode(await this.connection.run(() => this.redis.get(key)));
+      const { version, state } = decodeStoredNode(
+        await this.connection.run(() => this.redis.get(key)),
+      );
       const { next, result } = decide(state);
       if (!next) return result;
       const deadline = earliestHoldDeadline(next);
@@ -203,7 +192,7 @@ export class RedisNodesRepository extends NodesRepository {
           VERSIONS,
           HOLD_DEADLINES,
           version,
-          encode(next),
+          encodeStoredNode(next),
           next.received_at_ms,
           nodeId,
           NODE_KEY_TTL_MS,
