@@ -96,7 +96,8 @@ export class RedisServer {
 
   async stop(): Promise<void> {
     const child = this.child;
-    if (!child || child.exitCode !== null) return;
+    // Already exited, by itself or killed (then exitCode is null and signalCode says by what).
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGTERM');
     await exited;
