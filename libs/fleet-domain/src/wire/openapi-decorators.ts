@@ -43,45 +43,13 @@ export function applyOpenApiDecorators(): void {
   for (const apply of recorded.splice(0)) apply(loaded);
 }
 
-export type { ApiPropertyOptions } from '@nestjs/swagger';
-
+// Only those in use (wire classes, controllers, @app/daemon): one line each, added when needed.
 export const ApiProperty = deferred('ApiProperty');
-export const ApiPropertyOptional = deferred('ApiPropertyOptional');
-export const ApiResponseProperty = deferred('ApiResponseProperty');
-export const ApiHideProperty = deferred('ApiHideProperty');
-export const ApiExtraModels = deferred('ApiExtraModels');
-export const ApiSchema = deferred('ApiSchema');
 export const ApiTags = deferred('ApiTags');
 export const ApiOperation = deferred('ApiOperation');
-export const ApiParam = deferred('ApiParam');
-export const ApiQuery = deferred('ApiQuery');
-export const ApiBody = deferred('ApiBody');
 export const ApiHeader = deferred('ApiHeader');
-export const ApiHeaders = deferred('ApiHeaders');
-export const ApiConsumes = deferred('ApiConsumes');
-export const ApiProduces = deferred('ApiProduces');
-export const ApiExtension = deferred('ApiExtension');
-export const ApiExcludeEndpoint = deferred('ApiExcludeEndpoint');
-export const ApiExcludeController = deferred('ApiExcludeController');
 export const ApiSecurity = deferred('ApiSecurity');
-export const ApiBearerAuth = deferred('ApiBearerAuth');
-export const ApiBasicAuth = deferred('ApiBasicAuth');
 export const ApiResponse = deferred('ApiResponse');
-export const ApiDefaultResponse = deferred('ApiDefaultResponse');
 export const ApiOkResponse = deferred('ApiOkResponse');
 export const ApiCreatedResponse = deferred('ApiCreatedResponse');
-export const ApiAcceptedResponse = deferred('ApiAcceptedResponse');
 export const ApiNoContentResponse = deferred('ApiNoContentResponse');
-export const ApiBadRequestResponse = deferred('ApiBadRequestResponse');
-export const ApiUnauthorizedResponse = deferred('ApiUnauthorizedResponse');
-export const ApiForbiddenResponse = deferred('ApiForbiddenResponse');
-export const ApiNotFoundResponse = deferred('ApiNotFoundResponse');
-export const ApiConflictResponse = deferred('ApiConflictResponse');
-export const ApiPayloadTooLargeResponse = deferred('ApiPayloadTooLargeResponse');
-export const ApiUnsupportedMediaTypeResponse = deferred('ApiUnsupportedMediaTypeResponse');
-export const ApiUnprocessableEntityResponse = deferred('ApiUnprocessableEntityResponse');
-export const ApiTooManyRequestsResponse = deferred('ApiTooManyRequestsResponse');
-export const ApiInternalServerErrorResponse = deferred('ApiInternalServerErrorResponse');
-export const ApiBadGatewayResponse = deferred('ApiBadGatewayResponse');
-export const ApiServiceUnavailableResponse = deferred('ApiServiceUnavailableResponse');
-export const ApiGatewayTimeoutResponse = deferred('ApiGatewayTimeoutResponse');
