@@ -2,14 +2,19 @@ import { findUpwardImports } from './app-imports';
 import { appSources, readSources } from './check-app-imports';
 
 const FLEET = 'apps/fleet/src';
+const VM_HOST = 'apps/vm-host/src';
 
-/** The controller's real files, with `line` added at the top of `file`. */
-function fleetWith(file: string, line: string): Map<string, string> {
-  const files = readSources(FLEET);
+/** The real files of the app at `appSrc`, with `line` added at the top of `file`. */
+function sourcesWith(appSrc: string, file: string, line: string): Map<string, string> {
+  const files = readSources(appSrc);
   const text = files.get(file);
-  if (text === undefined) throw new Error(`${file} is not in ${FLEET}`);
+  if (text === undefined) throw new Error(`${file} is not in ${appSrc}`);
   files.set(file, `${line}\n${text}`);
   return files;
+}
+
+function fleetWith(file: string, line: string): Map<string, string> {
+  return sourcesWith(FLEET, file, line);
 }
 
 function planted(app: string, files: Record<string, string>): Map<string, string> {
@@ -17,12 +22,12 @@ function planted(app: string, files: Record<string, string>): Map<string, string
 }
 
 describe('findUpwardImports', () => {
-  it('finds no import running back up in the controller', () => {
-    expect(findUpwardImports(FLEET, readSources(FLEET))).toEqual([]);
+  it.each(appSources())('finds no import running back up in %s', (appSrc) => {
+    expect(findUpwardImports(appSrc, readSources(appSrc))).toEqual([]);
   });
 
   it('checks every app, the controller and the agent', () => {
-    expect(appSources()).toEqual(expect.arrayContaining([FLEET, 'apps/vm-host/src']));
+    expect(appSources()).toEqual(expect.arrayContaining([FLEET, VM_HOST]));
   });
 
   it.each([
@@ -40,6 +45,23 @@ describe('findUpwardImports', () => {
         file: `${FLEET}/nodes/nodes.service.ts`,
         specifier: expect.stringContaining(rootFile.replace(/\.ts$/, '')),
         reason: expect.stringContaining(`nodes/ imports the app's root file ${rootFile}`),
+      },
+    ]);
+  });
+
+  it.each([
+    [
+      "import { VM_HOST_ERROR_STATUSES } from '../vm-host-error.statuses';",
+      'vm-host-error.statuses.ts',
+    ],
+    ["import { VmHostAppModule } from '../vm-host-app.module';", 'vm-host-app.module.ts'],
+  ])('refuses an agent feature importing a root file: %s', (line, rootFile) => {
+    const file = `${VM_HOST}/vms/vms.module.ts`;
+    expect(findUpwardImports(VM_HOST, sourcesWith(VM_HOST, file, line))).toEqual([
+      {
+        file,
+        specifier: expect.stringContaining(rootFile.replace(/\.ts$/, '')),
+        reason: expect.stringContaining(`vms/ imports the app's root file ${rootFile}`),
       },
     ]);
   });

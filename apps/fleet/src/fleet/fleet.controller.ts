@@ -20,7 +20,7 @@ export class FleetController {
       'The live nodes (as GET /v1/nodes lists them) and the time of this view. Also the way to ask whether the controller is up: there is no /healthz.',
   })
   @ApiOkResponse({ type: FleetStatus, description: 'The fleet as of last_updated.' })
-  // The view only reads the store: its 503 is the one error of its own.
+  // The view throws nothing of its own: only the store's 503.
   @ApiFleetStateErrors([])
   fleetStatus(): Promise<FleetStatus> {
     return this.nodes.fleetStatus();
