@@ -261,7 +261,8 @@ export interface RamHoldRequest {
 /**
  * One change to a node, decided from what the store holds for it (undefined: nothing):
  * `next` takes its place (none: the store is left as it is) and `result` answers the caller.
- * Pure, because a store may decide again when another writer came first.
+ * Pure, because a store may decide again when another writer came first. Every change to a
+ * stored node is one of the NodeChanges below, passed to NodesRepository.update.
  */
 export type NodeChange<T> = (stored: NodeState | undefined) => { next?: NodeState; result: T };
 
