@@ -1,10 +1,36 @@
+import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import request from 'supertest';
-import { AGENT_REQUEST_TIMEOUT_MS } from '@app/fleet-domain';
+import {
+  AGENT_REQUEST_TIMEOUT_MS,
+  RAM_HOLD_MARGIN_MS,
+  holdRam,
+  liveSince,
+} from '@app/fleet-domain';
+import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
+import { StoreUnavailableError } from '../../apps/fleet/src/nodes/store-unavailable.error';
 import { VmHostClientSettings } from '../../apps/fleet/src/vms/vm-host.client';
+import { eventually } from '../support/daemons';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { heartbeat, vmRecord } from '../support/heartbeats';
-import { StubAgent, StubAgentCall, json, spawnedVm as spawned } from '../support/stub-agent';
+import {
+  StubAgent,
+  StubAgentCall,
+  json,
+  spawnKeyOf,
+  spawnedVm as spawned,
+} from '../support/stub-agent';
+
+/**
+ * How long a hold lives: the dispatch timeout plus the margin. The controller waits the
+ * product's 10 s for an agent (a stub answers at once, however busy the machine); the tests
+ * move the fake clock past a hold's deadline, they never wait for it.
+ */
+const HOLD_LIFETIME_MS = AGENT_REQUEST_TIMEOUT_MS + RAM_HOLD_MARGIN_MS;
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** POST /v1/vms and DELETE /v1/vms/:vm_id of the controller, with stub agents. */
 
 describe('fleet controller: VMs', () => {
   let fleet: RunningFleet;
@@ -40,7 +66,12 @@ describe('fleet controller: VMs', () => {
     fleet.app.get(VmHostClientSettings).timeoutMs = ms;
   }
 
-  const create = (body: object) => request(fleet.url).post('/v1/vms').send(body);
+  const create = (body: object, key?: string) => {
+    const post = request(fleet.url).post('/v1/vms');
+    return (key === undefined ? post : post.set('Idempotency-Key', key)).send(body);
+  };
+  const node = async (nodeId: string) =>
+    (await request(fleet.url).get(`/v1/nodes/${nodeId}`).expect(200)).body;
   const small = { vm_type: 'web', ram_mb: 1024, vcpu_count: 1 };
 
   it('places on the node with the most free RAM, dispatches, and records the VM with its tenant', async () => {
@@ -196,6 +227,322 @@ describe('fleet controller: VMs', () => {
     expect(slow.calls).toHaveLength(3);
     const node = await request(fleet.url).get('/v1/nodes/n1').expect(200);
     expect(node.body).toMatchObject({ vm_count: 3, ram_available_mb: 1024 });
+  });
+
+  describe('placement explains a refusal', () => {
+    it('answers 503 listing every live node and why it was passed over', async () => {
+      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+      await enroll('compute-west-02', stub, { ram_total_mb: 8192, ram_used_mb: 5092 });
+      await enroll('edge-01', stub, { ram_total_mb: 4096, ram_used_mb: 2048, reserved: true });
+      const { body } = await create({ ...small, ram_mb: 4096 }).expect(503);
+      expect(body.message).toBe(
+        'no node has 4608 MB free (ram_mb 4096 + 512 MB margin); 2 live node(s) considered: ' +
+          'compute-west-02: needs 4608 MB, has 3100 MB; edge-01: needs 4608 MB, has 2048 MB',
+      );
+      expect(stub.calls).toHaveLength(0);
+    });
+
+    it('answers 422 naming the preferred node and what it lacks', async () => {
+      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+      await enroll('tiny', stub, { ram_total_mb: 4096, ram_used_mb: 3584 });
+      const { body } = await create({ ...small, preferred_node: 'tiny' }).expect(422);
+      expect(body.message).toBe('preferred_node tiny: needs 1024 MB, has 512 MB');
+    });
+
+    it('names ten nodes of a large fleet and counts the others', async () => {
+      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+      for (let index = 0; index < 25; index++) {
+        await enroll(`n-${String(index).padStart(2, '0')}`, stub, { ram_used_mb: 16000 });
+      }
+      const { body } = await create(small).expect(503);
+      expect(body.message).toContain(
+        '25 live node(s) considered: n-00: needs 1536 MB, has 384 MB;',
+      );
+      expect(body.message).toMatch(/n-09: needs 1536 MB, has 384 MB; and 15 more$/);
+    });
+
+    it('passes over a node that missed two heartbeats while a fresh one fits, and says so', async () => {
+      const dying = await agent((call, res) => json(res, 201, spawned(call)));
+      const fresh = await agent((call, res) => json(res, 201, spawned(call)));
+      await enroll('dying', dying, { ram_total_mb: 65536 });
+      fleet.clock.advance(10_000);
+      await enroll('dying', dying, { ram_total_mb: 65536 });
+      fleet.clock.advance(20_500);
+      await enroll('fresh', fresh, { ram_total_mb: 4096, ram_used_mb: 1024 });
+
+      // Still listed: it is not 30 s silent yet.
+      expect(await node('dying')).toMatchObject({ ram_available_mb: 65536 - 4096 });
+      await create(small).expect(201);
+      expect(fresh.calls).toHaveLength(1);
+      expect(dying.calls).toHaveLength(0);
+
+      const { body } = await create({ ...small, ram_mb: 8192 }).expect(503);
+      expect(body.message).toContain(
+        'dying: missed 2 heartbeats (silent 20.5 s, beats every 10.0 s)',
+      );
+      expect(body.message).toContain('fresh: needs 8704 MB, has 2048 MB');
+      const preferred = await create({ ...small, preferred_node: 'dying' }).expect(422);
+      expect(preferred.body.message).toContain('preferred_node dying: missed 2 heartbeats');
+
+      // Beating again makes it a candidate again.
+      await enroll('dying', dying, { ram_total_mb: 65536 });
+      await create(small).expect(201);
+      expect(dying.calls).toHaveLength(1);
+    });
+
+    it('does not pass over a node that beat once more right after a create', async () => {
+      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+      await enroll('n1', stub);
+      fleet.clock.advance(10_000);
+      await enroll('n1', stub);
+      fleet.clock.advance(500); // the extra beat an agent sends after a create
+      await enroll('n1', stub);
+      fleet.clock.advance(10_000);
+      await create(small).expect(201);
+    });
+  });
+
+  describe('Idempotency-Key', () => {
+    it('answers a retry with the same key and body 200 with the same VM, spawning once', async () => {
+      const stub = await agent((call, res) => json(res, 201, spawned(call, 'vm-00000000000000a1')));
+      await enroll('n1', stub);
+      const first = await create({ ...small, tenant_id: 'acme' }, 'order-42').expect(201);
+      const retry = await create(
+        { ...small, tenant_id: 'acme', prefer_kvm: false, preferred_node: null },
+        'order-42',
+      ).expect(200);
+      expect(retry.body).toEqual(first.body);
+      expect(stub.calls).toHaveLength(1);
+    });
+
+    it('sends the agent <sha256 of the key>.<sha256 of the canonical request>, never the key', async () => {
+      const keys: Array<string | undefined> = [];
+      const stub = await agent((call, res) => {
+        keys.push(spawnKeyOf(res));
+        json(res, 201, spawned(call));
+      });
+      await enroll('n1', stub);
+      await create(small, 'order-42').expect(201);
+      const canonical =
+        '{"vm_type":"web","ram_mb":1024,"vcpu_count":1,"prefer_kvm":false,"preferred_node":null,"tenant_id":null}';
+      expect(keys).toEqual([`${sha256('order-42')}.${sha256(canonical)}`]);
+
+      // Creates without a key get one each, never the same: the agent makes two VMs.
+      await create(small).expect(201);
+      await create(small).expect(201);
+      expect(keys[1]).toMatch(/^[0-9a-f]{64}\.[0-9a-f]{64}$/);
+      expect(new Set(keys).size).toBe(3);
+    });
+
+    it('answers 422 naming the header when the key comes back with another body', async () => {
+      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+      await enroll('n1', stub);
+      await create(small, 'order-42').expect(201);
+      const { body } = await create({ ...small, ram_mb: 2048 }, 'order-42').expect(422);
+      expect(body.message).toContain('Idempotency-Key');
+      expect(stub.calls).toHaveLength(1);
+    });
+
+    it('makes one VM of concurrent identical keyed creates, with one dispatch', async () => {
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let dispatched!: () => void;
+      const reached = new Promise<void>((resolve) => (dispatched = resolve));
+      const stub = await agent(async (call, res) => {
+        dispatched();
+        await gate;
+        json(res, 201, spawned(call, 'vm-00000000000000c1'));
+      });
+      await enroll('n1', stub);
+      const creates = Array.from({ length: 4 }, () => create(small, 'burst-1'));
+      const sent = Promise.all(creates.map((pending) => pending.then((res) => res)));
+      await reached;
+      const mismatch = await create({ ...small, vcpu_count: 2 }, 'burst-1').expect(422);
+      expect(mismatch.body.message).toContain('Idempotency-Key');
+      release();
+      const answers = await sent;
+      expect(answers.map((res) => res.status).sort()).toEqual([200, 200, 200, 201]);
+      expect(new Set(answers.map((res) => res.body.vm_id))).toEqual(
+        new Set(['vm-00000000000000c1']),
+      );
+      expect(stub.calls).toHaveLength(1);
+    });
+
+    it('answers 200 when the agent already had the VM for the key (a retry after a lost answer)', async () => {
+      const stub = await agent((call, res) => json(res, 200, spawned(call, 'vm-00000000000000d1')));
+      await enroll('n1', stub);
+      const { body } = await create(small, 'lost-answer').expect(200);
+      expect(body.vm_id).toBe('vm-00000000000000d1');
+    });
+
+    it('refuses a malformed key with 400 naming the header, and calls no agent', async () => {
+      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+      await enroll('n1', stub);
+      for (const key of ['has space', 'k'.repeat(129), 'slash/es', '']) {
+        const { body } = await create(small, key).expect(400);
+        expect(body.message).toContain('Idempotency-Key');
+      }
+      expect(stub.calls).toHaveLength(0);
+    });
+
+    it('finds the key again from heartbeats after a restart, and never shows it', async () => {
+      let spawnKey: string | undefined;
+      const stub = await agent((call, res) => {
+        spawnKey = spawnKeyOf(res);
+        json(res, 201, spawned(call, 'vm-00000000000000e1'));
+      });
+      await enroll('n1', stub);
+      const first = await create(small, 'survives-restart').expect(201);
+      expect(first.body).not.toHaveProperty('idempotency_key');
+
+      // In memory, a restarted controller knows nothing until the agent beats again.
+      await fleet.close();
+      fleet = await startFleet();
+      await enroll('n1', stub, {
+        ram_used_mb: 5120,
+        vms: [{ ...first.body, idempotency_key: spawnKey }],
+      });
+      const retry = await create(small, 'survives-restart').expect(200);
+      expect(retry.body).toEqual(first.body);
+      expect(stub.calls).toHaveLength(1);
+      const { body: listed } = await request(fleet.url).get('/v1/vms').expect(200);
+      expect(listed).toEqual([first.body]);
+      expect(JSON.stringify(listed)).not.toContain(spawnKey);
+      await create({ ...small, ram_mb: 64 }, 'survives-restart').expect(422);
+    });
+
+    it('makes a new VM once the agent no longer reports the key (a day later)', async () => {
+      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+      await enroll('n1', stub);
+      const first = await create(small, 'day-old').expect(201);
+      await enroll('n1', stub, { vms: [first.body] });
+      const again = await create(small, 'day-old').expect(201);
+      expect(again.body.vm_id).not.toBe(first.body.vm_id);
+      expect(stub.calls).toHaveLength(2);
+    });
+  });
+
+  describe('RAM holds end', () => {
+    it('holds a placed VM until a heartbeat lists it, not merely until the next heartbeat', async () => {
+      const stub = await agent((call, res) => json(res, 201, spawned(call, 'vm-00000000000000f1')));
+      await enroll('n1', stub, { ram_total_mb: 8192, ram_used_mb: 2048 });
+      await create({ ...small, ram_mb: 2048 }).expect(201);
+      expect(await node('n1')).toMatchObject({ ram_available_mb: 4096 });
+      // A heartbeat sampled before the spawn: the node's figures do not count the VM yet.
+      await enroll('n1', stub, { ram_total_mb: 8192, ram_used_mb: 2048 });
+      expect(await node('n1')).toMatchObject({ ram_available_mb: 4096 });
+      await enroll('n1', stub, {
+        ram_total_mb: 8192,
+        ram_used_mb: 4096,
+        vms: [vmRecord('vm-00000000000000f1', { ram_alloc_mb: 2048 })],
+      });
+      expect(await node('n1')).toMatchObject({ ram_available_mb: 4096, vm_count: 1 });
+      await enroll('n1', stub, { ram_total_mb: 8192, ram_used_mb: 2048 });
+      expect(await node('n1')).toMatchObject({ ram_available_mb: 6144 });
+    });
+
+    it('ends a hold left by a controller that died mid-dispatch at its deadline', async () => {
+      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+      await enroll('n1', stub, { ram_total_mb: 8192, ram_used_mb: 2048 });
+      // What a controller that died mid-dispatch leaves: a hold nobody will release.
+      const now = fleet.clock.now();
+      await fleet.app.get(NodesRepository).update(
+        'n1',
+        holdRam(
+          {
+            holdId: 'orphan',
+            ramMb: 4096,
+            requiredFreeMb: 0,
+            nowMs: now,
+            expiresAtMs: now + HOLD_LIFETIME_MS,
+            spawnKey: `${'0'.repeat(64)}.${'1'.repeat(64)}`,
+          },
+          liveSince(now),
+        ),
+      );
+      expect(await node('n1')).toMatchObject({ ram_available_mb: 2048 });
+      const refused = await create({ ...small, ram_mb: 4096 }).expect(503);
+      expect(refused.body.message).toContain('n1: needs 4608 MB, has 2048 MB');
+
+      fleet.clock.advance(HOLD_LIFETIME_MS - 1);
+      await create({ ...small, ram_mb: 4096 }).expect(503);
+      fleet.clock.advance(1);
+      // The sweep (every second, real time) gives it back in the listing...
+      await eventually(
+        'the listing to show the RAM given back',
+        async () => ((await node('n1')).ram_available_mb === 6144 ? true : undefined),
+        10_000,
+      );
+      // ...and placement counts it free at once.
+      await create({ ...small, ram_mb: 4096 }).expect(201);
+      expect(stub.calls).toHaveLength(1);
+    });
+
+    it('answers 201 with the VM when its record cannot be written, and the next heartbeat records it', async () => {
+      const repository = fleet.app.get(NodesRepository);
+      let spawnKey: string | undefined;
+      const stub = await agent((call, res) => {
+        spawnKey = spawnKeyOf(res);
+        // The store goes away between the agent's answer and the record.
+        jest
+          .spyOn(repository, 'update')
+          .mockRejectedValue(new StoreUnavailableError('fleet state store unavailable'));
+        json(res, 201, spawned(call, 'vm-0000000000000a01'));
+      });
+      await enroll('n1', stub, { ram_total_mb: 8192, ram_used_mb: 2048 });
+      const { body } = await create({ ...small, ram_mb: 2048 }).expect(201);
+      expect(body.vm_id).toBe('vm-0000000000000a01');
+      jest.restoreAllMocks();
+
+      // Not recorded, but its RAM is still held until the node lists it.
+      await request(fleet.url).get('/v1/vms').expect(200, []);
+      expect(await node('n1')).toMatchObject({ ram_available_mb: 4096 });
+      // The agent reports the VM with the key it was spawned with: that ends the hold.
+      await enroll('n1', stub, {
+        ram_total_mb: 8192,
+        ram_used_mb: 4096,
+        vms: [{ ...body, idempotency_key: spawnKey }],
+      });
+      await request(fleet.url).get('/v1/vms').expect(200, [body]);
+      expect(await node('n1')).toMatchObject({ ram_available_mb: 4096, vm_count: 1 });
+    });
+  });
+
+  describe("the agent's refusals", () => {
+    it.each<[number, number]>([
+      [422, 422],
+      [507, 507],
+      [500, 502],
+    ])('passes on an agent %i as %i with its reason, and gives the RAM back', async (from, to) => {
+      const reason =
+        from === 422
+          ? 'ram_mb: 1048576 MB does not fit on this node: 20480 MB committable of 24576 MB (margin 512 MB)'
+          : 'VM_DISK_DIR /var/lib/vm-fleet: no space left on device (ENOSPC)';
+      const stub = await agent((_call, res) =>
+        json(res, from, { statusCode: from, message: reason }),
+      );
+      await enroll('n1', stub, { ram_total_mb: 8192, ram_used_mb: 2048 });
+      const { body } = await create(small).expect(to);
+      expect(body).toEqual({
+        statusCode: to,
+        error: expect.any(String),
+        message: `node n1 refused the VM: ${reason}`,
+      });
+      expect(await node('n1')).toMatchObject({ ram_available_mb: 6144, vm_count: 0 });
+    });
+
+    it('strips control characters from the reason and shortens it to 200 characters', async () => {
+      const stub = await agent((_call, res) =>
+        json(res, 422, { message: `vcpu_count:\u001b[31m\r\n too many ${'x'.repeat(1000)}` }),
+      );
+      await enroll('n1', stub);
+      const { body } = await create(small).expect(422);
+      const relayed = body.message.slice('node n1 refused the VM: '.length);
+      expect(relayed.startsWith('vcpu_count:[31m too many xxx')).toBe(true);
+      expect(Array.from(relayed as string)).toHaveLength(200);
+      // eslint-disable-next-line no-control-regex -- asserting there are none
+      expect(body.message).not.toMatch(/[\u0000-\u001f]/);
+    });
   });
 
   describe('DELETE /v1/vms/:vm_id', () => {
