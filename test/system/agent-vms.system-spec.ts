@@ -10,8 +10,8 @@ import { liveQemusUnder } from '../support/qemu-processes';
 import { scratchFolder } from '../support/scratch-folders';
 
 /**
- * VM safety with real agents and real QEMU (TCG, a blank 64 MB base image): refusals that
- * explain themselves, committed RAM, idempotent spawns, no QEMU process lost whatever the
+ * The agent's VM API with real agents and real QEMU (TCG, a blank 64 MB base image): refusals
+ * that explain themselves, committed RAM, idempotent spawns, no QEMU process lost whatever the
  * moment the agent is killed, a full VM_DISK_DIR, private files. The agents' API is called
  * directly, as the controller would; their heartbeats go to a listener that keeps them.
  */

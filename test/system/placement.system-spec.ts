@@ -16,9 +16,9 @@ import { scratchFolder } from '../support/scratch-folders';
 jest.setTimeout(60_000);
 
 /**
- * RAM is committed, not sampled (issue 11), end to end: a real controller, a real agent, real
- * QEMU guests that are given far more RAM than they touch. Idle guests use almost nothing, so a
- * controller that trusted sampled memory would place every one of them.
+ * Placement counts RAM committed to VMs, not sampled, end to end: a real controller, a real
+ * agent, real QEMU guests that are given far more RAM than they touch. Idle guests use almost
+ * nothing, so a controller that trusted sampled memory would place every one of them.
  */
 const NODE_ID = 'ram-node-a';
 const workDir = scratchFolder('ram-commit-');
