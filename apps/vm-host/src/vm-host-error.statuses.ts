@@ -1,5 +1,5 @@
 import { DomainErrorStatuses } from '@app/daemon';
-import { VMS_ERROR_STATUSES } from './vms/vms-error.statuses';
+import { VMS_ERROR_STATUSES } from './vms/vms.error-statuses';
 
 /**
  * Every domain error the agent's services throw, and the HTTP status it answers with: each

@@ -23,7 +23,7 @@ import {
   VmDiskError,
   VmDoesNotFitError,
 } from './vms.errors';
-import { VMS_ERROR_STATUSES } from './vms-error.statuses';
+import { VMS_ERROR_STATUSES } from './vms.error-statuses';
 import { VmsService } from './vms.service';
 
 const HOST: HostCapacity = { ram_total_mb: 24_576, ram_used_mb: 3_000, cpu_cores: 8 };

@@ -27,7 +27,7 @@ import {
   VmNotOnNodeError,
   VmStillRunningError,
 } from './vms.errors';
-import { ApiVmsErrors } from './vms-error.statuses';
+import { ApiVmsErrors } from './vms.error-statuses';
 import { VmsService } from './vms.service';
 
 /** The agent's local API, called by the fleet controller. */
