@@ -81,8 +81,9 @@ function envExampleVariables(file: string): { variables: ExampleVariable[]; text
   return { variables, text };
 }
 
-/** The product's contract, kept beside the repository (absent from a plain clone). */
-const CONTRACT = '/work/shared/spec/contract.md';
+/** The product's contract, kept beside the clone in `../shared/` (CI has it; a plain clone not). */
+const CONTRACT_NAME = '../shared/spec/contract.md';
+const CONTRACT = join(ROOT, CONTRACT_NAME);
 
 /**
  * The variables the contract gives `daemon`: for the agent those of its own section, and for
@@ -176,12 +177,22 @@ export function describeVariableDocs(configClass: new () => object, docs: Variab
       }
     });
 
-    (existsSync(CONTRACT) ? it : it.skip)(
-      `declares every variable the contract gives the ${docs.daemon} (${CONTRACT})`,
+    // One test with or without the contract, never skipped: the list of variables not yet built
+    // is checked against the code always, and against the contract where it is beside the clone.
+    // The title says which ran.
+    const notYetBuilt = docs.notYetBuilt ?? [];
+    const listed = notYetBuilt.join(', ') || 'none';
+    it(
+      existsSync(CONTRACT)
+        ? `declares every variable ${CONTRACT_NAME} gives the ${docs.daemon} but those not yet built (${listed})`
+        : `declares none of the variables not yet built (${listed}); ${CONTRACT_NAME} is not beside the clone to check the rest`,
       () => {
         const all = new Set([...operatorNames, ...testOnly]);
-        const undeclared = (contractVariables(docs.daemon) ?? []).filter((name) => !all.has(name));
-        expect(sorted(undeclared)).toEqual(sorted(docs.notYetBuilt ?? []));
+        expect(sorted(notYetBuilt.filter((name) => all.has(name)))).toEqual([]);
+        const contract = contractVariables(docs.daemon);
+        if (contract === undefined) return;
+        const undeclared = contract.filter((name) => !all.has(name));
+        expect(sorted(undeclared)).toEqual(sorted(notYetBuilt));
       },
     );
   });
