@@ -207,6 +207,12 @@ describe('fleet controller: hostile input', () => {
       ['wg_ip', { wg_ip: '169.254.169.254' }],
       ['wg_ip', { wg_ip: '::ffff:169.254.169.254' }],
       ['wg_ip', { wg_ip: 'fe80::1' }],
+      // The same addresses in other spellings: judged as what they name.
+      ['wg_ip', { wg_ip: '0:0:0:0:0:ffff:a9fe:a9fe' }],
+      ['wg_ip', { wg_ip: '0::ffff:a9fe:a9fe' }],
+      ['wg_ip', { wg_ip: '::169.254.169.254' }],
+      ['wg_ip', { wg_ip: '0:0:0:0:0:ffff:0:0' }],
+      ['wg_ip', { wg_ip: '0:0:0:0:0:0:0:0' }],
       ['ram_total_mb', { ram_total_mb: 1e308 }],
       ['ram_total_mb', { ram_total_mb: 2 ** 31 }],
       ['ram_used_mb', { ram_used_mb: 2 ** 31 }],
@@ -214,6 +220,8 @@ describe('fleet controller: hostile input', () => {
       ['cpu_cores', { cpu_cores: 65_536 }],
       ['hostname', { hostname: 'evil\n[Nest] 1 - LOG [Nodes] node admin joined' }],
       ['hostname', { hostname: 'bell\u0007' }],
+      ['hostname', { hostname: 'admin\u202Egnp.exe' }],
+      ['hostname', { hostname: 'zero\u200Bwidth' }],
       ['hostname', { hostname: 'a'.repeat(254) }],
       ['hostname', { hostname: '' }],
       ['boot_id', { boot_id: 'boot\n1' }],
@@ -378,6 +386,22 @@ describe('fleet controller: hostile input', () => {
       expect(form.body.message).toContain('application/x-www-form-urlencoded');
       await request(fleet.url).get('/v1/nodes').expect(200, []);
     });
+
+    it.each(['utf-16le', 'UTF-16', '"utf-32"', 'latin1'])(
+      'answers 415 naming charset=%s, before any of the body is read',
+      async (charset) => {
+        const body = Buffer.from(JSON.stringify(heartbeat({ node_id: 'n1' })), 'utf16le');
+        const { body: answer } = await request(fleet.url)
+          .post('/v1/nodes/heartbeat')
+          .set('content-type', `application/json; charset=${charset}`)
+          .send(body)
+          .expect(415);
+        expect(answer.message).toBe(
+          `charset ${charset.replace(/"/g, '').toLowerCase()} is not supported: send application/json in UTF-8`,
+        );
+        await request(fleet.url).get('/v1/nodes').expect(200, []);
+      },
+    );
 
     it('reads application/json with a charset, as curl and agents send it', async () => {
       await request(fleet.url)

@@ -172,7 +172,6 @@ describe('fleet controller: VMs', () => {
       /n1 answered the spawn with an invalid VmRecord/,
       AGENT_REQUEST_TIMEOUT_MS,
     ],
-    ['never answers', () => undefined, /n1 .* unreachable: no answer within 300 ms/, 300],
   ])(
     'answers 502 and records nothing when the agent %s',
     async (_what, respond, message, waitMs) => {
@@ -188,13 +187,25 @@ describe('fleet controller: VMs', () => {
     },
   );
 
-  it('answers 502 naming the node when its agent is unreachable', async () => {
+  it('answers 502 and keeps the RAM held when the agent never answers: it may still make the VM', async () => {
+    waitForAgentsMs(300);
+    const stub = await agent(() => undefined);
+    await enroll('n1', stub);
+    const { body } = await create(small).expect(502);
+    expect(body.message).toBe('agent of node n1 could not be reached');
+    expect(stub.calls).toHaveLength(1);
+    await request(fleet.url).get('/v1/vms').expect(200, []);
+    const node = await request(fleet.url).get('/v1/nodes/n1').expect(200);
+    expect(node.body).toMatchObject({ vm_count: 0, ram_available_mb: 16384 - 4096 - 1024 });
+  });
+
+  it('answers 502 naming the node, and nothing of what is at its address, when its agent is unreachable', async () => {
     const gone = await agent(() => undefined);
     const port = gone.port;
     await gone.stop();
     await enroll('n1', { port });
     const { body } = await create(small).expect(502);
-    expect(body.message).toMatch(/n1.*unreachable/);
+    expect(body.message).toBe('agent of node n1 could not be reached');
     await request(fleet.url).get('/v1/vms').expect(200, []);
   });
 
@@ -227,6 +238,85 @@ describe('fleet controller: VMs', () => {
     expect(slow.calls).toHaveLength(3);
     const node = await request(fleet.url).get('/v1/nodes/n1').expect(200);
     expect(node.body).toMatchObject({ vm_count: 3, ram_available_mb: 1024 });
+  });
+
+  describe('a node whose agent fails', () => {
+    /** A node that heartbeats with the most free RAM, but nothing listens on its spawn port. */
+    async function enrollSick(node_id = 'sick') {
+      const gone = await agent(() => undefined);
+      const port = gone.port;
+      await gone.stop();
+      await enroll(node_id, { port }, { ram_total_mb: 65536, ram_used_mb: 0 });
+    }
+
+    it('is passed over: the create goes on to the next best node with the same spawn key', async () => {
+      await enrollSick();
+      const healthy = await agent((call, res) => json(res, 201, spawned(call)));
+      await enroll('ok', healthy);
+      const first = await create(small).expect(201);
+      expect(first.body.vm_id).toMatch(/^vm-/);
+      expect(healthy.calls).toHaveLength(1);
+      // In backoff now: the next creates go straight to the healthy node.
+      await create(small).expect(201);
+      await create(small).expect(201);
+      expect(healthy.calls).toHaveLength(3);
+      const vms = (await request(fleet.url).get('/v1/vms').expect(200)).body;
+      expect(vms).toHaveLength(3);
+    });
+
+    it('tries at most 3 nodes, then answers 502 for the last one', async () => {
+      for (const id of ['s1', 's2', 's3', 's4']) await enrollSick(id);
+      const { body } = await create(small).expect(502);
+      expect(body.message).toMatch(/^agent of node s\d could not be reached$/);
+      // The fourth was never tried, and the three that were are named in the next refusal.
+      const refused = await create(small).expect(502);
+      expect(refused.body.message).toBe('agent of node s4 could not be reached');
+      const none = await create(small).expect(503);
+      for (const id of ['s1', 's2', 's3', 's4']) {
+        expect(none.body.message).toMatch(
+          new RegExp(`${id}: dispatch failed once in the last 40 s: ECONNREFUSED`),
+        );
+      }
+    });
+
+    it('is eligible again after its backoff, and clean after a successful dispatch', async () => {
+      let up = false;
+      const flaky = await agent((call, res) => {
+        if (up) json(res, 201, spawned(call));
+        else res.socket?.destroy();
+      });
+      await enroll('n1', flaky);
+      await create(small).expect(502);
+      const refused = await create(small).expect(503);
+      expect(refused.body.message).toMatch(/n1: dispatch failed once in the last 40 s: (\w+)/);
+      fleet.clock.advance(5_000);
+      await enroll('n1', flaky);
+      up = true;
+      await create(small).expect(201);
+      await create(small).expect(201);
+      expect(flaky.calls).toHaveLength(3);
+    });
+
+    it("passes an agent's refusal (422) on as it is, trying no other node", async () => {
+      const full = await agent((_call, res) => json(res, 422, { message: 'no room for it here' }));
+      await enroll('full', full, { ram_total_mb: 65536, ram_used_mb: 0 });
+      const other = await agent((call, res) => json(res, 201, spawned(call)));
+      await enroll('other', other);
+      const { body } = await create(small).expect(422);
+      expect(body.message).toBe('node full refused the VM: no room for it here');
+      expect(other.calls).toHaveLength(0);
+      await create(small).expect(422);
+    });
+
+    it('keeps preferred_node to that node: 502, then 422 naming its trouble', async () => {
+      await enrollSick();
+      const healthy = await agent((call, res) => json(res, 201, spawned(call)));
+      await enroll('ok', healthy);
+      await create({ ...small, preferred_node: 'sick' }).expect(502);
+      const { body } = await create({ ...small, preferred_node: 'sick' }).expect(422);
+      expect(body.message).toMatch(/^preferred_node sick: dispatch failed once in the last 40 s/);
+      expect(healthy.calls).toHaveLength(0);
+    });
   });
 
   describe('placement explains a refusal', () => {

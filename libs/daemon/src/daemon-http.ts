@@ -21,8 +21,26 @@ export const DAEMON_HTTP_TIMEOUTS = {
   checkEveryMs: 1_000,
 } as const;
 
-function isJsonMediaType(contentType: string | undefined): boolean {
+function isJsonMediaType(contentType: string | undefined): contentType is string {
   return contentType?.split(';')[0].trim().toLowerCase() === 'application/json';
+}
+
+/**
+ * The charset a Content-Type names, lower-cased and unquoted; undefined when it names none
+ * (JSON is UTF-8 then, RFC 8259).
+ */
+function charsetOf(contentType: string): string | undefined {
+  for (const parameter of contentType.split(';').slice(1)) {
+    const [name, ...value] = parameter.split('=');
+    if (name.trim().toLowerCase() === 'charset') {
+      return value
+        .join('=')
+        .trim()
+        .replace(/^"(.*)"$/, '$1')
+        .toLowerCase();
+    }
+  }
+  return undefined;
 }
 
 function hasBody(req: IncomingMessage): boolean {
@@ -32,9 +50,10 @@ function hasBody(req: IncomingMessage): boolean {
 }
 
 /**
- * A body is JSON, sent as it is: any Content-Encoding but identity, or a Content-Type other
- * than application/json, is a 415 naming it (the daemons decode nothing, and a form or text
- * body would otherwise reach validation as "every field missing").
+ * A body is JSON in UTF-8, sent as it is: any Content-Encoding but identity, a Content-Type
+ * other than application/json, or a charset other than UTF-8 is a 415 naming it. The daemons
+ * decode nothing: a form or text body would otherwise reach validation as "every field missing",
+ * and a UTF-16 body would be transcoded before the JSON cost limits could read it.
  */
 function refuseBodiesOtherThanJson(req: Request, _res: Response, next: NextFunction): void {
   if (!hasBody(req)) return next();
@@ -53,6 +72,14 @@ function refuseBodiesOtherThanJson(req: Request, _res: Response, next: NextFunct
         contentType
           ? `Content-Type ${printable(contentType, 100)} is not supported: send application/json`
           : 'a request body needs Content-Type: application/json',
+      ),
+    );
+  }
+  const charset = charsetOf(contentType);
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    return next(
+      new UnsupportedMediaTypeException(
+        `charset ${printable(charset, 64)} is not supported: send application/json in UTF-8`,
       ),
     );
   }

@@ -23,6 +23,14 @@ export const DEFAULT_DISK_DIR = '/var/lib/vm-fleet';
 export const AGENT_REQUEST_TIMEOUT_MS = 10_000;
 
 /**
+ * A create without preferred_node whose dispatch fails for the node's own reasons (unreachable,
+ * reset, timeout, 5xx) tries the next best node, up to this many nodes in all...
+ */
+export const DISPATCH_NODES_TRIED = 3;
+/** ...all within this, so a client waiting for the answer gets one well before 30 s. */
+export const CREATE_DISPATCH_DEADLINE_MS = 20_000;
+
+/**
  * Bounds a real host can have, so no reported number can win every placement or overflow a
  * sum: RAM below 2^31 MB (2 PiB), logical cores below 65,536.
  */

@@ -1,4 +1,4 @@
-import { isPrintableText } from './ids';
+import { NO_CONTROL_CHARACTERS_PATTERN, isPrintableText } from './ids';
 
 describe('isPrintableText', () => {
   it.each([
@@ -19,5 +19,18 @@ describe('isPrintableText', () => {
     expect(isPrintableText('x'.repeat(253), 253)).toBe(true);
     expect(isPrintableText('x'.repeat(254), 253)).toBe(false);
     expect(isPrintableText('', 253)).toBe(false);
+  });
+});
+
+describe('NO_CONTROL_CHARACTERS_PATTERN', () => {
+  it('agrees with isPrintableText on every character of the Basic Multilingual Plane', () => {
+    const pattern = new RegExp(NO_CONTROL_CHARACTERS_PATTERN);
+    const disagree: string[] = [];
+    for (let code = 0; code <= 0xffff; code++) {
+      if (code >= 0xd800 && code <= 0xdfff) continue;
+      const text = `a${String.fromCharCode(code)}`;
+      if (pattern.test(text) !== isPrintableText(text, 10)) disagree.push(code.toString(16));
+    }
+    expect(disagree).toEqual([]);
   });
 });

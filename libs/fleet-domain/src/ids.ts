@@ -18,8 +18,13 @@ export const VM_TYPE_RULE = '1-63 characters of A-Z a-z 0-9 -';
 export const CONTROL_CHARACTERS = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
 const CONTROL_CHARACTER = new RegExp(CONTROL_CHARACTERS.source, 'u');
 
-/** The same rule as an OpenAPI `pattern` (ECMA-262 with Unicode property escapes). */
-export const NO_CONTROL_CHARACTERS_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]*$';
+/**
+ * The same rule as an OpenAPI `pattern`, spelled for JSON Schema validators that read it
+ * without Unicode property escapes: Cc, Zl, Zp and the format characters of the Basic
+ * Multilingual Plane (the rare astral ones, such as tag characters, only the validator sees).
+ */
+export const NO_CONTROL_CHARACTERS_PATTERN =
+  '^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u180e\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\ufeff\\ufff9-\\ufffb]*$';
 
 /**
  * Characters of an IP address literal; validator's isIP also takes IPv6 zones (`fe80::1%eth0`),

@@ -3,6 +3,7 @@ import {
   HEARTBEAT_STAMP_ALLOWANCE_MS,
   NODE_STALE_AFTER_MS,
 } from './fleet.constants';
+import { DispatchFailures, withDispatchFailure } from './dispatch-health';
 import { rfc3339ToEpochNanos, toRfc3339 } from './rfc3339';
 import { keyHashOf } from './idempotency';
 import { HeartbeatVm } from './wire/heartbeat-vm';
@@ -46,6 +47,8 @@ export interface NodeState {
   /** Gaps (ms) between this boot's last few heartbeats, oldest first: see beatIntervalMs. */
   beat_gaps_ms: number[];
   holds: Record<string, RamHold>;
+  /** Dispatches to its agent that failed in a row (null: the last one worked, or none was made). */
+  dispatch_failures: DispatchFailures | null;
   /** The record every read shows, derived once per change rather than once per read. */
   readonly record: NodeRecord;
 }
@@ -72,6 +75,7 @@ function withRecord(facts: NodeFacts): NodeState {
     received_at_ms: facts.received_at_ms,
     beat_gaps_ms: facts.beat_gaps_ms,
     holds: facts.holds,
+    dispatch_failures: facts.dispatch_failures,
     record: toNodeRecord(facts),
   };
 }
@@ -163,6 +167,8 @@ export function nodeStateFromHeartbeat(
       ? [...previous.beat_gaps_ms, receivedAtMs - previous.received_at_ms].slice(-BEAT_GAPS_KEPT)
       : [],
     holds: sameBoot ? holdsNotYetReported(previous.holds, heartbeat.vms, receivedAtMs) : {},
+    // A restarted agent (another boot) gets a fresh chance; the same one keeps its record.
+    dispatch_failures: sameBoot ? previous.dispatch_failures : null,
   });
 }
 
@@ -337,6 +343,28 @@ export function removeVm(vmId: string): NodeChange<void> {
       if (hold.vm_id !== vmId) holds[holdId] = hold;
     }
     return withRecord({ ...state, holds, vms: state.vms.filter((vm) => vm.vm_id !== vmId) });
+  });
+}
+
+/** A dispatch to the node's agent failed for a reason of the node's (unreachable, 5xx). */
+export function noteDispatchFailure(reason: string, nowMs: number): NodeChange<void> {
+  return changeOfStored((state) =>
+    withRecord({
+      ...state,
+      dispatch_failures: withDispatchFailure(state.dispatch_failures ?? undefined, reason, nowMs),
+    }),
+  );
+}
+
+/** A dispatch to the node's agent worked: it is placed on as any other again. */
+export function noteDispatchSuccess(): NodeChange<void> {
+  return (stored) => ({
+    // Nothing to write for a node that never failed: the common case costs no store write.
+    next:
+      stored && stored.dispatch_failures !== null
+        ? withRecord({ ...stored, dispatch_failures: null })
+        : undefined,
+    result: undefined,
   });
 }
 

@@ -1,4 +1,5 @@
 import { PLACEMENT_MARGIN_MB } from './fleet.constants';
+import { dispatchTrouble } from './dispatch-health';
 import { NodeState, beatIntervalMs, ramAvailableMb } from './node-state';
 import { NodeRecord } from './wire/node-record';
 
@@ -46,6 +47,7 @@ export function placementCandidate(state: NodeState, nowMs: number): PlacementCa
     reserved: state.reserved,
     silent_ms: nowMs - state.received_at_ms,
     beat_interval_ms: beatIntervalMs(state),
+    dispatch_trouble: dispatchTrouble(state.dispatch_failures ?? undefined, nowMs),
   };
 }
 

@@ -104,7 +104,9 @@ describe('FleetMetrics', () => {
       replayed: false,
     });
     await create();
-    spawn.mockRejectedValueOnce(new AgentCallError('agent of node n1 did not answer'));
+    spawn.mockRejectedValueOnce(
+      new AgentCallError('agent of node n1 could not be reached', 'timeout', true),
+    );
     await expect(create()).rejects.toThrow(AgentCallError);
     await expect(create({ preferred_node: 'n9' })).rejects.toThrow('not enrolled');
     await expect(create({ ram_mb: 65_536 })).rejects.toThrow('no node has');
@@ -120,6 +122,7 @@ describe('FleetMetrics', () => {
       sampleValue(text, `ppn_fleet_dispatch_duration_seconds_count{outcome="${outcome}"}`);
     expect(dispatches('ok')).toBe(1);
     expect(dispatches('failed')).toBe(1);
+    expect(sampleValue(text, 'ppn_fleet_dispatch_failures_total{node_id="n1"}')).toBe(1);
   });
 
   it('declares its metrics with their types, beside the default process metrics', async () => {
@@ -130,6 +133,7 @@ describe('FleetMetrics', () => {
       ppn_fleet_drops_total: 'counter',
       ppn_fleet_placements_total: 'counter',
       ppn_fleet_dispatch_duration_seconds: 'histogram',
+      ppn_fleet_dispatch_failures_total: 'counter',
       ppn_fleet_sweep_duration_seconds: 'histogram',
     });
     expect(types.get('process_resident_memory_bytes')).toBe('gauge');

@@ -12,6 +12,7 @@ interface FleetInstruments {
   drops: Prometheus.Counter;
   placements: Prometheus.Counter<'outcome'>;
   dispatch: Prometheus.Histogram<'outcome'>;
+  dispatchFailures: Prometheus.Counter<'node_id'>;
   sweep: Prometheus.Histogram;
 }
 
@@ -79,6 +80,12 @@ export class FleetMetrics {
         buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
         registers,
       }),
+      dispatchFailures: new prometheus.Counter({
+        name: 'ppn_fleet_dispatch_failures_total',
+        help: "Dispatches to a node's agent that failed for the node's own reasons (unreachable, reset, timeout, 5xx), by node: such a node is passed over for a while, with backoff.",
+        labelNames: ['node_id'] as const,
+        registers,
+      }),
       sweep: new prometheus.Histogram({
         name: 'ppn_fleet_sweep_duration_seconds',
         help: 'Time one staleness sweep took (once a second).',
@@ -106,6 +113,10 @@ export class FleetMetrics {
       resolved: 'ok',
       rejected: 'failed',
     });
+  }
+
+  countDispatchFailure(nodeId: string): void {
+    this.instruments?.dispatchFailures.inc({ node_id: nodeId });
   }
 
   observeSweep(seconds: number, dropped: number): void {

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import createClient, { Client } from 'openapi-fetch';
 import {
   BearerTokens,
@@ -23,8 +23,38 @@ export class VmHostClientSettings {
   timeoutMs = AGENT_REQUEST_TIMEOUT_MS;
 }
 
-/** The agent could not be reached, timed out, failed, or answered something unusable. */
-export class AgentCallError extends Error {}
+/**
+ * The agent could not be reached, timed out, failed, or answered something unusable.
+ * `nodeFailure`: the failure says nothing about the request (unreachable, reset, timeout, 5xx),
+ * so another node may well take it; `reason` names it in a few words for the node's record
+ * (`ECONNREFUSED`, `answered 503`).
+ */
+export class AgentCallError extends Error {
+  constructor(
+    message: string,
+    readonly reason: string,
+    readonly nodeFailure: boolean,
+  ) {
+    super(message);
+  }
+}
+
+/** The socket error's code (ECONNREFUSED, ECONNRESET, ...) behind a failed fetch, or a timeout. */
+function connectionFailureReason(error: unknown): string {
+  if (error instanceof DOMException && error.name === 'TimeoutError') return 'timeout';
+  // fetch's "fetch failed" carries the socket error as its cause, maybe a level further down.
+  // Duck-typed: errors from fetch's internals may come from another realm (jest's sandbox).
+  for (
+    let cause = error, depth = 0;
+    typeof cause === 'object' && cause !== null && depth < 4;
+    depth++
+  ) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[A-Z_]{1,32}$/.test(code)) return code;
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return 'connection failed';
+}
 
 /**
  * The most of a reply the controller reads: a VmRecord or an agent's error is a few KiB, and
@@ -89,20 +119,31 @@ export interface Spawned {
 /** Calls a node agent's local API at http://{wg_ip}:{spawn_port}, typed from its OpenAPI document. */
 @Injectable()
 export class VmHostClient {
+  private readonly logger = new Logger('Vms');
+
   constructor(
     private readonly settings: VmHostClientSettings,
     private readonly tokens: BearerTokens,
   ) {}
 
   /** `spawnKey`: the Idempotency-Key the agent keeps with the VM (see SPAWN_KEY_PATTERN). */
-  async spawn(node: AgentAddress, request: CreateVmRequest, spawnKey: string): Promise<Spawned> {
-    const { data, error, response } = await this.call(node, '/v1/spawn', (client, signal) =>
-      client.POST('/v1/spawn', {
-        body: request,
-        headers: { [IDEMPOTENCY_KEY_HEADER]: spawnKey },
-        signal,
-        parseAs: 'text',
-      }),
+  async spawn(
+    node: AgentAddress,
+    request: CreateVmRequest,
+    spawnKey: string,
+    timeoutMs = this.settings.timeoutMs,
+  ): Promise<Spawned> {
+    const { data, error, response } = await this.call(
+      node,
+      '/v1/spawn',
+      timeoutMs,
+      (client, signal) =>
+        client.POST('/v1/spawn', {
+          body: request,
+          headers: { [IDEMPOTENCY_KEY_HEADER]: spawnKey },
+          signal,
+          parseAs: 'text',
+        }),
     );
     if (!response.ok)
       throw refusal(node, response.status, error) ?? failure(node, response.status, error);
@@ -114,6 +155,8 @@ export class VmHostClient {
     if (!instance) {
       throw new AgentCallError(
         `agent of node ${node.node_id} answered the spawn with an invalid VmRecord: ${summarizeProblems(problems)}`,
+        'invalid VmRecord',
+        false,
       );
     }
     return { vm: instance, replayed: response.status === 200 };
@@ -121,12 +164,17 @@ export class VmHostClient {
 
   /** 'unknown' when the agent says it has no such VM (404): nothing left to destroy. */
   async destroy(node: AgentAddress, vmId: string): Promise<'destroyed' | 'unknown'> {
-    const { error, response } = await this.call(node, `/v1/vms/${vmId}`, (client, signal) =>
-      client.DELETE('/v1/vms/{vm_id}', {
-        params: { path: { vm_id: vmId } },
-        signal,
-        parseAs: 'text',
-      }),
+    const timeoutMs = this.settings.timeoutMs;
+    const { error, response } = await this.call(
+      node,
+      `/v1/vms/${vmId}`,
+      timeoutMs,
+      (client, signal) =>
+        client.DELETE('/v1/vms/{vm_id}', {
+          params: { path: { vm_id: vmId } },
+          signal,
+          parseAs: 'text',
+        }),
     );
     if (response.status === 404) return 'unknown';
     if (!response.ok) throw failure(node, response.status, error);
@@ -136,6 +184,7 @@ export class VmHostClient {
   private async call<T extends { response: Response }>(
     node: AgentAddress,
     path: string,
+    timeoutMs: number,
     send: (client: Client<paths>, signal: AbortSignal) => Promise<T>,
   ): Promise<T> {
     const host = node.wg_ip.includes(':') ? `[${node.wg_ip}]` : node.wg_ip;
@@ -147,15 +196,25 @@ export class VmHostClient {
           fetch: boundedFetch,
           headers: this.tokens.headersFor('node'),
         }),
-        AbortSignal.timeout(this.settings.timeoutMs),
+        AbortSignal.timeout(timeoutMs),
       );
     } catch (error) {
       if (error instanceof ReplyTooLargeError) {
-        throw new AgentCallError(`agent of node ${node.node_id} ${error.message}`);
+        throw new AgentCallError(
+          `agent of node ${node.node_id} ${error.message}`,
+          'reply too large',
+          false,
+        );
       }
-      const reason = describeRequestFailure(error, this.settings.timeoutMs);
+      // The answer reads the same whatever is at the other end (refused, reset, silent): the
+      // caller learns the node is unreachable, not what listens there. The log has the detail.
+      this.logger.warn(
+        `node ${node.node_id}: ${path} at ${baseUrl} failed: ${describeRequestFailure(error, timeoutMs)}`,
+      );
       throw new AgentCallError(
-        `agent of node ${node.node_id} at ${baseUrl}${path} unreachable: ${reason}`,
+        `agent of node ${node.node_id} could not be reached`,
+        connectionFailureReason(error),
+        true,
       );
     }
   }
@@ -181,5 +240,9 @@ function refusal(
 function failure(node: AgentAddress, status: number, body: unknown): AgentCallError {
   const message = agentErrorMessage(body);
   const detail = message === undefined ? ' (no JSON error message)' : `: ${message}`;
-  return new AgentCallError(`agent of node ${node.node_id} answered ${status}${detail}`);
+  return new AgentCallError(
+    `agent of node ${node.node_id} answered ${status}${detail}`,
+    `answered ${status}`,
+    status >= 500,
+  );
 }

@@ -24,7 +24,6 @@ import {
   CreateVmRequest,
   EXAMPLE_NODE_ID,
   EXAMPLE_VM_ID,
-  EXAMPLE_WG_IP,
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_KEY_PATTERN,
   IDEMPOTENCY_KEY_RULE,
@@ -53,13 +52,15 @@ function refusal(name: string, when: string, request: PlacementRequest): ErrorCa
   return { name, when, error: new PlacementRefusedError(placement.kind, placement.message) };
 }
 
-const AGENT_UNREACHABLE = (path: string): ErrorCase => ({
+const AGENT_UNREACHABLE: ErrorCase = {
   name: 'agent-unreachable',
-  when: "The node's agent could not be reached or did not answer in 10 s.",
+  when: "The node's agent could not be reached or did not answer in 10 s (a create without preferred_node tried the next best nodes first, up to 3 in all). The answer is the same whatever is at the node's address; the controller's log has the detail.",
   error: new AgentCallError(
-    `agent of node ${EXAMPLE_NODE_ID} at http://${EXAMPLE_WG_IP}:9204${path} unreachable: no answer within 10000 ms`,
+    `agent of node ${EXAMPLE_NODE_ID} could not be reached`,
+    'timeout',
+    true,
   ),
-});
+};
 
 @ApiTags('vms')
 @RequiresToken('api')
@@ -151,12 +152,14 @@ export class VmsController {
         'VM_DISK_DIR /var/lib/vm-fleet: no space left on device (ENOSPC) while making the disk; nothing of the VM was kept',
       ),
     },
-    AGENT_UNREACHABLE('/v1/spawn'),
+    AGENT_UNREACHABLE,
     {
       name: 'agent-failed',
       when: "The node's agent failed the spawn: its own message follows when it gave one.",
       error: new AgentCallError(
         `agent of node ${EXAMPLE_NODE_ID} answered 503: VM_BASE_IMAGE /var/lib/vm-fleet/base.qcow2 does not exist or is not readable`,
+        'answered 503',
+        true,
       ),
     },
     refusal(
@@ -198,7 +201,7 @@ export class VmsController {
       when: 'No live node lists a VM with this id.',
       error: new VmNotFoundError(EXAMPLE_VM_ID),
     },
-    AGENT_UNREACHABLE(`/v1/vms/${EXAMPLE_VM_ID}`),
+    AGENT_UNREACHABLE,
   )
   deleteVm(@Param() { vm_id }: VmIdParams): Promise<void> {
     return this.vms.deleteVm(vm_id);

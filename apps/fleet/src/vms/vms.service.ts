@@ -1,8 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { Clock } from '@app/daemon';
 import {
+  CREATE_DISPATCH_DEADLINE_MS,
   CreateVmRequest,
+  DISPATCH_NODES_TRIED,
   NodeState,
   RAM_HOLD_MARGIN_MS,
   VmRecord,
@@ -10,6 +13,8 @@ import {
   holdRam,
   keyHashOf,
   liveSince,
+  noteDispatchFailure,
+  noteDispatchSuccess,
   placeVm,
   placementCandidate,
   recordDispatchedVm,
@@ -21,14 +26,33 @@ import {
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { spawnKeyOf } from './spawn-key';
-import { VmHostClient, VmHostClientSettings } from './vm-host.client';
-import { IdempotencyKeyReusedError, PlacementRefusedError, VmNotFoundError } from './vms.errors';
+import { AgentCallError, VmHostClient, VmHostClientSettings } from './vm-host.client';
+import {
+  IdempotencyKeyReusedError,
+  NodeRefusedVmError,
+  PlacementRefusedError,
+  VmNotFoundError,
+} from './vms.errors';
 
 /** Placement is retried when a concurrent create took the chosen node's RAM first. */
 const PLACEMENT_ATTEMPTS = 5;
 
 /** Passed-over nodes a placement log line names. */
 const PASSED_OVER_LOGGED = 3;
+
+/** Less time than this left before the create's deadline: no other node is tried. */
+const MIN_DISPATCH_TIME_MS = 1_000;
+
+/**
+ * Why a dispatch failed when the failure is the node's, not the request's: unreachable, reset,
+ * timeout, a 5xx (the agent's own 500 included). Undefined for the agent's answer about the
+ * request (422, 507) and for anything else.
+ */
+function nodeFailureReason(error: unknown): string | undefined {
+  if (error instanceof AgentCallError) return error.nodeFailure ? error.reason : undefined;
+  if (error instanceof NodeRefusedVmError && error.agentStatus === 500) return 'answered 500';
+  return undefined;
+}
 
 /** A created VM; `replayed`: an earlier create with the same Idempotency-Key made it (200). */
 export interface CreatedVm {
@@ -127,16 +151,56 @@ export class VmsService {
       { node: earlier.node, holdId: earlier.hold_id, ownHold: false },
       request,
       spawnKey,
-    );
+    ).catch((error: unknown) => {
+      this.metrics.countPlacement('agent_failed');
+      throw error;
+    });
     return { vm: created.vm, replayed: true };
   }
 
   /**
    * Places the VM, holds its RAM on the chosen node (so concurrent creates see it taken),
-   * and asks that node's agent to start it.
+   * and asks that node's agent to start it. When that agent fails for its own reasons
+   * (unreachable, reset, timeout, 5xx), a create without preferred_node goes on to the next
+   * best node, up to DISPATCH_NODES_TRIED in all within CREATE_DISPATCH_DEADLINE_MS, with the
+   * same spawn key. An agent's refusal (422, 507) is its answer and is passed on as it is.
    */
   private async placeAndDispatch(request: CreateVmRequest, spawnKey: string): Promise<CreatedVm> {
-    return this.dispatch(await this.placeAndHold(request, spawnKey), request, spawnKey);
+    // Real time, not the clock's: this bounds how long the client waits on the network.
+    const deadline = performance.now() + CREATE_DISPATCH_DEADLINE_MS;
+    const tried: string[] = [];
+    let lastFailure: Error | undefined;
+    for (;;) {
+      const target = await this.placeAndHold(request, spawnKey, tried).catch((error: unknown) => {
+        if (!(error instanceof PlacementRefusedError)) throw error;
+        // No other node can take it: the client hears what went wrong on the one that could.
+        if (lastFailure !== undefined) {
+          this.metrics.countPlacement('agent_failed');
+          throw lastFailure;
+        }
+        this.metrics.countPlacement(
+          error.reason === 'preferred-node-unfit' ? 'refused_unfit' : 'refused_no_room',
+        );
+        throw error;
+      });
+      const timeoutMs = Math.min(this.vmHostSettings.timeoutMs, deadline - performance.now());
+      try {
+        return await this.dispatch(target, request, spawnKey, timeoutMs);
+      } catch (error) {
+        tried.push(target.node.node_id);
+        const failure = nodeFailureReason(error);
+        const timeLeft = deadline - performance.now() >= MIN_DISPATCH_TIME_MS;
+        const another = !request.preferred_node && tried.length < DISPATCH_NODES_TRIED;
+        if (failure === undefined || !another || !timeLeft) {
+          this.metrics.countPlacement('agent_failed');
+          throw error;
+        }
+        lastFailure = error as Error;
+        this.logger.warn(
+          `vm create: node ${target.node.node_id} failed (${failure}); trying the next best node (${tried.length + 1} of at most ${DISPATCH_NODES_TRIED})`,
+        );
+      }
+    }
   }
 
   /**
@@ -148,14 +212,20 @@ export class VmsService {
     { node, holdId, ownHold, passedOver = [] }: Dispatch,
     request: CreateVmRequest,
     spawnKey: string,
+    timeoutMs?: number,
   ): Promise<CreatedVm> {
     let spawned;
     try {
-      spawned = await this.metrics.timeDispatch(this.vmHost.spawn(node, request, spawnKey));
+      spawned = await this.metrics.timeDispatch(
+        this.vmHost.spawn(node, request, spawnKey, timeoutMs),
+      );
     } catch (error) {
-      this.metrics.countPlacement('agent_failed');
       this.logger.warn(`spawn on node ${node.node_id} failed: ${(error as Error).message}`);
-      if (ownHold) {
+      const failure = nodeFailureReason(error);
+      if (failure !== undefined) await this.noteNodeFailure(node.node_id, failure);
+      // After a timeout the agent may still be making the VM: its RAM stays held until the
+      // hold's deadline or the heartbeat that lists it, so nothing else is placed in it.
+      if (ownHold && failure !== 'timeout') {
         await this.nodes
           .update(node.node_id, releaseHold(holdId))
           .catch((storeError: Error) =>
@@ -166,6 +236,13 @@ export class VmsService {
       }
       throw error;
     }
+    await this.nodes
+      .update(node.node_id, noteDispatchSuccess())
+      .catch((storeError: Error) =>
+        this.logger.warn(
+          `node ${node.node_id}: dispatch success not recorded (${storeError.message})`,
+        ),
+      );
     // The agent keeps the tenant; an agent that does not echo it still gets it recorded.
     const vm = shownVm({
       ...spawned.vm,
@@ -192,19 +269,37 @@ export class VmsService {
     return { vm, replayed: spawned.replayed };
   }
 
-  private async placeAndHold(request: CreateVmRequest, spawnKey: string): Promise<Dispatch> {
+  /** Passes the node over for a while (see dispatch-health); a store error only costs that. */
+  private async noteNodeFailure(nodeId: string, reason: string): Promise<void> {
+    this.metrics.countDispatchFailure(nodeId);
+    await this.nodes
+      .update(nodeId, noteDispatchFailure(reason, this.clock.now()))
+      .catch((storeError: Error) =>
+        this.logger.warn(`node ${nodeId}: dispatch failure not recorded (${storeError.message})`),
+      );
+  }
+
+  /** `tried`: nodes this create already failed on, passed over whatever the store says. */
+  private async placeAndHold(
+    request: CreateVmRequest,
+    spawnKey: string,
+    tried: readonly string[] = [],
+  ): Promise<Dispatch> {
     for (let attempt = 1; ; attempt++) {
       const now = this.clock.now();
       const notBefore = liveSince(now);
       const live = await this.nodes.listLive(notBefore);
       const placement = placeVm(
         request,
-        live.map((state) => placementCandidate(state, now)),
+        live.map((state) => {
+          const candidate = placementCandidate(state, now);
+          if (tried.includes(state.node_id) && candidate.dispatch_trouble === undefined) {
+            candidate.dispatch_trouble = 'dispatch failed just now';
+          }
+          return candidate;
+        }),
       );
       if (placement.kind !== 'placed') {
-        this.metrics.countPlacement(
-          placement.kind === 'preferred-node-unfit' ? 'refused_unfit' : 'refused_no_room',
-        );
         throw new PlacementRefusedError(placement.kind, placement.message);
       }
       const holdId = randomUUID();
@@ -226,7 +321,6 @@ export class VmsService {
       );
       if (held) return { node, holdId, ownHold: true, passedOver: placement.passed_over };
       if (attempt === PLACEMENT_ATTEMPTS) {
-        this.metrics.countPlacement('refused_no_room');
         throw new PlacementRefusedError(
           'no-capacity',
           `node ${node.node_id} lost its room to concurrent creates ${attempt} times; try again (other nodes: ${shortened(placement.passed_over) || 'none'})`,

@@ -207,7 +207,7 @@ export interface components {
       /** @example 12.5 */
       cpu_load_pct: number;
       /**
-       * @description Any text without control characters.
+       * @description Any text without control or format characters (Unicode Cc, Cf, Zl, Zp).
        * @example example-node-01
        */
       hostname: string;
@@ -736,7 +736,7 @@ export interface operations {
         };
       };
       /**
-       * @description - The node's agent could not be reached or did not answer in 10 s.
+       * @description - The node's agent could not be reached or did not answer in 10 s (a create without preferred_node tried the next best nodes first, up to 3 in all). The answer is the same whatever is at the node's address; the controller's log has the detail.
        *     - The node's agent failed the spawn: its own message follows when it gave one.
        */
       502: {
@@ -840,7 +840,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description The node's agent could not be reached or did not answer in 10 s. */
+      /** @description The node's agent could not be reached or did not answer in 10 s (a create without preferred_node tried the next best nodes first, up to 3 in all). The answer is the same whatever is at the node's address; the controller's log has the detail. */
       502: {
         headers: {
           [name: string]: unknown;
@@ -849,7 +849,7 @@ export interface operations {
           /**
            * @example {
            *       "error": "Bad Gateway",
-           *       "message": "agent of node example-node-01 at http://192.0.2.10:9204/v1/vms/vm-0123456789abcdef unreachable: no answer within 10000 ms",
+           *       "message": "agent of node example-node-01 could not be reached",
            *       "statusCode": 502
            *     }
            */

@@ -49,7 +49,7 @@ export class NodeHeartbeat {
 
   @ApiProperty({
     example: EXAMPLE_NODE_ID,
-    description: 'Any text without control characters.',
+    description: 'Any text without control or format characters (Unicode Cc, Cf, Zl, Zp).',
     minLength: 1,
     maxLength: MAX_HOSTNAME_LENGTH,
     pattern: NO_CONTROL_CHARACTERS_PATTERN,

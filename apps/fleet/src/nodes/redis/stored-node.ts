@@ -1,4 +1,11 @@
-import { HeartbeatVm, NodeRecord, NodeState, RamHold, toNodeRecord } from '@app/fleet-domain';
+import {
+  DispatchFailures,
+  HeartbeatVm,
+  NodeRecord,
+  NodeState,
+  RamHold,
+  toNodeRecord,
+} from '@app/fleet-domain';
 
 /**
  * How a node is kept in Redis, read and written only here: "<version>\n<record json>\n<state
@@ -85,13 +92,18 @@ export function normaliseStoredState(value: unknown): NodeState {
     received_at_ms: stored.received_at_ms,
     beat_gaps_ms: Array.isArray(stored.beat_gaps_ms) ? stored.beat_gaps_ms : [],
     holds,
+    dispatch_failures: normaliseDispatchFailures(stored.dispatch_failures),
   };
   return { ...facts, record: isObject(stored.record) ? stored.record : toNodeRecord(facts) };
 }
 
 /** A state as any controller may have stored it: today's, less what older ones lacked. */
-type StoredState = Omit<NodeState, 'beat_gaps_ms' | 'holds' | 'vms' | 'record'> & {
+type StoredState = Omit<
+  NodeState,
+  'beat_gaps_ms' | 'holds' | 'vms' | 'record' | 'dispatch_failures'
+> & {
   vms: HeartbeatVm[];
+  dispatch_failures?: unknown;
   beat_gaps_ms?: number[];
   holds?: Record<string, StoredHold>;
   record?: NodeRecord;
@@ -108,6 +120,20 @@ function normaliseHold(hold: StoredHold, receivedAtMs: number): RamHold {
   };
   if (hold.vm_id !== undefined) normalised.vm_id = hold.vm_id;
   return normalised;
+}
+
+/** Older controllers kept no dispatch failures; anything but today's shape counts as none. */
+function normaliseDispatchFailures(value: unknown): DispatchFailures | null {
+  if (
+    !isObject(value) ||
+    !Array.isArray(value.at_ms) ||
+    !value.at_ms.every((at) => typeof at === 'number') ||
+    typeof value.in_a_row !== 'number' ||
+    typeof value.reason !== 'string'
+  ) {
+    return null;
+  }
+  return { at_ms: value.at_ms, in_a_row: value.in_a_row, reason: value.reason };
 }
 
 function parseJson(json: string): unknown {
