@@ -387,7 +387,7 @@ describe('fleet controller: hostile input', () => {
       await request(fleet.url).get('/v1/nodes').expect(200, []);
     });
 
-    it.each(['utf-16le', 'UTF-16', '"utf-32"', 'latin1'])(
+    it.each(['utf-16le', 'UTF-16', 'latin1', 'utf-8; charset=utf-16le'])(
       'answers 415 naming charset=%s, before any of the body is read',
       async (charset) => {
         const body = Buffer.from(JSON.stringify(heartbeat({ node_id: 'n1' })), 'utf16le');
@@ -397,11 +397,25 @@ describe('fleet controller: hostile input', () => {
           .send(body)
           .expect(415);
         expect(answer.message).toBe(
-          `charset ${charset.replace(/"/g, '').toLowerCase()} is not supported: send application/json in UTF-8`,
+          `charset ${charset.split('; charset=').pop()!.toLowerCase()} is not supported: send application/json in UTF-8`,
         );
         await request(fleet.url).get('/v1/nodes').expect(200, []);
       },
     );
+
+    it.each([
+      'application/json; foo="a;charset=utf-8;"; charset=utf-16le',
+      'application/json; x="\\";charset=utf-8"; charset=utf-16le',
+      'application/json; charset="utf-8"',
+    ])('answers 415 to quoted parameters, which could be read two ways: %s', async (type) => {
+      const { body } = await request(fleet.url)
+        .post('/v1/nodes/heartbeat')
+        .set('content-type', type)
+        .send(Buffer.from(JSON.stringify(heartbeat({ node_id: 'n1' })), 'utf16le'))
+        .expect(415);
+      expect(body.message).toContain('quoted parameters');
+      await request(fleet.url).get('/v1/nodes').expect(200, []);
+    });
 
     it('reads application/json with a charset, as curl and agents send it', async () => {
       await request(fleet.url)

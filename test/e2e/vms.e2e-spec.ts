@@ -274,7 +274,7 @@ describe('fleet controller: VMs', () => {
       const none = await create(small).expect(503);
       for (const id of ['s1', 's2', 's3', 's4']) {
         expect(none.body.message).toMatch(
-          new RegExp(`${id}: dispatch failed once in the last 40 s: ECONNREFUSED`),
+          new RegExp(`${id}: dispatch failed once in the last 40 s: unreachable \\(`),
         );
       }
     });
@@ -288,7 +288,9 @@ describe('fleet controller: VMs', () => {
       await enroll('n1', flaky);
       await create(small).expect(502);
       const refused = await create(small).expect(503);
-      expect(refused.body.message).toMatch(/n1: dispatch failed once in the last 40 s: (\w+)/);
+      expect(refused.body.message).toContain(
+        'n1: dispatch failed once in the last 40 s: unreachable',
+      );
       fleet.clock.advance(5_000);
       await enroll('n1', flaky);
       up = true;
@@ -296,6 +298,31 @@ describe('fleet controller: VMs', () => {
       await create(small).expect(201);
       expect(flaky.calls).toHaveLength(3);
     });
+
+    it.each([
+      ['never answers', () => undefined],
+      [
+        'resets the connection',
+        (_call: StubAgentCall, res: ServerResponse) => {
+          res.socket?.destroy();
+        },
+      ],
+    ])(
+      'answers 502 without trying another node when the agent %s: it may be making the VM',
+      async (_what, respond) => {
+        waitForAgentsMs(300);
+        const cutOff = await agent(respond);
+        await enroll('cut', cutOff, { ram_total_mb: 65536, ram_used_mb: 0 });
+        const other = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('other', other);
+        const { body } = await create(small).expect(502);
+        expect(body.message).toBe('agent of node cut could not be reached');
+        expect(other.calls).toHaveLength(0);
+        // Passed over from now on: the next create goes to the other node.
+        await create(small).expect(201);
+        expect(other.calls).toHaveLength(1);
+      },
+    );
 
     it("passes an agent's refusal (422) on as it is, trying no other node", async () => {
       const full = await agent((_call, res) => json(res, 422, { message: 'no room for it here' }));

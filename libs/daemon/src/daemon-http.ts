@@ -26,21 +26,16 @@ function isJsonMediaType(contentType: string | undefined): contentType is string
 }
 
 /**
- * The charset a Content-Type names, lower-cased and unquoted; undefined when it names none
- * (JSON is UTF-8 then, RFC 8259).
+ * The charsets a Content-Type names, lower-cased (none: JSON is UTF-8, RFC 8259). Every one
+ * is returned, so a second `charset=` cannot hide behind a first.
  */
-function charsetOf(contentType: string): string | undefined {
-  for (const parameter of contentType.split(';').slice(1)) {
-    const [name, ...value] = parameter.split('=');
-    if (name.trim().toLowerCase() === 'charset') {
-      return value
-        .join('=')
-        .trim()
-        .replace(/^"(.*)"$/, '$1')
-        .toLowerCase();
-    }
-  }
-  return undefined;
+function charsetsOf(contentType: string): string[] {
+  return contentType
+    .split(';')
+    .slice(1)
+    .map((parameter) => parameter.split('='))
+    .filter(([name]) => name.trim().toLowerCase() === 'charset')
+    .map(([, ...value]) => value.join('=').trim().toLowerCase());
 }
 
 function hasBody(req: IncomingMessage): boolean {
@@ -75,8 +70,17 @@ function refuseBodiesOtherThanJson(req: Request, _res: Response, next: NextFunct
       ),
     );
   }
-  const charset = charsetOf(contentType);
-  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+  // Quoted parameters could hide a `;charset=` from this reading that body-parser then sees:
+  // JSON's media type needs none, so they are refused rather than parsed two ways.
+  if (/["\\]/.test(contentType)) {
+    return next(
+      new UnsupportedMediaTypeException(
+        'Content-Type with quoted parameters is not supported: send application/json; charset=utf-8 or no charset',
+      ),
+    );
+  }
+  const charset = charsetsOf(contentType).find((name) => name !== 'utf-8' && name !== 'utf8');
+  if (charset !== undefined) {
     return next(
       new UnsupportedMediaTypeException(
         `charset ${printable(charset, 64)} is not supported: send application/json in UTF-8`,

@@ -12,7 +12,7 @@ interface FleetInstruments {
   drops: Prometheus.Counter;
   placements: Prometheus.Counter<'outcome'>;
   dispatch: Prometheus.Histogram<'outcome'>;
-  dispatchFailures: Prometheus.Counter<'node_id'>;
+  dispatchFailures: Prometheus.Counter;
   sweep: Prometheus.Histogram;
 }
 
@@ -82,8 +82,7 @@ export class FleetMetrics {
       }),
       dispatchFailures: new prometheus.Counter({
         name: 'ppn_fleet_dispatch_failures_total',
-        help: "Dispatches to a node's agent that failed for the node's own reasons (unreachable, reset, timeout, 5xx), by node: such a node is passed over for a while, with backoff.",
-        labelNames: ['node_id'] as const,
+        help: "Dispatches to a node's agent that failed for the node's own reasons (unreachable, no answer in time, 5xx): such a node is passed over for a while, with backoff. The log line names the node.",
         registers,
       }),
       sweep: new prometheus.Histogram({
@@ -115,8 +114,8 @@ export class FleetMetrics {
     });
   }
 
-  countDispatchFailure(nodeId: string): void {
-    this.instruments?.dispatchFailures.inc({ node_id: nodeId });
+  countDispatchFailure(): void {
+    this.instruments?.dispatchFailures.inc();
   }
 
   observeSweep(seconds: number, dropped: number): void {

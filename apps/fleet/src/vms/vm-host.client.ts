@@ -25,24 +25,27 @@ export class VmHostClientSettings {
 
 /**
  * The agent could not be reached, timed out, failed, or answered something unusable.
- * `nodeFailure`: the failure says nothing about the request (unreachable, reset, timeout, 5xx),
- * so another node may well take it; `reason` names it in a few words for the node's record
- * (`ECONNREFUSED`, `answered 503`).
+ * `reason` names it in a word or two for the node's record and the refusals that show it
+ * (`unreachable`, `no answer in time`, `answered 502`): never the socket error's code, which
+ * would tell a prober what listens at an address. `neverReached`: the request provably did not
+ * reach the agent (refused, no route) or the agent made nothing (503), so another node may take
+ * it without the risk of a second VM.
  */
 export class AgentCallError extends Error {
   constructor(
     message: string,
     readonly reason: string,
-    readonly nodeFailure: boolean,
+    readonly neverReached: boolean,
   ) {
     super(message);
   }
 }
 
-/** The socket error's code (ECONNREFUSED, ECONNRESET, ...) behind a failed fetch, or a timeout. */
-function connectionFailureReason(error: unknown): string {
-  if (error instanceof DOMException && error.name === 'TimeoutError') return 'timeout';
-  // fetch's "fetch failed" carries the socket error as its cause, maybe a level further down.
+/** Socket errors that say the connection was never made: the agent saw nothing of the request. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+
+/** Whether a failed fetch never connected; the code may sit a level or two down its causes. */
+function neverConnected(error: unknown): boolean {
   // Duck-typed: errors from fetch's internals may come from another realm (jest's sandbox).
   for (
     let cause = error, depth = 0;
@@ -50,10 +53,10 @@ function connectionFailureReason(error: unknown): string {
     depth++
   ) {
     const code = (cause as { code?: unknown }).code;
-    if (typeof code === 'string' && /^[A-Z_]{1,32}$/.test(code)) return code;
+    if (typeof code === 'string') return NOT_CONNECTED.has(code);
     cause = (cause as { cause?: unknown }).cause;
   }
-  return 'connection failed';
+  return false;
 }
 
 /**
@@ -155,7 +158,7 @@ export class VmHostClient {
     if (!instance) {
       throw new AgentCallError(
         `agent of node ${node.node_id} answered the spawn with an invalid VmRecord: ${summarizeProblems(problems)}`,
-        'invalid VmRecord',
+        'answered an invalid VmRecord',
         false,
       );
     }
@@ -202,7 +205,7 @@ export class VmHostClient {
       if (error instanceof ReplyTooLargeError) {
         throw new AgentCallError(
           `agent of node ${node.node_id} ${error.message}`,
-          'reply too large',
+          'answered too much',
           false,
         );
       }
@@ -211,10 +214,11 @@ export class VmHostClient {
       this.logger.warn(
         `node ${node.node_id}: ${path} at ${baseUrl} failed: ${describeRequestFailure(error, timeoutMs)}`,
       );
+      const timedOut = error instanceof DOMException && error.name === 'TimeoutError';
       throw new AgentCallError(
         `agent of node ${node.node_id} could not be reached`,
-        connectionFailureReason(error),
-        true,
+        timedOut ? 'no answer in time' : 'unreachable',
+        !timedOut && neverConnected(error),
       );
     }
   }
@@ -243,6 +247,7 @@ function failure(node: AgentAddress, status: number, body: unknown): AgentCallEr
   return new AgentCallError(
     `agent of node ${node.node_id} answered ${status}${detail}`,
     `answered ${status}`,
-    status >= 500,
+    // The agent's 503: it could not make VMs at all (no base image), so it made none.
+    status === 503,
   );
 }

@@ -44,13 +44,22 @@ const PASSED_OVER_LOGGED = 3;
 const MIN_DISPATCH_TIME_MS = 1_000;
 
 /**
- * Why a dispatch failed when the failure is the node's, not the request's: unreachable, reset,
- * timeout, a 5xx (the agent's own 500 included). Undefined for the agent's answer about the
- * request (422, 507) and for anything else.
+ * What a failed dispatch says of the node: `reason` when the failure is the node's, not the
+ * request's (unreachable, no answer, a 5xx: it is passed over for a while), and `retry` when
+ * another node may take the request without risking a second VM (the agent never saw it).
+ * Undefined for the agent's answer about the request (422, 507) and anything else.
  */
-function nodeFailureReason(error: unknown): string | undefined {
-  if (error instanceof AgentCallError) return error.nodeFailure ? error.reason : undefined;
-  if (error instanceof NodeRefusedVmError && error.agentStatus === 500) return 'answered 500';
+function nodeFailure(
+  error: unknown,
+): { reason: string; retry: boolean; mayHaveMadeIt: boolean } | undefined {
+  if (error instanceof AgentCallError) {
+    // Cut off before any answer (a timeout, a reset): the agent may be making the VM.
+    const cutOff = !error.neverReached && !error.reason.startsWith('answered');
+    return { reason: error.reason, retry: error.neverReached, mayHaveMadeIt: cutOff };
+  }
+  if (error instanceof NodeRefusedVmError && error.agentStatus === 500) {
+    return { reason: 'answered 500', retry: false, mayHaveMadeIt: false };
+  }
   return undefined;
 }
 
@@ -188,16 +197,16 @@ export class VmsService {
         return await this.dispatch(target, request, spawnKey, timeoutMs);
       } catch (error) {
         tried.push(target.node.node_id);
-        const failure = nodeFailureReason(error);
+        const failure = nodeFailure(error);
         const timeLeft = deadline - performance.now() >= MIN_DISPATCH_TIME_MS;
         const another = !request.preferred_node && tried.length < DISPATCH_NODES_TRIED;
-        if (failure === undefined || !another || !timeLeft) {
+        if (!failure?.retry || !another || !timeLeft) {
           this.metrics.countPlacement('agent_failed');
           throw error;
         }
         lastFailure = error as Error;
         this.logger.warn(
-          `vm create: node ${target.node.node_id} failed (${failure}); trying the next best node (${tried.length + 1} of at most ${DISPATCH_NODES_TRIED})`,
+          `vm create: node ${target.node.node_id} failed (${failure.reason}); trying the next best node (${tried.length + 1} of at most ${DISPATCH_NODES_TRIED})`,
         );
       }
     }
@@ -221,11 +230,11 @@ export class VmsService {
       );
     } catch (error) {
       this.logger.warn(`spawn on node ${node.node_id} failed: ${(error as Error).message}`);
-      const failure = nodeFailureReason(error);
-      if (failure !== undefined) await this.noteNodeFailure(node.node_id, failure);
-      // After a timeout the agent may still be making the VM: its RAM stays held until the
-      // hold's deadline or the heartbeat that lists it, so nothing else is placed in it.
-      if (ownHold && failure !== 'timeout') {
+      const failure = nodeFailure(error);
+      if (failure !== undefined) await this.noteNodeFailure(node.node_id, failure.reason);
+      // An agent that got the request may still be making the VM (a timeout, a reset): its
+      // RAM stays held until the hold's deadline or the heartbeat that lists it.
+      if (ownHold && !failure?.mayHaveMadeIt) {
         await this.nodes
           .update(node.node_id, releaseHold(holdId))
           .catch((storeError: Error) =>
@@ -271,7 +280,7 @@ export class VmsService {
 
   /** Passes the node over for a while (see dispatch-health); a store error only costs that. */
   private async noteNodeFailure(nodeId: string, reason: string): Promise<void> {
-    this.metrics.countDispatchFailure(nodeId);
+    this.metrics.countDispatchFailure();
     await this.nodes
       .update(nodeId, noteDispatchFailure(reason, this.clock.now()))
       .catch((storeError: Error) =>
