@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   Daemon,
@@ -231,6 +231,26 @@ describe('start-up', () => {
     expect(missing.output).toContain(
       'VM_FLEET_API_TOKEN_FILE names a file that cannot be used: cannot read it (ENOENT)',
     );
+  });
+
+  it('refuses a token file group or others can read, as ssh does a key, naming the mode', async () => {
+    const readable = (name: string): string => {
+      const path = secretFile(name, NODE_TOKEN);
+      chmodSync(path, 0o644);
+      return path;
+    };
+    const fleet = startFleetDaemon({ VM_FLEET_API_TOKEN_FILE: readable('readable-api') });
+    const agent = startAgent({ ...agentBase, VM_FLEET_NODE_TOKEN_FILE: readable('readable-node') });
+    for (const [daemon, variable] of [
+      [fleet, 'VM_FLEET_API_TOKEN_FILE'],
+      [agent, 'VM_FLEET_NODE_TOKEN_FILE'],
+    ] as const) {
+      expect(await daemon.waitForExit()).toEqual({ code: 2, signal: null });
+      expect(daemon.output).toContain(
+        `${variable} names a file that cannot be used: it is readable by group or others (mode 0644); chmod 600 it`,
+      );
+      expect(daemon.output).not.toContain(NODE_TOKEN);
+    }
   });
 
   it('without any token, each daemon logs one warning line saying its API is open', async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Matches } from 'class-validator';
@@ -37,9 +37,11 @@ describe('readEnvironment with a secret', () => {
   const dir = mkdtempSync(join(tmpdir(), 'ppn-secret-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  function secretFile(name: string, content: string | Buffer): string {
+  function secretFile(name: string, content: string | Buffer, mode = 0o600): string {
     const path = join(dir, name);
-    writeFileSync(path, content, { mode: 0o600 });
+    writeFileSync(path, content);
+    // Set after writing: the mode writeFileSync is given passes through the umask.
+    chmodSync(path, mode);
     return path;
   }
 
@@ -76,6 +78,27 @@ describe('readEnvironment with a secret', () => {
     const message = errorOf({ VM_TEST_TOKEN_FILE: file });
     expect(message).toBe(`VM_TEST_TOKEN_FILE names a file that cannot be used: ${problem}`);
     expect(message).not.toContain(file);
+  });
+
+  it.each(['0600', '0400'])('takes a file only its owner may use (mode %s)', (mode) => {
+    const path = secretFile(`owner-${mode}`, TOKEN, parseInt(mode, 8));
+    expect(read({ VM_TEST_TOKEN_FILE: path }).token).toBe(TOKEN);
+  });
+
+  it.each([
+    ['0644', 'readable by'],
+    ['0640', 'readable by'],
+    ['0604', 'readable by'],
+    ['0620', 'open to'],
+    ['0601', 'open to'],
+  ])('refuses a file group or others may use (mode %s), as ssh does a key', (mode, access) => {
+    const path = secretFile(`open-${mode}`, TOKEN, parseInt(mode, 8));
+    const message = errorOf({ VM_TEST_TOKEN_FILE: path });
+    expect(message).toBe(
+      `VM_TEST_TOKEN_FILE names a file that cannot be used: it is ${access} group or others (mode ${mode}); chmod 600 it`,
+    );
+    expect(message).not.toContain(TOKEN);
+    expect(message).not.toContain(path);
   });
 
   it('validates a token read from a file as if given directly, never echoing it', () => {

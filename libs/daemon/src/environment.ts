@@ -1,4 +1,4 @@
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { ValidateBy, validateSync } from 'class-validator';
 
 /** Raised at start-up, naming every variable at fault (never its value: it may be a secret). */
@@ -13,7 +13,10 @@ export interface VariableOptions<T> {
   validate: PropertyDecorator;
   /** The daemon refuses to start without it; listed first wherever variables are listed. */
   required?: boolean;
-  /** May instead be given as NAME_FILE, a path whose content is the value (systemd credentials). */
+  /**
+   * May instead be given as NAME_FILE, a path whose content is the value (systemd credentials),
+   * a file no one but its owner may read (mode 600 or 400, as ssh wants of a key).
+   */
   secret?: boolean;
   /** A hook for tests: read like any other, but never listed or documented for operators. */
   testOnly?: boolean;
@@ -209,12 +212,28 @@ function readSecretFile(path: string): string | { problem: string } {
       }
     }
     const content = buffer.subarray(0, length).toString('utf8').trim();
-    return content === '' ? { problem: 'it is empty' } : content;
+    if (content === '') return { problem: 'it is empty' };
+    // Judged on the open file, so the file judged is the file read.
+    const exposure = exposureOf(fstatSync(fd).mode);
+    return exposure === undefined ? content : { problem: exposure };
   } catch (error) {
     return { problem: describeFileError(error) };
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Why a secret file's permissions refuse it, as ssh refuses a private key: any access for group
+ * or others, even one it does not need, says others may have the token. Undefined when only its
+ * owner may use it.
+ */
+function exposureOf(mode: number): string | undefined {
+  const groupOrOthers = mode & 0o077;
+  if (groupOrOthers === 0) return undefined;
+  const octal = `0${(mode & 0o777).toString(8).padStart(3, '0')}`;
+  const access = groupOrOthers & 0o044 ? 'readable by' : 'open to';
+  return `it is ${access} group or others (mode ${octal}); chmod 600 it`;
 }
 
 function describeFileError(error: unknown): string {
