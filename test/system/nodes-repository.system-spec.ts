@@ -11,10 +11,13 @@ import {
   releaseHold,
   removeVm,
 } from '@app/fleet-domain';
+import { KeyClaims } from '../../apps/fleet/src/nodes/key-claims.repository';
+import { InMemoryKeyClaims } from '../../apps/fleet/src/nodes/memory/in-memory-key-claims.repository';
 import { InMemoryNodesRepository } from '../../apps/fleet/src/nodes/memory/in-memory-nodes.repository';
 import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
 import { RedisNodesRepository } from '../../apps/fleet/src/nodes/redis/redis-nodes.repository';
 import { RedisConnection } from '../../apps/fleet/src/nodes/redis/redis-connection';
+import { RedisKeyClaims } from '../../apps/fleet/src/nodes/redis/redis-key-claims.repository';
 import { heartbeat as agentHeartbeat, vmRecord } from '../support/heartbeats';
 import { RedisServer } from '../support/redis-server';
 
@@ -25,6 +28,7 @@ import { RedisServer } from '../support/redis-server';
  */
 interface Store {
   repository: NodesRepository;
+  keyClaims: KeyClaims;
   /** Keys left in Redis besides the version counter; 0 for memory. */
   leftoverKeys(): Promise<number>;
   close(): Promise<void>;
@@ -50,6 +54,7 @@ const stores: Array<[string, () => Promise<Store>]> = [
     () =>
       Promise.resolve({
         repository: new InMemoryNodesRepository(),
+        keyClaims: new InMemoryKeyClaims(),
         leftoverKeys: () => Promise.resolve(0),
         close: () => Promise.resolve(),
       }),
@@ -62,6 +67,7 @@ const stores: Array<[string, () => Promise<Store>]> = [
       await new Promise((resolve) => connection.client.once('ready', resolve));
       return {
         repository: new RedisNodesRepository(connection),
+        keyClaims: new RedisKeyClaims(connection),
         leftoverKeys: async () =>
           (await inspector.keys('*')).filter((key) => key !== 'ppn-fleet:version').length,
         close: () => connection.onApplicationShutdown(),
@@ -297,6 +303,73 @@ describe.each(stores)('NodesRepository %s', (_name, open) => {
     expect((await nodes.findLive('n1', 0))?.record).toMatchObject({
       vm_count: 2,
       ram_available_mb: 3072,
+    });
+  });
+});
+
+describe.each(stores)('KeyClaims %s', (_name, open) => {
+  let store: Store;
+  let claims: KeyClaims;
+  const keyHash = 'a'.repeat(64);
+  const spawnKey = `${keyHash}.${'1'.repeat(64)}`;
+  const otherBody = `${keyHash}.${'2'.repeat(64)}`;
+
+  beforeEach(async () => {
+    store = await open();
+    claims = store.keyClaims;
+  });
+
+  afterEach(async () => {
+    await store.close();
+  });
+
+  it('gives a key to one of many simultaneous takers and names its spawn key to the others', async () => {
+    const taken = await Promise.all(
+      Array.from({ length: 20 }, (_, index) =>
+        claims.claim(keyHash, index === 0 ? spawnKey : otherBody, 60_000),
+      ),
+    );
+    const own = taken.filter((claim) => claim.kind === 'own');
+    expect(own).toHaveLength(1);
+    const holder = taken.indexOf(own[0]) === 0 ? spawnKey : otherBody;
+    for (const claim of taken.filter((claim) => claim.kind === 'others')) {
+      expect(claim).toEqual({ kind: 'others', spawnKey: holder, expiresInMs: expect.any(Number) });
+      expect(claim.kind === 'others' && claim.expiresInMs).toBeGreaterThan(50_000);
+      expect(claim.kind === 'others' && claim.expiresInMs).toBeLessThanOrEqual(60_000);
+    }
+    // Another key is another claim.
+    expect(
+      (await claims.claim('b'.repeat(64), `${'b'.repeat(64)}.${'1'.repeat(64)}`, 60_000)).kind,
+    ).toBe('own');
+  });
+
+  it('ends a claim on release, and a release ends only the claim it took', async () => {
+    const first = await claims.claim(keyHash, spawnKey, 60_000);
+    if (first.kind !== 'own') throw new Error('not claimed');
+    await claims.release(first);
+    expect(await store.leftoverKeys()).toBe(0);
+
+    const second = await claims.claim(keyHash, spawnKey, 60_000);
+    expect(second.kind).toBe('own');
+    // The first taking, released again late (its holder thought it still had it): no effect.
+    await claims.release(first);
+    expect((await claims.claim(keyHash, spawnKey, 60_000)).kind).toBe('others');
+    if (second.kind === 'own') await claims.release(second);
+    expect(await store.leftoverKeys()).toBe(0);
+  });
+
+  it('ends a claim nobody released at its deadline: the next taker gets it', async () => {
+    const dead = await claims.claim(keyHash, spawnKey, 100);
+    expect(dead.kind).toBe('own');
+    expect((await claims.claim(keyHash, spawnKey, 60_000)).kind).toBe('others');
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const next = await claims.claim(keyHash, otherBody, 60_000);
+    expect(next.kind).toBe('own');
+    // The dead holder's late release leaves the new claim in place.
+    if (dead.kind === 'own') await claims.release(dead);
+    expect(await claims.claim(keyHash, spawnKey, 60_000)).toMatchObject({
+      kind: 'others',
+      spawnKey: otherBody,
     });
   });
 });

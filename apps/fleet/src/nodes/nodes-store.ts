@@ -1,10 +1,13 @@
 import { Clock } from '@app/daemon';
 import { FleetConfig } from '../config/fleet.config';
+import { KeyClaims } from './key-claims.repository';
 import { NodesRepository } from './nodes.repository';
 
 /** A store of fleet state, opened: what the controller reads and writes nodes with. */
 export interface OpenNodesStore {
   repository: NodesRepository;
+  /** Claims on Idempotency-Keys, in the same store, so every controller on it sees them. */
+  keyClaims: KeyClaims;
   /**
    * The clock receive times and staleness are judged by. A store that several controllers
    * share gives one they all agree on (Redis: Redis TIME).

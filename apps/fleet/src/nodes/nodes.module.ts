@@ -4,6 +4,7 @@ import { FleetConfig } from '../config/fleet.config';
 import { LiveNodeCount } from '../metrics/live-node-count';
 import { LiveNodesCounter } from './live-nodes.counter';
 import { NodeStalenessJob } from './node-staleness.job';
+import { KeyClaims } from './key-claims.repository';
 import { chooseNodesStore } from './node-stores';
 import { OpenNodesStore } from './nodes-store';
 import { NodesController } from './nodes.controller';
@@ -23,7 +24,10 @@ class ChosenNodesStore implements OnApplicationShutdown {
   }
 }
 
-/** The node registry, the store of fleet state and its clock, for every module that imports it. */
+/**
+ * The node registry, the store of fleet state (nodes and Idempotency-Key claims) and its clock,
+ * for every module that imports it.
+ */
 @Module({
   controllers: [NodesController],
   providers: [
@@ -40,12 +44,17 @@ class ChosenNodesStore implements OnApplicationShutdown {
       inject: [ChosenNodesStore],
     },
     {
+      provide: KeyClaims,
+      useFactory: (store: ChosenNodesStore) => store.opened.keyClaims,
+      inject: [ChosenNodesStore],
+    },
+    {
       provide: Clock,
       useFactory: (store: ChosenNodesStore) => store.opened.clock,
       inject: [ChosenNodesStore],
     },
     { provide: LiveNodeCount, useClass: LiveNodesCounter },
   ],
-  exports: [NodesService, NodesRepository, Clock, LiveNodeCount],
+  exports: [NodesService, NodesRepository, KeyClaims, Clock, LiveNodeCount],
 })
 export class NodesModule {}

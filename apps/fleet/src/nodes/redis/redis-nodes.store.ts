@@ -1,5 +1,6 @@
 import { NodesStore } from '../nodes-store';
 import { RedisConnection } from './redis-connection';
+import { RedisKeyClaims } from './redis-key-claims.repository';
 import { RedisNodesRepository } from './redis-nodes.repository';
 import { RedisClock } from './redis.clock';
 
@@ -15,6 +16,7 @@ export const REDIS_NODES_STORE: NodesStore = {
     const clock = new RedisClock(connection);
     return {
       repository: new RedisNodesRepository(connection),
+      keyClaims: new RedisKeyClaims(connection),
       clock,
       close: async () => {
         clock.onApplicationShutdown();

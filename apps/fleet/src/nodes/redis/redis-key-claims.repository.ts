@@ -1,0 +1,59 @@
+import type Redis from 'ioredis';
+import { randomUUID } from 'node:crypto';
+import { KeyClaim, KeyClaims, OwnKeyClaim } from '../key-claims.repository';
+import { RedisConnection } from './redis-connection';
+
+/** One key per claimed Idempotency-Key: "<token>\n<spawn key>", expiring with the claim (PX). */
+const claimKey = (keyHash: string) => `ppn-fleet:key-claim:${keyHash}`;
+
+/**
+ * SET NX PX, and what holds the key when it is taken, in one step: returns the value and the
+ * milliseconds left of whichever claim holds the key afterwards (ARGV[1] when it was free).
+ */
+const CLAIM = `
+local current = redis.call('GET', KEYS[1])
+if current then return {current, redis.call('PTTL', KEYS[1])} end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return {ARGV[1], tonumber(ARGV[2])}`;
+
+/** Deletes the claim only if it is still the one taken with token ARGV[1] (taken again after it expired: kept). */
+const RELEASE = `
+local current = redis.call('GET', KEYS[1])
+if current and string.sub(current, 1, #ARGV[1] + 1) == ARGV[1] .. '\\n' then
+  return redis.call('DEL', KEYS[1])
+end
+return 0`;
+
+type ClaimsRedis = Redis & {
+  fleetClaimKey(key: string, value: string, holdMs: number): Promise<[string, number]>;
+  fleetReleaseKey(key: string, token: string): Promise<number>;
+};
+
+/** Claims in the Redis every controller shares; Redis ends a claim nobody released. */
+export class RedisKeyClaims extends KeyClaims {
+  private readonly redis: ClaimsRedis;
+
+  constructor(private readonly connection: RedisConnection) {
+    super();
+    const client = connection.client;
+    client.defineCommand('fleetClaimKey', { numberOfKeys: 1, lua: CLAIM });
+    client.defineCommand('fleetReleaseKey', { numberOfKeys: 1, lua: RELEASE });
+    this.redis = client as ClaimsRedis;
+  }
+
+  async claim(keyHash: string, spawnKey: string, holdMs: number): Promise<KeyClaim> {
+    const token = randomUUID();
+    const [value, expiresInMs] = await this.connection.run(() =>
+      this.redis.fleetClaimKey(claimKey(keyHash), `${token}\n${spawnKey}`, Math.ceil(holdMs)),
+    );
+    const [holder, holderSpawnKey] = value.split('\n');
+    if (holder === token) return { kind: 'own', keyHash, token };
+    return { kind: 'others', spawnKey: holderSpawnKey, expiresInMs };
+  }
+
+  async release(claim: OwnKeyClaim): Promise<void> {
+    await this.connection.run(() =>
+      this.redis.fleetReleaseKey(claimKey(claim.keyHash), claim.token),
+    );
+  }
+}
