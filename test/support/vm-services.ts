@@ -37,7 +37,7 @@ export function vmServices(parts: {
 }): VmServices {
   const { files, driver, clock, hostFacts, config } = parts;
   const failpoint = new CrashFailpoint(config);
-  const sidecars = new VmSidecars(files);
+  const sidecars = new VmSidecars(files, driver);
   const lifecycle = new VmLifecycle(files, driver, clock, failpoint, parts.metrics);
   const admission = new VmAdmissionService(
     files,

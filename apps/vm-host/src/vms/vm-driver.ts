@@ -37,6 +37,12 @@ export interface FoundVm {
   hostPorts: HostPort[];
   /** Its resident memory now, in MiB. */
   rssMb: number;
+  /**
+   * The RAM (MiB) and vCPUs the process was started with, when the driver can tell: what the VM
+   * holds when its sidecar cannot be read.
+   */
+  ramMb?: number;
+  vcpuCount?: number;
   /** For the "adopted" log line: the process found. */
   summary: string;
 }

@@ -57,7 +57,7 @@ export class VmReconciliationService {
     for (const vmId of vmIds) {
       // Being admitted, provisioned or destroyed here: its owner writes the sidecar.
       const sidecar = this.lifecycle.owned(vmId)
-        ? await this.sidecars.of(vmId)
+        ? await this.sidecars.of(vmId, found.get(vmId))
         : await this.lifecycle.locks.run(vmId, () => this.settle(vmId, found.get(vmId), startUp));
       if (sidecar) sidecars.push(sidecar);
     }
@@ -69,8 +69,9 @@ export class VmReconciliationService {
     live: FoundVm | undefined,
     startUp: boolean,
   ): Promise<VmSidecar | undefined> {
-    const sidecar = await this.sidecars.of(vmId);
-    // Unreadable: kept as it is, its process (if any) left running; only a delete acts on it.
+    const sidecar = await this.sidecars.of(vmId, live);
+    // Unreadable: kept as it is, its process (if any) left running and committed with the RAM
+    // and vCPUs it was started with; only a delete acts on it.
     if (sidecar && this.sidecars.isStandIn(sidecar)) return sidecar;
     if (!sidecar) {
       if (startUp) {

@@ -1,15 +1,21 @@
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { VmState } from '@app/fleet-domain';
+import { CreateVmRequest, VmState } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { FakeVmDriver, fakeHostFacts } from '../../../../test/support/fake-vm-driver';
 import { VmBed, closeVmBed, openVmBed, vmServices } from '../../../../test/support/vm-services';
 import { VmHostConfig } from '../config/vm-host.config';
 import type { HostCapacity } from '../host-facts/host-facts.service';
+import type { FoundVm } from './vm-driver';
 import { VmFiles } from './vm-files';
+import { VmDoesNotFitError } from './vms.errors';
 import { VmsService } from './vms.service';
 
 const HOST: HostCapacity = { ram_total_mb: 24_576, ram_used_mb: 3_000, cpu_cores: 8 };
+
+function request(ramMb: number, vcpuCount: number): CreateVmRequest {
+  return { vm_type: 'web', ram_mb: ramMb, vcpu_count: vcpuCount, prefer_kvm: false };
+}
 
 describe('VmSidecars', () => {
   let bed: VmBed;
@@ -33,20 +39,23 @@ describe('VmSidecars', () => {
 
   describe('a sidecar that cannot be read', () => {
     const vmId = 'vm-00000000000000cc';
+    // A running 12 GB VM that has touched 300 MB of its RAM.
     const live = {
       record: { kind: 'fake', pid: 880 },
-      hostPorts: [],
+      hostPorts: [{ host_port: 40_022, guest_port: 22, protocol: 'tcp' as const }],
       rssMb: 300,
+      ramMb: 12_288,
+      vcpuCount: 4,
       summary: 'fake pid 880',
     };
 
-    async function damaged(how: 'not JSON' | 'EISDIR'): Promise<void> {
+    async function damaged(how: 'not JSON' | 'EISDIR', process: FoundVm = live): Promise<void> {
       await mkdir(files.runDir(vmId));
       const sidecar = join(files.runDir(vmId), 'vm.json');
       if (how === 'EISDIR') await mkdir(sidecar);
       else await writeFile(sidecar, '{"vm_id": "vm-00000000000000cc", "vm_ty');
       await writeFile(files.disk(vmId), 'the guest disk');
-      driver.live.set(vmId, live);
+      driver.live.set(vmId, process);
     }
 
     it.each(['not JSON', 'EISDIR'] as const)(
@@ -59,16 +68,54 @@ describe('VmSidecars', () => {
         expect(await runFolders()).toEqual([vmId]);
         expect(await readdir(join(root, 'disks'))).toEqual([`${vmId}.qcow2`]);
         const { vms: reported, committed } = await vms.report();
-        expect(reported).toEqual([
-          expect.objectContaining({ vm_id: vmId, state: VmState.Error, vm_type: 'unknown' }),
-        ]);
-        expect(committed).toEqual([{ ramAllocMb: 1, vcpuCount: 1, rssMb: 300 }]);
-        expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Error }]);
+        const listed = {
+          vm_id: vmId,
+          state: VmState.Error,
+          vm_type: 'unknown',
+          ram_alloc_mb: 12_288,
+          vcpu_count: 4,
+          host_ports: live.hostPorts,
+        };
+        expect(reported).toEqual([expect.objectContaining(listed)]);
+        // Committed with all its process was started with, not what it has touched.
+        expect(committed).toEqual([{ ramAllocMb: 12_288, vcpuCount: 4, rssMb: 300 }]);
+        expect(await vms.list()).toMatchObject([listed]);
         expect(logs.filter((line) => line.includes(vmId))).toEqual([
           `error vm ${vmId}: sidecar unreadable (${how}): kept and listed as Error, its process and files left alone until it is deleted`,
         ]);
       },
     );
+
+    it('keeps a second 12 GB VM off a 24 GB host while its 12 GB process runs', async () => {
+      await damaged('not JSON');
+      await vms.prepare();
+      await expect(vms.spawn(request(12_288, 2))).rejects.toThrow(
+        new VmDoesNotFitError(
+          'ram_mb: 12288 MB does not fit on this node: 8820 MB committable of 24576 MB (margin 512 MB)',
+        ),
+      );
+      // Its vCPUs count too: 8 cores x 4, 4 of them its own.
+      await expect(vms.spawn(request(64, 29))).rejects.toThrow(/^vcpu_count: 29 vCPUs/);
+      const small = await vms.spawn(request(64, 28));
+      expect(small.created).toBe(true);
+    });
+
+    it('is listed with 1 MB and 1 vCPU, as before, when its process does not tell them', async () => {
+      await damaged('not JSON', { ...live, ramMb: undefined, vcpuCount: undefined });
+      await vms.prepare();
+      expect((await vms.report()).committed).toEqual([{ ramAllocMb: 1, vcpuCount: 1, rssMb: 300 }]);
+      expect(await vms.list()).toMatchObject([{ vm_id: vmId, ram_alloc_mb: 1, vcpu_count: 1 }]);
+    });
+
+    it('counts nothing of a VM whose sidecar is unreadable and whose process is gone', async () => {
+      await damaged('not JSON');
+      driver.live.clear();
+      await vms.prepare();
+      expect((await vms.report()).committed).toEqual([]);
+      expect(await vms.list()).toMatchObject([
+        { vm_id: vmId, state: VmState.Error, ram_alloc_mb: 1 },
+      ]);
+    });
 
     it('is stopped by name and its run folder removed only when it is deleted', async () => {
       await damaged('not JSON');

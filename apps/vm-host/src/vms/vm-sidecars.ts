@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { toRfc3339 } from '@app/fleet-domain';
-import type { DriverRecord } from './vm-driver';
+import { DriverRecord, FoundVm, VmDriver } from './vm-driver';
 import { VmFiles, VmSidecar } from './vm-files';
 import { SidecarUnreadableError } from './vms.errors';
 
@@ -10,6 +10,8 @@ export const NO_RECORD: DriverRecord = { kind: 'none' };
 /**
  * The VMs' sidecars as the services read them: one that cannot be read becomes a stand-in
  * listed as Error (logged once per reason), so the VM is neither dropped nor its files removed.
+ * While its process lives, the stand-in has the RAM, vCPUs and ports the process was started
+ * with, so the VM stays committed with all it holds.
  */
 @Injectable()
 export class VmSidecars {
@@ -19,34 +21,36 @@ export class VmSidecars {
   /** Why each VM's sidecar could not be read, as last logged (one line per new reason). */
   private readonly unreadable = new Map<string, string>();
 
-  constructor(private readonly files: VmFiles) {}
+  constructor(
+    private readonly files: VmFiles,
+    private readonly driver: VmDriver,
+  ) {}
 
-  /** Every VM's sidecar (or stand-in), in vm id order. */
+  /** Every VM's sidecar (or stand-in), in vm id order; the stand-ins' processes found at once. */
   async all(): Promise<VmSidecar[]> {
     const sidecars: VmSidecar[] = [];
+    const unreadable: Array<{ vmId: string; why: string }> = [];
     for (const vmId of await this.files.listVmIds()) {
-      const sidecar = await this.of(vmId);
-      if (sidecar) sidecars.push(sidecar);
+      const read = await this.read(vmId);
+      if (typeof read === 'string') unreadable.push({ vmId, why: read });
+      else if (read) sidecars.push(read);
     }
-    return sidecars;
+    if (unreadable.length === 0) return sidecars;
+    const found = await this.driver.find(unreadable.map(({ vmId }) => vmId));
+    for (const { vmId, why } of unreadable) {
+      sidecars.push(this.standIn(vmId, why, found.get(vmId)));
+    }
+    return sidecars.sort((a, b) => (a.vm_id < b.vm_id ? -1 : a.vm_id > b.vm_id ? 1 : 0));
   }
 
-  /** The VM's sidecar, undefined when it has none; a stand-in when it cannot be read. */
-  async of(vmId: string): Promise<VmSidecar | undefined> {
-    try {
-      const sidecar = await this.files.readSidecar(vmId);
-      this.unreadable.delete(vmId);
-      return sidecar;
-    } catch (error) {
-      if (!(error instanceof SidecarUnreadableError)) throw error;
-      if (this.unreadable.get(vmId) !== error.message) {
-        this.unreadable.set(vmId, error.message);
-        this.logger.error(
-          `${error.message}: kept and listed as Error, its process and files left alone until it is deleted`,
-        );
-      }
-      return this.standIn(vmId, `sidecar unreadable (${error.reason})`);
-    }
+  /**
+   * The VM's sidecar, undefined when it has none; a stand-in when it cannot be read, sized from
+   * `live` (else from what the driver finds running) when the process tells.
+   */
+  async of(vmId: string, live?: FoundVm): Promise<VmSidecar | undefined> {
+    const read = await this.read(vmId);
+    if (typeof read !== 'string') return read;
+    return this.standIn(vmId, read, live ?? (await this.driver.find([vmId])).get(vmId));
   }
 
   /** True for what `of` gave in place of a sidecar it could not read. */
@@ -59,19 +63,43 @@ export class VmSidecars {
     this.unreadable.delete(vmId);
   }
 
-  /** What is listed of a VM whose sidecar cannot be read: its id, state Error, and why. */
-  private standIn(vmId: string, why: string): VmSidecar {
+  /** The sidecar, undefined when there is none, or why it cannot be read (logged once). */
+  private async read(vmId: string): Promise<VmSidecar | undefined | string> {
+    try {
+      const sidecar = await this.files.readSidecar(vmId);
+      this.unreadable.delete(vmId);
+      return sidecar;
+    } catch (error) {
+      if (!(error instanceof SidecarUnreadableError)) throw error;
+      if (this.unreadable.get(vmId) !== error.message) {
+        this.unreadable.set(vmId, error.message);
+        this.logger.error(
+          `${error.message}: kept and listed as Error, its process and files left alone until it is deleted`,
+        );
+      }
+      return `sidecar unreadable (${error.reason})`;
+    }
+  }
+
+  /**
+   * What is listed of a VM whose sidecar cannot be read: its id, state Error, and why; with the
+   * RAM, vCPUs and ports of its live process when the driver can tell them.
+   */
+  private standIn(vmId: string, why: string, live: FoundVm | undefined): VmSidecar {
+    const sized = live?.ramMb !== undefined && live.vcpuCount !== undefined;
     const sidecar: VmSidecar = {
       vm_id: vmId,
       vm_type: 'unknown',
       tenant_id: null,
-      // Not known without the sidecar; the least the wire allows.
-      ram_alloc_mb: 1,
-      vcpu_count: 1,
-      host_ports: [],
+      // Without the sidecar or a process that tells, the least the wire allows.
+      ram_alloc_mb: live?.ramMb ?? 1,
+      vcpu_count: live?.vcpuCount ?? 1,
+      host_ports: live?.hostPorts ?? [],
       created_at: toRfc3339(0),
       started_at: null,
-      error: `${why}; its type, RAM and vCPUs are not known`,
+      error: sized
+        ? `${why}; its type is not known, its RAM and vCPUs are its running process's`
+        : `${why}; its type, RAM and vCPUs are not known`,
       driver: NO_RECORD,
       idempotency_key: null,
     };

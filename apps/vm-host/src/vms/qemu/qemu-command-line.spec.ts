@@ -1,4 +1,12 @@
-import { accelOf, forwardedPorts, guestOf, optionOf, qemuArgs } from './qemu-command-line';
+import {
+  accelOf,
+  forwardedPorts,
+  guestOf,
+  optionOf,
+  qemuArgs,
+  ramMbOf,
+  vcpuCountOf,
+} from './qemu-command-line';
 
 const launch = {
   vmId: 'vm-0123456789abcdef',
@@ -79,5 +87,31 @@ describe('reading a QEMU command line back', () => {
     expect(guestOf(bare)).toBeUndefined();
     expect(accelOf(bare)).toBe('tcg');
     expect(forwardedPorts(bare)).toEqual([]);
+    expect(ramMbOf(bare)).toBeUndefined();
+    expect(vcpuCountOf(bare)).toBeUndefined();
   });
+
+  it('reads back the RAM and vCPUs qemuArgs gave, and the other forms QEMU takes', () => {
+    const args = qemuArgs({ ...launch, ramMb: 12_288, vcpuCount: 4 });
+    expect(ramMbOf(args)).toBe(12_288);
+    expect(vcpuCountOf(args)).toBe(4);
+    const ram = (value: string): number | undefined => ramMbOf(['-m', value]);
+    expect([ram('512'), ram('2G'), ram('2g'), ram('size=1024M,slots=2,maxmem=4G')]).toEqual([
+      512, 2_048, 2_048, 1_024,
+    ]);
+    expect([vcpuCountOf(['-smp', 'cpus=3,sockets=1']), vcpuCountOf(['-smp', '2,cores=2'])]).toEqual(
+      [3, 2],
+    );
+  });
+
+  it.each(['0M', '-1M', '1.5G', '2T', 'lots', ''])('reads -m %p as no RAM it knows', (value) => {
+    expect(ramMbOf(['-m', value])).toBeUndefined();
+  });
+
+  it.each(['0', 'two', 'sockets=2', '99999999999999999999'])(
+    'reads -smp %p as no vCPU count it knows',
+    (value) => {
+      expect(vcpuCountOf(['-smp', value])).toBeUndefined();
+    },
+  );
 });

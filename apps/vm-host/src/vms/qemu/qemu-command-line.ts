@@ -79,6 +79,28 @@ export function accelOf(args: readonly string[]): QemuAccel {
   return optionOf(args, '-machine')?.includes('accel=kvm') ? 'kvm' : 'tcg';
 }
 
+/** A whole number above 0 from the text of a number, else undefined. */
+function positive(digits: string | undefined, times = 1): number | undefined {
+  const value = Number(digits) * times;
+  return Number.isSafeInteger(value) && value > 0 ? value : undefined;
+}
+
+/**
+ * The guest RAM in MiB on a command line (`-m 128M` as qemuArgs writes it; QEMU also takes a
+ * bare number of MiB, a G suffix and `size=`), so a VM whose sidecar is lost still counts with
+ * all it was given. Undefined in any other form.
+ */
+export function ramMbOf(args: readonly string[]): number | undefined {
+  const memory = /^(?:size=)?(\d+)([MG]?)(?:,|$)/i.exec(optionOf(args, '-m') ?? '');
+  if (!memory) return undefined;
+  return positive(memory[1], memory[2].toUpperCase() === 'G' ? 1024 : 1);
+}
+
+/** The vCPUs on a command line (`-smp 2`, or `cpus=2,...`); undefined in any other form. */
+export function vcpuCountOf(args: readonly string[]): number | undefined {
+  return positive(/^(?:cpus=)?(\d+)(?:,|$)/.exec(optionOf(args, '-smp') ?? '')?.[1]);
+}
+
 /** The SSH forward qemuArgs put on the command line, read back from it. */
 export function forwardedPorts(args: readonly string[]): HostPort[] {
   const forward = /hostfwd=tcp:(?:\[[^\]]*\]|[^:,]*):(\d+)-:(\d+)/.exec(

@@ -216,7 +216,7 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
     return child.pid!;
   }
 
-  it("finds a VM's QEMU by its name and pidfile, with its ports, acceleration and memory", async () => {
+  it("finds a VM's QEMU by its name and pidfile, with its ports, acceleration, memory, RAM and vCPUs", async () => {
     const vmId = 'vm-00000000000000a1';
     const pid = await fakeQemu(vmId, { accel: 'kvm' });
     await fakeQemu('vm-00000000000000a2', { diskDir: join(root, 'another-agent') });
@@ -226,6 +226,8 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
       record: { kind: 'qemu', accel: 'kvm', pid },
       hostPorts: [{ host_port: 40_123, guest_port: 22, protocol: 'tcp' }],
       rssMb: expect.any(Number),
+      ramMb: 64,
+      vcpuCount: 1,
       summary: `QEMU pid ${pid}, kvm`,
     });
     expect(found.get(vmId)!.rssMb).toBeGreaterThan(1);

@@ -25,6 +25,8 @@ import {
   accelOf,
   forwardedPorts,
   qemuArgs,
+  ramMbOf,
+  vcpuCountOf,
 } from './qemu-command-line';
 import { QemuImages } from './qemu-images';
 import { QemuProcesses } from './qemu-processes';
@@ -200,6 +202,8 @@ export class QemuDriver extends VmDriver {
         record,
         hostPorts: forwardedPorts(first.args),
         rssMb: await this.qemus.residentMb(processes),
+        ramMb: ramMbOf(first.args),
+        vcpuCount: vcpuCountOf(first.args),
         summary: `QEMU pid ${processes.map(({ pid }) => pid).join(', ')}, ${accel}`,
       });
     }
