@@ -164,7 +164,7 @@ describe('fleet controller: nodes', () => {
     await request(fleet.url).get('/v1/nodes/back').expect(200);
   });
 
-  it('filters VMs by tenant across nodes', async () => {
+  it('filters VMs by tenant across nodes, each VM with the node it runs on', async () => {
     await beat(
       heartbeat({
         node_id: 'n1',
@@ -180,8 +180,19 @@ describe('fleet controller: nodes', () => {
     const all = await request(fleet.url).get('/v1/vms').expect(200);
     expect(all.body).toHaveLength(4);
     const acme = await request(fleet.url).get('/v1/vms?tenant_id=acme').expect(200);
-    expect(acme.body.map((vm: { vm_id: string }) => vm.vm_id).sort()).toEqual(['vm-1', 'vm-3']);
-    expect(acme.body[0]).toEqual(vmRecord(acme.body[0].vm_id, { tenant_id: 'acme' }));
+    const byId = (a: { vm_id: string }, b: { vm_id: string }) => a.vm_id.localeCompare(b.vm_id);
+    expect(acme.body.sort(byId)).toEqual([
+      { ...vmRecord('vm-1', { tenant_id: 'acme' }), node_id: 'n1' },
+      { ...vmRecord('vm-3', { tenant_id: 'acme' }), node_id: 'n2' },
+    ]);
+    expect(
+      all.body.map(({ vm_id, node_id }: { vm_id: string; node_id: string }) => [vm_id, node_id]),
+    ).toEqual(
+      expect.arrayContaining([
+        ['vm-2', 'n1'],
+        ['vm-4', 'n2'],
+      ]),
+    );
     await request(fleet.url).get('/v1/vms?tenant_id=initech').expect(200, []);
   });
 

@@ -66,7 +66,12 @@ describe('the contract check (ajv over the committed documents)', () => {
     expect(answer('POST', '/v1/nodes/heartbeat', 200)).toEqual([]);
     expect(answer('DELETE', `/v1/vms/${EXAMPLE_VM_ID}`, 204)).toEqual([]);
     // OpenAPI 3.0 nullable: started_at and tenant_id may be null.
-    const vm = { ...vmRecord(EXAMPLE_VM_ID), started_at: null, tenant_id: null };
+    const vm = {
+      ...vmRecord(EXAMPLE_VM_ID),
+      started_at: null,
+      tenant_id: null,
+      node_id: EXAMPLE_NODE_ID,
+    };
     expect(answer('GET', '/v1/vms?tenant_id=example-tenant', 200, [vm])).toEqual([]);
   });
 
@@ -94,11 +99,12 @@ describe('the contract check (ajv over the committed documents)', () => {
     ]);
   });
 
-  it('requires every field a VM answer always carries, tenant_id and host_ports included', () => {
+  it('requires every field a VM answer always carries, tenant_id, host_ports and node_id included', () => {
     const { tenant_id: _tenant, host_ports: _ports, ...bare } = vmRecord(EXAMPLE_VM_ID);
     expect(answer('GET', '/v1/vms', 200, [bare])).toEqual([
       "GET /v1/vms answered 200 with a body fleet.openapi.json does not allow: /0 must have required property 'tenant_id'",
       "GET /v1/vms answered 200 with a body fleet.openapi.json does not allow: /0 must have required property 'host_ports'",
+      "GET /v1/vms answered 200 with a body fleet.openapi.json does not allow: /0 must have required property 'node_id'",
     ]);
   });
 
@@ -326,7 +332,9 @@ describe('heartbeat VMs and their started_at, as the document says', () => {
       .send(heartbeat({ node_id: 'n1', vms: [{ ...reported, started_at: null } as never] }))
       .expect(200);
     const { body } = await request(fleet.url).get('/v1/vms').expect(200);
-    expect(body).toEqual([{ ...reported, started_at: null, tenant_id: null, host_ports: [] }]);
+    expect(body).toEqual([
+      { ...reported, started_at: null, tenant_id: null, host_ports: [], node_id: 'n1' },
+    ]);
   });
 
   it('refuses a VM without started_at, and enrolls nothing', async () => {

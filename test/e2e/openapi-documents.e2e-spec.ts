@@ -90,6 +90,12 @@ function isDocumentationAddress(ip: string): boolean {
   return /^(192\.0\.2|198\.51\.100|203\.0\.113)\.\d{1,3}$/.test(ip) || /^2001:db8:/i.test(ip);
 }
 
+/** The schema of a VM in each daemon's answers: the controller adds the node it runs on. */
+const ANSWERED_VM: Record<string, string> = {
+  'fleet.openapi.json': 'FleetVm',
+  'vm-host.openapi.json': 'VmRecord',
+};
+
 describe.each(Object.keys(DOCUMENTS))('the committed %s', (file) => {
   const document = DOCUMENTS[file];
   const all = operations(document);
@@ -174,9 +180,9 @@ describe.each(Object.keys(DOCUMENTS))('the committed %s', (file) => {
     );
   });
 
-  it('requires every field of VmRecord, which every answer carries', () => {
-    const vmRecord = document.components.schemas.VmRecord;
-    expect([...(vmRecord.required ?? [])].sort()).toEqual(Object.keys(vmRecord.properties).sort());
+  it('requires every field of the VMs its answers show, which every answer carries', () => {
+    const vm = document.components.schemas[ANSWERED_VM[file]];
+    expect([...(vm.required ?? [])].sort()).toEqual(Object.keys(vm.properties).sort());
   });
 });
 
@@ -203,6 +209,27 @@ describe('the committed fleet.openapi.json', () => {
         name,
         messages: expect.arrayContaining([expect.stringContaining('fleet state store')]),
       });
+    }
+  });
+
+  it("shows every VM of GET /v1/vms and of a create's answer with the node it runs on", () => {
+    const { VmRecord: agentVm } = DOCUMENTS['vm-host.openapi.json'].components.schemas;
+    const fleetVm = document.components.schemas.FleetVm;
+    // Additive: the agent's VmRecord, field for field, and node_id.
+    expect(fleetVm.properties).toEqual({
+      ...agentVm.properties,
+      node_id: expect.objectContaining({ type: 'string' }),
+    });
+    expect(fleetVm.required).toContain('node_id');
+    const vms = document.paths['/v1/vms'];
+    const schemaOf = (operation: Operation, status: string) =>
+      operation.responses[status].content?.['application/json'].schema;
+    expect(schemaOf(vms.get, '200')).toEqual({
+      type: 'array',
+      items: { $ref: '#/components/schemas/FleetVm' },
+    });
+    for (const status of ['200', '201']) {
+      expect(schemaOf(vms.post, status)).toEqual({ $ref: '#/components/schemas/FleetVm' });
     }
   });
 

@@ -81,9 +81,14 @@ describe('fleet controller: VMs', () => {
     await enroll('big', big, { ram_total_mb: 65536, ram_used_mb: 4096 });
 
     const { body } = await create({ ...small, tenant_id: 'acme' }).expect(201);
-    expect(body).toEqual(
-      vmRecord('vm-big-1', { state: 'Provisioning' as never, started_at: null, tenant_id: 'acme' }),
-    );
+    expect(body).toEqual({
+      ...vmRecord('vm-big-1', {
+        state: 'Provisioning' as never,
+        started_at: null,
+        tenant_id: 'acme',
+      }),
+      node_id: 'big',
+    });
     expect(small1.calls).toHaveLength(0);
     expect(big.calls).toEqual([
       {
@@ -96,7 +101,7 @@ describe('fleet controller: VMs', () => {
     const node = await request(fleet.url).get('/v1/nodes/big').expect(200);
     expect(node.body).toMatchObject({ vm_count: 1, ram_available_mb: 65536 - 4096 - 1024 });
     const acme = await request(fleet.url).get('/v1/vms?tenant_id=acme').expect(200);
-    expect(acme.body.map((vm: { vm_id: string }) => vm.vm_id)).toEqual(['vm-big-1']);
+    expect(acme.body).toEqual([body]);
 
     // The next heartbeat replaces the record: the node now accounts for the VM itself.
     await enroll('big', big, {
@@ -515,9 +520,12 @@ describe('fleet controller: VMs', () => {
       // In memory, a restarted controller knows nothing until the agent beats again.
       await fleet.close();
       fleet = await startFleet();
+      // The agent reports the VM without node_id: only the controller adds it.
+      const { node_id: shownNode, ...reported } = first.body as { node_id: string };
+      expect(shownNode).toBe('n1');
       await enroll('n1', stub, {
         ram_used_mb: 5120,
-        vms: [{ ...first.body, idempotency_key: spawnKey }],
+        vms: [{ ...reported, idempotency_key: spawnKey }],
       });
       const retry = await create(small, 'survives-restart').expect(200);
       expect(retry.body).toEqual(first.body);

@@ -188,7 +188,8 @@ describe('a controller killed mid-dispatch (Redis)', () => {
           spawn_port: stub.port,
           ram_total_mb: 8192,
           ram_used_mb: 4096,
-          vms: [{ ...body, idempotency_key: spawnKeys[0] }],
+          // As the agent reports it: node_id is the controller's to add.
+          vms: [{ ...body, node_id: undefined, idempotency_key: spawnKeys[0] }],
         }),
       )
       .expect(200);

@@ -72,7 +72,7 @@ describe('fleet state shared in Redis', () => {
       const { body } = await request(fleet.url).get('/v1/nodes').expect(200);
       expect(body.map((node: { node_id: string }) => node.node_id)).toEqual(['via-a', 'via-b']);
       const acme = await request(fleet.url).get('/v1/vms?tenant_id=acme').expect(200);
-      expect(acme.body.map((vm: { vm_id: string }) => vm.vm_id)).toEqual(['vm-1']);
+      expect(acme.body).toEqual([{ ...vmRecord('vm-1', { tenant_id: 'acme' }), node_id: 'via-a' }]);
     }
     const fromA = await request(a.url).get('/v1/nodes/via-b').expect(200);
     const fromB = await request(b.url).get('/v1/nodes/via-b').expect(200);

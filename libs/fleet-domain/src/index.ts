@@ -10,6 +10,7 @@ export * from './agent-refusal';
 export * from './vm-capacity';
 export * from './wire/vm-record';
 export * from './wire/heartbeat-vm';
+export * from './wire/fleet-vm';
 export * from './wire/node-heartbeat';
 export * from './wire/node-record';
 export * from './wire/create-vm-request';

@@ -24,13 +24,13 @@ import {
   CreateVmRequest,
   EXAMPLE_NODE_ID,
   EXAMPLE_VM_ID,
+  FleetVm,
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_KEY_PATTERN,
   IDEMPOTENCY_KEY_RULE,
   PlacementRequest,
   TenantQuery,
   VmIdParams,
-  VmRecord,
   placeVm,
 } from '@app/fleet-domain';
 import { ApiFleetStateErrors } from '../nodes/nodes.error-statuses';
@@ -75,7 +75,10 @@ export class VmsController {
     description:
       "Every VM the live nodes reported in their last heartbeat (and those created since). There is no GET of one VM by id: filter this list. A node's VMs leave the list with the node when it falls silent.",
   })
-  @ApiOkResponse({ type: [VmRecord], description: 'The VMs; [] when there are none.' })
+  @ApiOkResponse({
+    type: [FleetVm],
+    description: 'The VMs, each with the node it runs on; [] when there are none.',
+  })
   @ApiFleetStateErrors(
     VMS_ERROR_STATUSES,
     invalidInput(
@@ -83,7 +86,7 @@ export class VmsController {
       'tenant_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
     ),
   )
-  listVms(@Query() { tenant_id }: TenantQuery): Promise<VmRecord[]> {
+  listVms(@Query() { tenant_id }: TenantQuery): Promise<FleetVm[]> {
     return this.vms.listVms(tenant_id);
   }
 
@@ -101,9 +104,12 @@ export class VmsController {
     description:
       'Makes the create safe to retry: the same key with the same body answers the VM the first create made (200), never a second one, for a day; the same key with another body is a 422.',
   })
-  @ApiCreatedResponse({ type: VmRecord, description: 'Placed, and accepted by the agent.' })
+  @ApiCreatedResponse({
+    type: FleetVm,
+    description: 'Placed on node_id, and accepted by its agent.',
+  })
   @ApiOkResponse({
-    type: VmRecord,
+    type: FleetVm,
     description: 'A retry: this Idempotency-Key already made this VM.',
   })
   @ApiFleetStateErrors(
@@ -175,7 +181,7 @@ export class VmsController {
     @Body() request: CreateVmRequest,
     @IdempotencyKey() idempotencyKey: string | undefined,
     @Res({ passthrough: true }) response: Response,
-  ): Promise<VmRecord> {
+  ): Promise<FleetVm> {
     const { vm, replayed } = await this.vms.createVm(request, idempotencyKey);
     if (replayed) response.status(200);
     return vm;

@@ -6,9 +6,9 @@ import {
   CREATE_DISPATCH_DEADLINE_MS,
   CreateVmRequest,
   DISPATCH_NODES_TRIED,
+  FleetVm,
   NodeState,
   RAM_HOLD_MARGIN_MS,
-  VmRecord,
   findEarlierCreate,
   holdRam,
   keyHashOf,
@@ -22,6 +22,7 @@ import {
   removeVm,
   shortened,
   shownVm,
+  vmRecordOf,
 } from '@app/fleet-domain';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { NodesRepository } from '../nodes/nodes.repository';
@@ -65,7 +66,7 @@ function nodeFailure(
 
 /** A created VM; `replayed`: an earlier create with the same Idempotency-Key made it (200). */
 export interface CreatedVm {
-  vm: VmRecord;
+  vm: FleetVm;
   replayed: boolean;
 }
 
@@ -92,12 +93,10 @@ export class VmsService {
     private readonly metrics: FleetMetrics = new FleetMetrics(),
   ) {}
 
-  async listVms(tenantId?: string): Promise<VmRecord[]> {
+  async listVms(tenantId?: string): Promise<FleetVm[]> {
     const live = await this.nodes.listLive(liveSince(this.clock.now()));
-    const vms = live.flatMap((node) => node.vms);
-    return (tenantId === undefined ? vms : vms.filter((vm) => vm.tenant_id === tenantId)).map(
-      shownVm,
-    );
+    const vms = live.flatMap((node) => node.vms.map((vm) => shownVm(vm, node.node_id)));
+    return tenantId === undefined ? vms : vms.filter((vm) => vm.tenant_id === tenantId);
   }
 
   /**
@@ -154,7 +153,7 @@ export class VmsService {
       this.logger.log(
         `vm ${earlier.vm.vm_id} on node ${earlier.node.node_id} answered again for a retried create with the same Idempotency-Key`,
       );
-      return { vm: shownVm(earlier.vm), replayed: true };
+      return { vm: shownVm(earlier.vm, earlier.node.node_id), replayed: true };
     }
     const created = await this.dispatch(
       { node: earlier.node, holdId: earlier.hold_id, ownHold: false },
@@ -253,14 +252,15 @@ export class VmsService {
         ),
       );
     // The agent keeps the tenant; an agent that does not echo it still gets it recorded.
-    const vm = shownVm({
+    const record = vmRecordOf({
       ...spawned.vm,
       tenant_id: spawned.vm.tenant_id ?? request.tenant_id ?? null,
     });
+    const vm = shownVm(record, node.node_id);
     try {
       await this.nodes.update(
         node.node_id,
-        recordDispatchedVm(holdId, { ...vm, idempotency_key: spawnKey }),
+        recordDispatchedVm(holdId, { ...record, idempotency_key: spawnKey }),
       );
     } catch (error) {
       this.logger.warn(

@@ -158,6 +158,32 @@ export interface components {
       last_updated: string;
       nodes: components['schemas']['NodeRecord'][];
     };
+    FleetVm: {
+      host_ports: components['schemas']['HostPort'][];
+      /**
+       * @description The node whose agent runs the VM. Its forwarded ports (host_ports) are reached at that node's wg_ip (GET /v1/nodes/{node_id}): ssh -p <host_port> <user>@<wg_ip>.
+       * @example example-node-01
+       */
+      node_id: string;
+      /** @example 2048 */
+      ram_alloc_mb: number;
+      /**
+       * Format: date-time
+       * @description When QEMU started it; null while it has not (yet) run. Never left out.
+       * @example 2026-08-06T12:00:00.123456789Z
+       */
+      started_at: string | null;
+      /** @example Running */
+      state: components['schemas']['VmState'];
+      /** @example example-tenant */
+      tenant_id: string | null;
+      /** @example 2 */
+      vcpu_count: number;
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
+      /** @example web */
+      vm_type: string;
+    };
     HeartbeatVm: {
       /** @default [] */
       host_ports: components['schemas']['HostPort'][];
@@ -261,27 +287,6 @@ export interface components {
       vm_count: number;
       /** @example 192.0.2.10 */
       wg_ip: string;
-    };
-    VmRecord: {
-      host_ports: components['schemas']['HostPort'][];
-      /** @example 2048 */
-      ram_alloc_mb: number;
-      /**
-       * Format: date-time
-       * @description When QEMU started it; null while it has not (yet) run. Never left out.
-       * @example 2026-08-06T12:00:00.123456789Z
-       */
-      started_at: string | null;
-      /** @example Running */
-      state: components['schemas']['VmState'];
-      /** @example example-tenant */
-      tenant_id: string | null;
-      /** @example 2 */
-      vcpu_count: number;
-      /** @example vm-0123456789abcdef */
-      vm_id: string;
-      /** @example web */
-      vm_type: string;
     };
     /** @enum {string} */
     VmState: 'Running' | 'Stopped' | 'Provisioning' | 'Error';
@@ -579,13 +584,13 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The VMs; [] when there are none. */
+      /** @description The VMs, each with the node it runs on; [] when there are none. */
       200: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['VmRecord'][];
+          'application/json': components['schemas']['FleetVm'][];
         };
       };
       /** @description tenant_id is not a fleet id. */
@@ -656,16 +661,16 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['VmRecord'];
+          'application/json': components['schemas']['FleetVm'];
         };
       };
-      /** @description Placed, and accepted by the agent. */
+      /** @description Placed on node_id, and accepted by its agent. */
       201: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['VmRecord'];
+          'application/json': components['schemas']['FleetVm'];
         };
       };
       /**

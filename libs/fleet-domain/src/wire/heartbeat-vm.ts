@@ -22,25 +22,6 @@ export class HeartbeatVm extends VmRecord {
   idempotency_key?: string;
 }
 
-/** The VmRecord an answer shows: its own fields only, never what the controller keeps beside. */
-export function shownVm(vm: VmRecord): VmRecord {
-  const shown: VmRecord = {
-    vm_id: vm.vm_id,
-    vm_type: vm.vm_type,
-    state: vm.state,
-    ram_alloc_mb: vm.ram_alloc_mb,
-    vcpu_count: vm.vcpu_count,
-    started_at: vm.started_at,
-    tenant_id: vm.tenant_id ?? null,
-    host_ports: vm.host_ports.map(({ host_port, guest_port, protocol }) => ({
-      host_port,
-      guest_port,
-      protocol,
-    })),
-  };
-  return shown;
-}
-
 // Only the schema is relaxed (types restated: there is no field here to read them from).
 // Redeclaring the fields instead would reset, on every instance, what VmRecord initializes.
 ApiProperty({ type: String, nullable: true, required: false, default: null })(

@@ -1,0 +1,44 @@
+import { ApiProperty } from './openapi-decorators';
+import { ID_SCHEMA, IsFleetId } from '../ids';
+import { EXAMPLE_NODE_ID } from './examples';
+import { VmRecord } from './vm-record';
+
+/**
+ * A VM as the controller shows it (GET /v1/vms, POST /v1/vms): the VmRecord its agent reports,
+ * and the node it runs on. Only the controller knows the node, so agents' answers and
+ * heartbeats stay plain VmRecords and the field is added here alone.
+ */
+export class FleetVm extends VmRecord {
+  @ApiProperty({
+    example: EXAMPLE_NODE_ID,
+    ...ID_SCHEMA,
+    description:
+      "The node whose agent runs the VM. Its forwarded ports (host_ports) are reached at that node's wg_ip (GET /v1/nodes/{node_id}): ssh -p <host_port> <user>@<wg_ip>.",
+  })
+  @IsFleetId()
+  node_id!: string;
+}
+
+/** The VmRecord fields of `vm` alone, never what the controller keeps beside (the spawn key). */
+export function vmRecordOf(vm: VmRecord): VmRecord {
+  const record: VmRecord = {
+    vm_id: vm.vm_id,
+    vm_type: vm.vm_type,
+    state: vm.state,
+    ram_alloc_mb: vm.ram_alloc_mb,
+    vcpu_count: vm.vcpu_count,
+    started_at: vm.started_at,
+    tenant_id: vm.tenant_id ?? null,
+    host_ports: vm.host_ports.map(({ host_port, guest_port, protocol }) => ({
+      host_port,
+      guest_port,
+      protocol,
+    })),
+  };
+  return record;
+}
+
+/** The VM an answer shows: its VmRecord fields and the node it runs on. */
+export function shownVm(vm: VmRecord, nodeId: string): FleetVm {
+  return { ...vmRecordOf(vm), node_id: nodeId };
+}
