@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import Redis from 'ioredis';
 import {
   HeartbeatVerdict,
@@ -371,6 +372,34 @@ describe.each(stores)('KeyClaims %s', (_name, open) => {
       kind: 'others',
       spawnKey: otherBody,
     });
+  });
+});
+
+describe('NodesRepository in Redis with a key that is no node state', () => {
+  it('leaves it out of every read, in one warning line, and drops it like a silent node', async () => {
+    const store = await stores.find(([name]) => name === 'in Redis')![1]();
+    const nodes = store.repository;
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      await nodes.update('good', acceptHeartbeat(heartbeat('good'), 1_000));
+      await nodes.update('bad', acceptHeartbeat(heartbeat('bad'), 1_000));
+      // As another program (or a broken write) might leave it: a null hold, no record fields.
+      const key = 'ppn-fleet:node:bad';
+      const [version] = (await inspector.get(key))!.split('\n');
+      const state = { node_id: 'bad', received_at_ms: 1_000, vms: [null], holds: { x: null } };
+      await inspector.set(key, `${version}\n{"node_id":"bad"}\n${JSON.stringify(state)}`);
+
+      expect((await nodes.listLive(0)).map(({ node_id }) => node_id)).toEqual(['good']);
+      expect((await nodes.listLiveRecords(0)).map(({ node_id }) => node_id)).toEqual(['good']);
+      expect(await nodes.findLive('bad', 0)).toBeUndefined();
+      const dropped = await nodes.dropStale(Number.MAX_SAFE_INTEGER);
+      expect(dropped.map(({ node_id }) => node_id)).toEqual(['good']);
+      expect(await store.leftoverKeys()).toBe(0);
+      expect(warn.mock.calls).toEqual([[expect.stringContaining('no node state')]]);
+    } finally {
+      warn.mockRestore();
+      await store.close();
+    }
   });
 });
 

@@ -11,9 +11,9 @@ export const DISPATCH_FAILURE_WINDOW_MS = 40_000;
 export const DISPATCH_BACKOFF_BASE_MS = 5_000;
 export const DISPATCH_BACKOFF_MAX_MS = 60_000;
 /** Failure times kept: enough to count the window and size the backoff. */
-const FAILURES_KEPT = 8;
+export const DISPATCH_FAILURES_KEPT = 8;
 /** A reason is a short code or phrase (ECONNREFUSED, no answer within 10000 ms, 502). */
-const REASON_MAX_LENGTH = 80;
+export const DISPATCH_REASON_MAX_LENGTH = 80;
 
 /** Dispatches to a node that failed in a row since its last successful one. */
 export interface DispatchFailures {
@@ -40,9 +40,9 @@ export function withDispatchFailure(
   nowMs: number,
 ): DispatchFailures {
   return {
-    at_ms: [...(failures?.at_ms ?? []), nowMs].slice(-FAILURES_KEPT),
+    at_ms: [...(failures?.at_ms ?? []), nowMs].slice(-DISPATCH_FAILURES_KEPT),
     in_a_row: (failures?.in_a_row ?? 0) + 1,
-    reason: reason.slice(0, REASON_MAX_LENGTH),
+    reason: reason.slice(0, DISPATCH_REASON_MAX_LENGTH),
   };
 }
 

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
 import {
   NODE_STALE_AFTER_MS,
@@ -9,6 +10,7 @@ import {
 import { StoreUnavailableError } from '../store-unavailable.error';
 import { RedisConnection } from './redis-connection';
 import {
+  UnreadableStoredNodeError,
   decodeStoredNode,
   decodeStoredRecord,
   decodeStoredState,
@@ -28,6 +30,8 @@ const nodeKey = (nodeId: string) => `${PREFIX}node:${nodeId}`;
 const NODE_KEY_TTL_MS = 2 * NODE_STALE_AFTER_MS;
 const SWEEP_BATCH = 5_000;
 const WRITE_ATTEMPTS = 20;
+/** At most one line this often about unreadable keys: every listing meets them again. */
+const UNREADABLE_LOG_INTERVAL_MS = 60_000;
 
 /**
  * Each node is stored as "<version>\n<record json>\n<state json>" (stored-node.ts reads and
@@ -119,6 +123,10 @@ type FleetRedis = Redis & {
  */
 export class RedisNodesRepository extends NodesRepository {
   private readonly redis: FleetRedis;
+  private readonly logger = new Logger('Redis');
+  /** Unreadable keys skipped since the last line about them, and when that line was logged. */
+  private unreadableSkipped = 0;
+  private unreadableLoggedAt = -Infinity;
 
   constructor(private readonly connection: RedisConnection) {
     super();
@@ -135,21 +143,21 @@ export class RedisNodesRepository extends NodesRepository {
     const stored = await this.connection.run(() =>
       this.redis.fleetListLive(INDEX, notBeforeMs, `${PREFIX}node:`, 'states'),
     );
-    return stored.map(decodeStoredState);
+    return this.readable(stored, decodeStoredState);
   }
 
   async listLiveRecords(notBeforeMs: number): Promise<NodeRecord[]> {
     const records = await this.connection.run(() =>
       this.redis.fleetListLive(INDEX, notBeforeMs, `${PREFIX}node:`, 'records'),
     );
-    return records.map(decodeStoredRecord);
+    return this.readable(records, decodeStoredRecord);
   }
 
   async findLive(nodeId: string, notBeforeMs: number): Promise<NodeState | undefined> {
     const stored = await this.connection.run(() =>
       this.redis.fleetFindLive(nodeKey(nodeId), INDEX, notBeforeMs, nodeId),
     );
-    return decodeStoredNode(stored).state;
+    return this.readable([stored], (value) => decodeStoredNode(value).state)[0];
   }
 
   async dropStale(notBeforeMs: number): Promise<NodeState[]> {
@@ -164,7 +172,7 @@ export class RedisNodesRepository extends NodesRepository {
           SWEEP_BATCH,
         ),
       );
-      dropped.push(...batch.map(decodeStoredState));
+      dropped.push(...this.readable(batch, decodeStoredState));
       if (batch.length < SWEEP_BATCH) return dropped;
     }
   }
@@ -175,7 +183,39 @@ export class RedisNodesRepository extends NodesRepository {
     );
   }
 
-  /** Read, decide, compare-and-set; again from the top when another controller wrote first. */
+  /**
+   * The values `decode` can read. A key something else wrote (or a controller of another
+   * version, in a shape this one cannot read) is left out, not thrown: one bad key must not
+   * fail every listing and create. It is dropped like any node that stops being written.
+   */
+  private readable<S, T>(values: S[], decode: (value: S) => T): T[] {
+    const read: T[] = [];
+    for (const value of values) {
+      try {
+        read.push(decode(value));
+      } catch (error) {
+        if (!(error instanceof UnreadableStoredNodeError)) throw error;
+        this.skippedUnreadable(error);
+      }
+    }
+    return read;
+  }
+
+  private skippedUnreadable(error: UnreadableStoredNodeError): void {
+    this.unreadableSkipped++;
+    const now = performance.now();
+    if (now - this.unreadableLoggedAt < UNREADABLE_LOG_INTERVAL_MS) return;
+    this.logger.warn(
+      `left out ${this.unreadableSkipped} read(s) of node keys in Redis that are no node state (last: ${error.message}); each is dropped ${NODE_STALE_AFTER_MS / 1000} s after its last write`,
+    );
+    this.unreadableSkipped = 0;
+    this.unreadableLoggedAt = now;
+  }
+
+  /**
+   * Read, decide, compare-and-set; again from the top when another controller wrote first. A
+   * key it cannot read is never overwritten: the change fails (UnreadableStoredNodeError).
+   */
   async update<T>(nodeId: string, decide: NodeChange<T>): Promise<T> {
     const key = nodeKey(nodeId);
     for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {

@@ -119,4 +119,92 @@ describe('stored node (Redis)', () => {
   it('refuses a record part without node_id', () => {
     expect(() => decodeStoredRecord('{"hostname":"h"}')).toThrow(UnreadableStoredNodeError);
   });
+
+  /** Today's state as stored, with `change` made to its JSON form. */
+  function storedWith(change: (state: Record<string, unknown>) => void): string {
+    const state = JSON.parse(JSON.stringify(heldNode())) as Record<string, unknown>;
+    change(state);
+    return stored(1, state);
+  }
+
+  it.each([
+    ['a null hold', (s: Record<string, unknown>) => (s.holds = { x: null })],
+    ['a hold without ram_mb', (s: Record<string, unknown>) => (s.holds = { x: { vm_id: 'v' } })],
+    [
+      'a hold whose ram_mb is text',
+      (s: Record<string, unknown>) => (s.holds = { x: { ram_mb: '1' } }),
+    ],
+    [
+      'a hold whose vm_id is a number',
+      (s: Record<string, unknown>) => (s.holds = { x: { ram_mb: 1, vm_id: 7 } }),
+    ],
+    [
+      'a hold whose deadline is text',
+      (s: Record<string, unknown>) => (s.holds = { x: { ram_mb: 1, expires_at_ms: 'soon' } }),
+    ],
+    ['holds that are a list', (s: Record<string, unknown>) => (s.holds = [{ ram_mb: 1 }])],
+    ['a null VM', (s: Record<string, unknown>) => (s.vms = [null])],
+    ['a VM that is text', (s: Record<string, unknown>) => (s.vms = ['vm-1'])],
+    [
+      'a VM without ram_alloc_mb',
+      (s: Record<string, unknown>) => (s.vms = [{ ...vmRecord('vm-1'), ram_alloc_mb: undefined }]),
+    ],
+    [
+      'a VM whose host_ports hold null',
+      (s: Record<string, unknown>) => (s.vms = [{ ...vmRecord('vm-1'), host_ports: [null] }]),
+    ],
+    [
+      'a VM whose key is a number',
+      (s: Record<string, unknown>) => (s.vms = [{ ...vmRecord('vm-1'), idempotency_key: 1 }]),
+    ],
+    ['a hostname that is not text', (s: Record<string, unknown>) => (s.hostname = null)],
+    ['a spawn port that is text', (s: Record<string, unknown>) => (s.spawn_port = '9204')],
+    ['kvm_available that is text', (s: Record<string, unknown>) => (s.kvm_available = 'yes')],
+  ])('refuses a state with %s rather than fail a rule later with a TypeError', (_what, change) => {
+    expect(() => decodeStoredNode(storedWith(change))).toThrow(UnreadableStoredNodeError);
+  });
+
+  it('refuses a hold stored under __proto__, which would set the prototype of the holds', () => {
+    // JSON.parse makes __proto__ an own key, as a state read from Redis would have it.
+    const value = storedWith(() => undefined).replace(
+      '"holds":{',
+      '"holds":{"__proto__":{"ram_mb":1,"expires_at_ms":99999,"spawn_key":""},',
+    );
+    expect(() => decodeStoredNode(value)).toThrow(UnreadableStoredNodeError);
+    expect(({} as Record<string, unknown>).ram_mb).toBeUndefined();
+  });
+
+  it('keeps only the last eight dispatch failures and a short reason, as they are written', () => {
+    const at_ms = Array.from({ length: 1000 }, (_, i) => i);
+    const read = decodeStoredState(
+      storedWith(
+        (s) => (s.dispatch_failures = { at_ms, in_a_row: 1000, reason: 'E'.repeat(10_000) }),
+      ),
+    );
+    expect(read.dispatch_failures).toEqual({
+      at_ms: [992, 993, 994, 995, 996, 997, 998, 999],
+      in_a_row: 1000,
+      reason: 'E'.repeat(80),
+    });
+  });
+
+  it('derives the record again when the stored one has a field of another type', () => {
+    const read = decodeStoredState(
+      storedWith((s) => (s.record = { ...(s.record as object), ram_available_mb: 'lots' })),
+    );
+    expect(read.record).toEqual(heldNode().record);
+  });
+
+  it('gives a state with beat gaps of another type an unknown interval', () => {
+    const read = decodeStoredState(storedWith((s) => (s.beat_gaps_ms = [1, null])));
+    expect(read.beat_gaps_ms).toEqual([]);
+  });
+
+  it.each([
+    ['a record with text for ram_available_mb', { ram_available_mb: 'lots' }],
+    ['a record without last_heartbeat', { last_heartbeat: undefined }],
+  ])('refuses a record part with %s', (_what, change) => {
+    const record = { ...heldNode().record, ...change };
+    expect(() => decodeStoredRecord(JSON.stringify(record))).toThrow(UnreadableStoredNodeError);
+  });
 });

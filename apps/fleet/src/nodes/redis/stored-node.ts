@@ -1,6 +1,9 @@
 import {
+  DISPATCH_FAILURES_KEPT,
+  DISPATCH_REASON_MAX_LENGTH,
   DispatchFailures,
   HeartbeatVm,
+  HostPort,
   NodeRecord,
   NodeState,
   RamHold,
@@ -51,10 +54,12 @@ export function decodeStoredState(stored: string): NodeState {
 /** The record part of a node's key (as listings of records return them). */
 export function decodeStoredRecord(json: string): NodeRecord {
   const record = parseJson(json);
-  if (!isObject(record) || typeof record.node_id !== 'string') {
-    throw new UnreadableStoredNodeError('a stored node record has no node_id');
+  if (!isStoredRecord(record)) {
+    throw new UnreadableStoredNodeError(
+      'a stored node record lacks a field or has one of another type',
+    );
   }
-  return record as unknown as NodeRecord;
+  return record;
 }
 
 /**
@@ -64,18 +69,27 @@ export function decodeStoredRecord(json: string): NodeRecord {
  * it at the next one.
  */
 export function normaliseStoredState(value: unknown): NodeState {
-  if (
-    !isObject(value) ||
-    typeof value.node_id !== 'string' ||
-    typeof value.received_at_ms !== 'number' ||
-    !Array.isArray(value.vms)
-  ) {
-    throw new UnreadableStoredNodeError('a stored node state lacks node_id, received_at_ms or vms');
+  if (!isStoredState(value)) {
+    throw new UnreadableStoredNodeError(
+      'a stored node state lacks a field or has one of another type',
+    );
   }
-  const stored = value as unknown as StoredState;
+  const stored = value;
+  if (!stored.vms.every(isStoredVm)) {
+    throw new UnreadableStoredNodeError('a stored node lists a VM that is not one');
+  }
   const holds: Record<string, RamHold> = {};
-  for (const [holdId, hold] of Object.entries(stored.holds ?? {})) {
-    holds[holdId] = normaliseHold(hold, stored.received_at_ms);
+  if (stored.holds !== undefined) {
+    if (!isObject(stored.holds)) {
+      throw new UnreadableStoredNodeError("a stored node's holds are not an object");
+    }
+    for (const [holdId, hold] of Object.entries(stored.holds)) {
+      // Hold ids are UUIDs; this one would set the prototype of `holds` instead of a hold.
+      if (holdId === '__proto__' || !isStoredHold(hold)) {
+        throw new UnreadableStoredNodeError('a stored node holds RAM under a hold that is not one');
+      }
+      holds[holdId] = normaliseHold(hold, stored.received_at_ms);
+    }
   }
   const facts = {
     node_id: stored.node_id,
@@ -90,26 +104,107 @@ export function normaliseStoredState(value: unknown): NodeState {
     boot_id: stored.boot_id,
     timestamp_utc: stored.timestamp_utc,
     received_at_ms: stored.received_at_ms,
-    beat_gaps_ms: Array.isArray(stored.beat_gaps_ms) ? stored.beat_gaps_ms : [],
+    // Older controllers kept one receive time, on Redis TIME: the wall clock too.
+    received_at_wall_ms: isNumber(stored.received_at_wall_ms)
+      ? stored.received_at_wall_ms
+      : stored.received_at_ms,
+    beat_gaps_ms: isArrayOf(stored.beat_gaps_ms, isNumber) ? stored.beat_gaps_ms : [],
     holds,
     dispatch_failures: normaliseDispatchFailures(stored.dispatch_failures),
   };
-  return { ...facts, record: isObject(stored.record) ? stored.record : toNodeRecord(facts) };
+  return { ...facts, record: isStoredRecord(stored.record) ? stored.record : toNodeRecord(facts) };
 }
 
-/** A state as any controller may have stored it: today's, less what older ones lacked. */
+/**
+ * A state as any controller may have stored it: today's, less what older ones lacked; the
+ * parts checked one by one (VMs, holds) and those taken only in today's shape still unknown.
+ */
 type StoredState = Omit<
   NodeState,
-  'beat_gaps_ms' | 'holds' | 'vms' | 'record' | 'dispatch_failures'
+  'beat_gaps_ms' | 'holds' | 'vms' | 'record' | 'dispatch_failures' | 'received_at_wall_ms'
 > & {
-  vms: HeartbeatVm[];
+  vms: unknown[];
+  received_at_wall_ms?: unknown;
   dispatch_failures?: unknown;
-  beat_gaps_ms?: number[];
-  holds?: Record<string, StoredHold>;
-  record?: NodeRecord;
+  beat_gaps_ms?: unknown;
+  holds?: unknown;
+  record?: unknown;
 };
 
 type StoredHold = Pick<RamHold, 'ram_mb' | 'vm_id'> & Partial<RamHold>;
+
+/**
+ * Every field today's rules read from a state, of its type: a value of another type would
+ * throw a TypeError deep inside a rule, failing every listing and create that meets it.
+ */
+function isStoredState(value: unknown): value is StoredState {
+  return (
+    isObject(value) &&
+    typeof value.node_id === 'string' &&
+    typeof value.hostname === 'string' &&
+    typeof value.wg_ip === 'string' &&
+    isNumber(value.spawn_port) &&
+    isNumber(value.ram_total_mb) &&
+    isNumber(value.ram_used_mb) &&
+    typeof value.kvm_available === 'boolean' &&
+    typeof value.reserved === 'boolean' &&
+    typeof value.boot_id === 'string' &&
+    typeof value.timestamp_utc === 'string' &&
+    isNumber(value.received_at_ms) &&
+    Array.isArray(value.vms)
+  );
+}
+
+/** A VM as heartbeats report it (tenant_id and the key absent in older states). */
+function isStoredVm(value: unknown): value is HeartbeatVm {
+  return (
+    isObject(value) &&
+    typeof value.vm_id === 'string' &&
+    typeof value.vm_type === 'string' &&
+    typeof value.state === 'string' &&
+    isNumber(value.ram_alloc_mb) &&
+    isNumber(value.vcpu_count) &&
+    isOptional(value.started_at, isStringOrNull) &&
+    isOptional(value.tenant_id, isStringOrNull) &&
+    isOptional(value.idempotency_key, isString) &&
+    isOptional(value.host_ports, (ports) => isArrayOf(ports, isHostPort))
+  );
+}
+
+function isHostPort(value: unknown): value is HostPort {
+  return (
+    isObject(value) &&
+    isNumber(value.host_port) &&
+    isNumber(value.guest_port) &&
+    typeof value.protocol === 'string'
+  );
+}
+
+/** A hold as any controller stored it: older ones kept no deadline or key. */
+function isStoredHold(value: unknown): value is StoredHold {
+  return (
+    isObject(value) &&
+    isNumber(value.ram_mb) &&
+    isOptional(value.vm_id, isString) &&
+    isOptional(value.expires_at_ms, isNumber) &&
+    isOptional(value.spawn_key, isString)
+  );
+}
+
+/** A record as listings show it; other fields (added later) pass as they are. */
+function isStoredRecord(value: unknown): value is NodeRecord {
+  return (
+    isObject(value) &&
+    typeof value.node_id === 'string' &&
+    typeof value.hostname === 'string' &&
+    typeof value.wg_ip === 'string' &&
+    isNumber(value.ram_available_mb) &&
+    isNumber(value.vm_count) &&
+    typeof value.kvm_available === 'boolean' &&
+    typeof value.reserved === 'boolean' &&
+    typeof value.last_heartbeat === 'string'
+  );
+}
 
 function normaliseHold(hold: StoredHold, receivedAtMs: number): RamHold {
   const normalised: RamHold = {
@@ -126,14 +221,18 @@ function normaliseHold(hold: StoredHold, receivedAtMs: number): RamHold {
 function normaliseDispatchFailures(value: unknown): DispatchFailures | null {
   if (
     !isObject(value) ||
-    !Array.isArray(value.at_ms) ||
-    !value.at_ms.every((at) => typeof at === 'number') ||
-    typeof value.in_a_row !== 'number' ||
+    !isArrayOf(value.at_ms, isNumber) ||
+    !isNumber(value.in_a_row) ||
     typeof value.reason !== 'string'
   ) {
     return null;
   }
-  return { at_ms: value.at_ms, in_a_row: value.in_a_row, reason: value.reason };
+  // Bounded as withDispatchFailure bounds them: a stored value is never trusted to be small.
+  return {
+    at_ms: value.at_ms.slice(-DISPATCH_FAILURES_KEPT),
+    in_a_row: value.in_a_row,
+    reason: value.reason.slice(0, DISPATCH_REASON_MAX_LENGTH),
+  };
 }
 
 function parseJson(json: string): unknown {
@@ -146,4 +245,24 @@ function parseJson(json: string): unknown {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isNumber(value: unknown): value is number {
+  return typeof value === 'number';
+}
+
+function isString(value: unknown): value is string {
+  return typeof value === 'string';
+}
+
+function isStringOrNull(value: unknown): value is string | null {
+  return value === null || typeof value === 'string';
+}
+
+function isOptional(value: unknown, is: (value: unknown) => boolean): boolean {
+  return value === undefined || is(value);
+}
+
+function isArrayOf<T>(value: unknown, is: (item: unknown) => item is T): value is T[] {
+  return Array.isArray(value) && value.every(is);
 }
