@@ -129,6 +129,16 @@ const DOMAIN_SYNTAX = {
       message: DOMAIN_HAS_NO_CLOCK,
     },
     {
+      // The same clocks reached through the global object (globalThis.Date.now(), new
+      // globalThis.Date(), global['performance']) or under another name (const D = Date).
+      selector: [
+        'MemberExpression[object.name=/^(globalThis|global)$/][property.name=/^(Date|performance)$/]',
+        'MemberExpression[object.name=/^(globalThis|global)$/][property.value=/^(Date|performance)$/]',
+        'VariableDeclarator[init.name=/^(Date|performance|globalThis|global)$/]',
+      ].join(', '),
+      message: DOMAIN_HAS_NO_CLOCK,
+    },
+    {
       selector:
         "MemberExpression[object.name='process'], MemberExpression[object.name='globalThis'][property.name='process'], VariableDeclarator[init.name='process']",
       message: DOMAIN_READS_NO_ENVIRONMENT,
