@@ -7,8 +7,10 @@ import {
   holdRam,
   liveSince,
 } from '@app/fleet-domain';
+import { KeyClaims, OwnKeyClaim } from '../../apps/fleet/src/nodes/key-claims.repository';
 import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
 import { StoreUnavailableError } from '../../apps/fleet/src/nodes/store-unavailable.error';
+import { spawnKeyOf as spawnKeyFor } from '../../apps/fleet/src/vms/spawn-key';
 import { VmHostClientSettings } from '../../apps/fleet/src/vms/vm-host.client';
 import { eventually } from '../support/daemons';
 import { RunningFleet, startFleet } from '../support/fleet-app';
@@ -534,6 +536,52 @@ describe('fleet controller: VMs', () => {
       expect(listed).toEqual([first.body]);
       expect(JSON.stringify(listed)).not.toContain(spawnKey);
       await create({ ...small, ram_mb: 64 }, 'survives-restart').expect(422);
+    });
+
+    describe('held by another controller (its claim on the key, in the shared store)', () => {
+      const spawnKey = spawnKeyFor({ ...small, prefer_kvm: false }, 'shared-key');
+      const keyHash = spawnKey.split('.')[0];
+      const claim = async (forSpawnKey: string, holdMs: number): Promise<OwnKeyClaim> => {
+        const taken = await fleet.app.get(KeyClaims).claim(keyHash, forSpawnKey, holdMs);
+        if (taken.kind !== 'own') throw new Error('claim not taken');
+        return taken;
+      };
+
+      it('answers the VM the holder made, with no dispatch of its own', async () => {
+        const stub = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('n1', stub);
+        const held = await claim(spawnKey, 60_000);
+        const waiting = create(small, 'shared-key').then((res) => res);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(stub.calls).toHaveLength(0);
+        // The holder's agent made the VM and reports it; then the holder ends its claim.
+        await enroll('n1', stub, {
+          vms: [{ ...vmRecord('vm-00000000000000b7'), idempotency_key: spawnKey }],
+        });
+        await fleet.app.get(KeyClaims).release(held);
+        const { status, body } = await waiting;
+        expect([status, body.vm_id, body.node_id]).toEqual([200, 'vm-00000000000000b7', 'n1']);
+        expect(stub.calls).toHaveLength(0);
+      });
+
+      it('takes over at the deadline of a claim its holder left (died), and makes the VM', async () => {
+        const stub = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('n1', stub);
+        await claim(spawnKey, 300);
+        const started = performance.now();
+        await create(small, 'shared-key').expect(201);
+        expect(performance.now() - started).toBeGreaterThanOrEqual(250);
+        expect(stub.calls).toHaveLength(1);
+      });
+
+      it('refuses with 422 a create whose key is held for another body', async () => {
+        const stub = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('n1', stub);
+        await claim(`${keyHash}.${'0'.repeat(64)}`, 60_000);
+        const { body } = await create(small, 'shared-key').expect(422);
+        expect(body.message).toContain('Idempotency-Key');
+        expect(stub.calls).toHaveLength(0);
+      });
     });
 
     it('makes a new VM once the agent no longer reports the key (a day later)', async () => {

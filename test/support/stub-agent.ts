@@ -30,9 +30,10 @@ export class StubAgent {
     this.respond = respond;
   }
 
-  async start(): Promise<this> {
+  /** `host`: the address it listens on (a test host's end, for controllers in namespaces). */
+  async start(host = '127.0.0.1'): Promise<this> {
     this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.server!.listen(0, host, resolve));
     return this;
   }
 

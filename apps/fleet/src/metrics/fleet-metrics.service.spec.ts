@@ -4,6 +4,7 @@ import { CreateVmRequest, NodeHeartbeat, VmRecord, liveSince } from '@app/fleet-
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { heartbeat as agentHeartbeat } from '../../../../test/support/heartbeats';
 import { metricTypes, sampleValue } from '../../../../test/support/prometheus-text';
+import { InMemoryKeyClaims } from '../nodes/memory/in-memory-key-claims.repository';
 import { InMemoryNodesRepository } from '../nodes/memory/in-memory-nodes.repository';
 import { NodesService } from '../nodes/nodes.service';
 import { AgentCallError, Spawned, VmHostClient, VmHostClientSettings } from '../vms/vm-host.client';
@@ -82,6 +83,7 @@ describe('FleetMetrics', () => {
     const spawn = jest.fn<Promise<Spawned>, [unknown, CreateVmRequest, string]>();
     const vms = new VmsService(
       repository,
+      new InMemoryKeyClaims(),
       { spawn } as unknown as VmHostClient,
       new VmHostClientSettings(),
       clock,

@@ -25,6 +25,7 @@ import {
   vmRecordOf,
 } from '@app/fleet-domain';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
+import { KeyClaims } from '../nodes/key-claims.repository';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { spawnKeyOf } from './spawn-key';
 import { AgentCallError, VmHostClient, VmHostClientSettings } from './vm-host.client';
@@ -40,6 +41,11 @@ const PLACEMENT_ATTEMPTS = 5;
 
 /** Passed-over nodes a placement log line names. */
 const PASSED_OVER_LOGGED = 3;
+
+/** How long a keyed create first waits for another create's claim on its key to end... */
+const KEY_CLAIM_FIRST_WAIT_MS = 20;
+/** ...doubling up to this between looks. */
+const KEY_CLAIM_LONGEST_WAIT_MS = 250;
 
 /** Less time than this left before the create's deadline: no other node is tried. */
 const MIN_DISPATCH_TIME_MS = 1_000;
@@ -87,6 +93,7 @@ export class VmsService {
 
   constructor(
     private readonly nodes: NodesRepository,
+    private readonly keyClaims: KeyClaims,
     private readonly vmHost: VmHostClient,
     private readonly vmHostSettings: VmHostClientSettings,
     private readonly clock: Clock,
@@ -102,7 +109,8 @@ export class VmsService {
   /**
    * Creates the VM, or with an Idempotency-Key, answers the VM an earlier create with the same
    * key and body made (a key reused with another body is refused). Concurrent creates with the
-   * same key on this controller share one dispatch.
+   * same key on this controller share one dispatch; on several controllers, the key's claim
+   * lets one of them dispatch (see createClaimed).
    */
   async createVm(request: CreateVmRequest, idempotencyKey?: string): Promise<CreatedVm> {
     if (idempotencyKey === undefined) {
@@ -117,7 +125,7 @@ export class VmsService {
       if (running.spawnKey !== spawnKey) throw new IdempotencyKeyReusedError();
       return { vm: (await running.done).vm, replayed: true };
     }
-    const done = this.createKeyed(request, spawnKey);
+    const done = this.createClaimed(request, spawnKey);
     this.keyedCreates.set(keyHash, { spawnKey, done });
     try {
       return await done;
@@ -139,9 +147,50 @@ export class VmsService {
   }
 
   /**
-   * A keyed create: what an earlier one with the key left decides. Its VM listed: that VM.
-   * Its RAM still held (its controller may have died mid-dispatch): the same node is asked
-   * again with the same key, and its agent answers with the VM the key made, not a second one.
+   * A keyed create, whichever controller takes it: only the holder of the key's claim (in the
+   * shared store) places and dispatches. Another create with the key waits for the claim to
+   * end, then takes it and finds what the holder left: its VM (answered as a replay), its RAM
+   * still held (a holder that died mid-dispatch: the same node is asked again with the same
+   * key), or nothing (the holder failed: this create places anew). Held for another body: 422.
+   */
+  private async createClaimed(request: CreateVmRequest, spawnKey: string): Promise<CreatedVm> {
+    const keyHash = keyHashOf(spawnKey);
+    // Longer than a create can take (every node it may try, the hold's margin), so a live
+    // holder always ends its claim itself; a dead one's ends by itself.
+    const holdMs =
+      Math.max(CREATE_DISPATCH_DEADLINE_MS, this.vmHostSettings.timeoutMs) + RAM_HOLD_MARGIN_MS;
+    let waitMs = KEY_CLAIM_FIRST_WAIT_MS;
+    for (;;) {
+      const claim = await this.keyClaims.claim(keyHash, spawnKey, holdMs);
+      if (claim.kind === 'own') {
+        try {
+          return await this.createKeyed(request, spawnKey);
+        } finally {
+          await this.keyClaims
+            .release(claim)
+            .catch((storeError: Error) =>
+              this.logger.warn(
+                `Idempotency-Key claim not released (${storeError.message}); it ends at its deadline`,
+              ),
+            );
+        }
+      }
+      if (claim.spawnKey !== spawnKey) throw new IdempotencyKeyReusedError();
+      if (waitMs === KEY_CLAIM_FIRST_WAIT_MS) {
+        this.logger.log(
+          'vm create: another create with the same Idempotency-Key is in progress; waiting for its VM',
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(waitMs, claim.expiresInMs)));
+      waitMs = Math.min(2 * waitMs, KEY_CLAIM_LONGEST_WAIT_MS);
+    }
+  }
+
+  /**
+   * A keyed create, holding the key's claim: what an earlier one with the key left decides.
+   * Its VM listed: that VM. Its RAM still held (its controller may have died mid-dispatch): the
+   * same node is asked again with the same key, and its agent answers with the VM the key made,
+   * not a second one.
    */
   private async createKeyed(request: CreateVmRequest, spawnKey: string): Promise<CreatedVm> {
     const now = this.clock.now();
