@@ -1,6 +1,16 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { Server, createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { cpus } from 'node:os';
@@ -25,8 +35,10 @@ const baseImage = join(workDir, 'base.qcow2');
 
 interface AgentVm {
   vm_id: string;
+  vm_type: string;
   state: string;
   ram_alloc_mb: number;
+  vcpu_count: number;
   host_ports: Array<{ host_port: number }>;
   idempotency_key?: string;
 }
@@ -410,6 +422,140 @@ describe('a full VM_DISK_DIR', () => {
       await agent.stop();
     }
   });
+});
+
+/** Every entry under `root` with its kind and mode, e.g. `run/vm-1/qmp.sock socket 600`. */
+function modesUnder(root: string, under = ''): string[] {
+  return readdirSync(join(root, under), { withFileTypes: true }).flatMap((entry) => {
+    const path = join(under, entry.name);
+    const kind = entry.isDirectory() ? 'folder' : entry.isSocket() ? 'socket' : 'file';
+    const line = `${path} ${kind} ${mode(join(root, path))}`;
+    return entry.isDirectory() ? [line, ...modesUnder(root, path)] : [line];
+  });
+}
+
+describe('a VM just started, by an agent never restarted', () => {
+  const wgIp = '127.0.0.25';
+  const nodeId = 'fresh';
+  const diskDir = join(workDir, nodeId);
+  let agent: Daemon;
+  let vm: AgentVm;
+
+  beforeAll(async () => {
+    agent = await startListeningAgent(agentEnv(nodeId, wgIp));
+    const answer = await spawnAt(wgIp, { ...SMALL, vcpu_count: 2 });
+    expect(answer.status).toBe(201);
+    vm = await listedAs(wgIp, answer.body.vm_id, 'Running');
+  });
+
+  afterAll(() => agent.stop());
+
+  it("has every file QEMU and the agent wrote 0600, every folder 0700, QEMU's QMP socket 0600", () => {
+    const vmId = vm.vm_id;
+    expect(modesUnder(diskDir).sort()).toEqual(
+      [
+        'base folder 700',
+        'disks folder 700',
+        `disks/${vmId}.qcow2 file 600`,
+        'run folder 700',
+        `run/${vmId} folder 700`,
+        `run/${vmId}/qemu.pid file 600`,
+        `run/${vmId}/qmp.sock socket 600`,
+        `run/${vmId}/seed.iso file 600`,
+        `run/${vmId}/serial.log file 600`,
+        `run/${vmId}/vm.json file 600`,
+      ].sort(),
+    );
+  });
+
+  it('with its vm.json damaged, stays listed with the RAM, vCPUs and ports of its QEMU, and committed', async () => {
+    const vmId = vm.vm_id;
+    writeFileSync(join(diskDir, 'run', vmId, 'vm.json'), '{"vm_id": "' + vmId + '", "ram_al');
+    const listed = await listedAs(wgIp, vmId, 'Error');
+    expect(listed).toMatchObject({
+      vm_type: 'unknown',
+      ram_alloc_mb: SMALL.ram_mb,
+      vcpu_count: 2,
+      host_ports: vm.host_ports,
+    });
+    const beat = await listener.beat(nodeId, (body) =>
+      body.vms.some((reported) => reported.vm_id === vmId && reported.state === 'Error'),
+    );
+    expect(beat.vms).toEqual([expect.objectContaining({ vm_id: vmId, ram_alloc_mb: 64 })]);
+    // Still committed: its 64 MB and QEMU's 256 MB are in what the node reports used.
+    expect(beat.ram_used_mb).toBeGreaterThanOrEqual(64 + 256);
+    expect(qemuPidsOf(vmId)).toHaveLength(1);
+    expect(await deleteAt(wgIp, vmId)).toBe(204);
+    expect(qemuPidsOf(vmId)).toEqual([]);
+  });
+});
+
+describe('KVM present but failing', () => {
+  const wgIp = '127.0.0.26';
+  const nodeId = 'broken-kvm';
+  const realQemu = execFileSync('sh', ['-c', 'command -v qemu-system-x86_64'], {
+    encoding: 'utf8',
+  }).trim();
+  /** /dev/kvm usable, as the agent judges it: it then plans prefer_kvm VMs under KVM. */
+  const kvmHere = ((): boolean => {
+    try {
+      accessSync('/dev/kvm', constants.R_OK | constants.W_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+
+  /** A qemu-system-x86_64 first on the agent's PATH that fails under KVM as a broken host does. */
+  function brokenKvmPath(): string {
+    const bin = join(workDir, 'broken-kvm-bin');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(
+      join(bin, 'qemu-system-x86_64'),
+      [
+        '#!/bin/sh',
+        'case "$*" in',
+        '  *accel=kvm*) echo "qemu-system-x86_64: error: failed to set MSR 0x48f to 0x7fefff00036dfb" >&2; exit 1 ;;',
+        'esac',
+        `exec ${realQemu} "$@"`,
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    return `${bin}:${process.env.PATH}`;
+  }
+
+  (kvmHere ? it : it.skip)(
+    'starts a prefer_kvm VM again under TCG, says so in the log and marks it in vm.json',
+    async () => {
+      const agent = await startListeningAgent(agentEnv(nodeId, wgIp, { PATH: brokenKvmPath() }));
+      try {
+        const answer = await spawnAt(wgIp, { ...SMALL, prefer_kvm: true });
+        expect(answer.status).toBe(201);
+        const vmId = answer.body.vm_id;
+        await listedAs(wgIp, vmId, 'Running');
+        const sidecar = JSON.parse(
+          readFileSync(join(workDir, nodeId, 'run', vmId, 'vm.json'), 'utf8'),
+        ) as { driver: { accel: string; pid: number }; accel_fallback?: string };
+        expect(sidecar.driver.accel).toBe('tcg');
+        expect(sidecar.accel_fallback).toMatch(
+          /^QEMU: could not start under KVM: .*failed to set MSR 0x48f.*; started under TCG$/,
+        );
+        expect(agent.output).toMatch(
+          new RegExp(
+            `vm ${vmId}: QEMU: could not start under KVM: .*failed to set MSR.*; starting it again under TCG`,
+          ),
+        );
+        const [qemu] = liveQemusUnder(join(workDir, nodeId));
+        expect(qemu.pid).toBe(sidecar.driver.pid);
+        expect(qemu.args.join(' ')).toContain('accel=tcg');
+        expect(await deleteAt(wgIp, vmId)).toBe(204);
+        expect(qemuPidsOf(vmId)).toEqual([]);
+      } finally {
+        await agent.stop();
+      }
+    },
+  );
 });
 
 describe('VM_WG_IP', () => {

@@ -1,4 +1,5 @@
 import { chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ID_PATTERN } from '@app/fleet-domain';
@@ -149,7 +150,7 @@ describe('VmFiles keeps VM files private', () => {
     expect(await mode(join(files.runDir(vmId), 'vm.json'))).toBe('600');
   });
 
-  it('takes away what older agents left readable to all', async () => {
+  it('takes away what older agents (and QEMU) left readable to others: files and sockets', async () => {
     const vmId = 'vm-00000000000000aa';
     await mkdir(join(files.root, 'disks'), { recursive: true, mode: 0o755 });
     await mkdir(files.runDir(vmId), { recursive: true, mode: 0o755 });
@@ -157,11 +158,24 @@ describe('VmFiles keeps VM files private', () => {
     await chmod(files.runDir(vmId), 0o755);
     await writeFile(files.disk(vmId), 'disk', { mode: 0o644 });
     await writeFile(join(files.runDir(vmId), 'seed.iso'), 'iso', { mode: 0o644 });
-    await files.prepare();
+    await writeFile(join(files.runDir(vmId), 'serial.log'), 'boot', { mode: 0o640 });
+    await chmod(join(files.runDir(vmId), 'serial.log'), 0o640);
+    // A QMP socket as QEMU -daemonize leaves it: 0750.
+    const qmp = createServer();
+    const socket = join(files.runDir(vmId), 'qmp.sock');
+    await new Promise<void>((resolve) => qmp.listen(socket, resolve));
+    try {
+      await chmod(socket, 0o750);
+      await files.prepare();
+      expect(await mode(socket)).toBe('600');
+    } finally {
+      await new Promise((resolve) => qmp.close(resolve));
+    }
     expect(await mode(join(files.root, 'disks'))).toBe('700');
     expect(await mode(files.runDir(vmId))).toBe('700');
     expect(await mode(files.disk(vmId))).toBe('600');
     expect(await mode(join(files.runDir(vmId), 'seed.iso'))).toBe('600');
+    expect(await mode(join(files.runDir(vmId), 'serial.log'))).toBe('600');
   });
 
   it('removes all of a VM that was never accepted: run folder and disk', async () => {

@@ -27,13 +27,21 @@ export interface VmSidecar {
   /** The driver's own data (QEMU: pid, acceleration); only the driver reads it. */
   driver: DriverRecord;
   /**
+   * Why the VM runs without the acceleration its plan chose (KVM present but failing, so it was
+   * started again under TCG); absent otherwise.
+   */
+  accel_fallback?: string;
+  /**
    * The Idempotency-Key (`<key_hash>.<request_hash>`) of the spawn that made the VM; a spawn
    * with the same value within a day of created_at gets this VM back. Null without one.
    */
   idempotency_key: string | null;
 }
 
-/** VM disks, seed ISOs, sidecars: readable by the agent (and the QEMU it starts) alone. */
+/**
+ * VM disks, seed ISOs, sidecars, QEMU's files and sockets: readable by the agent (and the QEMU
+ * it starts) alone.
+ */
 export const PRIVATE_FILE_MODE = 0o600;
 export const PRIVATE_DIR_MODE = 0o700;
 
@@ -128,7 +136,10 @@ export class VmFiles {
       const dir = this.runDir(vmId);
       await makePrivate(dir, PRIVATE_DIR_MODE);
       for (const entry of await readdir(dir, { withFileTypes: true })) {
-        if (entry.isFile()) await makePrivate(join(dir, entry.name), PRIVATE_FILE_MODE);
+        // QMP sockets too: QEMU makes them 0750 (-daemonize sets its umask to 027).
+        if (entry.isFile() || entry.isSocket()) {
+          await makePrivate(join(dir, entry.name), PRIVATE_FILE_MODE);
+        }
       }
     }
     const probe = join(this.root, 'run', `.write-test-${process.pid}`);

@@ -9,7 +9,7 @@ import { VmHostConfig } from '../config/vm-host.config';
 import { HostMetrics } from '../metrics/host-metrics.service';
 import { StartedVm, VmDriver } from './vm-driver';
 import { VmFiles } from './vm-files';
-import { VmCreateError } from './vms.errors';
+import { VmAccelerationError, VmCreateError } from './vms.errors';
 import { VmsService } from './vms.service';
 
 const STARTED: StartedVm = {
@@ -122,6 +122,67 @@ describe('VmLifecycle', () => {
       `error vm ${vmId} failed at the seed ISO: genisoimage failed: no space left`,
     );
     expect(driver.inspected).toEqual([]);
+  });
+
+  describe('KVM present but failing', () => {
+    const kvmFailure = (): VmAccelerationError =>
+      new VmAccelerationError(
+        'QEMU',
+        'could not start under KVM: qemu-system-x86_64 failed: error: failed to set MSR 0x48f',
+        { kind: 'fake', fast: false, pid: null },
+        'TCG',
+      );
+
+    /** Fails the first start the way a failing KVM does; resolves once the next start is asked. */
+    async function failUnderKvm(): Promise<void> {
+      driver.creates.shift()!.settle(kvmFailure());
+      while (driver.creates.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+
+    it('starts the VM again the slow way (TCG), logs it and marks it in vm.json', async () => {
+      const {
+        vm: { vm_id: vmId },
+      } = await vms.spawn(request({ prefer_kvm: true }));
+      await failUnderKvm();
+      expect(driver.stopped).toEqual([{ vmId, record: { kind: 'fake', fast: true, pid: null } }]);
+      expect(driver.creates.map(({ record }) => record)).toEqual([
+        { kind: 'fake', fast: false, pid: null },
+      ]);
+      await settleCreate(STARTED);
+      expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Running }]);
+      const sidecar = await files.readSidecar(vmId);
+      expect(sidecar).toMatchObject({
+        error: null,
+        driver: STARTED.record,
+        accel_fallback:
+          'QEMU: could not start under KVM: qemu-system-x86_64 failed: error: failed to set MSR 0x48f; started under TCG',
+      });
+      expect(logs).toContain(
+        `warn vm ${vmId}: QEMU: could not start under KVM: qemu-system-x86_64 failed: error: failed to set MSR 0x48f; starting it again under TCG`,
+      );
+      expect(logs).toContain(`log vm ${vmId} started: fake pid 4242`);
+    });
+
+    it('lists the VM as Error, with the KVM failure kept, when TCG fails too', async () => {
+      const {
+        vm: { vm_id: vmId },
+      } = await vms.spawn(request({ prefer_kvm: true }));
+      await failUnderKvm();
+      await settleCreate(new VmCreateError('QEMU', 'qemu-system-x86_64 failed: no disk'));
+      expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Error }]);
+      expect(await files.readSidecar(vmId)).toMatchObject({
+        error: 'QEMU: qemu-system-x86_64 failed: no disk',
+        driver: { kind: 'fake', fast: false, pid: null },
+        accel_fallback: expect.stringContaining('failed to set MSR'),
+      });
+    });
+
+    it('does not start again after another failure', async () => {
+      await vms.spawn(request({ prefer_kvm: true }));
+      await settleCreate(new VmCreateError('QEMU', 'qemu-system-x86_64 failed: no disk'));
+      expect(driver.creates).toEqual([]);
+      expect(driver.stopped).toEqual([]);
+    });
   });
 
   it('times each VM start from accepted to started, and to failed', async () => {

@@ -5,9 +5,9 @@ import { CommittedVm, VmRecord, VmState, toRfc3339 } from '@app/fleet-domain';
 import { HostMetrics } from '../metrics/host-metrics.service';
 import { CrashFailpoint } from './crash-failpoint';
 import { KeyedMutex } from './keyed-mutex';
-import { FoundVm, VmDriver, VmRunState, VmSpec } from './vm-driver';
+import { FoundVm, StartedVm, VmDriver, VmRunState, VmSpec } from './vm-driver';
 import { VmFiles, VmSidecar } from './vm-files';
-import { VmCreateError, messageOf } from './vms.errors';
+import { VmAccelerationError, VmCreateError, messageOf } from './vms.errors';
 
 const RUN_STATES: Record<VmRunState, VmState> = {
   running: VmState.Running,
@@ -124,9 +124,7 @@ export class VmLifecycle {
   private async start(sidecar: VmSidecar): Promise<void> {
     const vmId = sidecar.vm_id;
     try {
-      const started = await this.metrics.timeSpawn(
-        this.driver.start(specOf(sidecar), sidecar.driver),
-      );
+      const started = await this.metrics.timeSpawn(this.startOrFallBack(sidecar));
       // Kept even if the write below fails, so a delete still stops what was started.
       sidecar.driver = started.record;
       sidecar.host_ports = started.hostPorts;
@@ -140,6 +138,27 @@ export class VmLifecycle {
       this.logger.log(`vm ${vmId} started: ${started.summary}`);
     } catch (error) {
       await this.fail(sidecar, error);
+    }
+  }
+
+  /**
+   * Starts the VM as planned; when the host's acceleration fails it (KVM present but failing),
+   * stops whatever that start left and starts the VM again the driver's other way (TCG), says
+   * so in the log and marks it in the sidecar (`accel_fallback`, and the driver's record).
+   */
+  private async startOrFallBack(sidecar: VmSidecar): Promise<StartedVm> {
+    const spec = specOf(sidecar);
+    try {
+      return await this.driver.start(spec, sidecar.driver);
+    } catch (error) {
+      if (!(error instanceof VmAccelerationError)) throw error;
+      this.logger.warn(
+        `vm ${spec.vmId}: ${error.step}: ${error.message}; starting it again under ${error.instead}`,
+      );
+      await this.driver.stop(spec.vmId, sidecar.driver);
+      sidecar.driver = error.fallback;
+      sidecar.accel_fallback = `${error.step}: ${error.message}; started under ${error.instead}`;
+      return this.driver.start(spec, error.fallback);
     }
   }
 }

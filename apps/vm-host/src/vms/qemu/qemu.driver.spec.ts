@@ -9,8 +9,9 @@ import { HostFactsPaths, HostFactsService } from '../../host-facts/host-facts.se
 import { HostProcess, ProcessTable } from '../../host-facts/process-table';
 import { CrashFailpoint } from '../crash-failpoint';
 import { VmFiles } from '../vm-files';
-import { VmCreateError, VmCreationUnavailableError } from '../vms.errors';
+import { VmAccelerationError, VmCreateError, VmCreationUnavailableError } from '../vms.errors';
 import { qemuArgs } from './qemu-command-line';
+import * as tools from './run-tool';
 import { QemuDriver } from './qemu.driver';
 
 describe('QemuDriver', () => {
@@ -92,6 +93,42 @@ describe('QemuDriver', () => {
     expect(() => driver(undefined, `/${'d'.repeat(80)}`).checkDiskDir()).toThrow(
       'too long: QMP socket paths under it would exceed 107 bytes',
     );
+  });
+
+  describe('when QEMU fails to start', () => {
+    const MSR_FAILURE =
+      'qemu-system-x86_64 failed: qemu-system-x86_64: error: failed to set MSR 0x48f to 0x7fefff00036dfb';
+
+    /** qemu-system-x86_64 fails as a broken KVM makes it fail, whatever it is asked. */
+    beforeEach(() => {
+      jest.spyOn(tools, 'runTool').mockRejectedValue(new Error(MSR_FAILURE));
+    });
+
+    async function started(accel: 'kvm' | 'tcg'): Promise<unknown> {
+      const files = await preparedFiles();
+      const vmId = await files.newVmId();
+      return driver()
+        .start({ vmId, vmType: 'web', ramMb: 64, vcpuCount: 1 }, { kind: 'qemu', accel, pid: null })
+        .catch((error: unknown) => error);
+    }
+
+    it('under KVM, says the VM may start under TCG instead', async () => {
+      const error = await started('kvm');
+      expect(error).toBeInstanceOf(VmAccelerationError);
+      expect(error).toMatchObject({
+        step: 'QEMU',
+        message: `could not start under KVM: ${MSR_FAILURE}`,
+        fallback: { kind: 'qemu', accel: 'tcg', pid: null },
+        instead: 'TCG',
+      });
+    });
+
+    it('under TCG, is a plain create failure', async () => {
+      const error = await started('tcg');
+      expect(error).toBeInstanceOf(VmCreateError);
+      expect(error).not.toBeInstanceOf(VmAccelerationError);
+      expect(error).toMatchObject({ step: 'QEMU', message: expect.stringContaining('MSR') });
+    });
   });
 
   it('sees a VM whose pid is missing, or is not its QEMU, as stopped, and stopping it signals nothing', async () => {

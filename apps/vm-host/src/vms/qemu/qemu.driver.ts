@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { readFile } from 'node:fs/promises';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { VmHostConfig } from '../../config/vm-host.config';
@@ -15,8 +15,8 @@ import {
   VmRunState,
   VmSpec,
 } from '../vm-driver';
-import { VmFiles } from '../vm-files';
-import { VmCreateError, VmStillRunningError } from '../vms.errors';
+import { PRIVATE_FILE_MODE, VmFiles } from '../vm-files';
+import { VmAccelerationError, VmCreateError, VmStillRunningError } from '../vms.errors';
 import { makeSeedIso } from './cloud-init';
 import {
   QemuAccel,
@@ -66,6 +66,7 @@ async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
+    if (error instanceof VmCreateError) throw error;
     throw new VmCreateError(name, error instanceof Error ? error.message : String(error), {
       cause: error,
     });
@@ -267,12 +268,38 @@ export class QemuDriver extends VmDriver {
     });
   }
 
-  /** Starts QEMU daemonized; resolves with its pid once it runs in the background. */
+  /**
+   * Starts QEMU daemonized; resolves with its pid once it runs in the background. `-daemonize`
+   * sets QEMU's umask to 027, so what it creates would be readable by the group: the serial log
+   * is made 0600 before (QEMU opens it as it is), the QMP socket made 0600 once it exists (in a
+   * 0700 folder meanwhile).
+   */
   private async launch(launch: QemuLaunch): Promise<number> {
-    await runTool('qemu-system-x86_64', qemuArgs(launch), LAUNCH_TIMEOUT_MS);
+    await writeFile(launch.serialLog, '', { mode: PRIVATE_FILE_MODE });
+    await chmod(launch.serialLog, PRIVATE_FILE_MODE);
+    try {
+      await runTool('qemu-system-x86_64', qemuArgs(launch), LAUNCH_TIMEOUT_MS);
+    } catch (error) {
+      if (launch.accel !== 'kvm') throw error;
+      // /dev/kvm is there but QEMU cannot use it (e.g. `failed to set MSR`): TCG may still run it.
+      const tcg: QemuRecord = { kind: 'qemu', accel: 'tcg', pid: null };
+      throw new VmAccelerationError(
+        'QEMU',
+        `could not start under KVM: ${error instanceof Error ? error.message : String(error)}`,
+        tcg,
+        'TCG',
+        { cause: error },
+      );
+    }
     this.failpoint.reached('after-launch-before-pid-written', launch.vmId);
     const pid = Number((await readFile(launch.pidFile, 'utf8')).trim());
     if (!Number.isInteger(pid) || pid <= 0) throw new Error(`unreadable pidfile ${launch.pidFile}`);
+    await chmod(launch.qmpSocket, PRIVATE_FILE_MODE).catch((error: unknown) => {
+      // QEMU runs: not a reason to fail the VM; the run folder is 0700 anyway.
+      this.logger.warn(
+        `vm ${launch.vmId}: could not make its QMP socket private: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    });
     return pid;
   }
 
