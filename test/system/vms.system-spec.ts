@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { basename, join } from 'node:path';
 import {
   Daemon,
@@ -33,6 +34,7 @@ interface ListedVm {
   started_at: string | null;
   tenant_id: string | null;
   host_ports: Array<{ host_port: number; guest_port: number; protocol: string }>;
+  node_id: string;
 }
 
 const workDir = scratchFolder('vms-');
@@ -55,10 +57,24 @@ function agentEnv(nodeId: string, wgIp: string, extra: NodeJS.ProcessEnv = {}): 
   };
 }
 
+/** Whether a TCP connection to host:port is accepted (QEMU's forward accepts before the guest). */
+function acceptsConnections(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port, timeout: 2_000 });
+    const done = (accepted: boolean) => {
+      socket.destroy();
+      resolve(accepted);
+    };
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+    socket.once('timeout', () => done(false));
+  });
+}
+
 async function post(
   path: string,
   body: unknown,
-): Promise<{ status: number; body: { message: string; vm_id: string } }> {
+): Promise<{ status: number; body: { message: string; vm_id: string; node_id: string } }> {
   const response = await fetch(`${FLEET_URL}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -66,7 +82,7 @@ async function post(
   });
   return {
     status: response.status,
-    body: (await response.json()) as { message: string; vm_id: string },
+    body: (await response.json()) as { message: string; vm_id: string; node_id: string },
   };
 }
 
@@ -179,6 +195,8 @@ describe('VMs with real QEMU', () => {
     expect(cmdline).toContain('q35,accel=tcg');
 
     const owner = ownerOf(vmId);
+    expect(created.body.node_id).toBe(owner);
+    expect(running.node_id).toBe(owner);
     const nodes = await eventually(
       'vm_count 1 on the owner',
       async () => {
@@ -188,6 +206,17 @@ describe('VMs with real QEMU', () => {
       2 * INTERVAL_MS,
     );
     expect(nodes.find((node: ListedNode) => node.node_id !== owner)?.vm_count).toBe(0);
+  });
+
+  it('is reached as README shows: its SSH port is forwarded on the wg_ip of its node_id, and only there', async () => {
+    const { vmId, owner } = await runningVm();
+    const vm = (await vms()).find((listed) => listed.vm_id === vmId)!;
+    expect(vm.node_id).toBe(owner);
+    const { wg_ip } = await getJson<ListedNode>(`/v1/nodes/${vm.node_id}`);
+    expect(wg_ip).toBe(owner === 'vm-node-a' ? '127.0.0.2' : '127.0.0.3');
+    const [{ host_port }] = vm.host_ports;
+    expect(await acceptsConnections(wg_ip, host_port)).toBe(true);
+    expect(await acceptsConnections('127.0.0.1', host_port)).toBe(false);
   });
 
   it('finds it by its tenant, and not by another', async () => {
@@ -211,6 +240,33 @@ describe('VMs with real QEMU', () => {
     const [listed] = await vms('?tenant_id=acme');
     expect(listed).toMatchObject({ vm_id: vmId, state: 'Running', tenant_id: 'acme' });
     expect(qemuProcessesOfSuite()).toContain(qemuPidOf(vmId));
+  });
+
+  it('keeps it running when its agent is stopped (SIGTERM, as systemctl stop sends it); started again, the agent lists it at its first heartbeat and it can be deleted', async () => {
+    const { vmId, owner } = await runningVm();
+    const pid = qemuPidOf(vmId);
+    const wgIp = owner === 'vm-node-a' ? '127.0.0.2' : '127.0.0.3';
+    const stopped = agents[owner];
+    expect((await stopped.stop()).code).toBe(0);
+    expect(stopped.output).toMatch(
+      new RegExp(`agent stopping; its 1 VM\\(s\\) \\(${vmId}\\) are left as they are`),
+    );
+    expect(qemuProcessesOfSuite()).toContain(pid);
+    // Until the node drops out, the VM is listed, and a delete is a 502 that keeps it.
+    expect(await del(`/v1/vms/${vmId}`)).toBe(502);
+    expect(qemuProcessesOfSuite()).toContain(pid);
+
+    agents[owner] = await enrolled(startAgent(agentEnv(owner, wgIp)));
+    const listed = await vmListed(vmId, 'Running');
+    expect(listed.node_id).toBe(owner);
+    // The same process, adopted: not a new one.
+    expect(qemuPidOf(vmId)).toBe(pid);
+    expect(await del(`/v1/vms/${vmId}`)).toBe(204);
+    await eventually(
+      'QEMU gone',
+      () => Promise.resolve(qemuProcessesOfSuite().includes(pid) ? undefined : true),
+      5_000,
+    );
   });
 
   it('deletes it through the controller: 204, QEMU gone within 5 s, unlisted; again: 404', async () => {

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { firstValueFrom } from 'rxjs';
@@ -49,7 +50,10 @@ describe('VmsService', () => {
     vms = vmsService(files, driver, clock);
   });
 
-  afterEach(() => closeVmBed(bed));
+  afterEach(() => {
+    jest.restoreAllMocks();
+    return closeVmBed(bed);
+  });
 
   /** Settles the create the driver is working on and waits until the service is done with it. */
   async function settleCreate(outcome: StartedVm | Error): Promise<void> {
@@ -103,6 +107,26 @@ describe('VmsService', () => {
     expect(driver.stopped).toEqual([{ vmId, record: { kind: 'fake', pid: null } }]);
     expect(driver.live.size).toBe(0);
     expect(await bed.runFolders()).toEqual([]);
+  });
+
+  it('stops leaving its VMs running and stopped alike, and says so naming them; with none, says nothing', async () => {
+    const warnings: string[] = [];
+    jest
+      .spyOn(Logger.prototype, 'warn')
+      .mockImplementation((message: unknown) => void warnings.push(String(message)));
+    await vms.beforeApplicationShutdown();
+    expect(warnings).toEqual([]);
+
+    const {
+      vm: { vm_id: vmId },
+    } = await vms.spawn(request());
+    await settleCreate(STARTED);
+    await vms.beforeApplicationShutdown();
+    expect(warnings).toEqual([
+      `agent stopping; its 1 VM(s) (${vmId}) are left as they are: running ones keep running, unlisted once the node drops out (30 s), and are listed again when the agent starts. To retire this node, delete them through the controller first`,
+    ]);
+    expect(driver.stopped).toEqual([]);
+    expect(await readdir(join(root, 'run'))).toEqual([vmId]);
   });
 
   describe('after an agent restart', () => {

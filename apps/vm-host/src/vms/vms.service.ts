@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { Clock } from '@app/daemon';
 import { CreateVmRequest, VmRecord } from '@app/fleet-domain';
@@ -20,7 +20,7 @@ import { VmNotOnNodeError, messageOf } from './vms.errors';
  * it survives an agent killed at any moment.
  */
 @Injectable()
-export class VmsService extends NodeVmsSource {
+export class VmsService extends NodeVmsSource implements BeforeApplicationShutdown {
   private readonly logger = new Logger('Vms');
   readonly changes: Observable<void>;
 
@@ -87,6 +87,19 @@ export class VmsService extends NodeVmsSource {
       };
     });
     return { vms, committed: this.lifecycle.committed(sidecars, found) };
+  }
+
+  /**
+   * A stopping agent leaves its VMs as they are (they outlive it, and the next agent adopts
+   * them): says so, naming them, since the controller stops listing them with the node.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    const vmIds = await this.files.listVmIds();
+    if (vmIds.length === 0) return;
+    const named = vmIds.slice(0, 10).join(', ') + (vmIds.length > 10 ? ', ...' : '');
+    this.logger.warn(
+      `agent stopping; its ${vmIds.length} VM(s) (${named}) are left as they are: running ones keep running, unlisted once the node drops out (30 s), and are listed again when the agent starts. To retire this node, delete them through the controller first`,
+    );
   }
 
   /**
