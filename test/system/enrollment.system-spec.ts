@@ -260,6 +260,12 @@ describe('an agent on a bad environment', () => {
         (id) => ({ ...base(id), VM_HEARTBEAT_INTERVAL_S: 'abc' }),
         /VM_HEARTBEAT_INTERVAL_S/,
       ],
+      [
+        // Listed for 30 s, gone, listed again: refused, naming the limit and why.
+        'VM_HEARTBEAT_INTERVAL_S=45',
+        (id) => ({ ...base(id), VM_HEARTBEAT_INTERVAL_S: '45' }),
+        /VM_HEARTBEAT_INTERVAL_S must be at most 16 s: the controller drops a node silent for 30 s/,
+      ],
       ['VM_SPAWN_PORT=70000', (id) => ({ ...base(id), VM_SPAWN_PORT: '70000' }), /VM_SPAWN_PORT/],
       ['VM_RESERVED=maybe', (id) => ({ ...base(id), VM_RESERVED: 'maybe' }), /VM_RESERVED/],
       [

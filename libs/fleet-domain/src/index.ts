@@ -8,6 +8,7 @@ export * from './dispatch-health';
 export * from './idempotency';
 export * from './agent-refusal';
 export * from './vm-capacity';
+export * from './heartbeat-interval';
 export * from './wire/vm-record';
 export * from './wire/heartbeat-vm';
 export * from './wire/fleet-vm';

@@ -134,6 +134,23 @@ describe('loadVmHostConfig', () => {
   });
 });
 
+describe('VM_HEARTBEAT_INTERVAL_S keeps the node listed', () => {
+  it('takes up to 16 s', () => {
+    expect(
+      loadVmHostConfig({ ...required, VM_HEARTBEAT_INTERVAL_S: '16' }).heartbeatIntervalS,
+    ).toBe(16);
+  });
+
+  it.each(['17', '45', '600'])(
+    'refuses %s s at start-up, naming the variable, the limit and why',
+    (value) => {
+      expect(errorOf({ ...required, VM_HEARTBEAT_INTERVAL_S: value })).toBe(
+        'VM_HEARTBEAT_INTERVAL_S must be at most 16 s: the controller drops a node silent for 30 s, and a longer interval (beats up to 10% late, a request up to 5 s, 2 s to read the VMs) could leave it silent that long',
+      );
+    },
+  );
+});
+
 describe('refuseArguments', () => {
   it('refuses any CLI argument, pointing at the environment', () => {
     expect(() => refuseArguments(['--controller', 'http://x'])).toThrow(/environment variables/);

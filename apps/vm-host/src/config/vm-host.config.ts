@@ -14,9 +14,15 @@ import {
   DEFAULT_HEARTBEAT_INTERVAL_S,
   DEFAULT_RESERVED,
   DEFAULT_SPAWN_PORT,
+  HEARTBEAT_COMPOSE_ALLOWANCE_MS,
+  HEARTBEAT_JITTER,
   ID_PATTERN,
   ID_RULE,
+  MAX_HEARTBEAT_INTERVAL_S,
+  MAX_HEARTBEAT_REQUEST_TIMEOUT_MS,
+  NODE_STALE_AFTER_MS,
   isUnicastAddress,
+  keepsNodeListed,
 } from '@app/fleet-domain';
 
 const PORT = /^(?:[1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5])$/;
@@ -35,6 +41,30 @@ function IsUnicastAddress(options: ValidationOptions): PropertyDecorator {
   return ValidateBy(
     { name: 'isUnicastAddress', validator: { validate: isUnicastAddress } },
     options,
+  );
+}
+
+const WHOLE_SECONDS = /^[1-9]\d{0,5}$/;
+
+/**
+ * A whole number of seconds short enough to keep the node listed: the controller drops a node
+ * it has not heard from for 30 s, and a longer interval would make the node come and go.
+ */
+function IsHeartbeatInterval(): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isHeartbeatInterval',
+      validator: {
+        validate: (value: unknown) =>
+          typeof value === 'string' && WHOLE_SECONDS.test(value) && keepsNodeListed(Number(value)),
+      },
+    },
+    {
+      message: ({ value }) =>
+        typeof value === 'string' && WHOLE_SECONDS.test(value)
+          ? `$property must be at most ${MAX_HEARTBEAT_INTERVAL_S} s: the controller drops a node silent for ${NODE_STALE_AFTER_MS / 1000} s, and a longer interval (beats up to ${Math.round(HEARTBEAT_JITTER * 100)}% late, a request up to ${MAX_HEARTBEAT_REQUEST_TIMEOUT_MS / 1000} s, ${HEARTBEAT_COMPOSE_ALLOWANCE_MS / 1000} s to read the VMs) could leave it silent that long`
+          : '$property must be a positive whole number of seconds',
+    },
   );
 }
 
@@ -87,9 +117,7 @@ export class VmHostConfig extends DaemonConfig {
   wgIp!: string;
 
   @EnvironmentVariable('VM_HEARTBEAT_INTERVAL_S', {
-    validate: Matches(/^[1-9]\d{0,5}$/, {
-      message: '$property must be a positive whole number of seconds',
-    }),
+    validate: IsHeartbeatInterval(),
     read: Number,
     default: DEFAULT_HEARTBEAT_INTERVAL_S,
   })

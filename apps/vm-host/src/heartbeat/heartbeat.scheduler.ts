@@ -1,6 +1,7 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { describeRequestFailure } from '@app/daemon';
+import { HEARTBEAT_JITTER, heartbeatRequestTimeoutMs } from '@app/fleet-domain';
 import type { Subscription } from 'rxjs';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HostMetrics } from '../metrics/host-metrics.service';
@@ -8,8 +9,6 @@ import { NodeVmsSource } from '../vms/node-vms.source';
 import { HeartbeatService } from './heartbeat.service';
 
 const TIMER = 'heartbeat';
-/** A heartbeat request (once composed) that takes longer is abandoned; below the interval. */
-const MAX_REQUEST_TIMEOUT_MS = 5_000;
 
 /**
  * Sends the first heartbeat at once, then one per interval with +-10% jitter so a fleet
@@ -37,7 +36,8 @@ export class HeartbeatScheduler implements OnApplicationShutdown {
     private readonly metrics: HostMetrics = new HostMetrics(),
   ) {
     this.intervalMs = config.heartbeatIntervalS * 1000;
-    this.timeoutMs = Math.min(MAX_REQUEST_TIMEOUT_MS, Math.floor(this.intervalMs * 0.8));
+    // A request (once composed) that takes longer is abandoned; below the interval.
+    this.timeoutMs = heartbeatRequestTimeoutMs(this.intervalMs);
   }
 
   /** Starts beating; called once the agent's own API is listening. */
@@ -64,9 +64,9 @@ export class HeartbeatScheduler implements OnApplicationShutdown {
     this.shutdown.abort(new Error('agent shutting down'));
   }
 
-  /** The next delay: the interval +-10%. */
+  /** The next delay: the interval +-10% (HEARTBEAT_JITTER). */
   nextDelayMs(random = Math.random()): number {
-    return Math.round(this.intervalMs * (0.9 + 0.2 * random));
+    return Math.round(this.intervalMs * (1 - HEARTBEAT_JITTER + 2 * HEARTBEAT_JITTER * random));
   }
 
   private async beat(): Promise<void> {
