@@ -96,24 +96,45 @@ describe('fleet controller: nodes', () => {
     expect(body[0]).toMatchObject({ node_id: 'shared', wg_ip: '10.8.0.2', hostname: 'second' });
   });
 
-  it('ignores a delayed heartbeat older than the stored one of the same boot (200, no rollback)', async () => {
+  it('ignores a delayed heartbeat older than the stored one of the same boot (200, no rollback), and says so', async () => {
     fleet.clock.advance(10_000); // the stamps below are then not ahead of the controller's clock
-    await beat(
+    const taken = await beat(
       heartbeat({
         node_id: 'n1',
         ram_used_mb: 2000,
         timestamp_utc: '2026-08-06T12:00:10.000000002Z',
       }),
     );
-    await beat(
+    expect(taken.body).toEqual({ accepted: true });
+    fleet.clock.advance(1_000);
+    const ignored = await beat(
       heartbeat({
         node_id: 'n1',
         ram_used_mb: 9000,
         timestamp_utc: '2026-08-06T12:00:10.000000001Z',
       }),
     );
+    expect(ignored.body).toEqual({
+      accepted: false,
+      stored_timestamp_utc: '2026-08-06T12:00:10.000000002Z',
+    });
     const { body } = await request(fleet.url).get('/v1/nodes/n1').expect(200);
     expect(body.ram_available_mb).toBe(16384 - 2000);
+  });
+
+  it("keeps a node whose agent's clock went back 10 min listed and current", async () => {
+    fleet.clock.advance(10_000);
+    await beat(heartbeat({ node_id: 'n1', timestamp_utc: '2026-08-06T12:00:10Z' }));
+    for (let second = 10; second <= 60; second += 10) {
+      fleet.clock.advance(10_000);
+      const stamp = `2026-08-06T11:50:${second === 60 ? '59' : second}Z`;
+      const { body } = await beat(
+        heartbeat({ node_id: 'n1', ram_used_mb: second, timestamp_utc: stamp }),
+      );
+      expect(body).toEqual({ accepted: true });
+    }
+    const { body } = await request(fleet.url).get('/v1/nodes/n1').expect(200);
+    expect(body.ram_available_mb).toBe(16384 - 60);
   });
 
   it('takes liveness from its own receive time, not the node clock', async () => {

@@ -63,7 +63,7 @@ describe('the contract check (ajv over the committed documents)', () => {
     expect(
       answer('GET', '/v1/fleet', 200, { nodes: [NODE], last_updated: NODE.last_heartbeat }),
     ).toEqual([]);
-    expect(answer('POST', '/v1/nodes/heartbeat', 200)).toEqual([]);
+    expect(answer('POST', '/v1/nodes/heartbeat', 200, { accepted: true })).toEqual([]);
     expect(answer('DELETE', `/v1/vms/${EXAMPLE_VM_ID}`, 204)).toEqual([]);
     // OpenAPI 3.0 nullable: started_at and tenant_id may be null.
     const vm = {

@@ -28,6 +28,11 @@ export async function startFleet(
     agentTimeoutMs?: number;
     redisUrl?: string;
     clock?: FakeClock;
+    /**
+     * The store's own clock, not a FakeClock (`clock` is then not the app's): for a spec that
+     * fakes the machine's clocks themselves.
+     */
+    storeClock?: boolean;
     /** More of the controller's environment, such as its tokens. */
     env?: NodeJS.ProcessEnv;
   } = {},
@@ -36,9 +41,9 @@ export async function startFleet(
   const config = loadFleetConfig({ ...options.env, VM_FLEET_REDIS_URL: options.redisUrl });
   const settings = new VmHostClientSettings();
   if (options.agentTimeoutMs !== undefined) settings.timeoutMs = options.agentTimeoutMs;
-  const moduleRef = await Test.createTestingModule({ imports: [FleetAppModule.forConfig(config)] })
-    .overrideProvider(Clock)
-    .useValue(clock)
+  let builder = Test.createTestingModule({ imports: [FleetAppModule.forConfig(config)] });
+  if (!options.storeClock) builder = builder.overrideProvider(Clock).useValue(clock);
+  const moduleRef = await builder
     .overrideProvider(VmHostClientSettings)
     .useValue(settings)
     .compile();

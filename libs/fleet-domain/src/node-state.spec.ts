@@ -64,6 +64,13 @@ describe('node record derivation', () => {
     });
   });
 
+  it('shows the wall clock at receipt as last_heartbeat, however far the duration clock is from it', () => {
+    const wallAt = Date.UTC(2026, 7, 6, 11); // the wall clock was stepped back an hour
+    const state = nodeStateFromHeartbeat(heartbeat(), Date.UTC(2026, 7, 6, 12), undefined, wallAt);
+    expect(state.received_at_ms).toBe(Date.UTC(2026, 7, 6, 12));
+    expect(state.record.last_heartbeat).toBe('2026-08-06T11:00:00.000Z');
+  });
+
   it('defaults spawn_port to the agent default 9204', () => {
     expect(nodeStateFromHeartbeat(heartbeat(), 0).spawn_port).toBe(9204);
     expect(nodeStateFromHeartbeat(heartbeat({ spawn_port: 9300 }), 0).spawn_port).toBe(9300);
@@ -324,6 +331,23 @@ describe('judgeHeartbeat', () => {
     ).toBe('out-of-order');
   });
 
+  it('takes an older stamp of the same boot arriving more than 5 s after the stored one: the agent clock went back', () => {
+    const stepped = heartbeat({ timestamp_utc: '2026-08-06T11:50:10Z' }); // 10 min back
+    expect(judgeHeartbeat(stored, stepped, stampedAt + 5_000).kind).toBe('out-of-order');
+    expect(judgeHeartbeat(stored, stepped, stampedAt + 5_001).kind).toBe('refreshed');
+    expect(judgeHeartbeat(stored, stepped).kind).toBe('out-of-order');
+  });
+
+  it("judges a stamp ahead against the controller's wall clock at receipt, not its duration clock", () => {
+    // Duration clock an hour ahead of the wall clock (which was stepped back): the stored stamp
+    // was 1 h ahead of the wall clock when it arrived, so it orders nothing.
+    const wallAt = stampedAt - 3_600_000;
+    const ahead = nodeStateFromHeartbeat(heartbeat(), stampedAt, undefined, wallAt);
+    expect(
+      judgeHeartbeat(ahead, heartbeat({ timestamp_utc: '2026-08-06T11:00:01Z' }), stampedAt + 1),
+    ).toEqual({ kind: 'refreshed' });
+  });
+
   it('trusts a stamp 2.5 s ahead no more than a far-future one', () => {
     const ahead = nodeStateFromHeartbeat(
       heartbeat({ timestamp_utc: '2026-08-06T12:00:02.500Z' }),
@@ -347,12 +371,16 @@ describe('node changes', () => {
     const trusted = nodeStateFromHeartbeat(heartbeat(), Date.parse(heartbeat().timestamp_utc));
     const stale = acceptHeartbeat(
       heartbeat({ timestamp_utc: '2026-08-06T11:59:59Z', ram_used_mb: 1 }),
-      trusted.received_at_ms + 10_000,
+      trusted.received_at_ms + 2_000,
     )(trusted);
     expect(stale).toEqual({
       next: undefined,
       result: { kind: 'out-of-order', stored_timestamp_utc: trusted.timestamp_utc },
     });
+
+    const later = acceptHeartbeat(heartbeat(), 20_000, 19_000)(stored).next;
+    expect(later?.received_at_ms).toBe(20_000);
+    expect(later?.received_at_wall_ms).toBe(19_000);
   });
 
   it('holds RAM on a live node that has room, and on no other', () => {

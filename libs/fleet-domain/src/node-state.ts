@@ -28,6 +28,14 @@ export interface RamHold {
 /** How many of a node's last gaps between heartbeats are kept to judge whether it is late. */
 const BEAT_GAPS_KEPT = 4;
 
+/**
+ * A heartbeat stamped before the stored one of its boot is a late copy (ignored) only when it
+ * arrives within this of the stored one: no agent keeps a heartbeat in flight longer (ours
+ * gives up after 5 s at most). One arriving later was sent later, by an agent whose clock went
+ * back: it is taken, or a node that beats on time would drop out while it beats.
+ */
+const LATE_COPY_WINDOW_MS = 5_000;
+
 /** What the controller stores per node: the last heartbeat it accepted, and its own additions. */
 export interface NodeState {
   node_id: string;
@@ -42,8 +50,16 @@ export interface NodeState {
   vms: HeartbeatVm[];
   boot_id: string;
   timestamp_utc: string;
-  /** The controller's receive time (ms since the epoch): the only liveness signal. */
+  /**
+   * The controller's receive time (ms since the epoch) on the clock durations are measured on
+   * (Clock.now, which does not step): the only liveness signal.
+   */
   received_at_ms: number;
+  /**
+   * The controller's wall clock at receipt (Clock.wallNow): shown as last_heartbeat and held
+   * against the agent's stamps, never used to judge liveness.
+   */
+  received_at_wall_ms: number;
   /** Gaps (ms) between this boot's last few heartbeats, oldest first: see beatIntervalMs. */
   beat_gaps_ms: number[];
   holds: Record<string, RamHold>;
@@ -73,6 +89,7 @@ function withRecord(facts: NodeFacts): NodeState {
     boot_id: facts.boot_id,
     timestamp_utc: facts.timestamp_utc,
     received_at_ms: facts.received_at_ms,
+    received_at_wall_ms: facts.received_at_wall_ms,
     beat_gaps_ms: facts.beat_gaps_ms,
     holds: facts.holds,
     dispatch_failures: facts.dispatch_failures,
@@ -87,7 +104,7 @@ export type HeartbeatVerdict =
   | { kind: 'refreshed' }
   /** Another boot or another host now speaks for this node id. */
   | { kind: 'taken-over'; previous: Pick<NodeState, 'boot_id' | 'wg_ip' | 'hostname'> }
-  /** Older than what is stored for the same boot: a delayed retry, ignored. */
+  /** Older than what is stored for the same boot, and right after it: a late copy, ignored. */
   | { kind: 'out-of-order'; stored_timestamp_utc: string };
 
 /** The oldest receive time that is still live at `nowMs`: silent for 30 s is live, longer is not. */
@@ -96,27 +113,33 @@ export function liveSince(nowMs: number): number {
 }
 
 /**
- * Decides what a heartbeat means against the record stored for its node id, if any.
+ * Decides what a heartbeat received at `receivedAtMs` (Clock.now) means against the record
+ * stored for its node id, if any.
  *
- * A heartbeat of the stored boot stamped before the stored one is a delayed retry, ignored.
- * But the stored stamp orders later heartbeats only if it was not ahead of the controller's
- * clock when it arrived (beyond the NTP allowance): otherwise one forged far-future stamp
- * would make the real agent's heartbeats look old until the node dropped. Such a stamp is not
- * refused, it is just not trusted, so the next real heartbeat replaces it.
+ * A heartbeat of the stored boot stamped before the stored one, and received within 5 s of it,
+ * is a late copy, ignored. But the stored stamp orders later heartbeats only if it was not
+ * ahead of the controller's wall clock when it arrived (beyond the NTP allowance): otherwise
+ * one forged far-future stamp would make the real agent's heartbeats look old until the node
+ * dropped. Such a stamp is not refused, it is just not trusted, so the next real heartbeat
+ * replaces it. Without `receivedAtMs`, every older stamp counts as a late copy.
  */
 export function judgeHeartbeat(
   stored: NodeState | undefined,
   heartbeat: NodeHeartbeat,
+  receivedAtMs?: number,
 ): HeartbeatVerdict {
   if (!stored) return { kind: 'joined' };
-  if (stored.boot_id === heartbeat.boot_id) {
+  if (
+    stored.boot_id === heartbeat.boot_id &&
+    (receivedAtMs === undefined || receivedAtMs - stored.received_at_ms <= LATE_COPY_WINDOW_MS)
+  ) {
     const storedAt = rfc3339ToEpochNanos(stored.timestamp_utc);
     const sentAt = rfc3339ToEpochNanos(heartbeat.timestamp_utc);
     if (
       storedAt !== null &&
       sentAt !== null &&
       sentAt < storedAt &&
-      !wasAheadOnArrival(storedAt, stored.received_at_ms)
+      !wasAheadOnArrival(storedAt, stored.received_at_wall_ms)
     ) {
       return { kind: 'out-of-order', stored_timestamp_utc: stored.timestamp_utc };
     }
@@ -134,8 +157,10 @@ export function judgeHeartbeat(
   return { kind: 'refreshed' };
 }
 
-function wasAheadOnArrival(stampNanos: bigint, receivedAtMs: number): boolean {
-  return stampNanos > BigInt(Math.ceil(receivedAtMs + HEARTBEAT_STAMP_ALLOWANCE_MS)) * 1_000_000n;
+function wasAheadOnArrival(stampNanos: bigint, receivedAtWallMs: number): boolean {
+  return (
+    stampNanos > BigInt(Math.ceil(receivedAtWallMs + HEARTBEAT_STAMP_ALLOWANCE_MS)) * 1_000_000n
+  );
 }
 
 /**
@@ -143,11 +168,13 @@ function wasAheadOnArrival(stampNanos: bigint, receivedAtMs: number): boolean {
  * survives. Only RAM holds of the same boot carry over, until the heartbeat lists their VM
  * (by id, or by the key it was spawned with, for a spawn not answered yet) or their deadline
  * has passed: the node's own figures count a VM it lists, not one it has yet to report.
+ * `receivedAtWallMs` is the wall clock at receipt, for a clock whose two readings differ.
  */
 export function nodeStateFromHeartbeat(
   heartbeat: NodeHeartbeat,
   receivedAtMs: number,
   previous?: NodeState,
+  receivedAtWallMs = receivedAtMs,
 ): NodeState {
   const sameBoot = previous !== undefined && previous.boot_id === heartbeat.boot_id;
   return withRecord({
@@ -163,6 +190,7 @@ export function nodeStateFromHeartbeat(
     boot_id: heartbeat.boot_id,
     timestamp_utc: heartbeat.timestamp_utc,
     received_at_ms: receivedAtMs,
+    received_at_wall_ms: receivedAtWallMs,
     beat_gaps_ms: sameBoot
       ? [...previous.beat_gaps_ms, receivedAtMs - previous.received_at_ms].slice(-BEAT_GAPS_KEPT)
       : [],
@@ -246,7 +274,7 @@ export function toNodeRecord(state: NodeFacts): NodeRecord {
     vm_count: vmCount(state),
     kvm_available: state.kvm_available,
     reserved: state.reserved,
-    last_heartbeat: toRfc3339(state.received_at_ms),
+    last_heartbeat: toRfc3339(state.received_at_wall_ms),
   };
 }
 
@@ -272,18 +300,22 @@ export interface RamHoldRequest {
  */
 export type NodeChange<T> = (stored: NodeState | undefined) => { next?: NodeState; result: T };
 
-/** A heartbeat replaces the stored state unless it is out of order; the verdict says which. */
+/**
+ * A heartbeat replaces the stored state unless it is out of order; the verdict says which.
+ * Received at `receivedAtMs` (Clock.now) and `receivedAtWallMs` (Clock.wallNow).
+ */
 export function acceptHeartbeat(
   heartbeat: NodeHeartbeat,
   receivedAtMs: number,
+  receivedAtWallMs = receivedAtMs,
 ): NodeChange<HeartbeatVerdict> {
   return (stored) => {
-    const verdict = judgeHeartbeat(stored, heartbeat);
+    const verdict = judgeHeartbeat(stored, heartbeat, receivedAtMs);
     return {
       next:
         verdict.kind === 'out-of-order'
           ? undefined
-          : nodeStateFromHeartbeat(heartbeat, receivedAtMs, stored),
+          : nodeStateFromHeartbeat(heartbeat, receivedAtMs, stored, receivedAtWallMs),
       result: verdict,
     };
   };

@@ -60,6 +60,16 @@ describe('FleetMetrics', () => {
     expect(count('refused')).toBe(1);
   });
 
+  it('counts a node id two agents take from each other once, however many beats', async () => {
+    expect(sampleValue(await scraped(), 'ppn_fleet_node_id_conflicts_total')).toBe(0);
+    for (let beat = 0; beat < 6; beat++) {
+      clock.advance(5_000);
+      const agent = beat % 2 === 0 ? 'a' : 'b';
+      await nodes.acceptHeartbeat(heartbeat('n1', beat, { boot_id: `boot-${agent}` }));
+    }
+    expect(sampleValue(await scraped(), 'ppn_fleet_node_id_conflicts_total')).toBe(1);
+  });
+
   it('reports the live nodes as they are when scraped, and counts the sweep drops', async () => {
     await nodes.acceptHeartbeat(heartbeat('n1', 0));
     await nodes.acceptHeartbeat(heartbeat('n2', 0));
@@ -136,6 +146,7 @@ describe('FleetMetrics', () => {
       ppn_fleet_placements_total: 'counter',
       ppn_fleet_dispatch_duration_seconds: 'histogram',
       ppn_fleet_dispatch_failures_total: 'counter',
+      ppn_fleet_node_id_conflicts_total: 'counter',
       ppn_fleet_sweep_duration_seconds: 'histogram',
     });
     expect(types.get('process_resident_memory_bytes')).toBe('gauge');

@@ -13,6 +13,7 @@ interface FleetInstruments {
   placements: Prometheus.Counter<'outcome'>;
   dispatch: Prometheus.Histogram<'outcome'>;
   dispatchFailures: Prometheus.Counter;
+  nodeIdConflicts: Prometheus.Counter;
   sweep: Prometheus.Histogram;
 }
 
@@ -85,6 +86,11 @@ export class FleetMetrics {
         help: "Dispatches to a node's agent that failed for the node's own reasons (unreachable, no answer in time, 5xx): such a node is passed over for a while, with backoff. The log line names the node.",
         registers,
       }),
+      nodeIdConflicts: new prometheus.Counter({
+        name: 'ppn_fleet_node_id_conflicts_total',
+        help: 'Times one node id was found used by two agents at once (heartbeats of two boots or addresses taking it from each other), counted once per episode. The warning names both.',
+        registers,
+      }),
       sweep: new prometheus.Histogram({
         name: 'ppn_fleet_sweep_duration_seconds',
         help: 'Time one staleness sweep took (once a second).',
@@ -116,6 +122,10 @@ export class FleetMetrics {
 
   countDispatchFailure(): void {
     this.instruments?.dispatchFailures.inc();
+  }
+
+  countNodeIdConflict(): void {
+    this.instruments?.nodeIdConflicts.inc();
   }
 
   observeSweep(seconds: number, dropped: number): void {

@@ -1,7 +1,13 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@app/fleet-domain';
 import { BODY_ERRORS, RequiresToken, invalidInput } from '@app/daemon';
-import { EXAMPLE_NODE_ID, NodeHeartbeat, NodeIdParams, NodeRecord } from '@app/fleet-domain';
+import {
+  EXAMPLE_NODE_ID,
+  HeartbeatAnswer,
+  NodeHeartbeat,
+  NodeIdParams,
+  NodeRecord,
+} from '@app/fleet-domain';
 import { ApiFleetStateErrors, NODES_ERROR_STATUSES } from './nodes.error-statuses';
 import { NodeNotFoundError } from './nodes.errors';
 import { NodesService } from './nodes.service';
@@ -18,9 +24,12 @@ export class NodesController {
     operationId: 'postHeartbeat',
     summary: "Report a node's state; the first heartbeat enrolls it, each one replaces its record",
     description:
-      "What every agent sends at start and then every VM_HEARTBEAT_INTERVAL_S seconds. There is no registration call: the first heartbeat of a node id enrolls it. Each heartbeat replaces the node's record and VM list wholesale; a node id already in use is not refused, the newer heartbeat takes it over. A heartbeat stamped before the one stored for the same boot is ignored (still 200). Unknown extra fields are ignored.",
+      "What every agent sends at start and then every VM_HEARTBEAT_INTERVAL_S seconds. There is no registration call: the first heartbeat of a node id enrolls it. Each heartbeat replaces the node's record and VM list wholesale; a node id already in use is not refused, the newer heartbeat takes it over. A heartbeat stamped before the one stored for the same boot and arriving less than 5 s after it is a late copy: ignored, still 200, and the answer says so (accepted false). One arriving later is taken whatever its stamp: its agent's clock went back. Unknown extra fields are ignored.",
   })
-  @ApiOkResponse({ description: 'Accepted (also when ignored as out of order). No body.' })
+  @ApiOkResponse({
+    type: HeartbeatAnswer,
+    description: 'Taken (accepted true), or ignored as a late copy (accepted false).',
+  })
   @ApiFleetStateErrors(
     NODES_ERROR_STATUSES,
     ...BODY_ERRORS,
@@ -29,8 +38,8 @@ export class NodesController {
       'vms.0.started_at must be an RFC 3339 date-time such as 2026-08-06T12:00:00.123456789Z, or null',
     ),
   )
-  async heartbeat(@Body() heartbeat: NodeHeartbeat): Promise<void> {
-    await this.nodes.acceptHeartbeat(heartbeat);
+  heartbeat(@Body() heartbeat: NodeHeartbeat): Promise<HeartbeatAnswer> {
+    return this.nodes.acceptHeartbeat(heartbeat);
   }
 
   @Get()

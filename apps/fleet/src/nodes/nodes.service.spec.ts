@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { NodeHeartbeat } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { heartbeat as agentHeartbeat } from '../../../../test/support/heartbeats';
+import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { InMemoryNodesRepository } from './memory/in-memory-nodes.repository';
 import { NodesService } from './nodes.service';
 
@@ -23,11 +24,13 @@ describe('NodesService', () => {
   let repository: InMemoryNodesRepository;
   let service: NodesService;
   let logs: string[];
+  let metrics: FleetMetrics;
 
   beforeEach(() => {
     clock = new FakeClock();
     repository = new InMemoryNodesRepository();
-    service = new NodesService(repository, clock);
+    metrics = new FleetMetrics();
+    service = new NodesService(repository, clock, metrics);
     logs = [];
     jest.spyOn(Logger.prototype, 'log').mockImplementation((message: unknown) => {
       logs.push(String(message));
@@ -83,5 +86,102 @@ describe('NodesService', () => {
       'node n1: ignored heartbeat stamped 2026-08-06T12:00:05Z, older than the stored 2026-08-06T12:00:10Z of boot boot-1',
       'node n1 taken over: now 10.8.0.9 (host n1, boot boot-2), was 10.8.0.1 (host n1, boot boot-1)',
     ]);
+  });
+
+  it('answers whether a heartbeat was taken, and with the stamp to beat when it was not', async () => {
+    clock.advance(10_000);
+    expect(
+      await service.acceptHeartbeat(heartbeat('n1', { timestamp_utc: '2026-08-06T12:00:10Z' })),
+    ).toEqual({ accepted: true });
+    clock.advance(1_000);
+    expect(
+      await service.acceptHeartbeat(heartbeat('n1', { timestamp_utc: '2026-08-06T12:00:05Z' })),
+    ).toEqual({ accepted: false, stored_timestamp_utc: '2026-08-06T12:00:10Z' });
+  });
+
+  it("keeps a node whose agent's clock went back 10 min listed and current: its next beats are taken", async () => {
+    clock.advance(10_000);
+    await service.acceptHeartbeat(heartbeat('n1', { timestamp_utc: '2026-08-06T12:00:10Z' }));
+    for (let beat = 1; beat <= 6; beat++) {
+      clock.advance(10_000);
+      const stamp = new Date(Date.UTC(2026, 7, 6, 11, 50, 10) + beat * 10_000).toISOString();
+      expect(
+        await service.acceptHeartbeat(heartbeat('n1', { timestamp_utc: stamp, ram_used_mb: beat })),
+      ).toEqual({ accepted: true });
+    }
+    clock.advance(10_000);
+    expect((await service.getNode('n1')).ram_available_mb).toBe(4096 - 6);
+  });
+
+  it('shows last_heartbeat and last_updated on the wall clock, and judges liveness on the other', async () => {
+    await service.acceptHeartbeat(heartbeat('n1'));
+    clock.stepWall(-3_600_000);
+    clock.advance(1_000);
+    await service.acceptHeartbeat(heartbeat('n2'));
+    const status = await service.fleetStatus();
+    expect(status.nodes.map((node) => [node.node_id, node.last_heartbeat])).toEqual([
+      ['n1', '2026-08-06T12:00:00.000Z'],
+      ['n2', '2026-08-06T11:00:01.000Z'],
+    ]);
+    expect(status.last_updated).toBe('2026-08-06T11:00:01.000Z');
+    clock.advance(30_000);
+    expect((await service.listNodes()).map((node) => node.node_id)).toEqual(['n2']);
+  });
+
+  describe('a node id used by two agents at once', () => {
+    const agentA = { boot_id: 'boot-a', wg_ip: '10.8.0.1', hostname: 'rack1' };
+    const agentB = { boot_id: 'boot-b', wg_ip: '10.8.0.2', hostname: 'rack2' };
+    const WARNING =
+      "node n1 is used by two agents at once: 10.8.0.1 (host rack1, boot boot-a) and 10.8.0.2 (host rack2, boot boot-b) take it from each other at every heartbeat, each replacing the other's record and VMs; give each its own VM_NODE_ID (warned once until neither has taken it from the other for 60 s)";
+
+    /** A and B beating alternately, 5 s apart, `beats` heartbeats in all, A first. */
+    async function alternate(beats: number): Promise<void> {
+      for (let index = 0; index < beats; index++) {
+        clock.advance(5_000);
+        await service.acceptHeartbeat(heartbeat('n1', index % 2 === 0 ? agentA : agentB));
+      }
+    }
+
+    it('is one warning naming both addresses and boot ids, and one count, however many beats', async () => {
+      const counted = jest.spyOn(metrics, 'countNodeIdConflict');
+      await alternate(12);
+      expect(logs).toEqual([
+        'node n1 joined from 10.8.0.1 (host rack1, boot boot-a)',
+        'node n1 taken over: now 10.8.0.2 (host rack2, boot boot-b), was 10.8.0.1 (host rack1, boot boot-a)',
+        WARNING,
+      ]);
+      expect(counted).toHaveBeenCalledTimes(1);
+
+      // B alone from now on: the episode ends 60 s after the last take-over, in one line.
+      logs.length = 0;
+      for (let beat = 0; beat < 7; beat++) {
+        clock.advance(10_000);
+        await service.acceptHeartbeat(heartbeat('n1', agentB));
+        await service.dropStaleNodes();
+      }
+      expect(logs).toEqual([
+        'node n1: no longer taken back and forth (10 take-overs in 45 s between 10.8.0.1 (host rack1, boot boot-a) and 10.8.0.2 (host rack2, boot boot-b), none for 60 s)',
+      ]);
+
+      // A comes back while B still beats: a new episode, warned and counted again.
+      logs.length = 0;
+      await alternate(3);
+      expect(logs.filter((line) => line.includes('two agents at once'))).toHaveLength(1);
+      expect(counted).toHaveBeenCalledTimes(2);
+    });
+
+    it('is not an agent that rebooted, nor one that comes back after a minute away', async () => {
+      const counted = jest.spyOn(metrics, 'countNodeIdConflict');
+      await service.acceptHeartbeat(heartbeat('n1', agentA));
+      clock.advance(10_000);
+      await service.acceptHeartbeat(heartbeat('n1', { ...agentA, boot_id: 'boot-a2' }));
+      clock.advance(10_000);
+      await service.acceptHeartbeat(heartbeat('n1', agentB));
+      clock.advance(61_000);
+      await service.acceptHeartbeat(heartbeat('n1', { ...agentA, boot_id: 'boot-a2' }));
+      expect(logs.filter((line) => line.includes('taken over'))).toHaveLength(3);
+      expect(logs.filter((line) => line.includes('two agents'))).toEqual([]);
+      expect(counted).not.toHaveBeenCalled();
+    });
   });
 });

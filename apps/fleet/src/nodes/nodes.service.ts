@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { Clock } from '@app/daemon';
 import {
   FleetStatus,
+  HeartbeatAnswer,
   NodeHeartbeat,
   NodeRecord,
   acceptHeartbeat,
@@ -11,15 +12,20 @@ import {
   toRfc3339,
 } from '@app/fleet-domain';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
+import { NodeIdConflicts, describeSpeaker } from './node-id-conflicts.tracker';
 import { NodeNotFoundError } from './nodes.errors';
 import { NodesRepository } from './nodes.repository';
 
 /** Nodes named one by one per sweep; beyond that, one summary line. */
 const DROP_LINES_PER_SWEEP = 20;
 
+/** Every heartbeat taken gets this same answer. */
+const ACCEPTED: HeartbeatAnswer = Object.freeze({ accepted: true });
+
 @Injectable()
 export class NodesService {
   private readonly logger = new Logger('Nodes');
+  private readonly conflicts = new NodeIdConflicts();
 
   constructor(
     private readonly nodes: NodesRepository,
@@ -27,33 +33,62 @@ export class NodesService {
     private readonly metrics: FleetMetrics = new FleetMetrics(),
   ) {}
 
-  /** Replaces the node's record with the heartbeat; the first one enrolls the node. */
-  async acceptHeartbeat(heartbeat: NodeHeartbeat): Promise<void> {
+  /**
+   * Replaces the node's record with the heartbeat; the first one enrolls the node. The answer
+   * says whether it was taken (a late copy is not).
+   */
+  async acceptHeartbeat(heartbeat: NodeHeartbeat): Promise<HeartbeatAnswer> {
+    const receivedAtMs = this.clock.now();
     const verdict = await this.nodes.update(
       heartbeat.node_id,
-      acceptHeartbeat(heartbeat, this.clock.now()),
+      acceptHeartbeat(heartbeat, receivedAtMs, this.clock.wallNow()),
     );
     this.metrics.countHeartbeat(verdict.kind);
     const id = heartbeat.node_id;
     switch (verdict.kind) {
       case 'joined':
-        this.logger.log(
-          `node ${id} joined from ${heartbeat.wg_ip} (host ${heartbeat.hostname}, boot ${heartbeat.boot_id})`,
-        );
+        this.logger.log(`node ${id} joined from ${describeSpeaker(heartbeat)}`);
         break;
-      case 'taken-over': {
-        const was = verdict.previous;
-        this.logger.log(
-          `node ${id} taken over: now ${heartbeat.wg_ip} (host ${heartbeat.hostname}, boot ${heartbeat.boot_id}), was ${was.wg_ip} (host ${was.hostname}, boot ${was.boot_id})`,
-        );
+      case 'taken-over':
+        this.noteTakeOver(heartbeat, verdict.previous, receivedAtMs);
         break;
-      }
       case 'out-of-order':
         this.logger.warn(
           `node ${id}: ignored heartbeat stamped ${heartbeat.timestamp_utc}, older than the stored ${verdict.stored_timestamp_utc} of boot ${heartbeat.boot_id}`,
         );
-        break;
+        return { accepted: false, stored_timestamp_utc: verdict.stored_timestamp_utc };
       case 'refreshed':
+        break;
+    }
+    return ACCEPTED;
+  }
+
+  /**
+   * One line per hand-over of a node id; but two live agents on one id take it from each other
+   * at every beat: that is one warning per episode, naming both, and one count.
+   */
+  private noteTakeOver(
+    heartbeat: NodeHeartbeat,
+    previous: Parameters<NodeIdConflicts['noteTakeOver']>[1],
+    atMs: number,
+  ): void {
+    const id = heartbeat.node_id;
+    const meaning = this.conflicts.noteTakeOver(id, previous, heartbeat, atMs);
+    switch (meaning.kind) {
+      case 'handover':
+        this.logger.log(
+          `node ${id} taken over: now ${describeSpeaker(heartbeat)}, was ${describeSpeaker(previous)}`,
+        );
+        break;
+      case 'conflict-began': {
+        const [one, other] = meaning.conflict.agents;
+        this.metrics.countNodeIdConflict();
+        this.logger.warn(
+          `node ${id} is used by two agents at once: ${describeSpeaker(one)} and ${describeSpeaker(other)} take it from each other at every heartbeat, each replacing the other's record and VMs; give each its own VM_NODE_ID (warned once until neither has taken it from the other for 60 s)`,
+        );
+        break;
+      }
+      case 'conflict-continues':
         break;
     }
   }
@@ -70,11 +105,10 @@ export class NodesService {
   }
 
   async fleetStatus(): Promise<FleetStatus> {
-    const now = this.clock.now();
-    const records = await this.nodes.listLiveRecords(liveSince(now));
+    const records = await this.nodes.listLiveRecords(liveSince(this.clock.now()));
     return {
       nodes: records.sort(byNodeId),
-      last_updated: toRfc3339(now),
+      last_updated: toRfc3339(this.clock.wallNow()),
     };
   }
 
@@ -91,6 +125,13 @@ export class NodesService {
       this.logger.log(`node ${state.node_id} dropped after ${silentS} s without a heartbeat`);
     }
     this.metrics.observeSweep((performance.now() - startedAt) / 1000, dropped.length);
+    for (const conflict of this.conflicts.endQuiet(now)) {
+      const [one, other] = conflict.agents;
+      const lastedS = ((conflict.last_ms - conflict.since_ms) / 1000).toFixed(0);
+      this.logger.log(
+        `node ${conflict.node_id}: no longer taken back and forth (${conflict.takeovers} take-overs in ${lastedS} s between ${describeSpeaker(one)} and ${describeSpeaker(other)}, none for 60 s)`,
+      );
+    }
     if (dropped.length > DROP_LINES_PER_SWEEP) {
       const tookMs = (performance.now() - startedAt).toFixed(1);
       this.logger.log(

@@ -51,7 +51,7 @@ export interface paths {
     put?: never;
     /**
      * Report a node's state; the first heartbeat enrolls it, each one replaces its record
-     * @description What every agent sends at start and then every VM_HEARTBEAT_INTERVAL_S seconds. There is no registration call: the first heartbeat of a node id enrolls it. Each heartbeat replaces the node's record and VM list wholesale; a node id already in use is not refused, the newer heartbeat takes it over. A heartbeat stamped before the one stored for the same boot is ignored (still 200). Unknown extra fields are ignored.
+     * @description What every agent sends at start and then every VM_HEARTBEAT_INTERVAL_S seconds. There is no registration call: the first heartbeat of a node id enrolls it. Each heartbeat replaces the node's record and VM list wholesale; a node id already in use is not refused, the newer heartbeat takes it over. A heartbeat stamped before the one stored for the same boot and arriving less than 5 s after it is a late copy: ignored, still 200, and the answer says so (accepted false). One arriving later is taken whatever its stamp: its agent's clock went back. Unknown extra fields are ignored.
      */
     post: operations['postHeartbeat'];
     delete?: never;
@@ -183,6 +183,19 @@ export interface components {
       vm_id: string;
       /** @example web */
       vm_type: string;
+    };
+    HeartbeatAnswer: {
+      /**
+       * @description false: ignored as a late copy, because the node's record holds a heartbeat of the same boot stamped later (stored_timestamp_utc) that arrived less than 5 s before; nothing was changed.
+       * @example true
+       */
+      accepted: boolean;
+      /**
+       * Format: date-time
+       * @description Only when not accepted: the stamp stored for this boot. A heartbeat stamped after it is taken.
+       * @example 2026-08-06T12:00:10.123456789Z
+       */
+      stored_timestamp_utc?: string;
     };
     HeartbeatVm: {
       /** @default [] */
@@ -408,12 +421,14 @@ export interface operations {
       };
     };
     responses: {
-      /** @description Accepted (also when ignored as out of order). No body. */
+      /** @description Taken (accepted true), or ignored as a late copy (accepted false). */
       200: {
         headers: {
           [name: string]: unknown;
         };
-        content?: never;
+        content: {
+          'application/json': components['schemas']['HeartbeatAnswer'];
+        };
       };
       /**
        * @description - The body is not valid JSON.

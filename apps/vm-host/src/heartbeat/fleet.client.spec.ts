@@ -45,6 +45,32 @@ describe('FleetClient', () => {
     ]);
   });
 
+  it('says whether the controller took the heartbeat: only accepted false is a no', async () => {
+    const answers = [
+      '',
+      '{"accepted":true}',
+      'not json',
+      '{"accepted":false,"stored_timestamp_utc":"2026-08-06T12:10:00.000000001Z"}',
+      '{"accepted":false}',
+    ];
+    const fleet = await controller((_request, _body, response) => {
+      response.setHeader('content-type', 'application/json');
+      response.end(answers.shift());
+    });
+    server = fleet.server;
+    const client = new FleetClient(fleet.url);
+    const send = () =>
+      client.sendHeartbeat(heartbeat({ node_id: 'n' }), AbortSignal.timeout(2_000));
+    expect(await send()).toEqual({ accepted: true });
+    expect(await send()).toEqual({ accepted: true });
+    expect(await send()).toEqual({ accepted: true });
+    expect(await send()).toEqual({
+      accepted: false,
+      stored_timestamp_utc: '2026-08-06T12:10:00.000000001Z',
+    });
+    expect(await send()).toEqual({ accepted: false });
+  });
+
   it("throws with the status and the controller's message when it does not answer 200", async () => {
     const fleet = await controller((_request, _body, response) => {
       response.statusCode = 400;

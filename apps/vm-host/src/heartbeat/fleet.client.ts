@@ -2,10 +2,14 @@ import { ClientRequest, IncomingMessage, RequestOptions, request as httpRequest 
 import type { components, paths } from './fleet-api.generated';
 
 export type HeartbeatBody = components['schemas']['NodeHeartbeat'];
+export type HeartbeatAnswer = components['schemas']['HeartbeatAnswer'];
+
+/** What a 200 without a readable answer means: a controller of the original services says nothing more. */
+const TAKEN: HeartbeatAnswer = { accepted: true };
 
 const HEARTBEAT_PATH = '/v1/nodes/heartbeat' satisfies keyof paths;
-/** Of a refusal, only its JSON `message` is kept; a longer body is not read further. */
-const MAX_ERROR_BODY_BYTES = 64 * 1024;
+/** Of an answer, only so much is read: a refusal's JSON `message`, or whether it was taken. */
+const MAX_ANSWER_BODY_BYTES = 64 * 1024;
 
 /** Longest controller message a failure log line quotes. */
 const MAX_MESSAGE_CHARS = 300;
@@ -32,8 +36,11 @@ export class FleetClient {
     this.url = new URL(`${baseUrl.replace(/\/+$/, '')}${HEARTBEAT_PATH}`);
   }
 
-  /** Throws with the reason when the controller cannot be reached or does not answer 200. */
-  async sendHeartbeat(body: HeartbeatBody, signal: AbortSignal): Promise<void> {
+  /**
+   * The controller's answer: whether it took the heartbeat. Throws with the reason when it
+   * cannot be reached or does not answer 200.
+   */
+  async sendHeartbeat(body: HeartbeatBody, signal: AbortSignal): Promise<HeartbeatAnswer> {
     const send = await this.loadTransport();
     const payload = Buffer.from(JSON.stringify(body));
     const response = await new Promise<IncomingMessage>((resolve, reject) => {
@@ -51,11 +58,8 @@ export class FleetClient {
       request.once('error', (error) => reject(signal.aborted ? (signal.reason as Error) : error));
       request.end(payload);
     });
-    if (response.statusCode === 200) {
-      response.resume();
-      return;
-    }
-    const detail = await readMessage(response);
+    if (response.statusCode === 200) return answerOf(await readJson(response));
+    const detail = messageOf(await readJson(response));
     throw new Error(
       `controller answered ${response.statusCode}${detail === undefined ? '' : `: ${detail}`}`,
     );
@@ -71,23 +75,40 @@ export class FleetClient {
   }
 }
 
-/** The `message` of a JSON error body, if it has one. */
-async function readMessage(response: IncomingMessage): Promise<string | undefined> {
+/** A JSON body, parsed; undefined when there is none, it is too long or not JSON. */
+async function readJson(response: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];
   let size = 0;
   try {
     for await (const chunk of response as AsyncIterable<Buffer>) {
       size += chunk.length;
-      if (size > MAX_ERROR_BODY_BYTES) {
+      if (size > MAX_ANSWER_BODY_BYTES) {
         response.destroy();
         return undefined;
       }
       chunks.push(chunk);
     }
-    const message = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { message?: unknown })
-      .message;
-    return typeof message === 'string' ? message.slice(0, MAX_MESSAGE_CHARS) : undefined;
+    return size === 0 ? undefined : (JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown);
   } catch {
     return undefined;
   }
+}
+
+/** The `message` of a JSON error body, if it has one. */
+function messageOf(body: unknown): string | undefined {
+  const message = isObject(body) ? body.message : undefined;
+  return typeof message === 'string' ? message.slice(0, MAX_MESSAGE_CHARS) : undefined;
+}
+
+/** Only an explicit `accepted: false` says the heartbeat was ignored; anything else, taken. */
+function answerOf(body: unknown): HeartbeatAnswer {
+  if (!isObject(body) || body.accepted !== false) return TAKEN;
+  const stored = body.stored_timestamp_utc;
+  return typeof stored === 'string'
+    ? { accepted: false, stored_timestamp_utc: stored.slice(0, MAX_MESSAGE_CHARS) }
+    : { accepted: false };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,6 +1,7 @@
+import { Logger } from '@nestjs/common';
 import * as prometheus from 'prom-client';
 import { Subject } from 'rxjs';
-import { HYPERVISOR_OVERHEAD_MB } from '@app/fleet-domain';
+import { HYPERVISOR_OVERHEAD_MB, rfc3339ToEpochNanos } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { heartbeat as agentHeartbeat, vmRecord } from '../../../../test/support/heartbeats';
 import { sampleValue } from '../../../../test/support/prometheus-text';
@@ -8,7 +9,7 @@ import { VmHostConfig } from '../config/vm-host.config';
 import type { HostFacts, HostFactsService } from '../host-facts/host-facts.service';
 import { HostMetrics } from '../metrics/host-metrics.service';
 import type { NodeVmsReport, NodeVmsSource, ReportedVm } from '../vms/node-vms.source';
-import type { FleetClient, HeartbeatBody } from './fleet.client';
+import type { FleetClient, HeartbeatAnswer, HeartbeatBody } from './fleet.client';
 import { HeartbeatService } from './heartbeat.service';
 
 const FACTS: HostFacts = {
@@ -56,7 +57,7 @@ describe('HeartbeatService', () => {
     const fleet = {
       sendHeartbeat: (body: HeartbeatBody, signal: AbortSignal) => {
         sent.push({ body, signal });
-        return Promise.resolve();
+        return Promise.resolve({ accepted: true });
       },
     } as unknown as FleetClient;
     heartbeat = new HeartbeatService(
@@ -133,7 +134,7 @@ describe('HeartbeatService', () => {
       CONFIG,
       { read: () => Promise.resolve({ ...facts }) } as unknown as HostFactsService,
       vmsOf(() => Promise.resolve({ vms: [], committed: [] })),
-      { sendHeartbeat: () => Promise.resolve() } as unknown as FleetClient,
+      { sendHeartbeat: () => Promise.resolve({ accepted: true }) } as unknown as FleetClient,
       new FakeClock(),
       metrics,
     );
@@ -193,6 +194,88 @@ describe('HeartbeatService', () => {
       expect(body.ram_used_mb).toBe(3_000 + 8_192 + 4_096 + 2 * HYPERVISOR_OVERHEAD_MB);
       expect(body.vms).toEqual(REPORT.vms);
       expect(body.vms[0]).toHaveProperty('idempotency_key', KEY);
+    });
+  });
+
+  describe('a controller that ignores its heartbeats', () => {
+    /**
+     * A controller that, like the real one, ignores a heartbeat stamped before the one it holds
+     * for the boot (as a late copy, when it arrives right after it).
+     */
+    function ignoringController(): { fleet: FleetClient; stamps: string[] } {
+      const stamps: string[] = [];
+      let stored: string | undefined;
+      const fleet = {
+        sendHeartbeat: (body: HeartbeatBody): Promise<HeartbeatAnswer> => {
+          stamps.push(body.timestamp_utc);
+          if (stored && rfc3339ToEpochNanos(body.timestamp_utc)! < rfc3339ToEpochNanos(stored)!) {
+            return Promise.resolve({ accepted: false, stored_timestamp_utc: stored });
+          }
+          stored = body.timestamp_utc;
+          return Promise.resolve({ accepted: true });
+        },
+      } as unknown as FleetClient;
+      return { fleet, stamps };
+    }
+
+    it('hears it after a restart with the clock 10 min back: one warning, one count, and the same heartbeat again stamped after the stored one', async () => {
+      const logs: string[] = [];
+      jest
+        .spyOn(Logger.prototype, 'log')
+        .mockImplementation((message: unknown) => void logs.push(`log ${String(message)}`));
+      jest
+        .spyOn(Logger.prototype, 'warn')
+        .mockImplementation((message: unknown) => void logs.push(`warn ${String(message)}`));
+      const metrics = new HostMetrics({ prometheus, listVmStates: () => Promise.resolve([]) });
+      const { fleet, stamps } = ignoringController();
+      const agent = () =>
+        new HeartbeatService(CONFIG, hostFactsOf(FACTS), vmsOf(report), fleet, clock, metrics);
+
+      await agent().send(5_000);
+      clock.stepWall(-600_000); // the clock goes back 10 min, then the agent restarts
+      const restarted = agent();
+      await restarted.send(5_000);
+      clock.advance(10_000);
+      await restarted.send(5_000);
+
+      expect(stamps).toEqual([
+        '2026-08-06T12:00:00.000000000Z',
+        '2026-08-06T11:50:00.000000000Z', // ignored
+        '2026-08-06T12:00:00.000000001Z', // sent again at once, and taken
+        '2026-08-06T12:00:00.000000002Z',
+      ]);
+      expect(logs).toEqual([
+        "warn node node-a: the controller answered 200 but ignored the heartbeat stamped 2026-08-06T11:50:00.000000000Z: it holds one of this boot (boot-1) stamped later, 2026-08-06T12:00:00.000000000Z. This machine's clock went back, or another agent sends as this node; stamping after it from now on (warned once until heartbeats are taken again)",
+        'log node node-a: the controller takes heartbeats again (after 1 ignored)',
+      ]);
+      expect(sampleValue((await metrics.scrape()).body, 'ppn_host_heartbeats_ignored_total')).toBe(
+        1,
+      );
+      jest.restoreAllMocks();
+    });
+
+    it('warns once however many it ignores, and does not follow a stamp from another century', async () => {
+      const warnings = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      const far = '2126-08-06T12:00:00Z';
+      const sentStamps: string[] = [];
+      const fleet = {
+        sendHeartbeat: (body: HeartbeatBody): Promise<HeartbeatAnswer> => {
+          sentStamps.push(body.timestamp_utc);
+          return Promise.resolve({ accepted: false, stored_timestamp_utc: far });
+        },
+      } as unknown as FleetClient;
+      const agent = new HeartbeatService(CONFIG, hostFactsOf(FACTS), vmsOf(report), fleet, clock);
+      for (let beat = 0; beat < 3; beat++) {
+        await agent.send(5_000);
+        clock.advance(10_000);
+      }
+      expect(sentStamps).toEqual([
+        '2026-08-06T12:00:00.000000000Z',
+        '2026-08-06T12:00:10.000000000Z',
+        '2026-08-06T12:00:20.000000000Z',
+      ]);
+      expect(warnings).toHaveBeenCalledTimes(1);
+      jest.restoreAllMocks();
     });
   });
 });

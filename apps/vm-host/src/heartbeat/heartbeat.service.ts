@@ -1,20 +1,28 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '@app/daemon';
-import { committedRamMb } from '@app/fleet-domain';
+import { committedRamMb, rfc3339ToEpochNanos } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HostFactsService } from '../host-facts/host-facts.service';
 import { HostMetrics } from '../metrics/host-metrics.service';
 import { NodeVmsSource } from '../vms/node-vms.source';
-import { FleetClient, HeartbeatBody } from './fleet.client';
+import { FleetClient, HeartbeatAnswer, HeartbeatBody } from './fleet.client';
 
 const NS_PER_MS = 1_000_000n;
 const NS_PER_S = 1_000_000_000n;
+/**
+ * How far past this machine's clock a stamp the controller holds may carry our stamps: a clock
+ * that went back minutes or hours, not a stamp from another century.
+ */
+const MAX_STAMP_CATCH_UP_NS = 24n * 3_600n * NS_PER_S;
 
 /** Builds and sends one heartbeat. */
 @Injectable()
 export class HeartbeatService {
+  private readonly logger = new Logger('Heartbeat');
   /** The last stamp sent, in nanoseconds since the epoch. */
   private lastStampNs = 0n;
+  /** Heartbeats the controller ignored since it last took one (0: it takes them). */
+  private ignoredInARow = 0;
 
   constructor(
     private readonly config: VmHostConfig,
@@ -46,12 +54,66 @@ export class HeartbeatService {
   /**
    * Composes, then sends within `timeoutMs` (or until `shutdown`): the time only starts once
    * the body is ready, so slow VM inspection never leaves the request no time at all.
+   *
+   * A heartbeat the controller ignores (it holds a later stamp of this boot: this agent was
+   * restarted after the clock went back) is one warning per episode and one count each; the
+   * stamps then continue after the controller's, and the same heartbeat goes again at once,
+   * so the node stays listed and current.
    */
   async send(timeoutMs: number, shutdown?: AbortSignal): Promise<void> {
     const body = await this.compose();
     this.metrics.observeRam(body);
+    const answer = await this.post(body, timeoutMs, shutdown);
+    if (answer.accepted) return this.taken();
+    this.ignored(body, answer);
+    if (!this.stampAfter(answer.stored_timestamp_utc)) return;
+    const again = { ...body, timestamp_utc: this.stamp() };
+    const second = await this.post(again, timeoutMs, shutdown);
+    if (second.accepted) this.taken();
+    else this.ignored(again, second);
+  }
+
+  private post(
+    body: HeartbeatBody,
+    timeoutMs: number,
+    shutdown?: AbortSignal,
+  ): Promise<HeartbeatAnswer> {
     const timeout = AbortSignal.timeout(timeoutMs);
-    await this.fleet.sendHeartbeat(body, shutdown ? AbortSignal.any([timeout, shutdown]) : timeout);
+    return this.fleet.sendHeartbeat(
+      body,
+      shutdown ? AbortSignal.any([timeout, shutdown]) : timeout,
+    );
+  }
+
+  private taken(): void {
+    if (this.ignoredInARow > 0) {
+      this.logger.log(
+        `node ${this.config.nodeId}: the controller takes heartbeats again (after ${this.ignoredInARow} ignored)`,
+      );
+    }
+    this.ignoredInARow = 0;
+  }
+
+  private ignored(body: HeartbeatBody, answer: HeartbeatAnswer): void {
+    this.metrics.countHeartbeatIgnored();
+    if (this.ignoredInARow++ > 0) return;
+    const stored = answer.stored_timestamp_utc ?? 'unknown';
+    this.logger.warn(
+      `node ${this.config.nodeId}: the controller answered 200 but ignored the heartbeat stamped ${body.timestamp_utc}: it holds one of this boot (${body.boot_id}) stamped later, ${stored}. This machine's clock went back, or another agent sends as this node; stamping after it from now on (warned once until heartbeats are taken again)`,
+    );
+  }
+
+  /**
+   * Makes the next stamps come after `storedUtc`, unless it is unreadable or further ahead of
+   * this machine's clock than a clock that went back explains. False when they already did or
+   * it is not followed.
+   */
+  private stampAfter(storedUtc: string | undefined): boolean {
+    const storedNs = storedUtc === undefined ? null : rfc3339ToEpochNanos(storedUtc);
+    if (storedNs === null || storedNs < this.lastStampNs) return false;
+    if (storedNs - nowNs(this.clock) > MAX_STAMP_CATCH_UP_NS) return false;
+    this.lastStampNs = storedNs;
+    return true;
   }
 
   /**
@@ -59,12 +121,13 @@ export class HeartbeatService {
    * stamped before the last one of the same boot, so a wall clock set back must not silence us.
    */
   private stamp(): string {
-    this.lastStampNs = bigMax(
-      BigInt(Math.floor(this.clock.now())) * NS_PER_MS,
-      this.lastStampNs + 1n,
-    );
+    this.lastStampNs = bigMax(nowNs(this.clock), this.lastStampNs + 1n);
     return rfc3339Nanos(this.lastStampNs);
   }
+}
+
+function nowNs(clock: Clock): bigint {
+  return BigInt(Math.floor(clock.wallNow())) * NS_PER_MS;
 }
 
 function bigMax(a: bigint, b: bigint): bigint {

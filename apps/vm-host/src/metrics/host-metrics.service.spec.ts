@@ -49,6 +49,7 @@ describe('HostMetrics', () => {
     expect(Object.fromEntries([...types].filter(([name]) => name.startsWith('ppn_')))).toEqual({
       ppn_host_vms: 'gauge',
       ppn_host_heartbeat_failures_total: 'counter',
+      ppn_host_heartbeats_ignored_total: 'counter',
       ppn_host_spawn_duration_seconds: 'histogram',
       ppn_host_ram_committed_bytes: 'gauge',
       ppn_host_ram_total_bytes: 'gauge',

@@ -7,6 +7,7 @@ const MIB = 1024 * 1024;
 interface HostInstruments {
   registry: Prometheus.Registry;
   heartbeatFailures: Prometheus.Counter;
+  heartbeatsIgnored: Prometheus.Counter;
   spawn: Prometheus.Histogram<'outcome'>;
   ramCommitted: Prometheus.Gauge;
   ramTotal: Prometheus.Gauge;
@@ -52,6 +53,11 @@ export class HostMetrics {
         help: 'Heartbeats the controller did not accept (unreachable, timed out or not 200).',
         registers,
       }),
+      heartbeatsIgnored: new prometheus.Counter({
+        name: 'ppn_host_heartbeats_ignored_total',
+        help: "Heartbeats the controller answered 200 but ignored (accepted false): it holds a later stamp of this boot, as after this machine's clock went back. The warning says which.",
+        registers,
+      }),
       spawn: new prometheus.Histogram({
         name: 'ppn_host_spawn_duration_seconds',
         help: 'Time from a VM accepted to its hypervisor process started, by outcome: started or failed.',
@@ -79,6 +85,10 @@ export class HostMetrics {
 
   countHeartbeatFailure(): void {
     this.instruments?.heartbeatFailures.inc();
+  }
+
+  countHeartbeatIgnored(): void {
+    this.instruments?.heartbeatsIgnored.inc();
   }
 
   /** What the last heartbeat reported of this node's RAM. */

@@ -128,3 +128,26 @@ export class NodeHeartbeat {
   @IsInt()
   spawn_port?: number;
 }
+
+/**
+ * The controller's answer to a heartbeat: whether it was taken. An agent that reads no body
+ * (any agent of the original services) loses nothing; ours warns when it was not taken.
+ */
+export class HeartbeatAnswer {
+  @ApiProperty({
+    example: true,
+    description:
+      "false: ignored as a late copy, because the node's record holds a heartbeat of the same boot stamped later (stored_timestamp_utc) that arrived less than 5 s before; nothing was changed.",
+  })
+  accepted!: boolean;
+
+  @ApiProperty({
+    type: String,
+    format: 'date-time',
+    required: false,
+    example: '2026-08-06T12:00:10.123456789Z',
+    description:
+      'Only when not accepted: the stamp stored for this boot. A heartbeat stamped after it is taken.',
+  })
+  stored_timestamp_utc?: string;
+}
