@@ -37,15 +37,23 @@ export class RedisServer {
   private constructor(
     readonly port: number,
     private readonly bind: string[],
+    private readonly settings: string[],
   ) {}
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
   }
 
-  /** `bind`: the addresses it listens on besides 127.0.0.1 (test hosts' host ends). */
-  static async start(port?: number, bind: string[] = []): Promise<RedisServer> {
-    const server = new RedisServer(port ?? (await freePort()), bind);
+  /**
+   * `bind`: the addresses it listens on besides 127.0.0.1 (test hosts' host ends); `settings`:
+   * more of its command line, after (so over) the defaults below, e.g. `--requirepass`.
+   */
+  static async start(
+    port?: number,
+    bind: string[] = [],
+    settings: string[] = [],
+  ): Promise<RedisServer> {
+    const server = new RedisServer(port ?? (await freePort()), bind, settings);
     await server.start();
     return server;
   }
@@ -68,6 +76,7 @@ export class RedisServer {
         'no',
         '--daemonize',
         'no',
+        ...this.settings,
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );

@@ -10,7 +10,7 @@ export const STORE_ERROR_STATUSES: DomainErrorStatuses = [[StoreUnavailableError
 
 const STORE_UNAVAILABLE: ErrorCase = {
   name: 'store-unavailable',
-  when: 'Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached; nothing was changed.',
+  when: 'Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed.',
   error: new StoreUnavailableError(
     'fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)',
   ),

@@ -342,7 +342,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached; nothing was changed. */
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
       503: {
         headers: {
           [name: string]: unknown;
@@ -390,7 +390,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached; nothing was changed. */
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
       503: {
         headers: {
           [name: string]: unknown;
@@ -483,7 +483,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached; nothing was changed. */
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
       503: {
         headers: {
           [name: string]: unknown;
@@ -566,7 +566,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached; nothing was changed. */
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
       503: {
         headers: {
           [name: string]: unknown;
@@ -636,7 +636,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached; nothing was changed. */
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
       503: {
         headers: {
           [name: string]: unknown;
@@ -769,7 +769,7 @@ export interface operations {
       };
       /**
        * @description - No live node has room for ram_mb + 512 MB: every node considered, and why each was passed over.
-       *     - Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached; nothing was changed.
+       *     - Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed.
        */
       503: {
         headers: {
@@ -876,7 +876,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached; nothing was changed. */
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
       503: {
         headers: {
           [name: string]: unknown;
