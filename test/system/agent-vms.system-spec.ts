@@ -1,8 +1,6 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
-  accessSync,
-  constants,
   existsSync,
   mkdirSync,
   readFileSync,
@@ -47,6 +45,7 @@ interface Heartbeat {
   node_id: string;
   ram_total_mb: number;
   ram_used_mb: number;
+  kvm_available: boolean;
   vms: AgentVm[];
 }
 
@@ -496,15 +495,15 @@ describe('KVM present but failing', () => {
   const realQemu = execFileSync('sh', ['-c', 'command -v qemu-system-x86_64'], {
     encoding: 'utf8',
   }).trim();
-  /** /dev/kvm usable, as the agent judges it: it then plans prefer_kvm VMs under KVM. */
-  const kvmHere = ((): boolean => {
-    try {
-      accessSync('/dev/kvm', constants.R_OK | constants.W_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  })();
+  /**
+   * A KVM device the agent judges usable (a regular file it may open read-write), wherever the
+   * test runs: with it the agent plans prefer_kvm VMs under KVM, whether or not /dev/kvm is here.
+   */
+  function kvmDevice(): string {
+    const device = join(workDir, 'broken-kvm-device');
+    writeFileSync(device, '', { mode: 0o600 });
+    return device;
+  }
 
   /** A qemu-system-x86_64 first on the agent's PATH that fails under KVM as a broken host does. */
   function brokenKvmPath(): string {
@@ -525,37 +524,43 @@ describe('KVM present but failing', () => {
     return `${bin}:${process.env.PATH}`;
   }
 
-  (kvmHere ? it : it.skip)(
-    'starts a prefer_kvm VM again under TCG, says so in the log and marks it in vm.json',
-    async () => {
-      const agent = await startListeningAgent(agentEnv(nodeId, wgIp, { PATH: brokenKvmPath() }));
-      try {
-        const answer = await spawnAt(wgIp, { ...SMALL, prefer_kvm: true });
-        expect(answer.status).toBe(201);
-        const vmId = answer.body.vm_id;
-        await listedAs(wgIp, vmId, 'Running');
-        const sidecar = JSON.parse(
-          readFileSync(join(workDir, nodeId, 'run', vmId, 'vm.json'), 'utf8'),
-        ) as { driver: { accel: string; pid: number }; accel_fallback?: string };
-        expect(sidecar.driver.accel).toBe('tcg');
-        expect(sidecar.accel_fallback).toMatch(
-          /^QEMU: could not start under KVM: .*failed to set MSR 0x48f.*; started under TCG$/,
-        );
-        expect(agent.output).toMatch(
-          new RegExp(
-            `vm ${vmId}: QEMU: could not start under KVM: .*failed to set MSR.*; starting it again under TCG`,
-          ),
-        );
-        const [qemu] = liveQemusUnder(join(workDir, nodeId));
-        expect(qemu.pid).toBe(sidecar.driver.pid);
-        expect(qemu.args.join(' ')).toContain('accel=tcg');
-        expect(await deleteAt(wgIp, vmId)).toBe(204);
-        expect(qemuPidsOf(vmId)).toEqual([]);
-      } finally {
-        await agent.stop();
-      }
-    },
-  );
+  it('starts a prefer_kvm VM again under TCG, says so in the log and marks it in vm.json', async () => {
+    const device = kvmDevice();
+    const agent = await startListeningAgent(
+      agentEnv(nodeId, wgIp, { PATH: brokenKvmPath(), VM_HOST_KVM_DEVICE: device }),
+    );
+    try {
+      expect(agent.output).toContain(
+        `test-only hook VM_HOST_KVM_DEVICE=${device} is set: KVM is judged usable by that file, not /dev/kvm`,
+      );
+      // The heartbeat reads the same device as the driver does.
+      const beat = await listener.beat(nodeId);
+      expect(beat.kvm_available).toBe(true);
+      const answer = await spawnAt(wgIp, { ...SMALL, prefer_kvm: true });
+      expect(answer.status).toBe(201);
+      const vmId = answer.body.vm_id;
+      await listedAs(wgIp, vmId, 'Running');
+      const sidecar = JSON.parse(
+        readFileSync(join(workDir, nodeId, 'run', vmId, 'vm.json'), 'utf8'),
+      ) as { driver: { accel: string; pid: number }; accel_fallback?: string };
+      expect(sidecar.driver.accel).toBe('tcg');
+      expect(sidecar.accel_fallback).toMatch(
+        /^QEMU: could not start under KVM: .*failed to set MSR 0x48f.*; started under TCG$/,
+      );
+      expect(agent.output).toMatch(
+        new RegExp(
+          `vm ${vmId}: QEMU: could not start under KVM: .*failed to set MSR.*; starting it again under TCG`,
+        ),
+      );
+      const [qemu] = liveQemusUnder(join(workDir, nodeId));
+      expect(qemu.pid).toBe(sidecar.driver.pid);
+      expect(qemu.args.join(' ')).toContain('accel=tcg');
+      expect(await deleteAt(wgIp, vmId)).toBe(204);
+      expect(qemuPidsOf(vmId)).toEqual([]);
+    } finally {
+      await agent.stop();
+    }
+  });
 });
 
 describe('VM_WG_IP', () => {

@@ -32,6 +32,7 @@ describe('loadVmHostConfig', () => {
       sshPubkey: undefined,
       vcpuOvercommit: 4,
       failpoint: undefined,
+      kvmDevice: undefined,
     });
   });
 
@@ -212,6 +213,19 @@ describe('VM_HOST_FAILPOINT (test-only)', () => {
     );
     expect(errorOf({ ...required, VM_HOST_FAILPOINT: 'sometimes' })).toContain(
       'VM_HOST_FAILPOINT must be one of after-sidecar, after-disk',
+    );
+  });
+});
+
+describe('VM_HOST_KVM_DEVICE (test-only)', () => {
+  it('is unset unless given, and must be an absolute path', () => {
+    expect(loadVmHostConfig(required).kvmDevice).toBeUndefined();
+    expect(loadVmHostConfig({ ...required, VM_HOST_KVM_DEVICE: '/tmp/t/kvm' }).kvmDevice).toBe(
+      '/tmp/t/kvm',
+    );
+    expect(loadVmHostConfig({ ...required, VM_HOST_KVM_DEVICE: '' }).kvmDevice).toBeUndefined();
+    expect(errorOf({ ...required, VM_HOST_KVM_DEVICE: 'kvm' })).toBe(
+      'VM_HOST_KVM_DEVICE must be an absolute path',
     );
   });
 });

@@ -178,6 +178,16 @@ export class VmHostConfig extends DaemonConfig {
   })
   failpoint?: Failpoint;
 
+  /**
+   * Test-only: the file the agent opens to judge KVM usable instead of /dev/kvm, so a test on a
+   * machine without KVM can make the agent plan prefer_kvm VMs under KVM.
+   */
+  @EnvironmentVariable('VM_HOST_KVM_DEVICE', {
+    testOnly: true,
+    validate: Matches(/^\//, { message: '$property must be an absolute path' }),
+  })
+  kvmDevice?: string;
+
   /** Where GET /metrics listens; unset means no metrics at all. */
   @EnvironmentVariable('VM_METRICS_ADDR', { validate: IsListenAddress(), read: parseListenAddress })
   metricsAddress?: ListenAddress;

@@ -3,6 +3,7 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as si from 'systeminformation';
+import { VmHostConfig } from '../config/vm-host.config';
 import { HostFactsPaths, HostFactsService } from './host-facts.service';
 
 jest.mock('systeminformation', () => ({
@@ -100,5 +101,47 @@ describe('HostFactsService', () => {
       'cannot read ram (/proc/meminfo unreadable); reporting {"total":0,"used":0} until it can',
       'cannot read cpu_load_pct (load is not a number); reporting 0 until it can',
     ]);
+  });
+});
+
+describe('HostFactsPaths.forConfig', () => {
+  let warnings: string[];
+
+  beforeEach(() => {
+    warnings = [];
+    jest
+      .spyOn(Logger.prototype, 'warn')
+      .mockImplementation((message: unknown) => void warnings.push(String(message)));
+  });
+
+  afterEach(() => jest.restoreAllMocks());
+
+  it("is the kernel's paths, silently, unless VM_HOST_KVM_DEVICE is set", () => {
+    const paths = HostFactsPaths.forConfig(Object.assign(new VmHostConfig(), { nodeId: 'node-a' }));
+    expect(paths).toEqual(new HostFactsPaths());
+    expect(paths.kvmDevice).toBe('/dev/kvm');
+    expect(warnings).toEqual([]);
+  });
+
+  it('reads KVM from the file VM_HOST_KVM_DEVICE names, for the heartbeat and the driver alike, warning at start-up', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'host-facts-'));
+    try {
+      const kvmDevice = join(root, 'kvm');
+      const paths = HostFactsPaths.forConfig(
+        Object.assign(new VmHostConfig(), { nodeId: 'node-a', kvmDevice }),
+      );
+      expect(paths.kvmDevice).toBe(kvmDevice);
+      expect(warnings).toEqual([
+        `node node-a: test-only hook VM_HOST_KVM_DEVICE=${kvmDevice} is set: KVM is judged usable by that file, not /dev/kvm`,
+      ]);
+      const service = new HostFactsService(paths);
+      expect(await service.kvmUsable()).toBe(false);
+      await writeFile(kvmDevice, '', { mode: 0o600 });
+      expect(await service.kvmUsable()).toBe(true);
+      jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+      expect((await service.read()).kvm_available).toBe(true);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });

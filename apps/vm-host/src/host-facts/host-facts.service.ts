@@ -3,6 +3,7 @@ import { constants } from 'node:fs';
 import { access, readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import * as si from 'systeminformation';
+import { VmHostConfig } from '../config/vm-host.config';
 
 export interface HostFacts {
   hostname: string;
@@ -31,9 +32,23 @@ const SAFE: HostFacts = {
 @Injectable()
 export class HostFactsPaths {
   bootId = '/proc/sys/kernel/random/boot_id';
+  /** Read for both the heartbeat's kvm_available and whether a prefer_kvm VM is planned under KVM. */
   kvmDevice = '/dev/kvm';
   /** The process table (one folder per pid). */
   proc = '/proc';
+
+  /** The agent's paths: the kernel's, but for the KVM device a test may name (VM_HOST_KVM_DEVICE). */
+  static forConfig(config: VmHostConfig): HostFactsPaths {
+    const paths = new HostFactsPaths();
+    if (config.kvmDevice !== undefined) {
+      paths.kvmDevice = config.kvmDevice;
+      // An operator must see it set: it makes the agent report KVM it may not have.
+      new Logger('HostFacts').warn(
+        `node ${config.nodeId}: test-only hook VM_HOST_KVM_DEVICE=${config.kvmDevice} is set: KVM is judged usable by that file, not /dev/kvm`,
+      );
+    }
+    return paths;
+  }
 }
 
 /** What bounds the VMs a node can hold: its memory now and its logical cores. */
@@ -101,7 +116,7 @@ export class HostFactsService {
     return Math.min(100, Math.max(0, Math.round(load * 10) / 10));
   }
 
-  /** KVM is usable when /dev/kvm exists and this process may open it read-write. */
+  /** KVM is usable when its device exists and this process may open it read-write. */
   async kvmUsable(): Promise<boolean> {
     try {
       await access(this.paths.kvmDevice, constants.R_OK | constants.W_OK);
