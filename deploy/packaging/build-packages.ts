@@ -1,0 +1,233 @@
+/**
+ * `npm run package`: the two Debian packages, from the build output (`npm run build` first) and
+ * the production dependencies already in node_modules, so it needs no network:
+ *
+ *   dist/packages/service-vm-fleet_<version>_all.deb
+ *   dist/packages/service-vm-host_<version>_all.deb
+ *
+ * Each holds, under /usr/lib/<package>/, its app's compiled JavaScript (no source maps, no
+ * tests) and a copy of the production dependency tree (`npm ls --omit=dev`, TypeScript
+ * declarations and source maps left out); its command in /usr/bin; its unit in
+ * /lib/systemd/system; its /etc/default file (a conffile) made from deploy/systemd/*.env.example;
+ * and the maintainer scripts in deploy/packaging/<package>/. Built with dpkg-deb.
+ */
+import { spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+
+const ROOT = join(__dirname, '..', '..');
+const OUT = join(ROOT, 'dist', 'packages');
+const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  version: string;
+};
+
+interface DebianPackage {
+  name: string;
+  /** The nest app whose build output (dist/apps/<app>) it ships. */
+  app: string;
+  /** Its /etc/default file, made from deploy/systemd/<defaults>.env.example. */
+  defaults: string;
+  /** Files of the checkout it reads at run time, installed at the same path under its folder. */
+  runtimeFiles: string[];
+  depends: string[];
+  summary: string;
+  description: string;
+}
+
+const PACKAGES: DebianPackage[] = [
+  {
+    name: 'service-vm-fleet',
+    app: 'fleet',
+    defaults: 'vm-fleet',
+    runtimeFiles: [],
+    depends: ['nodejs (>= 20)'],
+    summary: 'PPN fleet controller: one VM pool over several machines',
+    description:
+      'Listens on port 9203, places VMs on the enrolled nodes (service-vm-host) and keeps\n' +
+      'fleet state in memory or in a Redis shared by several controllers.',
+  },
+  {
+    name: 'service-vm-host',
+    app: 'vm-host',
+    defaults: 'vm-host',
+    // Served at /docs-json (apps/vm-host/src/docs/committed-docs.ts finds it above main.js).
+    runtimeFiles: ['openapi/vm-host.openapi.json'],
+    // genisoimage: the agent refuses to start without it (it makes each VM's cloud-init seed).
+    depends: ['nodejs (>= 20)', 'adduser', 'qemu-system-x86', 'qemu-utils', 'genisoimage'],
+    summary: 'PPN node agent: runs the fleet controller’s VMs on this machine with QEMU',
+    description:
+      'Heartbeats to the fleet controller and starts, lists and deletes QEMU VMs on request,\n' +
+      'as the system user vm-host (group kvm), its disks in /var/lib/vm-fleet.',
+  },
+];
+
+function run(command: string, args: string[]): string {
+  const result = spawnSync(command, args, { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 26 });
+  if (result.status !== 0) {
+    throw new Error(
+      `${command} ${args.join(' ')} failed (${result.status ?? result.signal}):\n${result.stderr}`,
+    );
+  }
+  return result.stdout;
+}
+
+/** The folders of the production dependency tree, relative to the checkout (node_modules/...). */
+function productionDependencyFolders(): string[] {
+  return run('npm', ['ls', '--omit=dev', '--parseable', '--all'])
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((folder) => relative(ROOT, folder))
+    .filter((folder) => folder.startsWith('node_modules'));
+}
+
+/** Not run by Node: type declarations and TypeScript sources, source maps. */
+function runsInNode(file: string): boolean {
+  return !/\.(c|m)?ts$|\.map$/.test(file);
+}
+
+/**
+ * The package's own copy of each dependency folder. A folder's nested node_modules is left to
+ * its own entry in the list (so dev-only packages nested there stay out), .bin links too.
+ */
+function copyDependencies(folders: string[], target: string): void {
+  for (const folder of folders) {
+    const source = join(ROOT, folder);
+    cpSync(source, join(target, folder), {
+      recursive: true,
+      filter: (path) =>
+        path === source ||
+        (relative(source, path).split('/')[0] !== 'node_modules' &&
+          (statSync(path).isDirectory() || runsInNode(path))),
+    });
+  }
+}
+
+/** The app's compiled JavaScript, without source maps. */
+function copyBuildOutput(app: string, target: string): string {
+  const built = join(ROOT, 'dist', 'apps', app);
+  const main = join(built, 'apps', app, 'src', 'main.js');
+  if (!existsSync(main))
+    throw new Error(`${relative(ROOT, main)} is missing: run \`npm run build\``);
+  cpSync(built, target, { recursive: true, filter: (path) => !path.endsWith('.map') });
+  return relative(built, main);
+}
+
+/**
+ * /usr/bin/<command>: runs main.js with /usr/bin/node and the Node options of main.js's own
+ * `#!/usr/bin/env -S node ...` line, so neither depends on the PATH. `exec`: systemd watches
+ * (and signals) node itself.
+ */
+function commandWrapper(main: string, installedMain: string): string {
+  const firstLine = readFileSync(main, 'utf8').split('\n', 1)[0];
+  const options = /^#!\/usr\/bin\/env(?: -S)? node((?: +-\S+)*) *$/.exec(firstLine)?.[1] ?? '';
+  return `#!/bin/sh\nexec /usr/bin/node${options.trimEnd()} ${installedMain} "$@"\n`;
+}
+
+/**
+ * The env example with every variable commented out: the agent's three required ones too, so it
+ * refuses to start until the operator has set them (the package enables nothing).
+ */
+function defaultsFile(envExample: string): string {
+  return readFileSync(envExample, 'utf8').replace(/^(VM_[A-Z0-9_]+=)/gm, '#$1');
+}
+
+/** Folders 0755, files 0755 when executable and 0644 otherwise, whatever the umask was. */
+function normalizeModes(path: string): void {
+  const stat = statSync(path);
+  if (stat.isDirectory()) {
+    chmodSync(path, 0o755);
+    for (const entry of readdirSync(path)) normalizeModes(join(path, entry));
+  } else {
+    chmodSync(path, stat.mode & 0o111 ? 0o755 : 0o644);
+  }
+}
+
+function installedSizeKb(path: string): number {
+  const stat = statSync(path);
+  if (!stat.isDirectory()) return Math.ceil(stat.size / 1024);
+  return readdirSync(path).reduce((sum, entry) => sum + installedSizeKb(join(path, entry)), 1);
+}
+
+function build(pkg: DebianPackage, dependencyFolders: string[]): string {
+  const staging = join(OUT, `.${pkg.name}`);
+  rmSync(staging, { recursive: true, force: true });
+  const libDir = join(staging, 'usr', 'lib', pkg.name);
+  const main = copyBuildOutput(pkg.app, libDir);
+  for (const file of pkg.runtimeFiles) {
+    mkdirSync(dirname(join(libDir, file)), { recursive: true });
+    cpSync(join(ROOT, file), join(libDir, file));
+  }
+  copyDependencies(dependencyFolders, libDir);
+
+  const bin = join(staging, 'usr', 'bin', pkg.name);
+  mkdirSync(dirname(bin), { recursive: true });
+  writeFileSync(bin, commandWrapper(join(libDir, main), `/usr/lib/${pkg.name}/${main}`), {
+    mode: 0o755,
+  });
+
+  const unit = join(staging, 'lib', 'systemd', 'system', `${pkg.name}.service`);
+  mkdirSync(dirname(unit), { recursive: true });
+  cpSync(join(ROOT, 'deploy', 'systemd', `${pkg.name}.service`), unit);
+
+  const defaults = join(staging, 'etc', 'default', pkg.defaults);
+  mkdirSync(dirname(defaults), { recursive: true });
+  writeFileSync(
+    defaults,
+    defaultsFile(join(ROOT, 'deploy', 'systemd', `${pkg.defaults}.env.example`)),
+  );
+
+  const debian = join(staging, 'DEBIAN');
+  mkdirSync(debian);
+  for (const script of ['postinst', 'prerm', 'postrm']) {
+    cpSync(join(__dirname, pkg.name, script), join(debian, script));
+  }
+  writeFileSync(join(debian, 'conffiles'), `/etc/default/${pkg.defaults}\n`);
+  normalizeModes(staging);
+  // It may hold tokens (VM_FLEET_*_TOKEN); systemd reads it as root.
+  chmodSync(defaults, 0o600);
+  const size = installedSizeKb(staging) - installedSizeKb(debian);
+  writeFileSync(
+    join(debian, 'control'),
+    [
+      `Package: ${pkg.name}`,
+      `Version: ${version}`,
+      'Architecture: all',
+      'Section: admin',
+      'Priority: optional',
+      'Maintainer: PPN fleet maintainers <root@localhost>',
+      `Installed-Size: ${size}`,
+      `Depends: ${pkg.depends.join(', ')}`,
+      `Description: ${pkg.summary}`,
+      ...pkg.description.split('\n').map((line) => ` ${line}`),
+      '',
+    ].join('\n'),
+  );
+  chmodSync(join(debian, 'control'), 0o644);
+  chmodSync(join(debian, 'conffiles'), 0o644);
+
+  const deb = join(OUT, `${pkg.name}_${version}_all.deb`);
+  // gzip: quick to make and read by every dpkg; --root-owner-group: root owns every file.
+  run('dpkg-deb', ['--root-owner-group', '-Zgzip', '--build', staging, deb]);
+  rmSync(staging, { recursive: true, force: true });
+  return deb;
+}
+
+function main(): void {
+  mkdirSync(OUT, { recursive: true });
+  const dependencyFolders = productionDependencyFolders();
+  for (const pkg of PACKAGES) {
+    console.log(`built ${relative(ROOT, build(pkg, dependencyFolders))}`);
+  }
+}
+
+main();
