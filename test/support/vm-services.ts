@@ -7,6 +7,7 @@ import { VmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
 import type { HostFactsService } from '../../apps/vm-host/src/host-facts/host-facts.service';
 import type { HostMetrics } from '../../apps/vm-host/src/metrics/host-metrics.service';
 import { CrashFailpoint } from '../../apps/vm-host/src/vms/crash-failpoint';
+import { DeletedDisks } from '../../apps/vm-host/src/vms/deleted-disks.service';
 import { VmAdmissionService } from '../../apps/vm-host/src/vms/vm-admission.service';
 import type { VmDriver } from '../../apps/vm-host/src/vms/vm-driver';
 import { VmFiles, VmSidecar } from '../../apps/vm-host/src/vms/vm-files';
@@ -24,6 +25,7 @@ export interface VmServices {
   reconciliation: VmReconciliationService;
   lifecycle: VmLifecycle;
   sidecars: VmSidecars;
+  deletedDisks: DeletedDisks;
 }
 
 /** The VM services over these parts, wired as VmsModule wires them. */
@@ -50,8 +52,18 @@ export function vmServices(parts: {
     failpoint,
   );
   const reconciliation = new VmReconciliationService(files, sidecars, lifecycle, driver, clock);
-  const vms = new VmsService(files, sidecars, lifecycle, admission, reconciliation, driver, clock);
-  return { vms, admission, reconciliation, lifecycle, sidecars };
+  const deletedDisks = new DeletedDisks(files, driver, clock, config);
+  const vms = new VmsService(
+    files,
+    sidecars,
+    lifecycle,
+    admission,
+    reconciliation,
+    driver,
+    clock,
+    deletedDisks,
+  );
+  return { vms, admission, reconciliation, lifecycle, sidecars, deletedDisks };
 }
 
 /**

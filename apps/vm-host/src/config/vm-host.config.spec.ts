@@ -28,6 +28,7 @@ describe('loadVmHostConfig', () => {
       spawnPort: 9204,
       reserved: false,
       diskDir: '/var/lib/vm-fleet',
+      diskRetentionS: 86_400,
       baseImage: undefined,
       sshPubkey: undefined,
       vcpuOvercommit: 4,
@@ -200,6 +201,30 @@ describe('VM_VCPU_OVERCOMMIT', () => {
     (value) => {
       expect(errorOf({ ...required, VM_VCPU_OVERCOMMIT: value })).toBe(
         'VM_VCPU_OVERCOMMIT must be a number of vCPUs per logical core, from 0.01 to 999 (e.g. 4 or 1.5)',
+      );
+    },
+  );
+});
+
+describe('VM_DISK_RETENTION_S', () => {
+  it("keeps a deleted VM's disk a day unless set; 0 removes it at once, 30 days at most", () => {
+    expect(loadVmHostConfig(required).diskRetentionS).toBe(86_400);
+    for (const [value, seconds] of [
+      ['0', 0],
+      ['600', 600],
+      ['2592000', 2_592_000],
+    ] as const) {
+      expect(loadVmHostConfig({ ...required, VM_DISK_RETENTION_S: value }).diskRetentionS).toBe(
+        seconds,
+      );
+    }
+  });
+
+  it.each(['-1', '1.5', '1e3', '01', 'forever', '2592001', '999999999'])(
+    'refuses VM_DISK_RETENTION_S=%s, naming it',
+    (value) => {
+      expect(errorOf({ ...required, VM_DISK_RETENTION_S: value })).toBe(
+        'VM_DISK_RETENTION_S must be a whole number of seconds from 0 (remove at once) to 2592000 (30 days)',
       );
     },
   );

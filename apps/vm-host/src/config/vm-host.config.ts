@@ -85,6 +85,32 @@ export type Failpoint = (typeof FAILPOINTS)[number];
 export const DEFAULT_VCPU_OVERCOMMIT = 4;
 
 /**
+ * Seconds a deleted VM's disk is kept (for an operator to recover it) before the agent removes
+ * it: a day, so a mistaken delete can be undone and no node fills up with old disks.
+ */
+export const DEFAULT_DISK_RETENTION_S = 86_400;
+/** At most 30 days: nothing grows without bound. */
+export const MAX_DISK_RETENTION_S = 30 * 86_400;
+
+/** 0 or a whole number of seconds up to MAX_DISK_RETENTION_S. */
+function IsDiskRetention(): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isDiskRetention',
+      validator: {
+        validate: (value: unknown) =>
+          typeof value === 'string' &&
+          /^(?:0|[1-9]\d{0,7})$/.test(value) &&
+          Number(value) <= MAX_DISK_RETENTION_S,
+      },
+    },
+    {
+      message: `$property must be a whole number of seconds from 0 (remove at once) to ${MAX_DISK_RETENTION_S} (30 days)`,
+    },
+  );
+}
+
+/**
  * The agent's configuration, each setting declared once with the variable it comes from and its
  * documented default (README's "Enroll a node" and deploy/systemd/vm-host.env.example list
  * them; a test checks).
@@ -142,6 +168,14 @@ export class VmHostConfig extends DaemonConfig {
     default: DEFAULT_DISK_DIR,
   })
   diskDir!: string;
+
+  /** Seconds a deleted VM's disk is kept before it is removed; 0 removes it with the VM. */
+  @EnvironmentVariable('VM_DISK_RETENTION_S', {
+    validate: IsDiskRetention(),
+    read: Number,
+    default: DEFAULT_DISK_RETENTION_S,
+  })
+  diskRetentionS!: number;
 
   @EnvironmentVariable('VM_BASE_IMAGE', {
     validate: Matches(/^\//, { message: '$property must be an absolute path to a qcow2 image' }),

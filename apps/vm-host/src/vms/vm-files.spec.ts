@@ -59,7 +59,9 @@ describe('VmFiles', () => {
     await files.removeRuntime(id);
     expect(await files.readSidecar(id)).toBeUndefined();
     expect(await files.listVmIds()).toEqual([]);
-    expect(await readdir(root)).toEqual(expect.arrayContaining(['disks', 'run', 'base']));
+    expect(await readdir(root)).toEqual(
+      expect.arrayContaining(['disks', 'run', 'deleted', 'base']),
+    );
   });
 
   it('reads a sidecar written before drivers (pid and accel at the top) as a QEMU one', async () => {
@@ -142,7 +144,7 @@ describe('VmFiles keeps VM files private', () => {
 
   it('makes its folders 0700 and sidecars 0600', async () => {
     await files.prepare();
-    for (const dir of ['', 'disks', 'run', 'base'])
+    for (const dir of ['', 'disks', 'run', 'deleted', 'base'])
       expect(await mode(join(files.root, dir))).toBe('700');
     const vmId = await files.newVmId();
     await files.writeSidecar(sidecar(vmId));

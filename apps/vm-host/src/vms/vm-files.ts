@@ -89,11 +89,23 @@ async function makePrivate(path: string, mode: number): Promise<void> {
   if ((current.mode & 0o077) !== 0) await chmod(path, mode);
 }
 
+/** A disk of a deleted VM, kept until its retention (VM_DISK_RETENTION_S) has passed. */
+export interface DeletedDisk {
+  vmId: string;
+  /** When the VM was deleted, in wall-clock milliseconds since the epoch. */
+  deletedAtMs: number;
+  path: string;
+}
+
+/** `<deleted_at_ms>.<vm_id>.qcow2`: the time first, so a vm_id with dots still parses. */
+const DELETED_DISK_NAME = /^(\d{1,15})\.(.+)\.qcow2$/;
+
 /**
- * The layout of VM_DISK_DIR: `disks/<vm_id>.qcow2` (kept after deletion), `run/<vm_id>/`
- * (the sidecar and the driver's own files, e.g. QMP socket, pidfile, seed ISO, serial log;
- * removed with the VM), `base/` (the blank base image made when VM_BASE_IMAGE is unset).
- * Every name under it is a vm_id the agent made.
+ * The layout of VM_DISK_DIR: `disks/<vm_id>.qcow2` (the VM's disk), `run/<vm_id>/` (the
+ * sidecar and the driver's own files, e.g. QMP socket, pidfile, seed ISO, serial log; removed
+ * with the VM), `deleted/<deleted_at_ms>.<vm_id>.qcow2` (disks of deleted VMs, until their
+ * retention passes), `base/` (the blank base image made when VM_BASE_IMAGE is unset). Every
+ * name under it is a vm_id the agent made.
  */
 @Injectable()
 export class VmFiles {
@@ -111,6 +123,14 @@ export class VmFiles {
     return join(this.root, 'run', vmId);
   }
 
+  /** Where a deleted VM's disk waits out its retention; vmId must be a valid id. */
+  deletedDisk(vmId: string, deletedAtMs: number): string {
+    if (!ID_PATTERN.test(vmId) || !Number.isSafeInteger(deletedAtMs) || deletedAtMs < 0) {
+      throw new Error(`not a deleted disk: vm ${vmId} at ${deletedAtMs}`);
+    }
+    return join(this.root, 'deleted', `${deletedAtMs}.${vmId}.qcow2`);
+  }
+
   blankBaseImage(): string {
     return join(this.root, 'base', 'blank.qcow2');
   }
@@ -124,13 +144,14 @@ export class VmFiles {
    * left readable; fails when VM_DISK_DIR is not writable.
    */
   async prepare(): Promise<void> {
-    for (const dir of ['disks', 'run', 'base']) {
+    for (const dir of ['disks', 'run', 'deleted', 'base']) {
       await mkdir(join(this.root, dir), { recursive: true, mode: PRIVATE_DIR_MODE });
       await makePrivate(join(this.root, dir), PRIVATE_DIR_MODE);
     }
-    for (const entry of await readdir(join(this.root, 'disks'), { withFileTypes: true })) {
-      if (entry.isFile())
-        await makePrivate(join(this.root, 'disks', entry.name), PRIVATE_FILE_MODE);
+    for (const dir of ['disks', 'deleted']) {
+      for (const entry of await readdir(join(this.root, dir), { withFileTypes: true })) {
+        if (entry.isFile()) await makePrivate(join(this.root, dir, entry.name), PRIVATE_FILE_MODE);
+      }
     }
     for (const vmId of await this.listVmIds()) {
       const dir = this.runDir(vmId);
@@ -169,6 +190,31 @@ export class VmFiles {
       .filter((entry) => entry.isDirectory() && ID_PATTERN.test(entry.name))
       .map((entry) => entry.name)
       .sort();
+  }
+
+  /**
+   * The vm ids of the disks in `disks/` that have no run folder: VMs deleted by agents that
+   * kept their disks, or by one killed between removing the run folder and the disk.
+   */
+  async listDisksWithoutVm(): Promise<string[]> {
+    const entries = await readdir(join(this.root, 'disks'), { withFileTypes: true });
+    const vmIds = new Set(await this.listVmIds());
+    return entries
+      .filter((entry) => entry.isFile() && entry.name.endsWith('.qcow2'))
+      .map((entry) => entry.name.slice(0, -'.qcow2'.length))
+      .filter((vmId) => ID_PATTERN.test(vmId) && !vmIds.has(vmId))
+      .sort();
+  }
+
+  /** The disks in `deleted/` whose names the agent made; anything else there is left alone. */
+  async listDeletedDisks(): Promise<DeletedDisk[]> {
+    const entries = await readdir(join(this.root, 'deleted'), { withFileTypes: true });
+    return entries.flatMap((entry) => {
+      const match = entry.isFile() ? DELETED_DISK_NAME.exec(entry.name) : null;
+      if (!match || !ID_PATTERN.test(match[2])) return [];
+      const deletedAtMs = Number(match[1]);
+      return [{ vmId: match[2], deletedAtMs, path: this.deletedDisk(match[2], deletedAtMs) }];
+    });
   }
 
   /**

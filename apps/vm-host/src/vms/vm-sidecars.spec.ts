@@ -123,7 +123,9 @@ describe('VmSidecars', () => {
       await vms.destroy(vmId);
       expect(driver.stopped).toEqual([{ vmId, record: { kind: 'none' } }]);
       expect(await runFolders()).toEqual([]);
-      expect(await readdir(join(root, 'disks'))).toEqual([`${vmId}.qcow2`]);
+      // Its disk waits out VM_DISK_RETENTION_S (a day by default) in deleted/.
+      expect(await readdir(join(root, 'disks'))).toEqual([]);
+      expect(await readdir(join(root, 'deleted'))).toEqual([`${clock.wallNow()}.${vmId}.qcow2`]);
     });
   });
 });

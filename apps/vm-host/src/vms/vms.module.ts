@@ -2,6 +2,8 @@ import { Module } from '@nestjs/common';
 import { HostFactsModule } from '../host-facts/host-facts.module';
 import { VmStatesSource } from '../metrics/vm-states.source';
 import { CrashFailpoint } from './crash-failpoint';
+import { DeletedDisksJob } from './deleted-disks.job';
+import { DeletedDisks } from './deleted-disks.service';
 import { NodeVmsSource } from './node-vms.source';
 import { VmAdmissionService } from './vm-admission.service';
 import { VM_DRIVER_PROVIDER } from './vm-driver.provider';
@@ -22,6 +24,8 @@ import { VmsService } from './vms.service';
     VmLifecycle,
     VmSidecars,
     VmFiles,
+    DeletedDisks,
+    DeletedDisksJob,
     CrashFailpoint,
     VM_DRIVER_PROVIDER,
     { provide: NodeVmsSource, useExisting: VmsService },

@@ -184,7 +184,7 @@ describe('VmsService', () => {
         clock,
       );
       await service.prepare();
-      expect((await readdir(fresh)).sort()).toEqual(['base', 'disks', 'run']);
+      expect((await readdir(fresh)).sort()).toEqual(['base', 'deleted', 'disks', 'run']);
       expect(driver.toolsChecked).toBe(true);
     });
 

@@ -11,6 +11,7 @@ import { VmFiles } from './vm-files';
 import { VmLifecycle, toVmRecord } from './vm-lifecycle';
 import { VmReconciliationService } from './vm-reconciliation.service';
 import { VmSidecars } from './vm-sidecars';
+import { DeletedDisks } from './deleted-disks.service';
 import { VmNotOnNodeError, messageOf } from './vms.errors';
 
 /**
@@ -32,6 +33,7 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
     private readonly reconciliation: VmReconciliationService,
     private readonly driver: VmDriver,
     private readonly clock: Clock,
+    private readonly deletedDisks: DeletedDisks,
   ) {
     super();
     this.changes = lifecycle.changes;
@@ -53,6 +55,7 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
     }
     await this.driver.checkTools();
     await this.reconciliation.recover();
+    await this.deletedDisks.recover();
   }
 
   /**
@@ -103,8 +106,8 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
   }
 
   /**
-   * Stops every process of the VM (also one its sidecar has no record of) and removes its
-   * runtime files. Throws VmNotOnNodeError for a VM this node does not have, so a second call
+   * Stops every process of the VM (also one its sidecar has no record of), removes its
+   * runtime files, and removes its disk or keeps it for VM_DISK_RETENTION_S. Throws VmNotOnNodeError for a VM this node does not have, so a second call
    * is a 404.
    */
   async destroy(vmId: string): Promise<void> {
@@ -115,7 +118,12 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
       await this.driver.stop(vmId, sidecar.driver);
       await this.files.removeRuntime(vmId);
       this.sidecars.forget(vmId);
-      this.logger.log(`vm ${vmId} destroyed (disk ${this.files.disk(vmId)} kept)`);
+      // The VM is gone once its run folder is; a disk left by a failure here is retired at start-up.
+      const disk = await this.deletedDisks.retire(vmId).catch((error: unknown) => {
+        this.logger.error(`vm ${vmId}: could not retire its disk: ${messageOf(error)}`);
+        return 'disk left in disks/';
+      });
+      this.logger.log(`vm ${vmId} destroyed (${disk})`);
     });
     this.lifecycle.announce();
   }

@@ -1,0 +1,151 @@
+import { mkdir, readdir, utimes, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { firstValueFrom } from 'rxjs';
+import { fakeHostFacts } from '../../../../test/support/fake-vm-driver';
+import {
+  VmBed,
+  VmServices,
+  closeVmBed,
+  openVmBed,
+  vmServices,
+} from '../../../../test/support/vm-services';
+import { VmHostConfig } from '../config/vm-host.config';
+import { DeletedDisksJob } from './deleted-disks.job';
+
+const HOUR_MS = 3_600_000;
+
+/** A host with room for every VM these tests make. */
+const roomyHost = fakeHostFacts({ ram_total_mb: 65_536, ram_used_mb: 1_024, cpu_cores: 16 });
+
+describe('DeletedDisks', () => {
+  let bed: VmBed;
+
+  beforeEach(async () => {
+    bed = await openVmBed('deleted-disks-');
+  });
+
+  afterEach(() => closeVmBed(bed));
+
+  function services(diskRetentionS: number): VmServices {
+    const config = Object.assign(new VmHostConfig(), {
+      nodeId: 'node-a',
+      vcpuOvercommit: 4,
+      diskRetentionS,
+    });
+    const { files, driver, clock } = bed;
+    return vmServices({ files, driver, clock, hostFacts: roomyHost, config });
+  }
+
+  /** A started VM with a disk, as QEMU's driver leaves it. */
+  async function runningVm({ vms }: VmServices): Promise<string> {
+    const {
+      vm: { vm_id: vmId },
+    } = await vms.spawn({ vm_type: 'web', ram_mb: 96, vcpu_count: 1, prefer_kvm: false });
+    const settled = firstValueFrom(vms.changes);
+    bed.driver.creates.shift()!.settle({
+      record: { kind: 'fake', pid: 4242 },
+      hostPorts: [],
+      summary: 'fake pid 4242',
+    });
+    await settled;
+    await writeFile(bed.files.disk(vmId), 'qcow2');
+    return vmId;
+  }
+
+  const listed = (dir: string): Promise<string[]> => readdir(join(bed.root, dir));
+
+  it('with retention 0, removes the disk with the VM', async () => {
+    const vm = services(0);
+    const vmId = await runningVm(vm);
+    await vm.vms.destroy(vmId);
+    expect(await listed('run')).toEqual([]);
+    expect(await listed('disks')).toEqual([]);
+    expect(await listed('deleted')).toEqual([]);
+    expect(bed.logs).toContain(`log vm ${vmId} destroyed (disk removed)`);
+  });
+
+  it('keeps the disk, stamped with the deletion time, until the retention has passed', async () => {
+    const vm = services(3_600);
+    const vmId = await runningVm(vm);
+    const deletedAt = bed.clock.wallNow();
+    await vm.vms.destroy(vmId);
+    expect(await listed('run')).toEqual([]);
+    expect(await listed('disks')).toEqual([]);
+    expect(await listed('deleted')).toEqual([`${deletedAt}.${vmId}.qcow2`]);
+
+    bed.clock.advance(HOUR_MS - 1);
+    expect(await vm.deletedDisks.sweep()).toBe(0);
+    expect(await listed('deleted')).toHaveLength(1);
+
+    bed.clock.advance(1);
+    await new DeletedDisksJob(vm.deletedDisks).sweep();
+    expect(await listed('deleted')).toEqual([]);
+  });
+
+  it('goes by the wall clock, which the deletion time outlives the agent on', async () => {
+    const vm = services(3_600);
+    const vmId = await runningVm(vm);
+    await vm.vms.destroy(vmId);
+    bed.clock.stepWall(HOUR_MS);
+    expect(await vm.deletedDisks.sweep()).toBe(1);
+  });
+
+  it('at start-up, retires disks left without a run folder and sweeps those past retention', async () => {
+    const vm = services(3_600);
+    const nowS = bed.clock.wallNow() / 1000;
+    const disk = (vmId: string): string => bed.files.disk(vmId);
+    // Deleted by an older agent two hours ago, and ten minutes ago.
+    await writeFile(disk('vm-00000000000000a1'), 'qcow2');
+    await utimes(disk('vm-00000000000000a1'), nowS - 7_200, nowS - 7_200);
+    await writeFile(disk('vm-00000000000000a2'), 'qcow2');
+    await utimes(disk('vm-00000000000000a2'), nowS - 600, nowS - 600);
+    // A VM the agent still has, and a disk whose VM's process still runs: both left alone.
+    await bed.leftBehind('vm-00000000000000b1', { started_at: '2026-08-06T11:00:00.000Z' });
+    await writeFile(disk('vm-00000000000000b1'), 'qcow2');
+    await writeFile(disk('vm-00000000000000b2'), 'qcow2');
+    bed.driver.live.set('vm-00000000000000b2', {
+      record: { kind: 'fake', pid: 77 },
+      hostPorts: [],
+      rssMb: 40,
+      summary: 'fake pid 77',
+    });
+    // Not named by the agent: never touched.
+    await writeFile(join(bed.root, 'disks', 'notes.txt'), '');
+    await writeFile(join(bed.root, 'deleted', 'keep-me.qcow2'), '');
+    await mkdir(join(bed.root, 'deleted', '1.vm-00000000000000c1.qcow2'));
+
+    await vm.vms.prepare();
+
+    expect((await listed('disks')).sort()).toEqual([
+      'notes.txt',
+      'vm-00000000000000b1.qcow2',
+      'vm-00000000000000b2.qcow2',
+    ]);
+    expect((await listed('deleted')).sort()).toEqual([
+      '1.vm-00000000000000c1.qcow2',
+      `${(nowS - 600) * 1000}.vm-00000000000000a2.qcow2`,
+      'keep-me.qcow2',
+    ]);
+    expect(bed.logs).toContain(
+      'warn vm vm-00000000000000b2: disk without a run folder kept, a process of it runs',
+    );
+  });
+
+  it('at start-up with retention 0, removes the disks left without a run folder', async () => {
+    const vm = services(0);
+    await writeFile(bed.files.disk('vm-00000000000000a1'), 'qcow2');
+    await writeFile(
+      join(bed.root, 'deleted', `${bed.clock.wallNow()}.vm-00000000000000a2.qcow2`),
+      '',
+    );
+    await vm.vms.prepare();
+    expect(await listed('disks')).toEqual([]);
+    expect(await listed('deleted')).toEqual([]);
+  });
+
+  it('never builds a path from a name that is not a vm id', async () => {
+    const vm = services(0);
+    await expect(vm.deletedDisks.retire('../etc')).rejects.toThrow('not a vm id');
+    expect(() => bed.files.deletedDisk('a/b', 1)).toThrow('not a deleted disk');
+  });
+});
