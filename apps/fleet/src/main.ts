@@ -1,7 +1,12 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
-import { BearerTokens, exitCleanlyOnSignals, exitOnStartupFailure } from '@app/daemon';
+import {
+  BearerTokens,
+  exitCleanlyOnSignals,
+  exitOnStartupFailure,
+  notifyServiceReady,
+} from '@app/daemon';
 import { FLEET_PORT } from '@app/fleet-domain';
 import { createFleetApp } from './bootstrap';
 import { loadFleetConfig, refuseArguments } from './config/fleet.config';
@@ -21,6 +26,7 @@ async function main(): Promise<void> {
     api: `anyone who reaches port ${FLEET_PORT} can list, create and delete every tenant's VMs`,
   });
   if (open) logger.warn(open);
+  await notifyServiceReady('Fleet', `listening on 0.0.0.0:${FLEET_PORT}`);
 }
 
 main().catch((error: unknown) => exitOnStartupFailure('service-vm-fleet', error, process.env));

@@ -3,7 +3,12 @@
 // (TurboFan) keep it near 72 MB of RSS instead of 90, for little CPU (npm run bench).
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
-import { BearerTokens, exitCleanlyOnSignals, exitOnStartupFailure } from '@app/daemon';
+import {
+  BearerTokens,
+  exitCleanlyOnSignals,
+  exitOnStartupFailure,
+  notifyServiceReady,
+} from '@app/daemon';
 import { createVmHostApp, startVmHost } from './bootstrap';
 import { loadVmHostConfig, refuseArguments } from './config/vm-host.config';
 
@@ -23,6 +28,10 @@ async function main(): Promise<void> {
     node: `anyone who reaches ${config.wgIp}:${config.spawnPort} can start, list and destroy this node's VMs`,
   });
   if (open) logger.warn(`node ${config.nodeId}: ${open}`);
+  await notifyServiceReady(
+    'VmHost',
+    `node ${config.nodeId} listening on ${config.wgIp}:${config.spawnPort}`,
+  );
 }
 
 main().catch((error: unknown) => exitOnStartupFailure('service-vm-host', error, process.env));

@@ -14,3 +14,4 @@ export * from './openapi-document';
 export * from './listen-address';
 export * from './metrics-endpoint';
 export * from './process-metrics';
+export * from './service-readiness';
