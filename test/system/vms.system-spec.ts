@@ -53,6 +53,8 @@ function agentEnv(nodeId: string, wgIp: string, extra: NodeJS.ProcessEnv = {}): 
     VM_HEARTBEAT_INTERVAL_S: '1',
     VM_DISK_DIR: join(workDir, nodeId),
     VM_BASE_IMAGE: baseImage,
+    // vm-node-a removes a deleted VM's disk at once; the others keep it the default day.
+    ...(nodeId === 'vm-node-a' ? { VM_DISK_RETENTION_S: '0' } : {}),
     ...extra,
   };
 }
@@ -269,21 +271,41 @@ describe('VMs with real QEMU', () => {
     );
   });
 
-  it('deletes it through the controller: 204, QEMU gone within 5 s, unlisted; again: 404', async () => {
-    const { vmId, owner } = await runningVm();
-    const pid = qemuPidOf(vmId);
-    const disk = join(ownerDir(vmId), 'disks', `${vmId}.qcow2`);
-    expect(await del(`/v1/vms/${vmId}`)).toBe(204);
-    await eventually(
-      'QEMU gone',
-      () => Promise.resolve(qemuProcessesOfSuite().includes(pid) ? undefined : true),
-      5_000,
-    );
-    expect((await vms()).map((vm) => vm.vm_id)).not.toContain(vmId);
-    expect(existsSync(disk)).toBe(true);
-    expect(existsSync(join(workDir, owner, 'run', vmId))).toBe(false);
-    expect(await del(`/v1/vms/${vmId}`)).toBe(404);
-  });
+  it.each([
+    ['vm-node-a', 'VM_DISK_RETENTION_S=0', 'its folder and disk removed at once'],
+    ['vm-node-b', 'the default retention', 'its folder removed, its disk kept in deleted/'],
+  ])(
+    'deletes it through the controller (%s, %s): 204, QEMU gone within 5 s, unlisted, %s; again: 404',
+    async (owner, _retention, _files) => {
+      const created = await post('/v1/vms', {
+        vm_type: 'e2e-web',
+        ram_mb: 64,
+        vcpu_count: 1,
+        preferred_node: owner,
+      });
+      expect(created.status).toBe(201);
+      const vmId = created.body.vm_id;
+      await vmListed(vmId, 'Running');
+      expect(ownerOf(vmId)).toBe(owner);
+      const pid = qemuPidOf(vmId);
+      const dir = join(workDir, owner);
+      expect(existsSync(join(dir, 'disks', `${vmId}.qcow2`))).toBe(true);
+      expect(await del(`/v1/vms/${vmId}`)).toBe(204);
+      await eventually(
+        'QEMU gone',
+        () => Promise.resolve(qemuProcessesOfSuite().includes(pid) ? undefined : true),
+        5_000,
+      );
+      expect((await vms()).map((vm) => vm.vm_id)).not.toContain(vmId);
+      expect(existsSync(join(dir, 'run', vmId))).toBe(false);
+      expect(existsSync(join(dir, 'disks', `${vmId}.qcow2`))).toBe(false);
+      const kept = readdirSync(join(dir, 'deleted')).filter((name) =>
+        name.endsWith(`.${vmId}.qcow2`),
+      );
+      expect(kept).toHaveLength(owner === 'vm-node-a' ? 0 : 1);
+      expect(await del(`/v1/vms/${vmId}`)).toBe(404);
+    },
+  );
 
   it('shows a VM whose QEMU died behind the agent back as Stopped, and still deletes it', async () => {
     const created = await post('/v1/vms', { vm_type: 'e2e-doomed', ram_mb: 64, vcpu_count: 1 });
