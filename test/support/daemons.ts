@@ -39,9 +39,18 @@ export class Daemon {
     nodeArgs: string[] = [],
     /** Run inside this network namespace (ip netns exec replaces itself: same pid, same signals). */
     netns?: string,
+    /** Commands that run the daemon as their last arguments, replacing themselves (e.g. setpriv). */
+    launcher: string[] = [],
   ) {
     if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first`);
-    const command = [process.execPath, ...shebangNodeOptions(main), ...nodeArgs, main, ...args];
+    const command = [
+      ...launcher,
+      process.execPath,
+      ...shebangNodeOptions(main),
+      ...nodeArgs,
+      main,
+      ...args,
+    ];
     const [file, ...argv] = netns ? ['ip', 'netns', 'exec', netns, ...command] : command;
     this.process = spawn(file, argv, {
       // TMPDIR: its temporary files are the test run's, and the run's end finds it (test-run.ts).
