@@ -2,6 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';
 import {
+  eventually,
+  OUTPUT_TIMEOUT_MS,
   Daemon,
   FLEET_URL,
   enrolled,
@@ -141,6 +143,12 @@ describe('a sick node: heartbeats fine, spawn port dead, the most free RAM', () 
     expect(created.map(({ body }) => body.node_id)).toEqual(Array(5).fill(HEALTHY));
     for (const { ms } of created) expect(ms).toBeLessThan(CREATE_BOUND_MS);
     const vmIds = created.map(({ body }) => `guest=${body.vm_id}`).sort();
+    // A 201 is the agent's acceptance; its QEMU may still be starting.
+    await eventually(
+      'the five guests running',
+      () => Promise.resolve(runningGuests().length === 5 ? true : undefined),
+      OUTPUT_TIMEOUT_MS,
+    );
     expect(runningGuests()).toEqual(vmIds);
     // The sick node was chosen and failed over from, not merely never chosen: by the first
     // create, and by the second once its backoff was over (a slow machine may add a third).
