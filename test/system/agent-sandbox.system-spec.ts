@@ -18,17 +18,20 @@ import { scratchFolder } from '../support/scratch-folders';
 
 /**
  * QEMU runs under the agent's unit's restrictions, as near as this machine allows: systemd does
- * not run units here (it is not PID 1), so setpriv starts the built daemons as the units would,
- * as users without a single capability (an empty bounding set), without new privileges, with the
- * unit's UMask, systemd's PATH and a notify socket. The agent, as `nobody` (its unit's vm-host:
- * any unprivileged user with its own state folder) and in group kvm when there is one, enrolls
- * with a controller running as a dynamic user's uid, and a VM created through that controller
- * reaches Running. What setpriv cannot apply (ProtectSystem=, the system call filter, the device
- * policy) systemd-analyze checks in systemd-units.system-spec.ts.
+ * not run units here (it is not PID 1), so the built daemons start as their units would start
+ * them, from the units' own settings: every file system read-only but the state folder
+ * (ProtectSystem=strict, StateDirectory=), a proc showing the user's processes alone
+ * (ProtectProc=, ProcSubset=), and through setpriv an unprivileged user in its groups, without a
+ * single capability (an empty bounding set), without new privileges, with the unit's UMask,
+ * systemd's PATH and a notify socket. The agent runs as `nobody` (its unit's vm-host: any
+ * unprivileged user with its own state folder), in group kvm when there is one; the controller as
+ * a dynamic user's uid. A VM created through the controller reaches Running. What this cannot
+ * apply (the system call filter, the device policy, the address families) systemd-analyze checks
+ * in systemd-units.system-spec.ts.
  */
 jest.setTimeout(60_000);
 
-const AGENT_UNIT = join(__dirname, '../../deploy/systemd/service-vm-host.service');
+const UNITS = join(__dirname, '../../deploy/systemd');
 const NOBODY = 65534;
 /** A uid from systemd's DynamicUser= range (61184-65519), without a passwd entry, like it. */
 const DYNAMIC_UID = 61184;
@@ -40,11 +43,46 @@ const workDir = scratchFolder('sandbox-');
 const diskDir = join(workDir, 'vm-fleet');
 const baseImage = join(workDir, 'base.qcow2');
 
-/** A setting of the agent's unit file, e.g. UMask. */
-function unitSetting(name: string): string {
-  const value = new RegExp(`^${name}=(.*)$`, 'm').exec(readFileSync(AGENT_UNIT, 'utf8'))?.[1];
-  if (value === undefined) throw new Error(`${AGENT_UNIT} has no ${name}=`);
-  return value;
+/** What a unit's sandbox comes to, for setpriv, mount and proc to apply. */
+interface Sandbox {
+  uid: number;
+  gid: number;
+  /** SupplementaryGroups=. */
+  groups: number[];
+  /** UMask=. */
+  umask: string;
+  /** ProtectProc= and ProcSubset=, as options of a proc mount. */
+  proc: string;
+  /** Left writable by ProtectSystem=strict: StateDirectory=, and the stand-in for PrivateTmp=. */
+  writable: string[];
+}
+
+/** A setting of a unit file, e.g. UMask; undefined when the unit does not set it. */
+function unitSetting(unit: string, name: string): string | undefined {
+  return new RegExp(`^${name}=(.*)$`, 'm').exec(readFileSync(join(UNITS, unit), 'utf8'))?.[1];
+}
+
+/** The sandbox of `unit` for a user, the parts setpriv, mount and proc can apply. */
+function sandboxOf(unit: string, uid: number, gid: number, writable: string[] = []): Sandbox {
+  const setting = (name: string): string => {
+    const value = unitSetting(unit, name);
+    if (value === undefined) throw new Error(`${unit} has no ${name}=`);
+    return value;
+  };
+  expect(setting('ProtectSystem')).toBe('strict');
+  expect(setting('CapabilityBoundingSet')).toBe('');
+  expect(setting('NoNewPrivileges')).toBe('yes');
+  const subset = unitSetting(unit, 'ProcSubset');
+  const supplementary = unitSetting(unit, 'SupplementaryGroups');
+  const groups = supplementary === undefined ? undefined : groupId(supplementary);
+  return {
+    uid,
+    gid,
+    groups: groups === undefined ? [] : [groups],
+    umask: setting('UMask'),
+    proc: `hidepid=${setting('ProtectProc')}${subset ? `,subset=${subset}` : ''}`,
+    writable,
+  };
 }
 
 /** The gid of group `name`, or undefined when this machine has no such group. */
@@ -54,19 +92,39 @@ function groupId(name: string): number | undefined {
 }
 
 /**
- * The command that runs a daemon as `uid`:`gid` as its unit would: no capability in any set,
- * no new privileges, the supplementary groups given, the unit's umask.
+ * The command that runs a daemon as its unit would, as near as no systemd allows: in a mount
+ * namespace of its own where every file system is read-only but `writable` (ProtectSystem=strict;
+ * /dev, /proc and /sys are the kernel's), its own proc mount (ProtectProc=, ProcSubset=), then
+ * through setpriv: the user, its groups, no capability in any set, no new privileges, the umask.
  */
-function asUnprivileged(uid: number, gid: number, groups: number[]): string[] {
+function asTheUnitWould(sandbox: Sandbox): string[] {
+  const keep = ['/proc', '/proc/*', '/sys', '/sys/*', '/dev', '/dev/*'].concat(
+    sandbox.writable.map((path) => `'${path}'`),
+  );
+  const script = [
+    'set -e',
+    `mount -t proc -o ${sandbox.proc} proc /proc`,
+    ...sandbox.writable.map((path) => `mount --bind '${path}' '${path}'`),
+    'findmnt -rno TARGET | while read -r target; do',
+    `  case "$target" in ${keep.join('|')}) continue ;; esac`,
+    '  mount -o remount,bind,ro "$target"',
+    'done',
+    `umask ${sandbox.umask}`,
+    'exec "$@"',
+  ].join('\n');
   return [
+    'unshare',
+    '--mount',
+    '--propagation',
+    'private',
     'sh',
     '-c',
-    `umask ${unitSetting('UMask')} && exec "$@"`,
+    script,
     'sh',
     'setpriv',
-    `--reuid=${uid}`,
-    `--regid=${gid}`,
-    ...(groups.length ? [`--groups=${groups.join(',')}`] : ['--clear-groups']),
+    `--reuid=${sandbox.uid}`,
+    `--regid=${sandbox.gid}`,
+    ...(sandbox.groups.length ? [`--groups=${sandbox.groups.join(',')}`] : ['--clear-groups']),
     '--inh-caps=-all',
     '--bounding-set=-all',
     '--no-new-privs',
@@ -93,16 +151,42 @@ function expectUnprivileged(pid: number, uid: number): void {
   expect(status.NoNewPrivs).toBe('1');
 }
 
+/**
+ * Whether a process sees what its sandbox makes of the file systems: `/` read-only, `writable`
+ * writable, and its proc mounted with `proc`'s options.
+ */
+function expectSandboxedMounts(pid: number, sandbox: Sandbox): void {
+  const mounts = readFileSync(`/proc/${pid}/mountinfo`, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const [mine, kernel] = line.split(' - ');
+      const [, , , , target, options] = mine.split(' ');
+      return { target, options: options.split(','), superOptions: kernel.split(' ')[2] };
+    });
+  const last = (target: string) => mounts.filter((mount) => mount.target === target).at(-1);
+  expect(last('/')?.options).toContain('ro');
+  for (const path of sandbox.writable)
+    expect({ path, options: last(path)?.options }).toEqual({
+      path,
+      options: expect.arrayContaining(['rw']),
+    });
+  expect(last('/proc')?.superOptions.split(',')).toEqual(
+    expect.arrayContaining(sandbox.proc.split(',')),
+  );
+}
+
 interface ListedVm {
   vm_id: string;
   state: string;
   node_id: string;
 }
 
-describe("QEMU under the agent's unit restrictions (setpriv: an unprivileged user, no capability)", () => {
+describe("QEMU under the agent's unit restrictions (read-only system, own proc, setpriv: an unprivileged user without capabilities)", () => {
   let notify: NotifySocket;
   const runFolderMode = statSync(runFolder).mode & 0o7777;
   let agent: Daemon;
+  let agentSandbox: Sandbox;
 
   beforeAll(async () => {
     // The unprivileged users reach the built daemons (world-readable) and, through the run's
@@ -121,18 +205,13 @@ describe("QEMU under the agent's unit restrictions (setpriv: an unprivileged use
     // systemd's own notify socket is writable by every service.
     chmodSync(notify.path, 0o777);
 
-    const fleet = new Daemon(
-      FLEET_MAIN,
-      {},
-      [],
-      [],
-      undefined,
-      asUnprivileged(DYNAMIC_UID, DYNAMIC_UID, []),
-    );
+    const fleetSandbox = sandboxOf('service-vm-fleet.service', DYNAMIC_UID, DYNAMIC_UID);
+    const fleet = new Daemon(FLEET_MAIN, {}, [], [], undefined, asTheUnitWould(fleetSandbox));
     await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
     expectUnprivileged(fleet.process.pid!, DYNAMIC_UID);
+    expectSandboxedMounts(fleet.process.pid!, fleetSandbox);
 
-    const kvm = groupId(unitSetting('SupplementaryGroups'));
+    agentSandbox = sandboxOf('service-vm-host.service', NOBODY, NOBODY, [diskDir, agentTmp]);
     agent = new Daemon(
       VM_HOST_MAIN,
       {
@@ -157,7 +236,7 @@ describe("QEMU under the agent's unit restrictions (setpriv: an unprivileged use
       [],
       [],
       undefined,
-      asUnprivileged(NOBODY, NOBODY, kvm === undefined ? [] : [kvm]),
+      asTheUnitWould(agentSandbox),
     );
     await enrolled(agent);
   });
@@ -170,6 +249,7 @@ describe("QEMU under the agent's unit restrictions (setpriv: an unprivileged use
 
   it('the agent runs as its user without any capability, says READY=1, enrolls; a VM created through the controller reaches Running in a QEMU as unprivileged', async () => {
     expectUnprivileged(agent.process.pid!, NOBODY);
+    expectSandboxedMounts(agent.process.pid!, agentSandbox);
     expect(await notify.ready()).toContain(`STATUS=node ${NODE_ID} listening on ${WG_IP}:9204`);
 
     const response = await fetch(`${FLEET_URL}/v1/vms`, {
@@ -191,6 +271,7 @@ describe("QEMU under the agent's unit restrictions (setpriv: an unprivileged use
     const [qemu] = liveQemusUnder(diskDir);
     expect(qemu.args).toContain(`guest=${created.vm_id}`);
     expectUnprivileged(qemu.pid, NOBODY);
+    expectSandboxedMounts(qemu.pid, agentSandbox);
     // NOTIFY_SOCKET was the agent's alone: QEMU does not speak for the unit.
     const qemuEnvironment = readFileSync(`/proc/${qemu.pid}/environ`, 'utf8').split('\0');
     expect(qemuEnvironment.filter((entry) => entry.startsWith('NOTIFY_SOCKET='))).toEqual([]);
