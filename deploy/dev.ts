@@ -2,8 +2,14 @@
  * `npm start`: the controller plus one local agent in one process tree, so a newcomer sees a
  * node enroll. The agent's node id is this machine's hostname, its address 127.0.0.1.
  * Ctrl-C stops both. Runs the built daemons exactly as systemd would, only with a dev setup.
+ *
+ * Both daemons stop, and this waits for them, when this process gets SIGTERM, SIGINT or SIGHUP,
+ * or when its parent goes: npm forwards SIGTERM and SIGINT to it (the start script `exec`s it,
+ * so no shell stands between), but dies of a SIGHUP without forwarding it. Each daemon also gets
+ * SIGTERM if this process dies without cleaning up (SIGKILL), through setpriv's --pdeathsig
+ * where util-linux has it.
  */
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +18,28 @@ const ROOT = join(__dirname, '..');
 const FLEET_MAIN = join(ROOT, 'dist/apps/fleet/apps/fleet/src/main.js');
 const VM_HOST_MAIN = join(ROOT, 'dist/apps/vm-host/apps/vm-host/src/main.js');
 const FLEET_URL = 'http://127.0.0.1:9203';
+/** How often the parent is looked for, and how long a daemon may take to stop before SIGKILL. */
+const PARENT_CHECK_MS = 250;
+const STOP_TIMEOUT_MS = 10_000;
+
+/** `setpriv --pdeathsig TERM` when this machine has it (util-linux); else nothing. */
+function deathSignalPrefix(): string[] {
+  try {
+    execFileSync('setpriv', ['--pdeathsig', 'TERM', 'true'], { stdio: 'ignore' });
+    return ['setpriv', '--pdeathsig', 'TERM'];
+  } catch {
+    return [];
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 /** A hostname that is also a valid node id. */
 function nodeIdFromHostname(): string {
@@ -37,25 +65,41 @@ async function controllerAnswers(deadline: number): Promise<boolean> {
 async function main(): Promise<void> {
   const children: ChildProcess[] = [];
   let stopping = false;
+  const parent = process.ppid;
+  // npm dies of a SIGHUP without passing it on: this process is then orphaned.
+  const parentWatch = setInterval(() => {
+    if (isAlive(parent)) return;
+    console.error(`dev: parent process ${parent} is gone; stopping both daemons`);
+    stopAll(0);
+  }, PARENT_CHECK_MS);
   const stopAll = (code: number): void => {
     if (stopping) return;
     stopping = true;
+    clearInterval(parentWatch);
     const alive = children.filter((child) => child.exitCode === null && child.signalCode === null);
     if (alive.length === 0) process.exit(code);
     let left = alive.length;
     for (const child of alive) {
+      const kill = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
       child.once('exit', () => {
+        clearTimeout(kill);
         left -= 1;
         if (left === 0) process.exit(code);
       });
       child.kill('SIGTERM');
     }
   };
-  process.on('SIGINT', () => stopAll(0));
-  process.on('SIGTERM', () => stopAll(0));
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      console.error(`dev: ${signal}; stopping both daemons`);
+      stopAll(0);
+    });
+  }
 
+  const prefix = deathSignalPrefix();
   const start = (main: string, env: NodeJS.ProcessEnv): ChildProcess => {
-    const child = spawn(process.execPath, [main], { env, stdio: 'inherit' });
+    const [command, ...args] = [...prefix, process.execPath, main];
+    const child = spawn(command, args, { env, stdio: 'inherit' });
     children.push(child);
     child.on('exit', (code, signal) => {
       if (!stopping) {
@@ -67,7 +111,10 @@ async function main(): Promise<void> {
   };
 
   start(FLEET_MAIN, process.env);
-  if (!(await controllerAnswers(Date.now() + 15_000))) {
+  const answered = await controllerAnswers(Date.now() + 15_000);
+  // Stopped meanwhile: no agent to start.
+  if (stopping) return;
+  if (!answered) {
     console.error(`dev: the controller did not answer on ${FLEET_URL} within 15 s`);
     stopAll(1);
     return;
