@@ -1,0 +1,333 @@
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import {
+  accessSync,
+  constants,
+  existsSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  appendFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { FLEET_URL, eventually } from '../support/daemons';
+import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
+import { scratchFolder } from '../support/scratch-folders';
+
+/**
+ * The Debian packages as an operator gets them: `npm run package`'s script builds them from the
+ * build output, apt installs them for real on this (CI's throwaway) machine, the installed
+ * commands run as unprivileged users (as their units would run them), apt purges them. The
+ * machine is left as it was: packages purged, the agent's user and groups and the state folder
+ * removed when they were not there before, a state folder that was there put back.
+ */
+jest.setTimeout(120_000);
+
+const ROOT = join(__dirname, '../..');
+const { version, dependencies, devDependencies } = JSON.parse(
+  readFileSync(join(ROOT, 'package.json'), 'utf8'),
+) as {
+  version: string;
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
+const PACKAGES = ['service-vm-fleet', 'service-vm-host'] as const;
+const DEB = (name: string): string => join(ROOT, 'dist', 'packages', `${name}_${version}_all.deb`);
+const STATE_DIR = '/var/lib/vm-fleet';
+const STATE_DIR_ASIDE = `${STATE_DIR}.packages-system-spec`;
+const DEFAULTS = {
+  'service-vm-fleet': '/etc/default/vm-fleet',
+  'service-vm-host': '/etc/default/vm-host',
+};
+
+function run(command: string, args: string[], env: NodeJS.ProcessEnv = {}): string {
+  const result = spawnSync(command, args, {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 300_000,
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive', ...env },
+  });
+  if (result.status !== 0) {
+    throw new Error(
+      `${command} ${args.join(' ')} failed (${result.status ?? result.signal}):\n${result.stdout}${result.stderr}`,
+    );
+  }
+  return result.stdout;
+}
+
+function installed(name: string): boolean {
+  const result = spawnSync('dpkg-query', ['-W', '-f=${Status}', name], { encoding: 'utf8' });
+  return result.status === 0 && result.stdout.includes('installed');
+}
+
+function exists(database: 'passwd' | 'group', name: string): boolean {
+  return spawnSync('getent', [database, name]).status === 0;
+}
+
+/** `NAME=value` lines of an EnvironmentFile (comments and blank lines skipped). */
+function environmentFile(path: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    const match = /^\s*([A-Z_][A-Z0-9_]*)=(.*)$/.exec(line);
+    if (match) env[match[1]] = match[2];
+  }
+  return env;
+}
+
+/** An installed command run as `user` (its groups from /etc/group), its output kept. */
+class InstalledDaemon {
+  readonly process: ChildProcess;
+  output = '';
+
+  constructor(command: string, user: string, group: string, env: Record<string, string>) {
+    this.process = spawn(
+      'setpriv',
+      [`--reuid=${user}`, `--regid=${group}`, '--init-groups', command],
+      {
+        // As systemd would give it: no PATH of the test's, only the unit's environment file.
+        env: { PATH: '/usr/local/bin:/usr/bin:/bin', NO_COLOR: '1', ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    const collect = (chunk: Buffer): void => {
+      this.output += chunk.toString('utf8');
+    };
+    this.process.stdout!.on('data', collect);
+    this.process.stderr!.on('data', collect);
+  }
+
+  async waitForOutput(pattern: RegExp, timeoutMs = 30_000): Promise<void> {
+    const seen = await eventually(
+      `${pattern} in the output`,
+      () =>
+        Promise.resolve(pattern.test(this.output) ? 'printed' : this.exited ? 'exited' : undefined),
+      timeoutMs,
+    ).catch((error: Error) => error.message);
+    if (seen !== 'printed') throw new Error(`${seen} before ${pattern}; output:\n${this.output}`);
+  }
+
+  get exited(): boolean {
+    return this.process.exitCode !== null || this.process.signalCode !== null;
+  }
+
+  /** Its exit code once it has exited by itself. */
+  async exitCode(): Promise<number | null> {
+    if (!this.exited) await new Promise((resolve) => this.process.once('exit', resolve));
+    return this.process.exitCode;
+  }
+
+  async stop(): Promise<number | null> {
+    if (this.exited) return this.process.exitCode;
+    const exited = new Promise<number | null>((resolve) =>
+      this.process.on('exit', (code) => resolve(code)),
+    );
+    this.process.kill('SIGTERM');
+    const timer = setTimeout(() => this.process.kill('SIGKILL'), 10_000);
+    const code = await exited;
+    clearTimeout(timer);
+    return code;
+  }
+}
+
+/** What dpkg installed for a package: every path it lists. */
+function packageFiles(name: string): string[] {
+  return run('dpkg-query', ['-L', name]).split('\n').filter(Boolean);
+}
+
+describe('the Debian packages', () => {
+  const before = {
+    user: false,
+    userGroup: false,
+    kvmGroup: false,
+    stateDir: false,
+  };
+  const daemons: InstalledDaemon[] = [];
+
+  beforeAll(() => {
+    if (process.getuid?.() !== 0) throw new Error('installing packages needs root');
+    for (const name of PACKAGES) {
+      // Never purge an operator's installation.
+      if (installed(name)) throw new Error(`${name} is installed on this machine already`);
+    }
+    before.user = exists('passwd', 'vm-host');
+    before.userGroup = exists('group', 'vm-host');
+    before.kvmGroup = exists('group', 'kvm');
+    before.stateDir = existsSync(STATE_DIR);
+    // Another run's agent (default VM_DISK_DIR) may have made it, as root: kept aside and put back.
+    if (before.stateDir) renameSync(STATE_DIR, STATE_DIR_ASIDE);
+
+    // ts-node's compile cache goes to a folder of this file's, removed after it.
+    run(
+      join(ROOT, 'node_modules', '.bin', 'ts-node'),
+      ['-T', 'deploy/packaging/build-packages.ts'],
+      {
+        TMPDIR: scratchFolder('packaging-'),
+      },
+    );
+    // No network here (test/isolated.sh): apt installs local files whose dependencies are met.
+    run('apt-get', ['install', '-y', '-q', ...PACKAGES.map(DEB)]);
+  }, 600_000);
+
+  afterAll(async () => {
+    await Promise.all(daemons.map((daemon) => daemon.stop()));
+    killQemusUnder(STATE_DIR);
+    const left = PACKAGES.filter(installed);
+    if (left.length > 0) run('apt-get', ['purge', '-y', '-q', ...left]);
+    rmSync(STATE_DIR, { recursive: true, force: true });
+    if (before.stateDir) renameSync(STATE_DIR_ASIDE, STATE_DIR);
+    if (!before.user && exists('passwd', 'vm-host')) run('userdel', ['vm-host']);
+    if (!before.userGroup && exists('group', 'vm-host')) run('groupdel', ['vm-host']);
+    if (!before.kvmGroup && exists('group', 'kvm')) run('groupdel', ['kvm']);
+  }, 300_000);
+
+  it('installs each command, unit and /etc/default file, the latter as conffiles', () => {
+    for (const name of PACKAGES) {
+      expect(() => accessSync(`/usr/bin/${name}`, constants.X_OK)).not.toThrow();
+      expect(existsSync(`/lib/systemd/system/${name}.service`)).toBe(true);
+      expect(readFileSync(`/lib/systemd/system/${name}.service`, 'utf8')).toBe(
+        readFileSync(join(ROOT, 'deploy', 'systemd', `${name}.service`), 'utf8'),
+      );
+      expect(run('dpkg-query', ['-W', '-f=${Conffiles}', name])).toContain(DEFAULTS[name]);
+      // Nothing enabled: the operator does that once the variables are set.
+      expect(readdirSync('/etc/systemd/system', { recursive: true })).not.toContainEqual(
+        expect.stringContaining(name),
+      );
+    }
+  });
+
+  it('lists every variable in /etc/default, commented: the agent refuses to start as shipped', async () => {
+    for (const name of PACKAGES) {
+      const text = readFileSync(DEFAULTS[name], 'utf8');
+      expect(text).toMatch(/^#VM_/m);
+      expect(text).not.toMatch(/^\s*VM_/m);
+      expect(statSync(DEFAULTS[name]).mode & 0o777).toBe(0o600);
+    }
+    const agent = new InstalledDaemon('/usr/bin/service-vm-host', 'vm-host', 'vm-host', {});
+    daemons.push(agent);
+    expect(await agent.exitCode()).toBe(2);
+    expect(agent.output).toMatch(/VM_FLEET_ENDPOINT/);
+  });
+
+  it('ships production code only: no sources, tests, source maps or dev dependencies', () => {
+    for (const name of PACKAGES) {
+      const files = packageFiles(name);
+      const own = files.filter((file) => !file.includes('/node_modules/'));
+      expect(own.filter((file) => /\.(ts|map)$|\.spec\.|\/test\//.test(file))).toEqual([]);
+      expect(files.filter((file) => /\.(c|m)?ts$|\.map$/.test(file))).toEqual([]);
+      const modules = `/usr/lib/${name}/node_modules`;
+      for (const dependency of Object.keys(dependencies)) {
+        expect(existsSync(join(modules, dependency))).toBe(true);
+      }
+      // A dev dependency may still be a production package's dependency: only the others count.
+      const production = run('npm', ['ls', '--omit=dev', '--parseable', '--all']);
+      for (const dependency of Object.keys(devDependencies)) {
+        if (production.includes(`/node_modules/${dependency}\n`)) continue;
+        expect({ dependency, shipped: existsSync(join(modules, dependency)) }).toEqual({
+          dependency,
+          shipped: false,
+        });
+      }
+    }
+  });
+
+  it("makes the agent's system user, in group kvm, and its state folder", () => {
+    expect(run('id', ['-nG', 'vm-host']).split(/\s+/)).toEqual(
+      expect.arrayContaining(['vm-host', 'kvm']),
+    );
+    expect(run('getent', ['passwd', 'vm-host'])).toContain(`:${STATE_DIR}:`);
+    const state = statSync(STATE_DIR);
+    expect(state.mode & 0o777).toBe(0o750);
+    expect(state.uid).toBe(Number(run('id', ['-u', 'vm-host']).trim()));
+  });
+
+  it('runs the controller as nobody; it answers GET /v1/fleet', async () => {
+    const fleet = new InstalledDaemon(
+      '/usr/bin/service-vm-fleet',
+      'nobody',
+      'nogroup',
+      environmentFile(DEFAULTS['service-vm-fleet']),
+    );
+    daemons.push(fleet);
+    await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
+    expect((await fetch(`${FLEET_URL}/v1/fleet`)).status).toBe(200);
+  });
+
+  it('runs the agent as vm-host with its default VM_DISK_DIR: it enrolls and runs a VM to Running', async () => {
+    // As an operator would: the three required variables in /etc/default/vm-host.
+    appendFileSync(
+      DEFAULTS['service-vm-host'],
+      'VM_FLEET_ENDPOINT=http://127.0.0.1:9203\nVM_NODE_ID=packaged-node\nVM_WG_IP=127.0.0.1\nVM_HEARTBEAT_INTERVAL_S=1\n',
+    );
+    // VM_BASE_IMAGE unset too: the agent makes a blank base image in its state folder.
+    const agent = new InstalledDaemon(
+      '/usr/bin/service-vm-host',
+      'vm-host',
+      'vm-host',
+      environmentFile(DEFAULTS['service-vm-host']),
+    );
+    daemons.push(agent);
+    await agent.waitForOutput(/ enrolled: heartbeating to /);
+
+    const created = await fetch(`${FLEET_URL}/v1/vms`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ vm_type: 'packaged', ram_mb: 64, vcpu_count: 1 }),
+    });
+    const body = (await created.json()) as { vm_id: string; node_id: string };
+    expect({ status: created.status, node_id: body.node_id }).toEqual({
+      status: 201,
+      node_id: 'packaged-node',
+    });
+    await eventually(
+      `${body.vm_id} Running`,
+      async () => {
+        const vms = (await (await fetch(`${FLEET_URL}/v1/vms`)).json()) as Array<{
+          vm_id: string;
+          state: string;
+        }>;
+        const vm = vms.find(({ vm_id }) => vm_id === body.vm_id);
+        return vm?.state === 'Running' ? vm : undefined;
+      },
+      60_000,
+      250,
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; the agent's output:\n${agent.output}`);
+    });
+    const [qemu] = liveQemusUnder(STATE_DIR);
+    const vmHostUid = Number(run('id', ['-u', 'vm-host']).trim());
+    expect(statSync(`/proc/${qemu.pid}`).uid).toBe(vmHostUid);
+
+    expect((await fetch(`${FLEET_URL}/v1/vms/${body.vm_id}`, { method: 'DELETE' })).status).toBe(
+      204,
+    );
+    await eventually(
+      'no QEMU left',
+      () => Promise.resolve(liveQemusUnder(STATE_DIR).length === 0 ? true : undefined),
+      20_000,
+    );
+  });
+
+  it('apt purge leaves no command, unit or /etc/default file; VM disks only when asked', async () => {
+    for (const daemon of daemons) await daemon.stop();
+    run('apt-get', ['purge', '-y', '-q', ...PACKAGES]);
+    for (const name of PACKAGES) {
+      expect(installed(name)).toBe(false);
+      for (const path of [
+        `/usr/bin/${name}`,
+        `/usr/lib/${name}`,
+        `/lib/systemd/system/${name}.service`,
+        DEFAULTS[name],
+      ]) {
+        expect({ path, exists: existsSync(path) }).toEqual({ path, exists: false });
+      }
+    }
+    // Kept without VM_FLEET_PURGE_DISKS=1, as is the system user (Debian's policy).
+    expect(readdirSync(STATE_DIR)).toEqual(expect.arrayContaining(['base', 'disks']));
+    expect(exists('passwd', 'vm-host')).toBe(true);
+
+    run('apt-get', ['install', '-y', '-q', DEB('service-vm-host')]);
+    run('apt-get', ['purge', '-y', '-q', 'service-vm-host'], { VM_FLEET_PURGE_DISKS: '1' });
+    expect(existsSync(STATE_DIR)).toBe(false);
+  });
+});
