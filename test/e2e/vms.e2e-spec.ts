@@ -11,6 +11,7 @@ import { KeyClaims, OwnKeyClaim } from '../../apps/fleet/src/nodes/key-claims.re
 import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
 import { StoreUnavailableError } from '../../apps/fleet/src/nodes/store-unavailable.error';
 import { spawnKeyOf as spawnKeyFor } from '../../apps/fleet/src/vms/spawn-key';
+import { VmCreateSettings } from '../../apps/fleet/src/vms/vm-create.settings';
 import { VmHostClientSettings } from '../../apps/fleet/src/vms/vm-host.client';
 import { eventually } from '../support/daemons';
 import { RunningFleet, startFleet } from '../support/fleet-app';
@@ -342,6 +343,85 @@ describe('fleet controller: VMs', () => {
       await create(small).expect(422);
     });
 
+    it('names the trouble in one word whatever it was: unreachable for a timeout, failed for any status', async () => {
+      waitForAgentsMs(300);
+      const silent = await agent(() => undefined);
+      await enroll('silent', silent, { ram_total_mb: 65536, ram_used_mb: 0 });
+      const proxy = await agent((_call, res) => {
+        res.writeHead(502, { 'content-type': 'text/html' }).end('<h1>Bad Gateway</h1>');
+      });
+      await enroll('proxied', proxy, { ram_total_mb: 32768, ram_used_mb: 0 });
+      await create({ ...small, preferred_node: 'silent' }).expect(502);
+      const answered = await create({ ...small, preferred_node: 'proxied' }).expect(502);
+      expect(answered.body.message).toBe(
+        'agent of node proxied answered 502 (no JSON error message)',
+      );
+      const { body } = await create(small).expect(503);
+      expect(body.message).toContain(
+        'silent: dispatch failed once in the last 40 s: unreachable (',
+      );
+      expect(body.message).toContain('proxied: dispatch failed once in the last 40 s: failed (');
+    });
+
+    it('stays passed over when a heartbeat names a new boot_id', async () => {
+      await enrollSick();
+      const healthy = await agent((call, res) => json(res, 201, spawned(call)));
+      await enroll('ok', healthy);
+      await create(small).expect(201);
+      // Anyone with the node token can claim a fresh boot: that is no reason to try it again.
+      await enroll('sick', { port: 1 }, { ram_total_mb: 65536, ram_used_mb: 0, boot_id: 'boot-9' });
+      const { body } = await create({ ...small, preferred_node: 'sick' }).expect(422);
+      expect(body.message).toMatch(/^preferred_node sick: dispatch failed once in the last 40 s/);
+      await create(small).expect(201);
+      expect(healthy.calls).toHaveLength(2);
+    });
+
+    it('asks no further node when placing it took the time left, and answers the last failure', async () => {
+      fleet.app.get(VmCreateSettings).dispatchDeadlineMs = 1_500;
+      const nodes = fleet.app.get(NodesRepository);
+      const listLive = nodes.listLive.bind(nodes);
+      let slowStore = false;
+      jest.spyOn(nodes, 'listLive').mockImplementation(async (notBefore) => {
+        // The store is slow from the first failure on: the next placement leaves < 1 s.
+        if (slowStore) await new Promise((resolve) => setTimeout(resolve, 1_200));
+        return listLive(notBefore);
+      });
+      const broken = await agent((_call, res) => {
+        slowStore = true;
+        json(res, 503, { message: 'no base image' });
+      });
+      await enroll('broken', broken, { ram_total_mb: 65536, ram_used_mb: 0 });
+      const healthy = await agent((call, res) => json(res, 201, spawned(call)));
+      await enroll('ok', healthy);
+      const { body } = await create(small).expect(502);
+      expect(body.message).toBe('agent of node broken answered 503: no base image');
+      expect(healthy.calls).toHaveLength(0);
+      // Neither marked nor holding RAM: the next create goes to it at once.
+      slowStore = false;
+      expect(await node('ok')).toMatchObject({ ram_available_mb: 16384 - 4096 });
+      await create(small).expect(201);
+      expect(healthy.calls).toHaveLength(1);
+    });
+
+    it('writes the store once for a successful create: hold, then the VM with the node cleared', async () => {
+      let up = false;
+      const flaky = await agent((call, res) => {
+        if (up) json(res, 201, spawned(call));
+        else res.socket?.destroy();
+      });
+      await enroll('n1', flaky);
+      await create(small).expect(502);
+      fleet.clock.advance(5_000);
+      await enroll('n1', flaky);
+      up = true;
+      const nodes = fleet.app.get(NodesRepository);
+      const update = jest.spyOn(nodes, 'update');
+      await create(small).expect(201);
+      expect(update).toHaveBeenCalledTimes(2);
+      const { body } = await create({ ...small, ram_mb: 65536 }).expect(503);
+      expect(body.message).not.toContain('dispatch failed');
+    });
+
     it('keeps preferred_node to that node: 502, then 422 naming its trouble', async () => {
       await enrollSick();
       const healthy = await agent((call, res) => json(res, 201, spawned(call)));
@@ -572,6 +652,26 @@ describe('fleet controller: VMs', () => {
         await create(small, 'shared-key').expect(201);
         expect(performance.now() - started).toBeGreaterThanOrEqual(250);
         expect(stub.calls).toHaveLength(1);
+      });
+
+      it('answers 503 naming the header when the holder is still at it after the longest wait', async () => {
+        const stub = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('n1', stub);
+        fleet.app.get(VmCreateSettings).keyClaimWaitMs = 600;
+        // A claim the store keeps with no expiry (Redis PTTL -1): looked at again after a
+        // pause, never in a busy loop, and given up on at the deadline.
+        const claims = fleet.app.get(KeyClaims);
+        const looks = jest
+          .spyOn(claims, 'claim')
+          .mockResolvedValue({ kind: 'others', spawnKey, expiresInMs: -1 });
+        const started = performance.now();
+        const { body } = await create(small, 'shared-key').expect(503);
+        expect(performance.now() - started).toBeGreaterThanOrEqual(550);
+        expect(body.message).toBe(
+          'a create with this Idempotency-Key is still in progress on another controller; retry with the same key',
+        );
+        expect(looks.mock.calls.length).toBeLessThan(15);
+        expect(stub.calls).toHaveLength(0);
       });
 
       it('refuses with 422 a create whose key is held for another body', async () => {

@@ -22,13 +22,13 @@ describe('dispatch health', () => {
   });
 
   it('passes a failing node over until its backoff is over, naming the count and the reason', () => {
-    let failures = withDispatchFailure(undefined, 'ECONNREFUSED', 1_000);
+    let failures = withDispatchFailure(undefined, 'unreachable', 1_000);
     expect(dispatchTrouble(failures, 1_000)).toBe(
-      'dispatch failed once in the last 40 s: ECONNREFUSED (tried again in 5.0 s)',
+      'dispatch failed once in the last 40 s: unreachable (tried again in 5.0 s)',
     );
     expect(dispatchTrouble(failures, 5_999)).toBeDefined();
     expect(dispatchTrouble(failures, 6_000)).toBeUndefined();
-    failures = withDispatchFailure(failures, 'ECONNREFUSED', 6_000);
+    failures = withDispatchFailure(failures, 'unreachable', 6_000);
     failures = withDispatchFailure(failures, 'no answer within 10000 ms', 16_000);
     expect(dispatchRetryAtMs(failures)).toBe(36_000);
     expect(dispatchTrouble(failures, 20_000)).toBe(
@@ -66,7 +66,7 @@ describe('placement and a node whose dispatches fail', () => {
       reserved: false,
       dispatch_trouble,
     }) as PlacementCandidate;
-  const trouble = 'dispatch failed 3 times in the last 40 s: ECONNREFUSED (tried again in 9.0 s)';
+  const trouble = 'dispatch failed 3 times in the last 40 s: unreachable (tried again in 9.0 s)';
   const request = { ram_mb: 1024, prefer_kvm: false };
 
   it('places on the next best node, naming why the sick one was passed over', () => {

@@ -12,7 +12,7 @@ export const DISPATCH_BACKOFF_BASE_MS = 5_000;
 export const DISPATCH_BACKOFF_MAX_MS = 60_000;
 /** Failure times kept: enough to count the window and size the backoff. */
 export const DISPATCH_FAILURES_KEPT = 8;
-/** A reason is a short code or phrase (ECONNREFUSED, no answer within 10000 ms, 502). */
+/** A reason is a word (`unreachable`, `failed`): never what a prober could learn from. */
 export const DISPATCH_REASON_MAX_LENGTH = 80;
 
 /** Dispatches to a node that failed in a row since its last successful one. */
@@ -21,7 +21,7 @@ export interface DispatchFailures {
   at_ms: number[];
   /** How many failed in a row: sizes the backoff when more than eight did. */
   in_a_row: number;
-  /** Why the last one failed, e.g. `ECONNREFUSED`. */
+  /** Why the last one failed, e.g. `unreachable`. */
   reason: string;
 }
 
@@ -54,7 +54,7 @@ export function dispatchRetryAtMs(failures: DispatchFailures | undefined): numbe
 
 /**
  * Why placement passes the node over at `nowMs`, e.g. `dispatch failed 3 times in the last
- * 40 s: ECONNREFUSED (tried again in 12.0 s)`; undefined once its backoff is over.
+ * 40 s: unreachable (tried again in 12.0 s)`; undefined once its backoff is over.
  */
 export function dispatchTrouble(
   failures: DispatchFailures | undefined,

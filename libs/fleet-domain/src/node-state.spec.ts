@@ -13,6 +13,7 @@ import {
   judgeHeartbeat,
   liveSince,
   nodeStateFromHeartbeat,
+  noteDispatchFailure,
   ramAvailableMb,
   recordDispatchedVm,
   releaseHold,
@@ -407,5 +408,22 @@ describe('node changes', () => {
     for (const change of [recordDispatchedVm('h1', vm('new')), releaseHold('h1'), removeVm('a')]) {
       expect(change(undefined)).toEqual({ next: undefined, result: undefined });
     }
+  });
+
+  it('keeps failed dispatches across heartbeats of any boot, until a dispatch works', () => {
+    const failed = noteDispatchFailure('unreachable', 10_000)(stored).next!;
+    const record = failed.dispatch_failures;
+    expect(record).toMatchObject({ in_a_row: 1, reason: 'unreachable' });
+    // A heartbeat naming a new boot_id (anyone with the node token can send one) clears nothing.
+    for (const boot_id of ['boot-1', 'boot-2']) {
+      expect(
+        nodeStateFromHeartbeat(heartbeat({ boot_id }), 11_000, failed).dispatch_failures,
+      ).toEqual(record);
+    }
+    // A successful dispatch does, in the same store update that records its VM.
+    const held = holdRam(hold('h1', 1024, 0, 20_000), 0)(failed).next!;
+    const dispatched = recordDispatchedVm('h1', vm('new'))(held).next!;
+    expect(dispatched.dispatch_failures).toBeNull();
+    expect(dispatched.vms.map((v) => v.vm_id)).toContain('new');
   });
 });

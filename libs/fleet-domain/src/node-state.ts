@@ -195,8 +195,9 @@ export function nodeStateFromHeartbeat(
       ? [...previous.beat_gaps_ms, receivedAtMs - previous.received_at_ms].slice(-BEAT_GAPS_KEPT)
       : [],
     holds: sameBoot ? holdsNotYetReported(previous.holds, heartbeat.vms, receivedAtMs) : {},
-    // A restarted agent (another boot) gets a fresh chance; the same one keeps its record.
-    dispatch_failures: sameBoot ? previous.dispatch_failures : null,
+    // Kept whatever boot_id the heartbeat names (anyone with the node token can send a new
+    // one): only a successful dispatch clears it, and its backoff ends by itself.
+    dispatch_failures: previous?.dispatch_failures ?? null,
   });
 }
 
@@ -345,7 +346,8 @@ export function holdRam(hold: RamHoldRequest, notBeforeMs: number): NodeChange<b
 
 /**
  * The agent accepted the VM: it is listed on its node now, and its RAM stays held until a
- * heartbeat lists it too (or the hold's deadline passes).
+ * heartbeat lists it too (or the hold's deadline passes). The dispatch worked, so the node's
+ * failed dispatches are forgotten: it is placed on as any other again.
  */
 export function recordDispatchedVm(holdId: string, vm: HeartbeatVm): NodeChange<void> {
   return changeOfStored((state) => {
@@ -353,7 +355,12 @@ export function recordDispatchedVm(holdId: string, vm: HeartbeatVm): NodeChange<
     const holds = { ...state.holds };
     if (hold) holds[holdId] = { ...hold, vm_id: vm.vm_id };
     const alreadyReported = state.vms.some((known) => known.vm_id === vm.vm_id);
-    return withRecord({ ...state, holds, vms: alreadyReported ? state.vms : [...state.vms, vm] });
+    return withRecord({
+      ...state,
+      holds,
+      vms: alreadyReported ? state.vms : [...state.vms, vm],
+      dispatch_failures: null,
+    });
   });
 }
 
@@ -386,18 +393,6 @@ export function noteDispatchFailure(reason: string, nowMs: number): NodeChange<v
       dispatch_failures: withDispatchFailure(state.dispatch_failures ?? undefined, reason, nowMs),
     }),
   );
-}
-
-/** A dispatch to the node's agent worked: it is placed on as any other again. */
-export function noteDispatchSuccess(): NodeChange<void> {
-  return (stored) => ({
-    // Nothing to write for a node that never failed: the common case costs no store write.
-    next:
-      stored && stored.dispatch_failures !== null
-        ? withRecord({ ...stored, dispatch_failures: null })
-        : undefined,
-    result: undefined,
-  });
 }
 
 /** A hold the sweep ended because its deadline passed before any heartbeat listed its VM. */

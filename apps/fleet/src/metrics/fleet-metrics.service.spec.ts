@@ -117,7 +117,7 @@ describe('FleetMetrics', () => {
     });
     await create();
     spawn.mockRejectedValueOnce(
-      new AgentCallError('agent of node n1 could not be reached', 'timeout', true),
+      new AgentCallError('agent of node n1 could not be reached', 'unreachable', true),
     );
     await expect(create()).rejects.toThrow(AgentCallError);
     await expect(create({ preferred_node: 'n9' })).rejects.toThrow('not enrolled');

@@ -24,17 +24,23 @@ export class VmHostClientSettings {
 }
 
 /**
- * The agent could not be reached, timed out, failed, or answered something unusable.
- * `reason` names it in a word or two for the node's record and the refusals that show it
- * (`unreachable`, `no answer in time`, `answered 502`): never the socket error's code, which
- * would tell a prober what listens at an address. `neverReached`: the request provably did not
- * reach the agent (refused, no route) or the agent made nothing (503), so another node may take
- * it without the risk of a second VM.
+ * What a failed call says of the node, in one word, for its dispatch record and the refusals
+ * that show it: `unreachable` for any transport failure (refused, reset, no route, no answer
+ * in time), `failed` for any answer that was not a VM (whatever status or body). Never more:
+ * a refusal must not tell a prober what listens at an address. The log has the detail.
+ */
+export type AgentFailureReason = 'unreachable' | 'failed';
+
+/**
+ * The agent could not be reached, timed out, failed, or answered something unusable; `reason`
+ * says which of the two (see AgentFailureReason). `neverReached`: the request provably did not
+ * reach the agent (refused, no route) or the agent made nothing (503), so another node may
+ * take it without the risk of a second VM.
  */
 export class AgentCallError extends Error {
   constructor(
     message: string,
-    readonly reason: string,
+    readonly reason: AgentFailureReason,
     readonly neverReached: boolean,
   ) {
     super(message);
@@ -158,7 +164,7 @@ export class VmHostClient {
     if (!instance) {
       throw new AgentCallError(
         `agent of node ${node.node_id} answered the spawn with an invalid VmRecord: ${summarizeProblems(problems)}`,
-        'answered an invalid VmRecord',
+        'failed',
         false,
       );
     }
@@ -203,11 +209,7 @@ export class VmHostClient {
       );
     } catch (error) {
       if (error instanceof ReplyTooLargeError) {
-        throw new AgentCallError(
-          `agent of node ${node.node_id} ${error.message}`,
-          'answered too much',
-          false,
-        );
+        throw new AgentCallError(`agent of node ${node.node_id} ${error.message}`, 'failed', false);
       }
       // The answer reads the same whatever is at the other end (refused, reset, silent): the
       // caller learns the node is unreachable, not what listens there. The log has the detail.
@@ -217,7 +219,7 @@ export class VmHostClient {
       const timedOut = error instanceof DOMException && error.name === 'TimeoutError';
       throw new AgentCallError(
         `agent of node ${node.node_id} could not be reached`,
-        timedOut ? 'no answer in time' : 'unreachable',
+        'unreachable',
         !timedOut && neverConnected(error),
       );
     }
@@ -246,7 +248,7 @@ function failure(node: AgentAddress, status: number, body: unknown): AgentCallEr
   const detail = message === undefined ? ' (no JSON error message)' : `: ${message}`;
   return new AgentCallError(
     `agent of node ${node.node_id} answered ${status}${detail}`,
-    `answered ${status}`,
+    'failed',
     // The agent's 503: it could not make VMs at all (no base image), so it made none.
     status === 503,
   );

@@ -37,6 +37,7 @@ import { ApiFleetStateErrors } from '../nodes/nodes.error-statuses';
 import { IdempotencyKey } from './idempotency-key.decorator';
 import { AgentCallError } from './vm-host.client';
 import {
+  IdempotencyKeyClaimWaitError,
   IdempotencyKeyReusedError,
   NodeRefusedVmError,
   PlacementRefusedError,
@@ -52,15 +53,19 @@ function refusal(name: string, when: string, request: PlacementRequest): ErrorCa
   return { name, when, error: new PlacementRefusedError(placement.kind, placement.message) };
 }
 
-const AGENT_UNREACHABLE: ErrorCase = {
-  name: 'agent-unreachable',
-  when: "The node's agent could not be reached or did not answer in 10 s (a create without preferred_node tried the next best nodes first, up to 3 in all). The answer is the same whatever is at the node's address; the controller's log has the detail.",
-  error: new AgentCallError(
-    `agent of node ${EXAMPLE_NODE_ID} could not be reached`,
-    'timeout',
-    true,
-  ),
-};
+/** The agent could not be reached, as the client hears it: the same whatever the cause. */
+function agentUnreachable(when: string): ErrorCase {
+  return {
+    name: 'agent-unreachable',
+    when: `${when} The answer is the same whatever is at the node's address; the controller's log has the detail.`,
+    // As a timeout or a reset leaves it: the agent may have seen the request.
+    error: new AgentCallError(
+      `agent of node ${EXAMPLE_NODE_ID} could not be reached`,
+      'unreachable',
+      false,
+    ),
+  };
+}
 
 @ApiTags('vms')
 @RequiresToken('api')
@@ -158,15 +163,22 @@ export class VmsController {
         'VM_DISK_DIR /var/lib/vm-fleet: no space left on device (ENOSPC) while making the disk; nothing of the VM was kept',
       ),
     },
-    AGENT_UNREACHABLE,
+    agentUnreachable(
+      "The node's agent could not be reached, or did not answer within 10 s. A create without preferred_node tries the next best node (up to 3 in all, within 20 s) only when the request never reached this agent (connection refused, no route); a timeout or a reset is a 502 at once, as that agent may still be making the VM.",
+    ),
     {
       name: 'agent-failed',
-      when: "The node's agent failed the spawn: its own message follows when it gave one.",
+      when: "The node's agent failed the spawn: its own message follows when it gave one. An agent's 503 (it can make no VM) first sends a create without preferred_node on to the next best node, as an unreachable one does.",
       error: new AgentCallError(
         `agent of node ${EXAMPLE_NODE_ID} answered 503: VM_BASE_IMAGE /var/lib/vm-fleet/base.qcow2 does not exist or is not readable`,
-        'answered 503',
+        'failed',
         true,
       ),
+    },
+    {
+      name: 'idempotency-key-in-progress',
+      when: 'Another controller was still making a VM with this Idempotency-Key after 30 s; retry with the same key.',
+      error: new IdempotencyKeyClaimWaitError(),
     },
     refusal(
       'no-room',
@@ -207,7 +219,7 @@ export class VmsController {
       when: 'No live node lists a VM with this id.',
       error: new VmNotFoundError(EXAMPLE_VM_ID),
     },
-    AGENT_UNREACHABLE,
+    agentUnreachable("The node's agent could not be reached, or did not answer within 10 s."),
   )
   deleteVm(@Param() { vm_id }: VmIdParams): Promise<void> {
     return this.vms.deleteVm(vm_id);

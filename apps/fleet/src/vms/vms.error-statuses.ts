@@ -1,6 +1,7 @@
 import { DomainErrorStatuses } from '@app/daemon';
 import { AgentCallError } from './vm-host.client';
 import {
+  IdempotencyKeyClaimWaitError,
   IdempotencyKeyReusedError,
   NodeRefusedVmError,
   PlacementRefusedError,
@@ -15,6 +16,7 @@ export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
     (error) => ((error as PlacementRefusedError).reason === 'preferred-node-unfit' ? 422 : 503),
   ],
   [IdempotencyKeyReusedError, 422],
+  [IdempotencyKeyClaimWaitError, 503],
   // What the agent answered is passed on, except that its own failure is a bad gateway here.
   [
     NodeRefusedVmError,

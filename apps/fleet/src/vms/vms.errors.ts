@@ -24,6 +24,18 @@ export class IdempotencyKeyReusedError extends Error {
 }
 
 /**
+ * A create with the client's Idempotency-Key is still being made by another controller after
+ * the most a create waits for it (see KEY_CLAIM_WAIT_MS): the client retries with the same key.
+ */
+export class IdempotencyKeyClaimWaitError extends Error {
+  constructor() {
+    super(
+      'a create with this Idempotency-Key is still in progress on another controller; retry with the same key',
+    );
+  }
+}
+
+/**
  * The node's agent refused the VM and said why in a JSON error body: the host cannot hold it
  * (422), its disk folder has no room (507), or it failed (500). The message passes on the
  * agent's own, cleaned and shortened (see agentErrorMessage).

@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Clock } from '@app/daemon';
 import {
-  CREATE_DISPATCH_DEADLINE_MS,
   CreateVmRequest,
   DISPATCH_NODES_TRIED,
   FleetVm,
@@ -14,7 +13,6 @@ import {
   keyHashOf,
   liveSince,
   noteDispatchFailure,
-  noteDispatchSuccess,
   placeVm,
   placementCandidate,
   recordDispatchedVm,
@@ -28,8 +26,15 @@ import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { KeyClaims } from '../nodes/key-claims.repository';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { spawnKeyOf } from './spawn-key';
-import { AgentCallError, VmHostClient, VmHostClientSettings } from './vm-host.client';
+import { VmCreateSettings } from './vm-create.settings';
 import {
+  AgentCallError,
+  AgentFailureReason,
+  VmHostClient,
+  VmHostClientSettings,
+} from './vm-host.client';
+import {
+  IdempotencyKeyClaimWaitError,
   IdempotencyKeyReusedError,
   NodeRefusedVmError,
   PlacementRefusedError,
@@ -58,14 +63,14 @@ const MIN_DISPATCH_TIME_MS = 1_000;
  */
 function nodeFailure(
   error: unknown,
-): { reason: string; retry: boolean; mayHaveMadeIt: boolean } | undefined {
+): { reason: AgentFailureReason; retry: boolean; mayHaveMadeIt: boolean } | undefined {
   if (error instanceof AgentCallError) {
     // Cut off before any answer (a timeout, a reset): the agent may be making the VM.
-    const cutOff = !error.neverReached && !error.reason.startsWith('answered');
+    const cutOff = !error.neverReached && error.reason === 'unreachable';
     return { reason: error.reason, retry: error.neverReached, mayHaveMadeIt: cutOff };
   }
   if (error instanceof NodeRefusedVmError && error.agentStatus === 500) {
-    return { reason: 'answered 500', retry: false, mayHaveMadeIt: false };
+    return { reason: 'failed', retry: false, mayHaveMadeIt: false };
   }
   return undefined;
 }
@@ -98,6 +103,7 @@ export class VmsService {
     private readonly vmHostSettings: VmHostClientSettings,
     private readonly clock: Clock,
     private readonly metrics: FleetMetrics = new FleetMetrics(),
+    private readonly createSettings: VmCreateSettings = new VmCreateSettings(),
   ) {}
 
   async listVms(tenantId?: string): Promise<FleetVm[]> {
@@ -152,13 +158,18 @@ export class VmsService {
    * end, then takes it and finds what the holder left: its VM (answered as a replay), its RAM
    * still held (a holder that died mid-dispatch: the same node is asked again with the same
    * key), or nothing (the holder failed: this create places anew). Held for another body: 422.
+   * Still held after keyClaimWaitMs (a claim the store keeps with no deadline, other creates
+   * taking it in turn): 503, and the client retries with the same key.
    */
   private async createClaimed(request: CreateVmRequest, spawnKey: string): Promise<CreatedVm> {
     const keyHash = keyHashOf(spawnKey);
     // Longer than a create can take (every node it may try, the hold's margin), so a live
     // holder always ends its claim itself; a dead one's ends by itself.
     const holdMs =
-      Math.max(CREATE_DISPATCH_DEADLINE_MS, this.vmHostSettings.timeoutMs) + RAM_HOLD_MARGIN_MS;
+      Math.max(this.createSettings.dispatchDeadlineMs, this.vmHostSettings.timeoutMs) +
+      RAM_HOLD_MARGIN_MS;
+    // Real time, not the clock's: this bounds how long the client waits.
+    const waitUntil = performance.now() + this.createSettings.keyClaimWaitMs;
     let waitMs = KEY_CLAIM_FIRST_WAIT_MS;
     for (;;) {
       const claim = await this.keyClaims.claim(keyHash, spawnKey, holdMs);
@@ -181,7 +192,17 @@ export class VmsService {
           'vm create: another create with the same Idempotency-Key is in progress; waiting for its VM',
         );
       }
-      await new Promise((resolve) => setTimeout(resolve, Math.min(waitMs, claim.expiresInMs)));
+      const waitLeft = waitUntil - performance.now();
+      if (waitLeft <= 0) {
+        this.logger.warn(
+          'vm create: another create with the same Idempotency-Key is still in progress; answered 503',
+        );
+        throw new IdempotencyKeyClaimWaitError();
+      }
+      // A claim the store reports no time left for (Redis: no expiry, or just expired) is
+      // looked at again after the usual pause, not at once.
+      const pause = claim.expiresInMs > 0 ? Math.min(waitMs, claim.expiresInMs) : waitMs;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(pause, waitLeft))));
       waitMs = Math.min(2 * waitMs, KEY_CLAIM_LONGEST_WAIT_MS);
     }
   }
@@ -224,7 +245,7 @@ export class VmsService {
    */
   private async placeAndDispatch(request: CreateVmRequest, spawnKey: string): Promise<CreatedVm> {
     // Real time, not the clock's: this bounds how long the client waits on the network.
-    const deadline = performance.now() + CREATE_DISPATCH_DEADLINE_MS;
+    const deadline = performance.now() + this.createSettings.dispatchDeadlineMs;
     const tried: string[] = [];
     let lastFailure: Error | undefined;
     for (;;) {
@@ -240,7 +261,16 @@ export class VmsService {
         );
         throw error;
       });
-      const timeoutMs = Math.min(this.vmHostSettings.timeoutMs, deadline - performance.now());
+      // Whole milliseconds of at least 1 (AbortSignal.timeout refuses anything else).
+      const timeLeftMs = Math.floor(deadline - performance.now());
+      if (lastFailure !== undefined && timeLeftMs < MIN_DISPATCH_TIME_MS) {
+        // Placing took what was left (a slow store): the client hears the last node's failure,
+        // and the node just chosen is not asked (nor marked) with too little time to answer.
+        await this.giveBack(target);
+        this.metrics.countPlacement('agent_failed');
+        throw lastFailure;
+      }
+      const timeoutMs = Math.max(1, Math.min(this.vmHostSettings.timeoutMs, timeLeftMs));
       try {
         return await this.dispatch(target, request, spawnKey, timeoutMs);
       } catch (error) {
@@ -282,24 +312,9 @@ export class VmsService {
       if (failure !== undefined) await this.noteNodeFailure(node.node_id, failure.reason);
       // An agent that got the request may still be making the VM (a timeout, a reset): its
       // RAM stays held until the hold's deadline or the heartbeat that lists it.
-      if (ownHold && !failure?.mayHaveMadeIt) {
-        await this.nodes
-          .update(node.node_id, releaseHold(holdId))
-          .catch((storeError: Error) =>
-            this.logger.warn(
-              `node ${node.node_id}: RAM hold not given back (${storeError.message}); it ends at its deadline`,
-            ),
-          );
-      }
+      if (!failure?.mayHaveMadeIt) await this.giveBack({ node, holdId, ownHold });
       throw error;
     }
-    await this.nodes
-      .update(node.node_id, noteDispatchSuccess())
-      .catch((storeError: Error) =>
-        this.logger.warn(
-          `node ${node.node_id}: dispatch success not recorded (${storeError.message})`,
-        ),
-      );
     // The agent keeps the tenant; an agent that does not echo it still gets it recorded.
     const record = vmRecordOf({
       ...spawned.vm,
@@ -325,6 +340,18 @@ export class VmsService {
       `vm ${vm.vm_id} (${vm.vm_type}, ${request.ram_mb} MB) ${spawned.replayed ? 'already made for this Idempotency-Key' : 'placed'} on node ${node.node_id}${vm.tenant_id ? ` for tenant ${vm.tenant_id}` : ''}${others}`,
     );
     return { vm, replayed: spawned.replayed };
+  }
+
+  /** Gives the dispatch's own hold back (not another create's); a store error only logs. */
+  private async giveBack({ node, holdId, ownHold }: Dispatch): Promise<void> {
+    if (!ownHold) return;
+    await this.nodes
+      .update(node.node_id, releaseHold(holdId))
+      .catch((storeError: Error) =>
+        this.logger.warn(
+          `node ${node.node_id}: RAM hold not given back (${storeError.message}); it ends at its deadline`,
+        ),
+      );
   }
 
   /** Passes the node over for a while (see dispatch-health); a store error only costs that. */
