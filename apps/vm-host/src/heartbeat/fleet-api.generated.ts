@@ -756,8 +756,8 @@ export interface operations {
         };
       };
       /**
-       * @description - The node's agent could not be reached or did not answer in 10 s (a create without preferred_node tried the next best nodes first, up to 3 in all). The answer is the same whatever is at the node's address; the controller's log has the detail.
-       *     - The node's agent failed the spawn: its own message follows when it gave one.
+       * @description - The node's agent could not be reached, or did not answer within 10 s. A create without preferred_node tries the next best node (up to 3 in all, within 20 s) only when the request never reached this agent (connection refused, no route); a timeout or a reset is a 502 at once, as that agent may still be making the VM. The answer is the same whatever is at the node's address; the controller's log has the detail.
+       *     - The node's agent failed the spawn: its own message follows when it gave one. An agent's 503 (it can make no VM) first sends a create without preferred_node on to the next best node, as an unreachable one does.
        */
       502: {
         headers: {
@@ -768,7 +768,8 @@ export interface operations {
         };
       };
       /**
-       * @description - No live node has room for ram_mb + 512 MB: every node considered, and why each was passed over.
+       * @description - Another controller was still making a VM with this Idempotency-Key after 30 s; retry with the same key.
+       *     - No live node has room for ram_mb + 512 MB: every node considered, and why each was passed over.
        *     - Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed.
        */
       503: {
@@ -860,7 +861,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description The node's agent could not be reached or did not answer in 10 s (a create without preferred_node tried the next best nodes first, up to 3 in all). The answer is the same whatever is at the node's address; the controller's log has the detail. */
+      /** @description The node's agent could not be reached, or did not answer within 10 s. The answer is the same whatever is at the node's address; the controller's log has the detail. */
       502: {
         headers: {
           [name: string]: unknown;
