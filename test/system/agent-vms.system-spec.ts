@@ -293,7 +293,7 @@ describe('Idempotency-Key', () => {
     const [vm] = await vmsAt(wgIp);
     const diskDir = join(workDir, nodeId);
     const runDir = join(diskDir, 'run', vm.vm_id);
-    for (const folder of ['disks', 'run', 'base', join('run', vm.vm_id)]) {
+    for (const folder of ['disks', 'run', 'deleted', 'base', join('run', vm.vm_id)]) {
       expect([folder, mode(join(diskDir, folder))]).toEqual([folder, '700']);
     }
     for (const file of [
@@ -454,6 +454,7 @@ describe('a VM just started, by an agent never restarted', () => {
     expect(modesUnder(diskDir).sort()).toEqual(
       [
         'base folder 700',
+        'deleted folder 700',
         'disks folder 700',
         `disks/${vmId}.qcow2 file 600`,
         'run folder 700',
