@@ -75,18 +75,82 @@ function environmentFile(path: string): Record<string, string> {
   return env;
 }
 
-/** An installed command run as `user` (its groups from /etc/group), its output kept. */
+/** What a unit's [Service] section says of how to run its command, as far as setpriv can. */
+interface UnitService {
+  /** ExecStart, split on spaces. */
+  command: string[];
+  /** Its EnvironmentFile(s), then its Environment= lines (%S and %% expanded; others skipped). */
+  environment: Record<string, string>;
+  noNewPrivileges: boolean;
+  /** CapabilityBoundingSet= empty: no capability at all. */
+  noCapabilities: boolean;
+  umask?: string;
+}
+
+function unitService(unit: string): UnitService {
+  const settings = new Map<string, string[]>();
+  let section = '';
+  for (const line of readFileSync(unit, 'utf8')
+    .split('\n')
+    .map((raw) => raw.trim())) {
+    if (line.startsWith('[')) section = line;
+    const setting = /^([A-Za-z]+)=(.*)$/.exec(line);
+    if (section !== '[Service]' || !setting) continue;
+    settings.set(setting[1], [...(settings.get(setting[1]) ?? []), setting[2]]);
+  }
+  const last = (key: string): string | undefined => settings.get(key)?.at(-1);
+  const yes = (key: string): boolean => /^(yes|true|on|1)$/.test(last(key) ?? '');
+  const environment: Record<string, string> = {};
+  for (const file of settings.get('EnvironmentFile') ?? []) {
+    const path = file.replace(/^-/, '');
+    if (existsSync(path)) Object.assign(environment, environmentFile(path));
+  }
+  for (const line of settings.get('Environment') ?? []) {
+    for (const [, quoted, bare] of line.matchAll(/"([^"]*)"|(\S+)/g)) {
+      const assignment = (quoted ?? bare).replace(/%S/g, '/var/lib').replace(/%%/g, '\0');
+      const match = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(assignment);
+      if (match && !match[2].includes('%')) environment[match[1]] = match[2].replace(/\0/g, '%');
+    }
+  }
+  return {
+    command: (last('ExecStart') ?? '').replace(/^[-@:+!]+/, '').split(/\s+/),
+    environment,
+    noNewPrivileges: yes('NoNewPrivileges'),
+    noCapabilities: last('CapabilityBoundingSet') === '',
+    umask: last('UMask'),
+  };
+}
+
+/**
+ * An installed package's daemon run as its unit would run it, as far as setpriv can: its
+ * ExecStart as `user` (groups from /etc/group: the agent's kvm), its unit's environment (no
+ * PATH of the test's), NoNewPrivileges, no capabilities and its UMask. Its output is kept.
+ */
 class InstalledDaemon {
   readonly process: ChildProcess;
   output = '';
 
-  constructor(command: string, user: string, group: string, env: Record<string, string>) {
+  constructor(name: string, user: string, group: string) {
+    const unit = unitService(`/lib/systemd/system/${name}.service`);
+    const restrictions = [
+      ...(unit.noNewPrivileges ? ['--no-new-privs'] : []),
+      ...(unit.noCapabilities ? ['--bounding-set=-all', '--inh-caps=-all'] : []),
+    ];
     this.process = spawn(
       'setpriv',
-      [`--reuid=${user}`, `--regid=${group}`, '--init-groups', command],
+      [
+        `--reuid=${user}`,
+        `--regid=${group}`,
+        '--init-groups',
+        ...restrictions,
+        '/bin/sh',
+        '-c',
+        'umask "$0" && exec "$@"',
+        unit.umask ?? '0022',
+        ...unit.command,
+      ],
       {
-        // As systemd would give it: no PATH of the test's, only the unit's environment file.
-        env: { PATH: '/usr/local/bin:/usr/bin:/bin', NO_COLOR: '1', ...env },
+        env: { PATH: '/usr/local/bin:/usr/bin:/bin', NO_COLOR: '1', ...unit.environment },
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
@@ -203,7 +267,7 @@ describe('the Debian packages', () => {
       expect(text).not.toMatch(/^\s*VM_/m);
       expect(statSync(DEFAULTS[name]).mode & 0o777).toBe(0o600);
     }
-    const agent = new InstalledDaemon('/usr/bin/service-vm-host', 'vm-host', 'vm-host', {});
+    const agent = new InstalledDaemon('service-vm-host', 'vm-host', 'vm-host');
     daemons.push(agent);
     expect(await agent.exitCode()).toBe(2);
     expect(agent.output).toMatch(/VM_FLEET_ENDPOINT/);
@@ -242,12 +306,8 @@ describe('the Debian packages', () => {
   });
 
   it('runs the controller as nobody; it answers GET /v1/fleet', async () => {
-    const fleet = new InstalledDaemon(
-      '/usr/bin/service-vm-fleet',
-      'nobody',
-      'nogroup',
-      environmentFile(DEFAULTS['service-vm-fleet']),
-    );
+    // As DynamicUser= would: an unprivileged user owning no file.
+    const fleet = new InstalledDaemon('service-vm-fleet', 'nobody', 'nogroup');
     daemons.push(fleet);
     await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
     expect((await fetch(`${FLEET_URL}/v1/fleet`)).status).toBe(200);
@@ -260,12 +320,7 @@ describe('the Debian packages', () => {
       'VM_FLEET_ENDPOINT=http://127.0.0.1:9203\nVM_NODE_ID=packaged-node\nVM_WG_IP=127.0.0.1\nVM_HEARTBEAT_INTERVAL_S=1\n',
     );
     // VM_BASE_IMAGE unset too: the agent makes a blank base image in its state folder.
-    const agent = new InstalledDaemon(
-      '/usr/bin/service-vm-host',
-      'vm-host',
-      'vm-host',
-      environmentFile(DEFAULTS['service-vm-host']),
-    );
+    const agent = new InstalledDaemon('service-vm-host', 'vm-host', 'vm-host');
     daemons.push(agent);
     await agent.waitForOutput(/ enrolled: heartbeating to /);
 
@@ -297,6 +352,22 @@ describe('the Debian packages', () => {
     const [qemu] = liveQemusUnder(STATE_DIR);
     const vmHostUid = Number(run('id', ['-u', 'vm-host']).trim());
     expect(statSync(`/proc/${qemu.pid}`).uid).toBe(vmHostUid);
+    // The agent runs, and QEMU as its child, under the unit's restrictions (QEMU's -daemonize
+    // sets a umask of its own, so the agent's is the unit's).
+    const unit = unitService('/lib/systemd/system/service-vm-host.service');
+    const field = (pid: number, name: string): string | undefined =>
+      new RegExp(`^${name}:\\s*(\\S+)$`, 'm').exec(
+        readFileSync(`/proc/${pid}/status`, 'utf8'),
+      )?.[1];
+    expect({
+      noNewPrivs: field(qemu.pid, 'NoNewPrivs'),
+      capBnd: field(qemu.pid, 'CapBnd'),
+      umask: field(agent.process.pid!, 'Umask'),
+    }).toEqual({
+      noNewPrivs: unit.noNewPrivileges ? '1' : '0',
+      capBnd: unit.noCapabilities ? '0000000000000000' : expect.any(String),
+      umask: (unit.umask ?? '0022').padStart(4, '0'),
+    });
 
     expect((await fetch(`${FLEET_URL}/v1/vms/${body.vm_id}`, { method: 'DELETE' })).status).toBe(
       204,
