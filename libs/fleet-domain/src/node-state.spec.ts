@@ -117,9 +117,11 @@ describe('RAM holds', () => {
     expect(ramAvailableMb(dispatched)).toBe(5120);
     expect(vmCount(dispatched)).toBe(3);
 
-    // Sampled before the spawn: the node's figures do not count the VM yet, the hold does.
+    // Sampled before the spawn: the node's figures do not count the VM yet, the hold does,
+    // and the VM its agent accepted stays listed.
     const early = nodeStateFromHeartbeat(heartbeat(), 1_000, dispatched);
     expect(ramAvailableMb(early)).toBe(5120);
+    expect(early.vms.map((v) => v.vm_id)).toEqual(['a', 'b', 'new']);
 
     const listing = nodeStateFromHeartbeat(
       heartbeat({ ram_used_mb: 3072, vms: [vm('a'), vm('b'), vm('new', 1024)] }),
@@ -128,6 +130,14 @@ describe('RAM holds', () => {
     );
     expect(ramAvailableMb(listing)).toBe(5120);
     expect(listing.holds).toEqual({});
+    expect(listing.vms.map((v) => v.vm_id)).toEqual(['a', 'b', 'new']);
+    // Once the hold is over, the heartbeat alone says what runs.
+    expect(nodeStateFromHeartbeat(heartbeat(), 3_000, listing).vms.map((v) => v.vm_id)).toEqual([
+      'a',
+      'b',
+    ]);
+    const expired = nodeStateFromHeartbeat(heartbeat(), 15_000, early);
+    expect([expired.holds, expired.vms.map((v) => v.vm_id)]).toEqual([{}, ['a', 'b']]);
   });
 
   it('ends a hold in flight when a heartbeat lists a VM spawned with its key, before the answer', () => {

@@ -167,7 +167,9 @@ function wasAheadOnArrival(stampNanos: bigint, receivedAtWallMs: number): boolea
  * The record a heartbeat replaces the stored one with: nothing of the previous heartbeat
  * survives. Only RAM holds of the same boot carry over, until the heartbeat lists their VM
  * (by id, or by the key it was spawned with, for a spawn not answered yet) or their deadline
- * has passed: the node's own figures count a VM it lists, not one it has yet to report.
+ * has passed: the node's own figures count a VM it lists, not one it has yet to report. So
+ * does a VM its agent accepted (recorded with its hold) that a heartbeat sampled before the
+ * spawn does not list yet: it stays listed, and a retry with its Idempotency-Key finds it.
  * `receivedAtWallMs` is the wall clock at receipt, for a clock whose two readings differ.
  */
 export function nodeStateFromHeartbeat(
@@ -177,6 +179,9 @@ export function nodeStateFromHeartbeat(
   receivedAtWallMs = receivedAtMs,
 ): NodeState {
   const sameBoot = previous !== undefined && previous.boot_id === heartbeat.boot_id;
+  const holds = sameBoot ? holdsNotYetReported(previous.holds, heartbeat.vms, receivedAtMs) : {};
+  const accepted = new Set(Object.values(holds).map((hold) => hold.vm_id));
+  const notYetReported = sameBoot ? previous.vms.filter((vm) => accepted.has(vm.vm_id)) : [];
   return withRecord({
     node_id: heartbeat.node_id,
     hostname: heartbeat.hostname,
@@ -186,7 +191,7 @@ export function nodeStateFromHeartbeat(
     ram_used_mb: heartbeat.ram_used_mb,
     kvm_available: heartbeat.kvm_available,
     reserved: heartbeat.reserved,
-    vms: heartbeat.vms,
+    vms: notYetReported.length === 0 ? heartbeat.vms : [...heartbeat.vms, ...notYetReported],
     boot_id: heartbeat.boot_id,
     timestamp_utc: heartbeat.timestamp_utc,
     received_at_ms: receivedAtMs,
@@ -194,7 +199,7 @@ export function nodeStateFromHeartbeat(
     beat_gaps_ms: sameBoot
       ? [...previous.beat_gaps_ms, receivedAtMs - previous.received_at_ms].slice(-BEAT_GAPS_KEPT)
       : [],
-    holds: sameBoot ? holdsNotYetReported(previous.holds, heartbeat.vms, receivedAtMs) : {},
+    holds,
     // Kept whatever boot_id the heartbeat names (anyone with the node token can send a new
     // one): only a successful dispatch clears it, and its backoff ends by itself.
     dispatch_failures: previous?.dispatch_failures ?? null,
