@@ -218,6 +218,11 @@ describe('the Debian packages', () => {
     before.userGroup = exists('group', 'vm-host');
     before.kvmGroup = exists('group', 'kvm');
     before.stateDir = existsSync(STATE_DIR);
+    // VMs of an agent using the default VM_DISK_DIR (npm start's): not to be moved from under it.
+    const runtime = join(STATE_DIR, 'run');
+    if (existsSync(runtime) && readdirSync(runtime).length > 0) {
+      throw new Error(`${runtime} holds VMs of a running agent (npm start?): stop it first`);
+    }
     // Another run's agent (default VM_DISK_DIR) may have made it, as root: kept aside and put back.
     if (before.stateDir) renameSync(STATE_DIR, STATE_DIR_ASIDE);
 
