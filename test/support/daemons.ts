@@ -2,6 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { scratchFolder } from './scratch-folders';
 
 const ROOT = join(__dirname, '../..');
 export const FLEET_MAIN = join(ROOT, 'dist/apps/fleet/apps/fleet/src/main.js');
@@ -150,8 +151,13 @@ export async function listeningFleetDaemon(): Promise<Daemon> {
   return fleet;
 }
 
+/**
+ * A built agent. Without a VM_DISK_DIR of the test's, it gets a scratch folder of its own, not
+ * the default /var/lib/vm-fleet: a test leaves the machine as it found it.
+ */
 export function startAgent(env: NodeJS.ProcessEnv, args: string[] = []): Daemon {
-  return new Daemon(VM_HOST_MAIN, env, args);
+  const disks = 'VM_DISK_DIR' in env ? {} : { VM_DISK_DIR: scratchFolder('agent-disks-') };
+  return new Daemon(VM_HOST_MAIN, { ...disks, ...env }, args);
 }
 
 /** Resolves once the agent says its first heartbeat was delivered: the controller lists it. */
