@@ -151,6 +151,8 @@ describe('the systemd units', () => {
     expect(agent.get('KillMode')).toEqual(['process']);
     // PrivateDevices= would hide /dev/kvm.
     expect(agent.has('PrivateDevices')).toBe(false);
+    // genisoimage calls setreuid(-1, getuid()) and panics if it may not (@privileged, @setuid).
+    expect(agent.get('SystemCallFilter')).toEqual(['@system-service']);
     expect(agent.get('CapabilityBoundingSet')).toEqual(['']);
   });
 
