@@ -1,4 +1,4 @@
-import { mkdir, readdir, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { firstValueFrom } from 'rxjs';
 import { fakeHostFacts } from '../../../../test/support/fake-vm-driver';
@@ -92,13 +92,20 @@ describe('DeletedDisks', () => {
 
   it('at start-up, retires disks left without a run folder and sweeps those past retention', async () => {
     const vm = services(3_600);
-    const nowS = bed.clock.wallNow() / 1000;
+    const nowMs = bed.clock.wallNow();
+    const nowS = nowMs / 1000;
     const disk = (vmId: string): string => bed.files.disk(vmId);
-    // Deleted by an older agent two hours ago, and ten minutes ago.
+    // Left by an older agent, last written two hours ago and ten minutes ago: when they were
+    // deleted is unknown, so both are stamped now and get the full retention.
     await writeFile(disk('vm-00000000000000a1'), 'qcow2');
     await utimes(disk('vm-00000000000000a1'), nowS - 7_200, nowS - 7_200);
     await writeFile(disk('vm-00000000000000a2'), 'qcow2');
     await utimes(disk('vm-00000000000000a2'), nowS - 600, nowS - 600);
+    // Deleted two hours ago: past retention, swept.
+    await writeFile(
+      join(bed.root, 'deleted', `${nowMs - 2 * HOUR_MS}.vm-00000000000000a3.qcow2`),
+      '',
+    );
     // A VM the agent still has, and a disk whose VM's process still runs: both left alone.
     await bed.leftBehind('vm-00000000000000b1', { started_at: '2026-08-06T11:00:00.000Z' });
     await writeFile(disk('vm-00000000000000b1'), 'qcow2');
@@ -113,6 +120,12 @@ describe('DeletedDisks', () => {
     await writeFile(join(bed.root, 'disks', 'notes.txt'), '');
     await writeFile(join(bed.root, 'deleted', 'keep-me.qcow2'), '');
     await mkdir(join(bed.root, 'deleted', '1.vm-00000000000000c1.qcow2'));
+    // A symlink with a disk's name, long past retention: skipped, neither it nor its target goes.
+    await writeFile(join(bed.root, 'target.qcow2'), '');
+    await symlink(
+      join(bed.root, 'target.qcow2'),
+      join(bed.root, 'deleted', '2.vm-00000000000000c2.qcow2'),
+    );
 
     await vm.vms.prepare();
 
@@ -123,12 +136,15 @@ describe('DeletedDisks', () => {
     ]);
     expect((await listed('deleted')).sort()).toEqual([
       '1.vm-00000000000000c1.qcow2',
-      `${(nowS - 600) * 1000}.vm-00000000000000a2.qcow2`,
+      `${nowMs}.vm-00000000000000a1.qcow2`,
+      `${nowMs}.vm-00000000000000a2.qcow2`,
+      '2.vm-00000000000000c2.qcow2',
       'keep-me.qcow2',
     ]);
     expect(bed.logs).toContain(
       'warn vm vm-00000000000000b2: disk without a run folder kept, a process of it runs',
     );
+    expect((await stat(join(bed.root, 'target.qcow2'))).isFile()).toBe(true);
   });
 
   it('at start-up with retention 0, removes the disks left without a run folder', async () => {

@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { rename, rm, stat } from 'node:fs/promises';
+import { rename, rm } from 'node:fs/promises';
 import { Clock } from '@app/daemon';
 import { ID_PATTERN, toRfc3339 } from '@app/fleet-domain';
 import { DEFAULT_DISK_RETENTION_S, VmHostConfig } from '../config/vm-host.config';
@@ -59,8 +59,8 @@ export class DeletedDisks {
 
   /**
    * At start-up, before the agent listens and after reconciling: a disk in `disks/` with no run
-   * folder (kept by an older agent, or left by one killed mid-delete) is taken as deleted when
-   * it was last written, unless a process of its VM still runs; then the sweep.
+   * folder (kept by an older agent, or left by one killed mid-delete) is taken as deleted now,
+   * so it gets the full retention, unless a process of its VM still runs; then the sweep.
    */
   async recover(): Promise<void> {
     const orphans = await this.files.listDisksWithoutVm();
@@ -75,8 +75,9 @@ export class DeletedDisks {
         if (this.retentionMs === 0) {
           await rm(disk, { force: true });
         } else {
-          const written = Math.trunc((await stat(disk)).mtimeMs);
-          await rename(disk, this.files.deletedDisk(vmId, written));
+          // Deleted now, as far as anyone can tell: its last write may be long before the
+          // delete, and would cut the retention short or skip it.
+          await rename(disk, this.files.deletedDisk(vmId, this.clock.wallNow()));
         }
       } catch (error) {
         if (!isMissing(error)) {

@@ -1,4 +1,4 @@
-import { chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +30,30 @@ describe('VmFiles', () => {
     }
     expect((await readdir(join(root, 'run'))).length).toBe(500);
     expect(await files.listVmIds()).toEqual([...ids].sort());
+  });
+
+  it('lists deleted disks by their own names, and leaves symlinks and folders in deleted/ alone', async () => {
+    const deleted = join(root, 'deleted');
+    await writeFile(join(deleted, '0001.vm-00000000000000a1.qcow2'), '');
+    await writeFile(join(deleted, '5.vm-00000000000000a2.qcow2'), '');
+    // A symlink pointing out of VM_DISK_DIR, and a folder: neither is a disk the agent made.
+    const outside = join(root, 'outside.qcow2');
+    await writeFile(outside, '');
+    await symlink(outside, join(deleted, '1.vm-00000000000000b1.qcow2'));
+    await mkdir(join(deleted, '2.vm-00000000000000b2.qcow2'));
+    const listed = await files.listDeletedDisks();
+    expect(listed.sort((a, b) => a.deletedAtMs - b.deletedAtMs)).toEqual([
+      {
+        vmId: 'vm-00000000000000a1',
+        deletedAtMs: 1,
+        path: join(deleted, '0001.vm-00000000000000a1.qcow2'),
+      },
+      {
+        vmId: 'vm-00000000000000a2',
+        deletedAtMs: 5,
+        path: join(deleted, '5.vm-00000000000000a2.qcow2'),
+      },
+    ]);
   });
 
   it('keeps every path of a VM inside VM_DISK_DIR', async () => {

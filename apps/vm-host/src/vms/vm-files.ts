@@ -206,14 +206,18 @@ export class VmFiles {
       .sort();
   }
 
-  /** The disks in `deleted/` whose names the agent made; anything else there is left alone. */
+  /**
+   * The disks in `deleted/` whose names the agent made; anything else there (folders, symlinks,
+   * other names) is left alone.
+   */
   async listDeletedDisks(): Promise<DeletedDisk[]> {
     const entries = await readdir(join(this.root, 'deleted'), { withFileTypes: true });
     return entries.flatMap((entry) => {
       const match = entry.isFile() ? DELETED_DISK_NAME.exec(entry.name) : null;
       if (!match || !ID_PATTERN.test(match[2])) return [];
-      const deletedAtMs = Number(match[1]);
-      return [{ vmId: match[2], deletedAtMs, path: this.deletedDisk(match[2], deletedAtMs) }];
+      // The entry's own name: one rebuilt from the number would lose leading zeros (0001.).
+      const path = join(this.root, 'deleted', entry.name);
+      return [{ vmId: match[2], deletedAtMs: Number(match[1]), path }];
     });
   }
 
