@@ -3,6 +3,7 @@ import {
   accessSync,
   constants,
   existsSync,
+  mkdirSync,
   readFileSync,
   readdirSync,
   renameSync,
@@ -306,7 +307,7 @@ describe('the Debian packages', () => {
     );
     expect(run('getent', ['passwd', 'vm-host'])).toContain(`:${STATE_DIR}:`);
     const state = statSync(STATE_DIR);
-    expect(state.mode & 0o777).toBe(0o750);
+    expect(state.mode & 0o777).toBe(0o700);
     expect(state.uid).toBe(Number(run('id', ['-u', 'vm-host']).trim()));
   });
 
@@ -402,6 +403,24 @@ describe('the Debian packages', () => {
     expect(readdirSync(STATE_DIR)).toEqual(expect.arrayContaining(['base', 'disks']));
     expect(exists('passwd', 'vm-host')).toBe(true);
 
+    // Asked, but a VM is left (its run folder; its QEMU may run): the disks stay, the purge
+    // succeeds and says what to do.
+    const leftVm = join(STATE_DIR, 'run', 'vm-00000000000000e1');
+    mkdirSync(leftVm, { recursive: true });
+    run('apt-get', ['install', '-y', '-q', DEB('service-vm-host')]);
+    const refused = spawnSync('apt-get', ['purge', '-y', '-q', 'service-vm-host'], {
+      encoding: 'utf8',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive', VM_FLEET_PURGE_DISKS: '1' },
+    });
+    expect(refused.status).toBe(0);
+    expect(installed('service-vm-host')).toBe(false);
+    expect(`${refused.stdout}${refused.stderr}`).toContain(
+      'VM_FLEET_PURGE_DISKS=1, but VMs are left: vm-00000000000000e1',
+    );
+    expect(existsSync(leftVm)).toBe(true);
+
+    // Once no VM is left, they go.
+    rmSync(leftVm, { recursive: true });
     run('apt-get', ['install', '-y', '-q', DEB('service-vm-host')]);
     run('apt-get', ['purge', '-y', '-q', 'service-vm-host'], { VM_FLEET_PURGE_DISKS: '1' });
     expect(existsSync(STATE_DIR)).toBe(false);
