@@ -3,20 +3,45 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Clock } from '@app/daemon';
+import type { CreateVmRequest } from '@app/fleet-domain';
 import { VmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
 import type { HostFactsService } from '../../apps/vm-host/src/host-facts/host-facts.service';
 import type { HostMetrics } from '../../apps/vm-host/src/metrics/host-metrics.service';
 import { CrashFailpoint } from '../../apps/vm-host/src/vms/crash-failpoint';
 import { DeletedDisks } from '../../apps/vm-host/src/vms/deleted-disks.service';
 import { VmAdmissionService } from '../../apps/vm-host/src/vms/vm-admission.service';
-import type { VmDriver } from '../../apps/vm-host/src/vms/vm-driver';
+import type { StartedVm, VmDriver } from '../../apps/vm-host/src/vms/vm-driver';
 import { VmFiles, VmSidecar } from '../../apps/vm-host/src/vms/vm-files';
 import { VmLifecycle } from '../../apps/vm-host/src/vms/vm-lifecycle';
 import { VmReconciliationService } from '../../apps/vm-host/src/vms/vm-reconciliation.service';
 import { VmSidecars } from '../../apps/vm-host/src/vms/vm-sidecars';
 import { VmsService } from '../../apps/vm-host/src/vms/vms.service';
 import { FakeClock } from './fake-clock';
-import { FakeVmDriver } from './fake-vm-driver';
+import { FakeVmDriver, fakeHostFacts } from './fake-vm-driver';
+
+/** What the fake driver answers a start with, unless a test says otherwise. */
+export const FAKE_STARTED: StartedVm = {
+  record: { kind: 'fake', fast: false, pid: 4242 },
+  hostPorts: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' }],
+  summary: 'fake pid 4242',
+};
+
+/** A create request as the controller sends it, with these fields changed. */
+export function createRequest(fields: Partial<CreateVmRequest> = {}): CreateVmRequest {
+  return { vm_type: 'web', ram_mb: 96, vcpu_count: 2, prefer_kvm: false, ...fields };
+}
+
+/** The HTTP-facing service over these parts, on a host with room for every VM a test makes. */
+export function roomyVmsService(
+  files: VmFiles,
+  driver: VmDriver,
+  clock: FakeClock,
+  metrics?: HostMetrics,
+): VmsService {
+  const config = Object.assign(new VmHostConfig(), { nodeId: 'node-a', vcpuOvercommit: 4 });
+  const hostFacts = fakeHostFacts({ ram_total_mb: 65_536, ram_used_mb: 1_024, cpu_cores: 16 });
+  return vmServices({ files, driver, clock, hostFacts, config, metrics }).vms;
+}
 
 /** The agent's VM services, sharing one lifecycle and one view of the sidecars. */
 export interface VmServices {

@@ -1,39 +1,22 @@
 import * as prometheus from 'prom-client';
 import { firstValueFrom } from 'rxjs';
-import { CreateVmRequest, VmState } from '@app/fleet-domain';
+import { VmState } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
-import { FakeVmDriver, fakeHostFacts } from '../../../../test/support/fake-vm-driver';
+import { FakeVmDriver } from '../../../../test/support/fake-vm-driver';
 import { sampleValue } from '../../../../test/support/prometheus-text';
-import { VmBed, closeVmBed, openVmBed, vmServices } from '../../../../test/support/vm-services';
-import { VmHostConfig } from '../config/vm-host.config';
+import {
+  FAKE_STARTED,
+  VmBed,
+  closeVmBed,
+  createRequest,
+  openVmBed,
+  roomyVmsService,
+} from '../../../../test/support/vm-services';
 import { HostMetrics } from '../metrics/host-metrics.service';
-import { StartedVm, VmDriver } from './vm-driver';
+import { StartedVm } from './vm-driver';
 import { VmFiles } from './vm-files';
 import { VmAccelerationError, VmCreateError } from './vms.errors';
 import { VmsService } from './vms.service';
-
-const STARTED: StartedVm = {
-  record: { kind: 'fake', fast: false, pid: 4242 },
-  hostPorts: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' }],
-  summary: 'fake pid 4242',
-};
-
-function request(fields: Partial<CreateVmRequest> = {}): CreateVmRequest {
-  return { vm_type: 'web', ram_mb: 96, vcpu_count: 2, prefer_kvm: false, ...fields };
-}
-
-/** A host with room for every VM these tests make. */
-const roomyHost = fakeHostFacts({ ram_total_mb: 65_536, ram_used_mb: 1_024, cpu_cores: 16 });
-
-function vmsService(
-  files: VmFiles,
-  driver: VmDriver,
-  clock: FakeClock,
-  metrics?: HostMetrics,
-): VmsService {
-  const config = Object.assign(new VmHostConfig(), { nodeId: 'node-a', vcpuOvercommit: 4 });
-  return vmServices({ files, driver, clock, hostFacts: roomyHost, config, metrics }).vms;
-}
 
 describe('VmLifecycle', () => {
   let bed: VmBed;
@@ -46,7 +29,7 @@ describe('VmLifecycle', () => {
   beforeEach(async () => {
     bed = await openVmBed('vm-lifecycle-');
     ({ files, driver, clock, logs } = bed);
-    vms = vmsService(files, driver, clock);
+    vms = roomyVmsService(files, driver, clock);
   });
 
   afterEach(() => closeVmBed(bed));
@@ -59,7 +42,9 @@ describe('VmLifecycle', () => {
   }
 
   it('answers Provisioning at once, stays Provisioning while the driver works, then is Running', async () => {
-    const { vm: accepted } = await vms.spawn(request({ tenant_id: 'acme', prefer_kvm: true }));
+    const { vm: accepted } = await vms.spawn(
+      createRequest({ tenant_id: 'acme', prefer_kvm: true }),
+    );
     expect(accepted).toEqual({
       vm_id: expect.stringMatching(/^vm-[0-9a-f]{16}$/),
       vm_type: 'web',
@@ -80,16 +65,16 @@ describe('VmLifecycle', () => {
     expect((await vms.list()).map((vm) => vm.state)).toEqual([VmState.Provisioning]);
 
     clock.advance(1_500);
-    await settleCreate(STARTED);
+    await settleCreate(FAKE_STARTED);
     expect(await vms.list()).toEqual([
       {
         ...accepted,
         state: VmState.Running,
         started_at: '2026-08-06T12:00:01.500Z',
-        host_ports: STARTED.hostPorts,
+        host_ports: FAKE_STARTED.hostPorts,
       },
     ]);
-    expect(driver.inspected).toEqual([STARTED.record]);
+    expect(driver.inspected).toEqual([FAKE_STARTED.record]);
     expect(logs).toEqual([
       `log vm ${vmId} accepted: web, 96 MB, 2 vCPU, fast, tenant acme`,
       `log vm ${vmId} started: fake pid 4242`,
@@ -99,8 +84,8 @@ describe('VmLifecycle', () => {
   it('reports what the driver sees of a started VM: stopped, or not answering yet', async () => {
     const {
       vm: { vm_id: vmId },
-    } = await vms.spawn(request());
-    await settleCreate(STARTED);
+    } = await vms.spawn(createRequest());
+    await settleCreate(FAKE_STARTED);
     driver.runState = 'stopped';
     expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Stopped }]);
     driver.runState = 'unknown';
@@ -110,7 +95,7 @@ describe('VmLifecycle', () => {
   it('lists a VM whose create step failed as Error, naming the step in the sidecar and the log', async () => {
     const {
       vm: { vm_id: vmId },
-    } = await vms.spawn(request());
+    } = await vms.spawn(createRequest());
     await settleCreate(new VmCreateError('seed ISO', 'genisoimage failed: no space left'));
     expect(await vms.list()).toMatchObject([
       { vm_id: vmId, state: VmState.Error, host_ports: [], started_at: null },
@@ -142,18 +127,18 @@ describe('VmLifecycle', () => {
     it('starts the VM again the slow way (TCG), logs it and marks it in vm.json', async () => {
       const {
         vm: { vm_id: vmId },
-      } = await vms.spawn(request({ prefer_kvm: true }));
+      } = await vms.spawn(createRequest({ prefer_kvm: true }));
       await failUnderKvm();
       expect(driver.stopped).toEqual([{ vmId, record: { kind: 'fake', fast: true, pid: null } }]);
       expect(driver.creates.map(({ record }) => record)).toEqual([
         { kind: 'fake', fast: false, pid: null },
       ]);
-      await settleCreate(STARTED);
+      await settleCreate(FAKE_STARTED);
       expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Running }]);
       const sidecar = await files.readSidecar(vmId);
       expect(sidecar).toMatchObject({
         error: null,
-        driver: STARTED.record,
+        driver: FAKE_STARTED.record,
         accel_fallback:
           'QEMU: could not start under KVM: qemu-system-x86_64 failed: error: failed to set MSR 0x48f; started under TCG',
       });
@@ -166,7 +151,7 @@ describe('VmLifecycle', () => {
     it('lists the VM as Error, with the KVM failure kept, when TCG fails too', async () => {
       const {
         vm: { vm_id: vmId },
-      } = await vms.spawn(request({ prefer_kvm: true }));
+      } = await vms.spawn(createRequest({ prefer_kvm: true }));
       await failUnderKvm();
       await settleCreate(new VmCreateError('QEMU', 'qemu-system-x86_64 failed: no disk'));
       expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Error }]);
@@ -178,7 +163,7 @@ describe('VmLifecycle', () => {
     });
 
     it('does not start again after another failure', async () => {
-      await vms.spawn(request({ prefer_kvm: true }));
+      await vms.spawn(createRequest({ prefer_kvm: true }));
       await settleCreate(new VmCreateError('QEMU', 'qemu-system-x86_64 failed: no disk'));
       expect(driver.creates).toEqual([]);
       expect(driver.stopped).toEqual([]);
@@ -187,12 +172,12 @@ describe('VmLifecycle', () => {
 
   it('times each VM start from accepted to started, and to failed', async () => {
     const metrics = new HostMetrics({ prometheus, listVmStates: () => Promise.resolve([]) });
-    vms = vmsService(files, driver, clock, metrics);
+    vms = roomyVmsService(files, driver, clock, metrics);
     for (const outcome of [
       { record: { kind: 'fake' }, hostPorts: [], summary: 'fake pid 1' },
       new Error('qemu exited'),
     ]) {
-      await vms.spawn(request());
+      await vms.spawn(createRequest());
       await settleCreate(outcome);
     }
     const text = (await metrics.scrape()).body;

@@ -2,39 +2,22 @@ import { Logger } from '@nestjs/common';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { firstValueFrom } from 'rxjs';
-import { CreateVmRequest, VmState } from '@app/fleet-domain';
+import { VmState } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
-import { FakeVmDriver, fakeHostFacts } from '../../../../test/support/fake-vm-driver';
-import { VmBed, closeVmBed, openVmBed, vmServices } from '../../../../test/support/vm-services';
+import { FakeVmDriver } from '../../../../test/support/fake-vm-driver';
+import {
+  FAKE_STARTED,
+  VmBed,
+  closeVmBed,
+  createRequest,
+  openVmBed,
+  roomyVmsService,
+} from '../../../../test/support/vm-services';
 import { VmHostConfig, VmHostConfigError } from '../config/vm-host.config';
-import type { HostMetrics } from '../metrics/host-metrics.service';
-import { StartedVm, VmDriver } from './vm-driver';
+import { StartedVm } from './vm-driver';
 import { VmFiles } from './vm-files';
 import { VmNotOnNodeError } from './vms.errors';
 import { VmsService } from './vms.service';
-
-const STARTED: StartedVm = {
-  record: { kind: 'fake', fast: false, pid: 4242 },
-  hostPorts: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' }],
-  summary: 'fake pid 4242',
-};
-
-function request(fields: Partial<CreateVmRequest> = {}): CreateVmRequest {
-  return { vm_type: 'web', ram_mb: 96, vcpu_count: 2, prefer_kvm: false, ...fields };
-}
-
-/** A host with room for every VM these tests make. */
-const roomyHost = fakeHostFacts({ ram_total_mb: 65_536, ram_used_mb: 1_024, cpu_cores: 16 });
-
-function vmsService(
-  files: VmFiles,
-  driver: VmDriver,
-  clock: FakeClock,
-  metrics?: HostMetrics,
-): VmsService {
-  const config = Object.assign(new VmHostConfig(), { nodeId: 'node-a', vcpuOvercommit: 4 });
-  return vmServices({ files, driver, clock, hostFacts: roomyHost, config, metrics }).vms;
-}
 
 describe('VmsService', () => {
   let bed: VmBed;
@@ -47,7 +30,7 @@ describe('VmsService', () => {
   beforeEach(async () => {
     bed = await openVmBed('vms-service-');
     ({ root, files, driver, clock } = bed);
-    vms = vmsService(files, driver, clock);
+    vms = roomyVmsService(files, driver, clock);
   });
 
   afterEach(() => {
@@ -72,12 +55,12 @@ describe('VmsService', () => {
   it('destroys through the driver with its record, removes the runtime files, and then no longer has it', async () => {
     const {
       vm: { vm_id: vmId },
-    } = await vms.spawn(request());
-    await settleCreate(STARTED);
+    } = await vms.spawn(createRequest());
+    await settleCreate(FAKE_STARTED);
     const changed = firstValueFrom(vms.changes);
     await vms.destroy(vmId);
     await changed;
-    expect(driver.stopped).toEqual([{ vmId, record: STARTED.record }]);
+    expect(driver.stopped).toEqual([{ vmId, record: FAKE_STARTED.record }]);
     expect(await readdir(join(root, 'run'))).toEqual([]);
     expect(await vms.list()).toEqual([]);
     await expect(vms.destroy(vmId)).rejects.toThrow(VmNotOnNodeError);
@@ -86,11 +69,11 @@ describe('VmsService', () => {
   it('destroys a VM still provisioning only once the driver is done with it', async () => {
     const {
       vm: { vm_id: vmId },
-    } = await vms.spawn(request());
+    } = await vms.spawn(createRequest());
     const destroyed = vms.destroy(vmId);
-    driver.creates.shift()!.settle(STARTED);
+    driver.creates.shift()!.settle(FAKE_STARTED);
     await destroyed;
-    expect(driver.stopped).toEqual([{ vmId, record: STARTED.record }]);
+    expect(driver.stopped).toEqual([{ vmId, record: FAKE_STARTED.record }]);
     expect(await vms.list()).toEqual([]);
   });
 
@@ -119,8 +102,8 @@ describe('VmsService', () => {
 
     const {
       vm: { vm_id: vmId },
-    } = await vms.spawn(request());
-    await settleCreate(STARTED);
+    } = await vms.spawn(createRequest());
+    await settleCreate(FAKE_STARTED);
     await vms.beforeApplicationShutdown();
     expect(warnings).toEqual([
       `agent stopping; its 1 VM(s) (${vmId}) are left as they are: running ones keep running, unlisted once the node drops out (30 s), and are listed again when the agent starts. To retire this node, delete them through the controller first`,
@@ -151,13 +134,13 @@ describe('VmsService', () => {
 
     it('lists a VM whose provisioning the old agent never finished (no pid) as Error', async () => {
       await leftBehind({ ...common, started_at: null, driver: { kind: 'fake', pid: null } });
-      const restarted = vmsService(files, driver, clock);
+      const restarted = roomyVmsService(files, driver, clock);
       expect(await restarted.list()).toMatchObject([{ vm_id: vmId, state: VmState.Error }]);
       expect(driver.inspected).toEqual([]);
     });
 
     it('reads sidecars of agents before drivers: no pid is Error, a pid is asked of the driver', async () => {
-      const restarted = vmsService(files, driver, clock);
+      const restarted = roomyVmsService(files, driver, clock);
       await leftBehind({ ...common, accel: 'tcg', started_at: null, pid: null });
       expect(await restarted.list()).toMatchObject([{ vm_id: vmId, state: VmState.Error }]);
 
@@ -178,7 +161,7 @@ describe('VmsService', () => {
   describe('prepare', () => {
     it('makes the VM_DISK_DIR layout and checks the tools', async () => {
       const fresh = join(root, 'fresh');
-      const service = vmsService(
+      const service = roomyVmsService(
         new VmFiles(Object.assign(new VmHostConfig(), { diskDir: fresh })),
         driver,
         clock,
@@ -191,7 +174,7 @@ describe('VmsService', () => {
     it('refuses a VM_DISK_DIR that cannot be made, or that the driver cannot use, saying why', async () => {
       const file = join(root, 'a-file');
       await writeFile(file, '');
-      const onFile = vmsService(
+      const onFile = roomyVmsService(
         new VmFiles(Object.assign(new VmHostConfig(), { diskDir: file })),
         driver,
         clock,
