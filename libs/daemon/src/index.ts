@@ -15,3 +15,4 @@ export * from './listen-address';
 export * from './metrics-endpoint';
 export * from './process-metrics';
 export * from './service-readiness';
+export * from './node-token';
