@@ -29,8 +29,8 @@ async function main(): Promise<void> {
     { path: 'openapi/fleet.openapi.json', content: fleetDocument },
     { path: 'openapi/vm-host.openapi.json', content: vmHostDocument },
     {
-      // The agent talks to the controller through this.
-      path: 'apps/vm-host/src/heartbeat/fleet-api.generated.ts',
+      // The agent and the ppn-fleet CLI talk to the controller through this (as FleetApi).
+      path: 'libs/fleet-domain/src/wire/fleet-api.generated.ts',
       content: await renderClientTypes(fleetDocument, 'openapi/fleet.openapi.json'),
     },
     {

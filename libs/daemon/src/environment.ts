@@ -248,23 +248,27 @@ const MAX_TOKEN_LENGTH = 1024;
 const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 /**
- * A bearer token variable: 16 to 1024 characters a header carries as is. Its message names
- * `variable`, by default the validated property (the variable, under `@EnvironmentVariable`).
+ * A bearer token variable: 16 (or `minLength`) to 1024 characters a header carries as is. Its
+ * message names `variable`, by default the validated property (the variable, under
+ * `@EnvironmentVariable`).
  */
-export function IsBearerToken(variable = '$property'): PropertyDecorator {
+export function IsBearerToken(
+  variable = '$property',
+  minLength = MIN_TOKEN_LENGTH,
+): PropertyDecorator {
   return ValidateBy(
     {
       name: 'isBearerToken',
       validator: {
         validate: (value: unknown) =>
           typeof value === 'string' &&
-          value.length >= MIN_TOKEN_LENGTH &&
+          value.length >= minLength &&
           value.length <= MAX_TOKEN_LENGTH &&
           B64TOKEN.test(value),
       },
     },
     {
-      message: `${variable} must be ${MIN_TOKEN_LENGTH} to ${MAX_TOKEN_LENGTH} characters of A-Z a-z 0-9 - . _ ~ + / (and = at the end), such as the output of \`openssl rand -hex 32\``,
+      message: `${variable} must be ${minLength} to ${MAX_TOKEN_LENGTH} characters of A-Z a-z 0-9 - . _ ~ + / (and = at the end), such as the output of \`openssl rand -hex 32\``,
     },
   );
 }

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { deriveNodeToken } from './node-token';
+import { validateSync } from 'class-validator';
+import { IsNodeSecret, deriveNodeToken } from './node-token';
 
 describe('deriveNodeToken', () => {
   const secret = 'a'.repeat(32) + '-fleet-secret';
@@ -25,5 +26,24 @@ describe('deriveNodeToken', () => {
     expect(deriveNodeToken(secret, 'node-b')).not.toBe(a);
     expect(deriveNodeToken(secret + 'x', 'node-a')).not.toBe(a);
     expect(deriveNodeToken(secret, 'node-a')).toBe(a);
+  });
+});
+
+describe('IsNodeSecret', () => {
+  class Holder {
+    @IsNodeSecret()
+    VM_FLEET_NODE_SECRET!: string;
+  }
+  const problems = (value: string): string[] =>
+    validateSync(Object.assign(new Holder(), { VM_FLEET_NODE_SECRET: value })).flatMap((error) =>
+      Object.values(error.constraints ?? {}),
+    );
+
+  it('takes 32 characters or more of a bearer token, naming the variable otherwise', () => {
+    expect(problems('a'.repeat(32))).toEqual([]);
+    expect(problems('a'.repeat(31))).toEqual([
+      expect.stringMatching(/^VM_FLEET_NODE_SECRET must be 32 to 1024 characters/),
+    ]);
+    expect(problems('a'.repeat(31) + ' ')).toHaveLength(1);
   });
 });

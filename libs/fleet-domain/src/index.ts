@@ -20,3 +20,5 @@ export * from './wire/params';
 export * from './wire/examples';
 export * from './wire/heartbeat-vm';
 export * from './wire/openapi-decorators';
+/** The controller's API as typed from openapi/fleet.openapi.json: for its clients (agent, CLI). */
+export type * as FleetApi from './wire/fleet-api.generated';

@@ -1,13 +1,13 @@
 import { ClientRequest, IncomingMessage, RequestOptions, request as httpRequest } from 'node:http';
-import type { components, paths } from './fleet-api.generated';
+import type { FleetApi } from '@app/fleet-domain';
 
-export type HeartbeatBody = components['schemas']['NodeHeartbeat'];
-export type HeartbeatAnswer = components['schemas']['HeartbeatAnswer'];
+export type HeartbeatBody = FleetApi.components['schemas']['NodeHeartbeat'];
+export type HeartbeatAnswer = FleetApi.components['schemas']['HeartbeatAnswer'];
 
 /** What a 200 without a readable answer means: a controller of the original services says nothing more. */
 const TAKEN: HeartbeatAnswer = { accepted: true };
 
-const HEARTBEAT_PATH = '/v1/nodes/heartbeat' satisfies keyof paths;
+const HEARTBEAT_PATH = '/v1/nodes/heartbeat' satisfies keyof FleetApi.paths;
 /** Of an answer, only so much is read: a refusal's JSON `message`, or whether it was taken. */
 const MAX_ANSWER_BODY_BYTES = 64 * 1024;
 
