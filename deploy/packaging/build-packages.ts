@@ -49,7 +49,8 @@ const PACKAGES: DebianPackage[] = [
     name: 'service-vm-fleet',
     app: 'fleet',
     defaults: 'vm-fleet',
-    runtimeFiles: [],
+    // Its version is ppn_fleet_build_info's (libs/daemon/src/package-version.ts finds it above).
+    runtimeFiles: ['package.json'],
     depends: ['nodejs (>= 20)'],
     summary: 'PPN fleet controller: one VM pool over several machines',
     description:
@@ -60,8 +61,9 @@ const PACKAGES: DebianPackage[] = [
     name: 'service-vm-host',
     app: 'vm-host',
     defaults: 'vm-host',
-    // Served at /docs-json (apps/vm-host/src/docs/committed-docs.ts finds it above main.js).
-    runtimeFiles: ['openapi/vm-host.openapi.json'],
+    // Served at /docs-json (apps/vm-host/src/docs/committed-docs.ts finds it above main.js);
+    // package.json's version is ppn_host_build_info's.
+    runtimeFiles: ['openapi/vm-host.openapi.json', 'package.json'],
     // genisoimage: the agent refuses to start without it (it makes each VM's cloud-init seed).
     depends: ['nodejs (>= 20)', 'adduser', 'qemu-system-x86', 'qemu-utils', 'genisoimage'],
     summary: 'PPN node agent: runs the fleet controller’s VMs on this machine with QEMU',

@@ -16,3 +16,4 @@ export * from './metrics-endpoint';
 export * from './process-metrics';
 export * from './service-readiness';
 export * from './node-token';
+export * from './package-version';

@@ -1,21 +1,35 @@
 import { Logger } from '@nestjs/common';
 import * as prometheus from 'prom-client';
-import { CreateVmRequest, NodeHeartbeat, VmRecord, liveSince } from '@app/fleet-domain';
+import { CreateVmRequest, NodeHeartbeat, VmRecord, VmState, holdRam } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
-import { heartbeat as agentHeartbeat } from '../../../../test/support/heartbeats';
+import { heartbeat as agentHeartbeat, vmRecord } from '../../../../test/support/heartbeats';
 import { metricTypes, sampleValue } from '../../../../test/support/prometheus-text';
 import { InMemoryKeyClaims } from '../nodes/memory/in-memory-key-claims.repository';
 import { InMemoryNodesRepository } from '../nodes/memory/in-memory-nodes.repository';
+import { LiveNodesReader } from '../nodes/live-nodes.reader';
 import { NodesService } from '../nodes/nodes.service';
 import { AgentCallError, Spawned, VmHostClient, VmHostClientSettings } from '../vms/vm-host.client';
 import { VmsService } from '../vms/vms.service';
 import { FleetMetrics } from './fleet-metrics.service';
+import { LiveNodeReading } from './live-nodes.source';
+
+const MIB = 1024 * 1024;
 
 /** n's heartbeat stamped `second` seconds past 12:00 (the order the controller judges by). */
 function heartbeat(node_id: string, second: number, extra: Partial<NodeHeartbeat> = {}) {
   const timestamp_utc = `2026-08-06T12:00:${String(second).padStart(2, '0')}Z`;
   return agentHeartbeat({ node_id, timestamp_utc, ...extra });
 }
+
+/** A live node as the store would give it to the metrics. */
+const reading: LiveNodeReading = {
+  node_id: 'n1',
+  ram_available_mb: 1024,
+  ram_total_mb: 2048,
+  vm_states: [],
+  heartbeat_age_ms: 0,
+  reserved: false,
+};
 
 describe('FleetMetrics', () => {
   let clock: FakeClock;
@@ -30,9 +44,11 @@ describe('FleetMetrics', () => {
     jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     clock = new FakeClock();
     repository = new InMemoryNodesRepository();
+    const liveNodes = new LiveNodesReader(repository, clock);
     metrics = new FleetMetrics({
       prometheus,
-      countLiveNodes: async () => (await repository.listLiveRecords(liveSince(clock.now()))).length,
+      readLiveNodes: () => liveNodes.read(),
+      version: '1.2.3',
     });
     nodes = new NodesService(repository, clock, metrics);
   });
@@ -137,6 +153,89 @@ describe('FleetMetrics', () => {
     expect(sampleValue(text, 'ppn_fleet_dispatch_failures_total')).toBe(1);
   });
 
+  it('shows each live node: its RAM, its VMs by state, its heartbeat age, whether reserved', async () => {
+    const running = (vm_id: string) => vmRecord(vm_id, { state: VmState.Running });
+    await nodes.acceptHeartbeat(
+      heartbeat('n1', 0, {
+        ram_total_mb: 16384,
+        ram_used_mb: 4096,
+        vms: [running('vm-a'), running('vm-b'), vmRecord('vm-c', { state: VmState.Error })],
+      }),
+    );
+    await nodes.acceptHeartbeat(heartbeat('n2', 0, { ram_total_mb: 8192, reserved: true }));
+    // 2 GiB held on n1 for a VM being placed there, for 20 s.
+    const held = await repository.update(
+      'n1',
+      holdRam(
+        {
+          holdId: 'hold-1',
+          ramMb: 2048,
+          requiredFreeMb: 2048,
+          nowMs: clock.now(),
+          expiresAtMs: clock.now() + 20_000,
+          spawnKey: 'key-1',
+        },
+        clock.now() - 30_000,
+      ),
+    );
+    expect(held).toBe(true);
+    clock.advance(2_500);
+
+    let text = await scraped();
+    const value = (sample: string) => sampleValue(text, sample);
+    expect(value('ppn_fleet_node_ram_total_bytes{node_id="n1"}')).toBe(16384 * MIB);
+    expect(value('ppn_fleet_node_ram_available_bytes{node_id="n1"}')).toBe(
+      (16384 - 4096 - 2048) * MIB,
+    );
+    expect(value('ppn_fleet_node_ram_total_bytes{node_id="n2"}')).toBe(8192 * MIB);
+    expect(value('ppn_fleet_node_ram_available_bytes{node_id="n2"}')).toBe((8192 - 4096) * MIB);
+    expect(value('ppn_fleet_node_vms{node_id="n1",state="Running"}')).toBe(2);
+    expect(value('ppn_fleet_node_vms{node_id="n1",state="Error"}')).toBe(1);
+    expect(value('ppn_fleet_node_vms{node_id="n1",state="Stopped"}')).toBe(0);
+    expect(value('ppn_fleet_node_vms{node_id="n1",state="Provisioning"}')).toBe(0);
+    expect(value('ppn_fleet_node_vms{node_id="n2",state="Running"}')).toBe(0);
+    expect(value('ppn_fleet_node_heartbeat_age_seconds{node_id="n1"}')).toBe(2.5);
+    expect(value('ppn_fleet_node_reserved{node_id="n1"}')).toBe(0);
+    expect(value('ppn_fleet_node_reserved{node_id="n2"}')).toBe(1);
+
+    // Past its deadline the hold no longer counts, before the sweep ends it.
+    clock.advance(20_000);
+    text = await scraped();
+    expect(value('ppn_fleet_node_ram_available_bytes{node_id="n1"}')).toBe((16384 - 4096) * MIB);
+    expect(value('ppn_fleet_node_heartbeat_age_seconds{node_id="n1"}')).toBe(22.5);
+  });
+
+  it("drops a node's series with the node, and shows it again when it comes back", async () => {
+    await nodes.acceptHeartbeat(heartbeat('n1', 0));
+    await nodes.acceptHeartbeat(heartbeat('n2', 0));
+    clock.advance(20_000);
+    await nodes.acceptHeartbeat(heartbeat('n2', 20));
+    clock.advance(15_000);
+    await nodes.dropStaleNodes();
+
+    let text = await scraped();
+    expect(text).not.toContain('node_id="n1"');
+    for (const name of [
+      'ppn_fleet_node_ram_available_bytes',
+      'ppn_fleet_node_ram_total_bytes',
+      'ppn_fleet_node_heartbeat_age_seconds',
+      'ppn_fleet_node_reserved',
+    ]) {
+      expect(sampleValue(text, `${name}{node_id="n2"}`)).toBeDefined();
+    }
+    expect(sampleValue(text, 'ppn_fleet_node_vms{node_id="n2",state="Running"}')).toBe(0);
+
+    await nodes.acceptHeartbeat(heartbeat('n1', 35));
+    text = await scraped();
+    expect(sampleValue(text, 'ppn_fleet_node_heartbeat_age_seconds{node_id="n1"}')).toBe(0);
+  });
+
+  it('says which version runs, in ppn_fleet_build_info', async () => {
+    const text = await scraped();
+    expect(sampleValue(text, 'ppn_fleet_build_info{version="1.2.3"}')).toBe(1);
+    expect(text.match(/^ppn_fleet_build_info/gm)).toHaveLength(1);
+  });
+
   it('declares its metrics with their types, beside the default process metrics', async () => {
     const types = metricTypes(await scraped());
     expect(Object.fromEntries([...types].filter(([name]) => name.startsWith('ppn_')))).toEqual({
@@ -148,30 +247,47 @@ describe('FleetMetrics', () => {
       ppn_fleet_dispatch_failures_total: 'counter',
       ppn_fleet_node_id_conflicts_total: 'counter',
       ppn_fleet_sweep_duration_seconds: 'histogram',
+      ppn_fleet_build_info: 'gauge',
+      ppn_fleet_node_ram_available_bytes: 'gauge',
+      ppn_fleet_node_ram_total_bytes: 'gauge',
+      ppn_fleet_node_vms: 'gauge',
+      ppn_fleet_node_heartbeat_age_seconds: 'gauge',
+      ppn_fleet_node_reserved: 'gauge',
     });
     expect(types.get('process_resident_memory_bytes')).toBe('gauge');
   });
 
   it('says NaN, not 0, for the live nodes while the store cannot be read, and still scrapes', async () => {
+    let unreadable = false;
     const outage = new FleetMetrics({
       prometheus,
-      countLiveNodes: () => Promise.reject(new Error('Redis unavailable')),
+      readLiveNodes: () =>
+        unreadable ? Promise.reject(new Error('Redis unavailable')) : Promise.resolve([reading]),
+      version: '1.2.3',
     });
+    expect(sampleValue((await outage.scrape()).body, 'ppn_fleet_node_reserved{node_id="n1"}')).toBe(
+      0,
+    );
+    unreadable = true;
     outage.countHeartbeat('refused');
     const text = (await outage.scrape()).body;
     expect(sampleValue(text, 'ppn_fleet_nodes')).toBeNaN();
     expect(sampleValue(text, 'ppn_fleet_heartbeats_total{outcome="refused"}')).toBe(1);
+    // No per-node series: a node is not known to be anything while the store is unreadable.
+    expect(text).not.toMatch(/^ppn_fleet_node_\w+{node_id=/m);
+    expect(sampleValue(text, 'ppn_fleet_build_info{version="1.2.3"}')).toBe(1);
   });
 
-  it('reads the store once for scrapes that arrive together, and again for a later one', async () => {
+  it('reads the store once per scrape for all its gauges, once for scrapes that arrive together, and again for a later one', async () => {
     let reads = 0;
     const shared = new FleetMetrics({
       prometheus,
-      countLiveNodes: async () => {
+      readLiveNodes: async () => {
         reads += 1;
         await new Promise((resolve) => setImmediate(resolve));
-        return 3;
+        return [reading, { ...reading, node_id: 'n2' }, { ...reading, node_id: 'n3' }];
       },
+      version: '1.2.3',
     });
     const bodies = await Promise.all(Array.from({ length: 20 }, () => shared.scrape()));
     expect(bodies.map(({ body }) => sampleValue(body, 'ppn_fleet_nodes'))).toEqual(

@@ -1,6 +1,10 @@
-import { Scrape, registerProcessMetrics, timeSettled } from '@app/daemon';
+import { Scrape, packageVersion, registerProcessMetrics, timeSettled } from '@app/daemon';
+import { VmState } from '@app/fleet-domain';
 import type { HeartbeatVerdict } from '@app/fleet-domain';
 import type * as Prometheus from 'prom-client';
+import type { LiveNodeReading } from './live-nodes.source';
+
+const MIB = 1024 * 1024;
 
 /** What became of a heartbeat; `refused` is one answered 4xx (invalid, unauthorized, too large). */
 export type HeartbeatOutcome = HeartbeatVerdict['kind'] | 'refused';
@@ -27,26 +31,96 @@ export type PrometheusClient = typeof Prometheus;
 export class FleetMetrics {
   private readonly instruments?: FleetInstruments;
 
-  constructor(enabled?: { prometheus: PrometheusClient; countLiveNodes: () => Promise<number> }) {
+  constructor(enabled?: {
+    prometheus: PrometheusClient;
+    /** The live nodes as they are now, read at scrape time. */
+    readLiveNodes: () => Promise<LiveNodeReading[]>;
+    /** What ppn_fleet_build_info shows; by default the version of the package.json above. */
+    version?: string;
+  }) {
     if (!enabled) return;
-    const { prometheus, countLiveNodes } = enabled;
+    const { prometheus, readLiveNodes, version = packageVersion() } = enabled;
     const registry = new prometheus.Registry();
     const registers = [registry];
     registerProcessMetrics(prometheus, registry);
-    // Scrapes at once share one count: however many arrive, the store is read once at a time.
-    let counting: Promise<number> | undefined;
-    const countShared = (): Promise<number> =>
-      (counting ??= countLiveNodes().finally(() => (counting = undefined)));
+    new prometheus.Gauge({
+      name: 'ppn_fleet_build_info',
+      help: 'Always 1; its label is the version of the controller running.',
+      labelNames: ['version'] as const,
+      registers,
+    }).set({ version }, 1);
+    // Every gauge of a scrape, and scrapes at once, share one read: however many arrive, the
+    // store is read once at a time. Unreadable (its connection logs that): undefined.
+    let reading: Promise<LiveNodeReading[] | undefined> | undefined;
+    const readShared = (): Promise<LiveNodeReading[] | undefined> =>
+      (reading ??= readLiveNodes()
+        .catch(() => undefined)
+        .finally(() => (reading = undefined)));
     new prometheus.Gauge({
       name: 'ppn_fleet_nodes',
       help: 'Nodes heard from in the last 30 s (live), counted at scrape time.',
       registers,
       async collect() {
-        // With the store unreachable (its connection logs that): NaN, unknown rather than 0
-        // nodes, and the scrape still carries every other metric.
-        this.set(await countShared().catch(() => Number.NaN));
+        // With the store unreachable: NaN, unknown rather than 0 nodes, and the scrape still
+        // carries every other metric.
+        this.set((await readShared())?.length ?? Number.NaN);
       },
     });
+    // One series per live node (node ids are bounded by the heartbeat's validation), set afresh
+    // at each scrape: a dropped node's series go with it. The store unreadable: none at all.
+    const perNode = <L extends string>(
+      name: string,
+      help: string,
+      labelNames: readonly L[],
+      set: (gauge: Prometheus.Gauge<L>, node: LiveNodeReading) => void,
+    ): void => {
+      new prometheus.Gauge<L>({
+        name,
+        help,
+        labelNames,
+        registers,
+        async collect() {
+          const nodes = await readShared();
+          this.reset();
+          for (const node of nodes ?? []) set(this, node);
+        },
+      });
+    };
+    perNode(
+      'ppn_fleet_node_ram_available_bytes',
+      "RAM placement may still use on each live node: its last heartbeat's total less used, less what the controller holds for VMs being placed there.",
+      ['node_id'],
+      (gauge, node) => gauge.set({ node_id: node.node_id }, node.ram_available_mb * MIB),
+    );
+    perNode(
+      'ppn_fleet_node_ram_total_bytes',
+      "Each live node's RAM: ram_total_mb of its last heartbeat, in bytes.",
+      ['node_id'],
+      (gauge, node) => gauge.set({ node_id: node.node_id }, node.ram_total_mb * MIB),
+    );
+    perNode(
+      'ppn_fleet_node_vms',
+      "Each live node's VMs by state (Running, Stopped, Provisioning, Error), as its last heartbeat listed them.",
+      ['node_id', 'state'],
+      (gauge, node) => {
+        for (const state of Object.values<string>(VmState)) {
+          const count = node.vm_states.filter((each) => each === state).length;
+          gauge.set({ node_id: node.node_id, state }, count);
+        }
+      },
+    );
+    perNode(
+      'ppn_fleet_node_heartbeat_age_seconds',
+      "Time since each live node's last heartbeat arrived; a node is dropped past 30 s.",
+      ['node_id'],
+      (gauge, node) => gauge.set({ node_id: node.node_id }, node.heartbeat_age_ms / 1000),
+    );
+    perNode(
+      'ppn_fleet_node_reserved',
+      'Whether each live node is reserved (1: placed on only when no other node fits) or not (0).',
+      ['node_id'],
+      (gauge, node) => gauge.set({ node_id: node.node_id }, node.reserved ? 1 : 0),
+    );
     const heartbeats = new prometheus.Counter({
       name: 'ppn_fleet_heartbeats_total',
       help: 'Heartbeats received, by outcome: joined, refreshed, taken_over, out_of_order, refused (answered 4xx).',

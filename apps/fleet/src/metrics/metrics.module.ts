@@ -2,7 +2,7 @@ import { DynamicModule, Global, Module, Provider, Type } from '@nestjs/common';
 import { MetricsEndpoint } from '@app/daemon';
 import { FleetConfig } from '../config/fleet.config';
 import { FleetMetrics } from './fleet-metrics.service';
-import { LiveNodeCount } from './live-node-count';
+import { LiveNodesSource } from './live-nodes.source';
 import { RefusedHeartbeatsCounter } from './refused-heartbeats.counter';
 
 /**
@@ -12,19 +12,19 @@ import { RefusedHeartbeatsCounter } from './refused-heartbeats.counter';
 @Global()
 @Module({})
 export class MetricsModule {
-  /** `liveNodes`: the module that exports a LiveNodeCount (the app module names it). */
+  /** `liveNodes`: the module that exports a LiveNodesSource (the app module names it). */
   static forConfig(config: FleetConfig, liveNodes: Type<unknown>): DynamicModule {
     const address = config.metricsAddress;
     const providers: Provider[] = address
       ? [
           {
             provide: FleetMetrics,
-            useFactory: async (live: LiveNodeCount) =>
+            useFactory: async (live: LiveNodesSource) =>
               new FleetMetrics({
                 prometheus: await import('prom-client'),
-                countLiveNodes: () => live.count(),
+                readLiveNodes: () => live.read(),
               }),
-            inject: [LiveNodeCount],
+            inject: [LiveNodesSource],
           },
           {
             provide: MetricsEndpoint,

@@ -1,8 +1,8 @@
 import { Module, OnApplicationShutdown } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import { FleetConfig } from '../config/fleet.config';
-import { LiveNodeCount } from '../metrics/live-node-count';
-import { LiveNodesCounter } from './live-nodes.counter';
+import { LiveNodesSource } from '../metrics/live-nodes.source';
+import { LiveNodesReader } from './live-nodes.reader';
 import { NodeStalenessJob } from './node-staleness.job';
 import { KeyClaims } from './key-claims.repository';
 import { chooseNodesStore } from './node-stores';
@@ -53,8 +53,8 @@ class ChosenNodesStore implements OnApplicationShutdown {
       useFactory: (store: ChosenNodesStore) => store.opened.clock,
       inject: [ChosenNodesStore],
     },
-    { provide: LiveNodeCount, useClass: LiveNodesCounter },
+    { provide: LiveNodesSource, useClass: LiveNodesReader },
   ],
-  exports: [NodesService, NodesRepository, KeyClaims, Clock, LiveNodeCount],
+  exports: [NodesService, NodesRepository, KeyClaims, Clock, LiveNodesSource],
 })
 export class NodesModule {}

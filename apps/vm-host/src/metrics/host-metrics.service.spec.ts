@@ -1,4 +1,6 @@
 import { Logger } from '@nestjs/common';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as prometheus from 'prom-client';
 import { metricTypes, sampleValue } from '../../../../test/support/prometheus-text';
 import { HostMetrics } from './host-metrics.service';
@@ -13,7 +15,11 @@ describe('HostMetrics', () => {
       jest.spyOn(Logger.prototype, level).mockImplementation(() => undefined);
     }
     states = [];
-    metrics = new HostMetrics({ prometheus, listVmStates: () => Promise.resolve(states) });
+    metrics = new HostMetrics({
+      prometheus,
+      listVmStates: () => Promise.resolve(states),
+      version: '1.2.3',
+    });
   });
 
   afterEach(() => {
@@ -44,6 +50,16 @@ describe('HostMetrics', () => {
     expect(sampleValue(text, 'ppn_host_heartbeat_failures_total')).toBe(0);
   });
 
+  it("says which version runs, in ppn_host_build_info: the package's by default", async () => {
+    expect(sampleValue(await scraped(), 'ppn_host_build_info{version="1.2.3"}')).toBe(1);
+    const unnamed = new HostMetrics({ prometheus, listVmStates: () => Promise.resolve([]) });
+    const { version } = JSON.parse(
+      readFileSync(join(__dirname, '../../../../package.json'), 'utf8'),
+    ) as { version: string };
+    const text = (await unnamed.scrape()).body;
+    expect(sampleValue(text, `ppn_host_build_info{version="${version}"}`)).toBe(1);
+  });
+
   it('declares its metrics with their types, beside the default process metrics', async () => {
     const types = metricTypes(await scraped());
     expect(Object.fromEntries([...types].filter(([name]) => name.startsWith('ppn_')))).toEqual({
@@ -53,6 +69,7 @@ describe('HostMetrics', () => {
       ppn_host_spawn_duration_seconds: 'histogram',
       ppn_host_ram_committed_bytes: 'gauge',
       ppn_host_ram_total_bytes: 'gauge',
+      ppn_host_build_info: 'gauge',
     });
     expect(types.get('process_resident_memory_bytes')).toBe('gauge');
   });

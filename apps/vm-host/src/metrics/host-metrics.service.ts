@@ -1,4 +1,4 @@
-import { Scrape, registerProcessMetrics, timeSettled } from '@app/daemon';
+import { Scrape, packageVersion, registerProcessMetrics, timeSettled } from '@app/daemon';
 import { VmState } from '@app/fleet-domain';
 import type * as Prometheus from 'prom-client';
 
@@ -27,12 +27,20 @@ export class HostMetrics {
     prometheus: PrometheusClient;
     /** The VMs' states as the heartbeat reports them, read at scrape time. */
     listVmStates: () => Promise<string[]>;
+    /** What ppn_host_build_info shows; by default the version of the package.json above. */
+    version?: string;
   }) {
     if (!enabled) return;
-    const { prometheus, listVmStates } = enabled;
+    const { prometheus, listVmStates, version = packageVersion() } = enabled;
     const registry = new prometheus.Registry();
     const registers = [registry];
     registerProcessMetrics(prometheus, registry);
+    new prometheus.Gauge({
+      name: 'ppn_host_build_info',
+      help: 'Always 1; its label is the version of the agent running.',
+      labelNames: ['version'] as const,
+      registers,
+    }).set({ version }, 1);
     new prometheus.Gauge({
       name: 'ppn_host_vms',
       help: "This node's VMs by state (Running, Stopped, Provisioning, Error), counted at scrape time.",

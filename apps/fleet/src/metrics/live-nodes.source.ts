@@ -1,0 +1,21 @@
+/** What the per-node gauges show of one live node, read at scrape time. */
+export interface LiveNodeReading {
+  node_id: string;
+  /** What placement may still use: total less used less the RAM held for VMs being placed. */
+  ram_available_mb: number;
+  ram_total_mb: number;
+  /** Each VM's state as the node's last heartbeat listed it. */
+  vm_states: string[];
+  /** Time since its last heartbeat arrived, on the controller's clock. */
+  heartbeat_age_ms: number;
+  reserved: boolean;
+}
+
+/**
+ * The live nodes now: what ppn_fleet_nodes and the ppn_fleet_node_* gauges show at each scrape.
+ * A port, bound by the module that owns the nodes (MetricsModule is handed that module), so
+ * metrics/ never imports nodes/ while nodes/ counts its events through FleetMetrics.
+ */
+export abstract class LiveNodesSource {
+  abstract read(): Promise<LiveNodeReading[]>;
+}
