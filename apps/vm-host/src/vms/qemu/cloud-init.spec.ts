@@ -1,7 +1,22 @@
 import { mkdir, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cloudInitMetaData, cloudInitUserData, makeSeedIso } from './cloud-init';
+import { cloudInitMetaData, cloudInitUserData, guestHostname, makeSeedIso } from './cloud-init';
+
+describe('guestHostname', () => {
+  it('is the type and the last 8 characters of the vm_id: unique among VMs of one type', () => {
+    expect(guestHostname('vm-0123456789abcdef', 'web')).toBe('web-89abcdef');
+    expect(guestHostname('vm-fedcba9876543210', 'web')).toBe('web-76543210');
+  });
+
+  it('fits a 63-character label and starts with no hyphen, whatever the type', () => {
+    const long = guestHostname('vm-0123456789abcdef', 'a'.repeat(63));
+    expect(long).toBe(`${'a'.repeat(54)}-89abcdef`);
+    expect(long).toHaveLength(63);
+    expect(guestHostname('vm-0123456789abcdef', '--db')).toBe('db-89abcdef');
+    expect(guestHostname('vm-0123456789abcdef', '---')).toBe('vm-89abcdef');
+  });
+});
 
 describe('cloudInitUserData', () => {
   it('sets the hostname and, when given, the SSH key, as data that cannot break out of its field', () => {
@@ -19,9 +34,9 @@ describe('cloudInitUserData', () => {
 });
 
 describe('cloudInitMetaData', () => {
-  it('names the instance by its vm_id and the host by its type', () => {
-    expect(cloudInitMetaData('vm-0123456789abcdef', 'web')).toBe(
-      'instance-id: vm-0123456789abcdef\nlocal-hostname: web\n',
+  it('names the instance by its vm_id and the host by the hostname given', () => {
+    expect(cloudInitMetaData('vm-0123456789abcdef', 'web-89abcdef')).toBe(
+      'instance-id: vm-0123456789abcdef\nlocal-hostname: web-89abcdef\n',
     );
   });
 });
@@ -47,5 +62,7 @@ describe('makeSeedIso', () => {
     // An ISO 9660 volume: its descriptor at 32 KiB names the volume.
     const volumeId = (await readFile(iso)).subarray(32_808, 32_840).toString('latin1');
     expect(volumeId.trim()).toBe('cidata');
+    // Stored uncompressed: the guest's hostname is in it as written.
+    expect((await readFile(iso)).toString('latin1')).toContain('local-hostname: web-89abcdef\n');
   });
 });

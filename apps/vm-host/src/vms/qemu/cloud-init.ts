@@ -3,16 +3,32 @@ import { join } from 'node:path';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../vm-files';
 import { runTool } from './run-tool';
 
+/** How many of the vm_id's last characters (hex digits) end the guest's hostname. */
+const HOSTNAME_ID_CHARACTERS = 8;
+/** A hostname label's longest (RFC 1123). */
+const HOSTNAME_MAX = 63;
+
+/**
+ * The guest's hostname: `<vm_type>-<last 8 characters of vm_id>` (e.g. `web-89abcdef`): VMs of
+ * one type tell apart (32 random bits of their ids; the vm_id in full names the instance). The type (A-Z a-z 0-9 -, at most 63) is cut to fit
+ * a 63-character label and loses leading hyphens, which no hostname may start with.
+ */
+export function guestHostname(vmId: string, vmType: string): string {
+  const tail = vmId.slice(-HOSTNAME_ID_CHARACTERS);
+  const type = vmType.replace(/^-+/, '').slice(0, HOSTNAME_MAX - tail.length - 1);
+  return `${type || 'vm'}-${tail}`;
+}
+
 /** cloud-init NoCloud user-data; JSON is valid YAML, so no value can break out of its field. */
-export function cloudInitUserData(vmType: string, sshPubkey?: string): string {
-  const config: Record<string, unknown> = { hostname: vmType, preserve_hostname: false };
+export function cloudInitUserData(hostname: string, sshPubkey?: string): string {
+  const config: Record<string, unknown> = { hostname, preserve_hostname: false };
   if (sshPubkey) config.ssh_authorized_keys = [sshPubkey];
   return `#cloud-config\n${JSON.stringify(config, null, 2)}\n`;
 }
 
-/** cloud-init NoCloud meta-data: the vm_id the agent made, and the VM's type as its hostname. */
-export function cloudInitMetaData(vmId: string, vmType: string): string {
-  return `instance-id: ${vmId}\nlocal-hostname: ${vmType}\n`;
+/** cloud-init NoCloud meta-data: the vm_id the agent made, and the guest's hostname. */
+export function cloudInitMetaData(vmId: string, hostname: string): string {
+  return `instance-id: ${vmId}\nlocal-hostname: ${hostname}\n`;
 }
 
 /** What a VM's seed ISO tells cloud-init, and where it goes. */
@@ -31,12 +47,9 @@ export async function makeSeedIso(seed: SeedIso): Promise<string> {
   const dir = join(seed.workDir, 'cidata');
   await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const privately = { mode: PRIVATE_FILE_MODE };
-  await writeFile(join(dir, 'meta-data'), cloudInitMetaData(seed.vmId, seed.vmType), privately);
-  await writeFile(
-    join(dir, 'user-data'),
-    cloudInitUserData(seed.vmType, seed.sshPubkey),
-    privately,
-  );
+  const hostname = guestHostname(seed.vmId, seed.vmType);
+  await writeFile(join(dir, 'meta-data'), cloudInitMetaData(seed.vmId, hostname), privately);
+  await writeFile(join(dir, 'user-data'), cloudInitUserData(hostname, seed.sshPubkey), privately);
   await runTool('genisoimage', [
     '-quiet',
     '-output',
