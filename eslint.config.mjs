@@ -83,11 +83,27 @@ const LIBRARIES_BY_PATH = notByPath(
   'libraries never import apps, nor each other by path: use @app/daemon or @app/fleet-domain.',
 );
 const OTHER_APP_OF_FLEET = notByPath(
-  ['**/vm-host/src/**', '**/apps/vm-host/**', '**/libs/**'],
+  [
+    '**/vm-host/src/**',
+    '**/apps/vm-host/**',
+    '**/ppn-fleet/src/**',
+    '**/apps/ppn-fleet/**',
+    '**/libs/**',
+  ],
   'apps never import each other; shared code lives in a library (@app/...).',
 );
 const OTHER_APP_OF_VM_HOST = notByPath(
-  ['**/fleet/src/**', '**/apps/fleet/**', '**/libs/**'],
+  [
+    '**/fleet/src/**',
+    '**/apps/fleet/**',
+    '**/ppn-fleet/src/**',
+    '**/apps/ppn-fleet/**',
+    '**/libs/**',
+  ],
+  'apps never import each other; shared code lives in a library (@app/...).',
+);
+const OTHER_APP_OF_CLI = notByPath(
+  ['**/fleet/src/**', '**/apps/fleet/**', '**/vm-host/src/**', '**/apps/vm-host/**', '**/libs/**'],
   'apps never import each other; shared code lives in a library (@app/...).',
 );
 
@@ -223,6 +239,15 @@ export default tseslint.config(
   {
     files: SPECS.map((specs) => `apps/vm-host/${specs}`),
     rules: restrictImports(OTHER_APP_OF_VM_HOST, NO_DEEP_LIBRARY_PATHS),
+  },
+  {
+    files: ['apps/ppn-fleet/**/*.ts'],
+    ignores: SPECS,
+    rules: restrictImports(OTHER_APP_OF_CLI, NO_DEEP_LIBRARY_PATHS, NO_TEST_CODE),
+  },
+  {
+    files: SPECS.map((specs) => `apps/ppn-fleet/${specs}`),
+    rules: restrictImports(OTHER_APP_OF_CLI, NO_DEEP_LIBRARY_PATHS),
   },
   {
     // supertest bodies are untyped JSON; tests assert their shape instead.

@@ -17,6 +17,7 @@ const DAEMON = 'libs/daemon/src/planted.ts';
 const FLEET = 'apps/fleet/src/nodes/planted.ts';
 const FLEET_SPEC = 'apps/fleet/src/nodes/planted.spec.ts';
 const VM_HOST = 'apps/vm-host/src/vms/planted.ts';
+const CLI = 'apps/ppn-fleet/src/vms/planted.ts';
 
 /** Each forbidden line, where it is planted, and the rule of eslint.config.mjs that refuses it. */
 const FORBIDDEN: Array<[string, string, string]> = [
@@ -79,6 +80,23 @@ const FORBIDDEN: Array<[string, string, string]> = [
     "import { FakeClock } from '../../../../test/support/fake-clock';",
     'no-restricted-imports',
   ],
+  [VM_HOST, "import { runCli } from '../../../ppn-fleet/src/run-cli';", 'no-restricted-imports'],
+  [
+    CLI,
+    "import { VmsService } from '../../../fleet/src/vms/vms.service';",
+    'no-restricted-imports',
+  ],
+  [
+    CLI,
+    "import { VmsService } from '../../../vm-host/src/vms/vms.service';",
+    'no-restricted-imports',
+  ],
+  [
+    CLI,
+    "import { FakeClock } from '../../../../test/support/fake-clock';",
+    'no-restricted-imports',
+  ],
+  [CLI, "import { deriveNodeToken } from '@app/daemon/node-token';", 'no-restricted-imports'],
 ];
 
 /** Lines the same rules let through, so that they do not refuse more than they should. */
@@ -96,6 +114,8 @@ const ALLOWED: Array<[string, string]> = [
   [FLEET, "import { randomUUID } from 'node:crypto';"],
   [FLEET, "import { Clock } from '@app/daemon';"],
   [FLEET_SPEC, "import { FakeClock } from '../../../../test/support/fake-clock';"],
+  [CLI, "import type { FleetApi } from '@app/fleet-domain';"],
+  [CLI, "import { deriveNodeToken } from '@app/daemon';"],
 ];
 
 /** The boundary rules' messages for each planted text, from the real config (lint-texts.mjs). */

@@ -1,0 +1,51 @@
+import {
+  ConfigurationError,
+  EnvironmentVariable,
+  IsNodeSecret,
+  deriveNodeToken,
+  readEnvironment,
+} from '@app/daemon';
+import { Command, CommandRunner } from 'nest-commander';
+import { CliIo } from '../api/cli-io';
+import { requireFleetId } from '../api/command-options';
+import { CliFailure, ExitCode } from '../api/exit-codes';
+import { Terminal } from '../terminal/terminal';
+
+/** The fleet's node secret, read as the controller reads it (same rules, same file checks). */
+export class NodeSecretConfig {
+  @EnvironmentVariable('VM_FLEET_NODE_SECRET', {
+    required: true,
+    secret: true,
+    validate: IsNodeSecret(),
+  })
+  secret!: string;
+}
+
+@Command({
+  name: 'node-token',
+  arguments: '<node_id>',
+  argsDescription: { node_id: 'the node whose token to print' },
+  description:
+    "print a node's token (its VM_FLEET_NODE_TOKEN) from VM_FLEET_NODE_SECRET(_FILE); sends nothing",
+})
+export class NodeTokenCommand extends CommandRunner {
+  constructor(
+    private readonly io: CliIo,
+    private readonly terminal: Terminal,
+  ) {
+    super();
+  }
+
+  run([nodeId]: string[]): Promise<void> {
+    requireFleetId('node_id', nodeId);
+    let config: NodeSecretConfig;
+    try {
+      config = readEnvironment(NodeSecretConfig, this.io.env);
+    } catch (error) {
+      if (error instanceof ConfigurationError) throw new CliFailure(error.message, ExitCode.Usage);
+      throw error;
+    }
+    this.terminal.print(deriveNodeToken(config.secret, nodeId));
+    return Promise.resolve();
+  }
+}

@@ -1,0 +1,34 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { CliIo } from './api/cli-io';
+import { FleetApiConnector } from './api/fleet-api.connector';
+import { CommandLineSetup } from './command-line.setup';
+import { NodeTokenCommand } from './node-token/node-token.command';
+import { NodeCommand, NodesCommand } from './nodes/nodes.command';
+import { StatusCommand } from './status/status.command';
+import { Terminal } from './terminal/terminal';
+import { VmCommand, VmCreateCommand, VmDeleteCommand } from './vms/vm.command';
+import { VmsCommand } from './vms/vms.command';
+
+/** Every command of `ppn-fleet`, and what they share; `io` is the process's or a test's. */
+@Module({})
+export class PpnFleetModule {
+  static forIo(io: CliIo): DynamicModule {
+    return {
+      module: PpnFleetModule,
+      providers: [
+        { provide: CliIo, useValue: io },
+        CommandLineSetup,
+        FleetApiConnector,
+        Terminal,
+        StatusCommand,
+        NodesCommand,
+        NodeCommand,
+        VmsCommand,
+        VmCommand,
+        VmCreateCommand,
+        VmDeleteCommand,
+        NodeTokenCommand,
+      ],
+    };
+  }
+}

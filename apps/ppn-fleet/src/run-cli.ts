@@ -1,0 +1,56 @@
+import { ConfigurationError, packageVersion } from '@app/daemon';
+import { CommandFactory, CommandRunnerService } from 'nest-commander';
+import { CliIo } from './api/cli-io';
+import { CliFailure, ExitCode } from './api/exit-codes';
+import { PpnFleetModule } from './ppn-fleet.module';
+
+/** Commander's own outcomes that are not failures: --help and --version. */
+const COMMANDER_SUCCESSES = new Set(['commander.helpDisplayed', 'commander.version']);
+
+/**
+ * The exit code of a failed run, its message written to stderr. Commander has already printed
+ * its usage errors (exit 2); a CliFailure says its own code; anything else is a bug, exit 1.
+ */
+export function exitCodeOf(error: unknown, io: Pick<CliIo, 'stderr'>): ExitCode {
+  const commander = error as { code?: unknown; exitCode?: unknown };
+  if (typeof commander.code === 'string' && commander.code.startsWith('commander.')) {
+    return COMMANDER_SUCCESSES.has(commander.code) || commander.exitCode === 0
+      ? ExitCode.Ok
+      : ExitCode.Usage;
+  }
+  if (error instanceof CliFailure) {
+    io.stderr.write(`ppn-fleet: ${error.message}\n`);
+    return error.exitCode;
+  }
+  if (error instanceof ConfigurationError) {
+    io.stderr.write(`ppn-fleet: ${error.message}\n`);
+    return ExitCode.Usage;
+  }
+  io.stderr.write(
+    `ppn-fleet: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  return ExitCode.Refused;
+}
+
+/** Runs `ppn-fleet <args>` with `io`; resolves to its exit code. */
+export async function runCli(args: readonly string[], io: CliIo): Promise<ExitCode> {
+  let exitCode = ExitCode.Ok;
+  const app = await CommandFactory.createWithoutRunning(PpnFleetModule.forIo(io), {
+    logger: false,
+    cliName: 'ppn-fleet',
+    version: packageVersion(),
+    outputConfiguration: {
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+    },
+    serviceErrorHandler: (error) => {
+      exitCode = exitCodeOf(error, io);
+    },
+  });
+  try {
+    await app.get(CommandRunnerService).run(['node', 'ppn-fleet', ...args]);
+  } finally {
+    await app.close();
+  }
+  return exitCode;
+}

@@ -1,0 +1,92 @@
+import { NODE_STALE_AFTER_MS, VmState } from '@app/fleet-domain';
+import type { FleetStatus, FleetVm } from '../api/fleet-api.client';
+import { paint } from '../terminal/style';
+import { formatBar, formatTable } from '../terminal/table';
+
+const BAR_WIDTH = 20;
+
+/** Whether a node's last heartbeat is older than one interval as of the view's time. */
+export function missesBeats(lastHeartbeat: string, now: string, intervalS: number): boolean {
+  return Date.parse(now) - Date.parse(lastHeartbeat) > intervalS * 1000;
+}
+
+/** The VMs by state, every state shown (0 too), in the API's order. */
+export function countByState(vms: FleetVm[]): Array<[string, number]> {
+  return (Object.values(VmState) as string[]).map((state) => [
+    state,
+    vms.filter((vm) => vm.state === state).length,
+  ]);
+}
+
+/**
+ * The fleet at a glance: each node's RAM used by its VMs and free (as a bar), its VMs, its last
+ * heartbeat; then the VMs by state and the nodes that missed a beat (silent for longer than one
+ * heartbeat interval, `intervalS`). Ages are measured against the controller's `last_updated`,
+ * so this machine's clock does not matter.
+ */
+export function formatStatus(
+  fleet: FleetStatus,
+  vms: FleetVm[],
+  intervalS: number,
+  colour: boolean,
+): string {
+  const now = fleet.last_updated;
+  const seconds = (then: string): number =>
+    Math.max(0, Math.round((Date.parse(now) - Date.parse(then)) / 1000));
+  const missing = fleet.nodes.filter((node) => missesBeats(node.last_heartbeat, now, intervalS));
+  const lines = [
+    `${paint('Fleet', 'bold', colour)} at ${now}: ${fleet.nodes.length} node(s), ${vms.length} VM(s)`,
+    '',
+  ];
+  if (fleet.nodes.length === 0) {
+    lines.push('no live nodes');
+  } else {
+    lines.push(
+      formatTable(
+        [
+          { header: 'NODE' },
+          { header: 'RAM USED / FREE' },
+          { header: 'USED', align: 'right' },
+          { header: 'FREE', align: 'right' },
+          { header: 'VMS', align: 'right' },
+          { header: 'KVM' },
+          { header: 'LAST BEAT' },
+        ],
+        fleet.nodes.map((node) => {
+          const used = vms
+            .filter((vm) => vm.node_id === node.node_id)
+            .reduce((sum, vm) => sum + vm.ram_alloc_mb, 0);
+          const late = missing.includes(node);
+          return [
+            { text: node.node_id + (node.reserved ? ' (reserved)' : ''), style: 'cyan' },
+            formatBar(used, node.ram_available_mb, BAR_WIDTH, colour),
+            `${used} MB`,
+            `${node.ram_available_mb} MB`,
+            String(node.vm_count),
+            node.kvm_available ? 'yes' : { text: 'no', style: 'dim' },
+            late
+              ? { text: `${seconds(node.last_heartbeat)} s ago (late)`, style: 'red' }
+              : `${seconds(node.last_heartbeat)} s ago`,
+          ];
+        }),
+        colour,
+      ),
+    );
+  }
+  lines.push(
+    '',
+    `VMs: ${countByState(vms)
+      .map(([state, count]) => `${count} ${state}`)
+      .join(', ')}`,
+  );
+  lines.push(
+    missing.length === 0
+      ? `Missing beats: ${paint('none', 'green', colour)} (interval ${intervalS} s)`
+      : `Missing beats: ${paint(
+          missing.map((node) => `${node.node_id} (${seconds(node.last_heartbeat)} s)`).join(', '),
+          'red',
+          colour,
+        )} (silent longer than the ${intervalS} s interval; dropped after ${NODE_STALE_AFTER_MS / 1000} s)`,
+  );
+  return lines.join('\n');
+}

@@ -1,0 +1,256 @@
+import { randomUUID } from 'node:crypto';
+import {
+  IDEMPOTENCY_KEY_PATTERN,
+  IDEMPOTENCY_KEY_RULE,
+  MAX_VM_RAM_MB,
+  MAX_VM_VCPUS,
+  VM_TYPE_PATTERN,
+  VM_TYPE_RULE,
+} from '@app/fleet-domain';
+import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+import {
+  ApiCommand,
+  ApiOptions,
+  InvalidArgument,
+  JsonApiCommand,
+  parseFleetId,
+  parseInteger,
+  requireFleetId,
+} from '../api/command-options';
+import { CliIo } from '../api/cli-io';
+import { CliFailure, ExitCode } from '../api/exit-codes';
+import { FleetApiClient, FleetVm } from '../api/fleet-api.client';
+import { FleetApiConnector } from '../api/fleet-api.connector';
+import { Terminal } from '../terminal/terminal';
+import { DEFAULT_SSH_USER, sshTarget } from './vms.view';
+
+/** How often --wait looks at the listing. */
+export const WAIT_POLL_MS = 1_000;
+export const DEFAULT_WAIT_TIMEOUT_S = 300;
+
+interface VmCreateOptions extends ApiOptions {
+  type: string;
+  ram: number;
+  vcpus: number;
+  tenant?: string;
+  node?: string;
+  kvm?: boolean;
+  key?: string;
+  wait?: boolean;
+  timeout?: number;
+  sshUser?: string;
+}
+
+@SubCommand({
+  name: 'create',
+  description:
+    'create a VM (POST /v1/vms), always with an Idempotency-Key; --wait follows it until it runs',
+})
+export class VmCreateCommand extends JsonApiCommand {
+  constructor(
+    private readonly connector: FleetApiConnector,
+    private readonly terminal: Terminal,
+    private readonly io: CliIo,
+  ) {
+    super();
+  }
+
+  @Option({
+    flags: '--type <vm_type>',
+    description: `the VM type (${VM_TYPE_RULE})`,
+    required: true,
+  })
+  parseType(value: string): string {
+    if (!VM_TYPE_PATTERN.test(value)) throw new InvalidArgument(`It must be ${VM_TYPE_RULE}.`);
+    return value;
+  }
+
+  @Option({ flags: '--ram <mb>', description: 'its RAM in MB', required: true })
+  parseRam(value: string): number {
+    return parseInteger(value, 1, MAX_VM_RAM_MB);
+  }
+
+  @Option({ flags: '--vcpus <n>', description: 'its virtual CPUs', required: true })
+  parseVcpus(value: string): number {
+    return parseInteger(value, 1, MAX_VM_VCPUS);
+  }
+
+  @Option({ flags: '--tenant <tenant_id>', description: 'the tenant it belongs to' })
+  parseTenant(value: string): string {
+    return parseFleetId(value);
+  }
+
+  @Option({ flags: '--node <node_id>', description: 'place it on this node (preferred_node)' })
+  parseNode(value: string): string {
+    return parseFleetId(value);
+  }
+
+  @Option({ flags: '--kvm', description: 'prefer a node with KVM (prefer_kvm)' })
+  parseKvm(): boolean {
+    return true;
+  }
+
+  @Option({
+    flags: '--key <key>',
+    description: `the Idempotency-Key (${IDEMPOTENCY_KEY_RULE}); a new one when absent. The same key never makes a second VM`,
+  })
+  parseKey(value: string): string {
+    if (!IDEMPOTENCY_KEY_PATTERN.test(value)) {
+      throw new InvalidArgument(`It must be ${IDEMPOTENCY_KEY_RULE}.`);
+    }
+    return value;
+  }
+
+  @Option({
+    flags: '--wait',
+    description: 'follow the VM until it is Running (exit 0) or in Error (exit 1)',
+  })
+  parseWait(): boolean {
+    return true;
+  }
+
+  @Option({
+    flags: '--timeout <s>',
+    description: `how long --wait waits, in seconds (default: ${DEFAULT_WAIT_TIMEOUT_S}); then exit 1`,
+  })
+  parseTimeout(value: string): number {
+    return parseInteger(value, 1, 86_400);
+  }
+
+  @Option({
+    flags: '--ssh-user <user>',
+    description: `the user the SSH target names (default: ${DEFAULT_SSH_USER})`,
+  })
+  parseSshUser(value: string): string {
+    return parseFleetId(value);
+  }
+
+  async run(_: string[], options: VmCreateOptions): Promise<void> {
+    const api = this.connector.connect(options.endpoint);
+    const key = options.key ?? randomUUID();
+    let created: Awaited<ReturnType<FleetApiClient['createVm']>>;
+    try {
+      created = await api.createVm(
+        {
+          vm_type: options.type,
+          ram_mb: options.ram,
+          vcpu_count: options.vcpus,
+          prefer_kvm: options.kvm ?? false,
+          preferred_node: options.node ?? null,
+          tenant_id: options.tenant ?? null,
+        },
+        key,
+      );
+    } catch (error) {
+      // Whether the VM was made is unknown: the same key asks again without making a second.
+      if (error instanceof CliFailure && error.exitCode === ExitCode.Unreachable) {
+        throw new CliFailure(
+          `${error.message}\nthe VM may or may not have been created: run the same command with --key ${key} to find out without creating a second one`,
+          error.exitCode,
+        );
+      }
+      throw error;
+    }
+    const vm = created.data;
+    if (!options.wait) {
+      if (options.json) this.terminal.print(created.json);
+      else this.terminal.print(`created ${describeVm(vm)}`);
+      return;
+    }
+    if (!options.json) this.terminal.print(`created ${describeVm(vm)}`);
+    const running = await this.waitForRunning(api, vm, options);
+    if (options.json) {
+      this.terminal.print(JSON.stringify(running));
+      return;
+    }
+    const wgIp = sshTargetNeeded(running)
+      ? (await api.node(running.node_id)).data.wg_ip
+      : undefined;
+    const ssh = sshTarget(running, wgIp, options.sshUser ?? DEFAULT_SSH_USER);
+    this.terminal.print(
+      `${running.vm_id} is Running on ${running.node_id}${ssh === undefined ? '' : `: ${ssh}`}`,
+    );
+  }
+
+  /** Polls GET /v1/vms until the VM is Running; throws when it is in Error or time is up. */
+  private async waitForRunning(
+    api: FleetApiClient,
+    created: FleetVm,
+    options: VmCreateOptions,
+  ): Promise<FleetVm> {
+    const timeoutS = options.timeout ?? DEFAULT_WAIT_TIMEOUT_S;
+    const start = this.io.now();
+    let last: FleetVm | undefined = created;
+    for (;;) {
+      const waited = Math.floor((this.io.now() - start) / 1000);
+      if (last?.state === 'Running') return last;
+      if (last?.state === 'Error') {
+        throw new CliFailure(`${last.vm_id} is in Error on ${last.node_id}`, ExitCode.Refused);
+      }
+      this.terminal.progress(
+        last === undefined
+          ? `${created.vm_id}: not listed (yet), ${waited} s`
+          : `${created.vm_id} on ${last.node_id}: ${last.state}, ${waited} s`,
+      );
+      if (this.io.now() - start >= timeoutS * 1000) {
+        throw new CliFailure(
+          `${created.vm_id} is ${last === undefined ? 'not listed' : `still ${last.state}`} after ${timeoutS} s (--timeout)`,
+          ExitCode.Refused,
+        );
+      }
+      await this.io.sleep(WAIT_POLL_MS);
+      try {
+        const listed = await api.vms(options.tenant);
+        last = listed.data.find((vm) => vm.vm_id === created.vm_id);
+      } catch (error) {
+        // A controller restarting is waited for like a VM booting, within the same timeout.
+        if (!(error instanceof CliFailure) || error.exitCode !== ExitCode.Unreachable) throw error;
+      }
+    }
+  }
+}
+
+function describeVm(vm: FleetVm): string {
+  return `${vm.vm_id} (${vm.vm_type}, ${vm.ram_alloc_mb} MB, ${vm.vcpu_count} vCPU) on ${vm.node_id}: ${vm.state}`;
+}
+
+function sshTargetNeeded(vm: FleetVm): boolean {
+  return vm.host_ports.some((port) => port.guest_port === 22 && port.protocol === 'tcp');
+}
+
+@SubCommand({
+  name: 'delete',
+  arguments: '<vm_id>',
+  argsDescription: { vm_id: 'the VM to delete' },
+  description: 'delete a VM (DELETE /v1/vms/{vm_id})',
+})
+export class VmDeleteCommand extends ApiCommand {
+  constructor(
+    private readonly connector: FleetApiConnector,
+    private readonly terminal: Terminal,
+  ) {
+    super();
+  }
+
+  async run([vmId]: string[], options: ApiOptions = {}): Promise<void> {
+    requireFleetId('vm_id', vmId);
+    await this.connector.connect(options.endpoint).deleteVm(vmId);
+    this.terminal.print(`deleted ${vmId}`);
+  }
+}
+
+@Command({
+  name: 'vm',
+  description: 'create or delete a VM',
+  subCommands: [VmCreateCommand, VmDeleteCommand],
+})
+export class VmCommand extends CommandRunner {
+  run(): Promise<void> {
+    return Promise.reject(
+      new CliFailure(
+        `vm needs a command: create or delete (see ppn-fleet vm --help)`,
+        ExitCode.Usage,
+      ),
+    );
+  }
+}

@@ -1,0 +1,61 @@
+import type { FleetVm, NodeRecord } from '../api/fleet-api.client';
+import { Cell, formatTable } from '../terminal/table';
+import type { Style } from '../terminal/style';
+
+/** The base image's default user, whom a VM's SSH target names unless told otherwise. */
+export const DEFAULT_SSH_USER = 'debian';
+
+const STATE_STYLES: Record<string, Style> = {
+  Running: 'green',
+  Provisioning: 'yellow',
+  Stopped: 'dim',
+  Error: 'red',
+};
+
+export function stateCell(state: string): Cell {
+  return { text: state, style: STATE_STYLES[state] };
+}
+
+/**
+ * How to reach the VM's SSH: `ssh -p <host_port> <user>@<wg_ip>` when it forwards TCP port 22
+ * and its node (hence its WireGuard address) is listed; undefined otherwise.
+ */
+export function sshTarget(vm: FleetVm, wgIp: string | undefined, user: string): string | undefined {
+  const forward = vm.host_ports.find((port) => port.guest_port === 22 && port.protocol === 'tcp');
+  if (forward === undefined || wgIp === undefined) return undefined;
+  return `ssh -p ${forward.host_port} ${user}@${wgIp}`;
+}
+
+/** GET /v1/vms as a table, with each VM's node and SSH target (nodes from GET /v1/nodes). */
+export function formatVms(
+  vms: FleetVm[],
+  nodes: NodeRecord[],
+  sshUser: string,
+  colour: boolean,
+): string {
+  if (vms.length === 0) return 'no VMs';
+  const wgIps = new Map(nodes.map((node) => [node.node_id, node.wg_ip]));
+  return formatTable(
+    [
+      { header: 'VM' },
+      { header: 'TYPE' },
+      { header: 'STATE' },
+      { header: 'RAM', align: 'right' },
+      { header: 'VCPUS', align: 'right' },
+      { header: 'TENANT' },
+      { header: 'NODE' },
+      { header: 'SSH' },
+    ],
+    vms.map((vm) => [
+      { text: vm.vm_id, style: 'cyan' },
+      vm.vm_type,
+      stateCell(vm.state),
+      `${vm.ram_alloc_mb} MB`,
+      String(vm.vcpu_count),
+      vm.tenant_id ?? { text: '-', style: 'dim' },
+      vm.node_id,
+      sshTarget(vm, wgIps.get(vm.node_id), sshUser) ?? { text: '-', style: 'dim' },
+    ]),
+    colour,
+  );
+}
