@@ -4,6 +4,13 @@ export const FLEET_PORT = 9203;
 /** A node silent for longer than this is dropped from every listing. */
 export const NODE_STALE_AFTER_MS = 30_000;
 
+/**
+ * Most nodes the controller keeps after they dropped out while listing VMs (see
+ * keepsVmsWhenSilent), each with at most MAX_VMS_PER_HEARTBEAT VMs; beyond, the longest silent
+ * is forgotten first, with a warning.
+ */
+export const SILENT_NODES_KEPT = 1_000;
+
 /** How often the controller sweeps stale nodes out of its store. */
 export const STALENESS_SWEEP_INTERVAL_MS = 1_000;
 
@@ -21,6 +28,13 @@ export const DEFAULT_DISK_DIR = '/var/lib/vm-fleet';
 
 /** How long the controller waits for an agent to answer a spawn or destroy call. */
 export const AGENT_REQUEST_TIMEOUT_MS = 10_000;
+
+/**
+ * How long the controller waits for the TCP connection to an agent, within the request's
+ * timeout: an agent that cannot even be connected to in this time (its port silently dropped
+ * by a firewall, its host gone) never saw the request, so another node may be asked.
+ */
+export const AGENT_CONNECT_TIMEOUT_MS = 2_500;
 
 /**
  * A create without preferred_node whose dispatch fails for the node's own reasons (unreachable,

@@ -8,6 +8,7 @@ import {
   validateInput,
 } from '@app/daemon';
 import {
+  AGENT_CONNECT_TIMEOUT_MS,
   AGENT_REQUEST_TIMEOUT_MS,
   CreateVmRequest,
   IDEMPOTENCY_KEY_HEADER,
@@ -16,11 +17,18 @@ import {
   agentErrorMessage,
 } from '@app/fleet-domain';
 import type { paths } from './vm-host-api.generated';
+import {
+  AGENT_CONNECT_TIMEOUT_CODE,
+  UnusableAgentReplyError,
+  agentFetch,
+} from './agent-http.transport';
 import { NodeRefusedVmError } from './vms.errors';
 
 /** How long the controller waits for an agent; a provider so tests can shorten it. */
 export class VmHostClientSettings {
   timeoutMs = AGENT_REQUEST_TIMEOUT_MS;
+  /** For the connection alone, within timeoutMs: past it, the agent never saw the request. */
+  connectTimeoutMs = AGENT_CONNECT_TIMEOUT_MS;
 }
 
 /**
@@ -48,7 +56,13 @@ export class AgentCallError extends Error {
 }
 
 /** Socket errors that say the connection was never made: the agent saw nothing of the request. */
-const NOT_CONNECTED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+const NOT_CONNECTED = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  AGENT_CONNECT_TIMEOUT_CODE,
+]);
 
 /** Whether a failed fetch never connected; the code may sit a level or two down its causes. */
 function neverConnected(error: unknown): boolean {
@@ -65,49 +79,7 @@ function neverConnected(error: unknown): boolean {
   return false;
 }
 
-/**
- * The most of a reply the controller reads: a VmRecord or an agent's error is a few KiB, and
- * whatever answers at an agent's address must not make the controller buffer or parse more.
- */
-export const AGENT_REPLY_MAX_BYTES = 64 * 1024;
-
 type AgentAddress = Pick<NodeState, 'node_id' | 'wg_ip' | 'spawn_port'>;
-
-class ReplyTooLargeError extends Error {}
-
-/** Statuses whose Response may not have a body. */
-const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
-
-/**
- * fetch, reading at most AGENT_REPLY_MAX_BYTES of the reply (after any decompression), and
- * never following a redirect: an "agent" answering 307 must not aim the controller (with the
- * tenant's request) at any other address. A 3xx is then a failure like any other status.
- */
-async function boundedFetch(request: Request): Promise<Response> {
-  const response = await fetch(request, { redirect: 'manual' });
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  if (response.body) {
-    const reader = response.body.getReader() as ReadableStreamDefaultReader<Uint8Array>;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > AGENT_REPLY_MAX_BYTES) {
-        await reader.cancel();
-        throw new ReplyTooLargeError(
-          `answered ${response.status} with more than ${AGENT_REPLY_MAX_BYTES / 1024} KiB`,
-        );
-      }
-      chunks.push(value);
-    }
-  }
-  return new Response(NULL_BODY_STATUSES.has(response.status) ? null : Buffer.concat(chunks), {
-    status: response.status,
-    statusText: response.statusText,
-    headers: response.headers,
-  });
-}
 
 /** The reply as JSON, or undefined when it is not JSON (or costlier to parse than any reply). */
 function parseReply(text: string | undefined): unknown {
@@ -202,13 +174,13 @@ export class VmHostClient {
       return await send(
         createClient<paths>({
           baseUrl,
-          fetch: boundedFetch,
+          fetch: (request: Request) => agentFetch(request, this.settings.connectTimeoutMs),
           headers: this.tokens.headersFor('node'),
         }),
         AbortSignal.timeout(timeoutMs),
       );
     } catch (error) {
-      if (error instanceof ReplyTooLargeError) {
+      if (error instanceof UnusableAgentReplyError) {
         throw new AgentCallError(`agent of node ${node.node_id} ${error.message}`, 'failed', false);
       }
       // The answer reads the same whatever is at the other end (refused, reset, silent): the
