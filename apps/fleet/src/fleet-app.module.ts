@@ -6,8 +6,12 @@ import { FleetConfig } from './config/fleet.config';
 import { FLEET_ERROR_STATUSES } from './fleet-error.statuses';
 import { FleetModule } from './fleet/fleet.module';
 import { MetricsModule } from './metrics/metrics.module';
+import { NodeTokens } from './nodes/node-tokens';
 import { NodesModule } from './nodes/nodes.module';
 import { VmsModule } from './vms/vms.module';
+
+/** The realm of every Bearer challenge the controller sends. */
+const REALM = 'service-vm-fleet';
 
 /**
  * The configuration and the tokens, for every module. The store of fleet state and its clock
@@ -22,16 +26,17 @@ class FleetCoreModule {
       providers: [
         { provide: FleetConfig, useValue: config },
         {
-          // The controller checks both tokens and sends the node token to agents.
+          // The guard checks the API token, and the shared node token when there is no node
+          // secret; with one, the heartbeat route checks the node's own once it knows the node.
           provide: BearerTokens,
-          useValue: new BearerTokens(
-            'service-vm-fleet',
-            { node: config.nodeToken, api: config.apiToken },
-            ['node'],
-          ),
+          useValue: config.nodeSecret
+            ? new BearerTokens(REALM, { api: config.apiToken }, [], ['node'])
+            : new BearerTokens(REALM, { node: config.nodeToken, api: config.apiToken }),
         },
+        // What heartbeats are judged by and what the controller sends each agent.
+        { provide: NodeTokens, useValue: NodeTokens.fromConfig(config) },
       ],
-      exports: [FleetConfig, BearerTokens],
+      exports: [FleetConfig, BearerTokens, NodeTokens],
     };
   }
 }
@@ -53,7 +58,7 @@ export class FleetAppModule {
       providers: [
         { provide: APP_GUARD, useClass: BearerTokenGuard },
         { provide: APP_PIPE, useFactory: createValidationPipe },
-        { provide: APP_FILTER, useFactory: () => new JsonErrorFilter(FLEET_ERROR_STATUSES) },
+        { provide: APP_FILTER, useFactory: () => new JsonErrorFilter(FLEET_ERROR_STATUSES, REALM) },
       ],
     };
   }

@@ -10,6 +10,7 @@ import {
 import { FLEET_PORT } from '@app/fleet-domain';
 import { createFleetApp } from './bootstrap';
 import { loadFleetConfig, refuseArguments } from './config/fleet.config';
+import { NodeTokens } from './nodes/node-tokens';
 
 async function main(): Promise<void> {
   refuseArguments(process.argv.slice(2));
@@ -26,6 +27,7 @@ async function main(): Promise<void> {
     api: `anyone who reaches port ${FLEET_PORT} can list, create and delete every tenant's VMs`,
   });
   if (open) logger.warn(open);
+  for (const warning of app.get(NodeTokens).transitionWarnings()) logger.warn(warning);
   await notifyServiceReady('Fleet', `listening on 0.0.0.0:${FLEET_PORT}`);
 }
 

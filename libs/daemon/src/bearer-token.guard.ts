@@ -5,13 +5,14 @@ import {
   SetMetadata,
   UnauthorizedException,
   applyDecorators,
+  createParamDecorator,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { DocumentBuilder } from '@nestjs/swagger';
 import { ApiSecurity } from '@app/fleet-domain';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { ApiErrors } from './api-errors';
+import { ApiErrors, ErrorCase } from './api-errors';
 
 /** The two credentials of a fleet: what agents and the controller share, and the operators'. */
 export type TokenRole = 'node' | 'api';
@@ -41,6 +42,28 @@ function digest(token: string): Buffer {
 }
 
 /**
+ * Whether `presented` is `expected`, in constant time: both sides are hashed first, so neither
+ * length nor content leaks.
+ */
+export function tokensMatch(expected: string, presented: string): boolean {
+  return timingSafeEqual(digest(expected), digest(presented));
+}
+
+/** The token of an `Authorization: Bearer <token>` header; undefined without one. */
+export function presentedBearerToken(header: string | undefined): string | undefined {
+  return /^Bearer +([^\s]+) *$/i.exec(header ?? '')?.[1];
+}
+
+/**
+ * The bearer token the request carries (undefined without one), for a route that checks it
+ * itself once it has parsed the body: see `BearerTokens`' `checkedByRoute`.
+ */
+export const BearerCredential = createParamDecorator(
+  (_data: unknown, context: ExecutionContext): string | undefined =>
+    presentedBearerToken(context.switchToHttp().getRequest<Request>().headers.authorization),
+);
+
+/**
  * The tokens a daemon was configured with, by role. A role without a token is open (the
  * how-tos run without any). Only digests are kept for checking; the node token itself is kept
  * where the daemon must send it.
@@ -55,6 +78,12 @@ export class BearerTokens {
     tokens: Partial<Record<TokenRole, string | undefined>>,
     /** Roles whose token this daemon sends to the other daemon. */
     sends: readonly TokenRole[] = [],
+    /**
+     * Roles closed by a token that depends on who speaks (the controller's per-node tokens):
+     * the guard only makes sure one is sent, and the route checks it once it has parsed the
+     * body that says who speaks (with `BearerCredential`).
+     */
+    private readonly checkedByRoute: readonly TokenRole[] = [],
   ) {
     for (const [role, token] of Object.entries(tokens) as Array<[TokenRole, string | undefined]>) {
       if (token === undefined) continue;
@@ -64,7 +93,12 @@ export class BearerTokens {
   }
 
   isSet(role: TokenRole): boolean {
-    return this.digests[role] !== undefined;
+    return this.digests[role] !== undefined || this.checkedByRoute.includes(role);
+  }
+
+  /** Whether the route, not the guard, judges the token of `role` (see the constructor). */
+  isCheckedByRoute(role: TokenRole): boolean {
+    return this.checkedByRoute.includes(role);
   }
 
   /** Constant time: both sides are hashed first, so neither length nor content leaks. */
@@ -101,7 +135,11 @@ export class BearerTokens {
  * OpenAPI document: the bearer scheme, optional as a whole ({}) because a daemon without that
  * token leaves the route open, and the 401 it then answers.
  */
-export function RequiresToken(role: TokenRole): ClassDecorator & MethodDecorator {
+export function RequiresToken(
+  role: TokenRole,
+  /** More 401s the route itself answers (such as a token that is not the sender's own). */
+  ...moreRefusals: ErrorCase[]
+): ClassDecorator & MethodDecorator {
   const { variable, scheme, name } = TOKEN_ROLES[role];
   return applyDecorators(
     SetMetadata(TOKEN_ROLE, role),
@@ -119,6 +157,7 @@ export function RequiresToken(role: TokenRole): ClassDecorator & MethodDecorator
         when: `Only when ${variable} is set on this daemon: the request carries another token.`,
         error: new UnauthorizedException(wrongTokenMessage(role)),
       },
+      ...moreRefusals,
     ),
   );
 }
@@ -127,6 +166,8 @@ export function RequiresToken(role: TokenRole): ClassDecorator & MethodDecorator
 export function addTokenSchemes(
   builder: DocumentBuilder,
   roles: readonly TokenRole[],
+  /** A daemon's own words for a scheme, in place of the generic one. */
+  descriptions: Partial<Record<TokenRole, string>> = {},
 ): DocumentBuilder {
   for (const role of roles) {
     const { variable, scheme, name } = TOKEN_ROLES[role];
@@ -135,7 +176,9 @@ export function addTokenSchemes(
         type: 'http',
         scheme: 'bearer',
         bearerFormat: 'opaque',
-        description: `The ${name}, the value of ${variable}. Required by the operations that list it only when ${variable} is set on the daemon; unset, they are open.`,
+        description:
+          descriptions[role] ??
+          `The ${name}, the value of ${variable}. Required by the operations that list it only when ${variable} is set on the daemon; unset, they are open.`,
       },
       scheme,
     );
@@ -168,10 +211,12 @@ export class BearerTokenGuard implements CanActivate {
     }
     if (!this.tokens.isSet(role)) return true;
     const header = context.switchToHttp().getRequest<Request>().headers.authorization;
-    const presented = /^Bearer +([^\s]+) *$/i.exec(header ?? '')?.[1];
+    const presented = presentedBearerToken(header);
     if (presented === undefined) {
       return this.refuse(context, undefined, missingTokenMessage(role));
     }
+    // The route judges it once the body says who speaks; it answers its own 401.
+    if (this.tokens.isCheckedByRoute(role)) return true;
     if (!this.tokens.matches(role, presented)) {
       return this.refuse(context, 'invalid_token', wrongTokenMessage(role));
     }

@@ -53,11 +53,24 @@ export function reasonPhrase(status: number): string | undefined {
 export class JsonErrorFilter implements ExceptionFilter {
   private readonly logger = new Logger('HttpErrors');
 
-  constructor(private readonly statuses: DomainErrorStatuses = []) {}
+  constructor(
+    private readonly statuses: DomainErrorStatuses = [],
+    /**
+     * The realm of the bearer challenge a domain error's 401 gets (the guard sets its own): every
+     * 401 carries WWW-Authenticate (RFC 9110), one a route answers after its own check too.
+     */
+    private readonly bearerRealm?: string,
+  ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const response = host.switchToHttp().getResponse<Response>();
     const body = this.body(exception);
+    if (body.statusCode === 401 && this.bearerRealm && !response.hasHeader('WWW-Authenticate')) {
+      response.setHeader(
+        'WWW-Authenticate',
+        `Bearer realm="${this.bearerRealm}", error="invalid_token"`,
+      );
+    }
     response.status(body.statusCode).json(body);
   }
 

@@ -1,3 +1,6 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { FleetConfigError, loadFleetConfig, refuseArguments } from './fleet.config';
 
 describe('loadFleetConfig', () => {
@@ -51,6 +54,97 @@ describe('loadFleetConfig', () => {
   ])('refuses %s=%s at start-up, naming the variable', (name, value, message) => {
     expect(() => loadFleetConfig({ [name]: value })).toThrow(FleetConfigError);
     expect(() => loadFleetConfig({ [name]: value })).toThrow(message);
+  });
+});
+
+describe('loadFleetConfig: the node secret (per-node tokens)', () => {
+  const SECRET = 'fleet-secret-0123456789abcdef0123456789';
+  const PREVIOUS = 'fleet-secret-previous-fedcba9876543210ab';
+  let dir: string;
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'ppn-node-secret-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  function secretFile(name: string, content: string, mode = 0o600): string {
+    const path = join(dir, name);
+    writeFileSync(path, `${content}\n`, { mode });
+    chmodSync(path, mode);
+    return path;
+  }
+
+  it('takes VM_FLEET_NODE_SECRET directly or from VM_FLEET_NODE_SECRET_FILE', () => {
+    expect(loadFleetConfig({ VM_FLEET_NODE_SECRET: SECRET }).nodeSecret).toBe(SECRET);
+    const fromFile = loadFleetConfig({ VM_FLEET_NODE_SECRET_FILE: secretFile('secret', SECRET) });
+    expect(fromFile.nodeSecret).toBe(SECRET);
+    expect(loadFleetConfig({}).nodeSecret).toBeUndefined();
+  });
+
+  it.each([
+    [{ VM_FLEET_NODE_SECRET: 'a'.repeat(31) }, /^VM_FLEET_NODE_SECRET must be 32 to 1024 /],
+    [{ VM_FLEET_NODE_SECRET_PREVIOUS: 'a'.repeat(31) }, /VM_FLEET_NODE_SECRET_PREVIOUS must be 32/],
+    [
+      { VM_FLEET_NODE_SECRET: SECRET, VM_FLEET_NODE_SECRET_FILE: '/nonexistent' },
+      /set VM_FLEET_NODE_SECRET or VM_FLEET_NODE_SECRET_FILE, not both/,
+    ],
+    [
+      { VM_FLEET_NODE_SECRET_PREVIOUS: PREVIOUS },
+      /^VM_FLEET_NODE_SECRET_PREVIOUS is only taken beside VM_FLEET_NODE_SECRET/,
+    ],
+    [
+      { VM_FLEET_NODE_SECRET: SECRET, VM_FLEET_NODE_SECRET_PREVIOUS: SECRET },
+      /^VM_FLEET_NODE_SECRET_PREVIOUS must differ from VM_FLEET_NODE_SECRET$/,
+    ],
+    [
+      { VM_FLEET_NODE_SECRET: SECRET, VM_FLEET_NODE_TOKEN: SECRET },
+      /^VM_FLEET_NODE_TOKEN must differ from VM_FLEET_NODE_SECRET: the secret is never a token$/,
+    ],
+    [
+      { VM_FLEET_NODE_SECRET: SECRET, VM_FLEET_API_TOKEN: SECRET },
+      /^VM_FLEET_API_TOKEN must differ from VM_FLEET_NODE_SECRET/,
+    ],
+    [
+      {
+        VM_FLEET_NODE_SECRET: SECRET,
+        VM_FLEET_NODE_SECRET_PREVIOUS: PREVIOUS,
+        VM_FLEET_API_TOKEN: PREVIOUS,
+      },
+      /^VM_FLEET_API_TOKEN must differ from VM_FLEET_NODE_SECRET_PREVIOUS/,
+    ],
+  ])('refuses %o at start-up, naming the variable, never the value', (env, message) => {
+    expect(() => loadFleetConfig(env)).toThrow(FleetConfigError);
+    expect(() => loadFleetConfig(env)).toThrow(message);
+    let thrown = '';
+    try {
+      loadFleetConfig(env);
+    } catch (error) {
+      thrown = (error as Error).message;
+    }
+    expect(thrown).not.toContain(SECRET);
+    expect(thrown).not.toContain(PREVIOUS);
+    expect(thrown).not.toContain('a'.repeat(31));
+  });
+
+  it('refuses a secret file group or others can read', () => {
+    expect(() =>
+      loadFleetConfig({ VM_FLEET_NODE_SECRET_FILE: secretFile('open', SECRET, 0o644) }),
+    ).toThrow(
+      'VM_FLEET_NODE_SECRET_FILE names a file that cannot be used: it is readable by group or others (mode 0644); chmod 600 it',
+    );
+  });
+
+  it('takes the shared token beside the secret (a migration) and a previous secret (a rotation)', () => {
+    const config = loadFleetConfig({
+      VM_FLEET_NODE_SECRET: SECRET,
+      VM_FLEET_NODE_SECRET_PREVIOUS_FILE: secretFile('previous', PREVIOUS),
+      VM_FLEET_NODE_TOKEN: 'shared-node-token-4c2e9a71',
+    });
+    expect(config).toMatchObject({
+      nodeSecret: SECRET,
+      previousNodeSecret: PREVIOUS,
+      nodeToken: 'shared-node-token-4c2e9a71',
+    });
   });
 });
 

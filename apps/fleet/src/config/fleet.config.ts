@@ -5,6 +5,7 @@ import {
   EnvironmentVariable,
   IsBearerToken,
   IsListenAddress,
+  IsNodeSecret,
   ListenAddress,
   parseListenAddress,
   readEnvironment,
@@ -37,9 +38,28 @@ export class FleetConfig extends DaemonConfig {
   redisUrl?: string;
   /** The same URL as logs show it, without credentials. */
   redisUrlForLogs?: string;
-  /** Heartbeats need it, and the controller sends it to agents; unset, heartbeats are open. */
+  /**
+   * The one token of every node: heartbeats need it, and the controller sends it to agents;
+   * unset (and no node secret), heartbeats are open. Beside the node secret, it is still taken
+   * from any node: the migration to per-node tokens.
+   */
   @EnvironmentVariable('VM_FLEET_NODE_TOKEN', { secret: true, validate: IsBearerToken() })
   nodeToken?: string;
+  /**
+   * Per-node tokens: node X's token is deriveNodeToken(secret, X), valid for node X only, on
+   * its heartbeats and on the controller's calls to its agent.
+   */
+  @EnvironmentVariable('VM_FLEET_NODE_SECRET', { secret: true, validate: IsNodeSecret() })
+  nodeSecret?: string;
+  /**
+   * The node secret before a rotation: each node's token under it is still taken, for that
+   * node only, until every node has its token under the new one.
+   */
+  @EnvironmentVariable('VM_FLEET_NODE_SECRET_PREVIOUS', {
+    secret: true,
+    validate: IsNodeSecret(),
+  })
+  previousNodeSecret?: string;
   /** Every other route needs it; unset, they are open. */
   @EnvironmentVariable('VM_FLEET_API_TOKEN', { secret: true, validate: IsBearerToken() })
   apiToken?: string;
@@ -57,6 +77,7 @@ export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
     // Then every agent, which holds the node token, could act as an operator.
     throw new ConfigurationError('VM_FLEET_API_TOKEN must differ from VM_FLEET_NODE_TOKEN');
   }
+  refuseSecretMisuse(config);
   if (config.redisUrl) {
     const url = new URL(config.redisUrl);
     url.username = '';
@@ -66,6 +87,39 @@ export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
     config.redisUrlForLogs = url.toString();
   }
   return config;
+}
+
+/**
+ * The node secret is a key, never a token: no token may be it (else whoever holds that token
+ * could derive every node's), and the previous secret only makes sense beside a new one.
+ */
+function refuseSecretMisuse(config: FleetConfig): void {
+  const problems: string[] = [];
+  if (config.previousNodeSecret !== undefined) {
+    if (config.nodeSecret === undefined) {
+      problems.push(
+        'VM_FLEET_NODE_SECRET_PREVIOUS is only taken beside VM_FLEET_NODE_SECRET (the new secret)',
+      );
+    } else if (config.previousNodeSecret === config.nodeSecret) {
+      problems.push('VM_FLEET_NODE_SECRET_PREVIOUS must differ from VM_FLEET_NODE_SECRET');
+    }
+  }
+  const secrets = [
+    ['VM_FLEET_NODE_SECRET', config.nodeSecret],
+    ['VM_FLEET_NODE_SECRET_PREVIOUS', config.previousNodeSecret],
+  ] as const;
+  const tokens = [
+    ['VM_FLEET_NODE_TOKEN', config.nodeToken],
+    ['VM_FLEET_API_TOKEN', config.apiToken],
+  ] as const;
+  for (const [tokenName, token] of tokens) {
+    for (const [secretName, secret] of secrets) {
+      if (token !== undefined && token === secret) {
+        problems.push(`${tokenName} must differ from ${secretName}: the secret is never a token`);
+      }
+    }
+  }
+  if (problems.length > 0) throw new ConfigurationError(problems.join('; '));
 }
 
 /** The controller takes no flags (its port is fixed): every argument is refused. */

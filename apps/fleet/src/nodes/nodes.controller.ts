@@ -1,6 +1,14 @@
-import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  HttpCode,
+  Param,
+  Post,
+  UnauthorizedException,
+} from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@app/fleet-domain';
-import { BODY_ERRORS, RequiresToken, invalidInput } from '@app/daemon';
+import { BODY_ERRORS, BearerCredential, RequiresToken, invalidInput } from '@app/daemon';
 import {
   EXAMPLE_NODE_ID,
   HeartbeatAnswer,
@@ -9,7 +17,7 @@ import {
   NodeRecord,
 } from '@app/fleet-domain';
 import { ApiFleetStateErrors, NODES_ERROR_STATUSES } from './nodes.error-statuses';
-import { NodeNotFoundError } from './nodes.errors';
+import { NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
 import { NodesService } from './nodes.service';
 
 @ApiTags('nodes')
@@ -19,7 +27,11 @@ export class NodesController {
 
   @Post('heartbeat')
   @HttpCode(200)
-  @RequiresToken('node')
+  @RequiresToken('node', {
+    name: 'not-this-node',
+    when: "Only when VM_FLEET_NODE_SECRET is set on the controller: the token is not the one of the body's node_id (another node's, the secret itself, any other). Judged once the body is parsed and valid, before anything is stored.",
+    error: new UnauthorizedException(new NotThisNodesTokenError(EXAMPLE_NODE_ID).message),
+  })
   @ApiOperation({
     operationId: 'postHeartbeat',
     summary: "Report a node's state; the first heartbeat enrolls it, each one replaces its record",
@@ -38,8 +50,11 @@ export class NodesController {
       'vms.0.started_at must be an RFC 3339 date-time such as 2026-08-06T12:00:00.123456789Z, or null',
     ),
   )
-  heartbeat(@Body() heartbeat: NodeHeartbeat): Promise<HeartbeatAnswer> {
-    return this.nodes.acceptHeartbeat(heartbeat);
+  heartbeat(
+    @Body() heartbeat: NodeHeartbeat,
+    @BearerCredential() token: string | undefined,
+  ): Promise<HeartbeatAnswer> {
+    return this.nodes.acceptHeartbeat(heartbeat, token);
   }
 
   @Get()

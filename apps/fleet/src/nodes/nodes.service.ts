@@ -6,18 +6,25 @@ import {
   HeartbeatAnswer,
   NodeHeartbeat,
   NodeRecord,
+  NodeState,
+  SILENT_NODES_KEPT,
   acceptHeartbeat,
   endExpiredHolds,
+  keepsVmsWhenSilent,
   liveSince,
   toRfc3339,
 } from '@app/fleet-domain';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { NodeIdConflicts, describeSpeaker } from './node-id-conflicts.tracker';
-import { NodeNotFoundError } from './nodes.errors';
+import { NodeCredential, NodeTokens } from './node-tokens';
+import { NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
 import { NodesRepository } from './nodes.repository';
 
 /** Nodes named one by one per sweep; beyond that, one summary line. */
 const DROP_LINES_PER_SWEEP = 20;
+
+/** Node ids named in the once-per-node note on an old credential; beyond, no more notes. */
+const OLD_CREDENTIAL_NOTES = 4096;
 
 /** Every heartbeat taken gets this same answer. */
 const ACCEPTED: HeartbeatAnswer = Object.freeze({ accepted: true });
@@ -26,18 +33,23 @@ const ACCEPTED: HeartbeatAnswer = Object.freeze({ accepted: true });
 export class NodesService {
   private readonly logger = new Logger('Nodes');
   private readonly conflicts = new NodeIdConflicts();
+  /** Nodes already noted as speaking with an old credential (once each per process). */
+  private readonly notedOldCredentials = new Set<string>();
 
   constructor(
     private readonly nodes: NodesRepository,
     private readonly clock: Clock,
     private readonly metrics: FleetMetrics = new FleetMetrics(),
+    private readonly nodeTokens: NodeTokens = new NodeTokens(),
   ) {}
 
   /**
    * Replaces the node's record with the heartbeat; the first one enrolls the node. The answer
-   * says whether it was taken (a late copy is not).
+   * says whether it was taken (a late copy is not). With per-node tokens, `token` (the bearer
+   * token it came with) must be the node's own, else nothing is touched.
    */
-  async acceptHeartbeat(heartbeat: NodeHeartbeat): Promise<HeartbeatAnswer> {
+  async acceptHeartbeat(heartbeat: NodeHeartbeat, token?: string): Promise<HeartbeatAnswer> {
+    this.checkSpeaksForItself(heartbeat.node_id, token);
     const receivedAtMs = this.clock.now();
     const verdict = await this.nodes.update(
       heartbeat.node_id,
@@ -47,7 +59,9 @@ export class NodesService {
     const id = heartbeat.node_id;
     switch (verdict.kind) {
       case 'joined':
-        this.logger.log(`node ${id} joined from ${describeSpeaker(heartbeat)}`);
+        this.logger.log(
+          `node ${id} joined from ${describeSpeaker(heartbeat)}${verdict.silent ? `; silent since its heartbeat of ${toRfc3339(verdict.silent.last_heartbeat_wall_ms)}, its ${verdict.silent.vms} VM(s) kept meanwhile are replaced by the ${heartbeat.vms.length} it reports` : ''}`,
+        );
         break;
       case 'taken-over':
         this.noteTakeOver(heartbeat, verdict.previous, receivedAtMs);
@@ -61,6 +75,33 @@ export class NodesService {
         break;
     }
     return ACCEPTED;
+  }
+
+  /**
+   * With per-node tokens, a heartbeat speaks only for its own node_id: NodeRestriction's rule,
+   * checked before the store is read or written. (Without, the guard checked the shared token.)
+   */
+  private checkSpeaksForItself(nodeId: string, token: string | undefined): void {
+    if (!this.nodeTokens.perNode) return;
+    const credential = token === undefined ? undefined : this.nodeTokens.identify(nodeId, token);
+    if (credential === undefined) throw new NotThisNodesTokenError(nodeId);
+    if (credential === 'own') this.notedOldCredentials.delete(nodeId);
+    else this.noteOldCredential(nodeId, credential);
+  }
+
+  /**
+   * Once per node and process: which nodes still need their new token before a migration or
+   * rotation can end (README "Securing a fleet").
+   */
+  private noteOldCredential(nodeId: string, credential: NodeCredential): void {
+    if (this.notedOldCredentials.has(nodeId)) return;
+    if (this.notedOldCredentials.size >= OLD_CREDENTIAL_NOTES) return;
+    this.notedOldCredentials.add(nodeId);
+    this.logger.warn(
+      credential === 'shared'
+        ? `node ${nodeId} heartbeats with the shared VM_FLEET_NODE_TOKEN, taken only while it is set beside VM_FLEET_NODE_SECRET: give the node its own token (ppn-fleet node-token ${nodeId})`
+        : `node ${nodeId} heartbeats with its token under VM_FLEET_NODE_SECRET_PREVIOUS: give the node its token under VM_FLEET_NODE_SECRET (ppn-fleet node-token ${nodeId})`,
+    );
   }
 
   /**
@@ -122,7 +163,14 @@ export class NodesService {
     const dropped = await this.nodes.dropStale(liveSince(now));
     for (const state of dropped.slice(0, DROP_LINES_PER_SWEEP)) {
       const silentS = ((now - state.received_at_ms) / 1000).toFixed(1);
-      this.logger.log(`node ${state.node_id} dropped after ${silentS} s without a heartbeat`);
+      const line = `node ${state.node_id} dropped after ${silentS} s without a heartbeat`;
+      if (!keepsVmsWhenSilent(state)) this.logger.log(line);
+      else this.logger.warn(`${line}; ${describeSilentVms(state)}`);
+    }
+    for (const state of await this.nodes.forgetSilentBeyond(SILENT_NODES_KEPT)) {
+      this.logger.warn(
+        `node ${state.node_id}: forgot its ${state.vms.length} VM(s) kept since its last heartbeat (${toRfc3339(state.received_at_wall_ms)}): more than ${SILENT_NODES_KEPT} silent nodes are kept, the longest silent go first; they are listed again when its agent heartbeats`,
+      );
     }
     this.metrics.observeSweep((performance.now() - startedAt) / 1000, dropped.length);
     for (const conflict of this.conflicts.endQuiet(now)) {
@@ -156,6 +204,13 @@ export class NodesService {
       }
     }
   }
+}
+
+/** What becomes of a silent node's VMs, and what the operator can do. */
+function describeSilentVms(state: NodeState): string {
+  const shown = state.vms.slice(0, 3).map((vm) => vm.vm_id);
+  const more = state.vms.length > shown.length ? `, ${state.vms.length - shown.length} more` : '';
+  return `its ${state.vms.length} VM(s) (${shown.join(', ')}${more}) may still run, unmanaged: they stay listed in GET /v1/vms with node_id ${state.node_id} until its agent heartbeats again (start it with the same VM_NODE_ID and VM_DISK_DIR), and a machine gone for good has each forgotten with DELETE /v1/vms/<vm_id>?forget=true`;
 }
 
 function byNodeId(a: NodeRecord, b: NodeRecord): number {

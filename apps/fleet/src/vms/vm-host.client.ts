@@ -1,7 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import createClient, { Client } from 'openapi-fetch';
 import {
-  BearerTokens,
   describeRequestFailure,
   findCostlyJson,
   summarizeProblems,
@@ -16,6 +15,7 @@ import {
   VmRecord,
   agentErrorMessage,
 } from '@app/fleet-domain';
+import { NodeTokens } from '../nodes/node-tokens';
 import type { paths } from './vm-host-api.generated';
 import {
   AGENT_CONNECT_TIMEOUT_CODE,
@@ -104,7 +104,7 @@ export class VmHostClient {
 
   constructor(
     private readonly settings: VmHostClientSettings,
-    private readonly tokens: BearerTokens,
+    private readonly nodeTokens: NodeTokens,
   ) {}
 
   /** `spawnKey`: the Idempotency-Key the agent keeps with the VM (see SPAWN_KEY_PATTERN). */
@@ -170,15 +170,26 @@ export class VmHostClient {
   ): Promise<T> {
     const host = node.wg_ip.includes(':') ? `[${node.wg_ip}]` : node.wg_ip;
     const baseUrl = `http://${host}:${node.spawn_port}`;
+    // The node's own token; during a rotation or migration, the agent may still hold its older
+    // one: a 401 (its guard, before anything is done) is asked again with the next, all within
+    // the one deadline. Never another node's own: only its own under either secret, and the
+    // shared token only while the controller still takes it from every node anyway.
+    const tokens: Array<string | undefined> = this.nodeTokens.forAgent(node.node_id);
+    if (tokens.length === 0) tokens.push(undefined);
+    const signal = AbortSignal.timeout(timeoutMs);
     try {
-      return await send(
-        createClient<paths>({
-          baseUrl,
-          fetch: (request: Request) => agentFetch(request, this.settings.connectTimeoutMs),
-          headers: this.tokens.headersFor('node'),
-        }),
-        AbortSignal.timeout(timeoutMs),
-      );
+      for (let attempt = 0; ; attempt++) {
+        const token = tokens[attempt];
+        const answer = await send(
+          createClient<paths>({
+            baseUrl,
+            fetch: (request: Request) => agentFetch(request, this.settings.connectTimeoutMs),
+            headers: token === undefined ? {} : { Authorization: `Bearer ${token}` },
+          }),
+          signal,
+        );
+        if (answer.response.status !== 401 || attempt === tokens.length - 1) return answer;
+      }
     } catch (error) {
       if (error instanceof UnusableAgentReplyError) {
         throw new AgentCallError(`agent of node ${node.node_id} ${error.message}`, 'failed', false);

@@ -28,5 +28,10 @@ export function buildVmHostOpenApiDocument(app: NestExpressApplication): OpenAPI
     },
     tags: { vms: "This node's VMs: spawn, list, destroy." },
   });
-  return createDaemonDocument(app, addTokenSchemes(builder, ['node']));
+  return createDaemonDocument(
+    app,
+    addTokenSchemes(builder, ['node'], {
+      node: "This node's token, the value of VM_FLEET_NODE_TOKEN on the agent, which the controller sends on every call. In a fleet with per-node tokens (VM_FLEET_NODE_SECRET on the controller), it is this node's own, derived from its node id (what `ppn-fleet node-token <node_id>` prints): another node's token, the fleet secret or the operators' API token is refused, so one node's token opens no other node's agent. Required only when VM_FLEET_NODE_TOKEN is set on the agent; unset, the operations are open.",
+    }),
+  );
 }

@@ -1,0 +1,101 @@
+import { Logger } from '@nestjs/common';
+import { deriveNodeToken } from '@app/daemon';
+import { FakeClock } from '../../../../test/support/fake-clock';
+import { heartbeat } from '../../../../test/support/heartbeats';
+import { FleetMetrics } from '../metrics/fleet-metrics.service';
+import { InMemoryNodesRepository } from './memory/in-memory-nodes.repository';
+import { NodeTokens } from './node-tokens';
+import { NotThisNodesTokenError } from './nodes.errors';
+import { NodesService } from './nodes.service';
+
+const SECRET = 'fleet-secret-0123456789abcdef0123456789';
+const PREVIOUS = 'fleet-secret-previous-fedcba9876543210ab';
+const SHARED = 'shared-node-token-4c2e9a71';
+
+/** NodesService's per-node check: a heartbeat speaks for its own node_id only. */
+describe('NodesService with per-node tokens', () => {
+  let repository: InMemoryNodesRepository;
+  let warnings: string[];
+
+  function service(tokens: NodeTokens): NodesService {
+    return new NodesService(repository, new FakeClock(), new FleetMetrics(), tokens);
+  }
+
+  beforeEach(() => {
+    repository = new InMemoryNodesRepository();
+    warnings = [];
+    jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => {
+      warnings.push(String(message));
+    });
+  });
+
+  afterEach(() => jest.restoreAllMocks());
+
+  it("takes node A's heartbeat with A's token", async () => {
+    const nodes = service(new NodeTokens({ secret: SECRET }));
+    await expect(
+      nodes.acceptHeartbeat(heartbeat({ node_id: 'node-a' }), deriveNodeToken(SECRET, 'node-a')),
+    ).resolves.toEqual({ accepted: true });
+    expect((await nodes.getNode('node-a')).node_id).toBe('node-a');
+    expect(warnings).toEqual([]);
+  });
+
+  it.each([
+    ["node A's token", deriveNodeToken(SECRET, 'node-a')],
+    ['the secret itself', SECRET],
+    ['no token', undefined],
+    ['a token under another secret', deriveNodeToken(PREVIOUS, 'node-b')],
+  ])(
+    "refuses node B's heartbeat with %s before the store is touched, never echoing it",
+    async (_what, token) => {
+      const nodes = service(new NodeTokens({ secret: SECRET }));
+      const update = jest.spyOn(repository, 'update');
+      const read = jest.spyOn(repository, 'findLive');
+      const refusal = nodes.acceptHeartbeat(heartbeat({ node_id: 'node-b' }), token);
+      await expect(refusal).rejects.toThrow(NotThisNodesTokenError);
+      await expect(refusal).rejects.toThrow(/^the bearer token does not belong to node node-b: /);
+      if (token) await expect(refusal).rejects.not.toThrow(token);
+      expect(update).not.toHaveBeenCalled();
+      expect(read).not.toHaveBeenCalled();
+      expect(await repository.listLive(0)).toEqual([]);
+    },
+  );
+
+  it('without a secret, leaves the token to the guard (the shared token, or open)', async () => {
+    const nodes = service(new NodeTokens({ sharedToken: SHARED }));
+    await expect(nodes.acceptHeartbeat(heartbeat({ node_id: 'node-b' }))).resolves.toEqual({
+      accepted: true,
+    });
+  });
+
+  it('migrating, takes the shared token from any node and says once which nodes still use it', async () => {
+    const nodes = service(new NodeTokens({ secret: SECRET, sharedToken: SHARED }));
+    await nodes.acceptHeartbeat(heartbeat({ node_id: 'node-a' }), SHARED);
+    await nodes.acceptHeartbeat(heartbeat({ node_id: 'node-a' }), SHARED);
+    await nodes.acceptHeartbeat(
+      heartbeat({ node_id: 'node-b' }),
+      deriveNodeToken(SECRET, 'node-b'),
+    );
+    expect(warnings).toEqual([
+      expect.stringMatching(/^node node-a heartbeats with the shared VM_FLEET_NODE_TOKEN/),
+    ]);
+    expect(warnings.join('\n')).not.toContain(SHARED);
+  });
+
+  it("rotating, takes a node's token under the previous secret for that node only", async () => {
+    const nodes = service(new NodeTokens({ secret: SECRET, previousSecret: PREVIOUS }));
+    const old = deriveNodeToken(PREVIOUS, 'node-a');
+    await expect(nodes.acceptHeartbeat(heartbeat({ node_id: 'node-a' }), old)).resolves.toEqual({
+      accepted: true,
+    });
+    await expect(nodes.acceptHeartbeat(heartbeat({ node_id: 'node-b' }), old)).rejects.toThrow(
+      NotThisNodesTokenError,
+    );
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^node node-a heartbeats with its token under VM_FLEET_NODE_SECRET_PREVIOUS/,
+      ),
+    ]);
+  });
+});
