@@ -446,6 +446,7 @@ export interface operations {
       /**
        * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
        *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       *     - Only when VM_FLEET_NODE_SECRET is set on the controller: the token is not the one of the body's node_id (another node's, the secret itself, any other). Judged once the body is parsed and valid, before anything is stored.
        */
       401: {
         headers: {
