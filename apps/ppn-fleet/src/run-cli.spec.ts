@@ -1,0 +1,400 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { deriveNodeToken, packageVersion } from '@app/daemon';
+import { CliIo } from './api/cli-io';
+import { ExitCode } from './api/exit-codes';
+import { runCli } from './run-cli';
+
+type Handler = (request: Request) => Response | Promise<Response>;
+
+class CapturedStream {
+  text = '';
+  constructor(readonly isTTY = false) {}
+  write(text: string): boolean {
+    this.text += text;
+    return true;
+  }
+}
+
+/** The CLI's process, faked: its environment, its output, the controller it reaches, its clock. */
+class FakeIo extends CliIo {
+  readonly stdout: CapturedStream;
+  readonly stderr = new CapturedStream();
+  readonly requests: Request[] = [];
+  private clock = 0;
+  readonly fetch: typeof fetch;
+
+  constructor(
+    readonly env: NodeJS.ProcessEnv,
+    handler: Handler,
+    tty = false,
+  ) {
+    super();
+    this.stdout = new CapturedStream(tty);
+    this.fetch = (async (input: Request) => {
+      this.requests.push(input.clone());
+      return handler(input);
+    }) as typeof fetch;
+  }
+
+  sleep(ms: number): Promise<void> {
+    this.clock += ms;
+    return Promise.resolve();
+  }
+
+  now(): number {
+    return this.clock;
+  }
+}
+
+function json(body: unknown, status = 200): Response {
+  return new Response(typeof body === 'string' ? body : JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json' },
+  });
+}
+
+function refusal(status: number, message: string): Response {
+  return json({ statusCode: status, error: 'Refused', message }, status);
+}
+
+const NODE = {
+  node_id: 'node-a',
+  hostname: 'a',
+  wg_ip: '10.8.0.2',
+  ram_available_mb: 4096,
+  vm_count: 0,
+  kvm_available: true,
+  reserved: false,
+  last_heartbeat: '2026-08-06T12:00:00.000Z',
+};
+
+function vm(state: string) {
+  return {
+    vm_id: 'vm-1',
+    vm_type: 'web',
+    state,
+    ram_alloc_mb: 512,
+    vcpu_count: 1,
+    started_at: null,
+    tenant_id: null,
+    host_ports: [{ host_port: 22022, guest_port: 22, protocol: 'tcp' }],
+    node_id: 'node-a',
+  };
+}
+
+/** A controller answering the listings of a one-node fleet. */
+const fleetOfOne: Handler = (request) => {
+  const path = new URL(request.url).pathname;
+  if (path === '/v1/fleet')
+    return json({ nodes: [NODE], last_updated: '2026-08-06T12:00:03.000Z' });
+  if (path === '/v1/nodes') return json([NODE]);
+  if (path === '/v1/nodes/node-a') return json(NODE);
+  if (path === '/v1/vms') return json([vm('Running')]);
+  return refusal(404, `no route ${path}`);
+};
+
+function connectionRefused(): never {
+  throw new TypeError('fetch failed', {
+    cause: Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }),
+  });
+}
+
+async function run(args: string[], io: FakeIo): Promise<ExitCode> {
+  return runCli(args, io);
+}
+
+describe('ppn-fleet arguments', () => {
+  it('--version prints the package version; --help on the program and on each command, exit 0', async () => {
+    const io = new FakeIo({}, fleetOfOne);
+    expect(await run(['--version'], io)).toBe(ExitCode.Ok);
+    expect(io.stdout.text).toBe(`${packageVersion()}\n`);
+
+    for (const command of [
+      [],
+      ['status'],
+      ['nodes'],
+      ['node'],
+      ['vms'],
+      ['vm'],
+      ['vm', 'create'],
+      ['vm', 'delete'],
+      ['node-token'],
+    ]) {
+      const help = new FakeIo({}, fleetOfOne);
+      expect(await run([...command, '--help'], help)).toBe(ExitCode.Ok);
+      expect(help.stdout.text).toMatch(new RegExp(`^Usage: ppn-fleet ${command.join(' ')}`));
+    }
+    const create = new FakeIo({}, fleetOfOne);
+    await run(['vm', 'create', '--help'], create);
+    for (const option of [
+      '--type',
+      '--ram',
+      '--vcpus',
+      '--tenant',
+      '--node',
+      '--kvm',
+      '--key',
+      '--wait',
+      '--timeout',
+      '--json',
+      '--endpoint',
+    ]) {
+      expect(create.stdout.text).toContain(option);
+    }
+  });
+
+  it.each([
+    [[]],
+    [['no-such-command']],
+    [['nodes', '--no-such-option']],
+    [['node']],
+    [['node', 'bad/id']],
+    [['vm']],
+    [['vm', 'create', '--type', 'web', '--ram', '512']],
+    [['vm', 'create', '--type', 'web', '--ram', '0', '--vcpus', '1']],
+    [['vm', 'create', '--type', 'web_1', '--ram', '512', '--vcpus', '1']],
+    [['vm', 'create', '--type', 'web', '--ram', '512', '--vcpus', '1', '--key', 'a b']],
+    [['vms', '--tenant', '-x']],
+    [['status', '--interval', '0']],
+    [['nodes', '--endpoint', 'ftp://controller']],
+    [['nodes', '--endpoint', 'http://user:pw@controller']],
+  ])('%j is a usage error (exit 2) that sends nothing', async (args) => {
+    const io = new FakeIo({}, fleetOfOne);
+    expect(await run(args, io)).toBe(ExitCode.Usage);
+    expect(io.requests).toHaveLength(0);
+    expect(io.stdout.text).toBe('');
+    expect(io.stderr.text).not.toBe('');
+  });
+
+  it('refuses a bad VM_FLEET_ENDPOINT or VM_FLEET_API_TOKEN naming it, never its value', async () => {
+    const endpoint = new FakeIo({ VM_FLEET_ENDPOINT: 'controller:9203' }, fleetOfOne);
+    expect(await run(['nodes'], endpoint)).toBe(ExitCode.Usage);
+    expect(endpoint.stderr.text).toContain('VM_FLEET_ENDPOINT must be an http(s) URL');
+
+    const token = new FakeIo({ VM_FLEET_API_TOKEN: 'short-secret' }, fleetOfOne);
+    expect(await run(['nodes'], token)).toBe(ExitCode.Usage);
+    expect(token.stderr.text).toContain('VM_FLEET_API_TOKEN must be 16 to 1024 characters');
+    expect(token.stderr.text).not.toContain('short-secret');
+  });
+});
+
+describe('ppn-fleet calling the controller', () => {
+  let folder: string;
+  beforeAll(() => {
+    folder = mkdtempSync(join(tmpdir(), 'ppn-fleet-spec-'));
+  });
+  afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+  it('reaches http://127.0.0.1:9203 by default, VM_FLEET_ENDPOINT, or --endpoint over both', async () => {
+    const byDefault = new FakeIo({}, fleetOfOne);
+    await run(['nodes', '--json'], byDefault);
+    expect(byDefault.requests[0].url).toBe('http://127.0.0.1:9203/v1/nodes');
+
+    const fromEnvironment = new FakeIo(
+      { VM_FLEET_ENDPOINT: 'https://fleet.example:9443/' },
+      fleetOfOne,
+    );
+    await run(['nodes', '--json'], fromEnvironment);
+    expect(fromEnvironment.requests[0].url).toBe('https://fleet.example:9443/v1/nodes');
+
+    const option = new FakeIo({ VM_FLEET_ENDPOINT: 'not a url' }, fleetOfOne);
+    expect(await run(['nodes', '--json', '--endpoint', 'http://10.8.0.1:9203'], option)).toBe(
+      ExitCode.Ok,
+    );
+    expect(option.requests[0].url).toBe('http://10.8.0.1:9203/v1/nodes');
+  });
+
+  it('sends the API token from VM_FLEET_API_TOKEN or its file, and never prints it', async () => {
+    const token = 'cli-spec-api-token-0123456789';
+    const direct = new FakeIo({ VM_FLEET_API_TOKEN: token }, fleetOfOne);
+    expect(await run(['nodes'], direct)).toBe(ExitCode.Ok);
+    expect(direct.requests.map((request) => request.headers.get('authorization'))).toEqual([
+      `Bearer ${token}`,
+      `Bearer ${token}`,
+    ]);
+
+    const file = join(folder, 'token');
+    writeFileSync(file, `${token}\n`, { mode: 0o600 });
+    const fromFile = new FakeIo({ VM_FLEET_API_TOKEN_FILE: file }, fleetOfOne);
+    expect(await run(['vms', '--json'], fromFile)).toBe(ExitCode.Ok);
+    expect(fromFile.requests[0].headers.get('authorization')).toBe(`Bearer ${token}`);
+
+    writeFileSync(join(folder, 'open'), token, { mode: 0o644 });
+    const open = new FakeIo({ VM_FLEET_API_TOKEN_FILE: join(folder, 'open') }, fleetOfOne);
+    expect(await run(['vms'], open)).toBe(ExitCode.Usage);
+    expect(open.stderr.text).toContain('chmod 600');
+    for (const io of [direct, fromFile, open]) {
+      expect(io.stdout.text + io.stderr.text).not.toContain(token);
+    }
+  });
+
+  it('--json prints the answer exactly as the controller sent it', async () => {
+    const body = '[ {"vm_id":"vm-1",  "state":"Running"} ]';
+    const io = new FakeIo({}, () => json(body));
+    expect(await run(['vms', '--json', '--tenant', 'acme'], io)).toBe(ExitCode.Ok);
+    expect(io.stdout.text).toBe(`${body}\n`);
+    expect(io.requests[0].url).toBe('http://127.0.0.1:9203/v1/vms?tenant_id=acme');
+  });
+
+  it('a refusal exits 1 with the API message as is; a 401 names VM_FLEET_API_TOKEN', async () => {
+    const placement =
+      'no node can take 999999 MB: node-a: needs 1000511 MB, has 4096 MB; node-b: reserved';
+    const refused = new FakeIo({}, () => refusal(503, placement));
+    expect(
+      await run(['vm', 'create', '--type', 'web', '--ram', '999999', '--vcpus', '1'], refused),
+    ).toBe(ExitCode.Refused);
+    expect(refused.stderr.text).toBe(`ppn-fleet: ${placement}\n`);
+    expect(refused.stdout.text).toBe('');
+
+    const unauthorized = new FakeIo({}, () =>
+      refusal(
+        401,
+        'this route needs the API token: send Authorization: Bearer <VM_FLEET_API_TOKEN>',
+      ),
+    );
+    expect(await run(['status'], unauthorized)).toBe(ExitCode.Refused);
+    expect(unauthorized.stderr.text).toContain(
+      'set VM_FLEET_API_TOKEN (or VM_FLEET_API_TOKEN_FILE) to the API token of the controller',
+    );
+
+    const notFound = new FakeIo({}, () => refusal(404, 'vm vm-9 is not listed on any live node'));
+    expect(await run(['vm', 'delete', 'vm-9'], notFound)).toBe(ExitCode.Refused);
+    expect(notFound.requests[0].method).toBe('DELETE');
+    expect(notFound.stderr.text).toBe('ppn-fleet: vm vm-9 is not listed on any live node\n');
+
+    const garbled = new FakeIo({}, () => refusal(502, 'agent said \u001b[2Jhi'));
+    expect(await run(['nodes'], garbled)).toBe(ExitCode.Refused);
+    expect(garbled.stderr.text).toBe('ppn-fleet: agent said ?[2Jhi\n');
+  });
+
+  it('an unreachable controller exits 3', async () => {
+    const io = new FakeIo({}, connectionRefused);
+    expect(await run(['nodes'], io)).toBe(ExitCode.Unreachable);
+    expect(io.stderr.text).toBe(
+      'ppn-fleet: cannot reach the controller at http://127.0.0.1:9203: ECONNREFUSED\n',
+    );
+  });
+
+  it('node-token prints the node token of VM_FLEET_NODE_SECRET and nothing else', async () => {
+    const secret = 'n'.repeat(40);
+    const io = new FakeIo({ VM_FLEET_NODE_SECRET: secret }, fleetOfOne);
+    expect(await run(['node-token', 'node-a'], io)).toBe(ExitCode.Ok);
+    expect(io.stdout.text).toBe(`${deriveNodeToken(secret, 'node-a')}\n`);
+    expect(io.stderr.text).toBe('');
+    expect(io.requests).toHaveLength(0);
+
+    const missing = new FakeIo({}, fleetOfOne);
+    expect(await run(['node-token', 'node-a'], missing)).toBe(ExitCode.Usage);
+    expect(missing.stderr.text).toContain('VM_FLEET_NODE_SECRET');
+    expect(missing.stdout.text).toBe('');
+  });
+});
+
+describe('ppn-fleet vm create', () => {
+  const ARGS = ['vm', 'create', '--type', 'web', '--ram', '512', '--vcpus', '1'];
+
+  it('always sends an Idempotency-Key, a new one unless --key gives it, and the request', async () => {
+    const io = new FakeIo({}, () => json(vm('Provisioning'), 201));
+    expect(await run([...ARGS, '--tenant', 'acme', '--node', 'node-a', '--kvm'], io)).toBe(
+      ExitCode.Ok,
+    );
+    const [request] = io.requests;
+    expect(request.method).toBe('POST');
+    expect(request.headers.get('idempotency-key')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await request.json()).toEqual({
+      vm_type: 'web',
+      ram_mb: 512,
+      vcpu_count: 1,
+      prefer_kvm: true,
+      preferred_node: 'node-a',
+      tenant_id: 'acme',
+    });
+    expect(io.stdout.text).toBe('created vm-1 (web, 512 MB, 1 vCPU) on node-a: Provisioning\n');
+
+    const keyed = new FakeIo({}, () => json(vm('Provisioning'), 201));
+    await run([...ARGS, '--key', 'deploy-42'], keyed);
+    expect(keyed.requests[0].headers.get('idempotency-key')).toBe('deploy-42');
+  });
+
+  it('retries a lost connection with the same key', async () => {
+    let calls = 0;
+    const io = new FakeIo({}, () =>
+      ++calls < 3 ? connectionRefused() : json(vm('Provisioning'), 201),
+    );
+    expect(await run([...ARGS, '--json'], io)).toBe(ExitCode.Ok);
+    const keys = io.requests.map((request) => request.headers.get('idempotency-key'));
+    expect(keys).toHaveLength(3);
+    expect(new Set(keys).size).toBe(1);
+    expect(JSON.parse(io.stdout.text)).toEqual(vm('Provisioning'));
+  });
+
+  it('gives up after its retries with exit 3, naming the key to ask again with', async () => {
+    const io = new FakeIo({}, connectionRefused);
+    expect(await run(ARGS, io)).toBe(ExitCode.Unreachable);
+    expect(io.requests).toHaveLength(4);
+    const key = io.requests[0].headers.get('idempotency-key')!;
+    expect(io.stderr.text).toContain(`run the same command with --key ${key}`);
+  });
+
+  it('--wait follows the listing until Running, with a progress line, then the SSH target', async () => {
+    const states = ['Provisioning', 'Provisioning', 'Running'];
+    const io = new FakeIo({}, (request) => {
+      const path = new URL(request.url).pathname;
+      if (request.method === 'POST') return json(vm('Provisioning'), 201);
+      if (path === '/v1/vms') return json([vm(states.shift() ?? 'Running')]);
+      return fleetOfOne(request);
+    });
+    expect(await run([...ARGS, '--wait'], io)).toBe(ExitCode.Ok);
+    expect(io.stdout.text).toBe(
+      'created vm-1 (web, 512 MB, 1 vCPU) on node-a: Provisioning\n' +
+        'vm-1 is Running on node-a: ssh -p 22022 debian@10.8.0.2\n',
+    );
+    expect(io.stderr.text).toBe(
+      'vm-1 on node-a: Provisioning, 0 s\nvm-1 on node-a: Provisioning, 1 s\nvm-1 on node-a: Provisioning, 2 s\n',
+    );
+  });
+
+  it('--wait exits 1 when the VM goes to Error, or is not Running within --timeout', async () => {
+    const error = new FakeIo({}, (request) =>
+      request.method === 'POST' ? json(vm('Provisioning'), 201) : json([vm('Error')]),
+    );
+    expect(await run([...ARGS, '--wait'], error)).toBe(ExitCode.Refused);
+    expect(error.stderr.text).toContain('ppn-fleet: vm-1 is in Error on node-a');
+
+    const slow = new FakeIo({}, (request) =>
+      request.method === 'POST' ? json(vm('Provisioning'), 201) : json([vm('Provisioning')]),
+    );
+    expect(await run([...ARGS, '--wait', '--timeout', '5'], slow)).toBe(ExitCode.Refused);
+    expect(slow.stderr.text).toContain(
+      'ppn-fleet: vm-1 is still Provisioning after 5 s (--timeout)',
+    );
+  });
+});
+
+describe('ppn-fleet output', () => {
+  it('colours tables on a terminal only, and never with NO_COLOR', async () => {
+    const tty = new FakeIo({}, fleetOfOne, true);
+    await run(['nodes'], tty);
+    expect(tty.stdout.text).toContain('\u001b[1mNODE');
+
+    const noColour = new FakeIo({ NO_COLOR: '1' }, fleetOfOne, true);
+    await run(['nodes'], noColour);
+    expect(noColour.stdout.text).not.toContain('\u001b[');
+
+    const pipe = new FakeIo({}, fleetOfOne, false);
+    await run(['nodes'], pipe);
+    expect(pipe.stdout.text).toBe(noColour.stdout.text);
+    expect(pipe.stdout.text).toMatch(
+      /^NODE +HOSTNAME +WG IP +RAM FREE +VMS +KVM +RESERVED +LAST BEAT\nnode-a +a +10\.8\.0\.2 +4096 MB +0 +yes +no +3 s ago\n$/,
+    );
+  });
+
+  it('node shows one node, measured against the controller time', async () => {
+    const io = new FakeIo({}, fleetOfOne);
+    expect(await run(['node', 'node-a'], io)).toBe(ExitCode.Ok);
+    expect(io.stdout.text).toContain('WireGuard IP:    10.8.0.2');
+    expect(io.stdout.text).toContain('last heartbeat:  2026-08-06T12:00:00.000Z (3 s ago)');
+  });
+});

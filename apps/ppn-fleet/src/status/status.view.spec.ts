@@ -1,0 +1,78 @@
+import type { FleetStatus, FleetVm } from '../api/fleet-api.client';
+import { countByState, formatStatus, missesBeats } from './status.view';
+
+const NOW = '2026-08-06T12:00:30.000Z';
+
+function node(nodeId: string, lastHeartbeat: string, ramAvailableMb: number) {
+  return {
+    node_id: nodeId,
+    hostname: nodeId,
+    wg_ip: '10.8.0.2',
+    ram_available_mb: ramAvailableMb,
+    vm_count: 1,
+    kvm_available: true,
+    reserved: false,
+    last_heartbeat: lastHeartbeat,
+  };
+}
+
+function vm(vmId: string, nodeId: string, state: FleetVm['state'], ramMb: number): FleetVm {
+  return {
+    vm_id: vmId,
+    vm_type: 'web',
+    state,
+    ram_alloc_mb: ramMb,
+    vcpu_count: 1,
+    started_at: null,
+    tenant_id: null,
+    host_ports: [],
+    node_id: nodeId,
+  };
+}
+
+describe('status view', () => {
+  const fleet: FleetStatus = {
+    nodes: [
+      node('node-a', '2026-08-06T12:00:29.000Z', 3072),
+      node('node-b', '2026-08-06T12:00:12.000Z', 8192),
+    ],
+    last_updated: NOW,
+  };
+  const vms = [vm('vm-1', 'node-a', 'Running', 1024), vm('vm-2', 'node-b', 'Provisioning', 2048)];
+
+  it('a node misses beats when its last one is older than one interval', () => {
+    expect(missesBeats('2026-08-06T12:00:20.000Z', NOW, 10)).toBe(false);
+    expect(missesBeats('2026-08-06T12:00:19.999Z', NOW, 10)).toBe(true);
+  });
+
+  it('counts VMs by every state, 0 included', () => {
+    expect(countByState(vms)).toEqual([
+      ['Running', 1],
+      ['Stopped', 0],
+      ['Provisioning', 1],
+      ['Error', 0],
+    ]);
+  });
+
+  it('shows each node with a RAM bar (used by its VMs, free), the VMs by state and the late nodes', () => {
+    expect(formatStatus(fleet, vms, 10, false)).toBe(
+      [
+        'Fleet at 2026-08-06T12:00:30.000Z: 2 node(s), 2 VM(s)',
+        '',
+        'NODE    RAM USED / FREE            USED     FREE  VMS  KVM  LAST BEAT',
+        'node-a  [#####...............]  1024 MB  3072 MB    1  yes  1 s ago',
+        'node-b  [####................]  2048 MB  8192 MB    1  yes  18 s ago (late)',
+        '',
+        'VMs: 1 Running, 0 Stopped, 1 Provisioning, 0 Error',
+        'Missing beats: node-b (18 s) (silent longer than the 10 s interval; dropped after 30 s)',
+      ].join('\n'),
+    );
+  });
+
+  it('says so when the fleet is empty, and colours late nodes red on a terminal', () => {
+    expect(formatStatus({ nodes: [], last_updated: NOW }, [], 10, false)).toContain(
+      'no live nodes',
+    );
+    expect(formatStatus(fleet, vms, 10, true)).toContain('\u001b[31m18 s ago (late)\u001b[39m');
+  });
+});

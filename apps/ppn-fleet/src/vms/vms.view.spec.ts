@@ -1,0 +1,60 @@
+import type { FleetVm } from '../api/fleet-api.client';
+import { formatVms, sshTarget } from './vms.view';
+
+const vm: FleetVm = {
+  vm_id: 'vm-1',
+  vm_type: 'web',
+  state: 'Running',
+  ram_alloc_mb: 2048,
+  vcpu_count: 2,
+  started_at: '2026-08-06T12:00:00Z',
+  tenant_id: 'acme',
+  host_ports: [
+    { host_port: 22080, guest_port: 80, protocol: 'tcp' },
+    { host_port: 22022, guest_port: 22, protocol: 'tcp' },
+  ],
+  node_id: 'node-a',
+};
+const nodeA = {
+  node_id: 'node-a',
+  hostname: 'a',
+  wg_ip: '10.8.0.2',
+  ram_available_mb: 1,
+  vm_count: 1,
+  kvm_available: true,
+  reserved: false,
+  last_heartbeat: '2026-08-06T12:00:00Z',
+};
+
+describe('vms view', () => {
+  it('gives the SSH target of a VM forwarding TCP port 22, at its node WireGuard address', () => {
+    expect(sshTarget(vm, '10.8.0.2', 'debian')).toBe('ssh -p 22022 debian@10.8.0.2');
+    expect(sshTarget({ ...vm, host_ports: [] }, '10.8.0.2', 'debian')).toBeUndefined();
+    expect(
+      sshTarget(
+        { ...vm, host_ports: [{ host_port: 1, guest_port: 22, protocol: 'udp' }] },
+        'x',
+        'u',
+      ),
+    ).toBeUndefined();
+    expect(sshTarget(vm, undefined, 'debian')).toBeUndefined();
+  });
+
+  it('lists each VM with its node and SSH target, - where there is none', () => {
+    expect(
+      formatVms(
+        [vm, { ...vm, vm_id: 'vm-2', tenant_id: null, node_id: 'gone', state: 'Error' }],
+        [nodeA],
+        'ubuntu',
+        false,
+      ),
+    ).toBe(
+      [
+        'VM    TYPE  STATE        RAM  VCPUS  TENANT  NODE    SSH',
+        'vm-1  web   Running  2048 MB      2  acme    node-a  ssh -p 22022 ubuntu@10.8.0.2',
+        'vm-2  web   Error    2048 MB      2  -       gone    -',
+      ].join('\n'),
+    );
+    expect(formatVms([], [], 'debian', false)).toBe('no VMs');
+  });
+});
