@@ -1,0 +1,141 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import {
+  FLEET_URL,
+  ListedNode,
+  enrolled,
+  eventually,
+  getJson,
+  listeningFleetDaemon,
+  startAgent,
+  stopAllDaemons,
+} from '../support/daemons';
+import { GUEST_IMAGE_BUILDER, GUEST_USER, guestImagePath } from '../support/guest-image';
+import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
+import { scratchFolder } from '../support/scratch-folders';
+
+/**
+ * A VM that boots a real operating system, through the product: the Debian image of
+ * deploy/images/build-debian-image.sh (built before the run, test/support/guest-image.ts), an
+ * agent with it and VM_SSH_PUBKEY, a VM created through the controller, SSH through its
+ * host_port on the node's address, cloud-init's hostname and key checked, the VM deleted and
+ * its QEMU process gone.
+ */
+const run = promisify(execFile);
+
+/** Create to SSH under TCG on a loaded 2-core machine (seen: 30-70 s). */
+const SSH_DEADLINE_MS = 180_000;
+jest.setTimeout(SSH_DEADLINE_MS + 60_000);
+
+const NODE_ID = 'guest-node';
+const WG_IP = '127.0.0.1';
+const workDir = scratchFolder('guest-');
+const key = join(workDir, 'id_ed25519');
+
+interface ListedVm {
+  vm_id: string;
+  state: string;
+  host_ports: Array<{ host_port: number; guest_port: number }>;
+}
+
+/** Runs `command` in the guest as the image's user, with the test's key; rejects on failure. */
+async function sshRun(host: string, port: number, command: string): Promise<string> {
+  const { stdout } = await run(
+    'ssh',
+    [
+      ...['-i', key, '-p', String(port), '-o', 'BatchMode=yes', '-o', 'IdentitiesOnly=yes'],
+      ...['-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null'],
+      ...['-o', 'ConnectTimeout=10', '-o', 'LogLevel=ERROR'],
+      `${GUEST_USER}@${host}`,
+      command,
+    ],
+    { timeout: 30_000 },
+  );
+  return stdout;
+}
+
+describe('a VM with a real guest (Debian, cloud-init, SSH)', () => {
+  const image = guestImagePath();
+  let pubkey: string;
+
+  beforeAll(async () => {
+    if (!existsSync(image)) {
+      throw new Error(
+        `no guest image ${image}: npm run test:system builds it as root, or: sudo bash ${GUEST_IMAGE_BUILDER} --out ${image}`,
+      );
+    }
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'guest-test', '-f', key]);
+    pubkey = readFileSync(`${key}.pub`, 'utf8').trim();
+    await listeningFleetDaemon();
+    await enrolled(
+      startAgent({
+        VM_FLEET_ENDPOINT: FLEET_URL,
+        VM_NODE_ID: NODE_ID,
+        VM_WG_IP: WG_IP,
+        VM_HEARTBEAT_INTERVAL_S: '1',
+        VM_DISK_DIR: join(workDir, 'disks'),
+        VM_DISK_RETENTION_S: '0',
+        VM_BASE_IMAGE: image,
+        VM_SSH_PUBKEY: pubkey,
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    await stopAllDaemons();
+    killQemusUnder(workDir);
+  });
+
+  it('boots, takes the seed (hostname, key), answers SSH on host_port, and is gone once deleted', async () => {
+    const createdAt = Date.now();
+    const response = await fetch(`${FLEET_URL}/v1/vms`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ vm_type: 'guest', ram_mb: 512, vcpu_count: 1 }),
+    });
+    expect(response.status).toBe(201);
+    const { vm_id: vmId, node_id: nodeId } = (await response.json()) as {
+      vm_id: string;
+      node_id: string;
+    };
+    expect(nodeId).toBe(NODE_ID);
+
+    const vm = await eventually(
+      `${vmId} Running`,
+      async () =>
+        (await getJson<ListedVm[]>('/v1/vms')).find(
+          (listed) => listed.vm_id === vmId && listed.state === 'Running',
+        ),
+      20_000,
+    );
+    const sshPort = vm.host_ports.find(({ guest_port }) => guest_port === 22)!.host_port;
+    const node = await getJson<ListedNode>(`/v1/nodes/${nodeId}`);
+    expect(node.wg_ip).toBe(WG_IP);
+
+    const answer = await eventually(
+      `SSH to ${GUEST_USER}@${node.wg_ip}:${sshPort}`,
+      () => sshRun(node.wg_ip, sshPort, 'hostname; cat ~/.ssh/authorized_keys'),
+      SSH_DEADLINE_MS - (Date.now() - createdAt),
+      2_000,
+    );
+    console.log(
+      `guest: ${vmId} answered SSH ${((Date.now() - createdAt) / 1000).toFixed(1)} s after the create`,
+    );
+    const [hostname, ...authorizedKeys] = answer.trim().split('\n');
+    expect(hostname).toBe(`guest-${vmId.slice(-8)}`);
+    expect(authorizedKeys).toEqual([pubkey]);
+
+    const qemus = () =>
+      liveQemusUnder(workDir).filter(({ args }) => args.includes(`guest=${vmId}`));
+    expect(qemus()).toHaveLength(1);
+    expect((await fetch(`${FLEET_URL}/v1/vms/${vmId}`, { method: 'DELETE' })).status).toBe(204);
+    await eventually(
+      `${vmId}'s QEMU process gone`,
+      () => Promise.resolve(qemus().length === 0 ? true : undefined),
+      15_000,
+      200,
+    );
+  });
+});
