@@ -1,16 +1,18 @@
-import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { JsonLogLine } from '@app/daemon';
 import {
   Daemon,
   FLEET_URL,
+  enrolled,
   eventually,
   listedNodes,
   startAgent,
   startFleetDaemon,
   stopAllDaemons,
 } from '../support/daemons';
+import { dashboardQueries } from '../support/grafana-dashboard';
 import { sampleValue } from '../support/prometheus-text';
 import { freePort } from '../support/redis-server';
 import { scratchFolder } from '../support/scratch-folders';
@@ -18,16 +20,42 @@ import { scratchFolder } from '../support/scratch-folders';
 /**
  * Metrics and JSON logs as an operator gets them: the built controller (on 9203) and an agent as
  * real processes, /metrics checked by promtool and scraped by a real Prometheus (Debian package
- * `prometheus`), every log line parsed. Run under the shared lock: it binds 9203.
+ * `prometheus`) that loads the alert rules and answers every query of the Grafana dashboard,
+ * every log line parsed. Run under the shared lock: it binds 9203.
  */
 jest.setTimeout(60_000);
 
 const NODE_ID = 'observed-01';
+const RULES = join(__dirname, '../../deploy/prometheus/ppn-fleet.rules.yml');
+const { version: VERSION } = JSON.parse(
+  readFileSync(join(__dirname, '../../package.json'), 'utf8'),
+) as { version: string };
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
 async function get(url: string): Promise<{ status: number; text: string }> {
   const response = await fetch(url);
   return { status: response.status, text: await response.text() };
+}
+
+interface PromSample {
+  metric: Record<string, string>;
+  value: [number, string];
+}
+
+/** An instant query's result from the Prometheus at `web`; rejects on an error answer. */
+async function promQuery(web: string, expr: string): Promise<PromSample[]> {
+  const { status, text } = await get(
+    `http://${web}/api/v1/query?query=${encodeURIComponent(expr)}`,
+  );
+  const answer = JSON.parse(text) as {
+    status: string;
+    error?: string;
+    data: { result: PromSample[] };
+  };
+  if (status !== 200 || answer.status !== 'success') {
+    throw new Error(`${expr}: ${status} ${answer.error ?? text}`);
+  }
+  return answer.data.result;
 }
 
 function logLines(daemon: Daemon): JsonLogLine[] {
@@ -45,6 +73,8 @@ describe('metrics and JSON logs of the running daemons', () => {
   let agentMetrics: string;
   let agentApi: string;
   let prometheus: ChildProcess | undefined;
+  /** The Prometheus' web address, once started. */
+  let web: string;
 
   beforeAll(async () => {
     dir = scratchFolder('observability-');
@@ -53,6 +83,9 @@ describe('metrics and JSON logs of the running daemons', () => {
       await freePort(),
       await freePort(),
     ];
+    // A blank qcow2 base: enough for QEMU (TCG) to start the VM the dashboard's queries need.
+    const baseImage = join(dir, 'base.qcow2');
+    execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', baseImage, '64M']);
     fleetMetrics = `127.0.0.1:${fleetPort}`;
     agentMetrics = `127.0.0.1:${agentPort}`;
     agentApi = `http://127.0.0.1:${spawnPort}`;
@@ -71,6 +104,7 @@ describe('metrics and JSON logs of the running daemons', () => {
       VM_SPAWN_PORT: String(spawnPort),
       VM_HEARTBEAT_INTERVAL_S: '1',
       VM_DISK_DIR: join(dir, 'disk'),
+      VM_BASE_IMAGE: baseImage,
       VM_METRICS_ADDR: agentMetrics,
       VM_LOG_FORMAT: 'json',
     });
@@ -112,7 +146,7 @@ describe('metrics and JSON logs of the running daemons', () => {
   });
 
   it('is scraped by a real Prometheus: both targets up, ppn_fleet_nodes 1', async () => {
-    const web = `127.0.0.1:${await freePort()}`;
+    web = `127.0.0.1:${await freePort()}`;
     const config = join(dir, 'prometheus.yml');
     writeFileSync(
       config,
@@ -120,6 +154,9 @@ describe('metrics and JSON logs of the running daemons', () => {
         'global:',
         '  scrape_interval: 1s',
         '  scrape_timeout: 1s',
+        '  evaluation_interval: 1s',
+        'rule_files:',
+        `  - ${JSON.stringify(RULES)}`,
         'scrape_configs:',
         '  - job_name: service-vm-fleet',
         '    static_configs:',
@@ -170,6 +207,142 @@ describe('metrics and JSON logs of the running daemons', () => {
       .data.result;
     expect(result.map((sample) => sample.value[1])).toEqual(['1']);
   });
+
+  it('exports each live node and the build of both daemons', async () => {
+    const fleetText = (await get(`http://${fleetMetrics}/metrics`)).text;
+    const node = (name: string) => sampleValue(fleetText, `${name}{node_id="${NODE_ID}"}`);
+    const total = node('ppn_fleet_node_ram_total_bytes')!;
+    expect(total).toBeGreaterThan(0);
+    expect(node('ppn_fleet_node_ram_available_bytes')).toBeLessThanOrEqual(total);
+    expect(node('ppn_fleet_node_heartbeat_age_seconds')).toBeLessThan(5);
+    expect(node('ppn_fleet_node_reserved')).toBe(0);
+    for (const state of ['Running', 'Stopped', 'Provisioning', 'Error']) {
+      expect(
+        sampleValue(fleetText, `ppn_fleet_node_vms{node_id="${NODE_ID}",state="${state}"}`),
+      ).toBe(0);
+    }
+    expect(sampleValue(fleetText, `ppn_fleet_build_info{version="${VERSION}"}`)).toBe(1);
+    const agentText = (await get(`http://${agentMetrics}/metrics`)).text;
+    expect(sampleValue(agentText, `ppn_host_build_info{version="${VERSION}"}`)).toBe(1);
+    // The agent's RAM as the controller has it from the heartbeat: one figure, two views.
+    expect(total).toBe(sampleValue(agentText, 'ppn_host_ram_total_bytes'));
+  });
+
+  it('answers every query of the Grafana dashboard with data, once a VM was placed', async () => {
+    const created = await fetch(`${FLEET_URL}/v1/vms`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ vm_type: 'observed', ram_mb: 64, vcpu_count: 1 }),
+    });
+    expect(created.status).toBe(201);
+    const { vm_id } = (await created.json()) as { vm_id: string };
+    try {
+      await expectDashboardData(vm_id);
+    } finally {
+      await fetch(`${FLEET_URL}/v1/vms/${vm_id}`, { method: 'DELETE' });
+    }
+  });
+
+  /** Every query of the dashboard answered with finite values, once `vmId` runs. */
+  async function expectDashboardData(vmId: string): Promise<void> {
+    // Running on the node, as the controller's metrics and then Prometheus have it.
+    await eventually(
+      `${vmId} Running in Prometheus`,
+      async () => {
+        const running = await promQuery(
+          web,
+          `ppn_fleet_node_vms{node_id="${NODE_ID}",state="Running"} == 1`,
+        );
+        return running.length === 1 ? true : undefined;
+      },
+      20_000,
+      250,
+    );
+    // The dispatch lands in the histogram's rate once Prometheus has scraped after it.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+
+    const answers = await Promise.all(
+      dashboardQueries('1m').map(async (query) => {
+        const result = await promQuery(web, query.expr);
+        return {
+          panel: query.panel,
+          refId: query.refId,
+          series: result.length,
+          finite: result.filter((sample) => Number.isFinite(Number(sample.value[1]))).length,
+        };
+      }),
+    );
+    expect(answers.length).toBeGreaterThanOrEqual(10);
+    for (const answer of answers) {
+      expect({ ...answer, data: answer.series > 0 && answer.finite > 0 }).toEqual({
+        ...answer,
+        data: true,
+      });
+    }
+  }
+
+  it("drops a dropped node's series, and the alert rule sees the node go", async () => {
+    const leaving = 'observed-02';
+    const spawnPort = await freePort();
+    const second = await enrolled(
+      startAgent({
+        VM_FLEET_ENDPOINT: FLEET_URL,
+        VM_NODE_ID: leaving,
+        VM_WG_IP: '127.0.0.1',
+        VM_SPAWN_PORT: String(spawnPort),
+        VM_HEARTBEAT_INTERVAL_S: '1',
+        VM_DISK_DIR: join(dir, 'disk-02'),
+      }),
+    );
+    const ageOf = `ppn_fleet_node_heartbeat_age_seconds{node_id="${leaving}"}`;
+    await eventually(
+      `${leaving} in Prometheus`,
+      async () => ((await promQuery(web, ageOf)).length === 1 ? true : undefined),
+      10_000,
+      250,
+    );
+    await second.stop();
+
+    // 30 s without a heartbeat, then the sweep (once a second) drops it.
+    await eventually(
+      `${leaving} gone from /metrics`,
+      async () => {
+        const text = (await get(`http://${fleetMetrics}/metrics`)).text;
+        return text.includes(`node_id="${leaving}"`) ? undefined : text;
+      },
+      45_000,
+      500,
+    ).then((text) => {
+      expect(sampleValue(text, 'ppn_fleet_drops_total')).toBe(1);
+      expect(sampleValue(text, 'ppn_fleet_nodes')).toBe(1);
+      expect(sampleValue(text, `ppn_fleet_node_reserved{node_id="${NODE_ID}"}`)).toBe(0);
+    });
+    // Prometheus marks the vanished series stale at its next scrape, and the rule sees it go.
+    const alert = await eventually(
+      `PpnFleetNodeDropped for ${leaving}`,
+      async () => {
+        if ((await promQuery(web, ageOf)).length !== 0) return undefined;
+        const { text } = await get(`http://${web}/api/v1/alerts`);
+        const alerts = (
+          JSON.parse(text) as {
+            data: { alerts: Array<{ labels: Record<string, string>; state: string }> };
+          }
+        ).data.alerts;
+        return alerts.find(
+          (each) =>
+            each.labels.alertname === 'PpnFleetNodeDropped' && each.labels.node_id === leaving,
+        );
+      },
+      10_000,
+      250,
+    );
+    // Pending: it fires after a minute of being gone, which this test does not wait for.
+    expect(alert.state).toBe('pending');
+    expect(alert.labels.severity).toBe('warning');
+    expect(
+      await promQuery(web, `ppn_fleet_node_heartbeat_age_seconds{node_id="${NODE_ID}"}`),
+    ).toHaveLength(1);
+  }, 90_000);
 
   it('serves the committed OpenAPI document from the agent, without Swagger UI', async () => {
     const committed = readFileSync(join(__dirname, '../../openapi/vm-host.openapi.json'), 'utf8');

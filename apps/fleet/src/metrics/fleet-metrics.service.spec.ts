@@ -117,6 +117,12 @@ describe('FleetMetrics', () => {
     );
     const create = (extra: Partial<CreateVmRequest> = {}) =>
       vms.createVm({ vm_type: 'web', ram_mb: 1024, vcpu_count: 1, prefer_kvm: false, ...extra });
+    // Both outcomes exported at 0 before any dispatch: the first one is a rise rate() sees.
+    const before = await scraped();
+    expect(sampleValue(before, 'ppn_fleet_dispatch_duration_seconds_count{outcome="ok"}')).toBe(0);
+    expect(sampleValue(before, 'ppn_fleet_dispatch_duration_seconds_count{outcome="failed"}')).toBe(
+      0,
+    );
     await nodes.acceptHeartbeat(heartbeat('n1', 0)); // 12,288 MB available
     spawn.mockResolvedValueOnce({
       vm: {

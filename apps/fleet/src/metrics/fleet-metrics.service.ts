@@ -139,20 +139,23 @@ export class FleetMetrics {
     for (const outcome of ['placed', 'refused_unfit', 'refused_no_room', 'agent_failed']) {
       placements.inc({ outcome }, 0);
     }
+    const dispatch = new prometheus.Histogram({
+      name: 'ppn_fleet_dispatch_duration_seconds',
+      help: "Time for a node's agent to answer a VM create (POST /v1/spawn), by outcome: ok or failed.",
+      labelNames: ['outcome'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    // Exported at 0 from the start, so the first dispatch is a rise a rate() can see.
+    for (const outcome of ['ok', 'failed']) dispatch.zero({ outcome });
     this.instruments = {
       registry,
       heartbeats,
       placements,
+      dispatch,
       drops: new prometheus.Counter({
         name: 'ppn_fleet_drops_total',
         help: 'Nodes dropped after 30 s without a heartbeat.',
-        registers,
-      }),
-      dispatch: new prometheus.Histogram({
-        name: 'ppn_fleet_dispatch_duration_seconds',
-        help: "Time for a node's agent to answer a VM create (POST /v1/spawn), by outcome: ok or failed.",
-        labelNames: ['outcome'] as const,
-        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
         registers,
       }),
       dispatchFailures: new prometheus.Counter({
