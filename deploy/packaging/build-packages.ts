@@ -7,7 +7,8 @@
  *
  * Each holds, under /usr/lib/<package>/, its app's compiled JavaScript (no source maps, no
  * tests) and a copy of the production dependency tree (`npm ls --omit=dev`, TypeScript
- * declarations and source maps left out); its command in /usr/bin; its unit in
+ * declarations and source maps left out); its command in /usr/bin (the controller's package
+ * also ppn-fleet, the operator's CLI); its unit in
  * /lib/systemd/system; its /etc/default file (a conffile) made from deploy/systemd/*.env.example;
  * and the maintainer scripts in deploy/packaging/<package>/. Built with dpkg-deb.
  */
@@ -39,6 +40,11 @@ interface DebianPackage {
   defaults: string;
   /** Files of the checkout it reads at run time, installed at the same path under its folder. */
   runtimeFiles: string[];
+  /**
+   * Other apps' commands it ships beside its own, on the same dependency tree: /usr/bin/<name>
+   * runs dist/apps/<app>'s main.js from the package's folder.
+   */
+  commands?: Array<{ name: string; app: string }>;
   depends: string[];
   summary: string;
   description: string;
@@ -51,11 +57,16 @@ const PACKAGES: DebianPackage[] = [
     defaults: 'vm-fleet',
     // Its version is ppn_fleet_build_info's (libs/daemon/src/package-version.ts finds it above).
     runtimeFiles: ['package.json'],
+    // The operator's CLI: it runs where the controller does (its default endpoint is
+    // 127.0.0.1:9203, `node-token` needs the fleet secret kept there) and needs no dependency
+    // the controller lacks, so it costs no second copy of the tree.
+    commands: [{ name: 'ppn-fleet', app: 'ppn-fleet' }],
     depends: ['nodejs (>= 20)'],
     summary: 'PPN fleet controller: one VM pool over several machines',
     description:
       'Listens on port 9203, places VMs on the enrolled nodes (service-vm-host) and keeps\n' +
-      'fleet state in memory or in a Redis shared by several controllers.',
+      'fleet state in memory or in a Redis shared by several controllers.\n' +
+      "Ships ppn-fleet, the operator's command line (status, nodes, VMs, node tokens).",
   },
   {
     name: 'service-vm-host',
@@ -176,6 +187,14 @@ function build(pkg: DebianPackage, dependencyFolders: string[]): string {
   writeFileSync(bin, commandWrapper(join(libDir, main), `/usr/lib/${pkg.name}/${main}`), {
     mode: 0o755,
   });
+  for (const command of pkg.commands ?? []) {
+    const commandMain = copyBuildOutput(command.app, libDir);
+    writeFileSync(
+      join(staging, 'usr', 'bin', command.name),
+      commandWrapper(join(libDir, commandMain), `/usr/lib/${pkg.name}/${commandMain}`),
+      { mode: 0o755 },
+    );
+  }
 
   const unit = join(staging, 'lib', 'systemd', 'system', `${pkg.name}.service`);
   mkdirSync(dirname(unit), { recursive: true });

@@ -317,6 +317,10 @@ describe('the Debian packages', () => {
     daemons.push(fleet);
     await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
     expect((await fetch(`${FLEET_URL}/v1/fleet`)).status).toBe(200);
+    // The operator's CLI comes with the controller: it runs, and reaches it.
+    const cli = ['--reuid=nobody', '--regid=nogroup', '--init-groups', '/usr/bin/ppn-fleet'];
+    expect(run('setpriv', [...cli, '--version'])).toBe(`${version}\n`);
+    expect(Array.isArray(JSON.parse(run('setpriv', [...cli, 'nodes', '--json'])))).toBe(true);
   });
 
   it('runs the agent as vm-host with its default VM_DISK_DIR: it enrolls and runs a VM to Running', async () => {
@@ -392,6 +396,7 @@ describe('the Debian packages', () => {
       expect(installed(name)).toBe(false);
       for (const path of [
         `/usr/bin/${name}`,
+        ...(name === 'service-vm-fleet' ? ['/usr/bin/ppn-fleet'] : []),
         `/usr/lib/${name}`,
         `/lib/systemd/system/${name}.service`,
         DEFAULTS[name],
