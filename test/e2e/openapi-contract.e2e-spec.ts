@@ -195,7 +195,13 @@ describe('the documented error examples, as the daemons answer them', () => {
       undefined,
       () => request(fleet.url).delete(`/v1/vms/${EXAMPLE_VM_ID}`),
     ],
-    ['DELETE /v1/vms/{vm_id}', 400, '', () => request(fleet.url).delete('/v1/vms/-x')],
+    ['DELETE /v1/vms/{vm_id}', 400, 'invalid-input', () => request(fleet.url).delete('/v1/vms/-x')],
+    [
+      'DELETE /v1/vms/{vm_id}',
+      400,
+      'invalid-forget',
+      () => request(fleet.url).delete(`/v1/vms/${EXAMPLE_VM_ID}?forget=yes`),
+    ],
     [
       'POST /v1/vms',
       400,
@@ -250,6 +256,21 @@ describe('the documented error examples, as the daemons answer them', () => {
   ] as const)('%s %s %s', async (operation, status, name, send) => {
     const { body } = await send().expect(status);
     expect(body).toEqual(documented(FLEET, operation, status, name || undefined));
+  });
+
+  it('shows the 409 of a VM whose node dropped out as it answers it', async () => {
+    const silent = await startFleet();
+    try {
+      await request(silent.url)
+        .post('/v1/nodes/heartbeat')
+        .send(heartbeat({ node_id: EXAMPLE_NODE_ID, vms: [vmRecord(EXAMPLE_VM_ID)] }))
+        .expect(200);
+      silent.clock.advance(312_000);
+      const { body } = await request(silent.url).delete(`/v1/vms/${EXAMPLE_VM_ID}`).expect(409);
+      expect(body).toEqual(documented(FLEET, 'DELETE /v1/vms/{vm_id}', 409));
+    } finally {
+      await silent.close();
+    }
   });
 
   it('shows the 401s of a controller with tokens as it answers them', async () => {

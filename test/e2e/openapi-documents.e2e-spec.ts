@@ -182,7 +182,11 @@ describe.each(Object.keys(DOCUMENTS))('the committed %s', (file) => {
 
   it('requires every field of the VMs its answers show, which every answer carries', () => {
     const vm = document.components.schemas[ANSWERED_VM[file]];
-    expect([...(vm.required ?? [])].sort()).toEqual(Object.keys(vm.properties).sort());
+    // Only a VM whose node has dropped out carries when it fell silent.
+    const onlyWhenSilent = file === 'fleet.openapi.json' ? ['node_silent_since'] : [];
+    expect([...(vm.required ?? []), ...onlyWhenSilent].sort()).toEqual(
+      Object.keys(vm.properties).sort(),
+    );
   });
 });
 
@@ -215,12 +219,15 @@ describe('the committed fleet.openapi.json', () => {
   it("shows every VM of GET /v1/vms and of a create's answer with the node it runs on", () => {
     const { VmRecord: agentVm } = DOCUMENTS['vm-host.openapi.json'].components.schemas;
     const fleetVm = document.components.schemas.FleetVm;
-    // Additive: the agent's VmRecord, field for field, and node_id.
+    // Additive: the agent's VmRecord, field for field, node_id, and for a VM of a node that
+    // has dropped out, since when.
     expect(fleetVm.properties).toEqual({
       ...agentVm.properties,
       node_id: expect.objectContaining({ type: 'string' }),
+      node_silent_since: expect.objectContaining({ type: 'string', format: 'date-time' }),
     });
     expect(fleetVm.required).toContain('node_id');
+    expect(fleetVm.required).not.toContain('node_silent_since');
     const vms = document.paths['/v1/vms'];
     const schemaOf = (operation: Operation, status: string) =>
       operation.responses[status].content?.['application/json'].schema;

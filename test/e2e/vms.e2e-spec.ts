@@ -3,12 +3,14 @@ import type { ServerResponse } from 'node:http';
 import request from 'supertest';
 import {
   AGENT_REQUEST_TIMEOUT_MS,
+  NODE_STALE_AFTER_MS,
   RAM_HOLD_MARGIN_MS,
   holdRam,
   liveSince,
 } from '@app/fleet-domain';
 import { KeyClaims, OwnKeyClaim } from '../../apps/fleet/src/nodes/key-claims.repository';
 import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
+import { NodesService } from '../../apps/fleet/src/nodes/nodes.service';
 import { StoreUnavailableError } from '../../apps/fleet/src/nodes/store-unavailable.error';
 import { spawnKeyOf as spawnKeyFor } from '../../apps/fleet/src/vms/spawn-key';
 import { VmCreateSettings } from '../../apps/fleet/src/vms/vm-create.settings';
@@ -871,6 +873,139 @@ describe('fleet controller: VMs', () => {
         .get('/v1/vms')
         .expect(200)
         .expect((res) => expect(res.body).toHaveLength(1));
+    });
+  });
+
+  describe('a node that drops out while its VMs may run (its agent stopped)', () => {
+    const silentFor = NODE_STALE_AFTER_MS + 1;
+    const ids = (vms: Array<{ vm_id: string }>) => vms.map((vm) => vm.vm_id).sort();
+    const sweep = () => fleet.app.get(NodesService).dropStaleNodes();
+
+    it.each([
+      ['before the sweep', false],
+      ['after the sweep', true],
+    ])(
+      'keeps listing its VMs with their node and since when it is silent (%s), never the node itself',
+      async (_when, swept) => {
+        const quiet = await agent((_call, res) => json(res, 204));
+        const live = await agent((_call, res) => json(res, 204));
+        await enroll('quiet', quiet, {
+          vms: [vmRecord('vm-q1', { tenant_id: 'acme' }), vmRecord('vm-q2')],
+        });
+        const lastHeartbeat = new Date(fleet.clock.wallNow()).toISOString();
+        fleet.clock.advance(silentFor);
+        await enroll('live', live, { vms: [vmRecord('vm-l1')] });
+        if (swept) await sweep();
+
+        const { body } = await request(fleet.url).get('/v1/vms').expect(200);
+        expect(ids(body)).toEqual(['vm-l1', 'vm-q1', 'vm-q2']);
+        const quietVm = body.find((vm: { vm_id: string }) => vm.vm_id === 'vm-q1');
+        expect(quietVm).toEqual({
+          ...vmRecord('vm-q1', { tenant_id: 'acme' }),
+          node_id: 'quiet',
+          node_silent_since: lastHeartbeat,
+        });
+        const liveVm = body.find((vm: { vm_id: string }) => vm.vm_id === 'vm-l1');
+        expect(liveVm).not.toHaveProperty('node_silent_since');
+        const acme = await request(fleet.url).get('/v1/vms?tenant_id=acme').expect(200);
+        expect(ids(acme.body)).toEqual(['vm-q1']);
+
+        // The node itself is gone from every node listing, and from placement.
+        await request(fleet.url).get('/v1/nodes/quiet').expect(404);
+        const nodes = await request(fleet.url).get('/v1/nodes').expect(200);
+        expect(nodes.body.map((n: { node_id: string }) => n.node_id)).toEqual(['live']);
+        const fleetStatus = await request(fleet.url).get('/v1/fleet').expect(200);
+        expect(fleetStatus.body.nodes).toHaveLength(1);
+        const refused = await create({ ...small, preferred_node: 'quiet' }).expect(422);
+        expect(refused.body.message).toContain('quiet');
+        expect(quiet.calls).toHaveLength(0);
+      },
+    );
+
+    it('answers a DELETE 409 saying what to do, and deletes through the agent once it heartbeats again', async () => {
+      const quiet = await agent((_call, res) => {
+        res.writeHead(204).end();
+      });
+      await enroll('quiet', quiet, { vms: [vmRecord('vm-q1'), vmRecord('vm-q2')] });
+      const lastHeartbeat = new Date(fleet.clock.wallNow()).toISOString();
+      fleet.clock.advance(40_000);
+      await sweep();
+
+      const { body } = await request(fleet.url).delete('/v1/vms/vm-q1').expect(409);
+      expect(body.message).toBe(
+        `vm vm-q1 is on node quiet, silent since ${lastHeartbeat} (40 s): no agent can destroy it, and its QEMU may still run. Start the node's agent again with the same VM_NODE_ID and VM_DISK_DIR, then delete again; if the machine is gone for good, DELETE /v1/vms/vm-q1?forget=true forgets the record (stopping nothing)`,
+      );
+      expect(quiet.calls).toHaveLength(0);
+      expect(ids((await request(fleet.url).get('/v1/vms').expect(200)).body)).toEqual([
+        'vm-q1',
+        'vm-q2',
+      ]);
+
+      // Its agent is back: its heartbeat replaces what was kept, and a delete reaches it.
+      await enroll('quiet', quiet, { vms: [vmRecord('vm-q1')] });
+      const back = await request(fleet.url).get('/v1/vms').expect(200);
+      expect(back.body).toEqual([{ ...vmRecord('vm-q1'), node_id: 'quiet' }]);
+      await request(fleet.url).delete('/v1/vms/vm-q1').expect(204);
+      expect(quiet.calls).toEqual([{ method: 'DELETE', url: '/v1/vms/vm-q1', body: undefined }]);
+      await request(fleet.url).get('/v1/vms').expect(200, []);
+    });
+
+    it('forgets a VM with ?forget=true without asking any agent, and the node with its last VM', async () => {
+      const quiet = await agent((_call, res) => json(res, 204));
+      const live = await agent((_call, res) => {
+        res.writeHead(204).end();
+      });
+      await enroll('quiet', quiet, { vms: [vmRecord('vm-q1'), vmRecord('vm-q2')] });
+      fleet.clock.advance(silentFor);
+      await enroll('live', live, { vms: [vmRecord('vm-l1')] });
+      await sweep();
+
+      await request(fleet.url).delete('/v1/vms/vm-q1?forget=maybe').expect(400);
+      await request(fleet.url).delete('/v1/vms/vm-q1?forget=true').expect(204);
+      expect(ids((await request(fleet.url).get('/v1/vms').expect(200)).body)).toEqual([
+        'vm-l1',
+        'vm-q2',
+      ]);
+      await request(fleet.url).delete('/v1/vms/vm-q1?forget=true').expect(404);
+      await request(fleet.url).delete('/v1/vms/vm-q2?forget=true').expect(204);
+      expect(quiet.calls).toHaveLength(0);
+      const repository = fleet.app.get(NodesRepository);
+      expect((await repository.listAll()).map((n) => n.node_id)).toEqual(['live']);
+
+      // On a live node, forget=true deletes as usual: its agent destroys the VM.
+      await request(fleet.url).delete('/v1/vms/vm-l1?forget=true').expect(204);
+      expect(live.calls).toEqual([{ method: 'DELETE', url: '/v1/vms/vm-l1', body: undefined }]);
+      await request(fleet.url).get('/v1/vms').expect(200, []);
+    });
+
+    it('drops a node that listed no VM whole', async () => {
+      const quiet = await agent((_call, res) => json(res, 204));
+      await enroll('quiet', quiet, { vms: [] });
+      fleet.clock.advance(silentFor);
+      await sweep();
+      expect(await fleet.app.get(NodesRepository).listAll()).toEqual([]);
+    });
+
+    it('answers a retried create with the VM its Idempotency-Key made on a node that dropped out since', async () => {
+      let spawnKey: string | undefined;
+      const first = await agent((call, res) => {
+        spawnKey = spawnKeyOf(res);
+        json(res, 201, spawned(call, 'vm-made'));
+      });
+      await enroll('first', first);
+      const made = await create(small, 'order-1').expect(201);
+      const { node_id: _shownNode, ...reported } = made.body as { node_id: string };
+      await enroll('first', first, { vms: [{ ...reported, idempotency_key: spawnKey }] });
+      const lastHeartbeat = new Date(fleet.clock.wallNow()).toISOString();
+      fleet.clock.advance(silentFor);
+      const other = await agent((call, res) => json(res, 201, spawned(call, 'vm-twice')));
+      await enroll('other', other);
+      await sweep();
+
+      const retried = await create(small, 'order-1').expect(200);
+      expect(retried.body).toEqual({ ...made.body, node_silent_since: lastHeartbeat });
+      expect(other.calls).toHaveLength(0);
+      expect(first.calls).toHaveLength(1);
     });
   });
 });

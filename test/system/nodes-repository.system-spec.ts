@@ -6,7 +6,10 @@ import {
   NodeState,
   VmRecord,
   acceptHeartbeat,
+  forgetSilentVm,
   holdRam,
+  liveSince,
+  noteDispatchFailure,
   nodeStateFromHeartbeat,
   recordDispatchedVm,
   releaseHold,
@@ -262,6 +265,63 @@ describe.each(stores)('NodesRepository %s', (_name, open) => {
     expect(await nodes.dropStale(5_000)).toEqual([]);
     await nodes.dropStale(10_000);
     expect(await nodes.listLive(0)).toEqual([]);
+    expect(await store.leftoverKeys()).toBe(0);
+  });
+
+  it('keeps a node that drops out with VMs, silent, until it heartbeats again or its last VM is forgotten', async () => {
+    await beat('quiet', 1_000, { vms: [vm('q1'), vm('q2')] });
+    await beat('empty', 1_000);
+    await beat('fresh', 9_000);
+    const dropped = await nodes.dropStale(5_000);
+    expect(dropped.map((state) => state.node_id).sort()).toEqual(['empty', 'quiet']);
+    // Out of every live read, but stored, whole, for its VMs; the one with none is gone.
+    expect((await nodes.listLive(0)).map((state) => state.node_id)).toEqual(['fresh']);
+    expect(await nodes.findLive('quiet', 0)).toBeUndefined();
+    const all = await nodes.listAll();
+    expect(all.map((state) => state.node_id).sort()).toEqual(['fresh', 'quiet']);
+    expect(all.find((state) => state.node_id === 'quiet')?.vms.map((v) => v.vm_id)).toEqual([
+      'q1',
+      'q2',
+    ]);
+    expect(await nodes.dropStale(5_000)).toEqual([]);
+    expect(await nodes.nodesWithExpiredHolds(Number.MAX_SAFE_INTEGER)).toEqual([]);
+
+    // A change that is no heartbeat leaves it silent; a forgotten VM goes, the node with its last.
+    await nodes.update('quiet', noteDispatchFailure('unreachable', 6_000));
+    expect(await nodes.update('quiet', forgetSilentVm('q1', 5_000))).toBe('forgotten');
+    expect((await nodes.listLive(0)).map((state) => state.node_id)).toEqual(['fresh']);
+    const quiet = (await nodes.listAll()).find((state) => state.node_id === 'quiet');
+    expect(quiet?.vms.map((v) => v.vm_id)).toEqual(['q2']);
+    expect(quiet?.dispatch_failures).toMatchObject({ in_a_row: 1 });
+    expect(await nodes.update('quiet', forgetSilentVm('q2', 5_000))).toBe('forgotten');
+    expect((await nodes.listAll()).map((state) => state.node_id)).toEqual(['fresh']);
+
+    // Its heartbeat brings it back, live, with the VMs it reports.
+    await beat('back', 1_000, { vms: [vm('b1')] });
+    await nodes.dropStale(5_000);
+    expect((await beat('back', 40_000, { vms: [vm('b2')] })).kind).toBe('joined');
+    const back = await nodes.findLive('back', liveSince(40_000));
+    expect(back?.vms.map((v) => v.vm_id)).toEqual(['b2']);
+    expect((await nodes.listAll()).filter((state) => state.node_id === 'back')).toHaveLength(1);
+    // Silent again later: kept again.
+    await nodes.dropStale(80_000);
+    expect((await nodes.listAll()).map((state) => state.node_id)).toEqual(['back']);
+    await nodes.update('back', forgetSilentVm('b2', 80_000));
+    expect(await nodes.listAll()).toEqual([]);
+    expect(await store.leftoverKeys()).toBe(0);
+  });
+
+  it('forgets the longest silent nodes beyond the bound', async () => {
+    for (const [index, nodeId] of ['c', 'a', 'b', 'd'].entries()) {
+      await beat(nodeId, 1_000 + index, { vms: [vm(`${nodeId}1`)] });
+    }
+    await nodes.dropStale(5_000);
+    expect(await nodes.forgetSilentBeyond(4)).toEqual([]);
+    const forgotten = await nodes.forgetSilentBeyond(2);
+    expect(forgotten.map((state) => state.node_id)).toEqual(['c', 'a']);
+    expect((await nodes.listAll()).map((state) => state.node_id).sort()).toEqual(['b', 'd']);
+    await nodes.forgetSilentBeyond(0);
+    expect(await nodes.listAll()).toEqual([]);
     expect(await store.leftoverKeys()).toBe(0);
   });
 

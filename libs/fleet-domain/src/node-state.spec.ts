@@ -9,8 +9,11 @@ import {
   earliestHoldDeadline,
   endExpiredHolds,
   findEarlierCreate,
+  forgetSilentVm,
   holdRam,
+  isLive,
   judgeHeartbeat,
+  keepsVmsWhenSilent,
   liveSince,
   nodeStateFromHeartbeat,
   noteDispatchFailure,
@@ -18,6 +21,7 @@ import {
   recordDispatchedVm,
   releaseHold,
   removeVm,
+  silentBeyond,
   toNodeRecord,
   vmCount,
 } from './node-state';
@@ -435,5 +439,58 @@ describe('node changes', () => {
     const dispatched = recordDispatchedVm('h1', vm('new'))(held).next!;
     expect(dispatched.dispatch_failures).toBeNull();
     expect(dispatched.vms.map((v) => v.vm_id)).toContain('new');
+  });
+});
+
+describe('a node that drops out while listing VMs', () => {
+  // Heard from at 10 s (wall clock 1 000 010 s), two VMs; silent for more than 30 s from 40 s on.
+  const stored = nodeStateFromHeartbeat(heartbeat(), 10_000, undefined, 1_000_010_000);
+  const later = 40_001;
+
+  it('is live up to 30 s after its last heartbeat, and kept for its VMs only', () => {
+    expect(isLive(stored, liveSince(40_000))).toBe(true);
+    expect(isLive(stored, liveSince(later))).toBe(false);
+    expect(keepsVmsWhenSilent(stored)).toBe(true);
+    expect(keepsVmsWhenSilent(nodeStateFromHeartbeat(heartbeat({ vms: [] }), 10_000))).toBe(false);
+  });
+
+  it('is enrolled anew by its next heartbeat, which replaces its VMs and carries nothing over', () => {
+    const failed = noteDispatchFailure('unreachable', 10_000)(stored).next!;
+    const held = holdRam(hold('h1', 1024, 0, 10_000 + 60_000), 0)(failed).next!;
+    const back = acceptHeartbeat(heartbeat({ vms: [vm('c')] }), later, 1_000_100_000)(held);
+    expect(back.result).toEqual({
+      kind: 'joined',
+      silent: { vms: 2, last_heartbeat_wall_ms: 1_000_010_000 },
+    });
+    expect(back.next?.vms.map((v) => v.vm_id)).toEqual(['c']);
+    expect(back.next).toMatchObject({ holds: {}, beat_gaps_ms: [], dispatch_failures: null });
+    // One that listed no VM joins as any new node.
+    const empty = nodeStateFromHeartbeat(heartbeat({ vms: [] }), 10_000);
+    expect(acceptHeartbeat(heartbeat(), later)(empty).result).toEqual({ kind: 'joined' });
+    // Within its 30 s it is the same node beating again.
+    expect(acceptHeartbeat(heartbeat(), 40_000)(stored).result).toEqual({ kind: 'refreshed' });
+  });
+
+  it('has a VM forgotten on request only while silent, and is forgotten with its last VM', () => {
+    const notBefore = liveSince(later);
+    const one = forgetSilentVm('a', notBefore)(stored);
+    expect(one.result).toBe('forgotten');
+    expect(one.remove).toBeUndefined();
+    expect(one.next?.vms.map((v) => v.vm_id)).toEqual(['b']);
+    expect(one.next?.record.vm_count).toBe(1);
+    expect(one.next?.received_at_ms).toBe(stored.received_at_ms);
+    expect(forgetSilentVm('b', notBefore)(one.next)).toEqual({ remove: true, result: 'forgotten' });
+    expect(forgetSilentVm('zz', notBefore)(stored)).toEqual({ result: 'unknown' });
+    expect(forgetSilentVm('a', notBefore)(undefined)).toEqual({ result: 'unknown' });
+    // Back meanwhile: its agent is to be asked instead.
+    expect(forgetSilentVm('a', liveSince(40_000))(stored)).toEqual({ result: 'node-live' });
+  });
+
+  it('is forgotten first, beyond the bound, when it is the longest silent', () => {
+    const node = (node_id: string, received_at_ms: number) => ({ node_id, received_at_ms });
+    const silent = [node('c', 3), node('a', 1), node('b2', 2), node('b1', 2)];
+    expect(silentBeyond(silent, 4)).toEqual([]);
+    expect(silentBeyond(silent, 2).map((n) => n.node_id)).toEqual(['a', 'b1']);
+    expect(silentBeyond(silent, 0).map((n) => n.node_id)).toEqual(['a', 'b1', 'b2', 'c']);
   });
 });

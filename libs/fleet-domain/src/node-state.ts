@@ -98,8 +98,12 @@ function withRecord(facts: NodeFacts): NodeState {
 }
 
 export type HeartbeatVerdict =
-  /** First heartbeat of an id the controller does not know (or had dropped). */
-  | { kind: 'joined' }
+  /**
+   * First heartbeat of an id the controller does not know (or had dropped). `silent`: the node
+   * had dropped out while it listed VMs, kept since (see keepsVmsWhenSilent); this heartbeat
+   * replaces them.
+   */
+  | { kind: 'joined'; silent?: { vms: number; last_heartbeat_wall_ms: number } }
   /** The same agent beating again. */
   | { kind: 'refreshed' }
   /** Another boot or another host now speaks for this node id. */
@@ -110,6 +114,23 @@ export type HeartbeatVerdict =
 /** The oldest receive time that is still live at `nowMs`: silent for 30 s is live, longer is not. */
 export function liveSince(nowMs: number): number {
   return nowMs - NODE_STALE_AFTER_MS;
+}
+
+/** Whether the node was heard from at or after `notBeforeMs` (see liveSince). */
+export function isLive(state: Pick<NodeState, 'received_at_ms'>, notBeforeMs: number): boolean {
+  return state.received_at_ms >= notBeforeMs;
+}
+
+/**
+ * Whether a node that drops out (silent for more than 30 s) is kept, out of every node listing
+ * and of placement, for its VMs: when it listed any. Its agent may be stopped while its QEMU
+ * processes run on (systemctl stop leaves them), so its last-reported VMs stay listed (GET
+ * /v1/vms), each with its node, until the node heartbeats again (which replaces them, as every
+ * heartbeat does), they are forgotten one by one (forgetSilentVm), or SILENT_NODES_KEPT newer
+ * silent nodes push it out. A node that listed none is dropped whole.
+ */
+export function keepsVmsWhenSilent(state: Pick<NodeState, 'vms'>): boolean {
+  return state.vms.length > 0;
 }
 
 /**
@@ -304,11 +325,18 @@ export interface RamHoldRequest {
  * Pure, because a store may decide again when another writer came first. Every change to a
  * stored node is one of the NodeChanges below, passed to NodesRepository.update.
  */
-export type NodeChange<T> = (stored: NodeState | undefined) => { next?: NodeState; result: T };
+export type NodeChange<T> = (stored: NodeState | undefined) => {
+  next?: NodeState;
+  /** The store forgets the node altogether (`next` is then ignored). */
+  remove?: boolean;
+  result: T;
+};
 
 /**
  * A heartbeat replaces the stored state unless it is out of order; the verdict says which.
- * Received at `receivedAtMs` (Clock.now) and `receivedAtWallMs` (Clock.wallNow).
+ * Received at `receivedAtMs` (Clock.now) and `receivedAtWallMs` (Clock.wallNow). A node stored
+ * but silent for more than 30 s (not swept yet, or kept for its VMs) had dropped out: the
+ * heartbeat enrolls it anew, and nothing of the stored state carries over.
  */
 export function acceptHeartbeat(
   heartbeat: NodeHeartbeat,
@@ -316,6 +344,12 @@ export function acceptHeartbeat(
   receivedAtWallMs = receivedAtMs,
 ): NodeChange<HeartbeatVerdict> {
   return (stored) => {
+    if (stored && !isLive(stored, liveSince(receivedAtMs))) {
+      const next = nodeStateFromHeartbeat(heartbeat, receivedAtMs, undefined, receivedAtWallMs);
+      if (!keepsVmsWhenSilent(stored)) return { next, result: { kind: 'joined' } };
+      const silent = { vms: stored.vms.length, last_heartbeat_wall_ms: stored.received_at_wall_ms };
+      return { next, result: { kind: 'joined', silent } };
+    }
     const verdict = judgeHeartbeat(stored, heartbeat, receivedAtMs);
     return {
       next:
@@ -398,6 +432,42 @@ export function noteDispatchFailure(reason: string, nowMs: number): NodeChange<v
       dispatch_failures: withDispatchFailure(state.dispatch_failures ?? undefined, reason, nowMs),
     }),
   );
+}
+
+/**
+ * What forgetting a VM of a silent node did: `forgotten` (the record is gone; the node too
+ * once it has no VM left), `node-live` (the node heartbeats again: its agent can be asked to
+ * destroy the VM instead), `unknown` (no such VM on the node, or no such node).
+ */
+export type ForgetOutcome = 'forgotten' | 'node-live' | 'unknown';
+
+/**
+ * Forgets a VM of a node silent since before `notBeforeMs` (liveSince of now): for a machine
+ * gone for good, whose agent will never be back to destroy it. Nothing is stopped anywhere.
+ */
+export function forgetSilentVm(vmId: string, notBeforeMs: number): NodeChange<ForgetOutcome> {
+  return (stored) => {
+    if (!stored) return { result: 'unknown' };
+    if (isLive(stored, notBeforeMs)) return { result: 'node-live' };
+    const vms = stored.vms.filter((vm) => vm.vm_id !== vmId);
+    if (vms.length === stored.vms.length) return { result: 'unknown' };
+    if (vms.length === 0) return { remove: true, result: 'forgotten' };
+    return { next: withRecord({ ...stored, vms }), result: 'forgotten' };
+  };
+}
+
+/**
+ * Of the nodes kept silent, those beyond the newest `keep` (by their last heartbeat, oldest
+ * first): what a store forgets so that what it keeps stays bounded.
+ */
+export function silentBeyond<S extends Pick<NodeState, 'received_at_ms' | 'node_id'>>(
+  silent: readonly S[],
+  keep: number,
+): S[] {
+  if (silent.length <= keep) return [];
+  return [...silent]
+    .sort((a, b) => a.received_at_ms - b.received_at_ms || (a.node_id < b.node_id ? -1 : 1))
+    .slice(0, silent.length - keep);
 }
 
 /** A hold the sweep ended because its deadline passed before any heartbeat listed its VM. */

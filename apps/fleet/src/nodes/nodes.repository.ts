@@ -14,8 +14,22 @@ export abstract class NodesRepository {
 
   abstract findLive(nodeId: string, notBeforeMs: number): Promise<NodeState | undefined>;
 
-  /** Removes every node older than `notBeforeMs` and returns what it removed. */
+  /**
+   * Every node stored, whatever its age: the live ones, those silent for longer but not swept
+   * yet, and those kept silent for their VMs (see keepsVmsWhenSilent). What lists VMs reads.
+   */
+  abstract listAll(): Promise<NodeState[]>;
+
+  /**
+   * Drops every node older than `notBeforeMs` out of the live reads and returns them: a node
+   * keepsVmsWhenSilent keeps stays stored, silent (listAll, update), the others are removed.
+   */
   abstract dropStale(notBeforeMs: number): Promise<NodeState[]>;
+
+  /**
+   * Forgets the nodes kept silent beyond the newest `keep` (see silentBeyond) and returns them.
+   */
+  abstract forgetSilentBeyond(keep: number): Promise<NodeState[]>;
 
   /**
    * Ids of the stored nodes holding RAM whose deadline is at or before `nowMs` (see
@@ -24,9 +38,11 @@ export abstract class NodesRepository {
   abstract nodesWithExpiredHolds(nowMs: number): Promise<string[]>;
 
   /**
-   * Gives `decide` the node's stored state (stale or not; undefined when there is none),
-   * stores the `next` it returns (if any) and answers its `result`, atomically: no other
-   * write to the node lands in between. `decide` may be called again when one did.
+   * Gives `decide` the node's stored state (stale, or kept silent, or not; undefined when
+   * there is none), stores the `next` it returns (if any; none at all with `remove`) and
+   * answers its `result`, atomically: no other write to the node lands in between. `decide`
+   * may be called again when one did. A node kept silent stays so unless `next` was received
+   * later (a heartbeat): the other changes leave it out of the live reads.
    */
   abstract update<T>(nodeId: string, decide: NodeChange<T>): Promise<T>;
 }

@@ -6,8 +6,11 @@ import {
   HeartbeatAnswer,
   NodeHeartbeat,
   NodeRecord,
+  NodeState,
+  SILENT_NODES_KEPT,
   acceptHeartbeat,
   endExpiredHolds,
+  keepsVmsWhenSilent,
   liveSince,
   toRfc3339,
 } from '@app/fleet-domain';
@@ -56,7 +59,9 @@ export class NodesService {
     const id = heartbeat.node_id;
     switch (verdict.kind) {
       case 'joined':
-        this.logger.log(`node ${id} joined from ${describeSpeaker(heartbeat)}`);
+        this.logger.log(
+          `node ${id} joined from ${describeSpeaker(heartbeat)}${verdict.silent ? `; silent since its heartbeat of ${toRfc3339(verdict.silent.last_heartbeat_wall_ms)}, its ${verdict.silent.vms} VM(s) kept meanwhile are replaced by the ${heartbeat.vms.length} it reports` : ''}`,
+        );
         break;
       case 'taken-over':
         this.noteTakeOver(heartbeat, verdict.previous, receivedAtMs);
@@ -158,7 +163,14 @@ export class NodesService {
     const dropped = await this.nodes.dropStale(liveSince(now));
     for (const state of dropped.slice(0, DROP_LINES_PER_SWEEP)) {
       const silentS = ((now - state.received_at_ms) / 1000).toFixed(1);
-      this.logger.log(`node ${state.node_id} dropped after ${silentS} s without a heartbeat`);
+      const line = `node ${state.node_id} dropped after ${silentS} s without a heartbeat`;
+      if (!keepsVmsWhenSilent(state)) this.logger.log(line);
+      else this.logger.warn(`${line}; ${describeSilentVms(state)}`);
+    }
+    for (const state of await this.nodes.forgetSilentBeyond(SILENT_NODES_KEPT)) {
+      this.logger.warn(
+        `node ${state.node_id}: forgot its ${state.vms.length} VM(s) kept since its last heartbeat (${toRfc3339(state.received_at_wall_ms)}): more than ${SILENT_NODES_KEPT} silent nodes are kept, the longest silent go first; they are listed again when its agent heartbeats`,
+      );
     }
     this.metrics.observeSweep((performance.now() - startedAt) / 1000, dropped.length);
     for (const conflict of this.conflicts.endQuiet(now)) {
@@ -192,6 +204,13 @@ export class NodesService {
       }
     }
   }
+}
+
+/** What becomes of a silent node's VMs, and what the operator can do. */
+function describeSilentVms(state: NodeState): string {
+  const shown = state.vms.slice(0, 3).map((vm) => vm.vm_id);
+  const more = state.vms.length > shown.length ? `, ${state.vms.length - shown.length} more` : '';
+  return `its ${state.vms.length} VM(s) (${shown.join(', ')}${more}) may still run, unmanaged: they stay listed in GET /v1/vms with node_id ${state.node_id} until its agent heartbeats again (start it with the same VM_NODE_ID and VM_DISK_DIR), and a machine gone for good has each forgotten with DELETE /v1/vms/<vm_id>?forget=true`;
 }
 
 function byNodeId(a: NodeRecord, b: NodeRecord): number {

@@ -22,6 +22,7 @@ import { BODY_ERRORS, ErrorCase, RequiresToken, invalidInput } from '@app/daemon
 import type { Response } from 'express';
 import {
   CreateVmRequest,
+  DeleteVmQuery,
   EXAMPLE_NODE_ID,
   EXAMPLE_VM_ID,
   FleetVm,
@@ -42,6 +43,7 @@ import {
   NodeRefusedVmError,
   PlacementRefusedError,
   VmNotFoundError,
+  VmOnSilentNodeError,
 } from './vms.errors';
 import { VMS_ERROR_STATUSES } from './vms.error-statuses';
 import { VmsService } from './vms.service';
@@ -76,9 +78,9 @@ export class VmsController {
   @Get()
   @ApiOperation({
     operationId: 'listVms',
-    summary: 'VMs on live nodes, optionally of one tenant',
+    summary: 'VMs on the nodes, optionally of one tenant',
     description:
-      "Every VM the live nodes reported in their last heartbeat (and those created since). There is no GET of one VM by id: filter this list. A node's VMs leave the list with the node when it falls silent.",
+      'Every VM the live nodes reported in their last heartbeat (and those created since). There is no GET of one VM by id: filter this list. A node that falls silent (its agent stopped or cut off) leaves every node listing after 30 s, but its VMs, which may still run, stay listed as it last reported them, with node_silent_since, until it heartbeats again (which replaces them) or each is forgotten (DELETE with ?forget=true).',
   })
   @ApiOkResponse({
     type: [FleetVm],
@@ -205,9 +207,12 @@ export class VmsController {
     operationId: 'deleteVm',
     summary: "Have the owning node's agent destroy a VM",
     description:
-      'Finds the live node that lists the VM and asks its agent to destroy it (QEMU stopped, runtime files removed); the VM then leaves the listing. When the agent cannot be reached the record is kept and the answer is 502, so the delete can be retried.',
+      "Finds the node that lists the VM and asks its agent to destroy it (QEMU stopped, runtime files removed); the VM then leaves the listing. When the agent cannot be reached the record is kept and the answer is 502, so the delete can be retried. When the node has dropped out (silent for more than 30 s: its agent stopped or cut off), no agent can be asked: 409, the record kept, until the node's agent is started again; ?forget=true forgets the record of such a VM instead (a machine gone for good), stopping nothing.",
   })
-  @ApiNoContentResponse({ description: 'Destroyed (or already gone from its agent).' })
+  @ApiNoContentResponse({
+    description:
+      'Destroyed (or already gone from its agent); with ?forget=true, a VM of a node that dropped out forgotten.',
+  })
   @ApiFleetStateErrors(
     VMS_ERROR_STATUSES,
     invalidInput(
@@ -215,13 +220,28 @@ export class VmsController {
       'vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
     ),
     {
+      name: 'invalid-forget',
+      when: 'forget is neither true nor false.',
+      error: new BadRequestException('forget must be one of the following values: true, false'),
+    },
+    {
       name: 'vm-not-found',
-      when: 'No live node lists a VM with this id.',
+      when: 'No node lists a VM with this id.',
       error: new VmNotFoundError(EXAMPLE_VM_ID),
+    },
+    {
+      name: 'node-silent',
+      when: "The VM's node has dropped out (silent for more than 30 s): no agent can destroy it, and its QEMU may still run. The record is kept.",
+      error: new VmOnSilentNodeError(
+        EXAMPLE_VM_ID,
+        EXAMPLE_NODE_ID,
+        '2026-08-06T12:00:00.000Z',
+        312,
+      ),
     },
     agentUnreachable("The node's agent could not be reached, or did not answer within 10 s."),
   )
-  deleteVm(@Param() { vm_id }: VmIdParams): Promise<void> {
-    return this.vms.deleteVm(vm_id);
+  deleteVm(@Param() { vm_id }: VmIdParams, @Query() { forget }: DeleteVmQuery): Promise<void> {
+    return this.vms.deleteVm(vm_id, forget === 'true');
   }
 }

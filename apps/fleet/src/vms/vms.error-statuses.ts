@@ -6,11 +6,13 @@ import {
   NodeRefusedVmError,
   PlacementRefusedError,
   VmNotFoundError,
+  VmOnSilentNodeError,
 } from './vms.errors';
 
 /** The vms feature's errors and their statuses; the app's table gathers every feature's. */
 export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
   [VmNotFoundError, 404],
+  [VmOnSilentNodeError, 409],
   [
     PlacementRefusedError,
     (error) => ((error as PlacementRefusedError).reason === 'preferred-node-unfit' ? 422 : 503),

@@ -14,6 +14,23 @@ export class VmNotFoundError extends Error {
   }
 }
 
+/**
+ * The VM's node dropped out (its agent stopped or cut off): no agent can be asked to destroy
+ * it, and its QEMU may still run. The record stays until the node heartbeats again.
+ */
+export class VmOnSilentNodeError extends Error {
+  constructor(
+    readonly vmId: string,
+    readonly nodeId: string,
+    lastHeartbeat: string,
+    silentForS: number,
+  ) {
+    super(
+      `vm ${vmId} is on node ${nodeId}, silent since ${lastHeartbeat} (${silentForS.toFixed(0)} s): no agent can destroy it, and its QEMU may still run. Start the node's agent again with the same VM_NODE_ID and VM_DISK_DIR, then delete again; if the machine is gone for good, DELETE /v1/vms/${vmId}?forget=true forgets the record (stopping nothing)`,
+    );
+  }
+}
+
 /** The client's Idempotency-Key already made a VM from another request body. */
 export class IdempotencyKeyReusedError extends Error {
   constructor() {

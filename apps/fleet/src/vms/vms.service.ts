@@ -9,7 +9,9 @@ import {
   NodeState,
   RAM_HOLD_MARGIN_MS,
   findEarlierCreate,
+  forgetSilentVm,
   holdRam,
+  isLive,
   keyHashOf,
   liveSince,
   noteDispatchFailure,
@@ -20,6 +22,7 @@ import {
   removeVm,
   shortened,
   shownVm,
+  toRfc3339,
   vmRecordOf,
 } from '@app/fleet-domain';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
@@ -39,6 +42,7 @@ import {
   NodeRefusedVmError,
   PlacementRefusedError,
   VmNotFoundError,
+  VmOnSilentNodeError,
 } from './vms.errors';
 
 /** Placement is retried when a concurrent create took the chosen node's RAM first. */
@@ -106,10 +110,22 @@ export class VmsService {
     private readonly createSettings: VmCreateSettings = new VmCreateSettings(),
   ) {}
 
+  /**
+   * The VMs of every node stored: those of live nodes, and the last reported ones of nodes
+   * that dropped out while listing VMs (marked with node_silent_since), which may still run.
+   */
   async listVms(tenantId?: string): Promise<FleetVm[]> {
-    const live = await this.nodes.listLive(liveSince(this.clock.now()));
-    const vms = live.flatMap((node) => node.vms.map((vm) => shownVm(vm, node.node_id)));
-    return tenantId === undefined ? vms : vms.filter((vm) => vm.tenant_id === tenantId);
+    const notBefore = liveSince(this.clock.now());
+    const vms: FleetVm[] = [];
+    for (const node of await this.nodes.listAll()) {
+      const silentSince = isLive(node, notBefore) ? undefined : toRfc3339(node.received_at_wall_ms);
+      for (const vm of node.vms) {
+        if (tenantId === undefined || vm.tenant_id === tenantId) {
+          vms.push(shownVm(vm, node.node_id, silentSince));
+        }
+      }
+    }
+    return vms;
   }
 
   /**
@@ -140,11 +156,33 @@ export class VmsService {
     }
   }
 
-  /** Tells the owning agent to destroy the VM; the record stays when the agent cannot be reached. */
-  async deleteVm(vmId: string): Promise<void> {
-    const live = await this.nodes.listLive(liveSince(this.clock.now()));
-    const owner = live.find((node) => node.vms.some((vm) => vm.vm_id === vmId));
+  /**
+   * Tells the owning agent to destroy the VM; the record stays when the agent cannot be
+   * reached. A VM whose node dropped out has no agent to ask: a 409 that says what to do, or
+   * with `forget` (a machine gone for good) its record is forgotten, nothing stopped.
+   */
+  async deleteVm(vmId: string, forget = false): Promise<void> {
+    const now = this.clock.now();
+    const notBefore = liveSince(now);
+    const listing = await this.nodes.listAll();
+    const lists = (node: NodeState) => node.vms.some((vm) => vm.vm_id === vmId);
+    // A live node's report is the fresher one, should a silent node list the VM too.
+    const owner =
+      listing.find((node) => isLive(node, notBefore) && lists(node)) ?? listing.find(lists);
     if (!owner) throw new VmNotFoundError(vmId);
+    if (!isLive(owner, notBefore)) {
+      const lastHeartbeat = toRfc3339(owner.received_at_wall_ms);
+      const silentForS = (now - owner.received_at_ms) / 1000;
+      if (!forget) throw new VmOnSilentNodeError(vmId, owner.node_id, lastHeartbeat, silentForS);
+      const outcome = await this.nodes.update(owner.node_id, forgetSilentVm(vmId, notBefore));
+      // Back meanwhile: its agent is asked, as for any live node.
+      if (outcome === 'node-live') return this.deleteVm(vmId);
+      if (outcome === 'unknown') throw new VmNotFoundError(vmId);
+      this.logger.warn(
+        `vm ${vmId} on node ${owner.node_id} forgotten on request (?forget=true): its node is silent since ${lastHeartbeat}; nothing was stopped, so if that machine comes back its agent lists the VM again`,
+      );
+      return;
+    }
     const outcome = await this.vmHost.destroy(owner, vmId);
     await this.nodes.update(owner.node_id, removeVm(vmId));
     this.logger.log(
@@ -215,15 +253,20 @@ export class VmsService {
    */
   private async createKeyed(request: CreateVmRequest, spawnKey: string): Promise<CreatedVm> {
     const now = this.clock.now();
-    const live = await this.nodes.listLive(liveSince(now));
-    const earlier = findEarlierCreate(live, keyHashOf(spawnKey), now);
+    const notBefore = liveSince(now);
+    // Silent nodes too: a VM made for the key on a node that dropped out is still that VM.
+    const stored = await this.nodes.listAll();
+    const earlier = findEarlierCreate(stored, keyHashOf(spawnKey), now);
     if (!earlier) return this.placeAndDispatch(request, spawnKey);
     if (earlier.spawn_key !== spawnKey) throw new IdempotencyKeyReusedError();
     if (earlier.kind === 'vm') {
       this.logger.log(
         `vm ${earlier.vm.vm_id} on node ${earlier.node.node_id} answered again for a retried create with the same Idempotency-Key`,
       );
-      return { vm: shownVm(earlier.vm, earlier.node.node_id), replayed: true };
+      const silentSince = isLive(earlier.node, notBefore)
+        ? undefined
+        : toRfc3339(earlier.node.received_at_wall_ms);
+      return { vm: shownVm(earlier.vm, earlier.node.node_id, silentSince), replayed: true };
     }
     const created = await this.dispatch(
       { node: earlier.node, holdId: earlier.hold_id, ownHold: false },

@@ -88,8 +88,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * VMs on live nodes, optionally of one tenant
-     * @description Every VM the live nodes reported in their last heartbeat (and those created since). There is no GET of one VM by id: filter this list. A node's VMs leave the list with the node when it falls silent.
+     * VMs on the nodes, optionally of one tenant
+     * @description Every VM the live nodes reported in their last heartbeat (and those created since). There is no GET of one VM by id: filter this list. A node that falls silent (its agent stopped or cut off) leaves every node listing after 30 s, but its VMs, which may still run, stay listed as it last reported them, with node_silent_since, until it heartbeats again (which replaces them) or each is forgotten (DELETE with ?forget=true).
      */
     get: operations['listVms'];
     put?: never;
@@ -116,7 +116,7 @@ export interface paths {
     post?: never;
     /**
      * Have the owning node's agent destroy a VM
-     * @description Finds the live node that lists the VM and asks its agent to destroy it (QEMU stopped, runtime files removed); the VM then leaves the listing. When the agent cannot be reached the record is kept and the answer is 502, so the delete can be retried.
+     * @description Finds the node that lists the VM and asks its agent to destroy it (QEMU stopped, runtime files removed); the VM then leaves the listing. When the agent cannot be reached the record is kept and the answer is 502, so the delete can be retried. When the node has dropped out (silent for more than 30 s: its agent stopped or cut off), no agent can be asked: 409, the record kept, until the node's agent is started again; ?forget=true forgets the record of such a VM instead (a machine gone for good), stopping nothing.
      */
     delete: operations['deleteVm'];
     options?: never;
@@ -165,6 +165,12 @@ export interface components {
        * @example example-node-01
        */
       node_id: string;
+      /**
+       * Format: date-time
+       * @description Only when the VM's node has dropped out (silent for more than 30 s): the node's last heartbeat (RFC 3339). The VM is as that heartbeat reported it, and nothing manages it: its agent is stopped or cut off, while its QEMU may still run. It stays listed until the node heartbeats again (which replaces its VMs); DELETE answers 409 meanwhile, or forgets the record with ?forget=true.
+       * @example 2026-08-06T12:00:00.000Z
+       */
+      node_silent_since?: string;
       /** @example 2048 */
       ram_alloc_mb: number;
       /**
@@ -801,7 +807,13 @@ export interface operations {
   };
   deleteVm: {
     parameters: {
-      query?: never;
+      query?: {
+        /**
+         * @description true: for a VM whose node has dropped out for good (the machine is gone), forget its record without asking any agent; nothing is stopped anywhere. A VM of a live node is deleted as without it (its agent destroys it). false, or absent: a VM whose node has dropped out is a 409 and stays listed.
+         * @example true
+         */
+        forget?: 'true' | 'false';
+      };
       header?: never;
       path: {
         /** @example vm-0123456789abcdef */
@@ -811,26 +823,22 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Destroyed (or already gone from its agent). */
+      /** @description Destroyed (or already gone from its agent); with ?forget=true, a VM of a node that dropped out forgotten. */
       204: {
         headers: {
           [name: string]: unknown;
         };
         content?: never;
       };
-      /** @description vm_id is not a fleet id. */
+      /**
+       * @description - vm_id is not a fleet id.
+       *     - forget is neither true nor false.
+       */
       400: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          /**
-           * @example {
-           *       "error": "Bad Request",
-           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
-           *       "statusCode": 400
-           *     }
-           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
@@ -846,7 +854,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description No live node lists a VM with this id. */
+      /** @description No node lists a VM with this id. */
       404: {
         headers: {
           [name: string]: unknown;
@@ -857,6 +865,22 @@ export interface operations {
            *       "error": "Not Found",
            *       "message": "vm vm-0123456789abcdef is not listed on any live node",
            *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The VM's node has dropped out (silent for more than 30 s): no agent can destroy it, and its QEMU may still run. The record is kept. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "vm vm-0123456789abcdef is on node example-node-01, silent since 2026-08-06T12:00:00.000Z (312 s): no agent can destroy it, and its QEMU may still run. Start the node's agent again with the same VM_NODE_ID and VM_DISK_DIR, then delete again; if the machine is gone for good, DELETE /v1/vms/vm-0123456789abcdef?forget=true forgets the record (stopping nothing)",
+           *       "statusCode": 409
            *     }
            */
           'application/json': components['schemas']['ErrorBody'];

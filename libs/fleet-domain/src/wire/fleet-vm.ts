@@ -17,6 +17,16 @@ export class FleetVm extends VmRecord {
   })
   @IsFleetId()
   node_id!: string;
+
+  @ApiProperty({
+    required: false,
+    type: 'string',
+    format: 'date-time',
+    example: '2026-08-06T12:00:00.000Z',
+    description:
+      "Only when the VM's node has dropped out (silent for more than 30 s): the node's last heartbeat (RFC 3339). The VM is as that heartbeat reported it, and nothing manages it: its agent is stopped or cut off, while its QEMU may still run. It stays listed until the node heartbeats again (which replaces its VMs); DELETE answers 409 meanwhile, or forgets the record with ?forget=true.",
+  })
+  node_silent_since?: string;
 }
 
 /** The VmRecord fields of `vm` alone, never what the controller keeps beside (the spawn key). */
@@ -38,7 +48,12 @@ export function vmRecordOf(vm: VmRecord): VmRecord {
   return record;
 }
 
-/** The VM an answer shows: its VmRecord fields and the node it runs on. */
-export function shownVm(vm: VmRecord, nodeId: string): FleetVm {
-  return { ...vmRecordOf(vm), node_id: nodeId };
+/**
+ * The VM an answer shows: its VmRecord fields and the node it runs on, and, for a node that
+ * dropped out, when it was last heard from (RFC 3339).
+ */
+export function shownVm(vm: VmRecord, nodeId: string, nodeSilentSince?: string): FleetVm {
+  const shown: FleetVm = { ...vmRecordOf(vm), node_id: nodeId };
+  if (nodeSilentSince !== undefined) shown.node_silent_since = nodeSilentSince;
+  return shown;
 }

@@ -1,5 +1,5 @@
 import { ApiProperty } from './openapi-decorators';
-import { IsOptional, IsString } from 'class-validator';
+import { IsIn, IsOptional, IsString } from 'class-validator';
 import { ID_SCHEMA, IsFleetId } from '../ids';
 import { EXAMPLE_NODE_ID, EXAMPLE_TENANT_ID, EXAMPLE_VM_ID } from './examples';
 
@@ -13,6 +13,20 @@ export class VmIdParams {
   @ApiProperty({ example: EXAMPLE_VM_ID, ...ID_SCHEMA })
   @IsFleetId()
   vm_id!: string;
+}
+
+export class DeleteVmQuery {
+  @ApiProperty({
+    required: false,
+    enum: ['true', 'false'],
+    example: 'true',
+    description:
+      'true: for a VM whose node has dropped out for good (the machine is gone), forget its record without asking any agent; nothing is stopped anywhere. A VM of a live node is deleted as without it (its agent destroys it). false, or absent: a VM whose node has dropped out is a 409 and stays listed.',
+  })
+  @IsOptional()
+  @IsString()
+  @IsIn(['true', 'false'])
+  forget?: 'true' | 'false';
 }
 
 export class TenantQuery {

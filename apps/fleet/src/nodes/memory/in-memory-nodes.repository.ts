@@ -1,5 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { NodeChange, NodeRecord, NodeState, earliestHoldDeadline } from '@app/fleet-domain';
+import {
+  NodeChange,
+  NodeRecord,
+  NodeState,
+  earliestHoldDeadline,
+  keepsVmsWhenSilent,
+  silentBeyond,
+} from '@app/fleet-domain';
 import { NodesRepository } from '../nodes.repository';
 
 /** Nodes examined per slice of a sweep before the event loop gets a turn. */
@@ -9,6 +16,8 @@ const SWEEP_SLICE = 5_000;
 @Injectable()
 export class InMemoryNodesRepository extends NodesRepository {
   private readonly nodes = new Map<string, NodeState>();
+  /** Nodes dropped out while listing VMs, kept for those (see keepsVmsWhenSilent). */
+  private readonly silent = new Map<string, NodeState>();
   /** Nodes holding RAM, so the sweep looks at these only. */
   private readonly holding = new Set<string>();
 
@@ -28,6 +37,10 @@ export class InMemoryNodesRepository extends NodesRepository {
     return Promise.resolve(records);
   }
 
+  listAll(): Promise<NodeState[]> {
+    return Promise.resolve([...this.nodes.values(), ...this.silent.values()]);
+  }
+
   findLive(nodeId: string, notBeforeMs: number): Promise<NodeState | undefined> {
     return Promise.resolve(this.live(nodeId, notBeforeMs));
   }
@@ -44,11 +57,18 @@ export class InMemoryNodesRepository extends NodesRepository {
       if (state.received_at_ms < notBeforeMs) {
         this.nodes.delete(nodeId);
         this.holding.delete(nodeId);
+        if (keepsVmsWhenSilent(state)) this.silent.set(nodeId, state);
         dropped.push(state);
       }
       if (++examined % SWEEP_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
     }
     return dropped;
+  }
+
+  forgetSilentBeyond(keep: number): Promise<NodeState[]> {
+    const forgotten = silentBeyond([...this.silent.values()], keep);
+    for (const state of forgotten) this.silent.delete(state.node_id);
+    return Promise.resolve(forgotten);
   }
 
   nodesWithExpiredHolds(nowMs: number): Promise<string[]> {
@@ -66,8 +86,16 @@ export class InMemoryNodesRepository extends NodesRepository {
    */
   update<T>(nodeId: string, decide: NodeChange<T>): Promise<T> {
     return new Promise((resolve) => {
-      const { next, result } = decide(this.nodes.get(nodeId));
-      if (next) {
+      const silent = this.nodes.has(nodeId) ? undefined : this.silent.get(nodeId);
+      const { next, remove, result } = decide(this.nodes.get(nodeId) ?? silent);
+      if (remove) {
+        this.nodes.delete(nodeId);
+        this.silent.delete(nodeId);
+        this.holding.delete(nodeId);
+      } else if (next && silent && next.received_at_ms === silent.received_at_ms) {
+        this.silent.set(nodeId, next);
+      } else if (next) {
+        this.silent.delete(nodeId);
         this.nodes.set(nodeId, next);
         if (earliestHoldDeadline(next) === null) this.holding.delete(nodeId);
         else this.holding.add(nodeId);

@@ -25,6 +25,11 @@ const INDEX = `${PREFIX}nodes`;
 const VERSIONS = `${PREFIX}version`;
 /** Sorted set of the ids of nodes holding RAM, by their earliest hold deadline: what the sweep ends. */
 const HOLD_DEADLINES = `${PREFIX}hold-deadlines`;
+/**
+ * Sorted set of the ids of nodes dropped out while listing VMs, by their last receive time:
+ * their keys are kept, with no expiry, for those VMs (see keepsVmsWhenSilent).
+ */
+const SILENT = `${PREFIX}silent-nodes`;
 const nodeKey = (nodeId: string) => `${PREFIX}node:${nodeId}`;
 /** A node key outlives any live node, so keys nobody sweeps (every controller down) vanish. */
 const NODE_KEY_TTL_MS = 2 * NODE_STALE_AFTER_MS;
@@ -44,6 +49,12 @@ local current = redis.call('GET', KEYS[1])
 local version = current and string.match(current, '^(%d+)\\n') or ''
 if version ~= ARGV[1] then return 0 end
 local next = redis.call('INCR', KEYS[3])
+local silentAt = redis.call('ZSCORE', KEYS[5], ARGV[4])
+if silentAt and tonumber(silentAt) == tonumber(ARGV[3]) then
+  redis.call('SET', KEYS[1], next .. '\\n' .. ARGV[2])
+  return next
+end
+redis.call('ZREM', KEYS[5], ARGV[4])
 redis.call('SET', KEYS[1], next .. '\\n' .. ARGV[2], 'PX', ARGV[5])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 if ARGV[6] == '' then
@@ -52,6 +63,32 @@ else
   redis.call('ZADD', KEYS[4], ARGV[6], ARGV[4])
 end
 return next`;
+
+/** Forgets a node altogether, if its key is still at version ARGV[1]. */
+const REMOVE = `
+local current = redis.call('GET', KEYS[1])
+local version = current and string.match(current, '^(%d+)\\n') or ''
+if version ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[2])
+redis.call('ZREM', KEYS[3], ARGV[2])
+redis.call('ZREM', KEYS[4], ARGV[2])
+return 1`;
+
+/** Every node stored, live or silent, in one consistent snapshot. */
+const LIST_ALL = `
+local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
+for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do ids[#ids + 1] = id end
+local found = {}
+for first = 1, #ids, 500 do
+  local keys = {}
+  for i = first, math.min(first + 499, #ids) do keys[#keys + 1] = ARGV[1] .. ids[i] end
+  local values = redis.call('MGET', unpack(keys))
+  for i = 1, #keys do
+    if values[i] then found[#found + 1] = values[i] end
+  end
+end
+return found`;
 
 /**
  * Every node heard from since ARGV[1], in one consistent snapshot; with ARGV[3] = 'records',
@@ -79,19 +116,47 @@ local score = redis.call('ZSCORE', KEYS[2], ARGV[2])
 if not score or tonumber(score) < tonumber(ARGV[1]) then return false end
 return redis.call('GET', KEYS[1])`;
 
-/** Removes up to ARGV[3] records heard from before ARGV[1]; returns them. */
+/**
+ * Drops up to ARGV[3] nodes heard from before ARGV[1] out of the live index, and returns them.
+ * One whose record counts VMs is kept, with no expiry, in the silent set (keepsVmsWhenSilent:
+ * vm_count is the number of its VMs); the others are removed.
+ */
 const DROP_STALE = `
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, ARGV[3])
+local stale = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'WITHSCORES', 'LIMIT', 0, ARGV[3])
 local dropped = {}
-for i = 1, #ids do
-  local key = ARGV[2] .. ids[i]
+for i = 1, #stale, 2 do
+  local id = stale[i]
+  local key = ARGV[2] .. id
   local value = redis.call('GET', key)
-  if value then dropped[#dropped + 1] = value end
-  redis.call('DEL', key)
-  redis.call('ZREM', KEYS[1], ids[i])
-  redis.call('ZREM', KEYS[2], ids[i])
+  local kept = false
+  if value then
+    dropped[#dropped + 1] = value
+    local ok, record = pcall(cjson.decode, string.match(value, '^%d+\\n([^\\n]*)\\n') or '')
+    if ok and type(record) == 'table' and type(record.vm_count) == 'number' and record.vm_count > 0 then
+      kept = true
+      redis.call('PERSIST', key)
+      redis.call('ZADD', KEYS[3], stale[i + 1], id)
+    end
+  end
+  if not kept then redis.call('DEL', key) end
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('ZREM', KEYS[2], id)
 end
 return dropped`;
+
+/** Forgets the nodes kept silent beyond the newest ARGV[1] (oldest first), and returns them. */
+const FORGET_SILENT = `
+local excess = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[1])
+if excess <= 0 then return {} end
+local forgotten = {}
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, excess - 1)) do
+  local key = ARGV[2] .. id
+  local value = redis.call('GET', key)
+  if value then forgotten[#forgotten + 1] = value end
+  redis.call('DEL', key)
+  redis.call('ZREM', KEYS[1], id)
+end
+return forgotten`;
 
 /**
  * Up to ARGV[3] ids of nodes with a hold due at ARGV[1]; entries whose node is gone (its key
@@ -114,6 +179,9 @@ type FleetRedis = Redis & {
   fleetListLive(...args: Array<string | number>): Promise<string[]>;
   fleetFindLive(...args: Array<string | number>): Promise<string | null>;
   fleetDropStale(...args: Array<string | number>): Promise<string[]>;
+  fleetRemove(...args: Array<string | number>): Promise<number>;
+  fleetListAll(...args: Array<string | number>): Promise<string[]>;
+  fleetForgetSilent(...args: Array<string | number>): Promise<string[]>;
   fleetHoldsDue(...args: Array<string | number>): Promise<string[]>;
 };
 
@@ -131,10 +199,13 @@ export class RedisNodesRepository extends NodesRepository {
   constructor(private readonly connection: RedisConnection) {
     super();
     const client = connection.client;
-    client.defineCommand('fleetPut', { numberOfKeys: 4, lua: PUT });
+    client.defineCommand('fleetPut', { numberOfKeys: 5, lua: PUT });
+    client.defineCommand('fleetRemove', { numberOfKeys: 4, lua: REMOVE });
+    client.defineCommand('fleetListAll', { numberOfKeys: 2, lua: LIST_ALL });
+    client.defineCommand('fleetForgetSilent', { numberOfKeys: 1, lua: FORGET_SILENT });
     client.defineCommand('fleetListLive', { numberOfKeys: 1, lua: LIST_LIVE });
     client.defineCommand('fleetFindLive', { numberOfKeys: 2, lua: FIND_LIVE });
-    client.defineCommand('fleetDropStale', { numberOfKeys: 2, lua: DROP_STALE });
+    client.defineCommand('fleetDropStale', { numberOfKeys: 3, lua: DROP_STALE });
     client.defineCommand('fleetHoldsDue', { numberOfKeys: 1, lua: HOLDS_DUE });
     this.redis = client as FleetRedis;
   }
@@ -153,6 +224,20 @@ export class RedisNodesRepository extends NodesRepository {
     return this.readable(records, decodeStoredRecord);
   }
 
+  async listAll(): Promise<NodeState[]> {
+    const stored = await this.connection.run(() =>
+      this.redis.fleetListAll(INDEX, SILENT, `${PREFIX}node:`),
+    );
+    return this.readable(stored, decodeStoredState);
+  }
+
+  async forgetSilentBeyond(keep: number): Promise<NodeState[]> {
+    const forgotten = await this.connection.run(() =>
+      this.redis.fleetForgetSilent(SILENT, keep, `${PREFIX}node:`),
+    );
+    return this.readable(forgotten, decodeStoredState);
+  }
+
   async findLive(nodeId: string, notBeforeMs: number): Promise<NodeState | undefined> {
     const stored = await this.connection.run(() =>
       this.redis.fleetFindLive(nodeKey(nodeId), INDEX, notBeforeMs, nodeId),
@@ -167,6 +252,7 @@ export class RedisNodesRepository extends NodesRepository {
         this.redis.fleetDropStale(
           INDEX,
           HOLD_DEADLINES,
+          SILENT,
           notBeforeMs,
           `${PREFIX}node:`,
           SWEEP_BATCH,
@@ -222,7 +308,14 @@ export class RedisNodesRepository extends NodesRepository {
       const { version, state } = decodeStoredNode(
         await this.connection.run(() => this.redis.get(key)),
       );
-      const { next, result } = decide(state);
+      const { next, remove, result } = decide(state);
+      if (remove) {
+        const removed = await this.connection.run(() =>
+          this.redis.fleetRemove(key, INDEX, HOLD_DEADLINES, SILENT, version, nodeId),
+        );
+        if (removed) return result;
+        continue;
+      }
       if (!next) return result;
       const deadline = earliestHoldDeadline(next);
       const written = await this.connection.run(() =>
@@ -231,6 +324,7 @@ export class RedisNodesRepository extends NodesRepository {
           INDEX,
           VERSIONS,
           HOLD_DEADLINES,
+          SILENT,
           version,
           encodeStoredNode(next),
           next.received_at_ms,
