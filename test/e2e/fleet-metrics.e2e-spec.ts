@@ -1,6 +1,8 @@
 import { Test } from '@nestjs/testing';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { Clock } from '@app/daemon';
 import { FLEET_APP_OPTIONS, configureFleetApp } from '../../apps/fleet/src/bootstrap';
 import { loadFleetConfig } from '../../apps/fleet/src/config/fleet.config';
@@ -107,6 +109,23 @@ describe('the controller with VM_FLEET_METRICS_ADDR', () => {
       joinedBefore + 1,
     );
     expect(sampleValue(after, 'ppn_fleet_nodes')).toBe(1);
+  });
+
+  it("exports each live node's series, read from the store at scrape time, and the build", async () => {
+    const body = JSON.stringify(heartbeat({ node_id: 'g1', ram_total_mb: 8192, reserved: true }));
+    expect((await postHeartbeat(fleet.api, body)).status).toBe(200);
+    const text = await scrape(fleet.metrics);
+    expect(sampleValue(text, 'ppn_fleet_node_ram_total_bytes{node_id="g1"}')).toBe(8192 * 2 ** 20);
+    expect(sampleValue(text, 'ppn_fleet_node_ram_available_bytes{node_id="g1"}')).toBe(
+      4096 * 2 ** 20,
+    );
+    expect(sampleValue(text, 'ppn_fleet_node_vms{node_id="g1",state="Running"}')).toBe(0);
+    expect(sampleValue(text, 'ppn_fleet_node_heartbeat_age_seconds{node_id="g1"}')).toBe(0);
+    expect(sampleValue(text, 'ppn_fleet_node_reserved{node_id="g1"}')).toBe(1);
+    const { version } = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8')) as {
+      version: string;
+    };
+    expect(sampleValue(text, `ppn_fleet_build_info{version="${version}"}`)).toBe(1);
   });
 
   it('refuses to start when the address is taken, naming the variable', async () => {
