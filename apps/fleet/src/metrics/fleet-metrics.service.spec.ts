@@ -1,4 +1,6 @@
 import { Logger } from '@nestjs/common';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as prometheus from 'prom-client';
 import { CreateVmRequest, NodeHeartbeat, VmRecord, VmState, holdRam } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
@@ -240,6 +242,17 @@ describe('FleetMetrics', () => {
     const text = await scraped();
     expect(sampleValue(text, 'ppn_fleet_build_info{version="1.2.3"}')).toBe(1);
     expect(text.match(/^ppn_fleet_build_info/gm)).toHaveLength(1);
+  });
+
+  it("names exactly its metrics in README's metrics table", async () => {
+    const readme = readFileSync(join(__dirname, '../../../../README.md'), 'utf8');
+    const documented = [
+      ...readme.matchAll(/^\| `(ppn_fleet_\w+)(?:\{[\w,]+\})?` \| (\w+) \|/gm),
+    ].map(([, name, type]) => [name, type]);
+    const declared = [...metricTypes(await scraped())].filter(([name]) =>
+      name.startsWith('ppn_fleet_'),
+    );
+    expect(Object.fromEntries(documented)).toEqual(Object.fromEntries(declared));
   });
 
   it('declares its metrics with their types, beside the default process metrics', async () => {

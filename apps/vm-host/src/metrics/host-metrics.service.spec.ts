@@ -60,6 +60,17 @@ describe('HostMetrics', () => {
     expect(sampleValue(text, `ppn_host_build_info{version="${version}"}`)).toBe(1);
   });
 
+  it("names exactly its metrics in README's metrics table", async () => {
+    const readme = readFileSync(join(__dirname, '../../../../README.md'), 'utf8');
+    const documented = [
+      ...readme.matchAll(/^\| `(ppn_host_\w+)(?:\{[\w,]+\})?` \| (\w+) \|/gm),
+    ].map(([, name, type]) => [name, type]);
+    const declared = [...metricTypes(await scraped())].filter(([name]) =>
+      name.startsWith('ppn_host_'),
+    );
+    expect(Object.fromEntries(documented)).toEqual(Object.fromEntries(declared));
+  });
+
   it('declares its metrics with their types, beside the default process metrics', async () => {
     const types = metricTypes(await scraped());
     expect(Object.fromEntries([...types].filter(([name]) => name.startsWith('ppn_')))).toEqual({
