@@ -189,7 +189,10 @@ export class VmHostConfig extends DaemonConfig {
   })
   sshPubkey?: string;
 
-  /** Sent on heartbeats, and required of the controller's calls; unset, the agent's API is open. */
+  /**
+   * Sent on heartbeats, and required of the controller's calls; unset, the agent's API is open.
+   * The fleet's shared token, or with per-node tokens this node's own: no other opens the API.
+   */
   @EnvironmentVariable('VM_FLEET_NODE_TOKEN', { secret: true, validate: IsBearerToken() })
   nodeToken?: string;
 
