@@ -106,7 +106,7 @@ describe('VmsService', () => {
     await settleCreate(FAKE_STARTED);
     await vms.beforeApplicationShutdown();
     expect(warnings).toEqual([
-      `agent stopping; its 1 VM(s) (${vmId}) are left as they are: running ones keep running, unlisted once the node drops out (30 s), and are listed again when the agent starts. To retire this node, delete them through the controller first`,
+      `agent stopping; its 1 VM(s) (${vmId}) are left as they are: running ones keep running, unmanaged. Once the node drops out (30 s) the controller still lists them, with node_silent_since, but cannot delete them (409) until this agent starts again with the same VM_NODE_ID and VM_DISK_DIR. To retire this node, delete them through the controller first`,
     ]);
     expect(driver.stopped).toEqual([]);
     expect(await readdir(join(root, 'run'))).toEqual([vmId]);

@@ -94,14 +94,14 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
 
   /**
    * A stopping agent leaves its VMs as they are (they outlive it, and the next agent adopts
-   * them): says so, naming them, since the controller stops listing them with the node.
+   * them): says so, naming them, since nothing manages them until it is back.
    */
   async beforeApplicationShutdown(): Promise<void> {
     const vmIds = await this.files.listVmIds();
     if (vmIds.length === 0) return;
     const named = vmIds.slice(0, 10).join(', ') + (vmIds.length > 10 ? ', ...' : '');
     this.logger.warn(
-      `agent stopping; its ${vmIds.length} VM(s) (${named}) are left as they are: running ones keep running, unlisted once the node drops out (30 s), and are listed again when the agent starts. To retire this node, delete them through the controller first`,
+      `agent stopping; its ${vmIds.length} VM(s) (${named}) are left as they are: running ones keep running, unmanaged. Once the node drops out (30 s) the controller still lists them, with node_silent_since, but cannot delete them (409) until this agent starts again with the same VM_NODE_ID and VM_DISK_DIR. To retire this node, delete them through the controller first`,
     );
   }
 
