@@ -12,6 +12,7 @@ import {
 } from '../support/daemons';
 import { heartbeat } from '../support/heartbeats';
 import { liveQemusUnder } from '../support/qemu-processes';
+import { RedisServer } from '../support/redis-server';
 import { scratchFolder } from '../support/scratch-folders';
 
 /**
@@ -297,6 +298,39 @@ describe('a running fleet moving from the shared token, then rotating the secret
         expect(daemon.output).not.toContain(secret);
       }
     }
+  });
+});
+
+describe('with VM_FLEET_NODE_SECRET and fleet state in Redis', () => {
+  let redis: RedisServer;
+
+  beforeAll(async () => {
+    redis = await RedisServer.start();
+  });
+
+  afterAll(async () => {
+    await stopAllDaemons();
+    await redis.stop();
+  });
+
+  it('needs nothing more: the tokens are derived, not stored, and hold across a restart', async () => {
+    const env = {
+      VM_FLEET_REDIS_URL: redis.url,
+      VM_FLEET_NODE_SECRET_FILE: secretFile('redis-secret', SECRET),
+    };
+    let fleet = await startFleet(env);
+    await fleet.waitForOutput(/Redis at .* connected/);
+    const agentA = agentFor(A, deriveNodeToken(SECRET, A.nodeId), 'redis-a');
+    await untilListed(A.nodeId);
+    expect((await heartbeatAs(A.nodeId, deriveNodeToken(SECRET, B.nodeId))).status).toBe(401);
+
+    await fleet.stop();
+    fleet = await startFleet(env);
+    await fleet.waitForOutput(/Redis at .* connected/);
+    expect(await listedIds()).toEqual([A.nodeId]);
+    await deleteVm(await createRunningVm(A.nodeId));
+    await Promise.all([fleet.stop(), agentA.stop()]);
+    expect(fleet.output).not.toContain(SECRET);
   });
 });
 
