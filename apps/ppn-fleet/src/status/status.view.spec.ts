@@ -38,7 +38,12 @@ describe('status view', () => {
     ],
     last_updated: NOW,
   };
-  const vms = [vm('vm-1', 'node-a', 'Running', 1024), vm('vm-2', 'node-b', 'Provisioning', 2048)];
+  const vms = [
+    vm('vm-1', 'node-a', 'Running', 1024),
+    vm('vm-2', 'node-b', 'Provisioning', 2048),
+    // Its QEMU does not run: its RAM is free.
+    vm('vm-3', 'node-a', 'Stopped', 4096),
+  ];
 
   it('a node misses beats when its last one is older than one interval', () => {
     expect(missesBeats('2026-08-06T12:00:20.000Z', NOW, 10)).toBe(false);
@@ -48,7 +53,7 @@ describe('status view', () => {
   it('counts VMs by every state, 0 included', () => {
     expect(countByState(vms)).toEqual([
       ['Running', 1],
-      ['Stopped', 0],
+      ['Stopped', 1],
       ['Provisioning', 1],
       ['Error', 0],
     ]);
@@ -57,14 +62,14 @@ describe('status view', () => {
   it('shows each node with a RAM bar (used by its VMs, free), the VMs by state and the late nodes', () => {
     expect(formatStatus(fleet, vms, 10, false)).toBe(
       [
-        'Fleet at 2026-08-06T12:00:30.000Z: 2 node(s), 2 VM(s)',
+        'Fleet at 2026-08-06T12:00:30.000Z: 2 node(s), 3 VM(s)',
         '',
         'NODE    RAM USED / FREE            USED     FREE  VMS  KVM  LAST BEAT',
         'node-a  [#####...............]  1024 MB  3072 MB    1  yes  1 s ago',
         'node-b  [####................]  2048 MB  8192 MB    1  yes  18 s ago (late)',
         '',
-        'VMs: 1 Running, 0 Stopped, 1 Provisioning, 0 Error',
-        'Missing beats: node-b (18 s) (silent longer than the 10 s interval; dropped after 30 s)',
+        'VMs: 1 Running, 1 Stopped, 1 Provisioning, 0 Error',
+        'Missing beats: node-b (18 s); late after the 10 s interval, dropped after 30 s',
       ].join('\n'),
     );
   });

@@ -10,6 +10,11 @@ export function missesBeats(lastHeartbeat: string, now: string, intervalS: numbe
   return Date.parse(now) - Date.parse(lastHeartbeat) > intervalS * 1000;
 }
 
+/** Whether a VM's RAM counts as used: its QEMU runs or is starting (not Stopped, not Error). */
+export function holdsRam(vm: FleetVm): boolean {
+  return vm.state === 'Running' || vm.state === 'Provisioning';
+}
+
 /** The VMs by state, every state shown (0 too), in the API's order. */
 export function countByState(vms: FleetVm[]): Array<[string, number]> {
   return (Object.values(VmState) as string[]).map((state) => [
@@ -19,7 +24,8 @@ export function countByState(vms: FleetVm[]): Array<[string, number]> {
 }
 
 /**
- * The fleet at a glance: each node's RAM used by its VMs and free (as a bar), its VMs, its last
+ * The fleet at a glance: each node's RAM used by its running and starting VMs and free (as a
+ * bar), its VMs, its last
  * heartbeat; then the VMs by state and the nodes that missed a beat (silent for longer than one
  * heartbeat interval, `intervalS`). Ages are measured against the controller's `last_updated`,
  * so this machine's clock does not matter.
@@ -54,7 +60,7 @@ export function formatStatus(
         ],
         fleet.nodes.map((node) => {
           const used = vms
-            .filter((vm) => vm.node_id === node.node_id)
+            .filter((vm) => vm.node_id === node.node_id && holdsRam(vm))
             .reduce((sum, vm) => sum + vm.ram_alloc_mb, 0);
           const late = missing.includes(node);
           return [
@@ -86,7 +92,7 @@ export function formatStatus(
           missing.map((node) => `${node.node_id} (${seconds(node.last_heartbeat)} s)`).join(', '),
           'red',
           colour,
-        )} (silent longer than the ${intervalS} s interval; dropped after ${NODE_STALE_AFTER_MS / 1000} s)`,
+        )}; late after the ${intervalS} s interval, dropped after ${NODE_STALE_AFTER_MS / 1000} s`,
   );
   return lines.join('\n');
 }
