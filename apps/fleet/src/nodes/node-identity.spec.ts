@@ -16,6 +16,7 @@ const SHARED = 'shared-node-token-4c2e9a71';
 describe('NodesService with per-node tokens', () => {
   let repository: InMemoryNodesRepository;
   let warnings: string[];
+  let logs: string[];
 
   function service(tokens: NodeTokens): NodesService {
     return new NodesService(repository, new FakeClock(), new FleetMetrics(), tokens);
@@ -24,7 +25,10 @@ describe('NodesService with per-node tokens', () => {
   beforeEach(() => {
     repository = new InMemoryNodesRepository();
     warnings = [];
-    jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    logs = [];
+    jest.spyOn(Logger.prototype, 'log').mockImplementation((message: unknown) => {
+      logs.push(String(message));
+    });
     jest.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => {
       warnings.push(String(message));
     });
@@ -81,6 +85,13 @@ describe('NodesService with per-node tokens', () => {
       expect.stringMatching(/^node node-a heartbeats with the shared VM_FLEET_NODE_TOKEN/),
     ]);
     expect(warnings.join('\n')).not.toContain(SHARED);
+    await nodes.acceptHeartbeat(
+      heartbeat({ node_id: 'node-a' }),
+      deriveNodeToken(SECRET, 'node-a'),
+    );
+    expect(logs.filter((line) => line.includes('own token'))).toEqual([
+      'node node-a now heartbeats with its own token',
+    ]);
   });
 
   it("rotating, takes a node's token under the previous secret for that node only", async () => {

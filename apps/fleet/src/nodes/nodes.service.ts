@@ -85,8 +85,10 @@ export class NodesService {
     if (!this.nodeTokens.perNode) return;
     const credential = token === undefined ? undefined : this.nodeTokens.identify(nodeId, token);
     if (credential === undefined) throw new NotThisNodesTokenError(nodeId);
-    if (credential === 'own') this.notedOldCredentials.delete(nodeId);
-    else this.noteOldCredential(nodeId, credential);
+    if (credential !== 'own') this.noteOldCredential(nodeId, credential);
+    else if (this.notedOldCredentials.delete(nodeId)) {
+      this.logger.log(`node ${nodeId} now heartbeats with its own token`);
+    }
   }
 
   /**
