@@ -10,7 +10,8 @@
  * declarations and source maps left out); its command in /usr/bin (the controller's package
  * also ppn-fleet, the operator's CLI); its unit in
  * /lib/systemd/system; its /etc/default file (a conffile) made from deploy/systemd/*.env.example;
- * and the maintainer scripts in deploy/packaging/<package>/. Built with dpkg-deb.
+ * the controller's, the alert rules and the Grafana dashboard in /usr/share/ppn-fleet/; and the
+ * maintainer scripts in deploy/packaging/<package>/. Built with dpkg-deb.
  */
 import { spawnSync } from 'node:child_process';
 import {
@@ -24,7 +25,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 
 const ROOT = join(__dirname, '..', '..');
 const OUT = join(ROOT, 'dist', 'packages');
@@ -45,6 +46,8 @@ interface DebianPackage {
    * runs dist/apps/<app>'s main.js from the package's folder.
    */
   commands?: Array<{ name: string; app: string }>;
+  /** Files of the checkout for the operator to copy, installed in /usr/share/ppn-fleet/. */
+  operatorFiles?: string[];
   depends: string[];
   summary: string;
   description: string;
@@ -61,6 +64,13 @@ const PACKAGES: DebianPackage[] = [
     // 127.0.0.1:9203, `node-token` needs the fleet secret kept there) and needs no dependency
     // the controller lacks, so it costs no second copy of the tree.
     commands: [{ name: 'ppn-fleet', app: 'ppn-fleet' }],
+    // The alert rules with their unit tests (side by side, as promtool test rules needs them)
+    // and the Grafana dashboard: README, "Alert rules and a Grafana dashboard".
+    operatorFiles: [
+      'deploy/prometheus/ppn-fleet.rules.yml',
+      'deploy/prometheus/ppn-fleet.rules.test.yml',
+      'deploy/grafana/ppn-fleet.json',
+    ],
     depends: ['nodejs (>= 20)'],
     summary: 'PPN fleet controller: one VM pool over several machines',
     description:
@@ -181,6 +191,11 @@ function build(pkg: DebianPackage, dependencyFolders: string[]): string {
     cpSync(join(ROOT, file), join(libDir, file));
   }
   copyDependencies(dependencyFolders, libDir);
+  for (const file of pkg.operatorFiles ?? []) {
+    const shared = join(staging, 'usr', 'share', 'ppn-fleet', basename(file));
+    mkdirSync(dirname(shared), { recursive: true });
+    cpSync(join(ROOT, file), shared);
+  }
 
   const bin = join(staging, 'usr', 'bin', pkg.name);
   mkdirSync(dirname(bin), { recursive: true });

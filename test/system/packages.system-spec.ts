@@ -301,6 +301,35 @@ describe('the Debian packages', () => {
     }
   });
 
+  it('ships the alert rules, their tests and the dashboard with the controller; promtool passes them there', () => {
+    const shared = '/usr/share/ppn-fleet';
+    for (const [file, from] of [
+      ['ppn-fleet.rules.yml', 'deploy/prometheus'],
+      ['ppn-fleet.rules.test.yml', 'deploy/prometheus'],
+      ['ppn-fleet.json', 'deploy/grafana'],
+    ]) {
+      expect(readFileSync(join(shared, file), 'utf8')).toBe(
+        readFileSync(join(ROOT, from, file), 'utf8'),
+      );
+    }
+    expect(packageFiles('service-vm-host').filter((file) => file.startsWith(shared))).toEqual([]);
+    const tested = spawnSync('promtool', ['test', 'rules', 'ppn-fleet.rules.test.yml'], {
+      cwd: shared,
+      encoding: 'utf8',
+    });
+    expect({ status: tested.status, output: tested.stdout + tested.stderr }).toEqual({
+      status: 0,
+      output: expect.stringContaining('SUCCESS') as string,
+    });
+  });
+
+  it("reads each daemon's version, build_info's, from the package.json it ships", () => {
+    for (const name of PACKAGES) {
+      const script = `console.log(require('/usr/lib/${name}/libs/daemon/src/package-version.js').packageVersion())`;
+      expect(run('/usr/bin/node', ['-e', script])).toBe(`${version}\n`);
+    }
+  });
+
   it("makes the agent's system user, in group kvm, and its state folder", () => {
     expect(run('id', ['-nG', 'vm-host']).split(/\s+/)).toEqual(
       expect.arrayContaining(['vm-host', 'kvm']),
@@ -396,7 +425,7 @@ describe('the Debian packages', () => {
       expect(installed(name)).toBe(false);
       for (const path of [
         `/usr/bin/${name}`,
-        ...(name === 'service-vm-fleet' ? ['/usr/bin/ppn-fleet'] : []),
+        ...(name === 'service-vm-fleet' ? ['/usr/bin/ppn-fleet', '/usr/share/ppn-fleet'] : []),
         `/usr/lib/${name}`,
         `/lib/systemd/system/${name}.service`,
         DEFAULTS[name],
