@@ -10,6 +10,8 @@ const BIN = (
   JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string> }
 ).bin;
 const COMMANDS = Object.keys(BIN);
+/** The daemons, configured by environment only; the other command is the ppn-fleet CLI. */
+const DAEMONS = COMMANDS.filter((command) => command !== 'ppn-fleet');
 
 function npm(args: string[]): void {
   const result = spawnSync('npm', args, { cwd: ROOT, encoding: 'utf8', timeout: 240_000 });
@@ -46,7 +48,7 @@ describe('the installed commands', () => {
     expect(() => accessSync(target, constants.X_OK)).not.toThrow();
   });
 
-  it.each(COMMANDS)('runs %s by name, which refuses an argument clearly (exit 2)', (command) => {
+  it.each(DAEMONS)('runs %s by name, which refuses an argument clearly (exit 2)', (command) => {
     const result = spawnSync(command, ['--port', '8080'], {
       env,
       encoding: 'utf8',
@@ -58,6 +60,26 @@ describe('the installed commands', () => {
       stderr: expect.stringContaining(
         `${command}: configuration error: ${command} takes no arguments (got 2); configure it with environment variables: `,
       ),
+    });
+  });
+
+  it('runs ppn-fleet by name: --version, and an unknown option is a usage error (exit 2)', () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    const shown = spawnSync('ppn-fleet', ['--version'], { env, encoding: 'utf8', timeout: 30_000 });
+    expect({ status: shown.status, stdout: shown.stdout }).toEqual({
+      status: 0,
+      stdout: `${version}\n`,
+    });
+    const refused = spawnSync('ppn-fleet', ['--port', '8080'], {
+      env,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect({ status: refused.status, stderr: refused.stderr }).toEqual({
+      status: 2,
+      stderr: expect.stringContaining("error: unknown option '--port'"),
     });
   });
 
