@@ -42,7 +42,9 @@ const UNREADABLE_LOG_INTERVAL_MS = 60_000;
  * Each node is stored as "<version>\n<record json>\n<state json>" (stored-node.ts reads and
  * writes it): listings read only the record part, everything else the state. A write names
  * the version it read and succeeds only if the record is still at it (compare-and-set in one script), so every change
- * is decided by the caller exactly as in memory, and applied atomically or not at all.
+ * is decided by the caller exactly as in memory, and applied atomically or not at all. A node
+ * kept silent for its VMs stays so (no expiry, out of the live index) unless the write carries
+ * another receive time than the one it was kept with: a heartbeat.
  */
 const PUT = `
 local current = redis.call('GET', KEYS[1])
@@ -50,11 +52,13 @@ local version = current and string.match(current, '^(%d+)\\n') or ''
 if version ~= ARGV[1] then return 0 end
 local next = redis.call('INCR', KEYS[3])
 local silentAt = redis.call('ZSCORE', KEYS[5], ARGV[4])
-if silentAt and tonumber(silentAt) == tonumber(ARGV[3]) then
-  redis.call('SET', KEYS[1], next .. '\\n' .. ARGV[2])
-  return next
+if silentAt then
+  if tonumber(silentAt) == tonumber(ARGV[3]) then
+    redis.call('SET', KEYS[1], next .. '\\n' .. ARGV[2])
+    return next
+  end
+  redis.call('ZREM', KEYS[5], ARGV[4])
 end
-redis.call('ZREM', KEYS[5], ARGV[4])
 redis.call('SET', KEYS[1], next .. '\\n' .. ARGV[2], 'PX', ARGV[5])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 if ARGV[6] == '' then
