@@ -2,6 +2,8 @@
  * `npm start`: the controller plus one local agent in one process tree, so a newcomer sees a
  * node enroll. The agent's node id is this machine's hostname, its address 127.0.0.1.
  * Ctrl-C stops both. Runs the built daemons exactly as systemd would, only with a dev setup.
+ * The agent's VMs boot the Debian image of deploy/images/build-debian-image.sh when it is in its
+ * default place, with this user's SSH key; else blank disks. It says which.
  *
  * Both daemons stop, and this waits for them, when this process gets SIGTERM, SIGINT or SIGHUP,
  * or when its parent goes: npm forwards SIGTERM and SIGINT to it (the start script `exec`s it,
@@ -10,8 +12,8 @@
  * where util-linux has it.
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { homedir, hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const ROOT = join(__dirname, '..');
@@ -21,6 +23,11 @@ const FLEET_URL = 'http://127.0.0.1:9203';
 /** How often the parent is looked for, and how long a daemon may take to stop before SIGKILL. */
 const PARENT_CHECK_MS = 250;
 const STOP_TIMEOUT_MS = 10_000;
+/** Where deploy/images/build-debian-image.sh puts its Debian image unless told otherwise. */
+const DEBIAN_IMAGE = '/var/lib/vm-fleet/images/debian-bookworm.qcow2';
+const BUILD_IMAGE = 'sudo deploy/images/build-debian-image.sh';
+/** What the agent takes as VM_SSH_PUBKEY (apps/vm-host/src/config/vm-host.config.ts). */
+const SSH_PUBKEY_LINE = /^(ssh|ecdsa-sha2)-[A-Za-z0-9-]+ [A-Za-z0-9+/=]+( [^\n]*)?$/;
 
 /** `setpriv --pdeathsig TERM` when this machine has it (util-linux); else nothing. */
 function deathSignalPrefix(): string[] {
@@ -48,6 +55,44 @@ function nodeIdFromHostname(): string {
     .replace(/^[^A-Za-z0-9]+/, '')
     .slice(0, 128);
   return id || 'local-node';
+}
+
+/**
+ * The local agent's base image: VM_BASE_IMAGE when set, else the builder's Debian image when
+ * this user can read it, else none (the agent makes a blank disk that boots nothing); and a line
+ * saying which.
+ */
+function baseImage(): { env: NodeJS.ProcessEnv; says: string } {
+  if (process.env.VM_BASE_IMAGE) {
+    return { env: {}, says: `${process.env.VM_BASE_IMAGE} (VM_BASE_IMAGE)` };
+  }
+  try {
+    accessSync(DEBIAN_IMAGE, constants.R_OK);
+    return {
+      env: { VM_BASE_IMAGE: DEBIAN_IMAGE },
+      says: `${DEBIAN_IMAGE}: Debian; ssh -p <host_port> debian@127.0.0.1`,
+    };
+  } catch {
+    const why = existsSync(DEBIAN_IMAGE)
+      ? `${DEBIAN_IMAGE} is not readable by this user (sudo chown $USER ${DEBIAN_IMAGE})`
+      : `for a Debian guest: ${BUILD_IMAGE}, then npm start again`;
+    return { env: {}, says: `none, blank disks that boot nothing; ${why}` };
+  }
+}
+
+/** VM_SSH_PUBKEY when set, else this user's first SSH public key the agent takes, if any. */
+function sshPubkey(): { env: NodeJS.ProcessEnv; says: string } {
+  if (process.env.VM_SSH_PUBKEY) return { env: {}, says: 'VM_SSH_PUBKEY' };
+  for (const name of ['id_ed25519.pub', 'id_ecdsa.pub', 'id_rsa.pub']) {
+    const file = join(homedir(), '.ssh', name);
+    try {
+      const key = readFileSync(file, 'utf8').split('\n')[0].trim();
+      if (SSH_PUBKEY_LINE.test(key)) return { env: { VM_SSH_PUBKEY: key }, says: file };
+    } catch {
+      // no such key
+    }
+  }
+  return { env: {}, says: 'none (set VM_SSH_PUBKEY, or make one: ssh-keygen -t ed25519)' };
 }
 
 async function controllerAnswers(deadline: number): Promise<boolean> {
@@ -123,8 +168,12 @@ async function main(): Promise<void> {
   const diskDir = process.env.VM_DISK_DIR ?? join(tmpdir(), 'ppn-fleet-dev', 'vm-disks');
   mkdirSync(diskDir, { recursive: true });
   const nodeId = nodeIdFromHostname();
+  const image = baseImage();
+  const key = sshPubkey();
   start(VM_HOST_MAIN, {
     ...process.env,
+    ...image.env,
+    ...key.env,
     VM_FLEET_ENDPOINT: FLEET_URL,
     VM_NODE_ID: nodeId,
     VM_WG_IP: '127.0.0.1',
@@ -135,6 +184,8 @@ async function main(): Promise<void> {
       '',
       `  Controller:  ${FLEET_URL}   (Swagger UI: http://localhost:9203/docs)`,
       `  Local agent: node ${nodeId} on 127.0.0.1:9204, VM disks in ${diskDir}`,
+      `  Base image:  ${image.says}`,
+      `  SSH key:     ${key.says}`,
       `  Try:         curl -s http://localhost:9203/v1/nodes/${nodeId}`,
       '  Ctrl-C stops both.',
       '',
