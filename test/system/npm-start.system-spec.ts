@@ -121,6 +121,8 @@ describe('npm start', () => {
     ).catch((error: Error) => {
       throw new Error(`${error.message}; npm start said:\n${output}`);
     });
+    // It says what the local agent's VMs boot: the Debian image, VM_BASE_IMAGE, or blank disks.
+    expect(output).toMatch(/^ {2}Base image: {2}(\/|none, blank disks)/m);
     const daemons = descendantsOf(started.pid!).filter((pid) =>
       [FLEET_MAIN, VM_HOST_MAIN].some((main) => commandLineOf(pid).includes(main)),
     );
