@@ -1,5 +1,5 @@
 import type { FleetStatus, FleetVm } from '../api/fleet-api.client';
-import { countByState, formatStatus, missesBeats } from './status.view';
+import { countByState, droppedNodes, formatStatus, missesBeats } from './status.view';
 
 const NOW = '2026-08-06T12:00:30.000Z';
 
@@ -72,6 +72,20 @@ describe('status view', () => {
         'Missing beats: node-b (18 s); late after the 10 s interval, dropped after 30 s',
       ].join('\n'),
     );
+  });
+
+  it('names the nodes dropped with VMs still listed (node_silent_since), with their VM count', () => {
+    const silent = '2026-08-06T11:55:30.000Z';
+    const left = [
+      vm('vm-1', 'node-a', 'Running', 1024),
+      { ...vm('vm-4', 'node-z', 'Running', 512), node_silent_since: silent },
+      { ...vm('vm-5', 'node-z', 'Stopped', 512), node_silent_since: silent },
+    ];
+    expect(droppedNodes(left)).toEqual([{ nodeId: 'node-z', since: silent, vms: 2 }]);
+    expect(formatStatus(fleet, left, 10, false).split('\n').at(-1)).toBe(
+      'Dropped, VMs left unmanaged: node-z (silent 300 s, 2 VM(s)); a delete answers 409 until its agent is back',
+    );
+    expect(formatStatus(fleet, vms, 10, false)).not.toContain('Dropped');
   });
 
   it('says so when the fleet is empty, and colours late nodes red on a terminal', () => {

@@ -24,11 +24,27 @@ export function countByState(vms: FleetVm[]): Array<[string, number]> {
 }
 
 /**
+ * The nodes that dropped out while VMs of theirs are still listed (with node_silent_since): each
+ * with its last heartbeat and how many VMs it left unmanaged.
+ */
+export function droppedNodes(
+  vms: FleetVm[],
+): Array<{ nodeId: string; since: string; vms: number }> {
+  const dropped = new Map<string, { nodeId: string; since: string; vms: number }>();
+  for (const vm of vms) {
+    if (vm.node_silent_since === undefined) continue;
+    const known = dropped.get(vm.node_id);
+    if (known) known.vms += 1;
+    else dropped.set(vm.node_id, { nodeId: vm.node_id, since: vm.node_silent_since, vms: 1 });
+  }
+  return [...dropped.values()];
+}
+
+/**
  * The fleet at a glance: each node's RAM used by its running and starting VMs and free (as a
- * bar), its VMs, its last
- * heartbeat; then the VMs by state and the nodes that missed a beat (silent for longer than one
- * heartbeat interval, `intervalS`). Ages are measured against the controller's `last_updated`,
- * so this machine's clock does not matter.
+ * bar), its VMs, its last heartbeat; then the VMs by state, the nodes that missed a beat (silent
+ * for longer than one heartbeat interval, `intervalS`) and those dropped with VMs left. Ages are
+ * measured against the controller's `last_updated`, so this machine's clock does not matter.
  */
 export function formatStatus(
   fleet: FleetStatus,
@@ -94,5 +110,20 @@ export function formatStatus(
           colour,
         )}; late after the ${intervalS} s interval, dropped after ${NODE_STALE_AFTER_MS / 1000} s`,
   );
+  const dropped = droppedNodes(vms);
+  if (dropped.length > 0) {
+    lines.push(
+      `Dropped, VMs left unmanaged: ${paint(
+        dropped
+          .map(
+            ({ nodeId, since, vms: count }) =>
+              `${nodeId} (silent ${seconds(since)} s, ${count} VM(s))`,
+          )
+          .join(', '),
+        'red',
+        colour,
+      )}; a delete answers 409 until its agent is back`,
+    );
+  }
   return lines.join('\n');
 }

@@ -56,5 +56,9 @@ describe('vms view', () => {
       ].join('\n'),
     );
     expect(formatVms([], [], 'debian', false)).toBe('no VMs');
+    const dropped = { ...vm, node_silent_since: '2026-08-06T12:00:00Z' };
+    expect(formatVms([dropped], [], 'debian', false).split('\n')[1]).toBe(
+      'vm-1  web   Running  2048 MB      2  acme    node-a (dropped)  -',
+    );
   });
 });

@@ -53,7 +53,10 @@ export function formatVms(
       `${vm.ram_alloc_mb} MB`,
       String(vm.vcpu_count),
       vm.tenant_id ?? { text: '-', style: 'dim' },
-      vm.node_id,
+      // A dropped node's VM is as its last heartbeat reported it, and nothing manages it.
+      vm.node_silent_since === undefined
+        ? vm.node_id
+        : { text: `${vm.node_id} (dropped)`, style: 'red' },
       sshTarget(vm, wgIps.get(vm.node_id), sshUser) ?? { text: '-', style: 'dim' },
     ]),
     colour,
