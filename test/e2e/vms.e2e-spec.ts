@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import request from 'supertest';
 import {
   AGENT_REQUEST_TIMEOUT_MS,
@@ -16,6 +17,7 @@ import { spawnKeyOf as spawnKeyFor } from '../../apps/fleet/src/vms/spawn-key';
 import { VmCreateSettings } from '../../apps/fleet/src/vms/vm-create.settings';
 import { VmHostClientSettings } from '../../apps/fleet/src/vms/vm-host.client';
 import { eventually } from '../support/daemons';
+import { unansweredPort } from '../support/unanswered-port';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { heartbeat, vmRecord } from '../support/heartbeats';
 import {
@@ -307,6 +309,31 @@ describe('fleet controller: VMs', () => {
       await create(small).expect(201);
       await create(small).expect(201);
       expect(flaky.calls).toHaveLength(3);
+    });
+
+    it('gives up on a spawn port that answers no SYN after the connect timeout, and tries the next node', async () => {
+      fleet.app.get(VmHostClientSettings).connectTimeoutMs = 300;
+      const silent = await unansweredPort();
+      try {
+        await enroll('firewalled', silent, { ram_total_mb: 65536, ram_used_mb: 0 });
+        const healthy = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('ok', healthy);
+        const started = performance.now();
+        const { body } = await create(small).expect(201);
+        const tookMs = performance.now() - started;
+        expect(body.node_id).toBe('ok');
+        // The connect timeout, not the request's 10 s: nothing reached that agent.
+        expect(tookMs).toBeGreaterThanOrEqual(290);
+        expect(tookMs).toBeLessThan(AGENT_REQUEST_TIMEOUT_MS / 2);
+        expect(healthy.calls).toHaveLength(1);
+        // Passed over for a while, its trouble named.
+        const refused = await create({ ...small, ram_mb: 60_000 }).expect(503);
+        expect(refused.body.message).toContain(
+          'firewalled: dispatch failed once in the last 40 s: unreachable',
+        );
+      } finally {
+        silent.close();
+      }
     });
 
     it.each([
