@@ -1,7 +1,8 @@
 /**
  * The Debian guest image of the real-guest test (test/system/guest.system-spec.ts), made by
  * deploy/images/build-debian-image.sh and cached in test/system/.guest-image/ (gitignored) under
- * a key of the builder's text: a run builds it only when there is none for this builder yet.
+ * a key of the builder's code (its comment lines left out, so a reworded comment does not cost a
+ * build): a run builds it only when there is none for this builder yet.
  *
  * Run as a program, it makes the image when missing: `npm run test:system` does so before
  * test/isolated.sh, since the build needs Debian's mirror and inside there is no route out.
@@ -20,7 +21,11 @@ export const GUEST_USER = 'debian';
 
 /** Where the image of the current builder is (or goes). */
 export function guestImagePath(): string {
-  const key = createHash('sha256').update(readFileSync(GUEST_IMAGE_BUILDER)).digest('hex');
+  const code = readFileSync(GUEST_IMAGE_BUILDER, 'utf8')
+    .split('\n')
+    .filter((line) => !/^\s*#/.test(line))
+    .join('\n');
+  const key = createHash('sha256').update(code).digest('hex');
   return join(GUEST_IMAGE_DIR, `debian-bookworm-${key.slice(0, 16)}.qcow2`);
 }
 
