@@ -66,6 +66,7 @@ export class InMemoryNodesRepository extends NodesRepository {
   }
 
   forgetSilentBeyond(keep: number): Promise<NodeState[]> {
+    if (this.silent.size <= keep) return Promise.resolve([]);
     const forgotten = silentBeyond([...this.silent.values()], keep);
     for (const state of forgotten) this.silent.delete(state.node_id);
     return Promise.resolve(forgotten);
