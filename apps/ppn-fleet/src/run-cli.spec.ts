@@ -264,6 +264,18 @@ describe('ppn-fleet calling the controller', () => {
     expect(notFound.requests[0].method).toBe('DELETE');
     expect(notFound.stderr.text).toBe('ppn-fleet: vm vm-9 is not listed on any live node\n');
 
+    const silent = new FakeIo({}, () =>
+      refusal(409, 'vm vm-9 is on node node-b, silent since 2026-08-06T12:00:00.000Z'),
+    );
+    expect(await run(['vm', 'delete', 'vm-9'], silent)).toBe(ExitCode.Refused);
+    expect(new URL(silent.requests[0].url).search).toBe('');
+    expect(silent.stderr.text).toContain('silent since');
+
+    const forgotten = new FakeIo({}, () => new Response(null, { status: 204 }));
+    expect(await run(['vm', 'delete', 'vm-9', '--forget'], forgotten)).toBe(ExitCode.Ok);
+    expect(new URL(forgotten.requests[0].url).search).toBe('?forget=true');
+    expect(forgotten.stdout.text).toBe('deleted or forgotten vm-9\n');
+
     const garbled = new FakeIo({}, () => refusal(502, 'agent said \u001b[2Jhi'));
     expect(await run(['nodes'], garbled)).toBe(ExitCode.Refused);
     expect(garbled.stderr.text).toBe('ppn-fleet: agent said ?[2Jhi\n');

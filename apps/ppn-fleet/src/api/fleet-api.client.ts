@@ -105,10 +105,11 @@ export class FleetApiClient {
     }
   }
 
-  async deleteVm(vmId: string): Promise<void> {
+  /** `forget`: a VM of a node that dropped out for good is forgotten instead of refused (409). */
+  async deleteVm(vmId: string, forget = false): Promise<void> {
     await this.call(() =>
       this.client.DELETE('/v1/vms/{vm_id}', {
-        params: { path: { vm_id: vmId } },
+        params: { path: { vm_id: vmId }, query: forget ? { forget: 'true' } : {} },
         parseAs: 'text',
         signal: timeout(),
       }),

@@ -218,6 +218,10 @@ function sshTargetNeeded(vm: FleetVm): boolean {
   return vm.host_ports.some((port) => port.guest_port === 22 && port.protocol === 'tcp');
 }
 
+interface VmDeleteOptions extends ApiOptions {
+  forget?: boolean;
+}
+
 @SubCommand({
   name: 'delete',
   arguments: '<vm_id>',
@@ -232,10 +236,20 @@ export class VmDeleteCommand extends ApiCommand {
     super();
   }
 
-  async run([vmId]: string[], options: ApiOptions = {}): Promise<void> {
+  @Option({
+    flags: '--forget',
+    description:
+      'for a VM whose node dropped out for good (the machine is gone): forget its record, stopping nothing',
+  })
+  parseForget(): boolean {
+    return true;
+  }
+
+  async run([vmId]: string[], options: VmDeleteOptions = {}): Promise<void> {
     requireFleetId('vm_id', vmId);
-    await this.connector.connect(options.endpoint).deleteVm(vmId);
-    this.terminal.print(`deleted ${vmId}`);
+    const forget = options.forget === true;
+    await this.connector.connect(options.endpoint).deleteVm(vmId, forget);
+    this.terminal.print(forget ? `deleted or forgotten ${vmId}` : `deleted ${vmId}`);
   }
 }
 
