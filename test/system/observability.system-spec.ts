@@ -303,12 +303,14 @@ describe('metrics and JSON logs of the running daemons', () => {
     );
     await second.stop();
 
-    // 30 s without a heartbeat, then the sweep (once a second) drops it.
+    // 30 s without a heartbeat, then the sweep (once a second) drops it. Reads stop showing the
+    // node at 30 s on their own, up to a second before the sweep counts the drop: wait for both.
     await eventually(
-      `${leaving} gone from /metrics`,
+      `${leaving} gone from /metrics and its drop counted`,
       async () => {
         const text = (await get(`http://${fleetMetrics}/metrics`)).text;
-        return text.includes(`node_id="${leaving}"`) ? undefined : text;
+        const gone = !text.includes(`node_id="${leaving}"`);
+        return gone && (sampleValue(text, 'ppn_fleet_drops_total') ?? 0) > 0 ? text : undefined;
       },
       45_000,
       500,
