@@ -36,7 +36,20 @@ describe('cloudInitUserData', () => {
 describe('cloudInitMetaData', () => {
   it('names the instance by its vm_id and the host by the hostname given', () => {
     expect(cloudInitMetaData('vm-0123456789abcdef', 'web-89abcdef')).toBe(
-      'instance-id: vm-0123456789abcdef\nlocal-hostname: web-89abcdef\n',
+      'instance-id: "vm-0123456789abcdef"\nlocal-hostname: "web-89abcdef"\n',
+    );
+  });
+
+  it('quotes both values, so that neither can add a key or break the YAML', () => {
+    const text = cloudInitMetaData('vm-1', 'web: x\npublic-keys: [evil]');
+    expect(text.split('\n')).toEqual([
+      'instance-id: "vm-1"',
+      'local-hostname: "web: x\\npublic-keys: [evil]"',
+      '',
+    ]);
+    // JSON strings are YAML's double-quoted scalars: each line's value reads back as given.
+    expect(JSON.parse(text.split('\n')[1].slice('local-hostname: '.length))).toBe(
+      'web: x\npublic-keys: [evil]',
     );
   });
 });
@@ -63,6 +76,6 @@ describe('makeSeedIso', () => {
     const volumeId = (await readFile(iso)).subarray(32_808, 32_840).toString('latin1');
     expect(volumeId.trim()).toBe('cidata');
     // Stored uncompressed: the guest's hostname is in it as written.
-    expect((await readFile(iso)).toString('latin1')).toContain('local-hostname: web-89abcdef\n');
+    expect((await readFile(iso)).toString('latin1')).toContain('local-hostname: "web-89abcdef"\n');
   });
 });

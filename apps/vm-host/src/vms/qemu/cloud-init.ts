@@ -26,9 +26,12 @@ export function cloudInitUserData(hostname: string, sshPubkey?: string): string 
   return `#cloud-config\n${JSON.stringify(config, null, 2)}\n`;
 }
 
-/** cloud-init NoCloud meta-data: the vm_id the agent made, and the guest's hostname. */
+/**
+ * cloud-init NoCloud meta-data: the vm_id the agent made, and the guest's hostname, each a JSON
+ * string (valid YAML), so neither can break out of its field whatever it holds.
+ */
 export function cloudInitMetaData(vmId: string, hostname: string): string {
-  return `instance-id: ${vmId}\nlocal-hostname: ${hostname}\n`;
+  return `instance-id: ${JSON.stringify(vmId)}\nlocal-hostname: ${JSON.stringify(hostname)}\n`;
 }
 
 /** What a VM's seed ISO tells cloud-init, and where it goes. */
