@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { Logger } from '@nestjs/common';
 import request from 'supertest';
 import {
   AGENT_REQUEST_TIMEOUT_MS,
@@ -969,12 +970,99 @@ describe('fleet controller: VMs', () => {
       ]);
 
       // Its agent is back: its heartbeat replaces what was kept, and a delete reaches it.
-      await enroll('quiet', quiet, { vms: [vmRecord('vm-q1')] });
+      await enroll('quiet', quiet, { vms: [vmRecord('vm-q1'), vmRecord('vm-q2')] });
       const back = await request(fleet.url).get('/v1/vms').expect(200);
-      expect(back.body).toEqual([{ ...vmRecord('vm-q1'), node_id: 'quiet' }]);
+      expect(back.body).toEqual([
+        { ...vmRecord('vm-q1'), node_id: 'quiet' },
+        { ...vmRecord('vm-q2'), node_id: 'quiet' },
+      ]);
       await request(fleet.url).delete('/v1/vms/vm-q1').expect(204);
       expect(quiet.calls).toEqual([{ method: 'DELETE', url: '/v1/vms/vm-q1', body: undefined }]);
-      await request(fleet.url).get('/v1/vms').expect(200, []);
+      expect(ids((await request(fleet.url).get('/v1/vms').expect(200)).body)).toEqual(['vm-q2']);
+    });
+
+    describe('whose id heartbeats again without listing some of its VMs', () => {
+      // Another machine (a cloned VM_NODE_ID, or the agent on another VM_DISK_DIR).
+      // (Its wg_ip is the same loopback address: the stub agents listen there.)
+      const clone = { hostname: 'clone', boot_id: 'boot-clone' };
+
+      it('keeps listing those VMs as silent, out of the node and of placement, and forgets them on request', async () => {
+        const quiet = await agent((_call, res) => json(res, 204));
+        await enroll('quiet', quiet, {
+          vms: [vmRecord('vm-q1', { ram_alloc_mb: 4096 }), vmRecord('vm-q2')],
+          ram_total_mb: 8192,
+          ram_used_mb: 5120,
+        });
+        const lastHeartbeat = new Date(fleet.clock.wallNow()).toISOString();
+        fleet.clock.advance(silentFor);
+        await sweep();
+        const warnings = jest.spyOn(Logger.prototype, 'warn');
+        const clonesVm = vmRecord('vm-c1');
+        await enroll('quiet', quiet, {
+          ...clone,
+          vms: [clonesVm],
+          ram_total_mb: 8192,
+          ram_used_mb: 512,
+        });
+        expect(warnings.mock.calls.map(([line]) => String(line))).toContainEqual(
+          expect.stringMatching(
+            /node quiet: 127\.0\.0\.1 \(host clone, boot boot-clone\) heartbeats for it and does not list 2 VM\(s\) \(vm-q1, vm-q2\) that 127\.0\.0\.1 \(host host-quiet, boot .+\) listed before the node went silent/,
+          ),
+        );
+        warnings.mockRestore();
+
+        const { body } = await request(fleet.url).get('/v1/vms').expect(200);
+        expect(body).toEqual([
+          { ...vmRecord('vm-c1'), node_id: 'quiet' },
+          {
+            ...vmRecord('vm-q1', { ram_alloc_mb: 4096 }),
+            node_id: 'quiet',
+            node_silent_since: lastHeartbeat,
+          },
+          { ...vmRecord('vm-q2'), node_id: 'quiet', node_silent_since: lastHeartbeat },
+        ]);
+        // The node's own figures are the clone's: one VM, its RAM.
+        expect(await node('quiet')).toMatchObject({ vm_count: 1, ram_available_mb: 7680 });
+
+        // No agent destroys them: 409 naming the agent that listed them.
+        const refused = await request(fleet.url).delete('/v1/vms/vm-q1').expect(409);
+        expect(refused.body.message).toContain(
+          'vm vm-q1 was listed on node quiet by the agent at 127.0.0.1 (hostname host-quiet',
+        );
+        // Its later beats keep them listed; forgotten on request, one by one.
+        await enroll('quiet', quiet, { ...clone, vms: [clonesVm], ram_used_mb: 512 });
+        await request(fleet.url).delete('/v1/vms/vm-q1?forget=true').expect(204);
+        await request(fleet.url).delete('/v1/vms/vm-q1?forget=true').expect(404);
+        expect(ids((await request(fleet.url).get('/v1/vms').expect(200)).body)).toEqual([
+          'vm-c1',
+          'vm-q2',
+        ]);
+        // A heartbeat listing it again ends its silence: listed once, deleted by the agent.
+        await enroll('quiet', quiet, { ...clone, vms: [clonesVm, vmRecord('vm-q2')] });
+        const again = await request(fleet.url).get('/v1/vms').expect(200);
+        expect(again.body).toEqual([
+          { ...vmRecord('vm-c1'), node_id: 'quiet' },
+          { ...vmRecord('vm-q2'), node_id: 'quiet' },
+        ]);
+        await request(fleet.url).delete('/v1/vms/vm-q2').expect(204);
+        expect(quiet.calls).toEqual([{ method: 'DELETE', url: '/v1/vms/vm-q2', body: undefined }]);
+      });
+
+      it('lists a VM once, as the live node that lists it reports it', async () => {
+        const quiet = await agent((_call, res) => json(res, 204));
+        const other = await agent((_call, res) => json(res, 204));
+        await enroll('quiet', quiet, { vms: [vmRecord('vm-q1'), vmRecord('vm-q2')] });
+        fleet.clock.advance(silentFor);
+        await sweep();
+        await enroll('other', other, { vms: [vmRecord('vm-q1')] });
+        const { body } = await request(fleet.url).get('/v1/vms').expect(200);
+        expect(
+          body.map((vm: { vm_id: string; node_id: string }) => [vm.vm_id, vm.node_id]),
+        ).toEqual([
+          ['vm-q1', 'other'],
+          ['vm-q2', 'quiet'],
+        ]);
+      });
     });
 
     it('forgets a VM with ?forget=true without asking any agent, and the node with its last VM', async () => {
@@ -999,8 +1087,13 @@ describe('fleet controller: VMs', () => {
       const repository = fleet.app.get(NodesRepository);
       expect((await repository.listAll()).map((n) => n.node_id)).toEqual(['live']);
 
-      // On a live node, forget=true deletes as usual: its agent destroys the VM.
-      await request(fleet.url).delete('/v1/vms/vm-l1?forget=true').expect(204);
+      // On a live node (one back, say), forget=true forgets nothing: its agent can destroy it.
+      const back = await request(fleet.url).delete('/v1/vms/vm-l1?forget=true').expect(409);
+      expect(back.body.message).toBe(
+        'vm vm-l1: node live is back (it heartbeats), so nothing is forgotten; DELETE /v1/vms/vm-l1 without forget destroys it',
+      );
+      expect(live.calls).toHaveLength(0);
+      await request(fleet.url).delete('/v1/vms/vm-l1').expect(204);
       expect(live.calls).toEqual([{ method: 'DELETE', url: '/v1/vms/vm-l1', body: undefined }]);
       await request(fleet.url).get('/v1/vms').expect(200, []);
     });

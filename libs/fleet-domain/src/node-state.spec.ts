@@ -14,6 +14,7 @@ import {
   isLive,
   judgeHeartbeat,
   keepsVmsWhenSilent,
+  listedVms,
   liveSince,
   nodeStateFromHeartbeat,
   noteDispatchFailure,
@@ -457,13 +458,24 @@ describe('a node that drops out while listing VMs', () => {
   it('is enrolled anew by its next heartbeat, which replaces its VMs and carries nothing over', () => {
     const failed = noteDispatchFailure('unreachable', 10_000)(stored).next!;
     const held = holdRam(hold('h1', 1024, 0, 10_000 + 60_000), 0)(failed).next!;
-    const back = acceptHeartbeat(heartbeat({ vms: [vm('c')] }), later, 1_000_100_000)(held);
+    const vms = [vm('a'), vm('b'), vm('c')];
+    const back = acceptHeartbeat(heartbeat({ vms }), later, 1_000_100_000)(held);
     expect(back.result).toEqual({
       kind: 'joined',
-      silent: { vms: 2, last_heartbeat_wall_ms: 1_000_010_000 },
+      silent: {
+        vms: 2,
+        last_heartbeat_wall_ms: 1_000_010_000,
+        previous: { boot_id: stored.boot_id, wg_ip: stored.wg_ip, hostname: stored.hostname },
+        still_silent: [],
+      },
     });
-    expect(back.next?.vms.map((v) => v.vm_id)).toEqual(['c']);
-    expect(back.next).toMatchObject({ holds: {}, beat_gaps_ms: [], dispatch_failures: null });
+    expect(back.next?.vms.map((v) => v.vm_id)).toEqual(['a', 'b', 'c']);
+    expect(back.next).toMatchObject({
+      holds: {},
+      beat_gaps_ms: [],
+      dispatch_failures: null,
+      silent_vms: [],
+    });
     // One that listed no VM joins as any new node.
     const empty = nodeStateFromHeartbeat(heartbeat({ vms: [] }), 10_000);
     expect(acceptHeartbeat(heartbeat(), later)(empty).result).toEqual({ kind: 'joined' });
@@ -484,6 +496,98 @@ describe('a node that drops out while listing VMs', () => {
     expect(forgetSilentVm('a', notBefore)(undefined)).toEqual({ result: 'unknown' });
     // Back meanwhile: its agent is to be asked instead.
     expect(forgetSilentVm('a', liveSince(40_000))(stored)).toEqual({ result: 'node-live' });
+  });
+
+  it('keeps the VMs the next heartbeat under its id does not list, silent, whoever sends it', () => {
+    // Another machine (a cloned VM_NODE_ID) takes the id over, listing VM c only.
+    const clone = heartbeat({
+      vms: [vm('c')],
+      wg_ip: '10.0.0.9',
+      hostname: 'clone',
+      boot_id: 'b2',
+    });
+    const back = acceptHeartbeat(clone, later, 1_000_100_000)(stored);
+    const speaker = { boot_id: stored.boot_id, wg_ip: stored.wg_ip, hostname: stored.hostname };
+    expect(back.result).toMatchObject({
+      kind: 'joined',
+      silent: { vms: 2, previous: speaker },
+    });
+    const next = back.next!;
+    expect(next.vms.map((v) => v.vm_id)).toEqual(['c']);
+    expect(next.silent_vms).toEqual([
+      { vm: stored.vms[0], silent_since_wall_ms: 1_000_010_000, speaker },
+      { vm: stored.vms[1], silent_since_wall_ms: 1_000_010_000, speaker },
+    ]);
+    // Out of the node's figures: no VM count, no RAM.
+    expect(next.record.vm_count).toBe(1);
+    expect(next.record.ram_available_mb).toBe(ramAvailableMb(next));
+    // Listed as silent, beside the live node's own.
+    expect(
+      listedVms([next], liveSince(later)).map((l) => [l.vm.vm_id, l.silent_since_wall_ms]),
+    ).toEqual([
+      ['c', undefined],
+      ['a', 1_000_010_000],
+      ['b', 1_000_010_000],
+    ]);
+    // The clone's later beats keep them; one that lists a VM ends its silence (no VM twice).
+    const beat = acceptHeartbeat(clone, later + 5_000)(next).next!;
+    expect(beat.silent_vms.map((s) => s.vm.vm_id)).toEqual(['a', 'b']);
+    const lists = acceptHeartbeat({ ...clone, vms: [vm('c'), vm('a')] }, later + 10_000)(beat);
+    expect(lists.next!.silent_vms.map((s) => s.vm.vm_id)).toEqual(['b']);
+    // The node dropping out again keeps them; its next heartbeat still does not list them.
+    expect(keepsVmsWhenSilent({ vms: [], silent_vms: beat.silent_vms })).toBe(true);
+    const again = acceptHeartbeat({ ...clone, vms: [] }, later + 40_000, 1_000_200_000)(beat).next!;
+    expect(again.silent_vms.map((s) => [s.vm.vm_id, s.silent_since_wall_ms])).toEqual([
+      ['a', 1_000_010_000],
+      ['b', 1_000_010_000],
+      // Wall clock of the clone's last beat (given none, the receive time).
+      ['c', later + 5_000],
+    ]);
+  });
+
+  it('has a silent VM forgotten on request whether its node is live or not', () => {
+    const clone = heartbeat({ vms: [], wg_ip: '10.0.0.9', boot_id: 'b2' });
+    const next = acceptHeartbeat(clone, later)(stored).next!;
+    const live = liveSince(later);
+    const one = forgetSilentVm('a', live)(next);
+    expect(one.result).toBe('forgotten');
+    expect(one.next!.silent_vms.map((s) => s.vm.vm_id)).toEqual(['b']);
+    expect(one.next!.received_at_ms).toBe(next.received_at_ms);
+    // The live node is not removed with its last silent VM.
+    expect(forgetSilentVm('b', live)(one.next).result).toBe('forgotten');
+    expect(forgetSilentVm('b', live)(one.next).remove).toBeUndefined();
+    // Silent too, and nothing else listed: the node is forgotten with it.
+    expect(forgetSilentVm('b', liveSince(later + 40_000))(one.next)).toEqual({
+      remove: true,
+      result: 'forgotten',
+    });
+  });
+
+  it('is listed for a VM only where no live node lists that VM', () => {
+    const moved = nodeStateFromHeartbeat(heartbeat({ node_id: 'n2', vms: [vm('a')] }), later);
+    const listed = listedVms([stored, moved], liveSince(later));
+    expect(listed.map((l) => [l.node.node_id, l.vm.vm_id, l.silent_since_wall_ms])).toEqual([
+      ['n2', 'a', undefined],
+      ['n1', 'b', 1_000_010_000],
+    ]);
+  });
+
+  it('is no in-flight create for a key: its holds are no agent making a VM', () => {
+    const key = spawnKey('k', 'body');
+    const held = holdRam(
+      { ...hold('h1', 1024, 0, 10_000), expiresAtMs: 100_000, spawnKey: key },
+      0,
+    )(stored).next!;
+    const keyHash = key.split('.')[0];
+    expect(findEarlierCreate([held], keyHash, 39_000)).toMatchObject({ kind: 'in-flight' });
+    expect(findEarlierCreate([held], keyHash, later)).toBeUndefined();
+    // Its VM made with the key is still that VM, marked silent.
+    const made = recordDispatchedVm('h1', { ...vm('m'), idempotency_key: key })(held).next!;
+    expect(findEarlierCreate([made], keyHash, later)).toMatchObject({
+      kind: 'vm',
+      vm: { vm_id: 'm' },
+      silent_since_wall_ms: 1_000_010_000,
+    });
   });
 
   it('is forgotten first, beyond the bound, when it is the longest silent', () => {

@@ -1,6 +1,7 @@
 import {
   DEFAULT_SPAWN_PORT,
   HEARTBEAT_STAMP_ALLOWANCE_MS,
+  MAX_VMS_PER_HEARTBEAT,
   NODE_STALE_AFTER_MS,
 } from './fleet.constants';
 import { DispatchFailures, withDispatchFailure } from './dispatch-health';
@@ -36,6 +37,29 @@ const BEAT_GAPS_KEPT = 4;
  */
 const LATE_COPY_WINDOW_MS = 5_000;
 
+/**
+ * Which credential the controller took a node's heartbeat with: its own token under
+ * VM_FLEET_NODE_SECRET (`own`), its own under VM_FLEET_NODE_SECRET_PREVIOUS (`previous-secret`,
+ * a rotation under way), or the shared VM_FLEET_NODE_TOKEN (`shared`: a controller without the
+ * secret, or a migration to per-node tokens under way).
+ */
+export type NodeCredential = 'own' | 'previous-secret' | 'shared';
+
+/**
+ * A VM an earlier speaker for a node id listed before the node dropped out, which no heartbeat
+ * under that id has listed since: another machine (a cloned VM_NODE_ID, another VM_DISK_DIR)
+ * now speaks for the id, and the VM may still run on the old one, unmanaged. It stays listed
+ * (with node_silent_since), out of the node's figures and of placement, until a heartbeat
+ * under the id lists it again or it is forgotten (forgetSilentVm).
+ */
+export interface SilentVm {
+  vm: HeartbeatVm;
+  /** The wall clock at the last heartbeat that listed it: shown as node_silent_since. */
+  silent_since_wall_ms: number;
+  /** Who listed it: the agent that may still run it. */
+  speaker: Pick<NodeState, 'boot_id' | 'wg_ip' | 'hostname'>;
+}
+
 /** What the controller stores per node: the last heartbeat it accepted, and its own additions. */
 export interface NodeState {
   node_id: string;
@@ -65,6 +89,17 @@ export interface NodeState {
   holds: Record<string, RamHold>;
   /** Dispatches to its agent that failed in a row (null: the last one worked, or none was made). */
   dispatch_failures: DispatchFailures | null;
+  /**
+   * The credential its last heartbeat was taken with (null: none, the controller was open). Its
+   * agent is called with the token of this kind and no other (it heartbeats with the token its
+   * API checks): a holder of an older or shared credential learns no newer one. Never shown.
+   */
+  credential: NodeCredential | null;
+  /**
+   * VMs of an earlier speaker for this id that its heartbeats no longer list (see SilentVm),
+   * newest last, at most MAX_VMS_PER_HEARTBEAT. Never in `record`: no RAM, no VM count.
+   */
+  silent_vms: SilentVm[];
   /** The record every read shows, derived once per change rather than once per read. */
   readonly record: NodeRecord;
 }
@@ -93,6 +128,8 @@ function withRecord(facts: NodeFacts): NodeState {
     beat_gaps_ms: facts.beat_gaps_ms,
     holds: facts.holds,
     dispatch_failures: facts.dispatch_failures,
+    credential: facts.credential,
+    silent_vms: facts.silent_vms,
     record: toNodeRecord(facts),
   };
 }
@@ -100,10 +137,19 @@ function withRecord(facts: NodeFacts): NodeState {
 export type HeartbeatVerdict =
   /**
    * First heartbeat of an id the controller does not know (or had dropped). `silent`: the node
-   * had dropped out while it listed VMs, kept since (see keepsVmsWhenSilent); this heartbeat
-   * replaces them.
+   * had dropped out while it listed VMs, kept since (see keepsVmsWhenSilent), by `previous`;
+   * this heartbeat replaces them, except `still_silent`: those it does not list, kept as
+   * SilentVms (another machine speaks for the id, the old one may still run them).
    */
-  | { kind: 'joined'; silent?: { vms: number; last_heartbeat_wall_ms: number } }
+  | {
+      kind: 'joined';
+      silent?: {
+        vms: number;
+        last_heartbeat_wall_ms: number;
+        previous: SilentVm['speaker'];
+        still_silent: SilentVm[];
+      };
+    }
   /** The same agent beating again. */
   | { kind: 'refreshed' }
   /** Another boot or another host now speaks for this node id. */
@@ -123,14 +169,55 @@ export function isLive(state: Pick<NodeState, 'received_at_ms'>, notBeforeMs: nu
 
 /**
  * Whether a node that drops out (silent for more than 30 s) is kept, out of every node listing
- * and of placement, for its VMs: when it listed any. Its agent may be stopped while its QEMU
- * processes run on (systemctl stop leaves them), so its last-reported VMs stay listed (GET
- * /v1/vms), each with its node, until the node heartbeats again (which replaces them, as every
- * heartbeat does), they are forgotten one by one (forgetSilentVm), or SILENT_NODES_KEPT newer
- * silent nodes push it out. A node that listed none is dropped whole.
+ * and of placement, for its VMs: when it listed any (or kept SilentVms). Its agent may be
+ * stopped while its QEMU processes run on (systemctl stop leaves them), so its last-reported
+ * VMs stay listed (GET /v1/vms), each with its node, until the node heartbeats again (which
+ * replaces those it lists; those it does not list stay, as SilentVms), they are forgotten one
+ * by one (forgetSilentVm), or SILENT_NODES_KEPT newer silent nodes push it out. A node that
+ * listed none is dropped whole.
  */
-export function keepsVmsWhenSilent(state: Pick<NodeState, 'vms'>): boolean {
-  return state.vms.length > 0;
+export function keepsVmsWhenSilent(state: Pick<NodeState, 'vms' | 'silent_vms'>): boolean {
+  return state.vms.length > 0 || state.silent_vms.length > 0;
+}
+
+/** A VM as GET /v1/vms lists it: on `node`, whose agent is silent since `silent_since_wall_ms`. */
+export interface ListedVm {
+  vm: HeartbeatVm;
+  node: NodeState;
+  /** Set for a VM no live agent manages: its node dropped out, or it is a SilentVm. */
+  silent_since_wall_ms?: number;
+}
+
+/**
+ * Every VM the stored nodes list, as of `notBeforeMs` (liveSince of now): those of live nodes,
+ * then the last-reported ones of silent nodes and the SilentVms, except any a live node lists
+ * (its report is the fresher one: no VM is listed twice).
+ */
+export function listedVms(nodes: readonly NodeState[], notBeforeMs: number): ListedVm[] {
+  const listed: ListedVm[] = [];
+  const managed = new Set<string>();
+  for (const node of nodes) {
+    if (!isLive(node, notBeforeMs)) continue;
+    for (const vm of node.vms) {
+      listed.push({ vm, node });
+      managed.add(vm.vm_id);
+    }
+  }
+  for (const node of nodes) {
+    if (!isLive(node, notBeforeMs)) {
+      for (const vm of node.vms) {
+        if (!managed.has(vm.vm_id)) {
+          listed.push({ vm, node, silent_since_wall_ms: node.received_at_wall_ms });
+        }
+      }
+    }
+    for (const silent of node.silent_vms) {
+      if (!managed.has(silent.vm.vm_id)) {
+        listed.push({ vm: silent.vm, node, silent_since_wall_ms: silent.silent_since_wall_ms });
+      }
+    }
+  }
+  return listed;
 }
 
 /**
@@ -191,13 +278,15 @@ function wasAheadOnArrival(stampNanos: bigint, receivedAtWallMs: number): boolea
  * has passed: the node's own figures count a VM it lists, not one it has yet to report. So
  * does a VM its agent accepted (recorded with its hold) that a heartbeat sampled before the
  * spawn does not list yet: it stays listed, and a retry with its Idempotency-Key finds it.
- * `receivedAtWallMs` is the wall clock at receipt, for a clock whose two readings differ.
+ * `receivedAtWallMs` is the wall clock at receipt, for a clock whose two readings differ;
+ * `credential` what the heartbeat was taken with (none: the previous one's is not kept either).
  */
 export function nodeStateFromHeartbeat(
   heartbeat: NodeHeartbeat,
   receivedAtMs: number,
   previous?: NodeState,
   receivedAtWallMs = receivedAtMs,
+  credential: NodeCredential | null = null,
 ): NodeState {
   const sameBoot = previous !== undefined && previous.boot_id === heartbeat.boot_id;
   const holds = sameBoot ? holdsNotYetReported(previous.holds, heartbeat.vms, receivedAtMs) : {};
@@ -224,7 +313,32 @@ export function nodeStateFromHeartbeat(
     // Kept whatever boot_id the heartbeat names (anyone with the node token can send a new
     // one): only a successful dispatch clears it, and its backoff ends by itself.
     dispatch_failures: previous?.dispatch_failures ?? null,
+    credential,
+    silent_vms: previous ? notListed(previous.silent_vms, heartbeat.vms) : [],
   });
+}
+
+/** The SilentVms a heartbeat listing `vms` does not list: its agent manages the others. */
+function notListed(silentVms: SilentVm[], vms: readonly HeartbeatVm[]): SilentVm[] {
+  if (silentVms.length === 0) return silentVms;
+  const listed = new Set(vms.map((vm) => vm.vm_id));
+  return silentVms.filter((silent) => !listed.has(silent.vm.vm_id));
+}
+
+/**
+ * What a silent node's VMs become when its id heartbeats again, listing `vms`: the VMs (its
+ * own and its SilentVms) that heartbeat does not list, as SilentVms. An agent on the same
+ * VM_DISK_DIR re-lists every VM it has (Stopped ones too, after a reboot), so one missing is
+ * another machine's: a cloned VM_NODE_ID, or the agent started on another VM_DISK_DIR.
+ */
+function stillSilent(stored: NodeState, vms: readonly HeartbeatVm[]): SilentVm[] {
+  const speaker = { boot_id: stored.boot_id, wg_ip: stored.wg_ip, hostname: stored.hostname };
+  const lastListed: SilentVm[] = stored.vms.map((vm) => ({
+    vm,
+    silent_since_wall_ms: stored.received_at_wall_ms,
+    speaker,
+  }));
+  return notListed([...stored.silent_vms, ...lastListed], vms).slice(-MAX_VMS_PER_HEARTBEAT);
 }
 
 function holdsNotYetReported(
@@ -334,28 +448,47 @@ export type NodeChange<T> = (stored: NodeState | undefined) => {
 
 /**
  * A heartbeat replaces the stored state unless it is out of order; the verdict says which.
- * Received at `receivedAtMs` (Clock.now) and `receivedAtWallMs` (Clock.wallNow). A node stored
- * but silent for more than 30 s (not swept yet, or kept for its VMs) had dropped out: the
- * heartbeat enrolls it anew, and nothing of the stored state carries over.
+ * Received at `receivedAtMs` (Clock.now) and `receivedAtWallMs` (Clock.wallNow), taken with
+ * `credential`. A node stored but silent for more than 30 s (not swept yet, or kept for its
+ * VMs) had dropped out: the heartbeat enrolls it anew, and nothing of the stored state carries
+ * over but the VMs the heartbeat does not list, kept as SilentVms (see stillSilent).
  */
 export function acceptHeartbeat(
   heartbeat: NodeHeartbeat,
   receivedAtMs: number,
   receivedAtWallMs = receivedAtMs,
+  credential: NodeCredential | null = null,
 ): NodeChange<HeartbeatVerdict> {
   return (stored) => {
     if (stored && !isLive(stored, liveSince(receivedAtMs))) {
-      const next = nodeStateFromHeartbeat(heartbeat, receivedAtMs, undefined, receivedAtWallMs);
+      const next = nodeStateFromHeartbeat(
+        heartbeat,
+        receivedAtMs,
+        undefined,
+        receivedAtWallMs,
+        credential,
+      );
       if (!keepsVmsWhenSilent(stored)) return { next, result: { kind: 'joined' } };
-      const silent = { vms: stored.vms.length, last_heartbeat_wall_ms: stored.received_at_wall_ms };
-      return { next, result: { kind: 'joined', silent } };
+      const silent = {
+        vms: stored.vms.length + stored.silent_vms.length,
+        last_heartbeat_wall_ms: stored.received_at_wall_ms,
+        previous: { boot_id: stored.boot_id, wg_ip: stored.wg_ip, hostname: stored.hostname },
+        still_silent: stillSilent(stored, heartbeat.vms),
+      };
+      return {
+        next:
+          silent.still_silent.length === 0
+            ? next
+            : withRecord({ ...next, silent_vms: silent.still_silent }),
+        result: { kind: 'joined', silent },
+      };
     }
     const verdict = judgeHeartbeat(stored, heartbeat, receivedAtMs);
     return {
       next:
         verdict.kind === 'out-of-order'
           ? undefined
-          : nodeStateFromHeartbeat(heartbeat, receivedAtMs, stored, receivedAtWallMs),
+          : nodeStateFromHeartbeat(heartbeat, receivedAtMs, stored, receivedAtWallMs, credential),
       result: verdict,
     };
   };
@@ -442,16 +575,27 @@ export function noteDispatchFailure(reason: string, nowMs: number): NodeChange<v
 export type ForgetOutcome = 'forgotten' | 'node-live' | 'unknown';
 
 /**
- * Forgets a VM of a node silent since before `notBeforeMs` (liveSince of now): for a machine
- * gone for good, whose agent will never be back to destroy it. Nothing is stopped anywhere.
+ * Forgets a VM of a node silent since before `notBeforeMs` (liveSince of now), or one of its
+ * SilentVms (live node or not): for a machine gone for good, whose agent will never be back to
+ * destroy it. Nothing is stopped anywhere.
  */
 export function forgetSilentVm(vmId: string, notBeforeMs: number): NodeChange<ForgetOutcome> {
   return (stored) => {
     if (!stored) return { result: 'unknown' };
-    if (isLive(stored, notBeforeMs)) return { result: 'node-live' };
+    const live = isLive(stored, notBeforeMs);
+    const silentVms = stored.silent_vms.filter((silent) => silent.vm.vm_id !== vmId);
+    if (silentVms.length < stored.silent_vms.length) {
+      if (!live && stored.vms.length === 0 && silentVms.length === 0) {
+        return { remove: true, result: 'forgotten' };
+      }
+      return { next: withRecord({ ...stored, silent_vms: silentVms }), result: 'forgotten' };
+    }
+    if (live) return { result: 'node-live' };
     const vms = stored.vms.filter((vm) => vm.vm_id !== vmId);
     if (vms.length === stored.vms.length) return { result: 'unknown' };
-    if (vms.length === 0) return { remove: true, result: 'forgotten' };
+    if (vms.length === 0 && stored.silent_vms.length === 0) {
+      return { remove: true, result: 'forgotten' };
+    }
     return { next: withRecord({ ...stored, vms }), result: 'forgotten' };
   };
 }
@@ -495,28 +639,41 @@ export function endExpiredHolds(nowMs: number): NodeChange<EndedHold[]> {
 
 /** What an earlier create with the same Idempotency-Key left on the fleet. */
 export type EarlierCreate =
-  /** Its VM is listed (reported by its node, or recorded when the agent accepted it). */
-  | { kind: 'vm'; node: NodeState; vm: HeartbeatVm; spawn_key: string }
+  /**
+   * Its VM is listed (reported by its node, or recorded when the agent accepted it); with
+   * `silent_since_wall_ms` when no live agent manages it (see ListedVm).
+   */
+  | {
+      kind: 'vm';
+      node: NodeState;
+      vm: HeartbeatVm;
+      spawn_key: string;
+      silent_since_wall_ms?: number;
+    }
   /** Its RAM is held on a node whose agent may be making the VM right now. */
   | { kind: 'in-flight'; node: NodeState; hold_id: string; spawn_key: string };
 
 /**
  * Finds what an earlier create with this key (`keyHash`, the first half of a spawn key) left
- * on live nodes: a VM listed with it, else a hold still live at `nowMs`.
+ * on the stored nodes: a VM listed with it (see listedVms: on a silent node too), else a hold
+ * still live at `nowMs` on a live node (a silent node's agent is making no VM).
  */
 export function findEarlierCreate(
   nodes: readonly NodeState[],
   keyHash: string,
   nowMs: number,
 ): EarlierCreate | undefined {
+  const notBeforeMs = liveSince(nowMs);
+  for (const { vm, node, silent_since_wall_ms } of listedVms(nodes, notBeforeMs)) {
+    if (vm.idempotency_key !== undefined && keyHashOf(vm.idempotency_key) === keyHash) {
+      const found: EarlierCreate = { kind: 'vm', node, vm, spawn_key: vm.idempotency_key };
+      if (silent_since_wall_ms !== undefined) found.silent_since_wall_ms = silent_since_wall_ms;
+      return found;
+    }
+  }
   let inFlight: EarlierCreate | undefined;
   for (const node of nodes) {
-    for (const vm of node.vms) {
-      if (vm.idempotency_key !== undefined && keyHashOf(vm.idempotency_key) === keyHash) {
-        return { kind: 'vm', node, vm, spawn_key: vm.idempotency_key };
-      }
-    }
-    if (inFlight) continue;
+    if (inFlight || !isLive(node, notBeforeMs)) continue;
     for (const holdId in node.holds) {
       const hold = node.holds[holdId];
       if (keyHashOf(hold.spawn_key) === keyHash && isHoldLive(hold, nowMs)) {

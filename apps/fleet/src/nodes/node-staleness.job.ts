@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { STALENESS_SWEEP_INTERVAL_MS } from '@app/fleet-domain';
 import { StoreUnavailableError } from './store-unavailable.error';
@@ -7,14 +7,19 @@ import { NodesService } from './nodes.service';
 /**
  * Sweeps silent nodes out of the store (reads filter by age themselves; this frees the
  * memory), and ends RAM holds past their deadline (placement already ignores them; this gives
- * the RAM back in the listings).
+ * the RAM back in the listings). It sweeps once at start-up too: with a shared store, nodes
+ * that went silent while no controller ran become silent nodes at once, VMs and all.
  */
 @Injectable()
-export class NodeStalenessJob {
+export class NodeStalenessJob implements OnApplicationBootstrap {
   private readonly logger = new Logger('NodeStaleness');
   private running = false;
 
   constructor(private readonly nodes: NodesService) {}
+
+  onApplicationBootstrap(): void {
+    void this.sweep();
+  }
 
   @Interval('node-staleness', STALENESS_SWEEP_INTERVAL_MS)
   async sweep(): Promise<void> {

@@ -8,6 +8,7 @@ import {
   NodeRecord,
   NodeState,
   SILENT_NODES_KEPT,
+  SilentVm,
   acceptHeartbeat,
   endExpiredHolds,
   keepsVmsWhenSilent,
@@ -15,7 +16,7 @@ import {
   toRfc3339,
 } from '@app/fleet-domain';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
-import { NodeIdConflicts, describeSpeaker } from './node-id-conflicts.tracker';
+import { NodeIdConflicts, NodeSpeaker, describeSpeaker } from './node-id-conflicts.tracker';
 import { NodeCredential, NodeTokens } from './node-tokens';
 import { NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
 import { NodesRepository } from './nodes.repository';
@@ -26,6 +27,9 @@ const DROP_LINES_PER_SWEEP = 20;
 /** Node ids named in the once-per-node note on an old credential; beyond, no more notes. */
 const OLD_CREDENTIAL_NOTES = 4096;
 
+/** At most one warning per this for heartbeats refused a node's token; the next counts the rest. */
+const REFUSAL_WARNING_EVERY_MS = 60_000;
+
 /** Every heartbeat taken gets this same answer. */
 const ACCEPTED: HeartbeatAnswer = Object.freeze({ accepted: true });
 
@@ -35,33 +39,46 @@ export class NodesService {
   private readonly conflicts = new NodeIdConflicts();
   /** Nodes already noted as speaking with an old credential (once each per process). */
   private readonly notedOldCredentials = new Set<string>();
+  /** When the last refused-token warning was logged, and the refusals not logged since. */
+  private lastRefusalWarningAtMs: number | undefined;
+  private refusalsNotLogged = 0;
 
   constructor(
     private readonly nodes: NodesRepository,
     private readonly clock: Clock,
-    private readonly metrics: FleetMetrics = new FleetMetrics(),
-    private readonly nodeTokens: NodeTokens = new NodeTokens(),
+    private readonly metrics: FleetMetrics,
+    // Required: a default of none would quietly take any token for any node (fail open).
+    private readonly nodeTokens: NodeTokens,
   ) {}
 
   /**
    * Replaces the node's record with the heartbeat; the first one enrolls the node. The answer
    * says whether it was taken (a late copy is not). With per-node tokens, `token` (the bearer
-   * token it came with) must be the node's own, else nothing is touched.
+   * token it came with) must be one the controller takes for that node, else nothing is
+   * touched; which one it was is stored with the node, its agent is called with that kind.
+   * `from`: the address it came from, for the log.
    */
-  async acceptHeartbeat(heartbeat: NodeHeartbeat, token?: string): Promise<HeartbeatAnswer> {
-    this.checkSpeaksForItself(heartbeat.node_id, token);
+  async acceptHeartbeat(
+    heartbeat: NodeHeartbeat,
+    token?: string,
+    from?: string,
+  ): Promise<HeartbeatAnswer> {
+    const credential = this.checkSpeaksForItself(heartbeat.node_id, token, from);
     const receivedAtMs = this.clock.now();
     const verdict = await this.nodes.update(
       heartbeat.node_id,
-      acceptHeartbeat(heartbeat, receivedAtMs, this.clock.wallNow()),
+      acceptHeartbeat(heartbeat, receivedAtMs, this.clock.wallNow(), credential),
     );
     this.metrics.countHeartbeat(verdict.kind);
     const id = heartbeat.node_id;
     switch (verdict.kind) {
       case 'joined':
         this.logger.log(
-          `node ${id} joined from ${describeSpeaker(heartbeat)}${verdict.silent ? `; silent since its heartbeat of ${toRfc3339(verdict.silent.last_heartbeat_wall_ms)}, its ${verdict.silent.vms} VM(s) kept meanwhile are replaced by the ${heartbeat.vms.length} it reports` : ''}`,
+          `node ${id} joined from ${describeSpeaker(heartbeat)}${verdict.silent ? `; silent since its heartbeat of ${toRfc3339(verdict.silent.last_heartbeat_wall_ms)}, its ${verdict.silent.vms} VM(s) kept meanwhile are replaced by the ${heartbeat.vms.length} it reports${verdict.silent.still_silent.length > 0 ? `, but for ${verdict.silent.still_silent.length} it does not list` : ''}` : ''}`,
         );
+        if (verdict.silent && verdict.silent.still_silent.length > 0) {
+          this.warnStillSilent(heartbeat, verdict.silent.previous, verdict.silent.still_silent);
+        }
         break;
       case 'taken-over':
         this.noteTakeOver(heartbeat, verdict.previous, receivedAtMs);
@@ -78,17 +95,69 @@ export class NodesService {
   }
 
   /**
+   * A silent node's id heartbeats again without listing VMs it (or an earlier agent) listed:
+   * another machine speaks for the id (a cloned VM_NODE_ID, another VM_DISK_DIR), and those
+   * VMs may still run on the old one. They stay listed, with node_silent_since.
+   */
+  private warnStillSilent(
+    heartbeat: NodeHeartbeat,
+    previous: NodeSpeaker,
+    stillSilent: readonly SilentVm[],
+  ): void {
+    const shown = stillSilent.slice(0, 3).map(({ vm }) => vm.vm_id);
+    const more =
+      stillSilent.length > shown.length ? `, ${stillSilent.length - shown.length} more` : '';
+    this.logger.warn(
+      `node ${heartbeat.node_id}: ${describeSpeaker(heartbeat)} heartbeats for it and does not list ${stillSilent.length} VM(s) (${shown.join(', ')}${more}) that ${describeSpeaker(previous)} listed before the node went silent: they may still run there, unmanaged, and stay listed in GET /v1/vms with node_silent_since; give each machine its own VM_NODE_ID (an agent on the same VM_DISK_DIR lists every VM it has), or forget each with DELETE /v1/vms/<vm_id>?forget=true if that machine is gone for good`,
+    );
+  }
+
+  /**
    * With per-node tokens, a heartbeat speaks only for its own node_id: NodeRestriction's rule,
    * checked before the store is read or written. (Without, the guard checked the shared token.)
+   * Returns the credential it was taken with.
    */
-  private checkSpeaksForItself(nodeId: string, token: string | undefined): void {
-    if (!this.nodeTokens.perNode) return;
+  private checkSpeaksForItself(
+    nodeId: string,
+    token: string | undefined,
+    from: string | undefined,
+  ): NodeCredential | null {
+    if (!this.nodeTokens.perNode) return this.nodeTokens.sharedCredential;
     const credential = token === undefined ? undefined : this.nodeTokens.identify(nodeId, token);
-    if (credential === undefined) throw new NotThisNodesTokenError(nodeId);
+    if (credential === undefined) {
+      this.noteRefusal(nodeId, from);
+      throw new NotThisNodesTokenError(nodeId);
+    }
     if (credential !== 'own') this.noteOldCredential(nodeId, credential);
     else if (this.notedOldCredentials.delete(nodeId)) {
       this.logger.log(`node ${nodeId} now heartbeats with its own token`);
     }
+    return credential;
+  }
+
+  /**
+   * A heartbeat refused its node's token: a node given the wrong token, or someone trying ids.
+   * Warned at most once a minute (a prober must not flood the log), naming the node id and the
+   * address, never the token; ppn_fleet_heartbeats_total{outcome="refused"} counts every one.
+   */
+  private noteRefusal(nodeId: string, from: string | undefined): void {
+    const now = this.clock.now();
+    if (
+      this.lastRefusalWarningAtMs !== undefined &&
+      now - this.lastRefusalWarningAtMs < REFUSAL_WARNING_EVERY_MS
+    ) {
+      this.refusalsNotLogged += 1;
+      return;
+    }
+    const earlier =
+      this.refusalsNotLogged === 0
+        ? ''
+        : `; ${this.refusalsNotLogged} more refused since the last such warning, not logged one by one`;
+    this.lastRefusalWarningAtMs = now;
+    this.refusalsNotLogged = 0;
+    this.logger.warn(
+      `heartbeat for node ${nodeId} from ${from ?? 'an unknown address'} refused: its bearer token is not one this controller takes for that node (give the node the token \`ppn-fleet node-token ${nodeId}\` prints)${earlier}; at most one such line a minute`,
+    );
   }
 
   /**
@@ -169,9 +238,19 @@ export class NodesService {
       if (!keepsVmsWhenSilent(state)) this.logger.log(line);
       else this.logger.warn(`${line}; ${describeSilentVms(state)}`);
     }
-    for (const state of await this.nodes.forgetSilentBeyond(SILENT_NODES_KEPT)) {
+    const forgotten = await this.nodes.forgetSilentBeyond(SILENT_NODES_KEPT);
+    for (const state of forgotten.slice(0, DROP_LINES_PER_SWEEP)) {
       this.logger.warn(
-        `node ${state.node_id}: forgot its ${state.vms.length} VM(s) kept since its last heartbeat (${toRfc3339(state.received_at_wall_ms)}): more than ${SILENT_NODES_KEPT} silent nodes are kept, the longest silent go first; they are listed again when its agent heartbeats`,
+        `node ${state.node_id}: forgot its ${state.vms.length + state.silent_vms.length} VM(s) kept since its last heartbeat (${toRfc3339(state.received_at_wall_ms)}): more than ${SILENT_NODES_KEPT} silent nodes are kept, the longest silent go first; they are listed again when its agent heartbeats`,
+      );
+    }
+    if (forgotten.length > DROP_LINES_PER_SWEEP) {
+      const vms = forgotten.reduce(
+        (sum, state) => sum + state.vms.length + state.silent_vms.length,
+        0,
+      );
+      this.logger.warn(
+        `forgot ${forgotten.length} silent nodes and their ${vms} VM(s) in one sweep (more than ${SILENT_NODES_KEPT} are kept); ${forgotten.length - DROP_LINES_PER_SWEEP} not named above`,
       );
     }
     this.metrics.observeSweep((performance.now() - startedAt) / 1000, dropped.length);

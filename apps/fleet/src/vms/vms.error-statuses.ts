@@ -5,6 +5,7 @@ import {
   IdempotencyKeyReusedError,
   NodeRefusedVmError,
   PlacementRefusedError,
+  VmNodeIsBackError,
   VmNotFoundError,
   VmOnSilentNodeError,
 } from './vms.errors';
@@ -13,6 +14,7 @@ import {
 export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
   [VmNotFoundError, 404],
   [VmOnSilentNodeError, 409],
+  [VmNodeIsBackError, 409],
   [
     PlacementRefusedError,
     (error) => ((error as PlacementRefusedError).reason === 'preferred-node-unfit' ? 422 : 503),

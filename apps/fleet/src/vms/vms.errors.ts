@@ -16,7 +16,9 @@ export class VmNotFoundError extends Error {
 
 /**
  * The VM's node dropped out (its agent stopped or cut off): no agent can be asked to destroy
- * it, and its QEMU may still run. The record stays until the node heartbeats again.
+ * it, and its QEMU may still run. The record stays until the node heartbeats again. With
+ * `listedBy`, the node id heartbeats again, but from another agent that does not list the VM
+ * (a SilentVm): the agent that listed it, named so, may still run it.
  */
 export class VmOnSilentNodeError extends Error {
   constructor(
@@ -24,9 +26,27 @@ export class VmOnSilentNodeError extends Error {
     readonly nodeId: string,
     lastHeartbeat: string,
     silentForS: number,
+    listedBy?: string,
   ) {
     super(
-      `vm ${vmId} is on node ${nodeId}, silent since ${lastHeartbeat} (${silentForS.toFixed(0)} s): no agent can destroy it, and its QEMU may still run. Start the node's agent again with the same VM_NODE_ID and VM_DISK_DIR, then delete again; if the machine is gone for good, DELETE /v1/vms/${vmId}?forget=true forgets the record (stopping nothing)`,
+      listedBy === undefined
+        ? `vm ${vmId} is on node ${nodeId}, silent since ${lastHeartbeat} (${silentForS.toFixed(0)} s): no agent can destroy it, and its QEMU may still run. Start the node's agent again with the same VM_NODE_ID and VM_DISK_DIR, then delete again; if the machine is gone for good, DELETE /v1/vms/${vmId}?forget=true forgets the record (stopping nothing)`
+        : `vm ${vmId} was listed on node ${nodeId} by ${listedBy} until ${lastHeartbeat} (${silentForS.toFixed(0)} s ago); the agent heartbeating as ${nodeId} now does not list it, so no agent can destroy it, and its QEMU may still run there. Start that machine's agent with its own VM_DISK_DIR and a VM_NODE_ID of its own, then delete again; if that machine is gone for good, DELETE /v1/vms/${vmId}?forget=true forgets the record (stopping nothing)`,
+    );
+  }
+}
+
+/**
+ * ?forget=true for a VM whose node heartbeats (again): its agent can destroy it, so the record
+ * is not forgotten (forgetting would leave it running, listed again at the next heartbeat).
+ */
+export class VmNodeIsBackError extends Error {
+  constructor(
+    readonly vmId: string,
+    readonly nodeId: string,
+  ) {
+    super(
+      `vm ${vmId}: node ${nodeId} is back (it heartbeats), so nothing is forgotten; DELETE /v1/vms/${vmId} without forget destroys it`,
     );
   }
 }

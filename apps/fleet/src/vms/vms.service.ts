@@ -8,11 +8,13 @@ import {
   FleetVm,
   NodeState,
   RAM_HOLD_MARGIN_MS,
+  SilentVm,
   findEarlierCreate,
   forgetSilentVm,
   holdRam,
   isLive,
   keyHashOf,
+  listedVms,
   liveSince,
   noteDispatchFailure,
   placeVm,
@@ -41,6 +43,7 @@ import {
   IdempotencyKeyReusedError,
   NodeRefusedVmError,
   PlacementRefusedError,
+  VmNodeIsBackError,
   VmNotFoundError,
   VmOnSilentNodeError,
 } from './vms.errors';
@@ -112,17 +115,20 @@ export class VmsService {
 
   /**
    * The VMs of every node stored: those of live nodes, and the last reported ones of nodes
-   * that dropped out while listing VMs (marked with node_silent_since), which may still run.
+   * that dropped out while listing VMs or of an earlier agent of a node id (marked with
+   * node_silent_since), which may still run (see listedVms).
    */
   async listVms(tenantId?: string): Promise<FleetVm[]> {
     const notBefore = liveSince(this.clock.now());
     const vms: FleetVm[] = [];
-    for (const node of await this.nodes.listAll()) {
-      const silentSince = isLive(node, notBefore) ? undefined : toRfc3339(node.received_at_wall_ms);
-      for (const vm of node.vms) {
-        if (tenantId === undefined || vm.tenant_id === tenantId) {
-          vms.push(shownVm(vm, node.node_id, silentSince));
-        }
+    for (const { vm, node, silent_since_wall_ms } of listedVms(
+      await this.nodes.listAll(),
+      notBefore,
+    )) {
+      if (tenantId === undefined || vm.tenant_id === tenantId) {
+        const silentSince =
+          silent_since_wall_ms === undefined ? undefined : toRfc3339(silent_since_wall_ms);
+        vms.push(shownVm(vm, node.node_id, silentSince));
       }
     }
     return vms;
@@ -158,31 +164,45 @@ export class VmsService {
 
   /**
    * Tells the owning agent to destroy the VM; the record stays when the agent cannot be
-   * reached. A VM whose node dropped out has no agent to ask: a 409 that says what to do, or
-   * with `forget` (a machine gone for good) its record is forgotten, nothing stopped.
+   * reached. A VM no live agent manages (its node dropped out, or a SilentVm) has no agent to
+   * ask: a 409 that says what to do, or with `forget` (a machine gone for good) its record is
+   * forgotten, nothing stopped. `forget` for a VM a live agent manages is a 409 too: it is
+   * destroyed by a DELETE without it.
    */
   async deleteVm(vmId: string, forget = false): Promise<void> {
     const now = this.clock.now();
     const notBefore = liveSince(now);
-    const listing = await this.nodes.listAll();
-    const lists = (node: NodeState) => node.vms.some((vm) => vm.vm_id === vmId);
-    // A live node's report is the fresher one, should a silent node list the VM too.
-    const owner =
-      listing.find((node) => isLive(node, notBefore) && lists(node)) ?? listing.find(lists);
-    if (!owner) throw new VmNotFoundError(vmId);
-    if (!isLive(owner, notBefore)) {
-      const lastHeartbeat = toRfc3339(owner.received_at_wall_ms);
-      const silentForS = (now - owner.received_at_ms) / 1000;
-      if (!forget) throw new VmOnSilentNodeError(vmId, owner.node_id, lastHeartbeat, silentForS);
+    // listedVms puts a live node's report first: the fresher one, should a silent one list it.
+    const listed = listedVms(await this.nodes.listAll(), notBefore).find(
+      ({ vm }) => vm.vm_id === vmId,
+    );
+    if (!listed) throw new VmNotFoundError(vmId);
+    const owner = listed.node;
+    if (listed.silent_since_wall_ms !== undefined) {
+      const lastHeartbeat = toRfc3339(listed.silent_since_wall_ms);
+      const silentForS = (this.clock.wallNow() - listed.silent_since_wall_ms) / 1000;
+      const silentVm = owner.silent_vms.find((silent) => silent.vm.vm_id === vmId);
+      const listedBy =
+        isLive(owner, notBefore) && silentVm ? describeListedBy(silentVm.speaker) : undefined;
+      if (!forget) {
+        throw new VmOnSilentNodeError(
+          vmId,
+          owner.node_id,
+          lastHeartbeat,
+          silentVm ? silentForS : (now - owner.received_at_ms) / 1000,
+          listedBy,
+        );
+      }
       const outcome = await this.nodes.update(owner.node_id, forgetSilentVm(vmId, notBefore));
-      // Back meanwhile: its agent is asked, as for any live node.
-      if (outcome === 'node-live') return this.deleteVm(vmId);
+      // Back meanwhile: its agent can destroy it.
+      if (outcome === 'node-live') throw new VmNodeIsBackError(vmId, owner.node_id);
       if (outcome === 'unknown') throw new VmNotFoundError(vmId);
       this.logger.warn(
-        `vm ${vmId} on node ${owner.node_id} forgotten on request (?forget=true): its node is silent since ${lastHeartbeat}; nothing was stopped, so if that machine comes back its agent lists the VM again`,
+        `vm ${vmId} on node ${owner.node_id} forgotten on request (?forget=true): ${listedBy === undefined ? `its node is silent since ${lastHeartbeat}` : `listed by ${listedBy} until ${lastHeartbeat}, not by the agent heartbeating as ${owner.node_id} now`}; nothing was stopped, so if that machine comes back its agent lists the VM again`,
       );
       return;
     }
+    if (forget) throw new VmNodeIsBackError(vmId, owner.node_id);
     const outcome = await this.vmHost.destroy(owner, vmId);
     await this.nodes.update(owner.node_id, removeVm(vmId));
     this.logger.log(
@@ -253,8 +273,8 @@ export class VmsService {
    */
   private async createKeyed(request: CreateVmRequest, spawnKey: string): Promise<CreatedVm> {
     const now = this.clock.now();
-    const notBefore = liveSince(now);
-    // Silent nodes too: a VM made for the key on a node that dropped out is still that VM.
+    // Silent nodes too: a VM made for the key on a node that dropped out is still that VM
+    // (answered with node_silent_since); only live nodes' holds are creates in flight.
     const stored = await this.nodes.listAll();
     const earlier = findEarlierCreate(stored, keyHashOf(spawnKey), now);
     if (!earlier) return this.placeAndDispatch(request, spawnKey);
@@ -263,9 +283,10 @@ export class VmsService {
       this.logger.log(
         `vm ${earlier.vm.vm_id} on node ${earlier.node.node_id} answered again for a retried create with the same Idempotency-Key`,
       );
-      const silentSince = isLive(earlier.node, notBefore)
-        ? undefined
-        : toRfc3339(earlier.node.received_at_wall_ms);
+      const silentSince =
+        earlier.silent_since_wall_ms === undefined
+          ? undefined
+          : toRfc3339(earlier.silent_since_wall_ms);
       return { vm: shownVm(earlier.vm, earlier.node.node_id, silentSince), replayed: true };
     }
     const created = await this.dispatch(
@@ -456,4 +477,9 @@ export class VmsService {
       }
     }
   }
+}
+
+/** The agent that listed a SilentVm, as the 409 and the log name it. */
+function describeListedBy(speaker: SilentVm['speaker']): string {
+  return `the agent at ${speaker.wg_ip} (hostname ${speaker.hostname}, boot ${speaker.boot_id})`;
 }

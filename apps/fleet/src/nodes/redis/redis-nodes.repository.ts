@@ -6,6 +6,7 @@ import {
   NodeRecord,
   NodeState,
   earliestHoldDeadline,
+  keepsVmsWhenSilent,
 } from '@app/fleet-domain';
 import { StoreUnavailableError } from '../store-unavailable.error';
 import { RedisConnection } from './redis-connection';
@@ -31,7 +32,12 @@ const HOLD_DEADLINES = `${PREFIX}hold-deadlines`;
  */
 const SILENT = `${PREFIX}silent-nodes`;
 const nodeKey = (nodeId: string) => `${PREFIX}node:${nodeId}`;
-/** A node key outlives any live node, so keys nobody sweeps (every controller down) vanish. */
+/**
+ * A node key outlives any live node, so keys nobody sweeps (every controller down) vanish;
+ * but only those of nodes listing no VM. A node listing VMs is kept with no expiry (the live
+ * index filters by receive time): with every controller down past it (an upgrade's restart)
+ * its VMs would otherwise vanish, not become a silent node's at the next sweep.
+ */
 const NODE_KEY_TTL_MS = 2 * NODE_STALE_AFTER_MS;
 const SWEEP_BATCH = 5_000;
 const WRITE_ATTEMPTS = 20;
@@ -59,7 +65,11 @@ if silentAt then
   end
   redis.call('ZREM', KEYS[5], ARGV[4])
 end
-redis.call('SET', KEYS[1], next .. '\\n' .. ARGV[2], 'PX', ARGV[5])
+if ARGV[5] == '' then
+  redis.call('SET', KEYS[1], next .. '\\n' .. ARGV[2])
+else
+  redis.call('SET', KEYS[1], next .. '\\n' .. ARGV[2], 'PX', ARGV[5])
+end
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 if ARGV[6] == '' then
   redis.call('ZREM', KEYS[4], ARGV[4])
@@ -122,8 +132,9 @@ return redis.call('GET', KEYS[1])`;
 
 /**
  * Drops up to ARGV[3] nodes heard from before ARGV[1] out of the live index, and returns them.
- * One whose record counts VMs is kept, with no expiry, in the silent set (keepsVmsWhenSilent:
- * vm_count is the number of its VMs); the others are removed.
+ * One whose record counts VMs, or whose state keeps SilentVms, is kept, with no expiry, in the
+ * silent set (keepsVmsWhenSilent: vm_count is the number of its VMs; a non-empty silent_vms is
+ * the only place that key is followed by an object); the others are removed.
  */
 const DROP_STALE = `
 local stale = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'WITHSCORES', 'LIMIT', 0, ARGV[3])
@@ -136,7 +147,8 @@ for i = 1, #stale, 2 do
   if value then
     dropped[#dropped + 1] = value
     local ok, record = pcall(cjson.decode, string.match(value, '^%d+\\n([^\\n]*)\\n') or '')
-    if ok and type(record) == 'table' and type(record.vm_count) == 'number' and record.vm_count > 0 then
+    if (ok and type(record) == 'table' and type(record.vm_count) == 'number' and record.vm_count > 0)
+      or string.find(value, '"silent_vms":[{', 1, true) then
       kept = true
       redis.call('PERSIST', key)
       redis.call('ZADD', KEYS[3], stale[i + 1], id)
@@ -333,7 +345,7 @@ export class RedisNodesRepository extends NodesRepository {
           encodeStoredNode(next),
           next.received_at_ms,
           nodeId,
-          NODE_KEY_TTL_MS,
+          keepsVmsWhenSilent(next) ? '' : NODE_KEY_TTL_MS,
           deadline === null ? '' : deadline,
         ),
       );

@@ -4,9 +4,11 @@ import {
   DispatchFailures,
   HeartbeatVm,
   HostPort,
+  NodeCredential,
   NodeRecord,
   NodeState,
   RamHold,
+  SilentVm,
   toNodeRecord,
 } from '@app/fleet-domain';
 
@@ -66,7 +68,8 @@ export function decodeStoredRecord(json: string): NodeRecord {
  * A stored state in today's shape. Older controllers stored no `beat_gaps_ms` (the beat
  * interval is then unknown until the next heartbeats) and holds without a deadline or spawn
  * key: such a hold is over as of the heartbeat it was stored with, as those controllers ended
- * it at the next one.
+ * it at the next one. Nor did they keep the credential a heartbeat was taken with: such a node
+ * is called by a controller with tokens only once its next heartbeat records one.
  */
 export function normaliseStoredState(value: unknown): NodeState {
   if (!isStoredState(value)) {
@@ -111,6 +114,8 @@ export function normaliseStoredState(value: unknown): NodeState {
     beat_gaps_ms: isArrayOf(stored.beat_gaps_ms, isNumber) ? stored.beat_gaps_ms : [],
     holds,
     dispatch_failures: normaliseDispatchFailures(stored.dispatch_failures),
+    credential: isCredential(stored.credential) ? stored.credential : null,
+    silent_vms: normaliseSilentVms(stored.silent_vms),
   };
   return { ...facts, record: isStoredRecord(stored.record) ? stored.record : toNodeRecord(facts) };
 }
@@ -121,8 +126,17 @@ export function normaliseStoredState(value: unknown): NodeState {
  */
 type StoredState = Omit<
   NodeState,
-  'beat_gaps_ms' | 'holds' | 'vms' | 'record' | 'dispatch_failures' | 'received_at_wall_ms'
+  | 'beat_gaps_ms'
+  | 'holds'
+  | 'vms'
+  | 'record'
+  | 'dispatch_failures'
+  | 'received_at_wall_ms'
+  | 'credential'
+  | 'silent_vms'
 > & {
+  credential?: unknown;
+  silent_vms?: unknown;
   vms: unknown[];
   received_at_wall_ms?: unknown;
   dispatch_failures?: unknown;
@@ -233,6 +247,37 @@ function normaliseDispatchFailures(value: unknown): DispatchFailures | null {
     in_a_row: value.in_a_row,
     reason: value.reason.slice(0, DISPATCH_REASON_MAX_LENGTH),
   };
+}
+
+/** Older controllers kept no SilentVms (their nodes' VMs went with the next heartbeat). */
+function normaliseSilentVms(value: unknown): SilentVm[] {
+  if (value === undefined) return [];
+  if (!isArrayOf(value, isSilentVm)) {
+    throw new UnreadableStoredNodeError("a stored node's silent VMs are not VMs");
+  }
+  return value;
+}
+
+function isSilentVm(value: unknown): value is SilentVm {
+  return (
+    isObject(value) &&
+    isStoredVm(value.vm) &&
+    isNumber(value.silent_since_wall_ms) &&
+    isObject(value.speaker) &&
+    typeof value.speaker.boot_id === 'string' &&
+    typeof value.speaker.wg_ip === 'string' &&
+    typeof value.speaker.hostname === 'string'
+  );
+}
+
+const CREDENTIALS: ReadonlySet<unknown> = new Set<NodeCredential>([
+  'own',
+  'previous-secret',
+  'shared',
+]);
+
+function isCredential(value: unknown): value is NodeCredential {
+  return CREDENTIALS.has(value);
 }
 
 function parseJson(json: string): unknown {
