@@ -3,7 +3,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { Clock } from '@app/daemon';
+import { Clock, deriveNodeToken } from '@app/daemon';
 import { FLEET_APP_OPTIONS, configureFleetApp } from '../../apps/fleet/src/bootstrap';
 import { loadFleetConfig } from '../../apps/fleet/src/config/fleet.config';
 import { FleetAppModule } from '../../apps/fleet/src/fleet-app.module';
@@ -172,5 +172,39 @@ describe('the controller with VM_FLEET_METRICS_ADDR and a node token', () => {
     expect(sampleValue(text, 'ppn_fleet_heartbeats_total{outcome="refused"}')).toBe(3);
     expect(sampleValue(text, 'ppn_fleet_heartbeats_total{outcome="joined"}')).toBe(1);
     expect(sampleValue(text, 'ppn_fleet_nodes')).toBe(1);
+  });
+});
+
+describe('the controller with VM_FLEET_METRICS_ADDR during a move to per-node tokens', () => {
+  const SECRET = 'fleet-node-secret-3a5c7e9b1d0f2468ace02468';
+  const SHARED = 'shared-node-token-7b9d1f3a5c0e2468';
+  let fleet: Awaited<ReturnType<typeof startFleetWithMetrics>>;
+
+  beforeAll(async () => {
+    fleet = await startFleetWithMetrics(await freePort(), {
+      VM_FLEET_NODE_SECRET: SECRET,
+      VM_FLEET_NODE_TOKEN: SHARED,
+    });
+  });
+
+  afterAll(() => fleet.app.close());
+
+  it("counts the live nodes by credential, and a heartbeat with another node's token as refused", async () => {
+    const beat = (nodeId: string, token: string) =>
+      postHeartbeat(fleet.api, JSON.stringify(heartbeat({ node_id: nodeId })), {
+        Authorization: `Bearer ${token}`,
+      });
+    expect((await beat('m1', deriveNodeToken(SECRET, 'm1'))).status).toBe(200);
+    expect((await beat('m2', SHARED)).status).toBe(200);
+    expect((await beat('m3', SHARED)).status).toBe(200);
+    expect((await beat('m3', deriveNodeToken(SECRET, 'm1'))).status).toBe(401);
+
+    const text = await scrape(fleet.metrics);
+    const byCredential = (credential: string) =>
+      sampleValue(text, `ppn_fleet_nodes_by_credential{credential="${credential}"}`);
+    expect(byCredential('own')).toBe(1);
+    expect(byCredential('shared')).toBe(2);
+    expect(byCredential('previous_secret')).toBe(0);
+    expect(sampleValue(text, 'ppn_fleet_heartbeats_total{outcome="refused"}')).toBe(1);
   });
 });

@@ -141,13 +141,19 @@ describe('fleet controller with VM_FLEET_NODE_SECRET', () => {
   });
 
   describe('beside the shared VM_FLEET_NODE_TOKEN (a migration)', () => {
-    // The agent of node-a still holds the shared token; the one of node-b has its own.
+    // The listener takes the shared token and node-b's own, nothing else.
     beforeEach(() =>
       start(
         { VM_FLEET_NODE_SECRET: SECRET, VM_FLEET_NODE_TOKEN: SHARED },
         (t) => t === SHARED || t === tokenOf('node-b'),
       ),
     );
+
+    const createOn = (nodeId?: string) =>
+      request(fleet.url)
+        .post('/v1/vms')
+        .set(asOperator)
+        .send({ vm_type: 'web', ram_mb: 64, vcpu_count: 1, preferred_node: nodeId });
 
     it('takes the shared token from any node and each node its own, but not one for another', async () => {
       await beat('node-a', bearer(SHARED)).expect(200);
@@ -157,19 +163,41 @@ describe('fleet controller with VM_FLEET_NODE_SECRET', () => {
       expect(await listed()).toEqual(['node-a', 'node-b']);
     });
 
-    it("calls each agent with its node's token first, and the shared one after a 401", async () => {
+    it('calls a node that heartbeated with the shared token with the shared token alone, never its own', async () => {
       await beat('node-a', bearer(SHARED)).expect(200);
-      const onA = await request(fleet.url)
-        .post('/v1/vms')
-        .set(asOperator)
-        .send({ vm_type: 'web', ram_mb: 64, vcpu_count: 1, preferred_node: 'node-a' });
+      const onA = await createOn('node-a');
       expect(onA.status).toBe(201);
-      expect(sent).toEqual([tokenOf('node-a'), SHARED]);
+      expect(sent).toEqual([SHARED]);
+    });
+
+    it("never sends node B's own token to whoever last heartbeated as B with the shared token", async () => {
+      await beat('node-b', bearer(tokenOf('node-b'))).expect(200);
+      // A holder of the shared token speaks for B from an address of its own.
+      await beat('node-b', bearer(SHARED), { hostname: 'thief' }).expect(200);
+      expect((await createOn('node-b')).status).toBe(201);
+      await beat('node-b', bearer(tokenOf('node-b'))).expect(200);
+      expect((await createOn('node-b')).status).toBe(201);
+      // Each call carried the kind the heartbeat before it was taken with.
+      expect(sent).toEqual([SHARED, tokenOf('node-b')]);
+    });
+
+    it('never offers the shared token to an agent that refuses its own (401): the next node takes the create', async () => {
+      // node-a heartbeats with its own token, but what answers at its address does not take it.
+      await beat('node-a', bearer(tokenOf('node-a'))).expect(200);
+      await beat('node-b', bearer(tokenOf('node-b'))).expect(200);
+      const created = await createOn();
+      expect(created.status).toBe(201);
+      expect(created.body.node_id).toBe('node-b');
+      expect(sent).toEqual([tokenOf('node-a'), tokenOf('node-b')]);
+      // node-a is passed over for a while, as any node whose dispatch failed.
+      expect((await createOn()).body.node_id).toBe('node-b');
+      expect(sent).toEqual([tokenOf('node-a'), tokenOf('node-b'), tokenOf('node-b')]);
+      expect(sent).not.toContain(SHARED);
     });
   });
 
   describe('with VM_FLEET_NODE_SECRET_PREVIOUS (a rotation)', () => {
-    // The agent of node-a still holds its token under the previous secret.
+    // The listener takes node-a's token under the previous secret, nothing else.
     beforeEach(() =>
       start(
         { VM_FLEET_NODE_SECRET: SECRET, VM_FLEET_NODE_SECRET_PREVIOUS: PREVIOUS },
@@ -185,14 +213,26 @@ describe('fleet controller with VM_FLEET_NODE_SECRET', () => {
       expect(await listed()).toEqual(['node-a', 'node-b']);
     });
 
-    it('calls an agent with its new token, then its old one after a 401', async () => {
+    it('calls a node that heartbeated with its old token with that old token alone, never its new one', async () => {
+      // Whoever holds node-a's old token (its agent, or a thief of it) learns nothing newer.
       await beat('node-a', bearer(tokenOf('node-a', PREVIOUS))).expect(200);
       const created = await request(fleet.url)
         .post('/v1/vms')
         .set(asOperator)
         .send({ vm_type: 'web', ram_mb: 64, vcpu_count: 1 });
       expect(created.status).toBe(201);
-      expect(sent).toEqual([tokenOf('node-a'), tokenOf('node-a', PREVIOUS)]);
+      expect(sent).toEqual([tokenOf('node-a', PREVIOUS)]);
+    });
+
+    it('calls a node that heartbeated with its new token with the new one alone, not its old one after a 401', async () => {
+      await beat('node-a', bearer(tokenOf('node-a'))).expect(200);
+      const created = await request(fleet.url)
+        .post('/v1/vms')
+        .set(asOperator)
+        .send({ vm_type: 'web', ram_mb: 64, vcpu_count: 1, preferred_node: 'node-a' });
+      expect(created.status).toBe(502);
+      expect(created.body.message).toContain('answered 401');
+      expect(sent).toEqual([tokenOf('node-a')]);
     });
   });
 });

@@ -1,4 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deriveNodeToken } from '@app/daemon';
 import {
@@ -17,10 +19,11 @@ import { scratchFolder } from '../support/scratch-folders';
 
 /**
  * Per-node tokens with real processes: the built controller with VM_FLEET_NODE_SECRET and built
- * agents, each holding its own node's token (made as `ppn-fleet node-token` makes it), enroll
- * and place a real QEMU VM; no node's token speaks for another node or opens another's agent.
- * Then the two windows a running fleet goes through without dropping out: the move from the
- * shared token, and the rotation of the secret.
+ * agents, each holding its own node's token (node A's printed by the built `ppn-fleet
+ * node-token`, so the CLI and the controller are shown to agree), enroll and place a real QEMU
+ * VM; no node's token speaks for another node or opens another's agent. Then the two windows a
+ * running fleet goes through without dropping out: the move from the shared token, and the
+ * rotation of the secret; in each, every agent is called with the very token it heartbeats with.
  */
 jest.setTimeout(60_000);
 
@@ -39,6 +42,23 @@ const workDir = scratchFolder('node-identity-');
 function secretFile(name: string, content: string): string {
   const path = join(workDir, name);
   writeFileSync(path, `${content}\n`, { mode: 0o600 });
+  return path;
+}
+
+const CLI_MAIN = join(__dirname, '../../dist/apps/ppn-fleet/apps/ppn-fleet/src/main.js');
+
+/**
+ * `ppn-fleet node-token <node_id> > <file>` as the README has an operator run it, the built CLI
+ * reading the secret from `secretPath`: the file its stdout went to.
+ */
+function nodeTokenFromCli(nodeId: string, secretPath: string, file: string): string {
+  const printed = execFileSync(process.execPath, [CLI_MAIN, 'node-token', nodeId], {
+    env: { PATH: process.env.PATH, TMPDIR: tmpdir(), VM_FLEET_NODE_SECRET_FILE: secretPath },
+    encoding: 'utf8',
+  });
+  expect(printed).toMatch(/^[A-Za-z0-9_-]{43}\n$/);
+  const path = join(workDir, file);
+  writeFileSync(path, printed, { mode: 0o600 });
   return path;
 }
 
@@ -78,13 +98,18 @@ const agentUrl = (node: { wgIp: string }): string => `http://${node.wgIp}:9204`;
 
 /** A built agent for `node`, heartbeating every second with `token` from a file. */
 function agentFor(node: { nodeId: string; wgIp: string }, token: string, file: string): Daemon {
+  return agentWithTokenFile(node, secretFile(file, token));
+}
+
+/** A built agent for `node`, heartbeating every second with the token in `tokenPath`. */
+function agentWithTokenFile(node: { nodeId: string; wgIp: string }, tokenPath: string): Daemon {
   return startAgent({
     VM_FLEET_ENDPOINT: FLEET_URL,
     VM_NODE_ID: node.nodeId,
     VM_WG_IP: node.wgIp,
     VM_HEARTBEAT_INTERVAL_S: '1',
     VM_DISK_DIR: join(workDir, node.nodeId),
-    VM_FLEET_NODE_TOKEN_FILE: secretFile(file, token),
+    VM_FLEET_NODE_TOKEN_FILE: tokenPath,
   });
 }
 
@@ -156,8 +181,10 @@ describe('with VM_FLEET_NODE_SECRET, each node speaks only for itself', () => {
   let agentB: Daemon;
 
   beforeAll(async () => {
-    fleet = await startFleet({ VM_FLEET_NODE_SECRET_FILE: secretFile('node-secret', SECRET) });
-    agentA = agentFor(A, tokenA, 'token-a');
+    const secretPath = secretFile('node-secret', SECRET);
+    fleet = await startFleet({ VM_FLEET_NODE_SECRET_FILE: secretPath });
+    // A's token as an operator makes it: printed by the built CLI into a file.
+    agentA = agentWithTokenFile(A, nodeTokenFromCli(A.nodeId, secretPath, 'token-a'));
     agentB = agentFor(B, tokenB, 'token-b');
   });
 
@@ -225,20 +252,26 @@ describe('a running fleet moving from the shared token, then rotating the secret
 
     // 1. The controller gets the secret beside the shared token.
     await fleet.stop();
+    const secretPath = secretFile('move-secret', SECRET);
     fleet = await startFleet({
       VM_FLEET_NODE_TOKEN: SHARED,
-      VM_FLEET_NODE_SECRET_FILE: secretFile('move-secret', SECRET),
+      VM_FLEET_NODE_SECRET_FILE: secretPath,
     });
     await fleet.waitForOutput(/WARN .*migrating to per-node tokens/);
     await untilListed(A.nodeId, C.nodeId);
     await fleet.waitForOutput(/node node-c heartbeats with the shared VM_FLEET_NODE_TOKEN/);
 
-    // 2. Node A gets its own token; C still holds the shared one. Both take VMs.
+    // 2. Node A gets its own token (from the CLI); C still holds the shared one. Both take VMs,
+    // each called with the token it heartbeats with: no 401, no node passed over.
     await agentA.stop();
-    const ownA = await enrolled(agentFor(A, deriveNodeToken(SECRET, A.nodeId), 'move-a-own'));
+    const ownA = await enrolled(
+      agentWithTokenFile(A, nodeTokenFromCli(A.nodeId, secretPath, 'move-a-own')),
+    );
     await untilListed(A.nodeId, C.nodeId);
     await deleteVm(await createRunningVm(C.nodeId));
     await deleteVm(await createRunningVm(A.nodeId));
+    expect(fleet.output).not.toMatch(/answered 401|not called|failed \(failed\)/);
+    await fleet.waitForOutput(/node node-a now heartbeats with its own token/);
 
     // 3. The shared token goes: C, which never got its own, drops out; A stays.
     await fleet.stop();
@@ -275,7 +308,8 @@ describe('a running fleet moving from the shared token, then rotating the secret
     expect((await heartbeatAs(B.nodeId, oldA)).status).toBe(401);
     expect((await heartbeatAs(B.nodeId, NEW_SECRET)).status).toBe(401);
     expect((await heartbeatAs(B.nodeId, SECRET)).status).toBe(401);
-    // A's agent still holds its old token: the controller's second try.
+    // A's agent still holds its old token, and is called with that one, the one it heartbeats
+    // with (never its new one, which it does not hold yet).
     await deleteVm(await createRunningVm(A.nodeId));
 
     // 2. Node A gets its token under the new secret; B does not.
@@ -283,6 +317,8 @@ describe('a running fleet moving from the shared token, then rotating the secret
     const newA = await enrolled(agentFor(A, deriveNodeToken(NEW_SECRET, A.nodeId), 'rot-a-new'));
     await untilListed(A.nodeId, B.nodeId);
     await deleteVm(await createRunningVm(A.nodeId));
+    await deleteVm(await createRunningVm(B.nodeId));
+    expect(fleet.output).not.toMatch(/answered 401|not called|failed \(failed\)/);
 
     // 3. The previous secret goes: B, never given its new token, is refused and absent.
     await fleet.stop();

@@ -9,6 +9,7 @@ import { metricTypes, sampleValue } from '../../../../test/support/prometheus-te
 import { InMemoryKeyClaims } from '../nodes/memory/in-memory-key-claims.repository';
 import { InMemoryNodesRepository } from '../nodes/memory/in-memory-nodes.repository';
 import { LiveNodesReader } from '../nodes/live-nodes.reader';
+import { NodeTokens } from '../nodes/node-tokens';
 import { NodesService } from '../nodes/nodes.service';
 import { AgentCallError, Spawned, VmHostClient, VmHostClientSettings } from '../vms/vm-host.client';
 import { VmsService } from '../vms/vms.service';
@@ -31,6 +32,7 @@ const reading: LiveNodeReading = {
   vm_states: [],
   heartbeat_age_ms: 0,
   reserved: false,
+  credential: 'own',
 };
 
 describe('FleetMetrics', () => {
@@ -52,7 +54,7 @@ describe('FleetMetrics', () => {
       readLiveNodes: () => liveNodes.read(),
       version: '1.2.3',
     });
-    nodes = new NodesService(repository, clock, metrics);
+    nodes = new NodesService(repository, clock, metrics, new NodeTokens());
   });
 
   afterEach(() => jest.restoreAllMocks());
@@ -238,6 +240,31 @@ describe('FleetMetrics', () => {
     expect(sampleValue(text, 'ppn_fleet_node_heartbeat_age_seconds{node_id="n1"}')).toBe(0);
   });
 
+  it('counts the live nodes by the credential their last heartbeat was taken with', async () => {
+    const byCredential = new FleetMetrics({
+      prometheus,
+      readLiveNodes: () =>
+        Promise.resolve([
+          reading,
+          { ...reading, node_id: 'n2', credential: 'previous-secret' },
+          { ...reading, node_id: 'n3', credential: 'shared' },
+          { ...reading, node_id: 'n4', credential: 'shared' },
+          { ...reading, node_id: 'n5', credential: null },
+        ]),
+      version: '1.2.3',
+    });
+    const text = (await byCredential.scrape()).body;
+    const count = (credential: string) =>
+      sampleValue(text, `ppn_fleet_nodes_by_credential{credential="${credential}"}`);
+    expect([count('own'), count('previous_secret'), count('shared'), count('none')]).toEqual([
+      1, 1, 2, 1,
+    ]);
+    // Every kind exported, at 0 when no node is on it: "none on shared" is a plain comparison.
+    expect(sampleValue(await scraped(), 'ppn_fleet_nodes_by_credential{credential="shared"}')).toBe(
+      0,
+    );
+  });
+
   it('says which version runs, in ppn_fleet_build_info', async () => {
     const text = await scraped();
     expect(sampleValue(text, 'ppn_fleet_build_info{version="1.2.3"}')).toBe(1);
@@ -259,6 +286,7 @@ describe('FleetMetrics', () => {
     const types = metricTypes(await scraped());
     expect(Object.fromEntries([...types].filter(([name]) => name.startsWith('ppn_')))).toEqual({
       ppn_fleet_nodes: 'gauge',
+      ppn_fleet_nodes_by_credential: 'gauge',
       ppn_fleet_heartbeats_total: 'counter',
       ppn_fleet_drops_total: 'counter',
       ppn_fleet_placements_total: 'counter',

@@ -66,6 +66,22 @@ export class FleetMetrics {
         this.set((await readShared())?.length ?? Number.NaN);
       },
     });
+    new prometheus.Gauge({
+      name: 'ppn_fleet_nodes_by_credential',
+      help: 'Live nodes by the credential their last heartbeat was taken with: own (per-node token), previous_secret (their token under VM_FLEET_NODE_SECRET_PREVIOUS), shared (VM_FLEET_NODE_TOKEN), none (no token: an open controller). A migration or rotation can end once shared and previous_secret are 0.',
+      labelNames: ['credential'] as const,
+      registers,
+      async collect() {
+        const nodes = await readShared();
+        this.reset();
+        if (!nodes) return;
+        const counts: Record<string, number> = { own: 0, previous_secret: 0, shared: 0, none: 0 };
+        for (const node of nodes) {
+          counts[node.credential?.replace(/-/g, '_') ?? 'none'] += 1;
+        }
+        for (const [credential, count] of Object.entries(counts)) this.set({ credential }, count);
+      },
+    });
     // One series per live node (node ids are bounded by the heartbeat's validation), set afresh
     // at each scrape: a dropped node's series go with it. The store unreadable: none at all.
     const perNode = <L extends string>(

@@ -1,3 +1,5 @@
+import type { NodeCredential } from '@app/fleet-domain';
+
 /** What the per-node gauges show of one live node, read at scrape time. */
 export interface LiveNodeReading {
   node_id: string;
@@ -9,6 +11,8 @@ export interface LiveNodeReading {
   /** Time since its last heartbeat arrived, on the controller's clock. */
   heartbeat_age_ms: number;
   reserved: boolean;
+  /** The credential its last heartbeat was taken with (null: none, an open controller). */
+  credential: NodeCredential | null;
 }
 
 /**

@@ -18,11 +18,17 @@ describe('NodesService with per-node tokens', () => {
   let warnings: string[];
   let logs: string[];
 
+  let clock: FakeClock;
+
   function service(tokens: NodeTokens): NodesService {
-    return new NodesService(repository, new FakeClock(), new FleetMetrics(), tokens);
+    return new NodesService(repository, clock, new FleetMetrics(), tokens);
   }
 
+  /** The credential stored with the node: the kind its agent is called with. */
+  const credentialOf = async (nodeId: string) => (await repository.findLive(nodeId, 0))?.credential;
+
   beforeEach(() => {
+    clock = new FakeClock();
     repository = new InMemoryNodesRepository();
     warnings = [];
     logs = [];
@@ -42,7 +48,34 @@ describe('NodesService with per-node tokens', () => {
       nodes.acceptHeartbeat(heartbeat({ node_id: 'node-a' }), deriveNodeToken(SECRET, 'node-a')),
     ).resolves.toEqual({ accepted: true });
     expect((await nodes.getNode('node-a')).node_id).toBe('node-a');
+    expect(await credentialOf('node-a')).toBe('own');
     expect(warnings).toEqual([]);
+  });
+
+  it('warns of refused heartbeats at most once a minute, naming the node and the address, never the token', async () => {
+    const nodes = service(new NodeTokens({ secret: SECRET }));
+    const stolen = deriveNodeToken(SECRET, 'node-a');
+    for (let each = 0; each < 5; each++) {
+      await expect(
+        nodes.acceptHeartbeat(heartbeat({ node_id: `node-${each}` }), stolen, '10.0.0.9'),
+      ).rejects.toThrow(NotThisNodesTokenError);
+      clock.advance(10_000);
+    }
+    expect(warnings).toEqual([
+      expect.stringMatching(/^heartbeat for node node-0 from 10\.0\.0\.9 refused: /),
+    ]);
+    clock.advance(20_000);
+    await expect(
+      nodes.acceptHeartbeat(heartbeat({ node_id: 'node-b' }), SECRET, '10.0.0.7'),
+    ).rejects.toThrow(NotThisNodesTokenError);
+    expect(warnings).toHaveLength(2);
+    expect(warnings[1]).toMatch(
+      /^heartbeat for node node-b from 10\.0\.0\.7 refused: .*; 4 more refused since the last such warning/,
+    );
+    for (const line of warnings) {
+      expect(line).not.toContain(stolen);
+      expect(line).not.toContain(SECRET);
+    }
   });
 
   it.each([
@@ -71,6 +104,10 @@ describe('NodesService with per-node tokens', () => {
     await expect(nodes.acceptHeartbeat(heartbeat({ node_id: 'node-b' }))).resolves.toEqual({
       accepted: true,
     });
+    expect(await credentialOf('node-b')).toBe('shared');
+    const open = service(new NodeTokens());
+    await open.acceptHeartbeat(heartbeat({ node_id: 'node-c' }));
+    expect(await credentialOf('node-c')).toBeNull();
   });
 
   it('migrating, takes the shared token from any node and says once which nodes still use it', async () => {
@@ -85,10 +122,16 @@ describe('NodesService with per-node tokens', () => {
       expect.stringMatching(/^node node-a heartbeats with the shared VM_FLEET_NODE_TOKEN/),
     ]);
     expect(warnings.join('\n')).not.toContain(SHARED);
+    expect(await credentialOf('node-a')).toBe('shared');
+    expect(await credentialOf('node-b')).toBe('own');
     await nodes.acceptHeartbeat(
       heartbeat({ node_id: 'node-a' }),
       deriveNodeToken(SECRET, 'node-a'),
     );
+    expect(await credentialOf('node-a')).toBe('own');
+    // Whoever holds the shared token may still speak for node-a: that is all it is recorded as.
+    await nodes.acceptHeartbeat(heartbeat({ node_id: 'node-a', wg_ip: '10.0.0.66' }), SHARED);
+    expect(await credentialOf('node-a')).toBe('shared');
     expect(logs.filter((line) => line.includes('own token'))).toEqual([
       'node node-a now heartbeats with its own token',
     ]);
@@ -100,6 +143,7 @@ describe('NodesService with per-node tokens', () => {
     await expect(nodes.acceptHeartbeat(heartbeat({ node_id: 'node-a' }), old)).resolves.toEqual({
       accepted: true,
     });
+    expect(await credentialOf('node-a')).toBe('previous-secret');
     await expect(nodes.acceptHeartbeat(heartbeat({ node_id: 'node-b' }), old)).rejects.toThrow(
       NotThisNodesTokenError,
     );
@@ -107,6 +151,7 @@ describe('NodesService with per-node tokens', () => {
       expect.stringMatching(
         /^node node-a heartbeats with its token under VM_FLEET_NODE_SECRET_PREVIOUS/,
       ),
+      expect.stringMatching(/^heartbeat for node node-b from an unknown address refused/),
     ]);
   });
 });

@@ -1,12 +1,15 @@
 import { deriveNodeToken, tokensMatch } from '@app/daemon';
+import type { NodeCredential } from '@app/fleet-domain';
 import { FleetConfig } from '../config/fleet.config';
 
+export type { NodeCredential };
+
 /**
- * Which of the tokens the controller takes for a node a request carried: the node's own under
- * VM_FLEET_NODE_SECRET, its own under VM_FLEET_NODE_SECRET_PREVIOUS (a rotation under way), or
- * the shared VM_FLEET_NODE_TOKEN (a migration to per-node tokens under way).
+ * How to call a node's agent: with `token` (undefined: with none, the agents are open), or not
+ * at all (`unusable`: why), when the controller has no token of the kind the node heartbeated
+ * with, and sending any other would hand the node a credential it never showed.
  */
-export type NodeCredential = 'own' | 'previous-secret' | 'shared';
+export type AgentToken = { token: string | undefined } | { unusable: string };
 
 /**
  * The node tokens of the controller: with a node secret, each node's own, derived from its id
@@ -49,12 +52,45 @@ export class NodeTokens {
   }
 
   /**
-   * The tokens to call node `nodeId`'s agent with, in the order to try them (the next only
-   * when the agent refused the last with 401): its own, then its own under the previous
-   * secret, then the shared token. Empty when agents are open.
+   * The credential to record for a heartbeat without per-node tokens, which the guard already
+   * took: the shared token, or none when the controller is open.
    */
-  forAgent(nodeId: string): string[] {
-    return this.candidates(nodeId).map(([, token]) => token);
+  get sharedCredential(): NodeCredential | null {
+    return this.settings.sharedToken === undefined ? null : 'shared';
+  }
+
+  /**
+   * The token to call node `nodeId`'s agent with: exactly the kind its last heartbeat was taken
+   * with (`credential`), the token its agent heartbeats with and its API checks, and never
+   * another. So a holder of the shared token or of a node's old token, heartbeating as that
+   * node from an address of its own, is sent that same credential again and nothing newer, and
+   * an agent that refuses its token (401) is not offered the shared one. With agents open (no
+   * token at all) there is nothing to send and nothing to withhold.
+   */
+  forAgent(nodeId: string, credential: NodeCredential | null): AgentToken {
+    const { secret, previousSecret, sharedToken } = this.settings;
+    if (secret === undefined && sharedToken === undefined) return { token: undefined };
+    switch (credential) {
+      case 'own':
+        if (secret !== undefined) return { token: deriveNodeToken(secret, nodeId) };
+        break;
+      case 'previous-secret':
+        if (secret !== undefined && previousSecret !== undefined) {
+          return { token: deriveNodeToken(previousSecret, nodeId) };
+        }
+        break;
+      case 'shared':
+        if (sharedToken !== undefined) return { token: sharedToken };
+        break;
+      case null:
+        // Recorded by a controller without per-node tokens (an older one, or open): without
+        // the secret, the shared token is what that controller checked.
+        if (secret === undefined) return { token: sharedToken };
+        break;
+    }
+    return {
+      unusable: `its last heartbeat was taken with ${describeCredential(credential)}, which this controller does not have (every controller on one store needs the same token settings); it is called again once it heartbeats with one this controller takes`,
+    };
   }
 
   /**
@@ -67,7 +103,7 @@ export class NodeTokens {
     const warnings: string[] = [];
     if (sharedToken !== undefined) {
       warnings.push(
-        'migrating to per-node tokens: the shared VM_FLEET_NODE_TOKEN is still taken from every node beside its own token, so whoever holds it can still speak for any node; unset it once every node heartbeats with its own (the nodes still on it are logged), see README "Securing a fleet"',
+        'migrating to per-node tokens: the shared VM_FLEET_NODE_TOKEN is still taken from every node beside its own token, so whoever holds it can still speak for any node (though it is only ever sent the shared token back); unset it once every node heartbeats with its own (the nodes still on it are logged), see README "Securing a fleet"',
       );
     }
     if (previousSecret !== undefined) {
@@ -87,5 +123,19 @@ export class NodeTokens {
     }
     if (sharedToken !== undefined) candidates.push(['shared', sharedToken]);
     return candidates;
+  }
+}
+
+/** A credential as log lines name it, never its value. */
+export function describeCredential(credential: NodeCredential | null): string {
+  switch (credential) {
+    case 'own':
+      return 'its own token under VM_FLEET_NODE_SECRET';
+    case 'previous-secret':
+      return 'its token under VM_FLEET_NODE_SECRET_PREVIOUS';
+    case 'shared':
+      return 'the shared VM_FLEET_NODE_TOKEN';
+    case null:
+      return 'no token';
   }
 }

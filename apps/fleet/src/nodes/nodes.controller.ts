@@ -3,6 +3,7 @@ import {
   Controller,
   Get,
   HttpCode,
+  Ip,
   Param,
   Post,
   UnauthorizedException,
@@ -53,8 +54,9 @@ export class NodesController {
   heartbeat(
     @Body() heartbeat: NodeHeartbeat,
     @BearerCredential() token: string | undefined,
+    @Ip() from: string | undefined,
   ): Promise<HeartbeatAnswer> {
-    return this.nodes.acceptHeartbeat(heartbeat, token);
+    return this.nodes.acceptHeartbeat(heartbeat, token, from);
   }
 
   @Get()

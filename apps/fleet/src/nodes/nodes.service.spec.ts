@@ -4,6 +4,7 @@ import { FakeClock } from '../../../../test/support/fake-clock';
 import { heartbeat as agentHeartbeat } from '../../../../test/support/heartbeats';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { InMemoryNodesRepository } from './memory/in-memory-nodes.repository';
+import { NodeTokens } from './node-tokens';
 import { NodesService } from './nodes.service';
 
 /** Node `node_id` at 10.8.0.1, 4096 MB of which 1024 used, stamped 12:00:00. */
@@ -30,7 +31,7 @@ describe('NodesService', () => {
     clock = new FakeClock();
     repository = new InMemoryNodesRepository();
     metrics = new FleetMetrics();
-    service = new NodesService(repository, clock, metrics);
+    service = new NodesService(repository, clock, metrics, new NodeTokens());
     logs = [];
     jest.spyOn(Logger.prototype, 'log').mockImplementation((message: unknown) => {
       logs.push(String(message));

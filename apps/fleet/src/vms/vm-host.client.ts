@@ -42,8 +42,9 @@ export type AgentFailureReason = 'unreachable' | 'failed';
 /**
  * The agent could not be reached, timed out, failed, or answered something unusable; `reason`
  * says which of the two (see AgentFailureReason). `neverReached`: the request provably did not
- * reach the agent (refused, no route) or the agent made nothing (503), so another node may
- * take it without the risk of a second VM.
+ * reach the agent (refused, no route, not sent for want of a token) or the agent made nothing
+ * (401: its guard refused the token before doing anything; 503), so another node may take it
+ * without the risk of a second VM.
  */
 export class AgentCallError extends Error {
   constructor(
@@ -79,7 +80,8 @@ function neverConnected(error: unknown): boolean {
   return false;
 }
 
-type AgentAddress = Pick<NodeState, 'node_id' | 'wg_ip' | 'spawn_port'>;
+/** Where a node's agent listens, and the credential its last heartbeat was taken with. */
+type AgentAddress = Pick<NodeState, 'node_id' | 'wg_ip' | 'spawn_port' | 'credential'>;
 
 /** The reply as JSON, or undefined when it is not JSON (or costlier to parse than any reply). */
 function parseReply(text: string | undefined): unknown {
@@ -170,26 +172,27 @@ export class VmHostClient {
   ): Promise<T> {
     const host = node.wg_ip.includes(':') ? `[${node.wg_ip}]` : node.wg_ip;
     const baseUrl = `http://${host}:${node.spawn_port}`;
-    // The node's own token; during a rotation or migration, the agent may still hold its older
-    // one: a 401 (its guard, before anything is done) is asked again with the next, all within
-    // the one deadline. Never another node's own: only its own under either secret, and the
-    // shared token only while the controller still takes it from every node anyway.
-    const tokens: Array<string | undefined> = this.nodeTokens.forAgent(node.node_id);
-    if (tokens.length === 0) tokens.push(undefined);
+    // Exactly the token of the kind the node's last heartbeat was taken with, never another
+    // (see NodeTokens.forAgent); none the controller has: not called at all.
+    const auth = this.nodeTokens.forAgent(node.node_id, node.credential);
+    if ('unusable' in auth) {
+      this.logger.warn(`node ${node.node_id}: ${path} not sent: ${auth.unusable}`);
+      throw new AgentCallError(
+        `agent of node ${node.node_id} was not called: this controller has no token of the kind the node heartbeats with`,
+        'failed',
+        true,
+      );
+    }
     const signal = AbortSignal.timeout(timeoutMs);
     try {
-      for (let attempt = 0; ; attempt++) {
-        const token = tokens[attempt];
-        const answer = await send(
-          createClient<paths>({
-            baseUrl,
-            fetch: (request: Request) => agentFetch(request, this.settings.connectTimeoutMs),
-            headers: token === undefined ? {} : { Authorization: `Bearer ${token}` },
-          }),
-          signal,
-        );
-        if (answer.response.status !== 401 || attempt === tokens.length - 1) return answer;
-      }
+      return await send(
+        createClient<paths>({
+          baseUrl,
+          fetch: (request: Request) => agentFetch(request, this.settings.connectTimeoutMs),
+          headers: auth.token === undefined ? {} : { Authorization: `Bearer ${auth.token}` },
+        }),
+        signal,
+      );
     } catch (error) {
       if (error instanceof UnusableAgentReplyError) {
         throw new AgentCallError(`agent of node ${node.node_id} ${error.message}`, 'failed', false);
@@ -232,7 +235,9 @@ function failure(node: AgentAddress, status: number, body: unknown): AgentCallEr
   return new AgentCallError(
     `agent of node ${node.node_id} answered ${status}${detail}`,
     'failed',
-    // The agent's 503: it could not make VMs at all (no base image), so it made none.
-    status === 503,
+    // The agent's 503: it could not make VMs at all (no base image), so it made none. Its 401:
+    // its guard refused the token before anything was done (whatever listens there does not
+    // take the token this node heartbeats with).
+    status === 503 || status === 401,
   );
 }

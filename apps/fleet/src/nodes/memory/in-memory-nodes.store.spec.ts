@@ -2,6 +2,8 @@ import { Logger } from '@nestjs/common';
 import { liveSince } from '@app/fleet-domain';
 import { heartbeat } from '../../../../../test/support/heartbeats';
 import { loadFleetConfig } from '../../config/fleet.config';
+import { FleetMetrics } from '../../metrics/fleet-metrics.service';
+import { NodeTokens } from '../node-tokens';
 import { NodeNotFoundError } from '../nodes.errors';
 import { NodesService } from '../nodes.service';
 import { IN_MEMORY_NODES_STORE } from './in-memory-nodes.store';
@@ -25,7 +27,12 @@ describe('the in-memory store', () => {
     });
     jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
     opened = IN_MEMORY_NODES_STORE.open(loadFleetConfig({}));
-    service = new NodesService(opened.repository, opened.clock);
+    service = new NodesService(
+      opened.repository,
+      opened.clock,
+      new FleetMetrics(),
+      new NodeTokens(),
+    );
   });
 
   afterEach(async () => {

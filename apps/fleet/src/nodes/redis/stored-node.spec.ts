@@ -195,6 +195,19 @@ describe('stored node (Redis)', () => {
     expect(read.record).toEqual(heldNode().record);
   });
 
+  it('keeps the credential a heartbeat was taken with, and reads none stored (or any other value) as none', () => {
+    const own = nodeStateFromHeartbeat(heartbeat({ node_id: 'n1' }), 0, undefined, 0, 'own');
+    expect(decodeStoredState(`1\n${encodeStoredNode(own)}`).credential).toBe('own');
+    // Older controllers stored none.
+    expect(decodeStoredState(storedWith((s) => delete s.credential)).credential).toBeNull();
+    for (const value of ['shared', 'previous-secret']) {
+      expect(decodeStoredState(storedWith((s) => (s.credential = value))).credential).toBe(value);
+    }
+    for (const value of ['root', 1, { own: true }]) {
+      expect(decodeStoredState(storedWith((s) => (s.credential = value))).credential).toBeNull();
+    }
+  });
+
   it('gives a state with beat gaps of another type an unknown interval', () => {
     const read = decodeStoredState(storedWith((s) => (s.beat_gaps_ms = [1, null])));
     expect(read.beat_gaps_ms).toEqual([]);
