@@ -296,17 +296,65 @@ describe.each(stores)('NodesRepository %s', (_name, open) => {
     expect(await nodes.update('quiet', forgetSilentVm('q2', 5_000))).toBe('forgotten');
     expect((await nodes.listAll()).map((state) => state.node_id)).toEqual(['fresh']);
 
-    // Its heartbeat brings it back, live, with the VMs it reports.
+    // Its heartbeat brings it back, live, with the VMs it reports (its own again, and a new one).
     await beat('back', 1_000, { vms: [vm('b1')] });
     await nodes.dropStale(5_000);
-    expect((await beat('back', 40_000, { vms: [vm('b2')] })).kind).toBe('joined');
+    expect((await beat('back', 40_000, { vms: [vm('b1'), vm('b2')] })).kind).toBe('joined');
     const back = await nodes.findLive('back', liveSince(40_000));
-    expect(back?.vms.map((v) => v.vm_id)).toEqual(['b2']);
+    expect(back?.vms.map((v) => v.vm_id)).toEqual(['b1', 'b2']);
+    expect(back?.silent_vms).toEqual([]);
     expect((await nodes.listAll()).filter((state) => state.node_id === 'back')).toHaveLength(1);
     // Silent again later: kept again.
     await nodes.dropStale(80_000);
     expect((await nodes.listAll()).map((state) => state.node_id)).toEqual(['back']);
+    await nodes.update('back', forgetSilentVm('b1', 80_000));
     await nodes.update('back', forgetSilentVm('b2', 80_000));
+    expect(await nodes.listAll()).toEqual([]);
+    expect(await store.leftoverKeys()).toBe(0);
+  });
+
+  it("keeps the VMs a silent node's id no longer lists, silent, beside the node now live under it", async () => {
+    await beat('quiet', 1_000, { vms: [vm('q1'), vm('q2')] });
+    await nodes.dropStale(5_000);
+    // Another machine speaks for the id, listing a VM of its own and q2.
+    const clone = { hostname: 'clone', boot_id: 'boot-clone', vms: [vm('c1'), vm('q2')] };
+    const verdict = await beat('quiet', 40_000, clone);
+    expect(verdict).toMatchObject({ kind: 'joined', silent: { vms: 2 } });
+    const live = await nodes.findLive('quiet', liveSince(40_000));
+    expect(live?.vms.map((v) => v.vm_id)).toEqual(['c1', 'q2']);
+    expect(live?.silent_vms.map((s) => s.vm.vm_id)).toEqual(['q1']);
+    expect(live?.silent_vms[0].speaker).toEqual({
+      boot_id: 'boot-1',
+      wg_ip: '127.0.0.1',
+      hostname: 'host-quiet',
+    });
+    // Out of the node's figures: 4096 MB free, as the clone reports.
+    const [record] = await nodes.listLiveRecords(liveSince(40_000));
+    expect(record).toMatchObject({ node_id: 'quiet', vm_count: 2, ram_available_mb: 4096 });
+    expect(await nodes.update('quiet', holdRam(hold('h1', 4096, 4096), liveSince(40_000)))).toBe(
+      true,
+    );
+    // Kept through the clone's beats, and when it drops out in turn; forgotten on request.
+    await beat('quiet', 45_000, clone);
+    await nodes.dropStale(80_000);
+    const silent = (await nodes.listAll()).find((state) => state.node_id === 'quiet');
+    expect(silent?.silent_vms.map((s) => s.vm.vm_id)).toEqual(['q1']);
+    expect(await nodes.update('quiet', forgetSilentVm('q1', 80_000))).toBe('forgotten');
+    expect(await nodes.update('quiet', forgetSilentVm('c1', 80_000))).toBe('forgotten');
+    expect(await nodes.update('quiet', forgetSilentVm('q2', 80_000))).toBe('forgotten');
+    expect(await nodes.listAll()).toEqual([]);
+    expect(await store.leftoverKeys()).toBe(0);
+  });
+
+  it('keeps a silent node whose only VMs are silent ones', async () => {
+    await beat('quiet', 1_000, { vms: [vm('q1')] });
+    await nodes.dropStale(5_000);
+    await beat('quiet', 40_000, { boot_id: 'boot-clone', vms: [] });
+    expect((await nodes.dropStale(80_000)).map((state) => state.node_id)).toEqual(['quiet']);
+    const [kept] = await nodes.listAll();
+    expect(kept.vms).toEqual([]);
+    expect(kept.silent_vms.map((s) => s.vm.vm_id)).toEqual(['q1']);
+    expect(await nodes.update('quiet', forgetSilentVm('q1', 80_000))).toBe('forgotten');
     expect(await nodes.listAll()).toEqual([]);
     expect(await store.leftoverKeys()).toBe(0);
   });
@@ -432,6 +480,40 @@ describe.each(stores)('KeyClaims %s', (_name, open) => {
       kind: 'others',
       spawnKey: otherBody,
     });
+  });
+});
+
+describe('NodesRepository in Redis, with no controller to sweep', () => {
+  it('keeps the key of a node listing VMs with no expiry, so its VMs outlive every controller', async () => {
+    await inspector.flushdb();
+    const connection = new RedisConnection(redisServer.url, redisServer.url);
+    await new Promise((resolve) => connection.client.once('ready', resolve));
+    const nodes = new RedisNodesRepository(connection);
+    try {
+      await nodes.update(
+        'with-vms',
+        acceptHeartbeat(heartbeat('with-vms', { vms: [vm('v1')] }), 1_000),
+      );
+      await nodes.update('without', acceptHeartbeat(heartbeat('without', { vms: [] }), 1_000));
+      expect(await inspector.pttl('ppn-fleet:node:with-vms')).toBe(-1);
+      expect(await inspector.pttl('ppn-fleet:node:without')).toBeGreaterThan(0);
+      // Out of the live reads by its age alone; the first sweep keeps it, silent, for its VMs.
+      expect(await nodes.listLive(liveSince(40_000))).toEqual([]);
+      expect(
+        (await nodes.dropStale(liveSince(120_000))).map((state) => state.node_id).sort(),
+      ).toEqual(['with-vms', 'without']);
+      expect((await nodes.listAll()).map((state) => state.node_id)).toEqual(['with-vms']);
+      // A node whose VMs are gone expires as any other.
+      await nodes.update(
+        'drained',
+        acceptHeartbeat(heartbeat('drained', { vms: [vm('d1')] }), 200_000),
+      );
+      expect(await inspector.pttl('ppn-fleet:node:drained')).toBe(-1);
+      await nodes.update('drained', acceptHeartbeat(heartbeat('drained', { vms: [] }), 201_000));
+      expect(await inspector.pttl('ppn-fleet:node:drained')).toBeGreaterThan(0);
+    } finally {
+      await connection.onApplicationShutdown();
+    }
   });
 });
 
