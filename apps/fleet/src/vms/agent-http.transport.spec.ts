@@ -1,5 +1,7 @@
 import { createServer, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { unansweredPort } from '../../../../test/support/unanswered-port';
 import {
   AGENT_CONNECT_TIMEOUT_CODE,
   AGENT_REPLY_MAX_BYTES,
@@ -104,6 +106,99 @@ describe('agentFetch', () => {
     await expect(
       agentFetch(new Request(`http://127.0.0.1:${port}/v1/spawn`), 1_000),
     ).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it('counts a signal firing before the connection is made as a connect timeout (nothing reached the agent)', async () => {
+    const silent = await unansweredPort();
+    try {
+      const startedAt = performance.now();
+      const error = await agentFetch(
+        new Request(`http://127.0.0.1:${silent.port}/v1/spawn`, {
+          method: 'POST',
+          signal: AbortSignal.timeout(100),
+        }),
+        5_000,
+      ).catch((thrown: unknown) => thrown);
+      expect(error).toBeInstanceOf(AgentConnectTimeoutError);
+      expect((error as AgentConnectTimeoutError).code).toBe(AGENT_CONNECT_TIMEOUT_CODE);
+      expect(performance.now() - startedAt).toBeLessThan(2_000);
+    } finally {
+      silent.close();
+    }
+  });
+
+  it('gives up on the connect timeout of its own, before the signal', async () => {
+    const silent = await unansweredPort();
+    try {
+      await expect(
+        agentFetch(
+          new Request(`http://127.0.0.1:${silent.port}/v1/spawn`, {
+            signal: AbortSignal.timeout(5_000),
+          }),
+          100,
+        ),
+      ).rejects.toThrow('no connection within 100 ms');
+    } finally {
+      silent.close();
+    }
+  });
+
+  it('fails a call whose connection is closed without a reply', async () => {
+    answer = (res) => res.socket?.end();
+    const error = await agentFetch(new Request(`${url}/v1/spawn`, { method: 'POST' }), 1_000).catch(
+      (thrown: unknown) => thrown,
+    );
+    // Node names a bare close "socket hang up" (ECONNRESET); either way, no reply is made up.
+    expect(error).not.toBeInstanceOf(AgentConnectTimeoutError);
+    expect(error).toMatchObject({
+      message: expect.stringMatching(/socket hang up|without a reply/),
+    });
+  });
+
+  it("ends a reply trickled in slowly with the signal's reason", async () => {
+    let trickle: NodeJS.Timeout | undefined;
+    answer = (res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('[');
+      trickle = setInterval(() => res.write(' '), 20);
+    };
+    try {
+      const startedAt = performance.now();
+      const error = await agentFetch(
+        new Request(`${url}/v1/vms`, { signal: AbortSignal.timeout(200) }),
+        1_000,
+      ).catch((thrown: unknown) => thrown);
+      expect((error as DOMException).name).toBe('TimeoutError');
+      expect(performance.now() - startedAt).toBeLessThan(1_500);
+    } finally {
+      clearInterval(trickle);
+      server.closeAllConnections();
+    }
+  });
+
+  it('sends nothing when the signal fired while the request body was being read', async () => {
+    const controller = new AbortController();
+    const body = new ReadableStream<Uint8Array>({
+      start(stream) {
+        setTimeout(() => {
+          controller.abort(new Error('gave up'));
+          stream.enqueue(new TextEncoder().encode('{}'));
+          stream.close();
+        }, 20);
+      },
+    });
+    await expect(
+      agentFetch(
+        new Request(`${url}/v1/spawn`, {
+          method: 'POST',
+          body,
+          duplex: 'half',
+          signal: controller.signal,
+        }),
+        1_000,
+      ),
+    ).rejects.toThrow('gave up');
+    expect(seen).toHaveLength(0);
   });
 
   it('names a connect timeout with its own code, the time it waited in the message', () => {

@@ -46,6 +46,8 @@ export async function agentFetch(request: Request, connectTimeoutMs: number): Pr
   const signal = request.signal;
   signal.throwIfAborted();
   const body = request.body ? Buffer.from(await request.arrayBuffer()) : undefined;
+  // Reading the body does not heed the signal: one that fired meanwhile ends the call here.
+  signal.throwIfAborted();
   const url = new URL(request.url);
   const headers: OutgoingHttpHeaders = Object.fromEntries(request.headers);
   headers.connection = 'close';
