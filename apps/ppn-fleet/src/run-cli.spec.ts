@@ -2,9 +2,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deriveNodeToken, packageVersion } from '@app/daemon';
+import { CONTROL_CHARACTERS } from '@app/fleet-domain';
 import { CliIo } from './api/cli-io';
 import { ExitCode } from './api/exit-codes';
-import { runCli } from './run-cli';
+import { MAX_ANSWER_BYTES } from './api/fleet-api.client';
+import { exitCodeOf, runCli } from './run-cli';
 
 type Handler = (request: Request) => Response | Promise<Response>;
 
@@ -408,5 +410,193 @@ describe('ppn-fleet output', () => {
     expect(await run(['node', 'node-a'], io)).toBe(ExitCode.Ok);
     expect(io.stdout.text).toContain('WireGuard IP:    10.8.0.2');
     expect(io.stdout.text).toContain('last heartbeat:  2026-08-06T12:00:00.000Z (3 s ago)');
+  });
+});
+
+/** The control characters of `text` but its line breaks. */
+function controlCharactersIn(text: string): string[] {
+  return [...text.replace(/\n/g, '').matchAll(CONTROL_CHARACTERS)].map(([character]) => character);
+}
+
+/** A body streamed in 1 MiB chunks without end, counting what was pulled and whether it was cancelled. */
+function endlessBody(): {
+  stream: ReadableStream<Uint8Array>;
+  pulled: () => number;
+  cancelled: () => boolean;
+} {
+  let pulled = 0;
+  let cancelled = false;
+  const chunk = new Uint8Array(1024 * 1024).fill(0x20);
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      pulled += chunk.byteLength;
+      controller.enqueue(chunk);
+    },
+    cancel() {
+      cancelled = true;
+    },
+  });
+  return { stream, pulled: () => pulled, cancelled: () => cancelled };
+}
+
+describe('ppn-fleet against a broken or hostile controller', () => {
+  const TOO_LARGE = `answer larger than ${MAX_ANSWER_BYTES} bytes`;
+
+  it('reads at most 16 MiB of an answer, success or error, then cancels it and exits 1', async () => {
+    for (const status of [200, 500]) {
+      const body = endlessBody();
+      const io = new FakeIo({}, () => new Response(body.stream, { status }));
+      expect(await run(['vms', '--json'], io)).toBe(ExitCode.Refused);
+      expect(io.stderr.text).toBe(
+        `ppn-fleet: the controller at http://127.0.0.1:9203 sent an ${TOO_LARGE}\n`,
+      );
+      expect(io.stdout.text).toBe('');
+      expect(body.cancelled()).toBe(true);
+      expect(body.pulled()).toBeLessThanOrEqual(MAX_ANSWER_BYTES + 3 * 1024 * 1024);
+    }
+
+    // A Content-Length over the cap: refused before a byte of the body is read.
+    const declared = endlessBody();
+    const io = new FakeIo(
+      {},
+      () =>
+        new Response(declared.stream, {
+          headers: { 'content-length': String(MAX_ANSWER_BYTES + 1) },
+        }),
+    );
+    expect(await run(['nodes'], io)).toBe(ExitCode.Refused);
+    expect(io.stderr.text).toContain(TOO_LARGE);
+    expect(declared.cancelled()).toBe(true);
+
+    // Up to the cap is read whole.
+    const padded = `[${' '.repeat(MAX_ANSWER_BYTES - 2)}]`;
+    const atCap = new FakeIo({}, () => json(padded));
+    expect(await run(['vms', '--json'], atCap)).toBe(ExitCode.Ok);
+    expect(atCap.stdout.text).toBe(`${padded}\n`);
+  });
+
+  it('shows strings of the answer without control characters, and no SSH target from a bad address', async () => {
+    const hostile = {
+      ...NODE,
+      node_id: 'node-\u001b]0;owned\u0007a',
+      hostname: 'h\u001b[2J;reboot',
+      wg_ip: '10.8.0.2;rm -rf ~',
+      last_heartbeat: '2026-08-06T12:00:00.000Z\u001b[31m',
+    };
+    const hostileVm = {
+      ...vm('Running'),
+      node_id: hostile.node_id,
+      vm_type: 'web\u009b2J',
+      tenant_id: 'acme\r\nforged line',
+    };
+    const io = new FakeIo({}, (request) => {
+      const path = new URL(request.url).pathname;
+      if (path === '/v1/fleet')
+        return json({ nodes: [hostile], last_updated: '2026-08-06T12:00:03.000Z' });
+      if (path === '/v1/nodes') return json([hostile]);
+      if (path.startsWith('/v1/nodes/')) return json(hostile);
+      return json([hostileVm]);
+    });
+    for (const args of [['nodes'], ['node', 'node-a'], ['vms'], ['status']]) {
+      io.stdout.text = '';
+      expect(await run(args, io)).toBe(ExitCode.Ok);
+      expect(controlCharactersIn(io.stdout.text)).toEqual([]);
+      expect(io.stdout.text).toContain('node-?]0;owned?a');
+    }
+    expect(io.stdout.text).not.toContain('forged line\n');
+    await run(['vms'], io);
+    expect(io.stdout.text).not.toContain('ssh -p');
+    expect(io.stdout.text).not.toContain('rm -rf');
+
+    // The progress line, the outcome and a failure's message quote the controller too.
+    let polls = 0;
+    const waiting = new FakeIo({}, (request) => {
+      if (request.method === 'POST') return json({ ...hostileVm, state: 'Provisioning' }, 201);
+      if (new URL(request.url).pathname === '/v1/vms') {
+        return json([{ ...hostileVm, state: ++polls < 2 ? 'Provisioning' : 'Error' }]);
+      }
+      return json(hostile);
+    });
+    expect(
+      await run(
+        ['vm', 'create', '--type', 'web', '--ram', '512', '--vcpus', '1', '--wait'],
+        waiting,
+      ),
+    ).toBe(ExitCode.Refused);
+    expect(waiting.stderr.text).toContain('vm-1 on node-?]0;owned?a: Provisioning, 0 s');
+    expect(waiting.stderr.text).toContain('ppn-fleet: vm-1 is in Error on node-?]0;owned?a');
+    expect(controlCharactersIn(waiting.stdout.text + waiting.stderr.text)).toEqual([]);
+  });
+
+  it('--json prints the answer as it came, control characters and all', async () => {
+    const body = JSON.stringify([{ ...NODE, hostname: 'h\u001b[2J' }]);
+    const io = new FakeIo({}, () => json(body));
+    expect(await run(['nodes', '--json'], io)).toBe(ExitCode.Ok);
+    expect(io.stdout.text).toBe(`${body}\n`);
+  });
+
+  it('refuses an answer not of the shape the API gives it, exit 1, without waiting on it', async () => {
+    const ARGS = ['vm', 'create', '--type', 'web', '--ram', '512', '--vcpus', '1', '--wait'];
+    const empty = new FakeIo({}, () => json({}, 201));
+    expect(await run(ARGS, empty)).toBe(ExitCode.Refused);
+    expect(empty.stderr.text).toContain('ppn-fleet: unexpected answer from the controller');
+    expect(empty.requests).toHaveLength(1);
+    expect(empty.now()).toBe(0);
+
+    for (const [args, answer] of [
+      [['vms'], {}],
+      [['vms'], [{ ...vm('Running'), state: 'Sleeping' }]],
+      [['vms'], [{ ...vm('Running'), vm_id: '../../etc' }]],
+      [['nodes'], { nodes: [] }],
+      [['node', 'node-a'], { ...NODE, ram_available_mb: '4096' }],
+      [['status'], { nodes: 'none', last_updated: '2026-08-06T12:00:03.000Z' }],
+    ] as Array<[string[], unknown]>) {
+      const io = new FakeIo({}, () => json(answer));
+      expect(await run(args, io)).toBe(ExitCode.Refused);
+      expect(io.stderr.text).toContain('unexpected answer from the controller');
+      expect(io.stdout.text).toBe('');
+    }
+  });
+
+  it('warns once when the token would go over plain http to another machine', async () => {
+    const env = { VM_FLEET_API_TOKEN: 'cli-spec-api-token-0123456789' };
+    const warning = /warning: the API token goes unencrypted over http to 10\.8\.0\.1:9203/;
+    const remote = new FakeIo({ ...env, VM_FLEET_ENDPOINT: 'http://10.8.0.1:9203' }, fleetOfOne);
+    expect(await run(['nodes'], remote)).toBe(ExitCode.Ok);
+    expect(remote.stderr.text.match(new RegExp(warning, 'g'))).toHaveLength(1);
+    expect(remote.stdout.text).toContain('node-a');
+
+    for (const endpoint of [
+      'https://fleet.example:9443',
+      'http://127.0.0.1:9203',
+      'http://localhost:9203',
+      'http://[::1]:9203',
+    ]) {
+      const quiet = new FakeIo({ ...env, VM_FLEET_ENDPOINT: endpoint }, fleetOfOne);
+      expect(await run(['nodes'], quiet)).toBe(ExitCode.Ok);
+      expect(quiet.stderr.text).toBe('');
+    }
+    const noToken = new FakeIo({ VM_FLEET_ENDPOINT: 'http://10.8.0.1:9203' }, fleetOfOne);
+    await run(['nodes'], noToken);
+    expect(noToken.stderr.text).toBe('');
+  });
+
+  it('an endpoint whose port fetch refuses (bad port) is a usage error, exit 2', async () => {
+    const io = new FakeIo({ VM_FLEET_ENDPOINT: 'http://10.8.0.1:6000' }, () => {
+      throw new TypeError('fetch failed', { cause: new Error('bad port') });
+    });
+    expect(await run(['nodes'], io)).toBe(ExitCode.Usage);
+    expect(io.stderr.text).toContain('bad port');
+  });
+
+  it('a bug prints its message only, its stack trace with PPN_FLEET_DEBUG=1', () => {
+    const bug = new Error('something broke');
+    const plain = new FakeIo({}, fleetOfOne);
+    expect(exitCodeOf(bug, plain)).toBe(ExitCode.Refused);
+    expect(plain.stderr.text).toBe('ppn-fleet: something broke\n');
+
+    const debug = new FakeIo({ PPN_FLEET_DEBUG: '1' }, fleetOfOne);
+    expect(exitCodeOf(bug, debug)).toBe(ExitCode.Refused);
+    expect(debug.stderr.text).toContain('ppn-fleet: Error: something broke\n    at ');
   });
 });

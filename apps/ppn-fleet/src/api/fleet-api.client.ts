@@ -1,5 +1,13 @@
 import createClient, { Client } from 'openapi-fetch';
-import { CONTROL_CHARACTERS, FleetApi, IDEMPOTENCY_KEY_HEADER } from '@app/fleet-domain';
+import { FleetApi, IDEMPOTENCY_KEY_HEADER } from '@app/fleet-domain';
+import { printable } from '../terminal/printable';
+import {
+  isFleetStatus,
+  isFleetVm,
+  isFleetVmList,
+  isNodeRecord,
+  isNodeRecordList,
+} from './answer-shapes';
 import { CliFailure, ExitCode } from './exit-codes';
 
 export type FleetStatus = FleetApi.components['schemas']['FleetStatus'];
@@ -7,10 +15,14 @@ export type NodeRecord = FleetApi.components['schemas']['NodeRecord'];
 export type FleetVm = FleetApi.components['schemas']['FleetVm'];
 export type CreateVmRequest = FleetApi.components['schemas']['CreateVmRequest'];
 
-/** An answer: its parsed body, and the body as the controller sent it (what --json prints). */
+/**
+ * An answer: its parsed body, and the body as the controller sent it (what --json prints).
+ * Reading `data` checks the fields the commands read (answer-shapes.ts) and throws
+ * UNEXPECTED_ANSWER (exit 1) when they are not as the API defines them.
+ */
 export interface Answer<T> {
-  data: T;
-  json: string;
+  readonly data: T;
+  readonly json: string;
 }
 
 /**
@@ -21,6 +33,24 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 
 /** How often, and after how long, a create whose connection was lost is sent again. */
 export const CREATE_RETRY_DELAYS_MS = [1_000, 2_000, 4_000];
+
+/**
+ * Largest answer body the CLI reads (16 MiB: a listing of thousands of VMs fits many times over).
+ * A controller, or whatever answers in its place, sending more cannot fill the CLI's memory.
+ */
+export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+
+/** The message of an answer cut off at MAX_ANSWER_BYTES. */
+export const ANSWER_TOO_LARGE = `answer larger than ${MAX_ANSWER_BYTES} bytes`;
+
+/** The message of an answer that is JSON but not of the shape the contract gives it. */
+export const UNEXPECTED_ANSWER = 'unexpected answer from the controller';
+
+/** Statuses whose Response cannot have a body. */
+const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
+
+/** An answer whose body went past `maxBytes`: reading stopped there and the body was cancelled. */
+class AnswerTooLarge extends Error {}
 
 /** What an openapi-fetch call gives back, as far as the CLI reads it. */
 interface RawAnswer {
@@ -45,7 +75,7 @@ export class FleetApiClient {
   ) {
     this.client = createClient<FleetApi.paths>({
       baseUrl: endpoint,
-      fetch: fetchImplementation,
+      fetch: cappedFetch(fetchImplementation, MAX_ANSWER_BYTES),
       headers: apiToken === undefined ? {} : { Authorization: `Bearer ${apiToken}` },
       // A redirect would carry the token to another address: it is a failure like any other.
       redirect: 'manual',
@@ -53,30 +83,40 @@ export class FleetApiClient {
   }
 
   fleet(): Promise<Answer<FleetStatus>> {
-    return this.call(() => this.client.GET('/v1/fleet', { parseAs: 'text', signal: timeout() }));
+    return this.call(
+      () => this.client.GET('/v1/fleet', { parseAs: 'text', signal: timeout() }),
+      isFleetStatus,
+    );
   }
 
   nodes(): Promise<Answer<NodeRecord[]>> {
-    return this.call(() => this.client.GET('/v1/nodes', { parseAs: 'text', signal: timeout() }));
+    return this.call(
+      () => this.client.GET('/v1/nodes', { parseAs: 'text', signal: timeout() }),
+      isNodeRecordList,
+    );
   }
 
   node(nodeId: string): Promise<Answer<NodeRecord>> {
-    return this.call(() =>
-      this.client.GET('/v1/nodes/{node_id}', {
-        params: { path: { node_id: nodeId } },
-        parseAs: 'text',
-        signal: timeout(),
-      }),
+    return this.call(
+      () =>
+        this.client.GET('/v1/nodes/{node_id}', {
+          params: { path: { node_id: nodeId } },
+          parseAs: 'text',
+          signal: timeout(),
+        }),
+      isNodeRecord,
     );
   }
 
   vms(tenantId?: string): Promise<Answer<FleetVm[]>> {
-    return this.call(() =>
-      this.client.GET('/v1/vms', {
-        params: { query: tenantId === undefined ? {} : { tenant_id: tenantId } },
-        parseAs: 'text',
-        signal: timeout(),
-      }),
+    return this.call(
+      () =>
+        this.client.GET('/v1/vms', {
+          params: { query: tenantId === undefined ? {} : { tenant_id: tenantId } },
+          parseAs: 'text',
+          signal: timeout(),
+        }),
+      isFleetVmList,
     );
   }
 
@@ -87,13 +127,15 @@ export class FleetApiClient {
   async createVm(body: CreateVmRequest, idempotencyKey: string): Promise<Answer<FleetVm>> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.call(() =>
-          this.client.POST('/v1/vms', {
-            body,
-            headers: { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey },
-            parseAs: 'text',
-            signal: timeout(),
-          }),
+        return await this.call(
+          () =>
+            this.client.POST('/v1/vms', {
+              body,
+              headers: { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey },
+              parseAs: 'text',
+              signal: timeout(),
+            }),
+          isFleetVm,
         );
       } catch (error) {
         const delay = CREATE_RETRY_DELAYS_MS[attempt];
@@ -116,37 +158,103 @@ export class FleetApiClient {
     );
   }
 
-  private async call<T>(send: () => Promise<RawAnswer>): Promise<Answer<T>> {
+  /** Sends a request; its answer's body parsed and, given `isShape`, checked. */
+  private async call<T>(
+    send: () => Promise<RawAnswer>,
+    isShape?: (data: unknown) => data is T,
+  ): Promise<Answer<T>> {
     let answer: RawAnswer;
     try {
       answer = await send();
     } catch (error) {
+      if (error instanceof AnswerTooLarge) {
+        throw new CliFailure(
+          `the controller at ${this.endpoint} sent an ${ANSWER_TOO_LARGE}`,
+          ExitCode.Refused,
+        );
+      }
+      const problem = transportProblem(error);
+      // fetch refuses some ports outright (6000, 6665-6669...): the endpoint is wrong, not down.
+      if (problem === 'bad port') {
+        throw new CliFailure(
+          `the endpoint ${this.endpoint} has a port fetch refuses to use (bad port): pick another`,
+          ExitCode.Usage,
+        );
+      }
       throw new CliFailure(
-        `cannot reach the controller at ${this.endpoint}: ${transportProblem(error)}`,
+        `cannot reach the controller at ${this.endpoint}: ${problem}`,
         ExitCode.Unreachable,
       );
     }
     const { response } = answer;
     if (!response.ok) throw refusal(response.status, answer.error);
     const json = answer.data ?? '';
+    let data: unknown;
     try {
-      return { data: (json === '' ? undefined : JSON.parse(json)) as T, json };
+      data = json === '' ? undefined : JSON.parse(json);
     } catch {
       throw new CliFailure(
         `the controller at ${this.endpoint} answered ${response.status} with a body that is not JSON`,
         ExitCode.Refused,
       );
     }
+    const unexpected = new CliFailure(
+      `${UNEXPECTED_ANSWER} at ${this.endpoint} (${response.status}: not the shape the API gives it)`,
+      ExitCode.Refused,
+    );
+    return {
+      json,
+      // Checked when read: --json prints the answer without reading it.
+      get data(): T {
+        if (isShape !== undefined && !isShape(data)) throw unexpected;
+        return data as T;
+      },
+    };
   }
+}
+
+/**
+ * `fetch` whose answers' bodies are read here, at most `maxBytes` of them (a Content-Length
+ * over it refused before reading), then handed on whole: neither a success's body nor an
+ * error's can grow past the cap. Past it the body is cancelled and AnswerTooLarge thrown.
+ */
+export function cappedFetch(fetchImplementation: typeof fetch, maxBytes: number): typeof fetch {
+  return async (input, init) => {
+    const response = await fetchImplementation(input, init);
+    const body = await readCapped(response, maxBytes);
+    return new Response(NULL_BODY_STATUSES.has(response.status) ? null : body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
+}
+
+async function readCapped(response: Response, maxBytes: number): Promise<Uint8Array | null> {
+  const declared = response.headers.get('content-length');
+  if (declared !== null && Number(declared) > maxBytes) {
+    await response.body?.cancel().catch(() => undefined);
+    throw new AnswerTooLarge();
+  }
+  if (response.body === null) return null;
+  const reader: ReadableStreamDefaultReader<Uint8Array> = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = (await reader.read()) as { done: boolean; value?: Uint8Array };
+    if (done || value === undefined) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw new AnswerTooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
 }
 
 function timeout(): AbortSignal {
   return AbortSignal.timeout(REQUEST_TIMEOUT_MS);
-}
-
-/** The controller's message as it wrote it, only made safe for a terminal. */
-export function printable(text: string): string {
-  return text.replace(CONTROL_CHARACTERS, '?');
 }
 
 /** The failure of an answered request: the API's message, and what to do about a 401. */

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { Injectable } from '@nestjs/common';
 import { ConfigurationError } from '@app/daemon';
 import { CliIo } from './cli-io';
@@ -13,10 +14,28 @@ export class FleetApiConnector {
   connect(endpointOption?: string): FleetApiClient {
     try {
       const { endpoint, apiToken } = readConnection(this.io.env, endpointOption);
+      if (apiToken !== undefined && sendsTokenInTheClear(endpoint)) {
+        this.io.stderr.write(
+          `ppn-fleet: warning: the API token goes unencrypted over http to ${new URL(endpoint).host}: use https, or the controller's WireGuard address\n`,
+        );
+      }
       return new FleetApiClient(endpoint, apiToken, this.io.fetch, (ms) => this.io.sleep(ms));
     } catch (error) {
       if (error instanceof ConfigurationError) throw new CliFailure(error.message, ExitCode.Usage);
       throw error;
     }
   }
+}
+
+/**
+ * Whether a request to `endpoint` would carry the token readable by the network: plain http to
+ * anything but this machine (localhost, 127.0.0.0/8, ::1).
+ */
+export function sendsTokenInTheClear(endpoint: string): boolean {
+  const url = new URL(endpoint);
+  if (url.protocol !== 'http:') return false;
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return false;
+  if (isIP(host) === 4) return !host.startsWith('127.');
+  return host !== '::1';
 }

@@ -1,4 +1,5 @@
 import type { NodeRecord } from '../api/fleet-api.client';
+import { printable } from '../terminal/printable';
 import { Cell, formatFields, formatTable } from '../terminal/table';
 
 /** How long ago `then` was, as of `now` (both RFC 3339), in whole seconds, or minutes/hours. */
@@ -14,7 +15,10 @@ function yesNo(value: boolean): Cell {
   return value ? 'yes' : { text: 'no', style: 'dim' };
 }
 
-/** GET /v1/nodes as a table; `now` is the time the ages are measured against. */
+/**
+ * GET /v1/nodes as a table; `now` is the time the ages are measured against. Every string of the
+ * answer is shown printable (here and in every view): it must not drive the terminal.
+ */
 export function formatNodes(nodes: NodeRecord[], now: string, colour: boolean): string {
   if (nodes.length === 0) return 'no live nodes';
   return formatTable(
@@ -29,9 +33,9 @@ export function formatNodes(nodes: NodeRecord[], now: string, colour: boolean): 
       { header: 'LAST BEAT' },
     ],
     nodes.map((node) => [
-      { text: node.node_id, style: 'cyan' },
-      node.hostname,
-      node.wg_ip,
+      { text: printable(node.node_id), style: 'cyan' },
+      printable(node.hostname),
+      printable(node.wg_ip),
       `${node.ram_available_mb} MB`,
       String(node.vm_count),
       yesNo(node.kvm_available),
@@ -46,14 +50,14 @@ export function formatNodes(nodes: NodeRecord[], now: string, colour: boolean): 
 export function formatNode(node: NodeRecord, now: string, colour: boolean): string {
   return formatFields(
     [
-      ['node', { text: node.node_id, style: 'cyan' }],
-      ['hostname', node.hostname],
-      ['WireGuard IP', node.wg_ip],
+      ['node', { text: printable(node.node_id), style: 'cyan' }],
+      ['hostname', printable(node.hostname)],
+      ['WireGuard IP', printable(node.wg_ip)],
       ['RAM free', `${node.ram_available_mb} MB`],
       ['VMs', String(node.vm_count)],
       ['KVM', yesNo(node.kvm_available)],
       ['reserved', node.reserved ? { text: 'yes', style: 'yellow' } : 'no'],
-      ['last heartbeat', `${node.last_heartbeat} (${age(node.last_heartbeat, now)})`],
+      ['last heartbeat', `${printable(node.last_heartbeat)} (${age(node.last_heartbeat, now)})`],
     ],
     colour,
   );

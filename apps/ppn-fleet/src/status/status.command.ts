@@ -1,4 +1,8 @@
-import { DEFAULT_HEARTBEAT_INTERVAL_S, MAX_HEARTBEAT_INTERVAL_S } from '@app/fleet-domain';
+import {
+  DEFAULT_HEARTBEAT_INTERVAL_S,
+  MAX_HEARTBEAT_INTERVAL_S,
+  longestHeartbeatGapMs,
+} from '@app/fleet-domain';
 import { Command, Option } from 'nest-commander';
 import { ApiOptions, JsonApiCommand, parseInteger } from '../api/command-options';
 import { FleetApiConnector } from '../api/fleet-api.connector';
@@ -24,7 +28,7 @@ export class StatusCommand extends JsonApiCommand {
 
   @Option({
     flags: '--interval <s>',
-    description: `the agents' heartbeat interval, after which a node counts as missing beats (default: ${DEFAULT_HEARTBEAT_INTERVAL_S})`,
+    description: `the agents' VM_HEARTBEAT_INTERVAL_S: a node is late past the longest gap between beats at that interval (default: ${DEFAULT_HEARTBEAT_INTERVAL_S}, late after ${longestHeartbeatGapMs(DEFAULT_HEARTBEAT_INTERVAL_S) / 1000} s); give it when the agents beat less often`,
   })
   parseInterval(value: string): number {
     return parseInteger(value, 1, MAX_HEARTBEAT_INTERVAL_S);

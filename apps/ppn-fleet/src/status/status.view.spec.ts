@@ -34,7 +34,7 @@ describe('status view', () => {
   const fleet: FleetStatus = {
     nodes: [
       node('node-a', '2026-08-06T12:00:29.000Z', 3072),
-      node('node-b', '2026-08-06T12:00:12.000Z', 8192),
+      node('node-b', '2026-08-06T12:00:06.000Z', 8192),
     ],
     last_updated: NOW,
   };
@@ -45,9 +45,13 @@ describe('status view', () => {
     vm('vm-3', 'node-a', 'Stopped', 4096),
   ];
 
-  it('a node misses beats when its last one is older than one interval', () => {
-    expect(missesBeats('2026-08-06T12:00:20.000Z', NOW, 10)).toBe(false);
-    expect(missesBeats('2026-08-06T12:00:19.999Z', NOW, 10)).toBe(true);
+  it('a node misses beats past the longest gap of a healthy agent at that interval', () => {
+    // 10 s: up to 11 s of jittered wait, two 5 s request timeouts and 2 s reading VMs: 23 s.
+    expect(missesBeats('2026-08-06T12:00:07.000Z', NOW, 10)).toBe(false);
+    expect(missesBeats('2026-08-06T12:00:06.999Z', NOW, 10)).toBe(true);
+    // A healthy agent beating every 16 s (VM_HEARTBEAT_INTERVAL_S) is not late at 18 s.
+    expect(missesBeats('2026-08-06T12:00:12.000Z', NOW, 10)).toBe(false);
+    expect(missesBeats('2026-08-06T12:00:06.999Z', NOW, 16)).toBe(false);
   });
 
   it('counts VMs by every state, 0 included', () => {
@@ -66,10 +70,10 @@ describe('status view', () => {
         '',
         'NODE    RAM USED / FREE            USED     FREE  VMS  KVM  LAST BEAT',
         'node-a  [#####...............]  1024 MB  3072 MB    1  yes  1 s ago',
-        'node-b  [####................]  2048 MB  8192 MB    1  yes  18 s ago (late)',
+        'node-b  [####................]  2048 MB  8192 MB    1  yes  24 s ago (late)',
         '',
         'VMs: 1 Running, 1 Stopped, 1 Provisioning, 0 Error',
-        'Missing beats: node-b (18 s); late after the 10 s interval, dropped after 30 s',
+        'Missing beats: node-b (24 s); late after 23 s (interval 10 s), dropped after 30 s',
       ].join('\n'),
     );
   });
@@ -92,6 +96,6 @@ describe('status view', () => {
     expect(formatStatus({ nodes: [], last_updated: NOW }, [], 10, false)).toContain(
       'no live nodes',
     );
-    expect(formatStatus(fleet, vms, 10, true)).toContain('\u001b[31m18 s ago (late)\u001b[39m');
+    expect(formatStatus(fleet, vms, 10, true)).toContain('\u001b[31m24 s ago (late)\u001b[39m');
   });
 });

@@ -1,13 +1,23 @@
-import { NODE_STALE_AFTER_MS, VmState } from '@app/fleet-domain';
+import { NODE_STALE_AFTER_MS, VmState, longestHeartbeatGapMs } from '@app/fleet-domain';
 import type { FleetStatus, FleetVm } from '../api/fleet-api.client';
+import { printable } from '../terminal/printable';
 import { paint } from '../terminal/style';
 import { formatBar, formatTable } from '../terminal/table';
 
 const BAR_WIDTH = 20;
 
-/** Whether a node's last heartbeat is older than one interval as of the view's time. */
+/**
+ * Whether a node is late: its last heartbeat is older, as of the view's time, than the longest
+ * gap an agent beating every `intervalS` seconds leaves when every beat gets through (jitter, a
+ * slow answer; 23 s at the default 10 s). A healthy agent with a somewhat longer interval is
+ * not flagged; with a much longer one, status --interval says it.
+ */
 export function missesBeats(lastHeartbeat: string, now: string, intervalS: number): boolean {
-  return Date.parse(now) - Date.parse(lastHeartbeat) > intervalS * 1000;
+  return Date.parse(now) - Date.parse(lastHeartbeat) > lateAfterMs(intervalS);
+}
+
+function lateAfterMs(intervalS: number): number {
+  return longestHeartbeatGapMs(intervalS);
 }
 
 /** Whether a VM's RAM counts as used: its QEMU runs or is starting (not Stopped, not Error). */
@@ -42,8 +52,8 @@ export function droppedNodes(
 
 /**
  * The fleet at a glance: each node's RAM used by its running and starting VMs and free (as a
- * bar), its VMs, its last heartbeat; then the VMs by state, the nodes that missed a beat (silent
- * for longer than one heartbeat interval, `intervalS`) and those dropped with VMs left. Ages are
+ * bar), its VMs, its last heartbeat; then the VMs by state, the nodes that missed a beat (see
+ * missesBeats; `intervalS` is the agents' heartbeat interval) and those dropped with VMs left. Ages are
  * measured against the controller's `last_updated`, so this machine's clock does not matter.
  */
 export function formatStatus(
@@ -57,7 +67,7 @@ export function formatStatus(
     Math.max(0, Math.round((Date.parse(now) - Date.parse(then)) / 1000));
   const missing = fleet.nodes.filter((node) => missesBeats(node.last_heartbeat, now, intervalS));
   const lines = [
-    `${paint('Fleet', 'bold', colour)} at ${now}: ${fleet.nodes.length} node(s), ${vms.length} VM(s)`,
+    `${paint('Fleet', 'bold', colour)} at ${printable(now)}: ${fleet.nodes.length} node(s), ${vms.length} VM(s)`,
     '',
   ];
   if (fleet.nodes.length === 0) {
@@ -80,7 +90,7 @@ export function formatStatus(
             .reduce((sum, vm) => sum + vm.ram_alloc_mb, 0);
           const late = missing.includes(node);
           return [
-            { text: node.node_id + (node.reserved ? ' (reserved)' : ''), style: 'cyan' },
+            { text: printable(node.node_id) + (node.reserved ? ' (reserved)' : ''), style: 'cyan' },
             formatBar(used, node.ram_available_mb, BAR_WIDTH, colour),
             `${used} MB`,
             `${node.ram_available_mb} MB`,
@@ -103,12 +113,14 @@ export function formatStatus(
   );
   lines.push(
     missing.length === 0
-      ? `Missing beats: ${paint('none', 'green', colour)} (interval ${intervalS} s)`
+      ? `Missing beats: ${paint('none', 'green', colour)} (interval ${intervalS} s, late after ${lateAfterMs(intervalS) / 1000} s)`
       : `Missing beats: ${paint(
-          missing.map((node) => `${node.node_id} (${seconds(node.last_heartbeat)} s)`).join(', '),
+          missing
+            .map((node) => `${printable(node.node_id)} (${seconds(node.last_heartbeat)} s)`)
+            .join(', '),
           'red',
           colour,
-        )}; late after the ${intervalS} s interval, dropped after ${NODE_STALE_AFTER_MS / 1000} s`,
+        )}; late after ${lateAfterMs(intervalS) / 1000} s (interval ${intervalS} s), dropped after ${NODE_STALE_AFTER_MS / 1000} s`,
   );
   const dropped = droppedNodes(vms);
   if (dropped.length > 0) {
@@ -117,7 +129,7 @@ export function formatStatus(
         dropped
           .map(
             ({ nodeId, since, vms: count }) =>
-              `${nodeId} (silent ${seconds(since)} s, ${count} VM(s))`,
+              `${printable(nodeId)} (silent ${seconds(since)} s, ${count} VM(s))`,
           )
           .join(', '),
         'red',

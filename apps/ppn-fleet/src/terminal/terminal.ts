@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { CliIo } from '../api/cli-io';
+import { printable } from './printable';
 import { colourFor } from './style';
 
 /**
@@ -29,14 +30,14 @@ export class Terminal {
 
   /**
    * A progress line on stderr: rewritten in place on a terminal, one line per call otherwise
-   * (a log then reads as a history).
+   * (a log then reads as a history). It quotes the controller, so it is made printable.
    */
   progress(text: string): void {
     if (this.io.stderr.isTTY === true) {
-      this.io.stderr.write(`\r\u001b[2K${text}`);
+      this.io.stderr.write(`\r\u001b[2K${printable(text)}`);
       this.progressShown = true;
     } else {
-      this.io.stderr.write(`${text}\n`);
+      this.io.stderr.write(`${printable(text)}\n`);
     }
   }
 

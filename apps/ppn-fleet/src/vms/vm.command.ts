@@ -21,6 +21,7 @@ import { CliIo } from '../api/cli-io';
 import { CliFailure, ExitCode } from '../api/exit-codes';
 import { FleetApiClient, FleetVm } from '../api/fleet-api.client';
 import { FleetApiConnector } from '../api/fleet-api.connector';
+import { printable } from '../terminal/printable';
 import { Terminal } from '../terminal/terminal';
 import { DEFAULT_SSH_USER, sshTarget } from './vms.view';
 
@@ -168,7 +169,7 @@ export class VmCreateCommand extends JsonApiCommand {
       : undefined;
     const ssh = sshTarget(running, wgIp, options.sshUser ?? DEFAULT_SSH_USER);
     this.terminal.print(
-      `${running.vm_id} is Running on ${running.node_id}${ssh === undefined ? '' : `: ${ssh}`}`,
+      `${printable(running.vm_id)} is Running on ${printable(running.node_id)}${ssh === undefined ? '' : `: ${ssh}`}`,
     );
   }
 
@@ -210,8 +211,11 @@ export class VmCreateCommand extends JsonApiCommand {
   }
 }
 
+/** One line about a VM, its strings made printable. */
 function describeVm(vm: FleetVm): string {
-  return `${vm.vm_id} (${vm.vm_type}, ${vm.ram_alloc_mb} MB, ${vm.vcpu_count} vCPU) on ${vm.node_id}: ${vm.state}`;
+  return printable(
+    `${vm.vm_id} (${vm.vm_type}, ${vm.ram_alloc_mb} MB, ${vm.vcpu_count} vCPU) on ${vm.node_id}: ${vm.state}`,
+  );
 }
 
 function sshTargetNeeded(vm: FleetVm): boolean {

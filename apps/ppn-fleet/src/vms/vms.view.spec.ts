@@ -38,6 +38,39 @@ describe('vms view', () => {
       ),
     ).toBeUndefined();
     expect(sshTarget(vm, undefined, 'debian')).toBeUndefined();
+    expect(sshTarget(vm, 'fd00::2', 'debian')).toBe('ssh -p 22022 debian@fd00::2');
+  });
+
+  it('gives no SSH target unless the address is an IP and the port a port: it is pasted into a shell', () => {
+    for (const wgIp of [
+      '10.8.0.2;reboot',
+      '10.8.0.2 -oProxyCommand=x',
+      '\u001b[2J10.8.0.2',
+      'a',
+      '',
+    ]) {
+      expect(sshTarget(vm, wgIp, 'debian')).toBeUndefined();
+    }
+    for (const hostPort of [0, 65_536, 22.5, -22, Number.NaN]) {
+      const forwarded = {
+        ...vm,
+        host_ports: [{ host_port: hostPort, guest_port: 22, protocol: 'tcp' as const }],
+      };
+      expect(sshTarget(forwarded, '10.8.0.2', 'debian')).toBeUndefined();
+    }
+  });
+
+  it('shows the strings of the answer with their control characters replaced', () => {
+    const hostile = { ...vm, vm_id: 'vm-\u001b[31m1', node_id: 'node;\u001ba', tenant_id: 'a\nb' };
+    const table = formatVms(
+      [hostile],
+      [{ ...nodeA, node_id: 'node;\u001ba', wg_ip: '10.8.0.2;x' }],
+      'debian',
+      false,
+    );
+    expect(table.split('\n')[1]).toBe(
+      'vm-?[31m1  web   Running  2048 MB      2  a?b     node;?a  -',
+    );
   });
 
   it('lists each VM with its node and SSH target, - where there is none', () => {

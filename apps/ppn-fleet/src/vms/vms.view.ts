@@ -1,4 +1,6 @@
+import { isIP } from 'node:net';
 import type { FleetVm, NodeRecord } from '../api/fleet-api.client';
+import { printable } from '../terminal/printable';
 import { Cell, formatTable } from '../terminal/table';
 import type { Style } from '../terminal/style';
 
@@ -13,17 +15,21 @@ const STATE_STYLES: Record<string, Style> = {
 };
 
 export function stateCell(state: string): Cell {
-  return { text: state, style: STATE_STYLES[state] };
+  return { text: printable(state), style: STATE_STYLES[state] };
 }
 
 /**
  * How to reach the VM's SSH: `ssh -p <host_port> <user>@<wg_ip>` when it forwards TCP port 22
- * and its node (hence its WireGuard address) is listed; undefined otherwise.
+ * and its node (hence its WireGuard address) is listed; undefined otherwise. Operators paste it
+ * into a shell, so it is made only of an IP address and a port number the API gave: anything
+ * else (`;`, a space, an escape) gives no target at all.
  */
 export function sshTarget(vm: FleetVm, wgIp: string | undefined, user: string): string | undefined {
   const forward = vm.host_ports.find((port) => port.guest_port === 22 && port.protocol === 'tcp');
-  if (forward === undefined || wgIp === undefined) return undefined;
-  return `ssh -p ${forward.host_port} ${user}@${wgIp}`;
+  if (forward === undefined || wgIp === undefined || isIP(wgIp) === 0) return undefined;
+  const port = forward.host_port;
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) return undefined;
+  return `ssh -p ${port} ${user}@${wgIp}`;
 }
 
 /** GET /v1/vms as a table, with each VM's node and SSH target (nodes from GET /v1/nodes). */
@@ -47,16 +53,18 @@ export function formatVms(
       { header: 'SSH' },
     ],
     vms.map((vm) => [
-      { text: vm.vm_id, style: 'cyan' },
-      vm.vm_type,
+      { text: printable(vm.vm_id), style: 'cyan' },
+      printable(vm.vm_type),
       stateCell(vm.state),
       `${vm.ram_alloc_mb} MB`,
       String(vm.vcpu_count),
-      vm.tenant_id ?? { text: '-', style: 'dim' },
+      vm.tenant_id === null || vm.tenant_id === undefined
+        ? { text: '-', style: 'dim' }
+        : printable(vm.tenant_id),
       // A dropped node's VM is as its last heartbeat reported it, and nothing manages it.
       vm.node_silent_since === undefined
-        ? vm.node_id
-        : { text: `${vm.node_id} (dropped)`, style: 'red' },
+        ? printable(vm.node_id)
+        : { text: `${printable(vm.node_id)} (dropped)`, style: 'red' },
       sshTarget(vm, wgIps.get(vm.node_id), sshUser) ?? { text: '-', style: 'dim' },
     ]),
     colour,

@@ -1,0 +1,78 @@
+import { ID_PATTERN, VmState } from '@app/fleet-domain';
+import type { FleetStatus, FleetVm, NodeRecord } from './fleet-api.client';
+
+/**
+ * Checks of the answers' shapes, as far as the commands read them: an answer that is JSON but
+ * not what the contract says (a `201 {}`, a listing that is not an array) is refused at once,
+ * rather than printed as `undefined` or polled for minutes by --wait.
+ */
+type Fields = Record<string, unknown>;
+
+const VM_STATES: ReadonlySet<unknown> = new Set(Object.values(VmState));
+
+function isObject(value: unknown): value is Fields {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+function isHostPort(value: unknown): boolean {
+  return (
+    isObject(value) &&
+    isCount(value.host_port) &&
+    isCount(value.guest_port) &&
+    typeof value.protocol === 'string'
+  );
+}
+
+export function isFleetVm(value: unknown): value is FleetVm {
+  return (
+    isObject(value) &&
+    typeof value.vm_id === 'string' &&
+    ID_PATTERN.test(value.vm_id) &&
+    typeof value.vm_type === 'string' &&
+    VM_STATES.has(value.state) &&
+    isCount(value.ram_alloc_mb) &&
+    isCount(value.vcpu_count) &&
+    (value.tenant_id === null ||
+      value.tenant_id === undefined ||
+      typeof value.tenant_id === 'string') &&
+    Array.isArray(value.host_ports) &&
+    value.host_ports.every(isHostPort) &&
+    typeof value.node_id === 'string' &&
+    (value.node_silent_since === undefined || typeof value.node_silent_since === 'string')
+  );
+}
+
+export function isNodeRecord(value: unknown): value is NodeRecord {
+  return (
+    isObject(value) &&
+    typeof value.node_id === 'string' &&
+    typeof value.hostname === 'string' &&
+    typeof value.wg_ip === 'string' &&
+    isCount(value.ram_available_mb) &&
+    isCount(value.vm_count) &&
+    typeof value.kvm_available === 'boolean' &&
+    typeof value.reserved === 'boolean' &&
+    typeof value.last_heartbeat === 'string'
+  );
+}
+
+export function isFleetStatus(value: unknown): value is FleetStatus {
+  return (
+    isObject(value) &&
+    typeof value.last_updated === 'string' &&
+    Array.isArray(value.nodes) &&
+    value.nodes.every(isNodeRecord)
+  );
+}
+
+export function isFleetVmList(value: unknown): value is FleetVm[] {
+  return Array.isArray(value) && value.every(isFleetVm);
+}
+
+export function isNodeRecordList(value: unknown): value is NodeRecord[] {
+  return Array.isArray(value) && value.every(isNodeRecord);
+}
