@@ -35,11 +35,13 @@ export class FleetMetrics {
     prometheus: PrometheusClient;
     /** The live nodes as they are now, read at scrape time. */
     readLiveNodes: () => Promise<LiveNodeReading[]>;
+    /** VMs listed that no live agent manages (node_silent_since), read at scrape time. */
+    readSilentNodeVms?: () => Promise<number>;
     /** What ppn_fleet_build_info shows; by default the version of the package.json above. */
     version?: string;
   }) {
     if (!enabled) return;
-    const { prometheus, readLiveNodes, version = packageVersion() } = enabled;
+    const { prometheus, readLiveNodes, readSilentNodeVms, version = packageVersion() } = enabled;
     const registry = new prometheus.Registry();
     const registers = [registry];
     registerProcessMetrics(prometheus, registry);
@@ -80,6 +82,17 @@ export class FleetMetrics {
           counts[node.credential?.replace(/-/g, '_') ?? 'none'] += 1;
         }
         for (const [credential, count] of Object.entries(counts)) this.set({ credential }, count);
+      },
+    });
+    new prometheus.Gauge({
+      name: 'ppn_fleet_silent_node_vms',
+      help: 'VMs listed in GET /v1/vms with node_silent_since, counted at scrape time: on nodes that dropped out (their agent stopped or cut off), or listed by an earlier agent of a node id that another agent now speaks for. They may still run, and no agent can stop them.',
+      registers,
+      async collect() {
+        // With the store unreachable: NaN, unknown rather than none.
+        this.set(
+          readSilentNodeVms === undefined ? 0 : await readSilentNodeVms().catch(() => Number.NaN),
+        );
       },
     });
     // One series per live node (node ids are bounded by the heartbeat's validation), set afresh
@@ -176,7 +189,7 @@ export class FleetMetrics {
       }),
       dispatchFailures: new prometheus.Counter({
         name: 'ppn_fleet_dispatch_failures_total',
-        help: "Dispatches to a node's agent that failed for the node's own reasons (unreachable, no answer in time, 5xx): such a node is passed over for a while, with backoff. The log line names the node.",
+        help: "Dispatches to a node's agent that failed for the node's own reasons (unreachable, no answer in time, 5xx, 401): such a node is passed over for a while, with backoff. The log line names the node.",
         registers,
       }),
       nodeIdConflicts: new prometheus.Counter({
