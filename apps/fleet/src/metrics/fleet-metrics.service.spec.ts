@@ -52,6 +52,7 @@ describe('FleetMetrics', () => {
     metrics = new FleetMetrics({
       prometheus,
       readLiveNodes: () => liveNodes.read(),
+      readSilentNodeVms: () => liveNodes.silentNodeVms(),
       version: '1.2.3',
     });
     nodes = new NodesService(repository, clock, metrics, new NodeTokens());
@@ -107,6 +108,23 @@ describe('FleetMetrics', () => {
     expect(sampleValue(text, 'ppn_fleet_nodes')).toBe(1);
     expect(sampleValue(text, 'ppn_fleet_drops_total')).toBe(1);
     expect(sampleValue(text, 'ppn_fleet_sweep_duration_seconds_count')).toBe(2);
+  });
+
+  it('counts the VMs listed that no live agent manages, at scrape time', async () => {
+    const vms = [vmRecord('vm-1'), vmRecord('vm-2')];
+    await nodes.acceptHeartbeat(heartbeat('n1', 0, { vms }));
+    expect(sampleValue(await scraped(), 'ppn_fleet_silent_node_vms')).toBe(0);
+    clock.advance(31_000);
+    // Silent: counted before the sweep and after it.
+    expect(sampleValue(await scraped(), 'ppn_fleet_silent_node_vms')).toBe(2);
+    await nodes.dropStaleNodes();
+    expect(sampleValue(await scraped(), 'ppn_fleet_silent_node_vms')).toBe(2);
+    // Another agent speaks for n1, listing vm-2 only: vm-1 is still no live agent's.
+    await nodes.acceptHeartbeat(
+      heartbeat('n1', 31, { boot_id: 'boot-other', vms: [vmRecord('vm-2')] }),
+    );
+    expect(sampleValue(await scraped(), 'ppn_fleet_silent_node_vms')).toBe(1);
+    expect(sampleValue(await scraped(), 'ppn_fleet_nodes')).toBe(1);
   });
 
   it('counts VM creates by outcome and times every dispatch to an agent, failed or not', async () => {
@@ -287,6 +305,7 @@ describe('FleetMetrics', () => {
     expect(Object.fromEntries([...types].filter(([name]) => name.startsWith('ppn_')))).toEqual({
       ppn_fleet_nodes: 'gauge',
       ppn_fleet_nodes_by_credential: 'gauge',
+      ppn_fleet_silent_node_vms: 'gauge',
       ppn_fleet_heartbeats_total: 'counter',
       ppn_fleet_drops_total: 'counter',
       ppn_fleet_placements_total: 'counter',

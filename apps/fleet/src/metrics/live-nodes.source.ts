@@ -22,4 +22,11 @@ export interface LiveNodeReading {
  */
 export abstract class LiveNodesSource {
   abstract read(): Promise<LiveNodeReading[]>;
+
+  /**
+   * VMs GET /v1/vms lists that no live agent manages (node_silent_since): those of nodes that
+   * dropped out, and those an earlier agent of a node id listed. What ppn_fleet_silent_node_vms
+   * shows.
+   */
+  abstract silentNodeVms(): Promise<number>;
 }

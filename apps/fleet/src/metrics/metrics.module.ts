@@ -23,6 +23,7 @@ export class MetricsModule {
               new FleetMetrics({
                 prometheus: await import('prom-client'),
                 readLiveNodes: () => live.read(),
+                readSilentNodeVms: () => live.silentNodeVms(),
               }),
             inject: [LiveNodesSource],
           },

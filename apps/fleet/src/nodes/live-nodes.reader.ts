@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Clock } from '@app/daemon';
-import { liveSince, ramAvailableMb } from '@app/fleet-domain';
+import { listedVms, liveSince, ramAvailableMb } from '@app/fleet-domain';
 import { LiveNodeReading, LiveNodesSource } from '../metrics/live-nodes.source';
 import { NodesRepository } from './nodes.repository';
 
@@ -27,5 +27,14 @@ export class LiveNodesReader extends LiveNodesSource {
       reserved: state.reserved,
       credential: state.credential,
     }));
+  }
+
+  async silentNodeVms(): Promise<number> {
+    const notBefore = liveSince(this.clock.now());
+    let silent = 0;
+    for (const listed of listedVms(await this.nodes.listAll(), notBefore)) {
+      if (listed.silent_since_wall_ms !== undefined) silent += 1;
+    }
+    return silent;
   }
 }
