@@ -258,7 +258,7 @@ describe('the documented error examples, as the daemons answer them', () => {
     expect(body).toEqual(documented(FLEET, operation, status, name || undefined));
   });
 
-  it('shows the 409 of a VM whose node dropped out as it answers it', async () => {
+  it('shows the 409s of a VM whose node dropped out, and of forget for one whose node is back, as it answers them', async () => {
     const silent = await startFleet();
     try {
       await request(silent.url)
@@ -267,7 +267,16 @@ describe('the documented error examples, as the daemons answer them', () => {
         .expect(200);
       silent.clock.advance(312_000);
       const { body } = await request(silent.url).delete(`/v1/vms/${EXAMPLE_VM_ID}`).expect(409);
-      expect(body).toEqual(documented(FLEET, 'DELETE /v1/vms/{vm_id}', 409));
+      expect(body).toEqual(documented(FLEET, 'DELETE /v1/vms/{vm_id}', 409, 'node-silent'));
+      // Back: ?forget=true forgets nothing.
+      await request(silent.url)
+        .post('/v1/nodes/heartbeat')
+        .send(heartbeat({ node_id: EXAMPLE_NODE_ID, vms: [vmRecord(EXAMPLE_VM_ID)] }))
+        .expect(200);
+      const back = await request(silent.url)
+        .delete(`/v1/vms/${EXAMPLE_VM_ID}?forget=true`)
+        .expect(409);
+      expect(back.body).toEqual(documented(FLEET, 'DELETE /v1/vms/{vm_id}', 409, 'node-back'));
     } finally {
       await silent.close();
     }

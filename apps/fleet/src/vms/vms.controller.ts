@@ -42,6 +42,7 @@ import {
   IdempotencyKeyReusedError,
   NodeRefusedVmError,
   PlacementRefusedError,
+  VmNodeIsBackError,
   VmNotFoundError,
   VmOnSilentNodeError,
 } from './vms.errors';
@@ -80,7 +81,7 @@ export class VmsController {
     operationId: 'listVms',
     summary: 'VMs on the nodes, optionally of one tenant',
     description:
-      'Every VM the live nodes reported in their last heartbeat (and those created since). There is no GET of one VM by id: filter this list. A node that falls silent (its agent stopped or cut off) leaves every node listing after 30 s, but its VMs, which may still run, stay listed as it last reported them, with node_silent_since, until it heartbeats again (which replaces them) or each is forgotten (DELETE with ?forget=true).',
+      'Every VM the live nodes reported in their last heartbeat (and those created since). There is no GET of one VM by id: filter this list. A node that falls silent (its agent stopped or cut off) leaves every node listing after 30 s, but its VMs, which may still run, stay listed as it last reported them, with node_silent_since, until it heartbeats again (which replaces those it lists; any it does not list, as when another machine now heartbeats with the same node id, stay listed with node_silent_since) or each is forgotten (DELETE with ?forget=true). A VM is listed once: as a live node reports it, when one does.',
   })
   @ApiOkResponse({
     type: [FleetVm],
@@ -207,7 +208,7 @@ export class VmsController {
     operationId: 'deleteVm',
     summary: "Have the owning node's agent destroy a VM",
     description:
-      "Finds the node that lists the VM and asks its agent to destroy it (QEMU stopped, runtime files removed); the VM then leaves the listing. When the agent cannot be reached the record is kept and the answer is 502, so the delete can be retried. When the node has dropped out (silent for more than 30 s: its agent stopped or cut off), no agent can be asked: 409, the record kept, until the node's agent is started again; ?forget=true forgets the record of such a VM instead (a machine gone for good), stopping nothing.",
+      "Finds the node that lists the VM and asks its agent to destroy it (QEMU stopped, runtime files removed); the VM then leaves the listing. When the agent cannot be reached the record is kept and the answer is 502, so the delete can be retried. When the node has dropped out (silent for more than 30 s: its agent stopped or cut off), no agent can be asked: 409, the record kept, until the node's agent is started again; the same for a VM listed with node_silent_since on a live node (one that another agent now heartbeats for without listing it). ?forget=true forgets the record of such a VM instead (a machine gone for good), stopping nothing; for a VM a live agent manages it is a 409 (the node is back: DELETE without forget destroys it).",
   })
   @ApiNoContentResponse({
     description:
@@ -238,6 +239,11 @@ export class VmsController {
         '2026-08-06T12:00:00.000Z',
         312,
       ),
+    },
+    {
+      name: 'node-back',
+      when: '?forget=true for a VM a live agent manages (its node is back): nothing is forgotten.',
+      error: new VmNodeIsBackError(EXAMPLE_VM_ID, EXAMPLE_NODE_ID),
     },
     agentUnreachable("The node's agent could not be reached, or did not answer within 10 s."),
   )

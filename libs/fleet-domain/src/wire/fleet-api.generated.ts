@@ -89,7 +89,7 @@ export interface paths {
     };
     /**
      * VMs on the nodes, optionally of one tenant
-     * @description Every VM the live nodes reported in their last heartbeat (and those created since). There is no GET of one VM by id: filter this list. A node that falls silent (its agent stopped or cut off) leaves every node listing after 30 s, but its VMs, which may still run, stay listed as it last reported them, with node_silent_since, until it heartbeats again (which replaces them) or each is forgotten (DELETE with ?forget=true).
+     * @description Every VM the live nodes reported in their last heartbeat (and those created since). There is no GET of one VM by id: filter this list. A node that falls silent (its agent stopped or cut off) leaves every node listing after 30 s, but its VMs, which may still run, stay listed as it last reported them, with node_silent_since, until it heartbeats again (which replaces those it lists; any it does not list, as when another machine now heartbeats with the same node id, stay listed with node_silent_since) or each is forgotten (DELETE with ?forget=true). A VM is listed once: as a live node reports it, when one does.
      */
     get: operations['listVms'];
     put?: never;
@@ -116,7 +116,7 @@ export interface paths {
     post?: never;
     /**
      * Have the owning node's agent destroy a VM
-     * @description Finds the node that lists the VM and asks its agent to destroy it (QEMU stopped, runtime files removed); the VM then leaves the listing. When the agent cannot be reached the record is kept and the answer is 502, so the delete can be retried. When the node has dropped out (silent for more than 30 s: its agent stopped or cut off), no agent can be asked: 409, the record kept, until the node's agent is started again; ?forget=true forgets the record of such a VM instead (a machine gone for good), stopping nothing.
+     * @description Finds the node that lists the VM and asks its agent to destroy it (QEMU stopped, runtime files removed); the VM then leaves the listing. When the agent cannot be reached the record is kept and the answer is 502, so the delete can be retried. When the node has dropped out (silent for more than 30 s: its agent stopped or cut off), no agent can be asked: 409, the record kept, until the node's agent is started again; the same for a VM listed with node_silent_since on a live node (one that another agent now heartbeats for without listing it). ?forget=true forgets the record of such a VM instead (a machine gone for good), stopping nothing; for a VM a live agent manages it is a 409 (the node is back: DELETE without forget destroys it).
      */
     delete: operations['deleteVm'];
     options?: never;
@@ -809,7 +809,7 @@ export interface operations {
     parameters: {
       query?: {
         /**
-         * @description true: for a VM whose node has dropped out for good (the machine is gone), forget its record without asking any agent; nothing is stopped anywhere. A VM of a live node is deleted as without it (its agent destroys it). false, or absent: a VM whose node has dropped out is a 409 and stays listed.
+         * @description true: for a VM listed with node_silent_since whose machine is gone for good, forget its record without asking any agent; nothing is stopped anywhere. For a VM a live agent manages (its node is back) it is a 409, and nothing is forgotten: a DELETE without it destroys the VM. false, or absent: a VM listed with node_silent_since is a 409 and stays listed.
          * @example true
          */
         forget?: 'true' | 'false';
@@ -870,19 +870,15 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description The VM's node has dropped out (silent for more than 30 s): no agent can destroy it, and its QEMU may still run. The record is kept. */
+      /**
+       * @description - The VM's node has dropped out (silent for more than 30 s): no agent can destroy it, and its QEMU may still run. The record is kept.
+       *     - ?forget=true for a VM a live agent manages (its node is back): nothing is forgotten.
+       */
       409: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          /**
-           * @example {
-           *       "error": "Conflict",
-           *       "message": "vm vm-0123456789abcdef is on node example-node-01, silent since 2026-08-06T12:00:00.000Z (312 s): no agent can destroy it, and its QEMU may still run. Start the node's agent again with the same VM_NODE_ID and VM_DISK_DIR, then delete again; if the machine is gone for good, DELETE /v1/vms/vm-0123456789abcdef?forget=true forgets the record (stopping nothing)",
-           *       "statusCode": 409
-           *     }
-           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };

@@ -21,7 +21,7 @@ export class DeleteVmQuery {
     enum: ['true', 'false'],
     example: 'true',
     description:
-      'true: for a VM whose node has dropped out for good (the machine is gone), forget its record without asking any agent; nothing is stopped anywhere. A VM of a live node is deleted as without it (its agent destroys it). false, or absent: a VM whose node has dropped out is a 409 and stays listed.',
+      'true: for a VM listed with node_silent_since whose machine is gone for good, forget its record without asking any agent; nothing is stopped anywhere. For a VM a live agent manages (its node is back) it is a 409, and nothing is forgotten: a DELETE without it destroys the VM. false, or absent: a VM listed with node_silent_since is a 409 and stays listed.',
   })
   @IsOptional()
   @IsString()
