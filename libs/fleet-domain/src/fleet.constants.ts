@@ -11,6 +11,14 @@ export const NODE_STALE_AFTER_MS = 30_000;
  */
 export const SILENT_NODES_KEPT = 1_000;
 
+/**
+ * Most nodes the controller's per-node metrics (ppn_fleet_node_*) show, so a fleet, or a flood of
+ * made-up node ids, cannot grow a scrape without bound: those first by node id, a set that does
+ * not change from scrape to scrape. ppn_fleet_nodes counts them all, and
+ * ppn_fleet_nodes_not_exported those left out.
+ */
+export const MAX_EXPORTED_NODES = 1_000;
+
 /** How often the controller sweeps stale nodes out of its store. */
 export const STALENESS_SWEEP_INTERVAL_MS = 1_000;
 

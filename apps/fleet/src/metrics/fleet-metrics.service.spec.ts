@@ -2,7 +2,14 @@ import { Logger } from '@nestjs/common';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as prometheus from 'prom-client';
-import { CreateVmRequest, NodeHeartbeat, VmRecord, VmState, holdRam } from '@app/fleet-domain';
+import {
+  CreateVmRequest,
+  MAX_EXPORTED_NODES,
+  NodeHeartbeat,
+  VmRecord,
+  VmState,
+  holdRam,
+} from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { heartbeat as agentHeartbeat, vmRecord } from '../../../../test/support/heartbeats';
 import { metricTypes, sampleValue } from '../../../../test/support/prometheus-text';
@@ -13,7 +20,7 @@ import { NodeTokens } from '../nodes/node-tokens';
 import { NodesService } from '../nodes/nodes.service';
 import { AgentCallError, Spawned, VmHostClient, VmHostClientSettings } from '../vms/vm-host.client';
 import { VmsService } from '../vms/vms.service';
-import { FleetMetrics } from './fleet-metrics.service';
+import { FleetMetrics, exportedNodes } from './fleet-metrics.service';
 import { LiveNodeReading } from './live-nodes.source';
 
 const MIB = 1024 * 1024;
@@ -283,6 +290,44 @@ describe('FleetMetrics', () => {
     );
   });
 
+  it('shows per-node series of at most MAX_EXPORTED_NODES nodes, the first by id, and counts the rest', async () => {
+    const id = (index: number) => `n${String(index).padStart(5, '0')}`;
+    // Listed out of order, the most recent beats last: the choice is by id, not by age.
+    const many = Array.from({ length: MAX_EXPORTED_NODES + 2 }, (_, index) => ({
+      ...reading,
+      node_id: id(MAX_EXPORTED_NODES + 1 - index),
+      heartbeat_age_ms: MAX_EXPORTED_NODES + 1 - index,
+    }));
+    const crowded = new FleetMetrics({
+      prometheus,
+      readLiveNodes: () => Promise.resolve(many),
+      version: '1.2.3',
+    });
+    const text = (await crowded.scrape()).body;
+    expect(sampleValue(text, 'ppn_fleet_nodes')).toBe(MAX_EXPORTED_NODES + 2);
+    expect(sampleValue(text, 'ppn_fleet_nodes_not_exported')).toBe(2);
+    for (const name of ['ppn_fleet_node_ram_total_bytes', 'ppn_fleet_node_heartbeat_age_seconds']) {
+      expect(text.match(new RegExp(`^${name}\\{`, 'gm'))).toHaveLength(MAX_EXPORTED_NODES);
+    }
+    expect(text.match(/^ppn_fleet_node_vms\{/gm)).toHaveLength(
+      MAX_EXPORTED_NODES * Object.values(VmState).length,
+    );
+    expect(text).toContain(`node_id="${id(0)}"`);
+    expect(text).toContain(`node_id="${id(MAX_EXPORTED_NODES - 1)}"`);
+    expect(text).not.toContain(`node_id="${id(MAX_EXPORTED_NODES)}"`);
+    expect(text).not.toContain(`node_id="${id(MAX_EXPORTED_NODES + 1)}"`);
+    expect(exportedNodes(many.slice(0, 3), 5)).toEqual(many.slice(0, 3));
+
+    // Within the cap: none left out; the store unreadable: unknown.
+    expect(sampleValue(await scraped(), 'ppn_fleet_nodes_not_exported')).toBe(0);
+    const unreadable = new FleetMetrics({
+      prometheus,
+      readLiveNodes: () => Promise.reject(new Error('store down')),
+      version: '1.2.3',
+    });
+    expect(sampleValue((await unreadable.scrape()).body, 'ppn_fleet_nodes_not_exported')).toBeNaN();
+  });
+
   it('says which version runs, in ppn_fleet_build_info', async () => {
     const text = await scraped();
     expect(sampleValue(text, 'ppn_fleet_build_info{version="1.2.3"}')).toBe(1);
@@ -306,6 +351,7 @@ describe('FleetMetrics', () => {
       ppn_fleet_nodes: 'gauge',
       ppn_fleet_nodes_by_credential: 'gauge',
       ppn_fleet_silent_node_vms: 'gauge',
+      ppn_fleet_nodes_not_exported: 'gauge',
       ppn_fleet_heartbeats_total: 'counter',
       ppn_fleet_drops_total: 'counter',
       ppn_fleet_placements_total: 'counter',

@@ -1,10 +1,25 @@
 import { Scrape, packageVersion, registerProcessMetrics, timeSettled } from '@app/daemon';
-import { VmState } from '@app/fleet-domain';
+import { MAX_EXPORTED_NODES, VmState } from '@app/fleet-domain';
 import type { HeartbeatVerdict } from '@app/fleet-domain';
 import type * as Prometheus from 'prom-client';
 import type { LiveNodeReading } from './live-nodes.source';
 
 const MIB = 1024 * 1024;
+
+/**
+ * The nodes whose per-node series a scrape shows: at most MAX_EXPORTED_NODES, the first by node
+ * id. A stable choice: by heartbeat age it would change at every beat, and series would come and
+ * go (a node looking dropped at each scrape that left it out).
+ */
+export function exportedNodes(
+  nodes: readonly LiveNodeReading[],
+  max = MAX_EXPORTED_NODES,
+): LiveNodeReading[] {
+  if (nodes.length <= max) return [...nodes];
+  return [...nodes]
+    .sort((a, b) => (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0))
+    .slice(0, max);
+}
 
 /** What became of a heartbeat; `refused` is one answered 4xx (invalid, unauthorized, too large). */
 export type HeartbeatOutcome = HeartbeatVerdict['kind'] | 'refused';
@@ -95,8 +110,27 @@ export class FleetMetrics {
         );
       },
     });
-    // One series per live node (node ids are bounded by the heartbeat's validation), set afresh
-    // at each scrape: a dropped node's series go with it. The store unreadable: none at all.
+    // The nodes each per-node gauge shows, chosen once per reading (gauges of one scrape share it).
+    const chosen = new WeakMap<LiveNodeReading[], LiveNodeReading[]>();
+    const readExported = async (): Promise<LiveNodeReading[] | undefined> => {
+      const nodes = await readShared();
+      if (nodes === undefined) return undefined;
+      let exported = chosen.get(nodes);
+      if (exported === undefined) chosen.set(nodes, (exported = exportedNodes(nodes)));
+      return exported;
+    };
+    new prometheus.Gauge({
+      name: 'ppn_fleet_nodes_not_exported',
+      help: `Live nodes left out of the per-node series (ppn_fleet_node_*), which show at most ${MAX_EXPORTED_NODES} nodes, the first by node id. NaN while the store cannot be read.`,
+      registers,
+      async collect() {
+        const nodes = await readShared();
+        this.set(nodes === undefined ? Number.NaN : Math.max(0, nodes.length - MAX_EXPORTED_NODES));
+      },
+    });
+    // One series per live node (node ids are bounded by the heartbeat's validation, their
+    // number by MAX_EXPORTED_NODES), set afresh at each scrape: a dropped node's series go with
+    // it. The store unreadable: none at all.
     const perNode = <L extends string>(
       name: string,
       help: string,
@@ -109,7 +143,7 @@ export class FleetMetrics {
         labelNames,
         registers,
         async collect() {
-          const nodes = await readShared();
+          const nodes = await readExported();
           this.reset();
           for (const node of nodes ?? []) set(this, node);
         },
