@@ -1,28 +1,37 @@
 #!/usr/bin/env bash
 # Builds a small Debian qcow2 base image for the agents (VM_BASE_IMAGE) from Debian's packages:
 # a minbase system with the cloud kernel, systemd, cloud-init reading NoCloud only (the agent's
-# seed ISO: hostname, SSH key), an SSH server, DHCP on the first NIC (QEMU's user network) and
-# the console on the serial port (the agent's serial log). One ext4 partition booted by extlinux.
-# cloud-init's default user is `debian`, with the key of VM_SSH_PUBKEY and sudo.
+# seed ISO: hostname, SSH key), an SSH server (keys only, no root login), DHCP on the first NIC
+# (QEMU's user network) and the console on the serial port (the agent's serial log). One ext4
+# partition booted by extlinux. cloud-init's default user is `debian`, with the key of
+# VM_SSH_PUBKEY and sudo.
 #
 # Needs root (mmdebstrap as root, a loop device to install the boot loader) and, from Debian:
 # mmdebstrap, extlinux, syslinux-common, fdisk, e2fsprogs, qemu-utils; the network to the mirror.
 # No rootless path. Without root or a tool it exits 1, naming what is missing.
-# Measured on Debian 12, 2 shared cores: 110 s (70 s of CPU), a qcow2 of 430 MB (4 GiB virtual).
+# Measured on Debian 12, 2 shared cores: 110-150 s (70 s of CPU), a qcow2 of 430 MB (4 GiB virtual).
 #
-#   deploy/images/build-debian-image.sh [--out FILE] [--owner USER] [--suite bookworm]
-#                                       [--include pkg,pkg] [--mirror URL] [--size 4G]
+#   deploy/images/build-debian-image.sh [--out FILE] [--group GROUP] [--owner USER] [--force]
+#                                       [--suite bookworm] [--include pkg,pkg] [--mirror URL]
+#                                       [--size 4G]
 #
-# --out: default /var/lib/vm-fleet/images/debian-bookworm.qcow2 (what `npm start` looks for).
-# The image is mode 0600: --owner gives it to the user the agent runs as (vm-host when installed
-# from the package). --include adds packages. --mirror: Debian's archive, default
-# http://deb.debian.org/debian (its -updates suite too, and the security archive at
-# deb.debian.org/debian-security unless --mirror is given). --size: the guests' disk size (the
-# qcow2 only holds what is written).
+# --out: default /var/lib/vm-fleet-images/debian-<suite>-<YYYYMMDD>.qcow2 (npm start takes the
+# newest debian-*.qcow2 there). A new file each time: every VM's disk is an overlay that names
+# its base by path, so an image VMs use must never be replaced. An existing --out is refused
+# unless --force; a folder, or a link to one, always.
+# Access: root's, mode 0600, unless --group (root:GROUP, 0640: the group reads it, e.g. vm-host,
+# the packaged agent's, which so cannot write it) or --owner (USER owns it, 0600; 0640 with
+# --group), e.g. the user who runs `npm start`.
+# --include adds packages. --mirror: Debian's archive, default http://deb.debian.org/debian (its
+# -updates suite too, and the security archive at deb.debian.org/debian-security unless --mirror
+# is given). --size: the guests' disk size (the qcow2 only holds what is written).
 set -euo pipefail
 
-out=/var/lib/vm-fleet/images/debian-bookworm.qcow2
+images_dir=/var/lib/vm-fleet-images
+out=
 owner=
+group=
+force=
 suite=bookworm
 # What the guest needs, nothing more: a kernel for a VM, an init, cloud-init and what it uses
 # (ifupdown and a DHCP client for the network, sudo for the default user), an SSH server, fsck.
@@ -39,44 +48,125 @@ fail() {
   echo "build-debian-image: $*" >&2
   exit 1
 }
+# The value of option $1, or usage.
+value() {
+  if [ "$#" -lt 2 ] || [ -z "$2" ]; then
+    echo "build-debian-image: $1 needs a value" >&2
+    usage
+  fi
+  printf '%s' "$2"
+}
+# Fails unless option $1's value $2 matches the extended regular expression $3.
+check() {
+  [[ "$2" =~ $3 ]] || fail "$1 '$2' is not valid (expected $3)"
+}
 
 while [ $# -gt 0 ]; do
   case "$1" in
-    --out) out=${2:?}; shift 2 ;;
-    --owner) owner=${2:?}; shift 2 ;;
-    --suite) suite=${2:?}; shift 2 ;;
-    --include) extra=${2:?}; shift 2 ;;
-    --mirror) mirror=${2:?}; shift 2 ;;
-    --size) size=${2:?}; shift 2 ;;
+    --force) force=1; shift; continue ;;
     -h | --help) usage ;;
+    --out) out=$(value "$@") ;;
+    --owner) owner=$(value "$@") ;;
+    --group) group=$(value "$@") ;;
+    --suite) suite=$(value "$@") ;;
+    --include) extra=$(value "$@") ;;
+    --mirror) mirror=$(value "$@") ;;
+    --size) size=$(value "$@") ;;
     *) echo "build-debian-image: unknown option $1" >&2; usage ;;
   esac
+  shift 2
 done
+# They end up in mmdebstrap's arguments, the guest's sources.list and the image's name.
+check --suite "$suite" '^[a-z0-9-]+$'
+[ -z "$mirror" ] || check --mirror "$mirror" '^(https?|file)://[^ ]+$'
+check --size "$size" '^[0-9]+[KMG]$'
+[ -z "$extra" ] || check --include "$extra" '^[a-z0-9.+,-]+$'
 [ -n "$extra" ] && include="$include,$extra"
+[ -n "$out" ] || out=$images_dir/debian-$suite-$(date -u +%Y%m%d).qcow2
 
 [ "$(id -u)" -eq 0 ] || fail "needs root (mmdebstrap and a loop device); run it with sudo"
 for tool in mmdebstrap:mmdebstrap extlinux:extlinux sfdisk:fdisk mkfs.ext4:e2fsprogs \
-  qemu-img:qemu-utils losetup:mount; do
+  qemu-img:qemu-utils losetup:mount findmnt:util-linux setsid:util-linux; do
   command -v "${tool%%:*}" >/dev/null ||
     fail "${tool%%:*} is missing: apt-get install ${tool#*:}"
 done
 mbr=/usr/lib/syslinux/mbr/mbr.bin
 [ -r "$mbr" ] || fail "$mbr is missing: apt-get install syslinux-common"
 if [ -n "$owner" ]; then id -u "$owner" >/dev/null 2>&1 || fail "--owner $owner: no such user"; fi
+if [ -n "$group" ]; then getent group "$group" >/dev/null || fail "--group $group: no such group"; fi
 
+[ ! -d "$out" ] || fail "--out $out is a folder (or a link to one); name the image file"
+if [ -e "$out" ] || [ -L "$out" ]; then
+  [ -n "$force" ] || fail "$out exists: VMs' disks may be overlays on it, which replacing it" \
+    "would corrupt; pick a new --out (or --force, when no VM uses it)"
+fi
 out_dir=$(dirname "$out")
-mkdir -p "$out_dir"
+(umask 022 && mkdir -p "$out_dir")
+# Root writes there: a folder someone else could change (swap the file, plant a link) is refused.
+read -r dir_uid dir_mode < <(stat -L -c '%u %a' "$out_dir")
+[ "$dir_uid" -eq 0 ] || fail "$out_dir is not owned by root; choose a root-owned folder for --out"
+(((8#$dir_mode & 8#022) == 0)) ||
+  fail "$out_dir is writable by its group or others (mode $dir_mode); choose another folder for --out"
+
 # Next to the output: the raw image is as big as --size (sparse) and /tmp may be a small tmpfs.
 work=$(mktemp -d "$out_dir/.build-debian-image.XXXXXX")
 loop=
+# The running step, in a process group of its own (setsid), so that a signal ends all of it.
+child=
+# Runs a step as $child and waits for it; the wait (unlike a foreground command) lets the traps
+# below run as soon as a signal comes.
+step() {
+  setsid "$@" &
+  child=$!
+  local status=0
+  wait "$child" || status=$?
+  child=
+  return "$status"
+}
+# Mount points under the work folder, deepest last (findmnt -r escapes blanks as \x20).
+mounts_under_work() {
+  local target
+  findmnt -rn -o TARGET | while read -r target; do
+    target=$(printf '%b' "$target")
+    case "$target" in "$work"/*) echo "$target" ;; esac
+  done
+}
 cleanup() {
   set +e
-  mountpoint -q "$work/mnt" && umount "$work/mnt"
+  local target left
+  # Whatever is mounted there: the image's file system, or what mmdebstrap mounts in the root
+  # (/proc, /sys, /dev) when stopped midway. Lazily when busy.
+  mounts_under_work | sort -r | while read -r target; do
+    umount -R "$target" 2>/dev/null || umount -R -l "$target"
+  done
   [ -n "$loop" ] && losetup -d "$loop"
-  rm -rf "$work"
+  left=$(mounts_under_work)
+  if [ -n "$left" ]; then
+    echo "build-debian-image: still mounted, so $work is left in place:" "$left" >&2
+    return
+  fi
+  # Never into another file system, should something be mounted there meanwhile.
+  rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+# Stops the running step's whole process group, waiting up to 10 s before SIGKILL.
+interrupted() {
+  set +e
+  trap - INT TERM
+  if [ -n "$child" ]; then
+    kill -TERM -- "-$child" 2>/dev/null || kill -TERM "$child" 2>/dev/null
+    for _ in $(seq 50); do
+      kill -0 -- "-$child" 2>/dev/null || break
+      sleep 0.2
+    done
+    kill -KILL -- "-$child" 2>/dev/null
+    wait "$child" 2>/dev/null
+  fi
+  echo "build-debian-image: $1; stopped" >&2
+  exit "$2"
+}
+trap 'interrupted SIGINT 130' INT
+trap 'interrupted SIGTERM 143' TERM
 
 # The suite, its updates and its security fixes: the guest's sources.list says the same.
 sources=("deb ${mirror:-http://deb.debian.org/debian} $suite main")
@@ -91,23 +181,35 @@ esac
 started=$(date +%s)
 root=$work/root
 # No documentation, manual pages or translations: the guest does not need them.
-mmdebstrap --quiet --variant=minbase --include="$include" \
+step mmdebstrap --quiet --variant=minbase --include="$include" \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
   "$suite" "$root" "${sources[@]}"
+# Its /proc, /sys and /dev unmounted (not so when something held them busy): else they would be
+# copied into the image.
+leftover=$(mounts_under_work)
+[ -z "$leftover" ] || fail "mmdebstrap left mounted:" $leftover
 
-# cloud-init: NoCloud only (the agent's seed ISO), no probing of cloud metadata services. A quick
-# first boot under emulation (TCG): no RSA or DSA host key (17 s there), no locale generation
-# (no locales package; C.UTF-8 is built in, 13 s and an error otherwise).
+# cloud-init: NoCloud only (the agent's seed ISO), no probing of cloud metadata services; no
+# password logins, root's account locked for SSH. A quick first boot under emulation (TCG): no
+# RSA or DSA host key (17 s there), no locale generation (no locales package; C.UTF-8 is built
+# in, 13 s and an error otherwise).
 cat >"$root/etc/cloud/cloud.cfg.d/90_vm-fleet.cfg" <<'EOF'
 datasource_list: [ NoCloud ]
 ssh_genkeytypes: [ ed25519, ecdsa ]
+ssh_pwauth: false
+disable_root: true
 locale: false
 EOF
+# Keys only, whatever a later package or cloud-init writes into sshd_config: a drop-in's first
+# value wins (sshd_config includes sshd_config.d/*.conf before its own settings).
 cat >"$root/etc/ssh/sshd_config.d/vm-fleet.conf" <<'EOF'
 HostKey /etc/ssh/ssh_host_ed25519_key
 HostKey /etc/ssh/ssh_host_ecdsa_key
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin no
 EOF
 # DHCP on QEMU's user network: cloud-init writes the first NIC's stanza in interfaces.d.
 cat >"$root/etc/network/interfaces" <<'EOF'
@@ -135,11 +237,11 @@ echo 'start=2048, type=83, bootable' | sfdisk --quiet "$raw"
 # devices is not available everywhere (containers, VMs without udev).
 loop=$(losetup --find --show --offset $((2048 * 512)) "$raw")
 part=$loop
-mkfs.ext4 -q -L root "$part"
+step mkfs.ext4 -q -L root "$part"
 uuid=$(blkid -s UUID -o value "$part")
 mkdir "$work/mnt"
 mount "$part" "$work/mnt"
-cp -a "$root/." "$work/mnt/"
+step cp -a "$root/." "$work/mnt/"
 echo "UUID=$uuid / ext4 errors=remount-ro 0 1" >"$work/mnt/etc/fstab"
 mkdir -p "$work/mnt/boot/extlinux"
 cat >"$work/mnt/boot/extlinux/extlinux.conf" <<EOF
@@ -151,15 +253,21 @@ LABEL debian
   INITRD /boot/$initrd
   APPEND root=UUID=$uuid ro console=tty0 console=ttyS0,115200n8
 EOF
-extlinux --install "$work/mnt/boot/extlinux" 2>/dev/null
+# Its stdout only says where it installed; its stderr stays, should it fail.
+extlinux --install "$work/mnt/boot/extlinux" >/dev/null
 umount "$work/mnt"
 losetup -d "$loop"
 loop=
 dd if="$mbr" of="$raw" bs=440 count=1 conv=notrunc status=none
 
-# Readable by its owner only, from the start: written under umask 077, then moved in place.
-(umask 077 && qemu-img convert -q -f raw -O qcow2 "$raw" "$work/disk.qcow2")
-chmod 0600 "$work/disk.qcow2"
-[ -z "$owner" ] || chown "$owner:" "$work/disk.qcow2"
-mv -f "$work/disk.qcow2" "$out"
+# Private from the start: written under umask 077, then given its access and moved in place.
+image=$work/disk.qcow2
+umask_was=$(umask)
+umask 077
+step qemu-img convert -q -f raw -O qcow2 "$raw" "$image"
+umask "$umask_was"
+chown "${owner:-root}:${group:-$(id -gn "${owner:-root}")}" "$image"
+if [ -n "$group" ]; then chmod 0640 "$image"; else chmod 0600 "$image"; fi
+# -T: onto --out itself, never into a folder of that name made meanwhile.
+mv -fT "$image" "$out"
 echo "build-debian-image: $out ($(du -m "$out" | cut -f1) MB, $(($(date +%s) - started)) s; user debian, NoCloud, console ttyS0)"

@@ -12,7 +12,7 @@ import {
   startAgent,
   stopAllDaemons,
 } from '../support/daemons';
-import { GUEST_IMAGE_BUILDER, GUEST_USER, guestImagePath } from '../support/guest-image';
+import { GUEST_USER, guestImageBuildCommand, guestImagePath } from '../support/guest-image';
 import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
 import { scratchFolder } from '../support/scratch-folders';
 
@@ -40,6 +40,15 @@ interface ListedVm {
   host_ports: Array<{ host_port: number; guest_port: number }>;
 }
 
+/** The last `lines` lines of a text file, or why there are none. */
+function tailOf(file: string, lines: number): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
+  } catch (error) {
+    return `(${(error as Error).message})`;
+  }
+}
+
 /** Runs `command` in the guest as the image's user, with the test's key; rejects on failure. */
 async function sshRun(host: string, port: number, command: string): Promise<string> {
   const { stdout } = await run(
@@ -63,7 +72,7 @@ describe('a VM with a real guest (Debian, cloud-init, SSH)', () => {
   beforeAll(async () => {
     if (!existsSync(image)) {
       throw new Error(
-        `no guest image ${image}: npm run test:system builds it as root, or: sudo bash ${GUEST_IMAGE_BUILDER} --out ${image}`,
+        `no guest image ${image}: npm run test:system builds it as root, or: ${guestImageBuildCommand()}`,
       );
     }
     execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'guest-test', '-f', key]);
@@ -114,18 +123,36 @@ describe('a VM with a real guest (Debian, cloud-init, SSH)', () => {
     const node = await getJson<ListedNode>(`/v1/nodes/${nodeId}`);
     expect(node.wg_ip).toBe(WG_IP);
 
+    // Past the deadline, what ssh said last and how far the guest got (its console).
+    let lastSshError = '(none)';
     const answer = await eventually(
       `SSH to ${GUEST_USER}@${node.wg_ip}:${sshPort}`,
-      () => sshRun(node.wg_ip, sshPort, 'hostname; cat ~/.ssh/authorized_keys'),
+      () =>
+        sshRun(node.wg_ip, sshPort, 'hostname; cat ~/.ssh/authorized_keys').catch(
+          (error: Error & { stderr?: string }) => {
+            lastSshError = error.stderr?.trim() || error.message;
+            throw error;
+          },
+        ),
       SSH_DEADLINE_MS - (Date.now() - createdAt),
       2_000,
-    );
+    ).catch((error: Error) => {
+      const serialLog = join(workDir, 'disks', 'run', vmId, 'serial.log');
+      throw new Error(
+        `${error.message}\nlast ssh error: ${lastSshError}\n${serialLog}, last lines:\n${tailOf(serialLog, 40)}`,
+      );
+    });
     console.log(
       `guest: ${vmId} answered SSH ${((Date.now() - createdAt) / 1000).toFixed(1)} s after the create`,
     );
     const [hostname, ...authorizedKeys] = answer.trim().split('\n');
     expect(hostname).toBe(`guest-${vmId.slice(-8)}`);
     expect(authorizedKeys).toEqual([pubkey]);
+    // Keys only: the image's sshd drop-in, and cloud-init's ssh_pwauth and disable_root.
+    const sshd = await sshRun(node.wg_ip, sshPort, 'sudo -n /usr/sbin/sshd -T');
+    expect(sshd).toMatch(/^passwordauthentication no$/m);
+    expect(sshd).toMatch(/^kbdinteractiveauthentication no$/m);
+    expect(sshd).toMatch(/^permitrootlogin no$/m);
 
     const qemus = () =>
       liveQemusUnder(workDir).filter(({ args }) => args.includes(`guest=${vmId}`));
