@@ -2,8 +2,8 @@
  * `npm start`: the controller plus one local agent in one process tree, so a newcomer sees a
  * node enroll. The agent's node id is this machine's hostname, its address 127.0.0.1.
  * Ctrl-C stops both. Runs the built daemons exactly as systemd would, only with a dev setup.
- * The agent's VMs boot the Debian image of deploy/images/build-debian-image.sh when it is in its
- * default place, with this user's SSH key; else blank disks. It says which.
+ * The agent's VMs boot the newest Debian image of deploy/images/build-debian-image.sh in its
+ * default folder, with this user's SSH key; else blank disks. It says which.
  *
  * Both daemons stop, and this waits for them, when this process gets SIGTERM, SIGINT or SIGHUP,
  * or when its parent goes: npm forwards SIGTERM and SIGINT to it (the start script `exec`s it,
@@ -12,8 +12,8 @@
  * where util-linux has it.
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { homedir, hostname, tmpdir } from 'node:os';
+import { accessSync, constants, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { homedir, hostname, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 
 const ROOT = join(__dirname, '..');
@@ -23,9 +23,14 @@ const FLEET_URL = 'http://127.0.0.1:9203';
 /** How often the parent is looked for, and how long a daemon may take to stop before SIGKILL. */
 const PARENT_CHECK_MS = 250;
 const STOP_TIMEOUT_MS = 10_000;
-/** Where deploy/images/build-debian-image.sh puts its Debian image unless told otherwise. */
-const DEBIAN_IMAGE = '/var/lib/vm-fleet/images/debian-bookworm.qcow2';
-const BUILD_IMAGE = 'sudo deploy/images/build-debian-image.sh';
+/**
+ * Where deploy/images/build-debian-image.sh puts its Debian images unless told otherwise, a new
+ * debian-<suite>-<YYYYMMDD>.qcow2 each time.
+ */
+const IMAGES_DIR = '/var/lib/vm-fleet-images';
+const DEBIAN_IMAGE_NAME = /^debian-.*\.qcow2$/;
+/** The image readable by this user, who runs the agent here. */
+const BUILD_IMAGE = `sudo deploy/images/build-debian-image.sh --owner ${userInfo().username}`;
 /** What the agent takes as VM_SSH_PUBKEY (apps/vm-host/src/config/vm-host.config.ts). */
 const SSH_PUBKEY_LINE = /^(ssh|ecdsa-sha2)-[A-Za-z0-9-]+ [A-Za-z0-9+/=]+( [^\n]*)?$/;
 
@@ -57,26 +62,46 @@ function nodeIdFromHostname(): string {
   return id || 'local-node';
 }
 
+/** The builder's newest image in its default folder (the last written), if any. */
+function newestDebianImage(): string | undefined {
+  try {
+    return readdirSync(IMAGES_DIR)
+      .filter((name) => DEBIAN_IMAGE_NAME.test(name))
+      .map((name) => join(IMAGES_DIR, name))
+      .map((path) => ({ path, written: statSync(path).mtimeMs }))
+      .sort((a, b) => b.written - a.written)[0]?.path;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * The local agent's base image: VM_BASE_IMAGE when set, else the builder's Debian image when
- * this user can read it, else none (the agent makes a blank disk that boots nothing); and a line
- * saying which.
+ * The local agent's base image: VM_BASE_IMAGE when set, else the builder's newest Debian image
+ * when this user can read it, else none (the agent makes a blank disk that boots nothing); and a
+ * line saying which.
  */
 function baseImage(): { env: NodeJS.ProcessEnv; says: string } {
   if (process.env.VM_BASE_IMAGE) {
     return { env: {}, says: `${process.env.VM_BASE_IMAGE} (VM_BASE_IMAGE)` };
   }
-  try {
-    accessSync(DEBIAN_IMAGE, constants.R_OK);
+  const image = newestDebianImage();
+  if (!image) {
     return {
-      env: { VM_BASE_IMAGE: DEBIAN_IMAGE },
-      says: `${DEBIAN_IMAGE}: Debian; ssh -p <host_port> debian@127.0.0.1`,
+      env: {},
+      says: `none, blank disks that boot nothing; for a Debian guest: ${BUILD_IMAGE}, then npm start again`,
+    };
+  }
+  try {
+    accessSync(image, constants.R_OK);
+    return {
+      env: { VM_BASE_IMAGE: image },
+      says: `${image}: Debian; ssh -p <host_port> debian@127.0.0.1`,
     };
   } catch {
-    const why = existsSync(DEBIAN_IMAGE)
-      ? `${DEBIAN_IMAGE} is not readable by this user (sudo chown $USER ${DEBIAN_IMAGE})`
-      : `for a Debian guest: ${BUILD_IMAGE}, then npm start again`;
-    return { env: {}, says: `none, blank disks that boot nothing; ${why}` };
+    return {
+      env: {},
+      says: `none, blank disks that boot nothing; ${image} is not readable by this user (sudo chown $USER ${image}, or: ${BUILD_IMAGE})`,
+    };
   }
 }
 
