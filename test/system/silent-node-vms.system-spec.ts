@@ -21,8 +21,9 @@ import { scratchFolder } from '../support/scratch-folders';
  * stop sends it; QEMU is left running) while its VMs run. With the built controller, a real
  * agent and real QEMU guests (TCG, 64 MB, a blank base image): once the node drops out, its VMs
  * are still listed with their node, a DELETE says what to do instead of a 404, a forgotten
- * record stops nothing, and the agent started again with the same VM_NODE_ID and VM_DISK_DIR
- * makes them deletable, QEMU and all. The controller's monotonic clock is jumped past the 30 s
+ * record stops nothing, another machine heartbeating with the same VM_NODE_ID (its own disks)
+ * leaves the VM it does not list listed and silent, and the agent started again with the same
+ * VM_NODE_ID and VM_DISK_DIR makes them deletable, QEMU and all. The controller's monotonic clock is jumped past the 30 s
  * (test/support/monotonic-clock-jump.cjs) rather than waited for.
  */
 jest.setTimeout(120_000);
@@ -46,13 +47,14 @@ function runningGuests(): string[] {
   return [...new Set(guests)].sort();
 }
 
-function agent(): Daemon {
+/** The node's agent; `clone`: another machine given the same VM_NODE_ID (its own disks). */
+function agent(clone = false): Daemon {
   return startAgent({
     VM_FLEET_ENDPOINT: FLEET_URL,
     VM_NODE_ID: NODE,
-    VM_WG_IP: '127.0.0.5',
+    VM_WG_IP: clone ? '127.0.0.6' : '127.0.0.5',
     VM_HEARTBEAT_INTERVAL_S: '1',
-    VM_DISK_DIR: diskDir,
+    VM_DISK_DIR: clone ? join(workDir, 'clone') : diskDir,
     VM_BASE_IMAGE: baseImage,
   });
 }
@@ -151,12 +153,37 @@ describe('an agent stopped while its VMs run', () => {
     expect((await vmsOfNode()).map((vm) => vm.vm_id)).toEqual([kept.vm_id]);
     expect(runningGuests()).toHaveLength(2);
 
+    // Another machine started with the same VM_NODE_ID (a cloned configuration) lists none of
+    // them: they stay listed, silent, still no agent's to delete, and the controller says who.
+    const clone = await enrolled(agent(true));
+    await fleet.waitForOutput(
+      new RegExp(
+        `WARN \\[Nodes\\] node ${NODE}: 127\\.0\\.0\\.6 \\(host .*\\) heartbeats for it and does not list 1 VM\\(s\\) \\(${kept.vm_id}\\) that 127\\.0\\.0\\.5 \\(host .*\\) listed before the node went silent`,
+      ),
+    );
+    expect((await listedNodes()).find((node) => node.node_id === NODE)).toMatchObject({
+      wg_ip: '127.0.0.6',
+      vm_count: 0,
+    });
+    expect(await vmsOfNode()).toEqual([
+      expect.objectContaining({ vm_id: kept.vm_id, node_silent_since: lastBeat }),
+    ]);
+    const cloned = await deleteVm(kept.vm_id);
+    expect(cloned.status).toBe(409);
+    expect(cloned.message).toContain(`listed on node ${NODE} by the agent at 127.0.0.5`);
+    expect(runningGuests()).toHaveLength(2);
+    expect(await clone.stop()).toEqual({ code: 0, signal: null });
+    fleet.process.kill('SIGUSR2');
+    await fleet.waitForOutput(
+      new RegExp(`node ${NODE} dropped after .* its 1 VM\\(s\\) \\(${kept.vm_id}\\) may still run`),
+    );
+
     // The agent again, with the same id and folder: it adopts both QEMU processes, and its
     // first heartbeat replaces what was kept (the forgotten VM is back too: it still runs).
     const second = await enrolled(agent());
     await fleet.waitForOutput(
       new RegExp(
-        `node ${NODE} joined from .*; silent since its heartbeat of ${lastBeat}, its 1 VM\\(s\\) kept meanwhile are replaced by the 2 it reports`,
+        `node ${NODE} joined from 127\\.0\\.0\\.5 .*; silent since its heartbeat of .*, its 1 VM\\(s\\) kept meanwhile are replaced by the 2 it reports`,
       ),
     );
     const back = await vmsOfNode();

@@ -289,9 +289,11 @@ export class NodesService {
 
 /** What becomes of a silent node's VMs, and what the operator can do. */
 function describeSilentVms(state: NodeState): string {
-  const shown = state.vms.slice(0, 3).map((vm) => vm.vm_id);
-  const more = state.vms.length > shown.length ? `, ${state.vms.length - shown.length} more` : '';
-  return `its ${state.vms.length} VM(s) (${shown.join(', ')}${more}) may still run, unmanaged: they stay listed in GET /v1/vms with node_id ${state.node_id} until its agent heartbeats again (start it with the same VM_NODE_ID and VM_DISK_DIR), and a machine gone for good has each forgotten with DELETE /v1/vms/<vm_id>?forget=true`;
+  // Its own and those an earlier agent of its id listed (SilentVms): all may still run.
+  const vms = [...state.vms, ...state.silent_vms.map((silent) => silent.vm)];
+  const shown = vms.slice(0, 3).map((vm) => vm.vm_id);
+  const more = vms.length > shown.length ? `, ${vms.length - shown.length} more` : '';
+  return `its ${vms.length} VM(s) (${shown.join(', ')}${more}) may still run, unmanaged: they stay listed in GET /v1/vms with node_id ${state.node_id} until its agent heartbeats again (start it with the same VM_NODE_ID and VM_DISK_DIR), and a machine gone for good has each forgotten with DELETE /v1/vms/<vm_id>?forget=true`;
 }
 
 function byNodeId(a: NodeRecord, b: NodeRecord): number {
