@@ -276,7 +276,7 @@ describe('ppn-fleet calling the controller', () => {
     const forgotten = new FakeIo({}, () => new Response(null, { status: 204 }));
     expect(await run(['vm', 'delete', 'vm-9', '--forget'], forgotten)).toBe(ExitCode.Ok);
     expect(new URL(forgotten.requests[0].url).search).toBe('?forget=true');
-    expect(forgotten.stdout.text).toBe('deleted or forgotten vm-9\n');
+    expect(forgotten.stdout.text).toBe('forgot vm-9 (nothing was stopped)\n');
 
     const garbled = new FakeIo({}, () => refusal(502, 'agent said \u001b[2Jhi'));
     expect(await run(['nodes'], garbled)).toBe(ExitCode.Refused);

@@ -243,7 +243,7 @@ export class VmDeleteCommand extends ApiCommand {
   @Option({
     flags: '--forget',
     description:
-      'for a VM whose node dropped out for good (the machine is gone): forget its record, stopping nothing',
+      'for a VM whose node dropped out for good (the machine is gone): forget its record, stopping nothing (a VM of a live node is refused: delete it without --forget)',
   })
   parseForget(): boolean {
     return true;
@@ -253,7 +253,7 @@ export class VmDeleteCommand extends ApiCommand {
     requireFleetId('vm_id', vmId);
     const forget = options.forget === true;
     await this.connector.connect(options.endpoint).deleteVm(vmId, forget);
-    this.terminal.print(forget ? `deleted or forgotten ${vmId}` : `deleted ${vmId}`);
+    this.terminal.print(forget ? `forgot ${vmId} (nothing was stopped)` : `deleted ${vmId}`);
   }
 }
 
