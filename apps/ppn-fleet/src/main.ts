@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
-import { ProcessIo } from './api/cli-io';
+import { ProcessIo } from './terminal/cli-io';
 import { runCli } from './run-cli';
 
 /** `ppn-fleet`: the operator's command line for a fleet controller. */

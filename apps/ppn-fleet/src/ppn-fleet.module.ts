@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { CliIo } from './api/cli-io';
+import { CliIo } from './terminal/cli-io';
 import { FleetApiConnector } from './api/fleet-api.connector';
 import { CommandLineSetup } from './command-line.setup';
 import { NodeTokenCommand } from './node-token/node-token.command';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deriveNodeToken, packageVersion } from '@app/daemon';
 import { CONTROL_CHARACTERS } from '@app/fleet-domain';
-import { CliIo } from './api/cli-io';
+import { CliIo } from './terminal/cli-io';
 import { ExitCode } from './api/exit-codes';
 import { MAX_ANSWER_BYTES } from './api/fleet-api.client';
 import { exitCodeOf, runCli } from './run-cli';

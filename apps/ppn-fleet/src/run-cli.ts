@@ -1,6 +1,6 @@
 import { ConfigurationError, packageVersion } from '@app/daemon';
 import { CommandFactory, CommandRunnerService } from 'nest-commander';
-import { CliIo } from './api/cli-io';
+import { CliIo } from './terminal/cli-io';
 import { CliFailure, ExitCode } from './api/exit-codes';
 import { PpnFleetModule } from './ppn-fleet.module';
 import { printableLines } from './terminal/printable';

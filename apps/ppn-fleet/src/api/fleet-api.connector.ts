@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { Injectable } from '@nestjs/common';
 import { ConfigurationError } from '@app/daemon';
-import { CliIo } from './cli-io';
+import { CliIo } from '../terminal/cli-io';
 import { readConnection } from './connection.config';
 import { CliFailure, ExitCode } from './exit-codes';
 import { FleetApiClient } from './fleet-api.client';

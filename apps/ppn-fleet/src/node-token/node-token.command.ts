@@ -6,7 +6,7 @@ import {
   readEnvironment,
 } from '@app/daemon';
 import { Command, CommandRunner } from 'nest-commander';
-import { CliIo } from '../api/cli-io';
+import { CliIo } from '../terminal/cli-io';
 import { requireFleetId } from '../api/command-options';
 import { CliFailure, ExitCode } from '../api/exit-codes';
 import { Terminal } from '../terminal/terminal';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CliIo } from '../api/cli-io';
+import { CliIo } from './cli-io';
 import { printable } from './printable';
 import { colourFor } from './style';
 

@@ -17,7 +17,7 @@ import {
   parseInteger,
   requireFleetId,
 } from '../api/command-options';
-import { CliIo } from '../api/cli-io';
+import { CliIo } from '../terminal/cli-io';
 import { CliFailure, ExitCode } from '../api/exit-codes';
 import { FleetApiClient, FleetVm } from '../api/fleet-api.client';
 import { FleetApiConnector } from '../api/fleet-api.connector';
