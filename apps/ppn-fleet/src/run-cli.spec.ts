@@ -370,6 +370,37 @@ describe('ppn-fleet vm create', () => {
     );
   });
 
+  it('--wait answered a silent VM (a keyed retry) prints it, no SSH target, whether or not its node id is listed', async () => {
+    const silent = { ...vm('Running'), node_silent_since: '2026-08-06T11:59:00.000Z' };
+    // node-a listed: another machine heartbeats as node-a now; 404: the node dropped out.
+    for (const nodeAnswer of [json(NODE), refusal(404, 'node node-a is not enrolled')]) {
+      const io = new FakeIo({}, (request) => {
+        const path = new URL(request.url).pathname;
+        if (request.method === 'POST') return json(silent, 200);
+        if (path === '/v1/vms') return json([silent]);
+        if (path === '/v1/nodes/node-a') return nodeAnswer.clone();
+        return fleetOfOne(request);
+      });
+      expect(await run([...ARGS, '--key', 'deploy-42', '--wait'], io)).toBe(ExitCode.Ok);
+      expect(io.stdout.text).toBe(
+        'created vm-1 (web, 512 MB, 1 vCPU) on node-a: Running\n' +
+          'vm-1 is Running on node-a as last reported at 2026-08-06T11:59:00.000Z, but its node is silent (node_silent_since): no SSH target\n',
+      );
+      expect(io.stdout.text).not.toContain('ssh -p');
+      expect(io.requests.map((request) => new URL(request.url).pathname)).toEqual(['/v1/vms']);
+    }
+  });
+
+  it('--wait says in its progress line that the node of the VM it follows is silent', async () => {
+    const silent = { ...vm('Provisioning'), node_silent_since: '2026-08-06T11:59:00.000Z' };
+    const io = new FakeIo({}, (request) =>
+      request.method === 'POST' ? json(silent, 200) : json([silent]),
+    );
+    expect(await run([...ARGS, '--wait', '--timeout', '1'], io)).toBe(ExitCode.Refused);
+    expect(io.stderr.text).toContain('vm-1 on node-a (node silent): Provisioning, 0 s\n');
+    expect(io.stderr.text).toContain('ppn-fleet: vm-1 is still Provisioning after 1 s (--timeout)');
+  });
+
   it('--wait exits 1 when the VM goes to Error, or is not Running within --timeout', async () => {
     const error = new FakeIo({}, (request) =>
       request.method === 'POST' ? json(vm('Provisioning'), 201) : json([vm('Error')]),
@@ -478,8 +509,7 @@ describe('ppn-fleet against a broken or hostile controller', () => {
   it('shows strings of the answer without control characters, and no SSH target from a bad address', async () => {
     const hostile = {
       ...NODE,
-      node_id: 'node-\u001b]0;owned\u0007a',
-      hostname: 'h\u001b[2J;reboot',
+      hostname: 'h\u001b]0;owned\u0007a;reboot',
       wg_ip: '10.8.0.2;rm -rf ~',
       last_heartbeat: '2026-08-06T12:00:00.000Z\u001b[31m',
     };
@@ -501,14 +531,14 @@ describe('ppn-fleet against a broken or hostile controller', () => {
       io.stdout.text = '';
       expect(await run(args, io)).toBe(ExitCode.Ok);
       expect(controlCharactersIn(io.stdout.text)).toEqual([]);
-      expect(io.stdout.text).toContain('node-?]0;owned?a');
     }
+    expect(io.stdout.text).toContain('node-a');
     expect(io.stdout.text).not.toContain('forged line\n');
     await run(['vms'], io);
     expect(io.stdout.text).not.toContain('ssh -p');
     expect(io.stdout.text).not.toContain('rm -rf');
 
-    // The progress line, the outcome and a failure's message quote the controller too.
+    // The outcome and a failure's message quote the controller too (ids are checked: see below).
     let polls = 0;
     const waiting = new FakeIo({}, (request) => {
       if (request.method === 'POST') return json({ ...hostileVm, state: 'Provisioning' }, 201);
@@ -523,8 +553,9 @@ describe('ppn-fleet against a broken or hostile controller', () => {
         waiting,
       ),
     ).toBe(ExitCode.Refused);
-    expect(waiting.stderr.text).toContain('vm-1 on node-?]0;owned?a: Provisioning, 0 s');
-    expect(waiting.stderr.text).toContain('ppn-fleet: vm-1 is in Error on node-?]0;owned?a');
+    expect(waiting.stdout.text).toContain('created vm-1 (web?2J, 512 MB');
+    expect(waiting.stderr.text).toContain('vm-1 on node-a: Provisioning, 0 s');
+    expect(waiting.stderr.text).toContain('ppn-fleet: vm-1 is in Error on node-a');
     expect(controlCharactersIn(waiting.stdout.text + waiting.stderr.text)).toEqual([]);
   });
 
@@ -547,6 +578,8 @@ describe('ppn-fleet against a broken or hostile controller', () => {
       [['vms'], {}],
       [['vms'], [{ ...vm('Running'), state: 'Sleeping' }]],
       [['vms'], [{ ...vm('Running'), vm_id: '../../etc' }]],
+      [['vms'], [{ ...vm('Running'), node_id: 'node-\u001b]0;owned\u0007a' }]],
+      [['nodes'], [{ ...NODE, node_id: 'node a' }]],
       [['nodes'], { nodes: [] }],
       [['node', 'node-a'], { ...NODE, ram_available_mb: '4096' }],
       [['status'], { nodes: 'none', last_updated: '2026-08-06T12:00:03.000Z' }],

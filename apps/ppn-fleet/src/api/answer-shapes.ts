@@ -42,6 +42,7 @@ export function isFleetVm(value: unknown): value is FleetVm {
     Array.isArray(value.host_ports) &&
     value.host_ports.every(isHostPort) &&
     typeof value.node_id === 'string' &&
+    ID_PATTERN.test(value.node_id) &&
     (value.node_silent_since === undefined || typeof value.node_silent_since === 'string')
   );
 }
@@ -50,6 +51,7 @@ export function isNodeRecord(value: unknown): value is NodeRecord {
   return (
     isObject(value) &&
     typeof value.node_id === 'string' &&
+    ID_PATTERN.test(value.node_id) &&
     typeof value.hostname === 'string' &&
     typeof value.wg_ip === 'string' &&
     isCount(value.ram_available_mb) &&

@@ -78,6 +78,18 @@ describe('status view', () => {
     );
   });
 
+  it('counts no RAM used for a silent VM (node_silent_since) on a live node id, as placement does not', () => {
+    // node-a is heartbeated by another machine now (a cloned VM_NODE_ID): vm-9 is not on it.
+    const silentOnLive = {
+      ...vm('vm-9', 'node-a', 'Running', 2048),
+      node_silent_since: '2026-08-06T11:59:00.000Z',
+    };
+    const row = formatStatus(fleet, [...vms, silentOnLive], 10, false)
+      .split('\n')
+      .find((line) => line.startsWith('node-a'));
+    expect(row).toBe('node-a  [#####...............]  1024 MB  3072 MB    1  yes  1 s ago');
+  });
+
   it('names the nodes dropped with VMs still listed (node_silent_since), with their VM count', () => {
     const silent = '2026-08-06T11:55:30.000Z';
     const left = [

@@ -20,9 +20,16 @@ function lateAfterMs(intervalS: number): number {
   return longestHeartbeatGapMs(intervalS);
 }
 
-/** Whether a VM's RAM counts as used: its QEMU runs or is starting (not Stopped, not Error). */
+/**
+ * Whether a VM's RAM counts as used on its node: its QEMU runs or is starting (not Stopped, not
+ * Error), and the node's agent manages it. A VM with node_silent_since is not counted, as
+ * placement does not count it: its node id, if live again, is another machine's (a cloned
+ * VM_NODE_ID, another VM_DISK_DIR), whose RAM it does not use.
+ */
 export function holdsRam(vm: FleetVm): boolean {
-  return vm.state === 'Running' || vm.state === 'Provisioning';
+  return (
+    vm.node_silent_since === undefined && (vm.state === 'Running' || vm.state === 'Provisioning')
+  );
 }
 
 /** The VMs by state, every state shown (0 too), in the API's order. */

@@ -164,6 +164,14 @@ export class VmCreateCommand extends JsonApiCommand {
       this.terminal.print(JSON.stringify(running));
       return;
     }
+    if (running.node_silent_since !== undefined) {
+      // A keyed retry can answer a VM nothing manages now: its node id may be gone (GET
+      // /v1/nodes/{node_id} a 404) or heartbeated by another machine, whose wg_ip is elsewhere.
+      this.terminal.print(
+        `${printable(running.vm_id)} is Running on ${printable(running.node_id)} as last reported at ${printable(running.node_silent_since)}, but its node is silent (node_silent_since): no SSH target`,
+      );
+      return;
+    }
     const wgIp = sshTargetNeeded(running)
       ? (await api.node(running.node_id)).data.wg_ip
       : undefined;
@@ -186,16 +194,20 @@ export class VmCreateCommand extends JsonApiCommand {
       const waited = Math.floor((this.io.now() - start) / 1000);
       if (last?.state === 'Running') return last;
       if (last?.state === 'Error') {
-        throw new CliFailure(`${last.vm_id} is in Error on ${last.node_id}`, ExitCode.Refused);
+        throw new CliFailure(
+          `${printable(last.vm_id)} is in Error on ${printable(last.node_id)}`,
+          ExitCode.Refused,
+        );
       }
+      const vmId = printable(created.vm_id);
       this.terminal.progress(
         last === undefined
-          ? `${created.vm_id}: not listed (yet), ${waited} s`
-          : `${created.vm_id} on ${last.node_id}: ${last.state}, ${waited} s`,
+          ? `${vmId}: not listed (yet), ${waited} s`
+          : `${vmId} on ${printable(last.node_id)}${last.node_silent_since === undefined ? '' : ' (node silent)'}: ${last.state}, ${waited} s`,
       );
       if (this.io.now() - start >= timeoutS * 1000) {
         throw new CliFailure(
-          `${created.vm_id} is ${last === undefined ? 'not listed' : `still ${last.state}`} after ${timeoutS} s (--timeout)`,
+          `${vmId} is ${last === undefined ? 'not listed' : `still ${last.state}`} after ${timeoutS} s (--timeout)`,
           ExitCode.Refused,
         );
       }

@@ -94,4 +94,14 @@ describe('vms view', () => {
       'vm-1  web   Running  2048 MB      2  acme    node-a (dropped)  -',
     );
   });
+
+  it('gives a silent VM no SSH target even when its node id is listed: that is another machine now', () => {
+    // node-a heartbeats again, from a machine with a cloned VM_NODE_ID or another VM_DISK_DIR
+    // that does not list vm-1: its wg_ip is not where vm-1 runs.
+    const silent = { ...vm, node_silent_since: '2026-08-06T12:00:00Z' };
+    expect(sshTarget(silent, '10.8.0.2', 'debian')).toBeUndefined();
+    expect(formatVms([silent], [nodeA], 'debian', false).split('\n')[1]).toBe(
+      'vm-1  web   Running  2048 MB      2  acme    node-a (dropped)  -',
+    );
+  });
 });

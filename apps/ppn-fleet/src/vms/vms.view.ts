@@ -22,9 +22,12 @@ export function stateCell(state: string): Cell {
  * How to reach the VM's SSH: `ssh -p <host_port> <user>@<wg_ip>` when it forwards TCP port 22
  * and its node (hence its WireGuard address) is listed; undefined otherwise. Operators paste it
  * into a shell, so it is made only of an IP address and a port number the API gave: anything
- * else (`;`, a space, an escape) gives no target at all.
+ * else (`;`, a space, an escape) gives no target at all. A VM with node_silent_since gets none
+ * either: its node id may be live again, but heartbeated by another machine (a cloned
+ * VM_NODE_ID, another VM_DISK_DIR), whose wg_ip is not where the VM runs.
  */
 export function sshTarget(vm: FleetVm, wgIp: string | undefined, user: string): string | undefined {
+  if (vm.node_silent_since !== undefined) return undefined;
   const forward = vm.host_ports.find((port) => port.guest_port === 22 && port.protocol === 'tcp');
   if (forward === undefined || wgIp === undefined || isIP(wgIp) === 0) return undefined;
   const port = forward.host_port;
