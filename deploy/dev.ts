@@ -25,12 +25,14 @@ const PARENT_CHECK_MS = 250;
 const STOP_TIMEOUT_MS = 10_000;
 /**
  * Where deploy/images/build-debian-image.sh puts its Debian images unless told otherwise, a new
- * debian-<suite>-<YYYYMMDD>.qcow2 each time.
+ * debian-<suite>-<YYYYMMDD-HHMMSS>.qcow2 each time.
  */
 const IMAGES_DIR = '/var/lib/vm-fleet-images';
 const DEBIAN_IMAGE_NAME = /^debian-.*\.qcow2$/;
+/** `sudo ` unless root already (a root-only machine may have no sudo). */
+const AS_ROOT = process.getuid?.() === 0 ? '' : 'sudo ';
 /** The image readable by this user, who runs the agent here. */
-const BUILD_IMAGE = `sudo deploy/images/build-debian-image.sh --owner ${userInfo().username}`;
+const BUILD_IMAGE = `${AS_ROOT}deploy/images/build-debian-image.sh --owner ${userInfo().username}`;
 /** What the agent takes as VM_SSH_PUBKEY (apps/vm-host/src/config/vm-host.config.ts). */
 const SSH_PUBKEY_LINE = /^(ssh|ecdsa-sha2)-[A-Za-z0-9-]+ [A-Za-z0-9+/=]+( [^\n]*)?$/;
 
@@ -62,14 +64,17 @@ function nodeIdFromHostname(): string {
   return id || 'local-node';
 }
 
-/** The builder's newest image in its default folder (the last written), if any. */
+/**
+ * The builder's newest image in its default folder, if any: the last written (by mtime, so also
+ * one copied there or built with another --suite), the later name on a tie.
+ */
 function newestDebianImage(): string | undefined {
   try {
     return readdirSync(IMAGES_DIR)
       .filter((name) => DEBIAN_IMAGE_NAME.test(name))
       .map((name) => join(IMAGES_DIR, name))
       .map((path) => ({ path, written: statSync(path).mtimeMs }))
-      .sort((a, b) => b.written - a.written)[0]?.path;
+      .sort((a, b) => b.written - a.written || (b.path > a.path ? 1 : -1))[0]?.path;
   } catch {
     return undefined;
   }

@@ -15,9 +15,10 @@
 #                                       [--suite bookworm] [--include pkg,pkg] [--mirror URL]
 #                                       [--size 4G]
 #
-# --out: default /var/lib/vm-fleet-images/debian-<suite>-<YYYYMMDD>.qcow2 (npm start takes the
-# newest debian-*.qcow2 there). A new file each time: every VM's disk is an overlay that names
-# its base by path, so an image VMs use must never be replaced. An existing --out is refused
+# --out: default /var/lib/vm-fleet-images/debian-<suite>-<YYYYMMDD-HHMMSS>.qcow2, UTC (npm start
+# takes the last written debian-*.qcow2 there). A new file each time, a rebuild the same day too:
+# every VM's disk is an overlay that names its base by path, so an image VMs use must never be
+# replaced. An existing --out is refused
 # unless --force; a folder, or a link to one, always.
 # Access: root's, mode 0600, unless --group (root:GROUP, 0640: the group reads it, e.g. vm-host,
 # the packaged agent's, which so cannot write it) or --owner (USER owns it, 0600; 0640 with
@@ -82,9 +83,9 @@ check --suite "$suite" '^[a-z0-9-]+$'
 check --size "$size" '^[0-9]+[KMG]$'
 [ -z "$extra" ] || check --include "$extra" '^[a-z0-9.+,-]+$'
 [ -n "$extra" ] && include="$include,$extra"
-[ -n "$out" ] || out=$images_dir/debian-$suite-$(date -u +%Y%m%d).qcow2
+[ -n "$out" ] || out=$images_dir/debian-$suite-$(date -u +%Y%m%d-%H%M%S).qcow2
 
-[ "$(id -u)" -eq 0 ] || fail "needs root (mmdebstrap and a loop device); run it with sudo"
+[ "$(id -u)" -eq 0 ] || fail "needs root (mmdebstrap and a loop device); run it as root or with sudo"
 for tool in mmdebstrap:mmdebstrap extlinux:extlinux sfdisk:fdisk mkfs.ext4:e2fsprogs \
   qemu-img:qemu-utils losetup:mount findmnt:util-linux setsid:util-linux; do
   command -v "${tool%%:*}" >/dev/null ||

@@ -28,9 +28,10 @@ export function guestImagePath(): string {
   return join(GUEST_IMAGE_DIR, `debian-bookworm-${key.slice(0, 16)}.qcow2`);
 }
 
-/** The command that builds it, readable by whoever runs the tests. */
+/** The command that builds it, readable by whoever runs the tests (root: without sudo). */
 export function guestImageBuildCommand(): string {
-  return `sudo bash ${GUEST_IMAGE_BUILDER} --out ${guestImagePath()} --owner ${userInfo().username}`;
+  const sudo = process.getuid?.() === 0 ? '' : 'sudo ';
+  return `${sudo}bash ${GUEST_IMAGE_BUILDER} --out ${guestImagePath()} --owner ${userInfo().username}`;
 }
 
 /** Mount points at or under `dir`, from /proc/self/mountinfo (its blanks escaped as \040). */
