@@ -1,7 +1,6 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import {
   FLEET_URL,
   ListedNode,
@@ -12,7 +11,8 @@ import {
   startAgent,
   stopAllDaemons,
 } from '../support/daemons';
-import { GUEST_USER, guestImageBuildCommand, guestImagePath } from '../support/guest-image';
+import { guestImageBuildCommand, guestImagePath } from '../support/guest-image';
+import { GUEST_SSH_DEADLINE_MS, sshOnceUp, sshRun } from '../support/guest-ssh';
 import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
 import { scratchFolder } from '../support/scratch-folders';
 
@@ -23,11 +23,7 @@ import { scratchFolder } from '../support/scratch-folders';
  * host_port on the node's address, cloud-init's hostname and key checked, the VM deleted and
  * its QEMU process gone.
  */
-const run = promisify(execFile);
-
-/** Create to SSH under TCG on a loaded 2-core machine (seen: 30-70 s). */
-const SSH_DEADLINE_MS = 180_000;
-jest.setTimeout(SSH_DEADLINE_MS + 60_000);
+jest.setTimeout(GUEST_SSH_DEADLINE_MS + 60_000);
 
 const NODE_ID = 'guest-node';
 const WG_IP = '127.0.0.1';
@@ -38,31 +34,6 @@ interface ListedVm {
   vm_id: string;
   state: string;
   host_ports: Array<{ host_port: number; guest_port: number }>;
-}
-
-/** The last `lines` lines of a text file, or why there are none. */
-function tailOf(file: string, lines: number): string {
-  try {
-    return readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
-  } catch (error) {
-    return `(${(error as Error).message})`;
-  }
-}
-
-/** Runs `command` in the guest as the image's user, with the test's key; rejects on failure. */
-async function sshRun(host: string, port: number, command: string): Promise<string> {
-  const { stdout } = await run(
-    'ssh',
-    [
-      ...['-i', key, '-p', String(port), '-o', 'BatchMode=yes', '-o', 'IdentitiesOnly=yes'],
-      ...['-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null'],
-      ...['-o', 'ConnectTimeout=10', '-o', 'LogLevel=ERROR'],
-      `${GUEST_USER}@${host}`,
-      command,
-    ],
-    { timeout: 30_000 },
-  );
-  return stdout;
 }
 
 describe('a VM with a real guest (Debian, cloud-init, SSH)', () => {
@@ -123,25 +94,18 @@ describe('a VM with a real guest (Debian, cloud-init, SSH)', () => {
     const node = await getJson<ListedNode>(`/v1/nodes/${nodeId}`);
     expect(node.wg_ip).toBe(WG_IP);
 
-    // Past the deadline, what ssh said last and how far the guest got (its console).
-    let lastSshError = '(none)';
-    const answer = await eventually(
-      `SSH to ${GUEST_USER}@${node.wg_ip}:${sshPort}`,
-      () =>
-        sshRun(node.wg_ip, sshPort, 'hostname; cat ~/.ssh/authorized_keys').catch(
-          (error: Error & { stderr?: string }) => {
-            lastSshError = error.stderr?.trim() || error.message;
-            throw error;
-          },
-        ),
-      SSH_DEADLINE_MS - (Date.now() - createdAt),
-      2_000,
-    ).catch((error: Error) => {
-      const serialLog = join(workDir, 'disks', 'run', vmId, 'serial.log');
-      throw new Error(
-        `${error.message}\nlast ssh error: ${lastSshError}\n${serialLog}, last lines:\n${tailOf(serialLog, 40)}`,
-      );
-    });
+    // Past the deadline, it says what ssh said last and how far the guest got (its console).
+    const answer = await sshOnceUp(
+      key,
+      node.wg_ip,
+      sshPort,
+      'hostname; cat ~/.ssh/authorized_keys',
+      {
+        since: createdAt,
+        deadlineMs: GUEST_SSH_DEADLINE_MS,
+        serialLog: join(workDir, 'disks', 'run', vmId, 'serial.log'),
+      },
+    );
     console.log(
       `guest: ${vmId} answered SSH ${((Date.now() - createdAt) / 1000).toFixed(1)} s after the create`,
     );
@@ -149,7 +113,7 @@ describe('a VM with a real guest (Debian, cloud-init, SSH)', () => {
     expect(hostname).toBe(`guest-${vmId.slice(-8)}`);
     expect(authorizedKeys).toEqual([pubkey]);
     // Keys only: the image's sshd drop-in, and cloud-init's ssh_pwauth and disable_root.
-    const sshd = await sshRun(node.wg_ip, sshPort, 'sudo -n /usr/sbin/sshd -T');
+    const sshd = await sshRun(key, node.wg_ip, sshPort, 'sudo -n /usr/sbin/sshd -T');
     expect(sshd).toMatch(/^passwordauthentication no$/m);
     expect(sshd).toMatch(/^kbdinteractiveauthentication no$/m);
     expect(sshd).toMatch(/^permitrootlogin no$/m);

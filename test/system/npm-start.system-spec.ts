@@ -1,8 +1,19 @@
-import { ChildProcess, spawn } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { FLEET_MAIN, VM_HOST_MAIN, eventually, listedNodes } from '../support/daemons';
+import {
+  FLEET_MAIN,
+  FLEET_URL,
+  ListedNode,
+  VM_HOST_MAIN,
+  eventually,
+  getJson,
+  listedNodes,
+} from '../support/daemons';
+import { guestImageBuildCommand, guestImagePath } from '../support/guest-image';
+import { GUEST_SSH_DEADLINE_MS, sshOnceUp } from '../support/guest-ssh';
+import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
 import { scratchFolder } from '../support/scratch-folders';
 
 const ROOT = join(__dirname, '../..');
@@ -73,21 +84,42 @@ function portIsFree(port: number): Promise<boolean> {
   });
 }
 
+/** The body of the README's demo VM (Quick start): the first `curl -X POST .../v1/vms -d '...'`. */
+function readmeDemoVmBody(): { vm_type: string; tenant_id: string } {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const [, body] =
+    /curl -s -X POST http:\/\/localhost:9203\/v1\/vms [^\n]*\\\n\s*-d '([^']+)'/.exec(readme) ?? [];
+  if (!body) throw new Error("README.md shows no `curl -s -X POST .../v1/vms ... -d '...'`");
+  return JSON.parse(body) as { vm_type: string; tenant_id: string };
+}
+
+interface ListedVm {
+  vm_id: string;
+  state: string;
+  host_ports: Array<{ host_port: number; guest_port: number }>;
+}
+
 describe('npm start', () => {
   let npm: ChildProcess | undefined;
+  /** The running test's scratch folder: its TMPDIR and VM disks. */
+  let folder: string | undefined;
 
   afterEach(() => {
-    // A failed test leaves nothing running: whatever npm started, then npm.
-    if (!npm?.pid) return;
-    for (const pid of descendantsOf(npm.pid)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // gone
+    // A failed test leaves nothing running: whatever npm started, npm, then the VMs' QEMU
+    // processes (daemonized, so not npm's descendants).
+    if (npm?.pid) {
+      for (const pid of descendantsOf(npm.pid)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone
+        }
       }
+      npm.kill('SIGKILL');
     }
-    npm.kill('SIGKILL');
     npm = undefined;
+    if (folder) killQemusUnder(folder);
+    folder = undefined;
   });
 
   it('builds, then runs what start:built runs, exec-ed so npm signals deploy/dev.ts itself', () => {
@@ -95,17 +127,27 @@ describe('npm start', () => {
     expect(SCRIPTS['start:built']).toMatch(/^exec ts-node .*deploy\/dev\.ts$/);
   });
 
-  /** Runs `npm run start:built` and resolves once the local node enrolled, with both daemons' pids. */
-  async function startedWithNodeEnrolled(): Promise<{
+  /**
+   * Runs `npm run start:built` (with `env` on top) and resolves once the local node enrolled, with
+   * both daemons' pids and what it said.
+   */
+  async function startedWithNodeEnrolled(env: NodeJS.ProcessEnv = {}): Promise<{
     started: ChildProcess;
     exited: Promise<unknown>;
     daemons: number[];
+    output: string;
   }> {
     // Its own TMPDIR: what npm and ts-node cache there goes with the scratch folder.
-    const folder = scratchFolder('npm-start-');
+    folder = scratchFolder('npm-start-');
     const started = spawn('npm', ['run', 'start:built'], {
       cwd: ROOT,
-      env: { ...process.env, TMPDIR: folder, VM_DISK_DIR: join(folder, 'vms'), NO_COLOR: '1' },
+      env: {
+        ...process.env,
+        TMPDIR: folder,
+        VM_DISK_DIR: join(folder, 'vms'),
+        NO_COLOR: '1',
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     npm = started;
@@ -127,7 +169,7 @@ describe('npm start', () => {
       [FLEET_MAIN, VM_HOST_MAIN].some((main) => commandLineOf(pid).includes(main)),
     );
     expect(daemons).toHaveLength(2);
-    return { started, exited, daemons };
+    return { started, exited, daemons, output };
   }
 
   async function expectStopped(daemons: number[]): Promise<void> {
@@ -161,4 +203,90 @@ describe('npm start', () => {
     await exited;
     await expectStopped(daemons);
   }, 90_000);
+
+  it(
+    "with the guest image and ~/.ssh/id_ed25519.pub, the README's demo VM answers SSH on its host_port, and its QEMU ends once deleted",
+    async () => {
+      const image = guestImagePath();
+      if (!existsSync(image)) {
+        throw new Error(
+          `no guest image ${image}: npm run test:system builds it as root, or: ${guestImageBuildCommand()}`,
+        );
+      }
+      // A HOME of the test's own, with the key a newcomer makes (ssh-keygen -t ed25519).
+      const home = scratchFolder('npm-start-home-');
+      mkdirSync(join(home, '.ssh'), { mode: 0o700 });
+      const key = join(home, '.ssh', 'id_ed25519');
+      execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'npm-start', '-f', key]);
+      const pubkey = readFileSync(`${key}.pub`, 'utf8').trim();
+      const { started, exited, daemons, output } = await startedWithNodeEnrolled({
+        HOME: home,
+        VM_BASE_IMAGE: image,
+        // dev.ts finds the key in HOME, not here.
+        VM_SSH_PUBKEY: undefined,
+        // A fresh HOME would have npm look for a newer npm, and there is no network in here.
+        npm_config_update_notifier: 'false',
+      });
+      expect(output).toContain(`  Base image:  ${image} (VM_BASE_IMAGE)\n`);
+      expect(output).toContain(`  SSH key:     ${key}.pub\n`);
+
+      const demo = readmeDemoVmBody();
+      const createdAt = Date.now();
+      const response = await fetch(`${FLEET_URL}/v1/vms`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(demo),
+      });
+      expect(response.status).toBe(201);
+      const { vm_id: vmId, node_id: nodeId } = (await response.json()) as {
+        vm_id: string;
+        node_id: string;
+      };
+      const vm = await eventually(
+        `${vmId} Running`,
+        async () =>
+          (await getJson<ListedVm[]>(`/v1/vms?tenant_id=${demo.tenant_id}`)).find(
+            (listed) => listed.vm_id === vmId && listed.state === 'Running',
+          ),
+        20_000,
+      );
+      const sshPort = vm.host_ports.find(({ guest_port }) => guest_port === 22)!.host_port;
+      const node = await getJson<ListedNode>(`/v1/nodes/${nodeId}`);
+      expect(node.wg_ip).toBe('127.0.0.1');
+
+      const answer = await sshOnceUp(
+        key,
+        node.wg_ip,
+        sshPort,
+        'hostname; cat ~/.ssh/authorized_keys',
+        {
+          since: createdAt,
+          deadlineMs: GUEST_SSH_DEADLINE_MS,
+          serialLog: join(folder!, 'vms', 'run', vmId, 'serial.log'),
+        },
+      );
+      console.log(
+        `npm start: ${vmId} answered SSH ${((Date.now() - createdAt) / 1000).toFixed(1)} s after the create`,
+      );
+      const [hostname, ...authorizedKeys] = answer.trim().split('\n');
+      expect(hostname).toBe(`${demo.vm_type}-${vmId.slice(-8)}`);
+      expect(authorizedKeys).toEqual([pubkey]);
+
+      const qemus = () =>
+        liveQemusUnder(folder!).filter(({ args }) => args.includes(`guest=${vmId}`));
+      expect(qemus()).toHaveLength(1);
+      expect((await fetch(`${FLEET_URL}/v1/vms/${vmId}`, { method: 'DELETE' })).status).toBe(204);
+      await eventually(
+        `${vmId}'s QEMU process gone`,
+        () => Promise.resolve(qemus().length === 0 ? true : undefined),
+        15_000,
+        200,
+      );
+
+      started.kill('SIGTERM');
+      await exited;
+      await expectStopped(daemons);
+    },
+    45_000 + GUEST_SSH_DEADLINE_MS + 60_000,
+  );
 });
