@@ -232,7 +232,7 @@ export class VmsController {
     },
     {
       name: 'node-silent',
-      when: "The VM's node has dropped out (silent for more than 30 s): no agent can destroy it, and its QEMU may still run. The record is kept.",
+      when: 'The VM is listed with node_silent_since: its node has dropped out (silent for more than 30 s), or its node id heartbeats again from another agent that does not list it. No agent can destroy it, and its QEMU may still run. The record is kept.',
       error: new VmOnSilentNodeError(
         EXAMPLE_VM_ID,
         EXAMPLE_NODE_ID,

@@ -167,7 +167,7 @@ export interface components {
       node_id: string;
       /**
        * Format: date-time
-       * @description Only when the VM's node has dropped out (silent for more than 30 s): the node's last heartbeat (RFC 3339). The VM is as that heartbeat reported it, and nothing manages it: its agent is stopped or cut off, while its QEMU may still run. It stays listed until the node heartbeats again (which replaces its VMs); DELETE answers 409 meanwhile, or forgets the record with ?forget=true.
+       * @description Only when no live agent manages the VM: its node has dropped out (silent for more than 30 s), or its node id heartbeats again from an agent that does not list it (another machine with the same node id: a cloned VM_NODE_ID, or the agent started on another VM_DISK_DIR). The last heartbeat that listed it (RFC 3339): the VM is as that heartbeat reported it, its agent is stopped or cut off, and its QEMU may still run. It stays listed with this field until an agent heartbeating with its node id lists it again; DELETE answers 409 meanwhile, or forgets the record with ?forget=true.
        * @example 2026-08-06T12:00:00.000Z
        */
       node_silent_since?: string;
@@ -871,7 +871,7 @@ export interface operations {
         };
       };
       /**
-       * @description - The VM's node has dropped out (silent for more than 30 s): no agent can destroy it, and its QEMU may still run. The record is kept.
+       * @description - The VM is listed with node_silent_since: its node has dropped out (silent for more than 30 s), or its node id heartbeats again from another agent that does not list it. No agent can destroy it, and its QEMU may still run. The record is kept.
        *     - ?forget=true for a VM a live agent manages (its node is back): nothing is forgotten.
        */
       409: {

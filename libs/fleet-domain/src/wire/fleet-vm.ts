@@ -24,7 +24,7 @@ export class FleetVm extends VmRecord {
     format: 'date-time',
     example: '2026-08-06T12:00:00.000Z',
     description:
-      "Only when the VM's node has dropped out (silent for more than 30 s): the node's last heartbeat (RFC 3339). The VM is as that heartbeat reported it, and nothing manages it: its agent is stopped or cut off, while its QEMU may still run. It stays listed until the node heartbeats again (which replaces its VMs); DELETE answers 409 meanwhile, or forgets the record with ?forget=true.",
+      'Only when no live agent manages the VM: its node has dropped out (silent for more than 30 s), or its node id heartbeats again from an agent that does not list it (another machine with the same node id: a cloned VM_NODE_ID, or the agent started on another VM_DISK_DIR). The last heartbeat that listed it (RFC 3339): the VM is as that heartbeat reported it, its agent is stopped or cut off, and its QEMU may still run. It stays listed with this field until an agent heartbeating with its node id lists it again; DELETE answers 409 meanwhile, or forgets the record with ?forget=true.',
   })
   node_silent_since?: string;
 }
@@ -49,8 +49,8 @@ export function vmRecordOf(vm: VmRecord): VmRecord {
 }
 
 /**
- * The VM an answer shows: its VmRecord fields and the node it runs on, and, for a node that
- * dropped out, when it was last heard from (RFC 3339).
+ * The VM an answer shows: its VmRecord fields and the node it runs on, and, for a VM no live
+ * agent manages (node_silent_since), when it was last heard of (RFC 3339).
  */
 export function shownVm(vm: VmRecord, nodeId: string, nodeSilentSince?: string): FleetVm {
   const shown: FleetVm = { ...vmRecordOf(vm), node_id: nodeId };
