@@ -47,7 +47,6 @@ describe('fleet controller: a forged heartbeat', () => {
     ['JSON whose message is not a string', 500, 'application/json', `{"message":["${SECRET}"]}`],
     ['a 201 with HTML', 201, 'text/html', `<p>${SECRET}</p>`],
     ['a 201 with a near-VmRecord', 201, 'application/json', JSON.stringify({ vm_id: SECRET })],
-    ['1 MiB of text', 500, 'text/plain', SECRET.repeat(60_000)],
   ])(
     'aimed at a local service answering %s gets a 502 that never carries its reply',
     async (_what, status, contentType, text) => {
@@ -62,6 +61,28 @@ describe('fleet controller: a forged heartbeat', () => {
       expect(response.text).not.toContain(SECRET);
       expect(response.body.message).toMatch(/^agent of node forged /);
       if (status >= 400) expect(response.body.message).toContain(`answered ${status}`);
+      await request(fleet.url).get('/v1/vms').expect(200, []);
+    },
+  );
+
+  it.each<[string, (res: import('node:http').ServerResponse) => void]>([
+    [
+      '1 MiB of text',
+      (res) => res.writeHead(500, { 'content-type': 'text/plain' }).end(SECRET.repeat(60_000)),
+    ],
+    ['a status outside 200-599', (res) => res.socket?.end(`HTTP/1.1 600 ${SECRET}\r\n\r\n`)],
+  ])(
+    'aimed at a local service answering %s gets the same words, whatever it answered',
+    async (_what, unusable) => {
+      reply = unusable;
+      await beat(
+        heartbeat({ node_id: 'forged', wg_ip: '127.0.0.1', spawn_port: dummyPort }),
+      ).expect(200);
+      const response = await request(fleet.url)
+        .post('/v1/vms')
+        .send({ vm_type: 'web', ram_mb: 512, vcpu_count: 1 })
+        .expect(502);
+      expect(response.body.message).toBe('agent of node forged answered unusably');
       await request(fleet.url).get('/v1/vms').expect(200, []);
     },
   );

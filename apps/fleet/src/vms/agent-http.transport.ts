@@ -22,7 +22,11 @@ export class AgentConnectTimeoutError extends Error {
 /** The code of AgentConnectTimeoutError, as socket errors carry theirs. */
 export const AGENT_CONNECT_TIMEOUT_CODE = 'ECONNECT_TIMEOUT';
 
-/** The agent's reply could not be used as HTTP: too large, or a status outside 200-599. */
+/**
+ * The agent's reply could not be used as HTTP: too large, a status outside 200-599, headers
+ * fetch's Response refuses. Its message says which, for the controller's log only: the caller
+ * is told the same words whatever answered (see VmHostClient).
+ */
 export class UnusableAgentReplyError extends Error {}
 
 /** Statuses whose Response may not have a body. */
@@ -101,9 +105,10 @@ export async function agentFetch(request: Request, connectTimeoutMs: number): Pr
     });
     req.on('error', fail);
     let answered = false;
-    // Closed without a reply it could read (an upgrade it did not ask for, a bare close).
+    // Closed without a reply it could read (an upgrade it did not ask for, a bare close): a
+    // connection failure like a reset, once the request may have reached it.
     req.on('close', () => {
-      if (!answered) fail(new UnusableAgentReplyError('closed the connection without a reply'));
+      if (!answered) fail(new Error('closed the connection without a reply'));
     });
     req.on('response', (res: IncomingMessage) => {
       answered = true;

@@ -194,11 +194,17 @@ export class VmHostClient {
         signal,
       );
     } catch (error) {
+      // The answer reads the same whatever is at the other end (refused, reset, silent; a reply
+      // too large or not HTTP): the caller learns the node is unreachable or answered unusably,
+      // not what listens there. The log has the detail.
       if (error instanceof UnusableAgentReplyError) {
-        throw new AgentCallError(`agent of node ${node.node_id} ${error.message}`, 'failed', false);
+        this.logger.warn(`node ${node.node_id}: ${path} at ${baseUrl}: ${error.message}`);
+        throw new AgentCallError(
+          `agent of node ${node.node_id} answered unusably`,
+          'failed',
+          false,
+        );
       }
-      // The answer reads the same whatever is at the other end (refused, reset, silent): the
-      // caller learns the node is unreachable, not what listens there. The log has the detail.
       this.logger.warn(
         `node ${node.node_id}: ${path} at ${baseUrl} failed: ${describeRequestFailure(error, timeoutMs)}`,
       );
