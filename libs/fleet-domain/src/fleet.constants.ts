@@ -1,7 +1,7 @@
 /** The controller's port. Hardcoded by contract: no flag or variable changes it. */
 export const FLEET_PORT = 9203;
 
-/** A node silent for longer than this is dropped from every listing. */
+/** A node silent for longer than this is dropped from every node listing. */
 export const NODE_STALE_AFTER_MS = 30_000;
 
 /**
