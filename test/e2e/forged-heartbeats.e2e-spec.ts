@@ -1,5 +1,6 @@
 import { createServer, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Logger } from '@nestjs/common';
 import request from 'supertest';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { heartbeat } from '../support/heartbeats';
@@ -65,15 +66,21 @@ describe('fleet controller: a forged heartbeat', () => {
     },
   );
 
-  it.each<[string, (res: import('node:http').ServerResponse) => void]>([
+  it.each<[string, (res: import('node:http').ServerResponse) => void, string]>([
     [
       '1 MiB of text',
       (res) => res.writeHead(500, { 'content-type': 'text/plain' }).end(SECRET.repeat(60_000)),
+      'answered 500 with more than 64 KiB',
     ],
-    ['a status outside 200-599', (res) => res.socket?.end(`HTTP/1.1 600 ${SECRET}\r\n\r\n`)],
+    [
+      'a status outside 200-599',
+      (res) => res.socket?.end(`HTTP/1.1 600 ${SECRET}\r\n\r\n`),
+      'answered with status 600',
+    ],
   ])(
-    'aimed at a local service answering %s gets the same words, whatever it answered',
-    async (_what, unusable) => {
+    'aimed at a local service answering %s gets the same words, whatever it answered; the log has which',
+    async (_what, unusable, logged) => {
+      const warn = jest.spyOn(Logger.prototype, 'warn');
       reply = unusable;
       await beat(
         heartbeat({ node_id: 'forged', wg_ip: '127.0.0.1', spawn_port: dummyPort }),
@@ -83,6 +90,10 @@ describe('fleet controller: a forged heartbeat', () => {
         .send({ vm_type: 'web', ram_mb: 512, vcpu_count: 1 })
         .expect(502);
       expect(response.body.message).toBe('agent of node forged answered unusably');
+      expect(warn).toHaveBeenCalledWith(
+        `node forged: /v1/spawn at http://127.0.0.1:${dummyPort}: ${logged}`,
+      );
+      warn.mockRestore();
       await request(fleet.url).get('/v1/vms').expect(200, []);
     },
   );

@@ -155,8 +155,11 @@ async function readReply(res: IncomingMessage): Promise<Response> {
       statusText: res.statusMessage,
       headers,
     });
-  } catch (error) {
-    // A header or status text fetch's Response refuses.
-    throw new UnusableAgentReplyError(`answered ${status} unreadably: ${(error as Error).message}`);
+  } catch {
+    // A header or status text fetch's Response refuses. Its message may quote the reply, which
+    // goes nowhere, not even to the log.
+    throw new UnusableAgentReplyError(
+      `answered ${status} with a header or status text that cannot be read`,
+    );
   }
 }
