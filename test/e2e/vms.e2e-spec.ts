@@ -182,7 +182,7 @@ describe('fleet controller: VMs', () => {
     [
       'answers garbage',
       (_call, res) => json(res, 201, { hello: 'world' }),
-      /n1 answered the spawn with an invalid VmRecord/,
+      /^agent of node n1 answered unusably$/,
       AGENT_REQUEST_TIMEOUT_MS,
     ],
   ])(

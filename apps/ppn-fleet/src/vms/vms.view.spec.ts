@@ -101,7 +101,7 @@ describe('vms view', () => {
     const silent = { ...vm, node_silent_since: '2026-08-06T12:00:00Z' };
     expect(sshTarget(silent, '10.8.0.2', 'debian')).toBeUndefined();
     expect(formatVms([silent], [nodeA], 'debian', false).split('\n')[1]).toBe(
-      'vm-1  web   Running  2048 MB      2  acme    node-a (dropped)  -',
+      'vm-1  web   Running  2048 MB      2  acme    node-a (not listed by its agent)  -',
     );
   });
 });

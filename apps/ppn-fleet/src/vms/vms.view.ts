@@ -64,10 +64,14 @@ export function formatVms(
       vm.tenant_id === null || vm.tenant_id === undefined
         ? { text: '-', style: 'dim' }
         : printable(vm.tenant_id),
-      // A dropped node's VM is as its last heartbeat reported it, and nothing manages it.
+      // A silent VM is as it was last reported, and nothing manages it: its node dropped out, or
+      // its node id is heard again from an agent that no longer lists it (another machine).
       vm.node_silent_since === undefined
         ? printable(vm.node_id)
-        : { text: `${printable(vm.node_id)} (dropped)`, style: 'red' },
+        : {
+            text: `${printable(vm.node_id)} ${wgIps.has(vm.node_id) ? '(not listed by its agent)' : '(dropped)'}`,
+            style: 'red',
+          },
       sshTarget(vm, wgIps.get(vm.node_id), sshUser) ?? { text: '-', style: 'dim' },
     ]),
     colour,
