@@ -278,6 +278,10 @@ describe('ppn-fleet calling the controller', () => {
     expect(new URL(forgotten.requests[0].url).search).toBe('?forget=true');
     expect(forgotten.stdout.text).toBe('forgot vm-9 (nothing was stopped)\n');
 
+    const flood = new FakeIo({}, () => refusal(503, 'x'.repeat(1_000_000)));
+    expect(await run(['nodes'], flood)).toBe(ExitCode.Refused);
+    expect(flood.stderr.text.length).toBeLessThan(17_000);
+
     const garbled = new FakeIo({}, () => refusal(502, 'agent said \u001b[2Jhi'));
     expect(await run(['nodes'], garbled)).toBe(ExitCode.Refused);
     expect(garbled.stderr.text).toBe('ppn-fleet: agent said ?[2Jhi\n');

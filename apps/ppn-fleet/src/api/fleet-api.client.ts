@@ -257,13 +257,19 @@ function timeout(): AbortSignal {
   return AbortSignal.timeout(REQUEST_TIMEOUT_MS);
 }
 
+/**
+ * The most of an API message printed: far more than any placement explanation, far less than
+ * what whatever answers at the endpoint may send (up to MAX_ANSWER_BYTES).
+ */
+const MAX_MESSAGE_CHARS = 16_384;
+
 /** The failure of an answered request: the API's message, and what to do about a 401. */
 export function refusal(status: number, body: unknown): CliFailure {
   const message =
     typeof body === 'object' &&
     body !== null &&
     typeof (body as { message?: unknown }).message === 'string'
-      ? printable((body as { message: string }).message)
+      ? printable((body as { message: string }).message.slice(0, MAX_MESSAGE_CHARS))
       : `the controller answered ${status}`;
   const hint =
     status === 401

@@ -1,9 +1,7 @@
 import { isIP } from 'node:net';
 import { Injectable } from '@nestjs/common';
-import { ConfigurationError } from '@app/daemon';
 import { CliIo } from '../terminal/cli-io';
 import { readConnection } from './connection.config';
-import { CliFailure, ExitCode } from './exit-codes';
 import { FleetApiClient } from './fleet-api.client';
 
 /** Makes the API client of one run from `--endpoint` and the environment. */
@@ -12,18 +10,14 @@ export class FleetApiConnector {
   constructor(private readonly io: CliIo) {}
 
   connect(endpointOption?: string): FleetApiClient {
-    try {
-      const { endpoint, apiToken } = readConnection(this.io.env, endpointOption);
-      if (apiToken !== undefined && sendsTokenInTheClear(endpoint)) {
-        this.io.stderr.write(
-          `ppn-fleet: warning: the API token goes unencrypted over http to ${new URL(endpoint).host}: use https, or the controller's WireGuard address\n`,
-        );
-      }
-      return new FleetApiClient(endpoint, apiToken, this.io.fetch, (ms) => this.io.sleep(ms));
-    } catch (error) {
-      if (error instanceof ConfigurationError) throw new CliFailure(error.message, ExitCode.Usage);
-      throw error;
+    // A ConfigurationError goes on to runCli, which makes it a usage error (exit 2).
+    const { endpoint, apiToken } = readConnection(this.io.env, endpointOption);
+    if (apiToken !== undefined && sendsTokenInTheClear(endpoint)) {
+      this.io.stderr.write(
+        `ppn-fleet: warning: the API token goes unencrypted over http to ${new URL(endpoint).host}: use https, or the controller's WireGuard address\n`,
+      );
     }
+    return new FleetApiClient(endpoint, apiToken, this.io.fetch, (ms) => this.io.sleep(ms));
   }
 }
 

@@ -1,14 +1,7 @@
-import {
-  ConfigurationError,
-  EnvironmentVariable,
-  IsNodeSecret,
-  deriveNodeToken,
-  readEnvironment,
-} from '@app/daemon';
+import { EnvironmentVariable, IsNodeSecret, deriveNodeToken, readEnvironment } from '@app/daemon';
 import { Command, CommandRunner } from 'nest-commander';
 import { CliIo } from '../terminal/cli-io';
 import { requireFleetId } from '../api/command-options';
-import { CliFailure, ExitCode } from '../api/exit-codes';
 import { Terminal } from '../terminal/terminal';
 
 /** The fleet's node secret, read as the controller reads it (same rules, same file checks). */
@@ -38,13 +31,8 @@ export class NodeTokenCommand extends CommandRunner {
 
   run([nodeId]: string[]): Promise<void> {
     requireFleetId('node_id', nodeId);
-    let config: NodeSecretConfig;
-    try {
-      config = readEnvironment(NodeSecretConfig, this.io.env);
-    } catch (error) {
-      if (error instanceof ConfigurationError) throw new CliFailure(error.message, ExitCode.Usage);
-      throw error;
-    }
+    // A ConfigurationError goes on to runCli, which makes it a usage error (exit 2).
+    const config = readEnvironment(NodeSecretConfig, this.io.env);
     this.terminal.print(deriveNodeToken(config.secret, nodeId));
     return Promise.resolve();
   }

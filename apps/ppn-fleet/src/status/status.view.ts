@@ -13,11 +13,7 @@ const BAR_WIDTH = 20;
  * not flagged; with a much longer one, status --interval says it.
  */
 export function missesBeats(lastHeartbeat: string, now: string, intervalS: number): boolean {
-  return Date.parse(now) - Date.parse(lastHeartbeat) > lateAfterMs(intervalS);
-}
-
-function lateAfterMs(intervalS: number): number {
-  return longestHeartbeatGapMs(intervalS);
+  return Date.parse(now) - Date.parse(lastHeartbeat) > longestHeartbeatGapMs(intervalS);
 }
 
 /**
@@ -73,6 +69,13 @@ export function formatStatus(
   const seconds = (then: string): number =>
     Math.max(0, Math.round((Date.parse(now) - Date.parse(then)) / 1000));
   const missing = fleet.nodes.filter((node) => missesBeats(node.last_heartbeat, now, intervalS));
+  const lateNodes = new Set(missing);
+  // One pass over the VMs, not one per node.
+  const usedByNode = new Map<string, number>();
+  for (const vm of vms) {
+    if (holdsRam(vm))
+      usedByNode.set(vm.node_id, (usedByNode.get(vm.node_id) ?? 0) + vm.ram_alloc_mb);
+  }
   const lines = [
     `${paint('Fleet', 'bold', colour)} at ${printable(now)}: ${fleet.nodes.length} node(s), ${vms.length} VM(s)`,
     '',
@@ -92,10 +95,8 @@ export function formatStatus(
           { header: 'LAST BEAT' },
         ],
         fleet.nodes.map((node) => {
-          const used = vms
-            .filter((vm) => vm.node_id === node.node_id && holdsRam(vm))
-            .reduce((sum, vm) => sum + vm.ram_alloc_mb, 0);
-          const late = missing.includes(node);
+          const used = usedByNode.get(node.node_id) ?? 0;
+          const late = lateNodes.has(node);
           return [
             { text: printable(node.node_id) + (node.reserved ? ' (reserved)' : ''), style: 'cyan' },
             formatBar(used, node.ram_available_mb, BAR_WIDTH, colour),
@@ -120,14 +121,14 @@ export function formatStatus(
   );
   lines.push(
     missing.length === 0
-      ? `Missing beats: ${paint('none', 'green', colour)} (interval ${intervalS} s, late after ${lateAfterMs(intervalS) / 1000} s)`
+      ? `Missing beats: ${paint('none', 'green', colour)} (interval ${intervalS} s, late after ${longestHeartbeatGapMs(intervalS) / 1000} s)`
       : `Missing beats: ${paint(
           missing
             .map((node) => `${printable(node.node_id)} (${seconds(node.last_heartbeat)} s)`)
             .join(', '),
           'red',
           colour,
-        )}; late after ${lateAfterMs(intervalS) / 1000} s (interval ${intervalS} s), dropped after ${NODE_STALE_AFTER_MS / 1000} s`,
+        )}; late after ${longestHeartbeatGapMs(intervalS) / 1000} s (interval ${intervalS} s), dropped after ${NODE_STALE_AFTER_MS / 1000} s`,
   );
   const dropped = droppedNodes(vms);
   if (dropped.length > 0) {

@@ -23,7 +23,7 @@ import { FleetApiClient, FleetVm } from '../api/fleet-api.client';
 import { FleetApiConnector } from '../api/fleet-api.connector';
 import { printable } from '../terminal/printable';
 import { Terminal } from '../terminal/terminal';
-import { DEFAULT_SSH_USER, sshTarget } from './vms.view';
+import { DEFAULT_SSH_USER, sshForward, sshTarget } from './vms.view';
 
 /** How often --wait looks at the listing. */
 export const WAIT_POLL_MS = 1_000;
@@ -172,9 +172,8 @@ export class VmCreateCommand extends JsonApiCommand {
       );
       return;
     }
-    const wgIp = sshTargetNeeded(running)
-      ? (await api.node(running.node_id)).data.wg_ip
-      : undefined;
+    const wgIp =
+      sshForward(running) !== undefined ? (await api.node(running.node_id)).data.wg_ip : undefined;
     const ssh = sshTarget(running, wgIp, options.sshUser ?? DEFAULT_SSH_USER);
     this.terminal.print(
       `${printable(running.vm_id)} is Running on ${printable(running.node_id)}${ssh === undefined ? '' : `: ${ssh}`}`,
@@ -228,10 +227,6 @@ function describeVm(vm: FleetVm): string {
   return printable(
     `${vm.vm_id} (${vm.vm_type}, ${vm.ram_alloc_mb} MB, ${vm.vcpu_count} vCPU) on ${vm.node_id}: ${vm.state}`,
   );
-}
-
-function sshTargetNeeded(vm: FleetVm): boolean {
-  return vm.host_ports.some((port) => port.guest_port === 22 && port.protocol === 'tcp');
 }
 
 interface VmDeleteOptions extends ApiOptions {

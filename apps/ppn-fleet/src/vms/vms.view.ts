@@ -18,6 +18,11 @@ export function stateCell(state: string): Cell {
   return { text: printable(state), style: STATE_STYLES[state] };
 }
 
+/** The VM's forward of guest TCP port 22, if it has one. */
+export function sshForward(vm: FleetVm): FleetVm['host_ports'][number] | undefined {
+  return vm.host_ports.find((port) => port.guest_port === 22 && port.protocol === 'tcp');
+}
+
 /**
  * How to reach the VM's SSH: `ssh -p <host_port> <user>@<wg_ip>` when it forwards TCP port 22
  * and its node (hence its WireGuard address) is listed; undefined otherwise. Operators paste it
@@ -28,7 +33,7 @@ export function stateCell(state: string): Cell {
  */
 export function sshTarget(vm: FleetVm, wgIp: string | undefined, user: string): string | undefined {
   if (vm.node_silent_since !== undefined) return undefined;
-  const forward = vm.host_ports.find((port) => port.guest_port === 22 && port.protocol === 'tcp');
+  const forward = sshForward(vm);
   if (forward === undefined || wgIp === undefined || isIP(wgIp) === 0) return undefined;
   const port = forward.host_port;
   if (!Number.isInteger(port) || port < 1 || port > 65_535) return undefined;
