@@ -97,3 +97,8 @@ export function IsIpAddressLiteral(): PropertyDecorator {
     },
   });
 }
+
+/** Ids in code-unit order, the same in every store and on every machine (no locale). */
+export function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -7,6 +7,7 @@ import {
 import { DispatchFailures, withDispatchFailure } from './dispatch-health';
 import { rfc3339ToEpochNanos, toRfc3339 } from './rfc3339';
 import { keyHashOf } from './idempotency';
+import { compareIds } from './ids';
 import { HeartbeatVm } from './wire/heartbeat-vm';
 import { NodeHeartbeat } from './wire/node-heartbeat';
 import { NodeRecord } from './wire/node-record';
@@ -610,7 +611,7 @@ export function silentBeyond<S extends Pick<NodeState, 'received_at_ms' | 'node_
 ): S[] {
   if (silent.length <= keep) return [];
   return [...silent]
-    .sort((a, b) => a.received_at_ms - b.received_at_ms || (a.node_id < b.node_id ? -1 : 1))
+    .sort((a, b) => a.received_at_ms - b.received_at_ms || compareIds(a.node_id, b.node_id))
     .slice(0, silent.length - keep);
 }
 

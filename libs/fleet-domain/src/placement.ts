@@ -1,4 +1,5 @@
 import { PLACEMENT_MARGIN_MB } from './fleet.constants';
+import { compareIds } from './ids';
 import { dispatchTrouble } from './dispatch-health';
 import { NodeState, beatIntervalMs, ramAvailableMb } from './node-state';
 import { NodeRecord } from './wire/node-record';
@@ -178,8 +179,4 @@ function compareCandidates(
   if (preferKvm && a.kvm_available !== b.kvm_available) return a.kvm_available ? -1 : 1;
   if (a.ram_available_mb !== b.ram_available_mb) return b.ram_available_mb - a.ram_available_mb;
   return compareIds(a.node_id, b.node_id);
-}
-
-function compareIds(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

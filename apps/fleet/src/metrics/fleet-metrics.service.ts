@@ -1,5 +1,5 @@
 import { Scrape, packageVersion, registerProcessMetrics, timeSettled } from '@app/daemon';
-import { MAX_EXPORTED_NODES, VmState } from '@app/fleet-domain';
+import { MAX_EXPORTED_NODES, VmState, compareIds } from '@app/fleet-domain';
 import type { HeartbeatVerdict } from '@app/fleet-domain';
 import type * as Prometheus from 'prom-client';
 import type { LiveNodeReading } from './live-nodes.source';
@@ -16,9 +16,7 @@ export function exportedNodes(
   max = MAX_EXPORTED_NODES,
 ): LiveNodeReading[] {
   if (nodes.length <= max) return [...nodes];
-  return [...nodes]
-    .sort((a, b) => (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0))
-    .slice(0, max);
+  return [...nodes].sort((a, b) => compareIds(a.node_id, b.node_id)).slice(0, max);
 }
 
 /** What became of a heartbeat; `refused` is one answered 4xx (invalid, unauthorized, too large). */

@@ -10,6 +10,7 @@ import {
   SILENT_NODES_KEPT,
   SilentVm,
   acceptHeartbeat,
+  compareIds,
   endExpiredHolds,
   keepsVmsWhenSilent,
   liveSince,
@@ -297,5 +298,5 @@ function describeSilentVms(state: NodeState): string {
 }
 
 function byNodeId(a: NodeRecord, b: NodeRecord): number {
-  return a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0;
+  return compareIds(a.node_id, b.node_id);
 }
