@@ -21,7 +21,7 @@ import { NodesService } from '../nodes/nodes.service';
 import { AgentCallError, Spawned, VmHostClient, VmHostClientSettings } from '../vms/vm-host.client';
 import { VmsService } from '../vms/vms.service';
 import { FleetMetrics, exportedNodes } from './fleet-metrics.service';
-import { LiveNodeReading } from './live-nodes.source';
+import { LiveNodeReading, NodesReading } from './live-nodes.source';
 
 const MIB = 1024 * 1024;
 
@@ -42,6 +42,11 @@ const reading: LiveNodeReading = {
   credential: 'own',
 };
 
+/** A reading of live nodes only, no silent VMs. */
+function liveOnly(live: LiveNodeReading[]): NodesReading {
+  return { live, silentNodeVms: 0 };
+}
+
 describe('FleetMetrics', () => {
   let clock: FakeClock;
   let repository: InMemoryNodesRepository;
@@ -58,8 +63,7 @@ describe('FleetMetrics', () => {
     const liveNodes = new LiveNodesReader(repository, clock);
     metrics = new FleetMetrics({
       prometheus,
-      readLiveNodes: () => liveNodes.read(),
-      readSilentNodeVms: () => liveNodes.silentNodeVms(),
+      readNodes: () => liveNodes.read(),
       version: '1.2.3',
     });
     nodes = new NodesService(repository, clock, metrics, new NodeTokens());
@@ -268,14 +272,16 @@ describe('FleetMetrics', () => {
   it('counts the live nodes by the credential their last heartbeat was taken with', async () => {
     const byCredential = new FleetMetrics({
       prometheus,
-      readLiveNodes: () =>
-        Promise.resolve([
-          reading,
-          { ...reading, node_id: 'n2', credential: 'previous-secret' },
-          { ...reading, node_id: 'n3', credential: 'shared' },
-          { ...reading, node_id: 'n4', credential: 'shared' },
-          { ...reading, node_id: 'n5', credential: null },
-        ]),
+      readNodes: () =>
+        Promise.resolve(
+          liveOnly([
+            reading,
+            { ...reading, node_id: 'n2', credential: 'previous-secret' },
+            { ...reading, node_id: 'n3', credential: 'shared' },
+            { ...reading, node_id: 'n4', credential: 'shared' },
+            { ...reading, node_id: 'n5', credential: null },
+          ]),
+        ),
       version: '1.2.3',
     });
     const text = (await byCredential.scrape()).body;
@@ -300,7 +306,7 @@ describe('FleetMetrics', () => {
     }));
     const crowded = new FleetMetrics({
       prometheus,
-      readLiveNodes: () => Promise.resolve(many),
+      readNodes: () => Promise.resolve(liveOnly(many)),
       version: '1.2.3',
     });
     const text = (await crowded.scrape()).body;
@@ -322,7 +328,7 @@ describe('FleetMetrics', () => {
     expect(sampleValue(await scraped(), 'ppn_fleet_nodes_not_exported')).toBe(0);
     const unreadable = new FleetMetrics({
       prometheus,
-      readLiveNodes: () => Promise.reject(new Error('store down')),
+      readNodes: () => Promise.reject(new Error('store down')),
       version: '1.2.3',
     });
     expect(sampleValue((await unreadable.scrape()).body, 'ppn_fleet_nodes_not_exported')).toBeNaN();
@@ -373,8 +379,10 @@ describe('FleetMetrics', () => {
     let unreadable = false;
     const outage = new FleetMetrics({
       prometheus,
-      readLiveNodes: () =>
-        unreadable ? Promise.reject(new Error('Redis unavailable')) : Promise.resolve([reading]),
+      readNodes: () =>
+        unreadable
+          ? Promise.reject(new Error('Redis unavailable'))
+          : Promise.resolve(liveOnly([reading])),
       version: '1.2.3',
     });
     expect(sampleValue((await outage.scrape()).body, 'ppn_fleet_node_reserved{node_id="n1"}')).toBe(
@@ -394,10 +402,10 @@ describe('FleetMetrics', () => {
     let reads = 0;
     const shared = new FleetMetrics({
       prometheus,
-      readLiveNodes: async () => {
+      readNodes: async () => {
         reads += 1;
         await new Promise((resolve) => setImmediate(resolve));
-        return [reading, { ...reading, node_id: 'n2' }, { ...reading, node_id: 'n3' }];
+        return liveOnly([reading, { ...reading, node_id: 'n2' }, { ...reading, node_id: 'n3' }]);
       },
       version: '1.2.3',
     });

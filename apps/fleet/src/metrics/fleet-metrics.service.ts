@@ -2,7 +2,7 @@ import { Scrape, packageVersion, registerProcessMetrics, timeSettled } from '@ap
 import { MAX_EXPORTED_NODES, VmState, compareIds } from '@app/fleet-domain';
 import type { HeartbeatVerdict } from '@app/fleet-domain';
 import type * as Prometheus from 'prom-client';
-import type { LiveNodeReading } from './live-nodes.source';
+import type { LiveNodeReading, NodesReading } from './live-nodes.source';
 
 const MIB = 1024 * 1024;
 
@@ -46,15 +46,13 @@ export class FleetMetrics {
 
   constructor(enabled?: {
     prometheus: PrometheusClient;
-    /** The live nodes as they are now, read at scrape time. */
-    readLiveNodes: () => Promise<LiveNodeReading[]>;
-    /** VMs listed that no live agent manages (node_silent_since), read at scrape time. */
-    readSilentNodeVms?: () => Promise<number>;
+    /** The nodes as they are now, read at scrape time. */
+    readNodes: () => Promise<NodesReading>;
     /** What ppn_fleet_build_info shows; by default the version of the package.json above. */
     version?: string;
   }) {
     if (!enabled) return;
-    const { prometheus, readLiveNodes, readSilentNodeVms, version = packageVersion() } = enabled;
+    const { prometheus, readNodes, version = packageVersion() } = enabled;
     const registry = new prometheus.Registry();
     const registers = [registry];
     registerProcessMetrics(prometheus, registry);
@@ -66,11 +64,12 @@ export class FleetMetrics {
     }).set({ version }, 1);
     // Every gauge of a scrape, and scrapes at once, share one read: however many arrive, the
     // store is read once at a time. Unreadable (its connection logs that): undefined.
-    let reading: Promise<LiveNodeReading[] | undefined> | undefined;
-    const readShared = (): Promise<LiveNodeReading[] | undefined> =>
-      (reading ??= readLiveNodes()
+    let reading: Promise<NodesReading | undefined> | undefined;
+    const readShared = (): Promise<NodesReading | undefined> =>
+      (reading ??= readNodes()
         .catch(() => undefined)
         .finally(() => (reading = undefined)));
+    const readLive = async (): Promise<LiveNodeReading[] | undefined> => (await readShared())?.live;
     new prometheus.Gauge({
       name: 'ppn_fleet_nodes',
       help: 'Nodes heard from in the last 30 s (live), counted at scrape time.',
@@ -78,7 +77,7 @@ export class FleetMetrics {
       async collect() {
         // With the store unreachable: NaN, unknown rather than 0 nodes, and the scrape still
         // carries every other metric.
-        this.set((await readShared())?.length ?? Number.NaN);
+        this.set((await readLive())?.length ?? Number.NaN);
       },
     });
     new prometheus.Gauge({
@@ -87,7 +86,7 @@ export class FleetMetrics {
       labelNames: ['credential'] as const,
       registers,
       async collect() {
-        const nodes = await readShared();
+        const nodes = await readLive();
         this.reset();
         if (!nodes) return;
         const counts: Record<string, number> = { own: 0, previous_secret: 0, shared: 0, none: 0 };
@@ -103,15 +102,13 @@ export class FleetMetrics {
       registers,
       async collect() {
         // With the store unreachable: NaN, unknown rather than none.
-        this.set(
-          readSilentNodeVms === undefined ? 0 : await readSilentNodeVms().catch(() => Number.NaN),
-        );
+        this.set((await readShared())?.silentNodeVms ?? Number.NaN);
       },
     });
     // The nodes each per-node gauge shows, chosen once per reading (gauges of one scrape share it).
     const chosen = new WeakMap<LiveNodeReading[], LiveNodeReading[]>();
     const readExported = async (): Promise<LiveNodeReading[] | undefined> => {
-      const nodes = await readShared();
+      const nodes = await readLive();
       if (nodes === undefined) return undefined;
       let exported = chosen.get(nodes);
       if (exported === undefined) chosen.set(nodes, (exported = exportedNodes(nodes)));
@@ -122,7 +119,7 @@ export class FleetMetrics {
       help: `Live nodes left out of the per-node series (ppn_fleet_node_*), which show at most ${MAX_EXPORTED_NODES} nodes, the first by node id. NaN while the store cannot be read.`,
       registers,
       async collect() {
-        const nodes = await readShared();
+        const nodes = await readLive();
         this.set(nodes === undefined ? Number.NaN : Math.max(0, nodes.length - MAX_EXPORTED_NODES));
       },
     });

@@ -15,18 +15,23 @@ export interface LiveNodeReading {
   credential: NodeCredential | null;
 }
 
-/**
- * The live nodes now: what ppn_fleet_nodes and the ppn_fleet_node_* gauges show at each scrape.
- * A port, bound by the module that owns the nodes (MetricsModule is handed that module), so
- * metrics/ never imports nodes/ while nodes/ counts its events through FleetMetrics.
- */
-export abstract class LiveNodesSource {
-  abstract read(): Promise<LiveNodeReading[]>;
-
+/** One scrape's view of the store, from one read. */
+export interface NodesReading {
+  /** The live nodes: what ppn_fleet_nodes and the ppn_fleet_node_* gauges show. */
+  live: LiveNodeReading[];
   /**
    * VMs GET /v1/vms lists that no live agent manages (node_silent_since): those of nodes that
    * dropped out, and those an earlier agent of a node id listed. What ppn_fleet_silent_node_vms
    * shows.
    */
-  abstract silentNodeVms(): Promise<number>;
+  silentNodeVms: number;
+}
+
+/**
+ * The nodes now, read at each scrape.
+ * A port, bound by the module that owns the nodes (MetricsModule is handed that module), so
+ * metrics/ never imports nodes/ while nodes/ counts its events through FleetMetrics.
+ */
+export abstract class LiveNodesSource {
+  abstract read(): Promise<NodesReading>;
 }

@@ -22,8 +22,7 @@ export class MetricsModule {
             useFactory: async (live: LiveNodesSource) =>
               new FleetMetrics({
                 prometheus: await import('prom-client'),
-                readLiveNodes: () => live.read(),
-                readSilentNodeVms: () => live.silentNodeVms(),
+                readNodes: () => live.read(),
               }),
             inject: [LiveNodesSource],
           },
