@@ -1027,7 +1027,7 @@ describe('fleet controller: VMs', () => {
         // No agent destroys them: 409 naming the agent that listed them.
         const refused = await request(fleet.url).delete('/v1/vms/vm-q1').expect(409);
         expect(refused.body.message).toContain(
-          'vm vm-q1 was listed on node quiet by the agent at 127.0.0.1 (hostname host-quiet',
+          'vm vm-q1 was listed on node quiet by the agent at 127.0.0.1 (host host-quiet',
         );
         // Its later beats keep them listed; forgotten on request, one by one.
         await enroll('quiet', quiet, { ...clone, vms: [clonesVm], ram_used_mb: 512 });

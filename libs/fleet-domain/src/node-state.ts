@@ -58,7 +58,20 @@ export interface SilentVm {
   /** The wall clock at the last heartbeat that listed it: shown as node_silent_since. */
   silent_since_wall_ms: number;
   /** Who listed it: the agent that may still run it. */
-  speaker: Pick<NodeState, 'boot_id' | 'wg_ip' | 'hostname'>;
+  speaker: NodeSpeaker;
+}
+
+/** One agent speaking for a node id, as its heartbeats name it. */
+export type NodeSpeaker = Pick<NodeState, 'boot_id' | 'wg_ip' | 'hostname'>;
+
+/** The agent whose heartbeat `state` is. */
+export function speakerOf(state: NodeSpeaker): NodeSpeaker {
+  return { boot_id: state.boot_id, wg_ip: state.wg_ip, hostname: state.hostname };
+}
+
+/** `10.8.0.1 (host a, boot b1)`, as log lines and refusals name an agent. */
+export function describeSpeaker(speaker: NodeSpeaker): string {
+  return `${speaker.wg_ip} (host ${speaker.hostname}, boot ${speaker.boot_id})`;
 }
 
 /** What the controller stores per node: the last heartbeat it accepted, and its own additions. */
@@ -260,7 +273,7 @@ export function judgeHeartbeat(
   ) {
     return {
       kind: 'taken-over',
-      previous: { boot_id: stored.boot_id, wg_ip: stored.wg_ip, hostname: stored.hostname },
+      previous: speakerOf(stored),
     };
   }
   return { kind: 'refreshed' };
@@ -333,7 +346,7 @@ function notListed(silentVms: SilentVm[], vms: readonly HeartbeatVm[]): SilentVm
  * another machine's: a cloned VM_NODE_ID, or the agent started on another VM_DISK_DIR.
  */
 function stillSilent(stored: NodeState, vms: readonly HeartbeatVm[]): SilentVm[] {
-  const speaker = { boot_id: stored.boot_id, wg_ip: stored.wg_ip, hostname: stored.hostname };
+  const speaker = speakerOf(stored);
   const lastListed: SilentVm[] = stored.vms.map((vm) => ({
     vm,
     silent_since_wall_ms: stored.received_at_wall_ms,
@@ -473,7 +486,7 @@ export function acceptHeartbeat(
       const silent = {
         vms: stored.vms.length + stored.silent_vms.length,
         last_heartbeat_wall_ms: stored.received_at_wall_ms,
-        previous: { boot_id: stored.boot_id, wg_ip: stored.wg_ip, hostname: stored.hostname },
+        previous: speakerOf(stored),
         still_silent: stillSilent(stored, heartbeat.vms),
       };
       return {

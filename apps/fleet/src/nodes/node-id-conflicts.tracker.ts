@@ -1,7 +1,4 @@
-import { NODE_STALE_AFTER_MS, NodeState } from '@app/fleet-domain';
-
-/** One agent speaking for a node id, as its heartbeats name it. */
-export type NodeSpeaker = Pick<NodeState, 'boot_id' | 'wg_ip' | 'hostname'>;
+import { NODE_STALE_AFTER_MS, NodeSpeaker } from '@app/fleet-domain';
 
 /** Two agents taking one node id from each other. */
 export interface NodeIdConflict {
@@ -107,9 +104,4 @@ function forgetOldHolders(history: NodeIdHistory, nowMs: number): void {
 
 function identity(speaker: NodeSpeaker): string {
   return JSON.stringify([speaker.boot_id, speaker.wg_ip, speaker.hostname]);
-}
-
-/** `10.8.0.1 (host a, boot b1)` */
-export function describeSpeaker(speaker: NodeSpeaker): string {
-  return `${speaker.wg_ip} (host ${speaker.hostname}, boot ${speaker.boot_id})`;
 }

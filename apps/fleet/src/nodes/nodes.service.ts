@@ -6,18 +6,20 @@ import {
   HeartbeatAnswer,
   NodeHeartbeat,
   NodeRecord,
+  NodeSpeaker,
   NodeState,
   SILENT_NODES_KEPT,
   SilentVm,
   acceptHeartbeat,
   compareIds,
+  describeSpeaker,
   endExpiredHolds,
   keepsVmsWhenSilent,
   liveSince,
   toRfc3339,
 } from '@app/fleet-domain';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
-import { NodeIdConflicts, NodeSpeaker, describeSpeaker } from './node-id-conflicts.tracker';
+import { NodeIdConflicts } from './node-id-conflicts.tracker';
 import { NodeCredential, NodeTokens } from './node-tokens';
 import { NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
 import { NodesRepository } from './nodes.repository';

@@ -8,7 +8,7 @@ import {
   FleetVm,
   NodeState,
   RAM_HOLD_MARGIN_MS,
-  SilentVm,
+  describeSpeaker,
   findEarlierCreate,
   forgetSilentVm,
   holdRam,
@@ -183,7 +183,9 @@ export class VmsService {
       const silentForS = (this.clock.wallNow() - listed.silent_since_wall_ms) / 1000;
       const silentVm = owner.silent_vms.find((silent) => silent.vm.vm_id === vmId);
       const listedBy =
-        isLive(owner, notBefore) && silentVm ? describeListedBy(silentVm.speaker) : undefined;
+        isLive(owner, notBefore) && silentVm
+          ? `the agent at ${describeSpeaker(silentVm.speaker)}`
+          : undefined;
       if (!forget) {
         throw new VmOnSilentNodeError(
           vmId,
@@ -477,9 +479,4 @@ export class VmsService {
       }
     }
   }
-}
-
-/** The agent that listed a SilentVm, as the 409 and the log name it. */
-function describeListedBy(speaker: SilentVm['speaker']): string {
-  return `the agent at ${speaker.wg_ip} (hostname ${speaker.hostname}, boot ${speaker.boot_id})`;
 }
