@@ -80,6 +80,28 @@ export class FakeVmDriver extends VmDriver {
     this.live.delete(vmId);
     return Promise.resolve();
   }
+
+  /** Whether the guest powers down when asked (its process then leaves `live`). */
+  powersDown = true;
+  readonly poweredDown: string[] = [];
+  readonly resets: string[] = [];
+  /** Where consoleLog points; a test writes the file. */
+  consoleFile = '/nonexistent/serial.log';
+
+  powerDown(vmId: string): Promise<boolean> {
+    this.poweredDown.push(vmId);
+    if (this.powersDown) this.live.delete(vmId);
+    return Promise.resolve(this.powersDown);
+  }
+
+  reset(vmId: string): Promise<void> {
+    this.resets.push(vmId);
+    return Promise.resolve();
+  }
+
+  consoleLog(): string {
+    return this.consoleFile;
+  }
 }
 
 /** Host facts whose memory and cores the test sets. */

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Clock } from '@app/daemon';
-import type { CreateVmRequest } from '@app/fleet-domain';
+import { type CreateVmRequest, DesiredVmState } from '@app/fleet-domain';
 import { VmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
 import type { HostFactsService } from '../../apps/vm-host/src/host-facts/host-facts.service';
 import type { HostMetrics } from '../../apps/vm-host/src/metrics/host-metrics.service';
@@ -13,7 +13,9 @@ import { VmAdmissionService } from '../../apps/vm-host/src/vms/vm-admission.serv
 import type { StartedVm, VmDriver } from '../../apps/vm-host/src/vms/vm-driver';
 import { VmFiles, VmSidecar } from '../../apps/vm-host/src/vms/vm-files';
 import { VmLifecycle } from '../../apps/vm-host/src/vms/vm-lifecycle';
+import { VmActionsService } from '../../apps/vm-host/src/vms/vm-actions.service';
 import { VmReconciliationService } from '../../apps/vm-host/src/vms/vm-reconciliation.service';
+import { VmRestartService } from '../../apps/vm-host/src/vms/vm-restart.service';
 import { VmSidecars } from '../../apps/vm-host/src/vms/vm-sidecars';
 import { VmsService } from '../../apps/vm-host/src/vms/vms.service';
 import { FakeClock } from './fake-clock';
@@ -51,6 +53,8 @@ export interface VmServices {
   lifecycle: VmLifecycle;
   sidecars: VmSidecars;
   deletedDisks: DeletedDisks;
+  restarts: VmRestartService;
+  actions: VmActionsService;
 }
 
 /** The VM services over these parts, wired as VmsModule wires them. */
@@ -76,7 +80,23 @@ export function vmServices(parts: {
     config,
     failpoint,
   );
-  const reconciliation = new VmReconciliationService(files, sidecars, lifecycle, driver, clock);
+  const restarts = new VmRestartService(
+    sidecars,
+    lifecycle,
+    admission,
+    driver,
+    clock,
+    parts.metrics,
+  );
+  const reconciliation = new VmReconciliationService(
+    files,
+    sidecars,
+    lifecycle,
+    driver,
+    clock,
+    restarts,
+  );
+  const actions = new VmActionsService(files, sidecars, lifecycle, admission, restarts, driver);
   const deletedDisks = new DeletedDisks(files, driver, clock, config);
   const vms = new VmsService(
     files,
@@ -88,7 +108,7 @@ export function vmServices(parts: {
     clock,
     deletedDisks,
   );
-  return { vms, admission, reconciliation, lifecycle, sidecars, deletedDisks };
+  return { vms, admission, reconciliation, lifecycle, sidecars, deletedDisks, restarts, actions };
 }
 
 /**
@@ -142,6 +162,8 @@ export async function openVmBed(prefix: string): Promise<VmBed> {
         error: null,
         driver: { kind: 'fake', pid: null },
         idempotency_key: null,
+        desired_state: DesiredVmState.Running,
+        last_exit: null,
         ...fields,
       };
       await writeFile(join(files.runDir(vmId), 'vm.json'), JSON.stringify(sidecar));

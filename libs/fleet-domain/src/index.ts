@@ -9,6 +9,8 @@ export * from './idempotency';
 export * from './agent-refusal';
 export * from './vm-capacity';
 export * from './heartbeat-interval';
+export * from './restart-policy';
+export * from './wire/vm-life-cycle';
 export * from './wire/vm-record';
 export * from './wire/heartbeat-vm';
 export * from './wire/fleet-vm';

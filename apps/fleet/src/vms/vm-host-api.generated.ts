@@ -20,6 +20,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/vm-life-cycles': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Every VM's life cycle on this node: state, desired state, restarts, reason
+     * @description What GET /v1/vms lists, with what operators need beside it: the state each VM should be in, an action under way, its restarts since it last ran steadily, how its process last ended, why it is not as asked, and when it is started again.
+     */
+    get: operations['listVmLifeCycles'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/vm-life-cycles/{vm_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * One VM's life cycle on this node
+     * @description As in the list of every VM, for one.
+     */
+    get: operations['getVmLifeCycle'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/vms': {
     parameters: {
       query?: never;
@@ -60,6 +100,86 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/vms/{vm_id}/console': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A part of the VM's serial console log (of its current boot), made printable
+     * @description At most max_bytes (default 64 KiB, at most 1 MiB): from `from` when given (a follower passes the last answer's `next`), else the last ones. Terminal escapes and control characters other than tab and newline are left out. A log shorter than `from` belongs to a new boot: it is read from its start, with reset true.
+     */
+    get: operations['readVmConsole'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/vms/{vm_id}/restart': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Restart a VM: a stop then a start (with force, a reset in place)
+     * @description A stop (ACPI power-down, timeout_s, then its process ended) then a start from its disk, in a new process; with force, a hardware reset of the running process (QMP system_reset). A VM without a process is started.
+     */
+    post: operations['restartVm'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/vms/{vm_id}/start': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Start a stopped VM again from its own disk
+     * @description Admits the VM as a create is (its RAM and vCPUs beside every committed VM), writes its desired state `running`, answers at once (Provisioning), then starts it from its own disk: same vm_id, overlay and cloud-init instance (no first boot again), same host ports where they are free. A start that fails is tried again with the restart backoff (5 s doubling to 5 min); after 3 failures in a row the VM is listed Error with the reason.
+     */
+    post: operations['startVm'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/vms/{vm_id}/stop': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Stop a VM: ACPI power-down, then its process ended after timeout_s (at once when forced)
+     * @description Writes the VM's desired state `stopped` (kept across agent restarts and reboots), answers at once, then asks the guest to power down (QMP system_powerdown) and ends QEMU once timeout_s passed (quit, SIGTERM, SIGKILL); with force, ends it at once. The disk is kept; the VM is listed Stopped once its process is gone and no longer commits its RAM. A VM that should run but has no process (a restart pending, a crash loop) is stopped too: it is not started again.
+     */
+    post: operations['stopVm'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -78,6 +198,11 @@ export interface components {
       /** @example web */
       vm_type: string;
     };
+    /**
+     * @description running from the create on, stopped once an operator stops it, running again once started; kept with the VM on its node across agent restarts and reboots.
+     * @enum {string}
+     */
+    DesiredVmState: 'running' | 'stopped';
     ErrorBody: {
       /** @description The status's reason phrase, such as `Not Found`. */
       error: string;
@@ -96,6 +221,80 @@ export interface components {
        * @enum {string}
        */
       protocol: 'tcp' | 'udp';
+    };
+    RestartVmRequest: {
+      /**
+       * @description true: end QEMU at once, without asking the guest to power down first.
+       * @default false
+       */
+      force: boolean;
+      /**
+       * @description How long the guest has to power down after the ACPI request before QEMU is ended.
+       * @default 60
+       */
+      timeout_s: number;
+    };
+    StopVmRequest: {
+      /**
+       * @description true: end QEMU at once, without asking the guest to power down first.
+       * @default false
+       */
+      force: boolean;
+      /**
+       * @description How long the guest has to power down after the ACPI request before QEMU is ended.
+       * @default 60
+       */
+      timeout_s: number;
+    };
+    VmConsole: {
+      /** @description Byte offset of the first byte of text in the log of the current boot. */
+      from: number;
+      /** @description Byte offset to read from next (the log size when it was read). */
+      next: number;
+      /** @description true when the log restarted (a new boot) or older bytes than asked for are no longer there. */
+      reset: boolean;
+      /** @description Printable text: tabs and newlines kept, other control characters and terminal escapes left out, invalid UTF-8 replaced. */
+      text: string;
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
+    };
+    VmLifeCycle: {
+      /**
+       * @description running from the create on, stopped once an operator stops it, running again once started; kept with the VM on its node across agent restarts and reboots.
+       * @example running
+       */
+      desired_state: components['schemas']['DesiredVmState'];
+      /**
+       * @description How the VM's process last ended without an operator asking; null if it never did.
+       * @example QEMU process 4242 ended while the VM should run
+       */
+      last_exit: string | null;
+      /**
+       * Format: date-time
+       * @description When the agent starts the VM again (its restart backoff: 5 s doubling to 5 min); null when no start is planned.
+       * @example null
+       */
+      next_start_at: string | null;
+      /**
+       * @description An operation under way on the node; null when none is.
+       * @example stopping
+       * @enum {string|null}
+       */
+      operation: 'stopping' | 'starting' | 'restarting' | null;
+      /**
+       * @description Why the VM is in Error (a crash loop, a start that fails, no room left on the node), or why it is not running as asked; null otherwise.
+       * @example null
+       */
+      reason: string | null;
+      /**
+       * @description How many times the agent started the VM again after its process ended without an operator asking (crash, power cut) since it last ran steadily (10 min) or was started by an operator.
+       * @example 0
+       */
+      restart_count: number;
+      /** @example Running */
+      state: components['schemas']['VmState'];
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
     };
     VmRecord: {
       host_ports: components['schemas']['HostPort'][];
@@ -279,6 +478,104 @@ export interface operations {
       };
     };
   };
+  listVmLifeCycles: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description This node's VMs; [] when there are none. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmLifeCycle'][];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getVmLifeCycle: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmLifeCycle'];
+        };
+      };
+      /** @description vm_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description This node has no VM with this id. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-0123456789abcdef is not on this node",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
   listNodeVms: {
     parameters: {
       query?: never;
@@ -375,6 +672,431 @@ export interface operations {
         };
       };
       /** @description A process of the VM outlived SIGKILL; the VM is kept. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Internal Server Error",
+           *       "message": "vm vm-0123456789abcdef: QEMU pid 4242 still runs after quit, SIGTERM and SIGKILL; the VM is kept",
+           *       "statusCode": 500
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  readVmConsole: {
+    parameters: {
+      query?: {
+        /** @description Byte offset in the console log to read from (a follower passes the last answer's `next`); absent: the last max_bytes. */
+        from?: number;
+        max_bytes?: number;
+      };
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmConsole'];
+        };
+      };
+      /** @description vm_id is not a fleet id, or a field is out of its range; the message names each. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "max_bytes must not be greater than 1048576",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description This node has no VM with this id. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-0123456789abcdef is not on this node",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  restartVm: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RestartVmRequest'];
+      };
+    };
+    responses: {
+      /** @description Restarting: its life cycle as of now. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmLifeCycle'];
+        };
+      };
+      /**
+       * @description - The body is not valid JSON.
+       *     - The body nests or holds more than any valid request could (depth, values, field names).
+       *     - vm_id is not a fleet id, or a field is out of its range; the message names each.
+       */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description This node has no VM with this id. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-0123456789abcdef is not on this node",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The VM is being created, or another action on it is under way. The message is one of: "vm <id> is already stopped", "vm <id> is already running", "vm <id> is being created; try again once it is Running", "vm <id> is already <stopping|restarting|starting|being changed>", "vm <id> cannot be read on its node (sidecar unreadable); only a delete acts on it". Nothing was changed. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "vm vm-0123456789abcdef is already stopping",
+           *       "statusCode": 409
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than 1 MiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Payload Too Large",
+           *       "message": "request body is larger than 1 MiB",
+           *       "statusCode": 413
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The body comes with a Content-Encoding other than identity: the daemons decode nothing.
+       *     - The body is not sent as Content-Type: application/json.
+       */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The node has no room left to start the VM (its RAM and vCPUs beside every committed VM, as for a create); the message names the numbers. Nothing was changed: it stays stopped. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Unprocessable Entity",
+           *       "message": "ram_mb: 2048 MB does not fit on this node: 1024 MB committable of 8192 MB (margin 512 MB)",
+           *       "statusCode": 422
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  startVm: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Starting: its life cycle as of now. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmLifeCycle'];
+        };
+      };
+      /** @description vm_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description This node has no VM with this id. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-0123456789abcdef is not on this node",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The VM runs already, is being created, or another action on it is under way. The message is one of: "vm <id> is already stopped", "vm <id> is already running", "vm <id> is being created; try again once it is Running", "vm <id> is already <stopping|restarting|starting|being changed>", "vm <id> cannot be read on its node (sidecar unreadable); only a delete acts on it". Nothing was changed. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "vm vm-0123456789abcdef is already running",
+           *       "statusCode": 409
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The node has no room left to start the VM (its RAM and vCPUs beside every committed VM, as for a create); the message names the numbers. Nothing was changed: it stays stopped. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Unprocessable Entity",
+           *       "message": "ram_mb: 2048 MB does not fit on this node: 1024 MB committable of 8192 MB (margin 512 MB)",
+           *       "statusCode": 422
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  stopVm: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['StopVmRequest'];
+      };
+    };
+    responses: {
+      /** @description Stopping: its life cycle as of now. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmLifeCycle'];
+        };
+      };
+      /**
+       * @description - The body is not valid JSON.
+       *     - The body nests or holds more than any valid request could (depth, values, field names).
+       *     - vm_id is not a fleet id, or a field is out of its range; the message names each.
+       */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description This node has no VM with this id. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-0123456789abcdef is not on this node",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The VM is stopped already, being created, or another action on it is under way. The message is one of: "vm <id> is already stopped", "vm <id> is already running", "vm <id> is being created; try again once it is Running", "vm <id> is already <stopping|restarting|starting|being changed>", "vm <id> cannot be read on its node (sidecar unreadable); only a delete acts on it". Nothing was changed. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "vm vm-0123456789abcdef is already stopped",
+           *       "statusCode": 409
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than 1 MiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Payload Too Large",
+           *       "message": "request body is larger than 1 MiB",
+           *       "statusCode": 413
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The body comes with a Content-Encoding other than identity: the daemons decode nothing.
+       *     - The body is not sent as Content-Type: application/json.
+       */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Never answered: a process that outlives SIGKILL is logged. */
       500: {
         headers: {
           [name: string]: unknown;

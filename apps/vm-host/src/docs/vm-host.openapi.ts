@@ -26,7 +26,11 @@ export function buildVmHostOpenApiDocument(app: NestExpressApplication): OpenAPI
         },
       },
     },
-    tags: { vms: "This node's VMs: spawn, list, destroy." },
+    tags: {
+      vms: "This node's VMs: spawn, list, destroy.",
+      'vm-actions':
+        "An operator's actions on this node's VMs, through the controller's operations listener: stop, start, restart, the serial console, each VM's life cycle.",
+    },
   });
   return createDaemonDocument(
     app,

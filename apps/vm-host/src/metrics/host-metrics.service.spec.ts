@@ -81,6 +81,9 @@ describe('HostMetrics', () => {
       ppn_host_ram_committed_bytes: 'gauge',
       ppn_host_ram_total_bytes: 'gauge',
       ppn_host_build_info: 'gauge',
+      ppn_host_vm_restarts_total: 'counter',
+      ppn_host_vm_start_failures_total: 'counter',
+      ppn_host_vms_crash_looping: 'gauge',
     });
     expect(types.get('process_resident_memory_bytes')).toBe('gauge');
   });

@@ -9,6 +9,8 @@ interface HostInstruments {
   heartbeatFailures: Prometheus.Counter;
   heartbeatsIgnored: Prometheus.Counter;
   spawn: Prometheus.Histogram<'outcome'>;
+  restarts: Prometheus.Counter<'reason'>;
+  startFailures: Prometheus.Counter;
   ramCommitted: Prometheus.Gauge;
   ramTotal: Prometheus.Gauge;
 }
@@ -27,11 +29,18 @@ export class HostMetrics {
     prometheus: PrometheusClient;
     /** The VMs' states as the heartbeat reports them, read at scrape time. */
     listVmStates: () => Promise<string[]>;
+    /** How many VMs are in a crash loop now, read at scrape time. */
+    countCrashLooping?: () => Promise<number>;
     /** What ppn_host_build_info shows; by default the version of the package.json above. */
     version?: string;
   }) {
     if (!enabled) return;
-    const { prometheus, listVmStates, version = packageVersion() } = enabled;
+    const {
+      prometheus,
+      listVmStates,
+      countCrashLooping = () => Promise.resolve(0),
+      version = packageVersion(),
+    } = enabled;
     const registry = new prometheus.Registry();
     const registers = [registry];
     registerProcessMetrics(prometheus, registry);
@@ -54,8 +63,27 @@ export class HostMetrics {
         }
       },
     });
+    new prometheus.Gauge({
+      name: 'ppn_host_vms_crash_looping',
+      help: 'VMs that should run but failed 3 or more times in a row (crashes or failed starts): listed Error and retried at the backoff pace, counted at scrape time.',
+      registers,
+      async collect() {
+        this.set(await countCrashLooping().catch(() => Number.NaN));
+      },
+    });
     this.instruments = {
       registry,
+      restarts: new prometheus.Counter({
+        name: 'ppn_host_vm_restarts_total',
+        help: 'VMs the agent started again without an operator asking, by reason: crashed (its process ended while it should run) or agent_start (not running when the agent started: a reboot, a power cut).',
+        labelNames: ['reason'] as const,
+        registers,
+      }),
+      startFailures: new prometheus.Counter({
+        name: 'ppn_host_vm_start_failures_total',
+        help: 'Starts of existing VMs that failed or were refused (no room); each is tried again after the restart backoff.',
+        registers,
+      }),
       heartbeatFailures: new prometheus.Counter({
         name: 'ppn_host_heartbeat_failures_total',
         help: 'Heartbeats the controller did not accept (unreachable, timed out or not 200).',
@@ -97,6 +125,15 @@ export class HostMetrics {
 
   countHeartbeatIgnored(): void {
     this.instruments?.heartbeatsIgnored.inc();
+  }
+
+  /** A VM started again without an operator asking. */
+  countRestart(reason: 'crashed' | 'agent_start'): void {
+    this.instruments?.restarts.inc({ reason });
+  }
+
+  countStartFailure(): void {
+    this.instruments?.startFailures.inc();
   }
 
   /** What the last heartbeat reported of this node's RAM. */

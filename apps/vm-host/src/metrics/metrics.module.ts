@@ -23,6 +23,8 @@ export class MetricsModule {
               new HostMetrics({
                 prometheus: await import('prom-client'),
                 listVmStates: async () => moduleRef.get(VmStatesSource, { strict: false }).states(),
+                countCrashLooping: async () =>
+                  moduleRef.get(VmStatesSource, { strict: false }).crashLooping(),
               }),
             inject: [ModuleRef],
           },

@@ -5,4 +5,7 @@
 export abstract class VmStatesSource {
   /** Each VM's state as listed now; a scrape only reads, it never reconciles. */
   abstract states(): Promise<string[]>;
+
+  /** How many VMs are in a crash loop now (listed Error, retried at the backoff pace). */
+  abstract crashLooping(): Promise<number>;
 }

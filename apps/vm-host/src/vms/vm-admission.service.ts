@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import {
   CreateVmRequest,
+  DesiredVmState,
   MAX_VMS_PER_HEARTBEAT,
   VmRecord,
   VmState,
@@ -109,6 +110,8 @@ export class VmAdmissionService {
       error: null,
       driver: record,
       idempotency_key: key?.value ?? null,
+      desired_state: DesiredVmState.Running,
+      last_exit: null,
     };
     try {
       await this.files.writeSidecar(sidecar);
@@ -150,12 +153,36 @@ export class VmAdmissionService {
       this.logger.warn(`node ${this.config.nodeId} refused a VM: ${refusal}`);
       throw new VmDoesNotFitError(refusal);
     }
+    const refusal = await this.capacityRefusal(request.ram_mb, request.vcpu_count, sidecars);
+    if (refusal) {
+      this.logger.warn(`node ${this.config.nodeId} refused a VM: ${refusal}`);
+      throw new VmDoesNotFitError(refusal);
+    }
+  }
+
+  /**
+   * Why the node cannot start this existing VM again now (its RAM and vCPUs beside every VM
+   * committed, as for a create), or undefined when it can. Judged one at a time with admissions,
+   * so two starts or a start and a create never both take the last room.
+   */
+  refusalToStart(sidecar: VmSidecar): Promise<string | undefined> {
+    return this.lifecycle.locks.run(ADMISSION, async () => {
+      const others = (await this.sidecars.all()).filter(({ vm_id }) => vm_id !== sidecar.vm_id);
+      return this.capacityRefusal(sidecar.ram_alloc_mb, sidecar.vcpu_count, others);
+    });
+  }
+
+  private async capacityRefusal(
+    ramMb: number,
+    vcpuCount: number,
+    sidecars: VmSidecar[],
+  ): Promise<string | undefined> {
     const [host, found] = await Promise.all([
       this.hostFacts.capacity(),
       this.driver.find(sidecars.map((sidecar) => sidecar.vm_id)),
     ]);
-    const refusal = capacityRefusal(
-      { ramMb: request.ram_mb, vcpuCount: request.vcpu_count },
+    return capacityRefusal(
+      { ramMb, vcpuCount },
       {
         memory: { totalMb: host.ram_total_mb, usedMb: host.ram_used_mb },
         cpuCores: host.cpu_cores,
@@ -163,10 +190,6 @@ export class VmAdmissionService {
       },
       this.lifecycle.committed(sidecars, found),
     );
-    if (refusal) {
-      this.logger.warn(`node ${this.config.nodeId} refused a VM: ${refusal}`);
-      throw new VmDoesNotFitError(refusal);
-    }
   }
 
   /** Runs a step that writes in VM_DISK_DIR, turning a full or unwritable folder into a refusal. */

@@ -77,8 +77,15 @@ export abstract class VmDriver {
    */
   abstract makeFiles(spec: VmSpec, record: DriverRecord): Promise<void>;
 
-  /** Starts the VM from its files; throws VmCreateError naming the step that failed. */
-  abstract start(spec: VmSpec, record: DriverRecord): Promise<StartedVm>;
+  /**
+   * Starts the VM from its files; throws VmCreateError naming the step that failed. `keepPorts`:
+   * the host ports it had before (a start after a stop, a crash or a reboot), kept where free.
+   */
+  abstract start(
+    spec: VmSpec,
+    record: DriverRecord,
+    keepPorts?: readonly HostPort[],
+  ): Promise<StartedVm>;
 
   abstract inspect(vmId: string, record: DriverRecord): Promise<VmRunState>;
 
@@ -93,4 +100,16 @@ export abstract class VmDriver {
    * are gone, throws VmStillRunningError when one outlives every signal.
    */
   abstract stop(vmId: string, record: DriverRecord): Promise<void>;
+
+  /**
+   * Asks the guest to power down (ACPI) and resolves true once its process is gone within
+   * `withinMs`, false when it still runs then (or could not be asked); stops nothing itself.
+   */
+  abstract powerDown(vmId: string, record: DriverRecord, withinMs: number): Promise<boolean>;
+
+  /** Resets the running VM in place, as a reset button would: same process, guest rebooted. */
+  abstract reset(vmId: string, record: DriverRecord): Promise<void>;
+
+  /** The file the VM's serial console is written to during its current boot. */
+  abstract consoleLog(vmId: string): string;
 }

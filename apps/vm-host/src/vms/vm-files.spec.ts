@@ -1,3 +1,4 @@
+import { DesiredVmState } from '@app/fleet-domain';
 import { chmod, mkdir, mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -77,6 +78,8 @@ describe('VmFiles', () => {
       error: null,
       driver: { kind: 'qemu', accel: 'tcg', pid: null },
       idempotency_key: null,
+      desired_state: DesiredVmState.Running,
+      last_exit: null,
     };
     await files.writeSidecar(sidecar);
     expect(await files.readSidecar(id)).toEqual(sidecar);
@@ -109,6 +112,9 @@ describe('VmFiles', () => {
       ...common,
       driver: { kind: 'qemu', accel: 'kvm', pid: 4242 },
       idempotency_key: null,
+      // Written before desired states: a VM that should run, as every VM did then.
+      desired_state: 'running',
+      last_exit: null,
     });
   });
 
@@ -163,6 +169,8 @@ describe('VmFiles keeps VM files private', () => {
       error: null,
       driver: { kind: 'qemu', accel: 'tcg', pid: null },
       idempotency_key: null,
+      desired_state: DesiredVmState.Running,
+      last_exit: null,
     };
   }
 

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { HostPort, ID_PATTERN } from '@app/fleet-domain';
+import { DesiredVmState, HostPort, ID_PATTERN } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
 import type { DriverRecord } from './vm-driver';
 import { SidecarUnreadableError } from './vms.errors';
@@ -36,6 +36,13 @@ export interface VmSidecar {
    * with the same value within a day of created_at gets this VM back. Null without one.
    */
   idempotency_key: string | null;
+  /**
+   * What the operator asked the VM to be: running from its create, stopped once stopped. The
+   * agent starts a VM that should run and has no process (after a reboot, a crash) again.
+   */
+  desired_state: DesiredVmState;
+  /** How its process last ended without an operator asking; null if it never did. */
+  last_exit: string | null;
 }
 
 /**
@@ -48,7 +55,11 @@ export const PRIVATE_DIR_MODE = 0o700;
 /** A sidecar as agents before VmDriver wrote it: QEMU's pid and acceleration at the top level. */
 type QemuEraSidecar = Omit<VmSidecar, 'driver'> & { accel: 'kvm' | 'tcg'; pid: number | null };
 
-type StoredSidecar = (VmSidecar | QemuEraSidecar) & { idempotency_key?: string | null };
+/** Fields added since the first sidecars; absent from those older agents wrote. */
+type LaterFields = 'idempotency_key' | 'desired_state' | 'last_exit';
+
+type StoredSidecar = (Omit<VmSidecar, LaterFields> | Omit<QemuEraSidecar, LaterFields>) &
+  Partial<Pick<VmSidecar, LaterFields>>;
 
 const positiveInteger = (value: unknown): boolean =>
   typeof value === 'number' && Number.isInteger(value) && value > 0;
@@ -74,13 +85,21 @@ function isStoredSidecar(value: unknown, vmId: string): value is StoredSidecar {
 
 /**
  * VMs outlive agent upgrades: a sidecar written before VmDriver reads as a QEMU one, one
- * written before idempotency keys as made without one.
+ * written before idempotency keys as made without one, one written before desired states as a
+ * VM that should run (as every VM did then).
  */
 function upgradeSidecar(stored: StoredSidecar): VmSidecar {
-  const idempotency_key = stored.idempotency_key ?? null;
-  if ('driver' in stored) return { ...stored, idempotency_key };
+  const later = {
+    idempotency_key: stored.idempotency_key ?? null,
+    desired_state:
+      stored.desired_state === DesiredVmState.Stopped
+        ? DesiredVmState.Stopped
+        : DesiredVmState.Running,
+    last_exit: typeof stored.last_exit === 'string' ? stored.last_exit : null,
+  };
+  if ('driver' in stored) return { ...stored, ...later };
   const { accel, pid, ...rest } = stored;
-  return { ...rest, driver: { kind: 'qemu', accel, pid }, idempotency_key };
+  return { ...rest, driver: { kind: 'qemu', accel, pid }, ...later };
 }
 
 /** Takes group and other bits off what older agents made readable to all. */

@@ -1,12 +1,24 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Subject } from 'rxjs';
 import { Clock } from '@app/daemon';
-import { CommittedVm, VmRecord, VmState, toRfc3339 } from '@app/fleet-domain';
+import {
+  CONTROL_CHARACTERS,
+  CommittedVm,
+  DesiredVmState,
+  HostPort,
+  MAX_LIFE_CYCLE_TEXT,
+  VmLifeCycle,
+  VmOperation,
+  VmRecord,
+  VmState,
+  toRfc3339,
+} from '@app/fleet-domain';
 import { HostMetrics } from '../metrics/host-metrics.service';
 import { CrashFailpoint } from './crash-failpoint';
 import { KeyedMutex } from './keyed-mutex';
 import { FoundVm, StartedVm, VmDriver, VmRunState, VmSpec } from './vm-driver';
 import { VmFiles, VmSidecar } from './vm-files';
+import { VmRestarts } from './vm-restarts';
 import { VmAccelerationError, VmCreateError, messageOf } from './vms.errors';
 
 const RUN_STATES: Record<VmRunState, VmState> = {
@@ -31,8 +43,14 @@ export class VmLifecycle {
   readonly changes = this.changed.asObservable();
   /** VMs being admitted (files made, not yet answered) in this process. */
   private readonly beingAdmitted = new Set<string>();
-  /** Provisioning under way in this process, by vm_id. */
+  /** Provisioning of a new VM under way in this process, by vm_id. */
   private readonly provisioning = new Map<string, Promise<void>>();
+  /** Starts of existing VMs (after a stop, a crash, a reboot) waiting or under way, by vm_id. */
+  private readonly starting = new Map<string, Promise<void>>();
+  /** Operators' stops and restarts under way, by vm_id. */
+  private readonly operations = new Map<string, VmOperation>();
+  /** The restart policy's memory of each VM (failures in a row, the next start). */
+  readonly restarts = new VmRestarts();
   /**
    * Admission: one at a time, so capacity and keys are judged against every VM accepted
    * before. Reconciliation: one at a time; it never waits for an admission, so a slow disk
@@ -58,14 +76,66 @@ export class VmLifecycle {
     }
   }
 
-  /** True while this process admits or provisions the VM: its sidecar is theirs to write. */
-  inProgress(vmId: string): boolean {
+  /** True while this process admits or provisions a new VM. */
+  beingCreated(vmId: string): boolean {
     return this.beingAdmitted.has(vmId) || this.provisioning.has(vmId);
   }
 
-  /** True while any work here (admission, provisioning, destroy, adoption) holds the VM. */
+  /**
+   * True while this process admits, provisions or starts the VM (listed Provisioning): its
+   * sidecar is theirs to write.
+   */
+  inProgress(vmId: string): boolean {
+    return this.beingCreated(vmId) || this.starting.has(vmId);
+  }
+
+  /**
+   * True while any work here (admission, provisioning, a start, an operator's stop or restart, a
+   * destroy, an adoption) holds the VM.
+   */
   owned(vmId: string): boolean {
-    return this.inProgress(vmId) || this.locks.busy(vmId);
+    return this.inProgress(vmId) || this.operations.has(vmId) || this.locks.busy(vmId);
+  }
+
+  /** The operation under way on the VM here, if any. */
+  operationOf(vmId: string): VmOperation | null {
+    if (this.operations.has(vmId)) return this.operations.get(vmId)!;
+    return this.starting.has(vmId) ? VmOperation.Starting : null;
+  }
+
+  /** Runs an operator's stop or restart in the background; announces the change once it ends. */
+  operate(vmId: string, operation: VmOperation, work: () => Promise<void>): void {
+    this.operations.set(vmId, operation);
+    void work()
+      .catch((error: unknown) => {
+        this.logger.error(`vm ${vmId}: ${operation} failed: ${messageOf(error)}`);
+      })
+      .finally(() => {
+        if (this.operations.get(vmId) === operation) this.operations.delete(vmId);
+        this.announce();
+      });
+  }
+
+  /**
+   * Marks the VM starting (listed Provisioning, owned) at once and runs the start given when it
+   * may; the mark ends, and the change is announced, once the start settled.
+   */
+  startInBackground(vmId: string, start: () => Promise<void>): void {
+    const task = start()
+      .catch((error: unknown) => {
+        this.logger.error(`vm ${vmId}: start failed: ${messageOf(error)}`);
+      })
+      .finally(() => {
+        this.starting.delete(vmId);
+        this.announce();
+      });
+    this.starting.set(vmId, task);
+  }
+
+  /** Resolves once the VM's start here (if any) has settled. */
+  async started(vmId: string): Promise<void> {
+    const pending = this.starting.get(vmId);
+    if (pending) await pending;
   }
 
   /** Starts an accepted VM in the background; announces the change once it settles. */
@@ -104,7 +174,41 @@ export class VmLifecycle {
     if (sidecar.error !== null) return VmState.Error;
     // Never started and no provisioning here: an agent was stopped mid-provisioning.
     if (sidecar.started_at === null) return VmState.Error;
-    return RUN_STATES[await this.driver.inspect(vmId, sidecar.driver)];
+    const state = RUN_STATES[await this.driver.inspect(vmId, sidecar.driver)];
+    // Its process ended while it should run, again and again: a crash loop, not a stop.
+    if (
+      state === VmState.Stopped &&
+      sidecar.desired_state === DesiredVmState.Running &&
+      this.restarts.crashLooping(vmId)
+    ) {
+      return VmState.Error;
+    }
+    return state;
+  }
+
+  /** The VM's life cycle as operators see it: its state, what was asked, and why they differ. */
+  lifeCycleOf(sidecar: VmSidecar, state: VmState): VmLifeCycle {
+    const vmId = sidecar.vm_id;
+    const track = this.restarts.of(vmId);
+    const nowMs = this.clock.now();
+    const loop =
+      this.restarts.crashLooping(vmId) && state === VmState.Error
+        ? `failed ${track.failures} times in a row${track.reason ? `; last: ${track.reason}` : ''}`
+        : null;
+    const reason = sidecar.error ?? loop ?? (state === VmState.Running ? null : track.reason);
+    return {
+      vm_id: vmId,
+      state,
+      desired_state: sidecar.desired_state,
+      operation: this.operationOf(vmId),
+      restart_count: track.failures,
+      last_exit: bounded(sidecar.last_exit),
+      reason: bounded(reason),
+      next_start_at:
+        track.nextStartAtMs === null
+          ? null
+          : toRfc3339(this.clock.wallNow() + Math.max(0, track.nextStartAtMs - nowMs)),
+    };
   }
 
   /**
@@ -122,23 +226,34 @@ export class VmLifecycle {
   }
 
   private async start(sidecar: VmSidecar): Promise<void> {
-    const vmId = sidecar.vm_id;
     try {
-      const started = await this.metrics.timeSpawn(this.startOrFallBack(sidecar));
-      // Kept even if the write below fails, so a delete still stops what was started.
-      sidecar.driver = started.record;
-      sidecar.host_ports = started.hostPorts;
-      sidecar.started_at = toRfc3339(this.clock.now());
-      try {
-        await this.files.writeSidecar(sidecar);
-      } catch (error) {
-        throw new VmCreateError('sidecar', messageOf(error));
-      }
-      this.failpoint.reached('after-pid-written', vmId);
-      this.logger.log(`vm ${vmId} started: ${started.summary}`);
+      await this.launch(sidecar);
     } catch (error) {
       await this.fail(sidecar, error);
     }
+  }
+
+  /**
+   * Starts the VM from its files (a new one, or one started again from its own disk, keeping
+   * its host ports where free) and writes down what runs; throws VmCreateError when it did not
+   * start. Its sidecar records the start; the restart policy hears of it.
+   */
+  async launch(sidecar: VmSidecar, keepPorts: readonly HostPort[] = []): Promise<void> {
+    const vmId = sidecar.vm_id;
+    const started = await this.metrics.timeSpawn(this.startOrFallBack(sidecar, keepPorts));
+    // Kept even if the write below fails, so a delete still stops what was started.
+    sidecar.driver = started.record;
+    sidecar.host_ports = started.hostPorts;
+    sidecar.started_at = toRfc3339(this.clock.now());
+    sidecar.error = null;
+    this.restarts.started(vmId, this.clock.now());
+    try {
+      await this.files.writeSidecar(sidecar);
+    } catch (error) {
+      throw new VmCreateError('sidecar', messageOf(error));
+    }
+    this.failpoint.reached('after-pid-written', vmId);
+    this.logger.log(`vm ${vmId} started: ${started.summary}`);
   }
 
   /**
@@ -146,10 +261,13 @@ export class VmLifecycle {
    * stops whatever that start left and starts the VM again the driver's other way (TCG), says
    * so in the log and marks it in the sidecar (`accel_fallback`, and the driver's record).
    */
-  private async startOrFallBack(sidecar: VmSidecar): Promise<StartedVm> {
+  private async startOrFallBack(
+    sidecar: VmSidecar,
+    keepPorts: readonly HostPort[],
+  ): Promise<StartedVm> {
     const spec = specOf(sidecar);
     try {
-      return await this.driver.start(spec, sidecar.driver);
+      return await this.driver.start(spec, sidecar.driver, keepPorts);
     } catch (error) {
       if (!(error instanceof VmAccelerationError)) throw error;
       this.logger.warn(
@@ -158,9 +276,16 @@ export class VmLifecycle {
       await this.driver.stop(spec.vmId, sidecar.driver);
       sidecar.driver = error.fallback;
       sidecar.accel_fallback = `${error.step}: ${error.message}; started under ${error.instead}`;
-      return this.driver.start(spec, error.fallback);
+      return this.driver.start(spec, error.fallback, keepPorts);
     }
   }
+}
+
+/** A reason or exit text as the wire takes it: one line (a tool's stderr may have many), bounded. */
+function bounded(text: string | null): string | null {
+  if (text === null) return null;
+  const line = text.replace(CONTROL_CHARACTERS, ' ').trim() || 'unknown';
+  return line.length <= MAX_LIFE_CYCLE_TEXT ? line : `${line.slice(0, MAX_LIFE_CYCLE_TEXT - 3)}...`;
 }
 
 /** What the driver is asked to make of a VM. */

@@ -1,10 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '@app/daemon';
-import { toRfc3339 } from '@app/fleet-domain';
+import { DesiredVmState, restartDelayMs, toRfc3339 } from '@app/fleet-domain';
 import { VmLifecycle } from './vm-lifecycle';
 import { DriverRecord, FoundVm, VmDriver } from './vm-driver';
 import { VmFiles, VmSidecar } from './vm-files';
 import { NO_RECORD, VmSidecars } from './vm-sidecars';
+import { VmRestartService } from './vm-restart.service';
 import { messageOf } from './vms.errors';
 
 /** The lock key of reconciliations (vm ids never look like it). */
@@ -22,11 +23,14 @@ function sameRecord(a: DriverRecord, b: DriverRecord): boolean {
 }
 
 /**
- * Makes the sidecars agree with the processes that run, one reconciliation at a time: a live
- * process of a VM is adopted (its record kept, also when the old agent was killed before
- * writing it); a VM never started and not provisioning here is marked Error. At start-up, a
- * run folder without a sidecar (an agent killed while accepting) has any process stopped and
- * is removed. So the agent survives being killed at any moment.
+ * Makes the sidecars agree with the processes that run, and the processes with the desired
+ * states, one reconciliation at a time: a live process of a VM is adopted (its record kept, also
+ * when the old agent was killed before writing it); a VM never started and not provisioning here
+ * is marked Error. A VM that should run and has no process is started again from its own disk:
+ * at once at start-up (a reboot, a power cut), after the restart backoff when its process ended
+ * under a running agent (a crash); one an operator stopped that runs anyway is stopped. At
+ * start-up, a run folder without a sidecar (an agent killed while accepting) has any process
+ * stopped and is removed. So the agent survives being killed at any moment.
  */
 @Injectable()
 export class VmReconciliationService {
@@ -38,6 +42,7 @@ export class VmReconciliationService {
     private readonly lifecycle: VmLifecycle,
     private readonly driver: VmDriver,
     private readonly clock: Clock,
+    private readonly restarts: VmRestartService,
   ) {}
 
   /** At start-up, before the agent listens: also clears what an agent killed mid-accept left. */
@@ -54,12 +59,18 @@ export class VmReconciliationService {
     const vmIds = await this.files.listVmIds();
     const found = await this.driver.find(vmIds);
     const sidecars: VmSidecar[] = [];
+    const due: VmSidecar[] = [];
     for (const vmId of vmIds) {
-      // Being admitted, provisioned or destroyed here: its owner writes the sidecar.
+      // Being admitted, provisioned, started, stopped or destroyed here: its owner writes the sidecar.
       const sidecar = this.lifecycle.owned(vmId)
         ? await this.sidecars.of(vmId, found.get(vmId))
-        : await this.lifecycle.locks.run(vmId, () => this.settle(vmId, found.get(vmId), startUp));
+        : await this.lifecycle.locks.run(vmId, () =>
+            this.settle(vmId, found.get(vmId), startUp, due),
+          );
       if (sidecar) sidecars.push(sidecar);
+    }
+    for (const sidecar of due) {
+      this.restarts.startAgain(sidecar, startUp ? 'agent_start' : 'crashed');
     }
     return { sidecars, found };
   }
@@ -68,6 +79,7 @@ export class VmReconciliationService {
     vmId: string,
     live: FoundVm | undefined,
     startUp: boolean,
+    due: VmSidecar[],
   ): Promise<VmSidecar | undefined> {
     const sidecar = await this.sidecars.of(vmId, live);
     // Unreadable: kept as it is, its process (if any) left running and committed with the RAM
@@ -82,23 +94,63 @@ export class VmReconciliationService {
       return undefined;
     }
     if (live) {
-      const adopted =
-        sameRecord(sidecar.driver, live.record) &&
-        sidecar.started_at !== null &&
-        sidecar.error === null;
-      if (adopted) return sidecar;
-      sidecar.driver = live.record;
-      if (sidecar.host_ports.length === 0) sidecar.host_ports = live.hostPorts;
-      sidecar.started_at ??= toRfc3339(this.clock.now());
-      sidecar.error = null;
-      await this.write(sidecar);
-      this.logger.warn(`vm ${vmId}: adopted its running process (${live.summary})`);
+      await this.adopt(sidecar, live);
+      if (sidecar.desired_state === DesiredVmState.Stopped) this.restarts.enforceStopped(sidecar);
+      else this.lifecycle.restarts.notice(vmId, this.clock.now());
+    } else if (this.shouldRunAgain(sidecar)) {
+      await this.noteExit(sidecar, startUp);
+      if (this.lifecycle.restarts.due(vmId, this.clock.now())) due.push(sidecar);
     } else if (sidecar.started_at === null && sidecar.error === null) {
       sidecar.error = 'agent stopped before the VM was started';
       await this.write(sidecar);
       this.logger.error(`vm ${vmId} failed: ${sidecar.error}; listed as Error until deleted`);
     }
     return sidecar;
+  }
+
+  /** Takes a live process as the VM's, writing down its record when the sidecar lacks it. */
+  private async adopt(sidecar: VmSidecar, live: FoundVm): Promise<void> {
+    const adopted =
+      sameRecord(sidecar.driver, live.record) &&
+      sidecar.started_at !== null &&
+      sidecar.error === null;
+    if (adopted) return;
+    sidecar.driver = live.record;
+    if (sidecar.host_ports.length === 0) sidecar.host_ports = live.hostPorts;
+    sidecar.started_at ??= toRfc3339(this.clock.now());
+    sidecar.error = null;
+    await this.write(sidecar);
+    this.logger.warn(`vm ${sidecar.vm_id}: adopted its running process (${live.summary})`);
+  }
+
+  /**
+   * A VM with no process that should run: one that ran (its process ended: a crash, a power
+   * cut), or one whose start failed and is planned again.
+   */
+  private shouldRunAgain(sidecar: VmSidecar): boolean {
+    if (sidecar.desired_state !== DesiredVmState.Running) return false;
+    if (this.lifecycle.restarts.planned(sidecar.vm_id)) return true;
+    return sidecar.started_at !== null && sidecar.error === null;
+  }
+
+  /**
+   * Writes down, once per exit, how the VM's process ended and plans its next start: at once
+   * at start-up (not the VM's failure), after the backoff for a crash under this agent.
+   */
+  private async noteExit(sidecar: VmSidecar, startUp: boolean): Promise<void> {
+    const vmId = sidecar.vm_id;
+    if (this.lifecycle.restarts.planned(vmId)) return;
+    const at = toRfc3339(this.clock.wallNow());
+    const why = startUp
+      ? `not running when the agent started at ${at} (a reboot, a power cut, or its process ended while the agent was down)`
+      : `its process ended at ${at} while the VM should run`;
+    sidecar.last_exit = why;
+    await this.write(sidecar);
+    this.lifecycle.restarts.exited(vmId, why, this.clock.now(), !startUp);
+    const { failures } = this.lifecycle.restarts.of(vmId);
+    this.logger.warn(
+      `vm ${vmId}: ${why}; ${startUp ? 'starting it again from its disk' : `${failures} time(s) in a row, starting it again from its disk in ${restartDelayMs(failures) / 1000} s`}`,
+    );
   }
 
   private async write(sidecar: VmSidecar): Promise<void> {

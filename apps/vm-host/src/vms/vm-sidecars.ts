@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { toRfc3339 } from '@app/fleet-domain';
+import { DesiredVmState, toRfc3339 } from '@app/fleet-domain';
 import { DriverRecord, FoundVm, VmDriver } from './vm-driver';
 import { VmFiles, VmSidecar } from './vm-files';
 import { SidecarUnreadableError } from './vms.errors';
@@ -102,6 +102,9 @@ export class VmSidecars {
         : `${why}; its type, RAM and vCPUs are not known`,
       driver: NO_RECORD,
       idempotency_key: null,
+      // Never acted on: nothing is started or stopped for a stand-in.
+      desired_state: DesiredVmState.Running,
+      last_exit: null,
     };
     this.standIns.add(sidecar);
     return sidecar;

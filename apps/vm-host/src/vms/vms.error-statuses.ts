@@ -4,6 +4,7 @@ import {
   IdempotencyKeyReusedError,
   VmCreationUnavailableError,
   VmDiskError,
+  VmActionConflictError,
   VmDoesNotFitError,
   VmNotOnNodeError,
   VmStillRunningError,
@@ -16,6 +17,7 @@ export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
   [IdempotencyKeyInvalidError, 400],
   [IdempotencyKeyReusedError, 422],
   [VmDoesNotFitError, 422],
+  [VmActionConflictError, 409],
   // Full: 507 Insufficient Storage; a folder the agent may not write is its own fault.
   [VmDiskError, (error) => ((error as VmDiskError).full ? 507 : 500)],
   [VmStillRunningError, 500],

@@ -96,6 +96,31 @@ export class IdempotencyKeyInvalidError extends Error {}
 /** The same client key came with another request than the VM it made: a 422. */
 export class IdempotencyKeyReusedError extends Error {}
 
+/**
+ * An operation the VM's current state does not allow (stop of a stopped VM, start of a running
+ * one, any action while it is being created): a 409. The message names the VM and is one of a
+ * few fixed forms (see VmActionConflictError.forms), so the controller can judge it.
+ */
+export class VmActionConflictError extends Error {
+  static alreadyStopped(vmId: string): VmActionConflictError {
+    return new VmActionConflictError(`vm ${vmId} is already stopped`);
+  }
+  static alreadyRunning(vmId: string): VmActionConflictError {
+    return new VmActionConflictError(`vm ${vmId} is already running`);
+  }
+  static beingCreated(vmId: string): VmActionConflictError {
+    return new VmActionConflictError(`vm ${vmId} is being created; try again once it is Running`);
+  }
+  static busy(vmId: string, operation: string): VmActionConflictError {
+    return new VmActionConflictError(`vm ${vmId} is already ${operation}`);
+  }
+  static unreadable(vmId: string): VmActionConflictError {
+    return new VmActionConflictError(
+      `vm ${vmId} cannot be read on its node (sidecar unreadable); only a delete acts on it`,
+    );
+  }
+}
+
 /** A VM's process outlived quit, SIGTERM and SIGKILL: its files are kept, the delete fails. */
 export class VmStillRunningError extends Error {}
 

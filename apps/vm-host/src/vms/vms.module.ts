@@ -10,17 +10,22 @@ import { VM_DRIVER_PROVIDER } from './vm-driver.provider';
 import { VmFiles } from './vm-files';
 import { VmLifecycle } from './vm-lifecycle';
 import { VmReconciliationService } from './vm-reconciliation.service';
+import { VmRestartService } from './vm-restart.service';
+import { VmActionsService } from './vm-actions.service';
+import { VmActionsController } from './vm-actions.controller';
 import { VmSidecars } from './vm-sidecars';
 import { VmsController } from './vms.controller';
 import { VmsService } from './vms.service';
 
 @Module({
   imports: [HostFactsModule],
-  controllers: [VmsController],
+  controllers: [VmsController, VmActionsController],
   providers: [
     VmsService,
     VmAdmissionService,
     VmReconciliationService,
+    VmRestartService,
+    VmActionsService,
     VmLifecycle,
     VmSidecars,
     VmFiles,
@@ -34,6 +39,7 @@ import { VmsService } from './vms.service';
       provide: VmStatesSource,
       useFactory: (vms: VmsService): VmStatesSource => ({
         states: async () => (await vms.list()).map((vm) => vm.state),
+        crashLooping: () => vms.crashLooping(),
       }),
       inject: [VmsService],
     },

@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { Clock } from '@app/daemon';
-import { CreateVmRequest, VmRecord } from '@app/fleet-domain';
+import { CreateVmRequest, VmRecord, VmState } from '@app/fleet-domain';
 import { VmHostConfigError } from '../config/vm-host.config';
 import { SpawnKey, keptKey } from './idempotency-key';
 import { NodeVmsReport, NodeVmsSource, ReportedVm } from './node-vms.source';
@@ -66,6 +66,16 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
     return this.admission.spawn(request, key);
   }
 
+  /** How many VMs are listed Error for a crash loop now. */
+  async crashLooping(): Promise<number> {
+    const sidecars = await this.sidecars.all();
+    const states = await Promise.all(sidecars.map((sidecar) => this.lifecycle.stateOf(sidecar)));
+    return sidecars.filter(
+      (sidecar, index) =>
+        states[index] === VmState.Error && this.lifecycle.restarts.crashLooping(sidecar.vm_id),
+    ).length;
+  }
+
   /** Every VM; their states are asked of the driver all at once, so one slow VM costs one wait. */
   async list(): Promise<VmRecord[]> {
     const sidecars = await this.sidecars.all();
@@ -118,6 +128,7 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
       await this.driver.stop(vmId, sidecar.driver);
       await this.files.removeRuntime(vmId);
       this.sidecars.forget(vmId);
+      this.lifecycle.restarts.forget(vmId);
       // The VM is gone once its run folder is; a disk left by a failure here is retired at start-up.
       const disk = await this.deletedDisks.retire(vmId).catch((error: unknown) => {
         this.logger.error(`vm ${vmId}: could not retire its disk: ${messageOf(error)}`);

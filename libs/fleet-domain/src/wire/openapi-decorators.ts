@@ -53,3 +53,4 @@ export const ApiResponse = deferred('ApiResponse');
 export const ApiOkResponse = deferred('ApiOkResponse');
 export const ApiCreatedResponse = deferred('ApiCreatedResponse');
 export const ApiNoContentResponse = deferred('ApiNoContentResponse');
+export const ApiAcceptedResponse = deferred('ApiAcceptedResponse');

@@ -1,7 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { chmod, readFile, rename, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import type { HostPort } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { HostFactsService } from '../../host-facts/host-facts.service';
 import { ProcessTable } from '../../host-facts/process-table';
@@ -109,6 +110,15 @@ export class QemuDriver extends VmDriver {
     return join(this.files.runDir(vmId), 'serial.log');
   }
 
+  /** The serial log of the boot before the current one, kept for a look after a crash. */
+  private previousSerialLog(vmId: string): string {
+    return join(this.files.runDir(vmId), 'serial.previous.log');
+  }
+
+  consoleLog(vmId: string): string {
+    return this.serialLog(vmId);
+  }
+
   checkDiskDir(): void {
     if (this.qmpSocket(LONGEST_VM_ID).length > MAX_SOCKET_PATH) {
       throw new Error(`too long: QMP socket paths under it would exceed ${MAX_SOCKET_PATH} bytes`);
@@ -152,12 +162,28 @@ export class QemuDriver extends VmDriver {
     this.failpoint.reached('after-seed', vmId);
   }
 
-  /** QEMU daemonized on the VM's files, SSH forwarded from a free port on VM_WG_IP. */
-  async start(spec: VmSpec, record: DriverRecord): Promise<StartedVm> {
+  /**
+   * QEMU daemonized on the VM's files, SSH forwarded from a free port on VM_WG_IP: the port it
+   * had before when that is still free, so a VM keeps its address across stops and restarts.
+   */
+  async start(
+    spec: VmSpec,
+    record: DriverRecord,
+    keepPorts: readonly HostPort[] = [],
+  ): Promise<StartedVm> {
     const { vmId } = spec;
     const { accel } = qemuRecord(record);
     return step('QEMU', async () => {
-      const sshPort = await this.freeHostPort();
+      const kept = keepPorts.find(
+        (port) => port.guest_port === SSH_GUEST_PORT && port.protocol === 'tcp',
+      )?.host_port;
+      const sshPort =
+        kept !== undefined && (await this.isFree(kept)) ? kept : await this.freeHostPort();
+      if (kept !== undefined && kept !== sshPort) {
+        this.logger.warn(
+          `vm ${vmId}: host port ${kept} is taken now; ssh forwarded from ${sshPort}`,
+        );
+      }
       const pid = await this.launch({
         vmId,
         ramMb: spec.ramMb,
@@ -252,6 +278,37 @@ export class QemuDriver extends VmDriver {
     }
   }
 
+  /**
+   * Asks the guest to power down over QMP (system_powerdown: the ACPI power button) and waits
+   * for its QEMU to end, which it does once the guest has shut down.
+   */
+  async powerDown(vmId: string, record: DriverRecord, withinMs: number): Promise<boolean> {
+    const { pid } = qemuRecord(record);
+    if (pid === null || !(await this.qemus.isAlive(pid, vmId))) return true;
+    try {
+      await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) => qmp.execute('system_powerdown'));
+    } catch (error) {
+      this.logger.warn(
+        `vm ${vmId}: ACPI power-down could not be asked: ${error instanceof Error ? error.message : String(error)}`,
+      );
+      return false;
+    }
+    return (await this.qemus.survivors([pid], vmId, withinMs)).length === 0;
+  }
+
+  async reset(vmId: string): Promise<void> {
+    await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) => qmp.execute('system_reset'));
+  }
+
+  /** True when the port can be bound on the node's address right now. */
+  private isFree(port: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const probe = createServer();
+      probe.once('error', () => resolve(false));
+      probe.listen(port, this.config.wgIp, () => probe.close(() => resolve(true)));
+    });
+  }
+
   /** A TCP port free on the node's address right now, for the VM's SSH forward. */
   private freeHostPort(): Promise<number> {
     return new Promise((resolve, reject) => {
@@ -275,6 +332,7 @@ export class QemuDriver extends VmDriver {
    * 0700 folder meanwhile).
    */
   private async launch(launch: QemuLaunch): Promise<number> {
+    await rename(launch.serialLog, this.previousSerialLog(launch.vmId)).catch(() => undefined);
     await writeFile(launch.serialLog, '', { mode: PRIVATE_FILE_MODE });
     await chmod(launch.serialLog, PRIVATE_FILE_MODE);
     try {

@@ -1,0 +1,209 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { open } from 'node:fs/promises';
+import {
+  DEFAULT_CONSOLE_BYTES,
+  DesiredVmState,
+  StopVmRequest,
+  VmConsole,
+  VmLifeCycle,
+  VmOperation,
+} from '@app/fleet-domain';
+import { VmAdmissionService } from './vm-admission.service';
+import { DriverRecord, VmDriver } from './vm-driver';
+import { VmFiles, VmSidecar } from './vm-files';
+import { VmLifecycle } from './vm-lifecycle';
+import { VmRestartService } from './vm-restart.service';
+import { VmSidecars } from './vm-sidecars';
+import { printableConsole } from './console-text';
+import {
+  VmActionConflictError,
+  VmDoesNotFitError,
+  VmNotOnNodeError,
+  messageOf,
+} from './vms.errors';
+
+/**
+ * What an operator does to a VM on its node: stop (ACPI power-down, then its process ended
+ * after a timeout; at once when forced), start (from its own disk, admitted as a create is),
+ * restart (a stop then a start; a reset in place when forced), and read its serial console.
+ * Stops and restarts answer at once and go on in the background; the VM's desired state is
+ * written first, so an agent restarted meanwhile finishes what was asked.
+ */
+@Injectable()
+export class VmActionsService {
+  private readonly logger = new Logger('Vms');
+
+  constructor(
+    private readonly files: VmFiles,
+    private readonly sidecars: VmSidecars,
+    private readonly lifecycle: VmLifecycle,
+    private readonly admission: VmAdmissionService,
+    private readonly restarts: VmRestartService,
+    private readonly driver: VmDriver,
+  ) {}
+
+  /** Every VM's life cycle. */
+  async lifeCycles(): Promise<VmLifeCycle[]> {
+    const sidecars = await this.sidecars.all();
+    const states = await Promise.all(sidecars.map((sidecar) => this.lifecycle.stateOf(sidecar)));
+    return sidecars.map((sidecar, index) => this.lifecycle.lifeCycleOf(sidecar, states[index]));
+  }
+
+  async lifeCycle(vmId: string): Promise<VmLifeCycle> {
+    const sidecar = await this.existing(vmId);
+    return this.lifecycle.lifeCycleOf(sidecar, await this.lifecycle.stateOf(sidecar));
+  }
+
+  async stop(vmId: string, request: StopVmRequest): Promise<VmLifeCycle> {
+    const sidecar = await this.actionable(vmId);
+    const live = await this.isLive(vmId);
+    if (sidecar.desired_state === DesiredVmState.Stopped && !live) {
+      throw VmActionConflictError.alreadyStopped(vmId);
+    }
+    await this.desire(sidecar, DesiredVmState.Stopped);
+    this.logger.log(
+      `vm ${vmId}: stop asked${request.force ? ' (forced)' : `, ${request.timeout_s} s to power down`}`,
+    );
+    if (live) {
+      const record = sidecar.driver;
+      this.lifecycle.operate(vmId, VmOperation.Stopping, () =>
+        this.lifecycle.locks.run(vmId, () => this.halt(vmId, record, request)),
+      );
+    }
+    return this.lifeCycle(vmId);
+  }
+
+  async start(vmId: string): Promise<VmLifeCycle> {
+    const sidecar = await this.actionable(vmId);
+    if (await this.isLive(vmId)) throw VmActionConflictError.alreadyRunning(vmId);
+    const refusal = await this.admission.refusalToStart(sidecar);
+    if (refusal) {
+      this.logger.warn(`vm ${vmId}: start refused: ${refusal}`);
+      throw new VmDoesNotFitError(refusal);
+    }
+    await this.desire(sidecar, DesiredVmState.Running);
+    this.logger.log(`vm ${vmId}: start asked`);
+    this.restarts.startAgain(sidecar, 'operator');
+    return this.lifeCycle(vmId);
+  }
+
+  async restart(vmId: string, request: StopVmRequest): Promise<VmLifeCycle> {
+    const sidecar = await this.actionable(vmId);
+    if (!(await this.isLive(vmId))) return this.start(vmId);
+    await this.desire(sidecar, DesiredVmState.Running);
+    const record = sidecar.driver;
+    this.logger.log(`vm ${vmId}: restart asked${request.force ? ' (forced: reset in place)' : ''}`);
+    this.lifecycle.operate(vmId, VmOperation.Restarting, async () => {
+      if (request.force) {
+        await this.lifecycle.locks.run(vmId, () => this.driver.reset(vmId, record));
+        this.logger.log(`vm ${vmId} reset`);
+        return;
+      }
+      await this.lifecycle.locks.run(vmId, () => this.halt(vmId, record, request));
+      const fresh = await this.sidecars.of(vmId);
+      // Deleted or stopped meanwhile: nothing more to do.
+      if (fresh?.desired_state === DesiredVmState.Running) {
+        this.restarts.startAgain(fresh, 'operator');
+      }
+    });
+    return this.lifeCycle(vmId);
+  }
+
+  /**
+   * The part of the VM's serial console log asked for, at most max_bytes of it, made printable:
+   * from `from` (a follower's last `next`), else its last max_bytes.
+   */
+  async console(vmId: string, query: { from?: number; max_bytes?: number }): Promise<VmConsole> {
+    await this.existing(vmId);
+    const maxBytes = query.max_bytes ?? DEFAULT_CONSOLE_BYTES;
+    const handle = await open(this.driver.consoleLog(vmId), 'r').catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    });
+    if (!handle)
+      return {
+        vm_id: vmId,
+        from: 0,
+        next: 0,
+        text: '',
+        reset: query.from !== undefined && query.from > 0,
+      };
+    try {
+      const size = (await handle.stat()).size;
+      // A log shorter than `from` is a new boot's: read it from its start.
+      const reset = query.from !== undefined && query.from > size;
+      let from = query.from === undefined || reset ? Math.max(0, size - maxBytes) : query.from;
+      if (reset) from = 0;
+      const length = Math.min(maxBytes, size - from);
+      const buffer = Buffer.alloc(Math.max(0, length));
+      const { bytesRead } =
+        length > 0 ? await handle.read(buffer, 0, length, from) : { bytesRead: 0 };
+      return {
+        vm_id: vmId,
+        from,
+        next: from + bytesRead,
+        text: printableConsole(buffer.subarray(0, bytesRead)),
+        reset,
+      };
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /**
+   * Asks the guest to power down and waits out the timeout, then ends whatever still runs; at
+   * once when forced. The VM's disk is kept.
+   */
+  private async halt(vmId: string, record: DriverRecord, request: StopVmRequest): Promise<void> {
+    if (!request.force) {
+      const down = await this.driver.powerDown(vmId, record, request.timeout_s * 1000);
+      if (down) {
+        this.logger.log(`vm ${vmId} powered down`);
+        return;
+      }
+      this.logger.warn(
+        `vm ${vmId} did not power down within ${request.timeout_s} s; ending its process`,
+      );
+    }
+    await this.driver.stop(vmId, record);
+    this.logger.log(`vm ${vmId} stopped`);
+  }
+
+  /** The VM's sidecar; VmNotOnNodeError when this node has none. */
+  private async existing(vmId: string): Promise<VmSidecar> {
+    const sidecar = await this.sidecars.of(vmId);
+    if (!sidecar) throw new VmNotOnNodeError(vmId);
+    return sidecar;
+  }
+
+  /** The VM's sidecar when an operator's action may act on it now; a 409 saying why not. */
+  private async actionable(vmId: string): Promise<VmSidecar> {
+    const sidecar = await this.existing(vmId);
+    if (this.sidecars.isStandIn(sidecar)) throw VmActionConflictError.unreadable(vmId);
+    if (this.lifecycle.beingCreated(vmId)) throw VmActionConflictError.beingCreated(vmId);
+    const operation = this.lifecycle.operationOf(vmId);
+    if (operation !== null || this.lifecycle.locks.busy(vmId)) {
+      throw VmActionConflictError.busy(vmId, operation ?? 'being changed');
+    }
+    return sidecar;
+  }
+
+  private async isLive(vmId: string): Promise<boolean> {
+    return (await this.driver.find([vmId])).has(vmId);
+  }
+
+  /** Writes what the operator asked; the restart policy starts over. */
+  private async desire(sidecar: VmSidecar, desired: DesiredVmState): Promise<void> {
+    sidecar.desired_state = desired;
+    this.lifecycle.restarts.forget(sidecar.vm_id);
+    try {
+      await this.files.writeSidecar(sidecar);
+    } catch (error) {
+      this.logger.error(
+        `vm ${sidecar.vm_id}: could not write its desired state: ${messageOf(error)}`,
+      );
+      throw error;
+    }
+    this.lifecycle.announce();
+  }
+}
