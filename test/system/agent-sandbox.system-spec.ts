@@ -4,9 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   Daemon,
-  FLEET_MAIN,
   FLEET_URL,
-  VM_HOST_MAIN,
   enrolled,
   eventually,
   getJson,
@@ -14,6 +12,7 @@ import {
 } from '../support/daemons';
 import { NotifySocket } from '../support/notify-socket';
 import { liveQemusUnder } from '../support/qemu-processes';
+import { copyBuiltDaemons } from '../support/readable-build';
 import { scratchFolder } from '../support/scratch-folders';
 
 /**
@@ -189,10 +188,12 @@ describe("QEMU under the agent's unit restrictions (read-only system, own proc, 
   let agentSandbox: Sandbox;
 
   beforeAll(async () => {
-    // The unprivileged users reach the built daemons (world-readable) and, through the run's
-    // folders (search only), their own state folder; as StateDirectory= makes it, it is theirs.
+    // The unprivileged users reach, through the run's folders (search only), a copy of the built
+    // daemons (world-readable: the checkout may sit in a private folder, e.g. a clone in /root)
+    // and their own state folder; as StateDirectory= makes it, it is theirs.
     chmodSync(runFolder, 0o711);
     chmodSync(workDir, 0o711);
+    const { fleetMain, vmHostMain } = copyBuiltDaemons(join(workDir, 'app'));
     mkdirSync(diskDir, { mode: 0o700 });
     chownSync(diskDir, NOBODY, NOBODY);
     const agentTmp = join(workDir, 'tmp');
@@ -206,14 +207,14 @@ describe("QEMU under the agent's unit restrictions (read-only system, own proc, 
     chmodSync(notify.path, 0o777);
 
     const fleetSandbox = sandboxOf('service-vm-fleet.service', DYNAMIC_UID, DYNAMIC_UID);
-    const fleet = new Daemon(FLEET_MAIN, {}, [], [], undefined, asTheUnitWould(fleetSandbox));
+    const fleet = new Daemon(fleetMain, {}, [], [], undefined, asTheUnitWould(fleetSandbox));
     await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
     expectUnprivileged(fleet.process.pid!, DYNAMIC_UID);
     expectSandboxedMounts(fleet.process.pid!, fleetSandbox);
 
     agentSandbox = sandboxOf('service-vm-host.service', NOBODY, NOBODY, [diskDir, agentTmp]);
     agent = new Daemon(
-      VM_HOST_MAIN,
+      vmHostMain,
       {
         // What systemd gives the unit: its default PATH, the user's name and home, the state
         // folder, the notify socket; then /etc/default/vm-host's variables.

@@ -34,6 +34,9 @@ describe('per-node metrics of a controller on Redis', () => {
       VM_FLEET_METRICS_ADDR: metrics,
     });
     await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
+    // It may listen before its connection to Redis is ready (a loaded machine): until then every
+    // state route answers 503, so wait for the line that says fleet state is shared.
+    await fleet.waitForOutput(/Redis at \S+ (connected|restored): fleet state is shared/);
   });
 
   afterAll(async () => {
