@@ -19,7 +19,7 @@ import { LiveNodesReader } from '../nodes/live-nodes.reader';
 import { NodeTokens } from '../nodes/node-tokens';
 import { NodesService } from '../nodes/nodes.service';
 import { AgentCallError, Spawned, VmHostClient, VmHostClientSettings } from '../vms/vm-host.client';
-import { VmsService } from '../vms/vms.service';
+import { VmPlacementService } from '../vms/vm-placement.service';
 import { FleetMetrics, exportedNodes } from './fleet-metrics.service';
 import { LiveNodeReading, NodesReading } from './live-nodes.source';
 
@@ -140,7 +140,7 @@ describe('FleetMetrics', () => {
 
   it('counts VM creates by outcome and times every dispatch to an agent, failed or not', async () => {
     const spawn = jest.fn<Promise<Spawned>, [unknown, CreateVmRequest, string]>();
-    const vms = new VmsService(
+    const vms = new VmPlacementService(
       repository,
       new InMemoryKeyClaims(),
       { spawn } as unknown as VmHostClient,

@@ -47,6 +47,7 @@ import {
   VmOnSilentNodeError,
 } from './vms.errors';
 import { VMS_ERROR_STATUSES } from './vms.error-statuses';
+import { VmPlacementService } from './vm-placement.service';
 import { VmsService } from './vms.service';
 
 /** How placement refuses `request` on an empty fleet, word for word as the service throws it. */
@@ -74,7 +75,10 @@ function agentUnreachable(when: string): ErrorCase {
 @RequiresToken('api')
 @Controller('v1/vms')
 export class VmsController {
-  constructor(private readonly vms: VmsService) {}
+  constructor(
+    private readonly vms: VmsService,
+    private readonly placement: VmPlacementService,
+  ) {}
 
   @Get()
   @ApiOperation({
@@ -197,7 +201,7 @@ export class VmsController {
     @IdempotencyKey() idempotencyKey: string | undefined,
     @Res({ passthrough: true }) response: Response,
   ): Promise<FleetVm> {
-    const { vm, replayed } = await this.vms.createVm(request, idempotencyKey);
+    const { vm, replayed } = await this.placement.createVm(request, idempotencyKey);
     if (replayed) response.status(200);
     return vm;
   }

@@ -1,116 +1,38 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 import { Clock } from '@app/daemon';
 import {
-  CreateVmRequest,
-  DISPATCH_NODES_TRIED,
   FleetVm,
   NodeState,
-  RAM_HOLD_MARGIN_MS,
   describeSpeaker,
-  findEarlierCreate,
   forgetSilentVm,
-  holdRam,
   isLive,
-  keyHashOf,
   listedVms,
   liveSince,
-  noteDispatchFailure,
-  placeVm,
-  placementCandidate,
-  recordDispatchedVm,
-  releaseHold,
   removeVm,
-  shortened,
   shownVm,
   toRfc3339,
-  vmRecordOf,
 } from '@app/fleet-domain';
-import { FleetMetrics } from '../metrics/fleet-metrics.service';
-import { KeyClaims } from '../nodes/key-claims.repository';
 import { NodesRepository } from '../nodes/nodes.repository';
-import { spawnKeyOf } from './spawn-key';
-import { VmCreateSettings } from './vm-create.settings';
-import {
-  AgentCallError,
-  AgentFailureReason,
-  VmHostClient,
-  VmHostClientSettings,
-} from './vm-host.client';
-import {
-  IdempotencyKeyClaimWaitError,
-  IdempotencyKeyReusedError,
-  NodeRefusedVmError,
-  PlacementRefusedError,
-  VmNodeIsBackError,
-  VmNotFoundError,
-  VmOnSilentNodeError,
-} from './vms.errors';
+import { VmHostClient } from './vm-host.client';
+import { VmNodeIsBackError, VmNotFoundError, VmOnSilentNodeError } from './vms.errors';
 
-/** Placement is retried when a concurrent create took the chosen node's RAM first. */
-const PLACEMENT_ATTEMPTS = 5;
-
-/** Passed-over nodes a placement log line names. */
-const PASSED_OVER_LOGGED = 3;
-
-/** How long a keyed create first waits for another create's claim on its key to end... */
-const KEY_CLAIM_FIRST_WAIT_MS = 20;
-/** ...doubling up to this between looks. */
-const KEY_CLAIM_LONGEST_WAIT_MS = 250;
-
-/** Less time than this left before the create's deadline: no other node is tried. */
-const MIN_DISPATCH_TIME_MS = 1_000;
-
-/**
- * What a failed dispatch says of the node: `reason` when the failure is the node's, not the
- * request's (unreachable, no answer, a 5xx: it is passed over for a while), and `retry` when
- * another node may take the request without risking a second VM (the agent never saw it).
- * Undefined for the agent's answer about the request (422, 507) and anything else.
- */
-function nodeFailure(
-  error: unknown,
-): { reason: AgentFailureReason; retry: boolean; mayHaveMadeIt: boolean } | undefined {
-  if (error instanceof AgentCallError) {
-    // Cut off before any answer (a timeout, a reset): the agent may be making the VM.
-    const cutOff = !error.neverReached && error.reason === 'unreachable';
-    return { reason: error.reason, retry: error.neverReached, mayHaveMadeIt: cutOff };
-  }
-  if (error instanceof NodeRefusedVmError && error.agentStatus === 500) {
-    return { reason: 'failed', retry: false, mayHaveMadeIt: false };
-  }
-  return undefined;
-}
-
-/** A created VM; `replayed`: an earlier create with the same Idempotency-Key made it (200). */
-export interface CreatedVm {
+/** A VM as GET /v1/vms shows it, with the stored node that lists it. */
+export interface ListedFleetVm {
   vm: FleetVm;
-  replayed: boolean;
-}
-
-/** Where a dispatch goes, and the hold that counts its RAM there (this create's own, or not). */
-interface Dispatch {
   node: NodeState;
-  holdId: string;
-  ownHold: boolean;
-  /** Why placement chose no other node, for the log line. */
-  passedOver?: string[];
+  /** Listed as last reported: its node dropped out, or another agent now speaks for its node id. */
+  silent: boolean;
 }
 
+/** The VMs as the store has them: the listing, and deletion through the owning agent. */
 @Injectable()
 export class VmsService {
   private readonly logger = new Logger('Vms');
-  /** Keyed creates in progress on this controller, by key hash: a second one waits for the first. */
-  private readonly keyedCreates = new Map<string, { spawnKey: string; done: Promise<CreatedVm> }>();
 
   constructor(
     private readonly nodes: NodesRepository,
-    private readonly keyClaims: KeyClaims,
     private readonly vmHost: VmHostClient,
-    private readonly vmHostSettings: VmHostClientSettings,
     private readonly clock: Clock,
-    private readonly metrics: FleetMetrics = new FleetMetrics(),
-    private readonly createSettings: VmCreateSettings = new VmCreateSettings(),
   ) {}
 
   /**
@@ -119,8 +41,13 @@ export class VmsService {
    * node_silent_since), which may still run (see listedVms).
    */
   async listVms(tenantId?: string): Promise<FleetVm[]> {
+    return (await this.listWithNodes(tenantId)).map(({ vm }) => vm);
+  }
+
+  /** listVms, each VM with the node that lists it (for calls to that node's agent). */
+  async listWithNodes(tenantId?: string): Promise<ListedFleetVm[]> {
     const notBefore = liveSince(this.clock.now());
-    const vms: FleetVm[] = [];
+    const vms: ListedFleetVm[] = [];
     for (const { vm, node, silent_since_wall_ms } of listedVms(
       await this.nodes.listAll(),
       notBefore,
@@ -128,38 +55,22 @@ export class VmsService {
       if (tenantId === undefined || vm.tenant_id === tenantId) {
         const silentSince =
           silent_since_wall_ms === undefined ? undefined : toRfc3339(silent_since_wall_ms);
-        vms.push(shownVm(vm, node.node_id, silentSince));
+        vms.push({
+          vm: shownVm(vm, node.node_id, silentSince),
+          node,
+          silent: silent_since_wall_ms !== undefined,
+        });
       }
     }
     return vms;
   }
 
-  /**
-   * Creates the VM, or with an Idempotency-Key, answers the VM an earlier create with the same
-   * key and body made (a key reused with another body is refused). Concurrent creates with the
-   * same key on this controller share one dispatch; on several controllers, the key's claim
-   * lets one of them dispatch (see createClaimed).
-   */
-  async createVm(request: CreateVmRequest, idempotencyKey?: string): Promise<CreatedVm> {
-    if (idempotencyKey === undefined) {
-      // A key of its own, never repeated: nothing the agent answers makes this a retry.
-      const created = await this.placeAndDispatch(request, spawnKeyOf(request));
-      return { vm: created.vm, replayed: false };
-    }
-    const spawnKey = spawnKeyOf(request, idempotencyKey);
-    const keyHash = keyHashOf(spawnKey);
-    const running = this.keyedCreates.get(keyHash);
-    if (running) {
-      if (running.spawnKey !== spawnKey) throw new IdempotencyKeyReusedError();
-      return { vm: (await running.done).vm, replayed: true };
-    }
-    const done = this.createClaimed(request, spawnKey);
-    this.keyedCreates.set(keyHash, { spawnKey, done });
-    try {
-      return await done;
-    } finally {
-      this.keyedCreates.delete(keyHash);
-    }
+  /** The VM as listVms shows it, with its node; VmNotFoundError when no node lists it. */
+  async findWithNode(vmId: string): Promise<ListedFleetVm> {
+    // listedVms puts a live node's report first: the fresher one, should a silent one list it.
+    const listed = (await this.listWithNodes()).find(({ vm }) => vm.vm_id === vmId);
+    if (!listed) throw new VmNotFoundError(vmId);
+    return listed;
   }
 
   /**
@@ -210,273 +121,5 @@ export class VmsService {
     this.logger.log(
       `vm ${vmId} on node ${owner.node_id} ${outcome === 'destroyed' ? 'destroyed' : 'was already gone from its agent'}`,
     );
-  }
-
-  /**
-   * A keyed create, whichever controller takes it: only the holder of the key's claim (in the
-   * shared store) places and dispatches. Another create with the key waits for the claim to
-   * end, then takes it and finds what the holder left: its VM (answered as a replay), its RAM
-   * still held (a holder that died mid-dispatch: the same node is asked again with the same
-   * key), or nothing (the holder failed: this create places anew). Held for another body: 422.
-   * Still held after keyClaimWaitMs (a claim the store keeps with no deadline, other creates
-   * taking it in turn): 503, and the client retries with the same key.
-   */
-  private async createClaimed(request: CreateVmRequest, spawnKey: string): Promise<CreatedVm> {
-    const keyHash = keyHashOf(spawnKey);
-    // Longer than a create can take (every node it may try, the hold's margin), so a live
-    // holder always ends its claim itself; a dead one's ends by itself.
-    const holdMs =
-      Math.max(this.createSettings.dispatchDeadlineMs, this.vmHostSettings.timeoutMs) +
-      RAM_HOLD_MARGIN_MS;
-    // Real time, not the clock's: this bounds how long the client waits.
-    const waitUntil = performance.now() + this.createSettings.keyClaimWaitMs;
-    let waitMs = KEY_CLAIM_FIRST_WAIT_MS;
-    for (;;) {
-      const claim = await this.keyClaims.claim(keyHash, spawnKey, holdMs);
-      if (claim.kind === 'own') {
-        try {
-          return await this.createKeyed(request, spawnKey);
-        } finally {
-          await this.keyClaims
-            .release(claim)
-            .catch((storeError: Error) =>
-              this.logger.warn(
-                `Idempotency-Key claim not released (${storeError.message}); it ends at its deadline`,
-              ),
-            );
-        }
-      }
-      if (claim.spawnKey !== spawnKey) throw new IdempotencyKeyReusedError();
-      if (waitMs === KEY_CLAIM_FIRST_WAIT_MS) {
-        this.logger.log(
-          'vm create: another create with the same Idempotency-Key is in progress; waiting for its VM',
-        );
-      }
-      const waitLeft = waitUntil - performance.now();
-      if (waitLeft <= 0) {
-        this.logger.warn(
-          'vm create: another create with the same Idempotency-Key is still in progress; answered 503',
-        );
-        throw new IdempotencyKeyClaimWaitError();
-      }
-      // A claim the store reports no time left for (Redis: no expiry, or just expired) is
-      // looked at again after the usual pause, not at once.
-      const pause = claim.expiresInMs > 0 ? Math.min(waitMs, claim.expiresInMs) : waitMs;
-      await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(pause, waitLeft))));
-      waitMs = Math.min(2 * waitMs, KEY_CLAIM_LONGEST_WAIT_MS);
-    }
-  }
-
-  /**
-   * A keyed create, holding the key's claim: what an earlier one with the key left decides.
-   * Its VM listed: that VM. Its RAM still held (its controller may have died mid-dispatch): the
-   * same node is asked again with the same key, and its agent answers with the VM the key made,
-   * not a second one.
-   */
-  private async createKeyed(request: CreateVmRequest, spawnKey: string): Promise<CreatedVm> {
-    const now = this.clock.now();
-    // Silent nodes too: a VM made for the key on a node that dropped out is still that VM
-    // (answered with node_silent_since); only live nodes' holds are creates in flight.
-    const stored = await this.nodes.listAll();
-    const earlier = findEarlierCreate(stored, keyHashOf(spawnKey), now);
-    if (!earlier) return this.placeAndDispatch(request, spawnKey);
-    if (earlier.spawn_key !== spawnKey) throw new IdempotencyKeyReusedError();
-    if (earlier.kind === 'vm') {
-      this.logger.log(
-        `vm ${earlier.vm.vm_id} on node ${earlier.node.node_id} answered again for a retried create with the same Idempotency-Key`,
-      );
-      const silentSince =
-        earlier.silent_since_wall_ms === undefined
-          ? undefined
-          : toRfc3339(earlier.silent_since_wall_ms);
-      return { vm: shownVm(earlier.vm, earlier.node.node_id, silentSince), replayed: true };
-    }
-    const created = await this.dispatch(
-      { node: earlier.node, holdId: earlier.hold_id, ownHold: false },
-      request,
-      spawnKey,
-    ).catch((error: unknown) => {
-      this.metrics.countPlacement('agent_failed');
-      throw error;
-    });
-    return { vm: created.vm, replayed: true };
-  }
-
-  /**
-   * Places the VM, holds its RAM on the chosen node (so concurrent creates see it taken),
-   * and asks that node's agent to start it. When that agent fails for its own reasons
-   * (unreachable, reset, timeout, 5xx), a create without preferred_node goes on to the next
-   * best node, up to DISPATCH_NODES_TRIED in all within CREATE_DISPATCH_DEADLINE_MS, with the
-   * same spawn key. An agent's refusal (422, 507) is its answer and is passed on as it is.
-   */
-  private async placeAndDispatch(request: CreateVmRequest, spawnKey: string): Promise<CreatedVm> {
-    // Real time, not the clock's: this bounds how long the client waits on the network.
-    const deadline = performance.now() + this.createSettings.dispatchDeadlineMs;
-    const tried: string[] = [];
-    let lastFailure: Error | undefined;
-    for (;;) {
-      const target = await this.placeAndHold(request, spawnKey, tried).catch((error: unknown) => {
-        if (!(error instanceof PlacementRefusedError)) throw error;
-        // No other node can take it: the client hears what went wrong on the one that could.
-        if (lastFailure !== undefined) {
-          this.metrics.countPlacement('agent_failed');
-          throw lastFailure;
-        }
-        this.metrics.countPlacement(
-          error.reason === 'preferred-node-unfit' ? 'refused_unfit' : 'refused_no_room',
-        );
-        throw error;
-      });
-      // Whole milliseconds of at least 1 (AbortSignal.timeout refuses anything else).
-      const timeLeftMs = Math.floor(deadline - performance.now());
-      if (lastFailure !== undefined && timeLeftMs < MIN_DISPATCH_TIME_MS) {
-        // Placing took what was left (a slow store): the client hears the last node's failure,
-        // and the node just chosen is not asked (nor marked) with too little time to answer.
-        await this.giveBack(target);
-        this.metrics.countPlacement('agent_failed');
-        throw lastFailure;
-      }
-      const timeoutMs = Math.max(1, Math.min(this.vmHostSettings.timeoutMs, timeLeftMs));
-      try {
-        return await this.dispatch(target, request, spawnKey, timeoutMs);
-      } catch (error) {
-        tried.push(target.node.node_id);
-        const failure = nodeFailure(error);
-        const timeLeft = deadline - performance.now() >= MIN_DISPATCH_TIME_MS;
-        const another = !request.preferred_node && tried.length < DISPATCH_NODES_TRIED;
-        if (!failure?.retry || !another || !timeLeft) {
-          this.metrics.countPlacement('agent_failed');
-          throw error;
-        }
-        lastFailure = error as Error;
-        this.logger.warn(
-          `vm create: node ${target.node.node_id} failed (${failure.reason}); trying the next best node (${tried.length + 1} of at most ${DISPATCH_NODES_TRIED})`,
-        );
-      }
-    }
-  }
-
-  /**
-   * Asks the node's agent to start the VM. A failed dispatch gives its own hold back. Once
-   * the agent accepted, the client gets the VM even if its record cannot be written (the
-   * store is down): the node's next heartbeat records it.
-   */
-  private async dispatch(
-    { node, holdId, ownHold, passedOver = [] }: Dispatch,
-    request: CreateVmRequest,
-    spawnKey: string,
-    timeoutMs?: number,
-  ): Promise<CreatedVm> {
-    let spawned;
-    try {
-      spawned = await this.metrics.timeDispatch(
-        this.vmHost.spawn(node, request, spawnKey, timeoutMs),
-      );
-    } catch (error) {
-      this.logger.warn(`spawn on node ${node.node_id} failed: ${(error as Error).message}`);
-      const failure = nodeFailure(error);
-      if (failure !== undefined) await this.noteNodeFailure(node.node_id, failure.reason);
-      // An agent that got the request may still be making the VM (a timeout, a reset): its
-      // RAM stays held until the hold's deadline or the heartbeat that lists it.
-      if (!failure?.mayHaveMadeIt) await this.giveBack({ node, holdId, ownHold });
-      throw error;
-    }
-    // The agent keeps the tenant; an agent that does not echo it still gets it recorded.
-    const record = vmRecordOf({
-      ...spawned.vm,
-      tenant_id: spawned.vm.tenant_id ?? request.tenant_id ?? null,
-    });
-    const vm = shownVm(record, node.node_id);
-    try {
-      await this.nodes.update(
-        node.node_id,
-        recordDispatchedVm(holdId, { ...record, idempotency_key: spawnKey }),
-      );
-    } catch (error) {
-      this.logger.warn(
-        `vm ${vm.vm_id} started on node ${node.node_id} but could not be recorded (${(error as Error).message}); answered anyway, the node's next heartbeat records it`,
-      );
-    }
-    this.metrics.countPlacement('placed');
-    const others =
-      passedOver.length === 0
-        ? ''
-        : `; passed over ${passedOver.slice(0, PASSED_OVER_LOGGED).join('; ')}${passedOver.length > PASSED_OVER_LOGGED ? ` and ${passedOver.length - PASSED_OVER_LOGGED} more` : ''}`;
-    this.logger.log(
-      `vm ${vm.vm_id} (${vm.vm_type}, ${request.ram_mb} MB) ${spawned.replayed ? 'already made for this Idempotency-Key' : 'placed'} on node ${node.node_id}${vm.tenant_id ? ` for tenant ${vm.tenant_id}` : ''}${others}`,
-    );
-    return { vm, replayed: spawned.replayed };
-  }
-
-  /** Gives the dispatch's own hold back (not another create's); a store error only logs. */
-  private async giveBack({ node, holdId, ownHold }: Dispatch): Promise<void> {
-    if (!ownHold) return;
-    await this.nodes
-      .update(node.node_id, releaseHold(holdId))
-      .catch((storeError: Error) =>
-        this.logger.warn(
-          `node ${node.node_id}: RAM hold not given back (${storeError.message}); it ends at its deadline`,
-        ),
-      );
-  }
-
-  /** Passes the node over for a while (see dispatch-health); a store error only costs that. */
-  private async noteNodeFailure(nodeId: string, reason: string): Promise<void> {
-    this.metrics.countDispatchFailure();
-    await this.nodes
-      .update(nodeId, noteDispatchFailure(reason, this.clock.now()))
-      .catch((storeError: Error) =>
-        this.logger.warn(`node ${nodeId}: dispatch failure not recorded (${storeError.message})`),
-      );
-  }
-
-  /** `tried`: nodes this create already failed on, passed over whatever the store says. */
-  private async placeAndHold(
-    request: CreateVmRequest,
-    spawnKey: string,
-    tried: readonly string[] = [],
-  ): Promise<Dispatch> {
-    for (let attempt = 1; ; attempt++) {
-      const now = this.clock.now();
-      const notBefore = liveSince(now);
-      const live = await this.nodes.listLive(notBefore);
-      const placement = placeVm(
-        request,
-        live.map((state) => {
-          const candidate = placementCandidate(state, now);
-          if (tried.includes(state.node_id) && candidate.dispatch_trouble === undefined) {
-            candidate.dispatch_trouble = 'dispatch failed just now';
-          }
-          return candidate;
-        }),
-      );
-      if (placement.kind !== 'placed') {
-        throw new PlacementRefusedError(placement.kind, placement.message);
-      }
-      const holdId = randomUUID();
-      const node = live.find((candidate) => candidate.node_id === placement.node_id)!;
-      const held = await this.nodes.update(
-        node.node_id,
-        holdRam(
-          {
-            holdId,
-            ramMb: request.ram_mb,
-            requiredFreeMb: placement.required_free_mb,
-            nowMs: now,
-            // The dispatch cannot take longer than its timeout; the margin covers the rest.
-            expiresAtMs: now + this.vmHostSettings.timeoutMs + RAM_HOLD_MARGIN_MS,
-            spawnKey,
-          },
-          notBefore,
-        ),
-      );
-      if (held) return { node, holdId, ownHold: true, passedOver: placement.passed_over };
-      if (attempt === PLACEMENT_ATTEMPTS) {
-        throw new PlacementRefusedError(
-          'no-capacity',
-          `node ${node.node_id} lost its room to concurrent creates ${attempt} times; try again (other nodes: ${shortened(placement.passed_over) || 'none'})`,
-        );
-      }
-    }
   }
 }
