@@ -1,3 +1,4 @@
+import type { HostPort } from '@app/fleet-domain';
 import type {
   HostCapacity,
   HostFactsService,
@@ -20,6 +21,7 @@ export class FakeVmDriver extends VmDriver {
   readonly creates: Array<{
     spec: VmSpec;
     record: DriverRecord;
+    keepPorts: readonly HostPort[];
     settle: (outcome: StartedVm | Error) => void;
   }> = [];
   readonly filesMade: VmSpec[] = [];
@@ -56,11 +58,16 @@ export class FakeVmDriver extends VmDriver {
     return Promise.resolve();
   }
 
-  start(spec: VmSpec, record: DriverRecord): Promise<StartedVm> {
+  start(
+    spec: VmSpec,
+    record: DriverRecord,
+    keepPorts: readonly HostPort[] = [],
+  ): Promise<StartedVm> {
     return new Promise((resolve, reject) =>
       this.creates.push({
         spec,
         record,
+        keepPorts,
         settle: (outcome) => (outcome instanceof Error ? reject(outcome) : resolve(outcome)),
       }),
     );
@@ -88,10 +95,14 @@ export class FakeVmDriver extends VmDriver {
   /** Where consoleLog points; a test writes the file. */
   consoleFile = '/nonexistent/serial.log';
 
-  powerDown(vmId: string): Promise<boolean> {
+  /** While set, a power-down waits for it: the test decides when the guest is down. */
+  powerDownGate?: Promise<void>;
+
+  async powerDown(vmId: string): Promise<boolean> {
     this.poweredDown.push(vmId);
+    await this.powerDownGate;
     if (this.powersDown) this.live.delete(vmId);
-    return Promise.resolve(this.powersDown);
+    return this.powersDown;
   }
 
   reset(vmId: string): Promise<void> {

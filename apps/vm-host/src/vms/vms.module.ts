@@ -11,6 +11,7 @@ import { VmFiles } from './vm-files';
 import { VmLifecycle } from './vm-lifecycle';
 import { VmReconciliationService } from './vm-reconciliation.service';
 import { VmRestartService } from './vm-restart.service';
+import { VmWatchJob } from './vm-watch.job';
 import { VmActionsService } from './vm-actions.service';
 import { VmActionsController } from './vm-actions.controller';
 import { VmSidecars } from './vm-sidecars';
@@ -31,6 +32,7 @@ import { VmsService } from './vms.service';
     VmFiles,
     DeletedDisks,
     DeletedDisksJob,
+    VmWatchJob,
     CrashFailpoint,
     VM_DRIVER_PROVIDER,
     { provide: NodeVmsSource, useExisting: VmsService },
