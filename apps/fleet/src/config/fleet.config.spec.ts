@@ -47,7 +47,22 @@ describe('loadFleetConfig', () => {
     expect(config.logFormat).toBe('json');
   });
 
+  it('serves the operations listener on 127.0.0.1:9206 unless VM_FLEET_OPS_ADDR moves it or is off', () => {
+    expect(loadFleetConfig({}).opsListenAddress).toEqual({ host: '127.0.0.1', port: 9206 });
+    expect(loadFleetConfig({ VM_FLEET_OPS_ADDR: ' ' }).opsListenAddress).toEqual({
+      host: '127.0.0.1',
+      port: 9206,
+    });
+    expect(loadFleetConfig({ VM_FLEET_OPS_ADDR: '[::1]:9300' }).opsListenAddress).toEqual({
+      host: '::1',
+      port: 9300,
+    });
+    expect(loadFleetConfig({ VM_FLEET_OPS_ADDR: 'off' }).opsListenAddress).toBeUndefined();
+  });
+
   it.each([
+    ['VM_FLEET_OPS_ADDR', '0.0.0.0:9206', /^VM_FLEET_OPS_ADDR must be off or host:port/],
+    ['VM_FLEET_OPS_ADDR', 'no', /^VM_FLEET_OPS_ADDR must be off or host:port/],
     ['VM_FLEET_METRICS_ADDR', '9100', /^VM_FLEET_METRICS_ADDR must be host:port/],
     ['VM_FLEET_METRICS_ADDR', 'metrics.example:9100', /^VM_FLEET_METRICS_ADDR must be host:port/],
     ['VM_LOG_FORMAT', 'JSON', /^VM_LOG_FORMAT must be text or json$/],

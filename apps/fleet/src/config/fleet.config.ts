@@ -21,6 +21,11 @@ function isRedisUrl(value: unknown): boolean {
   return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
 }
 
+/** The operations listener's default address: the controller's own host only. */
+export const DEFAULT_OPS_ADDRESS = '127.0.0.1:9206';
+/** VM_FLEET_OPS_ADDR's value that serves no operations listener (empty means the default). */
+export const OPS_LISTENER_OFF = 'off';
+
 /**
  * The controller's configuration, each setting declared once with the variable it comes from
  * (README's controller table and deploy/systemd/vm-fleet.env.example list them; a test checks).
@@ -69,6 +74,35 @@ export class FleetConfig extends DaemonConfig {
     read: parseListenAddress,
   })
   metricsAddress?: ListenAddress;
+  /**
+   * Where the operations listener (life cycles, stop/start/restart, consoles) listens: this
+   * host's own address, loopback by default so only the controller's host reaches it; `off`
+   * serves none. Beside the API, whose route table the contract fixes.
+   */
+  @EnvironmentVariable('VM_FLEET_OPS_ADDR', {
+    validate: ValidateBy(
+      {
+        name: 'isOpsAddress',
+        validator: {
+          validate: (value: unknown) =>
+            value === OPS_LISTENER_OFF ||
+            (typeof value === 'string' && parseListenAddress(value) !== undefined),
+        },
+      },
+      {
+        message: `$property must be ${OPS_LISTENER_OFF} or host:port with a unicast IP address of this host (not 0.0.0.0 or ::), such as ${DEFAULT_OPS_ADDRESS} or [::1]:9206`,
+      },
+    ),
+    default: DEFAULT_OPS_ADDRESS,
+  })
+  opsAddress?: string;
+
+  /** The operations listener's address; undefined when VM_FLEET_OPS_ADDR is `off`. */
+  get opsListenAddress(): ListenAddress | undefined {
+    return this.opsAddress === undefined || this.opsAddress === OPS_LISTENER_OFF
+      ? undefined
+      : parseListenAddress(this.opsAddress);
+  }
 }
 
 export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {

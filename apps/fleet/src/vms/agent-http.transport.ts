@@ -8,6 +8,12 @@ import { performance } from 'node:perf_hooks';
 export const AGENT_REPLY_MAX_BYTES = 64 * 1024;
 
 /**
+ * The most of a reply to a read whose size the operator or the node's VM count decides (a
+ * console of up to MAX_CONSOLE_BYTES, each byte at most 3 in JSON; every VM's life cycle).
+ */
+export const AGENT_LARGE_REPLY_MAX_BYTES = 4 * 1024 * 1024;
+
+/**
  * No TCP connection to the agent within the connect timeout (its SYN unanswered: a firewall
  * dropping, a host gone): the request provably never reached it.
  */
@@ -41,12 +47,16 @@ const NULL_BODY_STATUSES = new Set([204, 205, 304]);
  *   the same error;
  * - one connection per call, closed after it: no kept-alive socket the agent may have closed
  *   meanwhile, whose reset would make a spawn look cut off after it was sent;
- * - at most AGENT_REPLY_MAX_BYTES read, nothing decompressed (none is asked for), no redirect
+ * - at most `maxReplyBytes` (AGENT_REPLY_MAX_BYTES unless the call says) read, nothing decompressed (none is asked for), no redirect
  *   followed: an "agent" answering 307 must not aim the controller (with the tenant's request)
  *   at any other address.
  * Once connected, the request's signal aborts it with the signal's reason (a TimeoutError).
  */
-export async function agentFetch(request: Request, connectTimeoutMs: number): Promise<Response> {
+export async function agentFetch(
+  request: Request,
+  connectTimeoutMs: number,
+  maxReplyBytes = AGENT_REPLY_MAX_BYTES,
+): Promise<Response> {
   const signal = request.signal;
   signal.throwIfAborted();
   const body = request.body ? Buffer.from(await request.arrayBuffer()) : undefined;
@@ -112,7 +122,7 @@ export async function agentFetch(request: Request, connectTimeoutMs: number): Pr
     });
     req.on('response', (res: IncomingMessage) => {
       answered = true;
-      readReply(res).then(
+      readReply(res, maxReplyBytes).then(
         (response) => {
           if (settled) return;
           settled = true;
@@ -126,7 +136,7 @@ export async function agentFetch(request: Request, connectTimeoutMs: number): Pr
   });
 }
 
-async function readReply(res: IncomingMessage): Promise<Response> {
+async function readReply(res: IncomingMessage, maxReplyBytes: number): Promise<Response> {
   const status = res.statusCode ?? 0;
   if (status < 200 || status > 599) {
     res.destroy();
@@ -136,10 +146,10 @@ async function readReply(res: IncomingMessage): Promise<Response> {
   let size = 0;
   for await (const chunk of res) {
     size += (chunk as Buffer).length;
-    if (size > AGENT_REPLY_MAX_BYTES) {
+    if (size > maxReplyBytes) {
       res.destroy();
       throw new UnusableAgentReplyError(
-        `answered ${status} with more than ${AGENT_REPLY_MAX_BYTES / 1024} KiB`,
+        `answered ${status} with more than ${maxReplyBytes / 1024} KiB`,
       );
     }
     chunks.push(chunk as Buffer);

@@ -12,6 +12,11 @@ import {
   CreateVmRequest,
   IDEMPOTENCY_KEY_HEADER,
   NodeState,
+  RestartVmRequest,
+  StopVmRequest,
+  VmConsole,
+  VmConsoleQuery,
+  VmLifeCycle,
   VmRecord,
   agentErrorMessage,
 } from '@app/fleet-domain';
@@ -19,6 +24,8 @@ import { NodeTokens } from '../nodes/node-tokens';
 import type { paths } from './vm-host-api.generated';
 import {
   AGENT_CONNECT_TIMEOUT_CODE,
+  AGENT_LARGE_REPLY_MAX_BYTES,
+  AGENT_REPLY_MAX_BYTES,
   UnusableAgentReplyError,
   agentFetch,
 } from './agent-http.transport';
@@ -99,6 +106,19 @@ export interface Spawned {
   replayed: boolean;
 }
 
+/**
+ * An agent's answer to an operator's action or read: the validated reply, or its refusal (404,
+ * 409, 422) with its JSON error message when it gave one (cleaned and shortened, see
+ * agentErrorMessage), for the caller to put in its own words. Anything else is thrown as an
+ * AgentCallError.
+ */
+export type AgentAnswer<T> =
+  | { kind: 'answered'; value: T }
+  | { kind: 'refused'; status: 404 | 409 | 422; message: string | undefined };
+
+/** The refusals an agent's operator routes answer with, each passed to the caller to word. */
+const OPERATION_REFUSALS = new Set([404, 409, 422]);
+
 /** Calls a node agent's local API at http://{wg_ip}:{spawn_port}, typed from its OpenAPI document. */
 @Injectable()
 export class VmHostClient {
@@ -164,11 +184,167 @@ export class VmHostClient {
     return 'destroyed';
   }
 
+  /** Every VM's life cycle on the node (GET /v1/vm-life-cycles). */
+  async lifeCycles(
+    node: AgentAddress,
+    timeoutMs = this.settings.timeoutMs,
+  ): Promise<VmLifeCycle[]> {
+    const path = '/v1/vm-life-cycles';
+    const { data, error, response } = await this.call(
+      node,
+      path,
+      timeoutMs,
+      (client, signal) => client.GET('/v1/vm-life-cycles', { signal, parseAs: 'text' }),
+      AGENT_LARGE_REPLY_MAX_BYTES,
+    );
+    if (!response.ok) throw failure(node, response.status, error);
+    const body = parseReply(data);
+    if (!Array.isArray(body)) throw this.unusable(node, path, ['not a JSON array']);
+    const lifeCycles: VmLifeCycle[] = [];
+    for (const [index, item] of body.entries()) {
+      lifeCycles.push(await this.validated(node, path, VmLifeCycle, item, `[${index}] `));
+    }
+    return lifeCycles;
+  }
+
+  /** One VM's life cycle on its node (GET /v1/vm-life-cycles/{vm_id}). */
+  lifeCycle(node: AgentAddress, vmId: string): Promise<AgentAnswer<VmLifeCycle>> {
+    return this.operate(node, `/v1/vm-life-cycles/${vmId}`, VmLifeCycle, (client, signal) =>
+      client.GET('/v1/vm-life-cycles/{vm_id}', {
+        params: { path: { vm_id: vmId } },
+        signal,
+        parseAs: 'text',
+      }),
+    );
+  }
+
+  /** POST /v1/vms/{vm_id}/stop: the stop goes on on the node; its life cycle answers at once. */
+  stop(
+    node: AgentAddress,
+    vmId: string,
+    request: StopVmRequest,
+  ): Promise<AgentAnswer<VmLifeCycle>> {
+    return this.operate(node, `/v1/vms/${vmId}/stop`, VmLifeCycle, (client, signal) =>
+      client.POST('/v1/vms/{vm_id}/stop', {
+        params: { path: { vm_id: vmId } },
+        body: { force: request.force, timeout_s: request.timeout_s },
+        signal,
+        parseAs: 'text',
+      }),
+    );
+  }
+
+  /** POST /v1/vms/{vm_id}/start. */
+  start(node: AgentAddress, vmId: string): Promise<AgentAnswer<VmLifeCycle>> {
+    return this.operate(node, `/v1/vms/${vmId}/start`, VmLifeCycle, (client, signal) =>
+      client.POST('/v1/vms/{vm_id}/start', {
+        params: { path: { vm_id: vmId } },
+        signal,
+        parseAs: 'text',
+      }),
+    );
+  }
+
+  /** POST /v1/vms/{vm_id}/restart. */
+  restart(
+    node: AgentAddress,
+    vmId: string,
+    request: RestartVmRequest,
+  ): Promise<AgentAnswer<VmLifeCycle>> {
+    return this.operate(node, `/v1/vms/${vmId}/restart`, VmLifeCycle, (client, signal) =>
+      client.POST('/v1/vms/{vm_id}/restart', {
+        params: { path: { vm_id: vmId } },
+        body: { force: request.force, timeout_s: request.timeout_s },
+        signal,
+        parseAs: 'text',
+      }),
+    );
+  }
+
+  /** GET /v1/vms/{vm_id}/console: a part of the VM's serial console, printable. */
+  console(
+    node: AgentAddress,
+    vmId: string,
+    query: VmConsoleQuery,
+  ): Promise<AgentAnswer<VmConsole>> {
+    return this.operate(node, `/v1/vms/${vmId}/console`, VmConsole, (client, signal) =>
+      client.GET('/v1/vms/{vm_id}/console', {
+        params: {
+          path: { vm_id: vmId },
+          query: { from: query.from, max_bytes: query.max_bytes },
+        },
+        signal,
+        parseAs: 'text',
+      }),
+    );
+  }
+
+  /** One call of an operator's route: its reply validated as `wireClass`, or its refusal. */
+  private async operate<T extends object>(
+    node: AgentAddress,
+    path: string,
+    wireClass: new () => T,
+    send: (
+      client: Client<paths>,
+      signal: AbortSignal,
+    ) => Promise<{ data?: string; error?: unknown; response: Response }>,
+  ): Promise<AgentAnswer<T>> {
+    const { data, error, response } = await this.call(
+      node,
+      path,
+      this.settings.timeoutMs,
+      send,
+      AGENT_LARGE_REPLY_MAX_BYTES,
+    );
+    if (OPERATION_REFUSALS.has(response.status)) {
+      return {
+        kind: 'refused',
+        status: response.status as 404 | 409 | 422,
+        message: agentErrorMessage(error),
+      };
+    }
+    if (!response.ok) throw failure(node, response.status, error);
+    return {
+      kind: 'answered',
+      value: await this.validated(node, path, wireClass, parseReply(data)),
+    };
+  }
+
+  /** The reply as `wireClass`, or an AgentCallError saying it answered unusably (detail logged). */
+  private async validated<T extends object>(
+    node: AgentAddress,
+    path: string,
+    wireClass: new () => T,
+    body: unknown,
+    at = '',
+  ): Promise<T> {
+    const { instance, problems } =
+      typeof body === 'object' && body !== null && !Array.isArray(body)
+        ? await validateInput(wireClass, body, 'body')
+        : { instance: undefined, problems: ['not a JSON object'] };
+    if (!instance)
+      throw this.unusable(
+        node,
+        path,
+        problems.map((problem) => at + problem),
+      );
+    return instance;
+  }
+
+  private unusable(node: AgentAddress, path: string, problems: string[]): AgentCallError {
+    // What was wrong goes to the log only: the client's words stay the same whatever answered.
+    this.logger.warn(
+      `node ${node.node_id}: ${path} answered unusably: ${summarizeProblems(problems)}`,
+    );
+    return new AgentCallError(`agent of node ${node.node_id} answered unusably`, 'failed', false);
+  }
+
   private async call<T extends { response: Response }>(
     node: AgentAddress,
     path: string,
     timeoutMs: number,
     send: (client: Client<paths>, signal: AbortSignal) => Promise<T>,
+    maxReplyBytes = AGENT_REPLY_MAX_BYTES,
   ): Promise<T> {
     const host = node.wg_ip.includes(':') ? `[${node.wg_ip}]` : node.wg_ip;
     const baseUrl = `http://${host}:${node.spawn_port}`;
@@ -188,7 +364,8 @@ export class VmHostClient {
       return await send(
         createClient<paths>({
           baseUrl,
-          fetch: (request: Request) => agentFetch(request, this.settings.connectTimeoutMs),
+          fetch: (request: Request) =>
+            agentFetch(request, this.settings.connectTimeoutMs, maxReplyBytes),
           headers: auth.token === undefined ? {} : { Authorization: `Bearer ${auth.token}` },
         }),
         signal,
