@@ -307,7 +307,7 @@ describe('VMs with real QEMU', () => {
     },
   );
 
-  it('shows a VM whose QEMU died behind the agent back as Stopped, and still deletes it', async () => {
+  it('shows a VM whose QEMU died behind the agent back as Stopped while its restart waits out the backoff, and still deletes it then', async () => {
     const created = await post('/v1/vms', { vm_type: 'e2e-doomed', ram_mb: 64, vcpu_count: 1 });
     expect(created.status).toBe(201);
     const doomed: string = created.body.vm_id;
