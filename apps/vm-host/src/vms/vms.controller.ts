@@ -17,7 +17,7 @@ import {
   VmIdParams,
   VmRecord,
 } from '@app/fleet-domain';
-import { parseSpawnKey } from './idempotency-key';
+import { parseSpawnKey } from './admission/idempotency-key';
 import {
   IdempotencyKeyInvalidError,
   IdempotencyKeyReusedError,

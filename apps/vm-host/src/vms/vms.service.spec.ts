@@ -15,7 +15,7 @@ import {
 } from '../../../../test/support/vm-services';
 import { VmHostConfig, VmHostConfigError } from '../config/vm-host.config';
 import { StartedVm } from './vm-driver';
-import { VmFiles } from './vm-files';
+import { VmFiles } from './files/vm-files';
 import { VmNotOnNodeError } from './vms.errors';
 import { VmsService } from './vms.service';
 

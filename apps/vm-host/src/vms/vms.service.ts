@@ -3,15 +3,15 @@ import type { Observable } from 'rxjs';
 import { Clock } from '@app/daemon';
 import { CreateVmRequest, VmRecord, VmState } from '@app/fleet-domain';
 import { VmHostConfigError } from '../config/vm-host.config';
-import { SpawnKey, keptKey } from './idempotency-key';
+import { SpawnKey, keptKey } from './admission/idempotency-key';
 import { NodeVmsReport, NodeVmsSource, ReportedVm } from './node-vms.source';
-import { SpawnOutcome, VmAdmissionService } from './vm-admission.service';
+import { SpawnOutcome, VmAdmissionService } from './admission/vm-admission.service';
 import { VmDriver } from './vm-driver';
-import { VmFiles } from './vm-files';
-import { VmLifecycle, toVmRecord } from './vm-lifecycle';
-import { VmReconciliationService } from './vm-reconciliation.service';
-import { VmSidecars } from './vm-sidecars';
-import { DeletedDisks } from './deleted-disks.service';
+import { VmFiles } from './files/vm-files';
+import { VmLifecycle, toVmRecord } from './life-cycle/vm-lifecycle';
+import { VmReconciliationService } from './reconciliation/vm-reconciliation.service';
+import { VmSidecars } from './files/vm-sidecars';
+import { DeletedDisks } from './files/deleted-disks.service';
 import { VmNotOnNodeError, messageOf } from './vms.errors';
 
 /**

@@ -1,6 +1,6 @@
 import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../vm-files';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../files/vm-files';
 import { runTool } from './run-tool';
 
 /** How many of the vm_id's last characters (hex digits) end the guest's hostname. */

@@ -4,7 +4,7 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VmHostConfig } from '../../config/vm-host.config';
-import { VmFiles } from '../vm-files';
+import { VmFiles } from '../files/vm-files';
 import { VmCreationUnavailableError } from '../vms.errors';
 import { QemuImages } from './qemu-images';
 

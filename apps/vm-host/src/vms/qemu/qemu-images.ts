@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { constants } from 'node:fs';
 import { access, chmod, rename, rm } from 'node:fs/promises';
-import { PRIVATE_FILE_MODE, VmFiles } from '../vm-files';
+import { PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
 import { VmCreationUnavailableError } from '../vms.errors';
 import { runTool } from './run-tool';
 

@@ -6,7 +6,7 @@ import type { HostPort } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { HostFactsService } from '../../host-facts/host-facts.service';
 import { ProcessTable } from '../../host-facts/process-table';
-import { CrashFailpoint } from '../crash-failpoint';
+import { CrashFailpoint } from '../life-cycle/crash-failpoint';
 import {
   DriverRecord,
   FoundVm,
@@ -16,7 +16,7 @@ import {
   VmRunState,
   VmSpec,
 } from '../vm-driver';
-import { PRIVATE_FILE_MODE, VmFiles } from '../vm-files';
+import { PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
 import { VmAccelerationError, VmCreateError, VmStillRunningError } from '../vms.errors';
 import { makeSeedIso } from './cloud-init';
 import {

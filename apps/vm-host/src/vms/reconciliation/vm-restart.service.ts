@@ -1,13 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import { DesiredVmState, VM_STARTS_AT_ONCE, restartDelayMs } from '@app/fleet-domain';
-import { HostMetrics } from '../metrics/host-metrics.service';
-import { VmAdmissionService } from './vm-admission.service';
-import { VmDriver } from './vm-driver';
-import { VmSidecar } from './vm-files';
-import { VmLifecycle } from './vm-lifecycle';
-import { VmSidecars } from './vm-sidecars';
-import { VmCreateError, messageOf } from './vms.errors';
+import { HostMetrics } from '../../metrics/host-metrics.service';
+import { VmAdmissionService } from '../admission/vm-admission.service';
+import { VmDriver } from '../vm-driver';
+import { VmSidecar } from '../files/vm-files';
+import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmSidecars } from '../files/vm-sidecars';
+import { VmCreateError, messageOf } from '../vms.errors';
 
 /** Why a VM is started again: shown in the log and as the restarts metric's reason. */
 export type StartCause = 'agent_start' | 'crashed' | 'operator';

@@ -4,9 +4,9 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ID_PATTERN } from '@app/fleet-domain';
-import { VmHostConfig } from '../config/vm-host.config';
+import { VmHostConfig } from '../../config/vm-host.config';
 import { VmFiles, VmSidecar } from './vm-files';
-import { SidecarUnreadableError } from './vms.errors';
+import { SidecarUnreadableError } from '../vms.errors';
 
 describe('VmFiles', () => {
   let root: string;

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { DELETED_DISK_SWEEP_INTERVAL_MS, DeletedDisks } from './deleted-disks.service';
-import { messageOf } from './vms.errors';
+import { messageOf } from '../vms.errors';
 
 /** Removes deleted VMs' disks once their retention (VM_DISK_RETENTION_S) has passed. */
 @Injectable()

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { VmReconciliationService } from './vm-reconciliation.service';
-import { messageOf } from './vms.errors';
+import { messageOf } from '../vms.errors';
 
 /**
  * How often the agent looks for VMs whose process ended while they should run, between

@@ -1,12 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import { DesiredVmState, restartDelayMs, toRfc3339 } from '@app/fleet-domain';
-import { VmLifecycle } from './vm-lifecycle';
-import { DriverRecord, FoundVm, VmDriver } from './vm-driver';
-import { VmFiles, VmSidecar } from './vm-files';
-import { NO_RECORD, VmSidecars } from './vm-sidecars';
+import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { DriverRecord, FoundVm, VmDriver } from '../vm-driver';
+import { VmFiles, VmSidecar } from '../files/vm-files';
+import { NO_RECORD, VmSidecars } from '../files/vm-sidecars';
 import { VmRestartService } from './vm-restart.service';
-import { messageOf } from './vms.errors';
+import { messageOf } from '../vms.errors';
 
 /** The lock key of reconciliations (vm ids never look like it). */
 const RECONCILIATION = '<reconciliation>';

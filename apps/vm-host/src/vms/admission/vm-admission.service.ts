@@ -9,22 +9,22 @@ import {
   capacityRefusal,
   toRfc3339,
 } from '@app/fleet-domain';
-import { VmHostConfig } from '../config/vm-host.config';
-import { HostFactsService } from '../host-facts/host-facts.service';
-import { CrashFailpoint } from './crash-failpoint';
+import { VmHostConfig } from '../../config/vm-host.config';
+import { HostFactsService } from '../../host-facts/host-facts.service';
+import { CrashFailpoint } from '../life-cycle/crash-failpoint';
 import { diskProblemOf } from './disk-problem';
 import { SpawnKey, keptKey } from './idempotency-key';
-import { VmLifecycle, specOf, toVmRecord } from './vm-lifecycle';
-import { DriverRecord, VmDriver } from './vm-driver';
-import { VmFiles, VmSidecar } from './vm-files';
-import { VmSidecars } from './vm-sidecars';
+import { VmLifecycle, specOf, toVmRecord } from '../life-cycle/vm-lifecycle';
+import { DriverRecord, VmDriver } from '../vm-driver';
+import { VmFiles, VmSidecar } from '../files/vm-files';
+import { VmSidecars } from '../files/vm-sidecars';
 import {
   IdempotencyKeyReusedError,
   VmCreateError,
   VmDiskError,
   VmDoesNotFitError,
   messageOf,
-} from './vms.errors';
+} from '../vms.errors';
 
 /** The lock key of admissions (vm ids never look like it). */
 const ADMISSION = '<admission>';

@@ -1,9 +1,9 @@
 import * as prometheus from 'prom-client';
 import { firstValueFrom } from 'rxjs';
 import { VmState } from '@app/fleet-domain';
-import { FakeClock } from '../../../../test/support/fake-clock';
-import { FakeVmDriver } from '../../../../test/support/fake-vm-driver';
-import { sampleValue } from '../../../../test/support/prometheus-text';
+import { FakeClock } from '../../../../../test/support/fake-clock';
+import { FakeVmDriver } from '../../../../../test/support/fake-vm-driver';
+import { sampleValue } from '../../../../../test/support/prometheus-text';
 import {
   FAKE_STARTED,
   VmBed,
@@ -11,12 +11,12 @@ import {
   createRequest,
   openVmBed,
   roomyVmsService,
-} from '../../../../test/support/vm-services';
-import { HostMetrics } from '../metrics/host-metrics.service';
-import { StartedVm } from './vm-driver';
-import { VmFiles } from './vm-files';
-import { VmAccelerationError, VmCreateError } from './vms.errors';
-import { VmsService } from './vms.service';
+} from '../../../../../test/support/vm-services';
+import { HostMetrics } from '../../metrics/host-metrics.service';
+import { StartedVm } from '../vm-driver';
+import { VmFiles } from '../files/vm-files';
+import { VmAccelerationError, VmCreateError } from '../vms.errors';
+import { VmsService } from '../vms.service';
 
 describe('VmLifecycle', () => {
   let bed: VmBed;

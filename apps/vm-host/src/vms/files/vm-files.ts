@@ -3,9 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DesiredVmState, HostPort, ID_PATTERN } from '@app/fleet-domain';
-import { VmHostConfig } from '../config/vm-host.config';
-import type { DriverRecord } from './vm-driver';
-import { SidecarUnreadableError } from './vms.errors';
+import { VmHostConfig } from '../../config/vm-host.config';
+import type { DriverRecord } from '../vm-driver';
+import { SidecarUnreadableError } from '../vms.errors';
 
 /**
  * What the agent keeps of a VM beside it, so that a restarted (or killed) agent reports every

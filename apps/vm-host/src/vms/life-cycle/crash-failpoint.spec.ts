@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { VmHostConfig } from '../config/vm-host.config';
+import { VmHostConfig } from '../../config/vm-host.config';
 import { CrashFailpoint } from './crash-failpoint';
 
 describe('CrashFailpoint', () => {

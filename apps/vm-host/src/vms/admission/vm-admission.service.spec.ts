@@ -7,24 +7,24 @@ import {
   VmState,
 } from '@app/fleet-domain';
 import { JsonErrorFilter } from '@app/daemon';
-import { FakeClock } from '../../../../test/support/fake-clock';
-import { FakeVmDriver, fakeHostFacts } from '../../../../test/support/fake-vm-driver';
-import { VmBed, closeVmBed, openVmBed, vmServices } from '../../../../test/support/vm-services';
-import { VmHostConfig } from '../config/vm-host.config';
-import type { HostCapacity, HostFactsService } from '../host-facts/host-facts.service';
+import { FakeClock } from '../../../../../test/support/fake-clock';
+import { FakeVmDriver, fakeHostFacts } from '../../../../../test/support/fake-vm-driver';
+import { VmBed, closeVmBed, openVmBed, vmServices } from '../../../../../test/support/vm-services';
+import { VmHostConfig } from '../../config/vm-host.config';
+import type { HostCapacity, HostFactsService } from '../../host-facts/host-facts.service';
 import { SpawnKey, parseSpawnKey } from './idempotency-key';
 import { VmAdmissionService } from './vm-admission.service';
-import { VmSpec } from './vm-driver';
-import { VmFiles } from './vm-files';
+import { VmSpec } from '../vm-driver';
+import { VmFiles } from '../files/vm-files';
 import {
   IdempotencyKeyReusedError,
   VmCreateError,
   VmCreationUnavailableError,
   VmDiskError,
   VmDoesNotFitError,
-} from './vms.errors';
-import { VMS_ERROR_STATUSES } from './vms.error-statuses';
-import { VmsService } from './vms.service';
+} from '../vms.errors';
+import { VMS_ERROR_STATUSES } from '../vms.error-statuses';
+import { VmsService } from '../vms.service';
 
 const HOST: HostCapacity = { ram_total_mb: 24_576, ram_used_mb: 3_000, cpu_cores: 8 };
 

@@ -1,15 +1,15 @@
 import { mkdir, readdir, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { firstValueFrom } from 'rxjs';
-import { fakeHostFacts } from '../../../../test/support/fake-vm-driver';
+import { fakeHostFacts } from '../../../../../test/support/fake-vm-driver';
 import {
   VmBed,
   VmServices,
   closeVmBed,
   openVmBed,
   vmServices,
-} from '../../../../test/support/vm-services';
-import { VmHostConfig } from '../config/vm-host.config';
+} from '../../../../../test/support/vm-services';
+import { VmHostConfig } from '../../config/vm-host.config';
 import { DeletedDisksJob } from './deleted-disks.job';
 
 const HOUR_MS = 3_600_000;

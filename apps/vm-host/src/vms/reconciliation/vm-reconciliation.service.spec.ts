@@ -1,14 +1,14 @@
 import { mkdir } from 'node:fs/promises';
 import { firstValueFrom } from 'rxjs';
 import { CreateVmRequest, VmState } from '@app/fleet-domain';
-import { FakeClock } from '../../../../test/support/fake-clock';
-import { FakeVmDriver, fakeHostFacts } from '../../../../test/support/fake-vm-driver';
-import { VmBed, closeVmBed, openVmBed, vmServices } from '../../../../test/support/vm-services';
-import { VmHostConfig } from '../config/vm-host.config';
-import type { HostCapacity } from '../host-facts/host-facts.service';
-import { StartedVm } from './vm-driver';
-import { VmFiles } from './vm-files';
-import { VmsService } from './vms.service';
+import { FakeClock } from '../../../../../test/support/fake-clock';
+import { FakeVmDriver, fakeHostFacts } from '../../../../../test/support/fake-vm-driver';
+import { VmBed, closeVmBed, openVmBed, vmServices } from '../../../../../test/support/vm-services';
+import { VmHostConfig } from '../../config/vm-host.config';
+import type { HostCapacity } from '../../host-facts/host-facts.service';
+import { StartedVm } from '../vm-driver';
+import { VmFiles } from '../files/vm-files';
+import { VmsService } from '../vms.service';
 
 const HOST: HostCapacity = { ram_total_mb: 24_576, ram_used_mb: 3_000, cpu_cores: 8 };
 

@@ -13,13 +13,13 @@ import {
   VmState,
   toRfc3339,
 } from '@app/fleet-domain';
-import { HostMetrics } from '../metrics/host-metrics.service';
+import { HostMetrics } from '../../metrics/host-metrics.service';
 import { CrashFailpoint } from './crash-failpoint';
 import { KeyedMutex } from './keyed-mutex';
-import { FoundVm, StartedVm, VmDriver, VmRunState, VmSpec } from './vm-driver';
-import { VmFiles, VmSidecar } from './vm-files';
+import { FoundVm, StartedVm, VmDriver, VmRunState, VmSpec } from '../vm-driver';
+import { VmFiles, VmSidecar } from '../files/vm-files';
 import { VmRestarts } from './vm-restarts';
-import { VmAccelerationError, VmCreateError, messageOf } from './vms.errors';
+import { VmAccelerationError, VmCreateError, messageOf } from '../vms.errors';
 
 const RUN_STATES: Record<VmRunState, VmState> = {
   running: VmState.Running,

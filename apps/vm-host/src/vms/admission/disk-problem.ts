@@ -1,4 +1,4 @@
-import { DISK_PROBLEMS, DiskProblem } from './vms.errors';
+import { DISK_PROBLEMS, DiskProblem } from '../vms.errors';
 
 /** How tools (qemu-img, genisoimage) print the same errors on stderr. */
 const TOOL_MESSAGES: ReadonlyArray<[RegExp, DiskProblem]> = [

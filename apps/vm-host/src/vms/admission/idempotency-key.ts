@@ -3,7 +3,7 @@ import {
   IDEMPOTENCY_KEY_TTL_MS,
   SPAWN_KEY_PATTERN,
 } from '@app/fleet-domain';
-import { IdempotencyKeyInvalidError } from './vms.errors';
+import { IdempotencyKeyInvalidError } from '../vms.errors';
 
 /** A spawn's Idempotency-Key, split: the client key's hash and the request's. */
 export interface SpawnKey {

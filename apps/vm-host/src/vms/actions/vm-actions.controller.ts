@@ -14,13 +14,13 @@ import {
 } from '@app/fleet-domain';
 import { BODY_ERRORS, ErrorCase, RequiresToken, invalidInput } from '@app/daemon';
 import { VmActionsService } from './vm-actions.service';
-import { ApiVmsErrors } from './vms.error-statuses';
+import { ApiVmsErrors } from '../vms.error-statuses';
 import {
   VmActionConflictError,
   VmDoesNotFitError,
   VmNotOnNodeError,
   VmStillRunningError,
-} from './vms.errors';
+} from '../vms.errors';
 
 const BAD_VM_ID = invalidInput(
   'vm_id is not a fleet id.',

@@ -1,5 +1,5 @@
 import { diskProblemOf } from './disk-problem';
-import { VmCreateError } from './vms.errors';
+import { VmCreateError } from '../vms.errors';
 
 describe('diskProblemOf', () => {
   it('reads the code of a Node file system error, also as the cause of a create step', () => {

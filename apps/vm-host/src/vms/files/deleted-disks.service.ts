@@ -2,10 +2,10 @@ import { Injectable, Logger } from '@nestjs/common';
 import { rename, rm } from 'node:fs/promises';
 import { Clock } from '@app/daemon';
 import { ID_PATTERN, toRfc3339 } from '@app/fleet-domain';
-import { DEFAULT_DISK_RETENTION_S, VmHostConfig } from '../config/vm-host.config';
-import { VmDriver } from './vm-driver';
+import { DEFAULT_DISK_RETENTION_S, VmHostConfig } from '../../config/vm-host.config';
+import { VmDriver } from '../vm-driver';
 import { VmFiles } from './vm-files';
-import { messageOf } from './vms.errors';
+import { messageOf } from '../vms.errors';
 
 /** How often the sweep looks for deleted disks past their retention. */
 export const DELETED_DISK_SWEEP_INTERVAL_MS = 60_000;

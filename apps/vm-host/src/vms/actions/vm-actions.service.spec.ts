@@ -1,8 +1,8 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DesiredVmState, VmOperation, VmState } from '@app/fleet-domain';
-import { FakeClock } from '../../../../test/support/fake-clock';
-import { FakeVmDriver, fakeHostFacts } from '../../../../test/support/fake-vm-driver';
+import { FakeClock } from '../../../../../test/support/fake-clock';
+import { FakeVmDriver, fakeHostFacts } from '../../../../../test/support/fake-vm-driver';
 import {
   FAKE_STARTED,
   VmBed,
@@ -10,10 +10,10 @@ import {
   closeVmBed,
   openVmBed,
   vmServices,
-} from '../../../../test/support/vm-services';
-import { VmHostConfig } from '../config/vm-host.config';
-import { VmFiles } from './vm-files';
-import { VmActionConflictError, VmDoesNotFitError, VmNotOnNodeError } from './vms.errors';
+} from '../../../../../test/support/vm-services';
+import { VmHostConfig } from '../../config/vm-host.config';
+import { VmFiles } from '../files/vm-files';
+import { VmActionConflictError, VmDoesNotFitError, VmNotOnNodeError } from '../vms.errors';
 
 const VM = 'vm-00000000000000a1';
 const SSH = [{ host_port: 40022, guest_port: 22, protocol: 'tcp' as const }];

@@ -1,4 +1,4 @@
-import { IdempotencyKeyInvalidError } from './vms.errors';
+import { IdempotencyKeyInvalidError } from '../vms.errors';
 import { keptKey, parseSpawnKey } from './idempotency-key';
 
 const keyHash = 'a'.repeat(64);

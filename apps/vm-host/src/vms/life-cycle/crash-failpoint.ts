@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { writeSync } from 'node:fs';
-import { Failpoint, VmHostConfig } from '../config/vm-host.config';
+import { Failpoint, VmHostConfig } from '../../config/vm-host.config';
 
 /**
  * Test-only: kills the agent at one provisioning step (VM_HOST_FAILPOINT, read at start-up), as

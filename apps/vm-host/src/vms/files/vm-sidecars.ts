@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DesiredVmState, toRfc3339 } from '@app/fleet-domain';
-import { DriverRecord, FoundVm, VmDriver } from './vm-driver';
+import { DriverRecord, FoundVm, VmDriver } from '../vm-driver';
 import { VmFiles, VmSidecar } from './vm-files';
-import { SidecarUnreadableError } from './vms.errors';
+import { SidecarUnreadableError } from '../vms.errors';
 
 /** A record for a VM whose driver data is lost: the driver finds its processes by name alone. */
 export const NO_RECORD: DriverRecord = { kind: 'none' };

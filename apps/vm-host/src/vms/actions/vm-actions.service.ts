@@ -8,19 +8,19 @@ import {
   VmLifeCycle,
   VmOperation,
 } from '@app/fleet-domain';
-import { VmAdmissionService } from './vm-admission.service';
-import { DriverRecord, VmDriver } from './vm-driver';
-import { VmFiles, VmSidecar } from './vm-files';
-import { VmLifecycle } from './vm-lifecycle';
-import { VmRestartService } from './vm-restart.service';
-import { VmSidecars } from './vm-sidecars';
+import { VmAdmissionService } from '../admission/vm-admission.service';
+import { DriverRecord, VmDriver } from '../vm-driver';
+import { VmFiles, VmSidecar } from '../files/vm-files';
+import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmRestartService } from '../reconciliation/vm-restart.service';
+import { VmSidecars } from '../files/vm-sidecars';
 import { printableConsole } from './console-text';
 import {
   VmActionConflictError,
   VmDoesNotFitError,
   VmNotOnNodeError,
   messageOf,
-} from './vms.errors';
+} from '../vms.errors';
 
 /**
  * What an operator does to a VM on its node: stop (ACPI power-down, then its process ended
