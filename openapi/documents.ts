@@ -5,7 +5,12 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { FLEET_APP_OPTIONS, buildFleetOpenApiDocument } from '../apps/fleet/src/bootstrap';
+import {
+  FLEET_APP_OPTIONS,
+  buildFleetOpenApiDocument,
+  buildFleetOpsApp,
+  buildFleetOpsOpenApiDocument,
+} from '../apps/fleet/src/bootstrap';
 import { FleetAppModule } from '../apps/fleet/src/fleet-app.module';
 import { VM_HOST_APP_OPTIONS } from '../apps/vm-host/src/bootstrap';
 import { buildVmHostOpenApiDocument } from '../apps/vm-host/src/docs/vm-host.openapi';
@@ -45,6 +50,23 @@ export function renderFleetDocument(): Promise<string> {
       }),
     buildFleetOpenApiDocument,
   );
+}
+
+/** The operations listener's document, its app built in preview on a main app in preview. */
+export async function renderFleetOpsDocument(): Promise<string> {
+  const fleet = await NestFactory.create<NestExpressApplication>(FleetAppModule.forConfig(), {
+    ...FLEET_APP_OPTIONS,
+    preview: true,
+    logger: false,
+  });
+  try {
+    return await render(
+      () => buildFleetOpsApp(fleet, { preview: true, logger: false }),
+      buildFleetOpsOpenApiDocument,
+    );
+  } finally {
+    await fleet.close();
+  }
 }
 
 export function renderVmHostDocument(): Promise<string> {

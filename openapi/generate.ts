@@ -7,7 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { format } from 'prettier';
-import { renderFleetDocument, renderVmHostDocument } from './documents';
+import { renderFleetDocument, renderFleetOpsDocument, renderVmHostDocument } from './documents';
 
 const ROOT = join(__dirname, '..');
 
@@ -24,14 +24,21 @@ async function renderClientTypes(document: string, source: string): Promise<stri
 async function main(): Promise<void> {
   const check = process.argv.includes('--check');
   const fleetDocument = await renderFleetDocument();
+  const fleetOpsDocument = await renderFleetOpsDocument();
   const vmHostDocument = await renderVmHostDocument();
   const outputs: Array<{ path: string; content: string }> = [
     { path: 'openapi/fleet.openapi.json', content: fleetDocument },
+    { path: 'openapi/fleet-ops.openapi.json', content: fleetOpsDocument },
     { path: 'openapi/vm-host.openapi.json', content: vmHostDocument },
     {
       // The agent and the ppn-fleet CLI talk to the controller through this (as FleetApi).
       path: 'libs/fleet-domain/src/wire/fleet-api.generated.ts',
       content: await renderClientTypes(fleetDocument, 'openapi/fleet.openapi.json'),
+    },
+    {
+      // The ppn-fleet CLI's VM actions go through this (as FleetOpsApi).
+      path: 'libs/fleet-domain/src/wire/fleet-ops-api.generated.ts',
+      content: await renderClientTypes(fleetOpsDocument, 'openapi/fleet-ops.openapi.json'),
     },
     {
       // The controller dispatches to agents through this.

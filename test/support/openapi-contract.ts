@@ -53,7 +53,9 @@ function toJsonSchema(schema: Schema, closed: boolean): Schema {
     converted.additionalProperties = false;
   }
   if (schema.nullable !== true) return converted;
-  if (typeof converted.type === 'string') {
+  // A nullable reference (`allOf: [$ref]`, as Nest writes one) is null or the referenced schema.
+  const composed = SCHEMA_LISTS.some((keyword) => converted[keyword] !== undefined);
+  if (typeof converted.type === 'string' && !composed) {
     converted.type = [converted.type, 'null'];
     if (Array.isArray(converted.enum)) converted.enum = [...(converted.enum as unknown[]), null];
     return converted;

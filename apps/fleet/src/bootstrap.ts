@@ -1,18 +1,22 @@
 import { NestFactory } from '@nestjs/core';
-import type { NestApplicationOptions } from '@nestjs/common';
+import type { INestApplication, NestApplicationOptions } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import {
+  ConfigurationError,
   DaemonLogger,
+  ListenAddress,
   addTokenSchemes,
   configureDaemonHttp,
   createDaemonDocument,
   daemonDocumentBuilder,
+  formatListenAddress,
   serveSwaggerUi,
 } from '@app/daemon';
 import { FLEET_PORT } from '@app/fleet-domain';
 import { FleetConfig } from './config/fleet.config';
 import { FleetAppModule } from './fleet-app.module';
+import { FleetOpsAppHolder, FleetOpsAppModule, fleetOpsSharedFrom } from './fleet-ops-app.module';
 
 /** Options every fleet app is created with: main, the e2e tests and the OpenAPI generator. */
 export const FLEET_APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
@@ -63,4 +67,72 @@ export async function createFleetApp(
     ...options,
   });
   return configureFleetApp(app);
+}
+
+/** The operations listener's document: openapi/fleet-ops.openapi.json. */
+export function buildFleetOpsOpenApiDocument(app: NestExpressApplication): OpenAPIObject {
+  const builder = daemonDocumentBuilder({
+    title: 'service-vm-fleet operations',
+    description:
+      "PPN fleet controller, operations listener: the VMs with their life cycles, and an operator's stop, start, restart and serial console, each sent to the agent of the VM's node with that node's own token. It listens on VM_FLEET_OPS_ADDR (default 127.0.0.1:9206: the controller's own host only), apart from the API on port 9203, whose routes it does not change. With VM_FLEET_API_TOKEN set, every operation needs that token; unset, they are open. Every answer about an agent is in the controller's own words; nothing an agent answers is passed on but its validated life cycle or console text.",
+    server: {
+      url: 'http://{ops_address}',
+      description: "The controller's operations listener.",
+      variables: {
+        ops_address: {
+          default: '127.0.0.1:9206',
+          description: "The controller's VM_FLEET_OPS_ADDR.",
+        },
+      },
+    },
+    tags: {
+      vms: "VMs with their life cycles, and the actions sent to the agent of each VM's node.",
+    },
+  });
+  return createDaemonDocument(app, addTokenSchemes(builder, ['api']));
+}
+
+/** Everything that makes a Nest app the operations listener, apart from listening. */
+export function configureFleetOpsApp(app: NestExpressApplication): NestExpressApplication {
+  return configureDaemonHttp(app, serveSwaggerUi(buildFleetOpsOpenApiDocument));
+}
+
+/**
+ * The operations listener's app, not configured: a second Nest app in this process whose
+ * services are the main app's own instances (see FleetOpsAppModule), closed when `fleet` is.
+ * For main (through createFleetOpsApp), the e2e tests and, in preview, the OpenAPI generator.
+ */
+export async function buildFleetOpsApp(
+  fleet: INestApplication,
+  options: NestApplicationOptions = {},
+): Promise<NestExpressApplication> {
+  const ops = await NestFactory.create<NestExpressApplication>(
+    FleetOpsAppModule.forShared(fleetOpsSharedFrom(fleet)),
+    {
+      ...FLEET_APP_OPTIONS,
+      logger: new DaemonLogger(fleet.get(FleetConfig).logFormat),
+      ...options,
+    },
+  );
+  if (!options.preview) fleet.get(FleetOpsAppHolder).hold(ops);
+  return ops;
+}
+
+export async function createFleetOpsApp(
+  fleet: INestApplication,
+  options: NestApplicationOptions = {},
+): Promise<NestExpressApplication> {
+  return configureFleetOpsApp(await buildFleetOpsApp(fleet, options));
+}
+
+/** Binds the operations listener; a bind failure names VM_FLEET_OPS_ADDR, as a bad value does. */
+export async function listenForOperators(
+  ops: NestExpressApplication,
+  address: ListenAddress,
+): Promise<void> {
+  await ops.listen(address.port, address.host).catch((error: unknown) => {
+    throw new ConfigurationError(
+      `VM_FLEET_OPS_ADDR ${formatListenAddress(address)} cannot be bound: ${(error as Error).message}`,
+    );
+  });
 }

@@ -4,14 +4,12 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { BearerTokenGuard, BearerTokens, JsonErrorFilter, createValidationPipe } from '@app/daemon';
 import { FleetConfig } from './config/fleet.config';
 import { FLEET_ERROR_STATUSES } from './fleet-error.statuses';
+import { FLEET_REALM, FleetOpsAppHolder } from './fleet-ops-app.module';
 import { FleetModule } from './fleet/fleet.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { NodeTokens } from './nodes/node-tokens';
 import { NodesModule } from './nodes/nodes.module';
 import { VmsModule } from './vms/vms.module';
-
-/** The realm of every Bearer challenge the controller sends. */
-const REALM = 'service-vm-fleet';
 
 /**
  * The configuration and the tokens, for every module. The store of fleet state and its clock
@@ -30,13 +28,15 @@ class FleetCoreModule {
           // secret; with one, the heartbeat route checks the node's own once it knows the node.
           provide: BearerTokens,
           useValue: config.nodeSecret
-            ? new BearerTokens(REALM, { api: config.apiToken }, [], ['node'])
-            : new BearerTokens(REALM, { node: config.nodeToken, api: config.apiToken }),
+            ? new BearerTokens(FLEET_REALM, { api: config.apiToken }, [], ['node'])
+            : new BearerTokens(FLEET_REALM, { node: config.nodeToken, api: config.apiToken }),
         },
         // What heartbeats are judged by and what the controller sends each agent.
         { provide: NodeTokens, useValue: NodeTokens.fromConfig(config) },
+        // The operations listener's app, once made: closed with this one.
+        FleetOpsAppHolder,
       ],
-      exports: [FleetConfig, BearerTokens, NodeTokens],
+      exports: [FleetConfig, BearerTokens, NodeTokens, FleetOpsAppHolder],
     };
   }
 }
@@ -58,7 +58,10 @@ export class FleetAppModule {
       providers: [
         { provide: APP_GUARD, useClass: BearerTokenGuard },
         { provide: APP_PIPE, useFactory: createValidationPipe },
-        { provide: APP_FILTER, useFactory: () => new JsonErrorFilter(FLEET_ERROR_STATUSES, REALM) },
+        {
+          provide: APP_FILTER,
+          useFactory: () => new JsonErrorFilter(FLEET_ERROR_STATUSES, FLEET_REALM),
+        },
       ],
     };
   }

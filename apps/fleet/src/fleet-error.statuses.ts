@@ -1,5 +1,6 @@
 import { DomainErrorStatuses } from '@app/daemon';
 import { NODES_ERROR_STATUSES, STORE_ERROR_STATUSES } from './nodes/nodes.error-statuses';
+import { OPERATIONS_ERROR_STATUSES } from './operations/operations.error-statuses';
 import { VMS_ERROR_STATUSES } from './vms/vms.error-statuses';
 
 /**
@@ -8,6 +9,13 @@ import { VMS_ERROR_STATUSES } from './vms/vms.error-statuses';
  */
 export const FLEET_ERROR_STATUSES: DomainErrorStatuses = [
   ...NODES_ERROR_STATUSES,
+  ...VMS_ERROR_STATUSES,
+  ...STORE_ERROR_STATUSES,
+];
+
+/** Every domain error the operations listener's services throw, and its status. */
+export const FLEET_OPS_ERROR_STATUSES: DomainErrorStatuses = [
+  ...OPERATIONS_ERROR_STATUSES,
   ...VMS_ERROR_STATUSES,
   ...STORE_ERROR_STATUSES,
 ];

@@ -5,10 +5,11 @@ import {
   BearerTokens,
   exitCleanlyOnSignals,
   exitOnStartupFailure,
+  formatListenAddress,
   notifyServiceReady,
 } from '@app/daemon';
 import { FLEET_PORT } from '@app/fleet-domain';
-import { createFleetApp } from './bootstrap';
+import { createFleetApp, createFleetOpsApp, listenForOperators } from './bootstrap';
 import { loadFleetConfig, refuseArguments } from './config/fleet.config';
 import { NodeTokens } from './nodes/node-tokens';
 
@@ -22,9 +23,21 @@ async function main(): Promise<void> {
   logger.log(
     `service-vm-fleet listening on 0.0.0.0:${FLEET_PORT} (state ${config.redisUrlForLogs ? `shared in Redis at ${config.redisUrlForLogs}` : 'in memory'}; Swagger UI at /docs)`,
   );
+  const opsAddress = config.opsListenAddress;
+  if (opsAddress) {
+    await listenForOperators(await createFleetOpsApp(app), opsAddress);
+    logger.log(
+      `operations listener on ${formatListenAddress(opsAddress)} (VM stop, start, restart, consoles; Swagger UI at /docs)`,
+    );
+  } else {
+    logger.log('no operations listener (VM_FLEET_OPS_ADDR=off)');
+  }
+  const opsExposure = opsAddress
+    ? ` and who reaches ${formatListenAddress(opsAddress)} can stop, start and restart them and read their consoles`
+    : '';
   const open = app.get(BearerTokens).openWarning({
     node: `anyone who reaches port ${FLEET_PORT} can enroll a node or overwrite any node's record`,
-    api: `anyone who reaches port ${FLEET_PORT} can list, create and delete every tenant's VMs`,
+    api: `anyone who reaches port ${FLEET_PORT} can list, create and delete every tenant's VMs${opsExposure}`,
   });
   if (open) logger.warn(open);
   for (const warning of app.get(NodeTokens).transitionWarnings()) logger.warn(warning);

@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { VmOperationsController } from './vm-operations.controller';
+import { VmOperationsService } from './vm-operations.service';
+
+/**
+ * The operations listener's feature: its controller and service. What they need (the VMs'
+ * listing, the agents' client, the tokens) comes from the controller's own instances, which
+ * the ops app's root module provides globally.
+ */
+@Module({
+  controllers: [VmOperationsController],
+  providers: [VmOperationsService],
+})
+export class OperationsModule {}

@@ -1,0 +1,256 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { BODY_ERRORS, ErrorCase, RequiresToken, invalidInput } from '@app/daemon';
+import {
+  ApiAcceptedResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  EXAMPLE_NODE_ID,
+  EXAMPLE_VM_ID,
+  FleetVmWithLifeCycle,
+  RestartVmRequest,
+  StopVmRequest,
+  TenantQuery,
+  VmConsole,
+  VmConsoleQuery,
+  VmIdParams,
+  VmLifeCycle,
+} from '@app/fleet-domain';
+import { ApiFleetStateErrors } from '../nodes/nodes.error-statuses';
+import { VMS_ERROR_STATUSES } from '../vms/vms.error-statuses';
+import { VmNotFoundError } from '../vms/vms.errors';
+import { agentConflictOf, describeAgentConflict } from './agent-conflicts';
+import { OPERATIONS_ERROR_STATUSES } from './operations.error-statuses';
+import { VmOperationsService } from './vm-operations.service';
+import {
+  VmAction,
+  VmActionConflictError,
+  VmAgentFailedError,
+  VmNodeSilentError,
+  VmNotOnItsNodeError,
+  VmStartNoRoomError,
+} from './vm-operations.errors';
+
+const STATUSES = [...OPERATIONS_ERROR_STATUSES, ...VMS_ERROR_STATUSES];
+
+const INVALID_VM_ID = invalidInput(
+  'vm_id is not a fleet id.',
+  'vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
+);
+
+const VM_NOT_FOUND: ErrorCase = {
+  name: 'vm-not-found',
+  when: 'No node lists a VM with this id.',
+  error: new VmNotFoundError(EXAMPLE_VM_ID),
+};
+
+/** The errors every action on one VM may answer, besides its own. */
+function actionErrors(action: VmAction): ErrorCase[] {
+  const conflict = (name: string, agentMessage: string): ErrorCase => ({
+    name,
+    when: `The agent refused: ${agentMessage.replace(EXAMPLE_VM_ID, '<vm_id>')}.`,
+    error: new VmActionConflictError(
+      EXAMPLE_VM_ID,
+      EXAMPLE_NODE_ID,
+      describeAgentConflict(
+        EXAMPLE_VM_ID,
+        EXAMPLE_NODE_ID,
+        action,
+        agentConflictOf(EXAMPLE_VM_ID, agentMessage),
+      ),
+    ),
+  });
+  // A console read changes nothing: the agent has no state to refuse it for.
+  const conflicts: ErrorCase[] =
+    action === 'console read'
+      ? []
+      : [
+          ...(action === 'stop'
+            ? [conflict('already-stopped', `vm ${EXAMPLE_VM_ID} is already stopped`)]
+            : action === 'start'
+              ? [conflict('already-running', `vm ${EXAMPLE_VM_ID} is already running`)]
+              : []),
+          conflict(
+            'being-created',
+            `vm ${EXAMPLE_VM_ID} is being created; try again once it is Running`,
+          ),
+          conflict('operation-under-way', `vm ${EXAMPLE_VM_ID} is already stopping`),
+          conflict(
+            'unreadable',
+            `vm ${EXAMPLE_VM_ID} cannot be read on its node (sidecar unreadable); only a delete acts on it`,
+          ),
+          {
+            name: 'agent-conflict',
+            when: 'The agent refused with a 409 in other words: the answer does not quote it.',
+            error: new VmActionConflictError(
+              EXAMPLE_VM_ID,
+              EXAMPLE_NODE_ID,
+              describeAgentConflict(EXAMPLE_VM_ID, EXAMPLE_NODE_ID, action, { kind: 'other' }),
+            ),
+          },
+        ];
+  return [
+    VM_NOT_FOUND,
+    {
+      name: 'node-silent',
+      when: 'The VM is listed with node_silent_since: no live agent manages it, so none is asked.',
+      error: new VmNodeSilentError(
+        EXAMPLE_VM_ID,
+        EXAMPLE_NODE_ID,
+        action,
+        '2026-08-06T12:00:00.000Z',
+      ),
+    },
+    ...conflicts,
+    {
+      name: 'not-on-its-node',
+      when: "The node's agent does not know the VM (deleted meanwhile): it leaves the listing at the next heartbeat.",
+      error: new VmNotOnItsNodeError(EXAMPLE_VM_ID, EXAMPLE_NODE_ID),
+    },
+    {
+      name: 'agent-unreachable',
+      when: "The node's agent could not be reached, or did not answer within 10 s. The answer is the same whatever is at the node's address; the controller's log has the detail.",
+      error: new VmAgentFailedError(EXAMPLE_VM_ID, EXAMPLE_NODE_ID, action, 'unreachable'),
+    },
+    {
+      name: 'agent-failed',
+      when: "The node's agent answered what its API does not give (another status, a body that is not its answer). Nothing of it is passed on; the controller's log has the detail.",
+      error: new VmAgentFailedError(EXAMPLE_VM_ID, EXAMPLE_NODE_ID, action, 'failed'),
+    },
+  ];
+}
+
+const NO_ROOM: ErrorCase = {
+  name: 'no-room',
+  when: "The node has no room to start the VM: the agent's reason follows, printable and at most 200 characters.",
+  error: new VmStartNoRoomError(
+    EXAMPLE_VM_ID,
+    EXAMPLE_NODE_ID,
+    'ram_mb: 2048 MB does not fit on this node: 1024 MB committable of 24576 MB (margin 512 MB)',
+  ),
+};
+
+/**
+ * The operations listener's routes on VMs: the listing with life cycles, and the actions sent
+ * to the agent of the VM's node.
+ */
+@ApiTags('vms')
+@RequiresToken('api')
+@Controller('v1/vms')
+export class VmOperationsController {
+  constructor(private readonly operations: VmOperationsService) {}
+
+  @Get()
+  @ApiOperation({
+    operationId: 'listVmsWithLifeCycles',
+    summary: 'VMs on the nodes with their life cycles, optionally of one tenant',
+    description:
+      "Every VM as the API's GET /v1/vms lists it, each with its life cycle from its node's agent (asked once per live node, all at once, at most 3 s each): life_cycle is null for a VM whose agent did not answer usably in time, or which no live agent manages (node_silent_since).",
+  })
+  @ApiOkResponse({ type: [FleetVmWithLifeCycle], description: 'The VMs; [] when there are none.' })
+  @ApiFleetStateErrors(
+    STATUSES,
+    invalidInput(
+      'tenant_id is not a fleet id.',
+      'tenant_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
+    ),
+  )
+  listVms(@Query() { tenant_id }: TenantQuery): Promise<FleetVmWithLifeCycle[]> {
+    return this.operations.listVms(tenant_id);
+  }
+
+  @Get(':vm_id')
+  @ApiOperation({
+    operationId: 'getVm',
+    summary: 'One VM with its life cycle',
+    description:
+      "The VM as the listing shows it, its life cycle asked of its node's agent (null as in the listing). What `ppn-fleet vm stop|start|restart --wait` follows.",
+  })
+  @ApiOkResponse({ type: FleetVmWithLifeCycle, description: 'The VM.' })
+  @ApiFleetStateErrors(STATUSES, INVALID_VM_ID, VM_NOT_FOUND)
+  getVm(@Param() { vm_id }: VmIdParams): Promise<FleetVmWithLifeCycle> {
+    return this.operations.getVm(vm_id);
+  }
+
+  @Post(':vm_id/stop')
+  @HttpCode(202)
+  @ApiOperation({
+    operationId: 'stopVm',
+    summary: "Have the VM's node stop it, and keep it stopped",
+    description:
+      "Sent to the agent of the VM's node: the guest is asked to power down (ACPI) and QEMU is ended after timeout_s, or at once with force. The VM's desired state becomes stopped: its agent does not start it again after a reboot or crash. The stop goes on on the node; the answer is the life cycle as it began (operation stopping).",
+  })
+  @ApiAcceptedResponse({ type: VmLifeCycle, description: 'The stop was taken by the agent.' })
+  @ApiFleetStateErrors(
+    STATUSES,
+    ...BODY_ERRORS,
+    invalidInput(
+      'vm_id is not a fleet id, or force or timeout_s is not what it must be; the message names each.',
+      'timeout_s must not be less than 1',
+    ),
+    ...actionErrors('stop'),
+  )
+  stopVm(@Param() { vm_id }: VmIdParams, @Body() request: StopVmRequest): Promise<VmLifeCycle> {
+    return this.operations.stopVm(vm_id, request);
+  }
+
+  @Post(':vm_id/start')
+  @HttpCode(202)
+  @ApiOperation({
+    operationId: 'startVm',
+    summary: "Have the VM's node start it again",
+    description:
+      "Sent to the agent of the VM's node, which starts the stopped VM (its desired state becomes running again). The answer is the life cycle as the start began (operation starting); a 422 when the node has no room for it now.",
+  })
+  @ApiAcceptedResponse({ type: VmLifeCycle, description: 'The start was taken by the agent.' })
+  @ApiFleetStateErrors(STATUSES, INVALID_VM_ID, ...actionErrors('start'), NO_ROOM)
+  startVm(@Param() { vm_id }: VmIdParams): Promise<VmLifeCycle> {
+    return this.operations.startVm(vm_id);
+  }
+
+  @Post(':vm_id/restart')
+  @HttpCode(202)
+  @ApiOperation({
+    operationId: 'restartVm',
+    summary: "Have the VM's node restart it",
+    description:
+      "Sent to the agent of the VM's node: without force, stopped as a stop does (timeout_s) and started again in a new process; with force, reset in place at once. The answer is the life cycle as the restart began (operation restarting).",
+  })
+  @ApiAcceptedResponse({ type: VmLifeCycle, description: 'The restart was taken by the agent.' })
+  @ApiFleetStateErrors(
+    STATUSES,
+    ...BODY_ERRORS,
+    invalidInput(
+      'vm_id is not a fleet id, or force or timeout_s is not what it must be; the message names each.',
+      'timeout_s must not be less than 1',
+    ),
+    ...actionErrors('restart'),
+    NO_ROOM,
+  )
+  restartVm(
+    @Param() { vm_id }: VmIdParams,
+    @Body() request: RestartVmRequest,
+  ): Promise<VmLifeCycle> {
+    return this.operations.restartVm(vm_id, request);
+  }
+
+  @Get(':vm_id/console')
+  @ApiOperation({
+    operationId: 'readVmConsole',
+    summary: "A part of the VM's serial console",
+    description:
+      "Read by the agent of the VM's node from the VM's console log, as printable text. Without from, the last max_bytes; a follower passes the last answer's next as from (reset says the log began again, a new boot).",
+  })
+  @ApiOkResponse({ type: VmConsole, description: 'The text, and where to read from next.' })
+  @ApiFleetStateErrors(
+    STATUSES,
+    invalidInput(
+      'vm_id is not a fleet id, or from or max_bytes is out of its range; the message names each.',
+      'max_bytes must not be greater than 1048576',
+    ),
+    ...actionErrors('console read'),
+  )
+  readConsole(@Param() { vm_id }: VmIdParams, @Query() query: VmConsoleQuery): Promise<VmConsole> {
+    return this.operations.readConsole(vm_id, query);
+  }
+}

@@ -1,0 +1,191 @@
+import { Injectable, Logger } from '@nestjs/common';
+import {
+  FleetVmWithLifeCycle,
+  RestartVmRequest,
+  StopVmRequest,
+  VmConsole,
+  VmConsoleQuery,
+  VmLifeCycle,
+  compareIds,
+} from '@app/fleet-domain';
+import {
+  AgentAnswer,
+  AgentCallError,
+  VmHostClient,
+  VmHostClientSettings,
+} from '../vms/vm-host.client';
+import { ListedFleetVm, VmsService } from '../vms/vms.service';
+import { agentConflictOf, describeAgentConflict } from './agent-conflicts';
+import {
+  VmAction,
+  VmActionConflictError,
+  VmAgentFailedError,
+  VmNodeSilentError,
+  VmNotOnItsNodeError,
+  VmStartNoRoomError,
+} from './vm-operations.errors';
+
+/**
+ * The longest the listing waits for a node's agent: a slow or silent one shows its VMs without
+ * a life cycle rather than holding up every other node's.
+ */
+export const LIFE_CYCLE_LISTING_TIMEOUT_MS = 3_000;
+
+/** The agent's refusal of a VM it was not asked about, or its answer about another VM. */
+const NOT_THIS_VM = 'answered about another vm';
+
+/**
+ * What the operations listener does: the VMs with their life cycles from their agents, and an
+ * operator's stop, start, restart or console read sent to the agent of the VM's node with that
+ * node's own credential. Every answer is the controller's own words about the agent's outcome.
+ */
+@Injectable()
+export class VmOperationsService {
+  private readonly logger = new Logger('VmOperations');
+
+  constructor(
+    private readonly vms: VmsService,
+    private readonly vmHost: VmHostClient,
+    private readonly vmHostSettings: VmHostClientSettings,
+  ) {}
+
+  /**
+   * Every VM as the API lists it, each with its life cycle: one GET /v1/vm-life-cycles per
+   * live node listing VMs, all at once, each bounded; null for a VM whose agent did not answer
+   * usably in time, or which no live agent manages.
+   */
+  async listVms(tenantId?: string): Promise<FleetVmWithLifeCycle[]> {
+    const listed = await this.vms.listWithNodes(tenantId);
+    const nodes = new Map(
+      listed.filter(({ silent }) => !silent).map(({ node }) => [node.node_id, node]),
+    );
+    const timeoutMs = Math.min(LIFE_CYCLE_LISTING_TIMEOUT_MS, this.vmHostSettings.timeoutMs);
+    const byNode = new Map(
+      await Promise.all(
+        [...nodes.values()]
+          .sort((a, b) => compareIds(a.node_id, b.node_id))
+          .map(async (node) => {
+            const lifeCycles = await this.vmHost
+              .lifeCycles(node, timeoutMs)
+              .catch((error: unknown) => {
+                // The client logged the detail; the VMs are shown without a life cycle.
+                if (!(error instanceof AgentCallError)) throw error;
+                return undefined;
+              });
+            const byVm = new Map(lifeCycles?.map((lifeCycle) => [lifeCycle.vm_id, lifeCycle]));
+            return [node.node_id, byVm] as const;
+          }),
+      ),
+    );
+    return listed.map(({ vm, node, silent }) =>
+      withLifeCycle(vm, silent ? undefined : byNode.get(node.node_id)?.get(vm.vm_id)),
+    );
+  }
+
+  /** One VM with its life cycle (null as in the listing); VmNotFoundError when none lists it. */
+  async getVm(vmId: string): Promise<FleetVmWithLifeCycle> {
+    const { vm, node, silent } = await this.vms.findWithNode(vmId);
+    if (silent) return withLifeCycle(vm, undefined);
+    const answer = await this.vmHost.lifeCycle(node, vmId).catch((error: unknown) => {
+      if (!(error instanceof AgentCallError)) throw error;
+      return undefined;
+    });
+    if (answer?.kind !== 'answered') return withLifeCycle(vm, undefined);
+    if (answer.value.vm_id !== vmId) {
+      this.logger.warn(`node ${node.node_id}: life cycle of vm ${vmId} ${NOT_THIS_VM}`);
+      return withLifeCycle(vm, undefined);
+    }
+    return withLifeCycle(vm, answer.value);
+  }
+
+  stopVm(vmId: string, request: StopVmRequest): Promise<VmLifeCycle> {
+    return this.act(vmId, 'stop', (listed) => this.vmHost.stop(listed.node, vmId, request)).then(
+      (lifeCycle) => {
+        this.logger.log(
+          `vm ${vmId}: stop sent to its node's agent (${request.force ? 'forced' : `ACPI, then ended after ${request.timeout_s} s`})`,
+        );
+        return lifeCycle;
+      },
+    );
+  }
+
+  startVm(vmId: string): Promise<VmLifeCycle> {
+    return this.act(vmId, 'start', (listed) => this.vmHost.start(listed.node, vmId));
+  }
+
+  restartVm(vmId: string, request: RestartVmRequest): Promise<VmLifeCycle> {
+    return this.act(vmId, 'restart', (listed) => this.vmHost.restart(listed.node, vmId, request));
+  }
+
+  /** A part of the VM's serial console, as its agent read it. */
+  readConsole(vmId: string, query: VmConsoleQuery): Promise<VmConsole> {
+    return this.act(vmId, 'console read', (listed) =>
+      this.vmHost.console(listed.node, vmId, query),
+    );
+  }
+
+  /**
+   * Finds the VM's node in the store and asks that node's agent: a VM no live agent manages is
+   * refused before anything is sent, and the agent's answer is judged into the controller's
+   * own words (see answerOf).
+   */
+  private async act<T extends { vm_id: string }>(
+    vmId: string,
+    action: VmAction,
+    send: (listed: ListedFleetVm) => Promise<AgentAnswer<T>>,
+  ): Promise<T> {
+    const listed = await this.vms.findWithNode(vmId);
+    const nodeId = listed.node.node_id;
+    if (listed.silent) {
+      throw new VmNodeSilentError(vmId, nodeId, action, listed.vm.node_silent_since ?? '');
+    }
+    let answer: AgentAnswer<T>;
+    try {
+      answer = await send(listed);
+    } catch (error) {
+      if (!(error instanceof AgentCallError)) throw error;
+      // The client's message may quote the agent: the operator gets fixed words, the log all.
+      this.logger.warn(`vm ${vmId}: ${action} on node ${nodeId} failed: ${error.message}`);
+      throw new VmAgentFailedError(vmId, nodeId, action, error.reason);
+    }
+    if (answer.kind === 'answered') {
+      if (answer.value.vm_id === vmId) return answer.value;
+      this.logger.warn(`node ${nodeId}: ${action} of vm ${vmId} ${NOT_THIS_VM}`);
+      throw new VmAgentFailedError(vmId, nodeId, action, 'failed');
+    }
+    throw this.refusalOf(vmId, nodeId, action, answer.status, answer.message);
+  }
+
+  /** The agent's refusal (404, 409, 422) as the controller's own error. */
+  private refusalOf(
+    vmId: string,
+    nodeId: string,
+    action: VmAction,
+    status: 404 | 409 | 422,
+    message: string | undefined,
+  ): Error {
+    if (status === 409) {
+      return new VmActionConflictError(
+        vmId,
+        nodeId,
+        describeAgentConflict(vmId, nodeId, action, agentConflictOf(vmId, message)),
+      );
+    }
+    if (status === 404 && message === `vm ${vmId} is not on this node`) {
+      return new VmNotOnItsNodeError(vmId, nodeId);
+    }
+    if (status === 422 && (action === 'start' || action === 'restart')) {
+      return new VmStartNoRoomError(vmId, nodeId, message);
+    }
+    // A 404 in other words (an agent without these routes) or a 422 to a stop or a read.
+    this.logger.warn(`vm ${vmId}: node ${nodeId} answered the ${action} ${status}`);
+    return new VmAgentFailedError(vmId, nodeId, action, 'failed');
+  }
+}
+
+function withLifeCycle(
+  vm: ListedFleetVm['vm'],
+  lifeCycle: VmLifeCycle | undefined,
+): FleetVmWithLifeCycle {
+  return { ...vm, life_cycle: lifeCycle ?? null };
+}

@@ -1,0 +1,944 @@
+// Generated from openapi/fleet-ops.openapi.json by `npm run openapi`. Do not edit.
+export interface paths {
+  '/v1/vms': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * VMs on the nodes with their life cycles, optionally of one tenant
+     * @description Every VM as the API's GET /v1/vms lists it, each with its life cycle from its node's agent (asked once per live node, all at once, at most 3 s each): life_cycle is null for a VM whose agent did not answer usably in time, or which no live agent manages (node_silent_since).
+     */
+    get: operations['listVmsWithLifeCycles'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/vms/{vm_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * One VM with its life cycle
+     * @description The VM as the listing shows it, its life cycle asked of its node's agent (null as in the listing). What `ppn-fleet vm stop|start|restart --wait` follows.
+     */
+    get: operations['getVm'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/vms/{vm_id}/console': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A part of the VM's serial console
+     * @description Read by the agent of the VM's node from the VM's console log, as printable text. Without from, the last max_bytes; a follower passes the last answer's next as from (reset says the log began again, a new boot).
+     */
+    get: operations['readVmConsole'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/vms/{vm_id}/restart': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Have the VM's node restart it
+     * @description Sent to the agent of the VM's node: without force, stopped as a stop does (timeout_s) and started again in a new process; with force, reset in place at once. The answer is the life cycle as the restart began (operation restarting).
+     */
+    post: operations['restartVm'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/vms/{vm_id}/start': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Have the VM's node start it again
+     * @description Sent to the agent of the VM's node, which starts the stopped VM (its desired state becomes running again). The answer is the life cycle as the start began (operation starting); a 422 when the node has no room for it now.
+     */
+    post: operations['startVm'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/vms/{vm_id}/stop': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Have the VM's node stop it, and keep it stopped
+     * @description Sent to the agent of the VM's node: the guest is asked to power down (ACPI) and QEMU is ended after timeout_s, or at once with force. The VM's desired state becomes stopped: its agent does not start it again after a reboot or crash. The stop goes on on the node; the answer is the life cycle as it began (operation stopping).
+     */
+    post: operations['stopVm'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+  schemas: {
+    /**
+     * @description running from the create on, stopped once an operator stops it, running again once started; kept with the VM on its node across agent restarts and reboots.
+     * @enum {string}
+     */
+    DesiredVmState: 'running' | 'stopped';
+    ErrorBody: {
+      /** @description The status's reason phrase, such as `Not Found`. */
+      error: string;
+      /** @description What went wrong, naming the field, header or id at fault. */
+      message: string;
+      /** @description The HTTP status again. */
+      statusCode: number;
+    };
+    FleetVmWithLifeCycle: {
+      host_ports: components['schemas']['HostPort'][];
+      /** @description The VM's life cycle as its node's agent answered just now (its desired state, an operation under way, restarts); null when the agent did not answer in time or usably, does not know the VM, or no live agent manages it (node_silent_since). */
+      life_cycle: components['schemas']['VmLifeCycle'] | null;
+      /**
+       * @description The node whose agent runs the VM. Its forwarded ports (host_ports) are reached at that node's wg_ip (GET /v1/nodes/{node_id}): ssh -p <host_port> <user>@<wg_ip>.
+       * @example example-node-01
+       */
+      node_id: string;
+      /**
+       * Format: date-time
+       * @description Only when no live agent manages the VM: its node has dropped out (silent for more than 30 s), or its node id heartbeats again from an agent that does not list it (another machine with the same node id: a cloned VM_NODE_ID, or the agent started on another VM_DISK_DIR). The last heartbeat that listed it (RFC 3339): the VM is as that heartbeat reported it, its agent is stopped or cut off, and its QEMU may still run. It stays listed with this field until an agent heartbeating with its node id lists it again; DELETE answers 409 meanwhile, or forgets the record with ?forget=true.
+       * @example 2026-08-06T12:00:00.000Z
+       */
+      node_silent_since?: string;
+      /** @example 2048 */
+      ram_alloc_mb: number;
+      /**
+       * Format: date-time
+       * @description When QEMU started it; null while it has not (yet) run. Never left out.
+       * @example 2026-08-06T12:00:00.123456789Z
+       */
+      started_at: string | null;
+      /** @example Running */
+      state: components['schemas']['VmState'];
+      /** @example example-tenant */
+      tenant_id: string | null;
+      /** @example 2 */
+      vcpu_count: number;
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
+      /** @example web */
+      vm_type: string;
+    };
+    HostPort: {
+      /** @example 22 */
+      guest_port: number;
+      /** @example 22022 */
+      host_port: number;
+      /**
+       * @example tcp
+       * @enum {string}
+       */
+      protocol: 'tcp' | 'udp';
+    };
+    RestartVmRequest: {
+      /**
+       * @description true: end QEMU at once, without asking the guest to power down first.
+       * @default false
+       */
+      force: boolean;
+      /**
+       * @description How long the guest has to power down after the ACPI request before QEMU is ended.
+       * @default 60
+       */
+      timeout_s: number;
+    };
+    StopVmRequest: {
+      /**
+       * @description true: end QEMU at once, without asking the guest to power down first.
+       * @default false
+       */
+      force: boolean;
+      /**
+       * @description How long the guest has to power down after the ACPI request before QEMU is ended.
+       * @default 60
+       */
+      timeout_s: number;
+    };
+    VmConsole: {
+      /** @description Byte offset of the first byte of text in the log of the current boot. */
+      from: number;
+      /** @description Byte offset to read from next (the log size when it was read). */
+      next: number;
+      /** @description true when the log restarted (a new boot) or older bytes than asked for are no longer there. */
+      reset: boolean;
+      /** @description Printable text: tabs and newlines kept, other control characters and terminal escapes left out, invalid UTF-8 replaced. */
+      text: string;
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
+    };
+    VmLifeCycle: {
+      /**
+       * @description running from the create on, stopped once an operator stops it, running again once started; kept with the VM on its node across agent restarts and reboots.
+       * @example running
+       */
+      desired_state: components['schemas']['DesiredVmState'];
+      /**
+       * @description How the VM's process last ended without an operator asking; null if it never did.
+       * @example QEMU process 4242 ended while the VM should run
+       */
+      last_exit: string | null;
+      /**
+       * Format: date-time
+       * @description When the agent starts the VM again (its restart backoff: 5 s doubling to 5 min); null when no start is planned.
+       * @example null
+       */
+      next_start_at: string | null;
+      /**
+       * @description An operation under way on the node; null when none is.
+       * @example stopping
+       * @enum {string|null}
+       */
+      operation: 'stopping' | 'starting' | 'restarting' | null;
+      /**
+       * @description Why the VM is in Error (a crash loop, a start that fails, no room left on the node), or why it is not running as asked; null otherwise.
+       * @example null
+       */
+      reason: string | null;
+      /**
+       * @description How many times the agent started the VM again after its process ended without an operator asking (crash, power cut) since it last ran steadily (10 min) or was started by an operator.
+       * @example 0
+       */
+      restart_count: number;
+      /** @example Running */
+      state: components['schemas']['VmState'];
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
+    };
+    /** @enum {string} */
+    VmState: 'Running' | 'Stopped' | 'Provisioning' | 'Error';
+  };
+  responses: never;
+  parameters: never;
+  requestBodies: never;
+  headers: never;
+  pathItems: never;
+}
+export type $defs = Record<string, never>;
+export interface operations {
+  listVmsWithLifeCycles: {
+    parameters: {
+      query?: {
+        /**
+         * @description Only VMs of this tenant. Given once, as a plain value (never as an array or object).
+         * @example example-tenant
+         */
+        tenant_id?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The VMs; [] when there are none. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['FleetVmWithLifeCycle'][];
+        };
+      };
+      /** @description tenant_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "tenant_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getVm: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The VM. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['FleetVmWithLifeCycle'];
+        };
+      };
+      /** @description vm_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description No node lists a VM with this id. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-0123456789abcdef is not listed on any live node",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  readVmConsole: {
+    parameters: {
+      query?: {
+        /** @description Byte offset in the console log to read from (a follower passes the last answer's `next`); absent: the last max_bytes. */
+        from?: number;
+        max_bytes?: number;
+      };
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The text, and where to read from next. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmConsole'];
+        };
+      };
+      /** @description vm_id is not a fleet id, or from or max_bytes is out of its range; the message names each. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "max_bytes must not be greater than 1048576",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - No node lists a VM with this id.
+       *     - The node's agent does not know the VM (deleted meanwhile): it leaves the listing at the next heartbeat.
+       */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The VM is listed with node_silent_since: no live agent manages it, so none is asked. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "vm vm-0123456789abcdef is on node example-node-01, whose agent has not listed it since 2026-08-06T12:00:00.000Z: no agent can be asked for the console read. Start the node's agent again with the same VM_NODE_ID and VM_DISK_DIR, then try again",
+           *       "statusCode": 409
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The node's agent could not be reached, or did not answer within 10 s. The answer is the same whatever is at the node's address; the controller's log has the detail.
+       *     - The node's agent answered what its API does not give (another status, a body that is not its answer). Nothing of it is passed on; the controller's log has the detail.
+       */
+      502: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  restartVm: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RestartVmRequest'];
+      };
+    };
+    responses: {
+      /** @description The restart was taken by the agent. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmLifeCycle'];
+        };
+      };
+      /**
+       * @description - The body is not valid JSON.
+       *     - The body nests or holds more than any valid request could (depth, values, field names).
+       *     - vm_id is not a fleet id, or force or timeout_s is not what it must be; the message names each.
+       */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - No node lists a VM with this id.
+       *     - The node's agent does not know the VM (deleted meanwhile): it leaves the listing at the next heartbeat.
+       */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The VM is listed with node_silent_since: no live agent manages it, so none is asked.
+       *     - The agent refused: vm <vm_id> is being created; try again once it is Running.
+       *     - The agent refused: vm <vm_id> is already stopping.
+       *     - The agent refused: vm <vm_id> cannot be read on its node (sidecar unreadable); only a delete acts on it.
+       *     - The agent refused with a 409 in other words: the answer does not quote it.
+       */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than 1 MiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Payload Too Large",
+           *       "message": "request body is larger than 1 MiB",
+           *       "statusCode": 413
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The body comes with a Content-Encoding other than identity: the daemons decode nothing.
+       *     - The body is not sent as Content-Type: application/json.
+       */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The node has no room to start the VM: the agent's reason follows, printable and at most 200 characters. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Unprocessable Entity",
+           *       "message": "vm vm-0123456789abcdef cannot be started on node example-node-01: ram_mb: 2048 MB does not fit on this node: 1024 MB committable of 24576 MB (margin 512 MB)",
+           *       "statusCode": 422
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The node's agent could not be reached, or did not answer within 10 s. The answer is the same whatever is at the node's address; the controller's log has the detail.
+       *     - The node's agent answered what its API does not give (another status, a body that is not its answer). Nothing of it is passed on; the controller's log has the detail.
+       */
+      502: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  startVm: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The start was taken by the agent. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmLifeCycle'];
+        };
+      };
+      /** @description vm_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - No node lists a VM with this id.
+       *     - The node's agent does not know the VM (deleted meanwhile): it leaves the listing at the next heartbeat.
+       */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The VM is listed with node_silent_since: no live agent manages it, so none is asked.
+       *     - The agent refused: vm <vm_id> is already running.
+       *     - The agent refused: vm <vm_id> is being created; try again once it is Running.
+       *     - The agent refused: vm <vm_id> is already stopping.
+       *     - The agent refused: vm <vm_id> cannot be read on its node (sidecar unreadable); only a delete acts on it.
+       *     - The agent refused with a 409 in other words: the answer does not quote it.
+       */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The node has no room to start the VM: the agent's reason follows, printable and at most 200 characters. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Unprocessable Entity",
+           *       "message": "vm vm-0123456789abcdef cannot be started on node example-node-01: ram_mb: 2048 MB does not fit on this node: 1024 MB committable of 24576 MB (margin 512 MB)",
+           *       "statusCode": 422
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The node's agent could not be reached, or did not answer within 10 s. The answer is the same whatever is at the node's address; the controller's log has the detail.
+       *     - The node's agent answered what its API does not give (another status, a body that is not its answer). Nothing of it is passed on; the controller's log has the detail.
+       */
+      502: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  stopVm: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['StopVmRequest'];
+      };
+    };
+    responses: {
+      /** @description The stop was taken by the agent. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmLifeCycle'];
+        };
+      };
+      /**
+       * @description - The body is not valid JSON.
+       *     - The body nests or holds more than any valid request could (depth, values, field names).
+       *     - vm_id is not a fleet id, or force or timeout_s is not what it must be; the message names each.
+       */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - No node lists a VM with this id.
+       *     - The node's agent does not know the VM (deleted meanwhile): it leaves the listing at the next heartbeat.
+       */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The VM is listed with node_silent_since: no live agent manages it, so none is asked.
+       *     - The agent refused: vm <vm_id> is already stopped.
+       *     - The agent refused: vm <vm_id> is being created; try again once it is Running.
+       *     - The agent refused: vm <vm_id> is already stopping.
+       *     - The agent refused: vm <vm_id> cannot be read on its node (sidecar unreadable); only a delete acts on it.
+       *     - The agent refused with a 409 in other words: the answer does not quote it.
+       */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than 1 MiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Payload Too Large",
+           *       "message": "request body is larger than 1 MiB",
+           *       "statusCode": 413
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The body comes with a Content-Encoding other than identity: the daemons decode nothing.
+       *     - The body is not sent as Content-Type: application/json.
+       */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The node's agent could not be reached, or did not answer within 10 s. The answer is the same whatever is at the node's address; the controller's log has the detail.
+       *     - The node's agent answered what its API does not give (another status, a body that is not its answer). Nothing of it is passed on; the controller's log has the detail.
+       */
+      502: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+}
