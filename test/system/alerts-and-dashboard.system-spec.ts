@@ -35,6 +35,7 @@ describe('the alert rules', () => {
         'PpnFleetPlacementsRefused',
         'PpnFleetAgentsFailing',
         'PpnFleetAgentHeartbeatsFailing',
+        'PpnFleetVmCrashLoop',
         'PpnFleetNodeIdTakenOver',
         'PpnFleetSilentNodeVms',
         'PpnFleetControllerDown',
