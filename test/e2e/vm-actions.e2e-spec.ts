@@ -1,0 +1,121 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import request from 'supertest';
+import { VmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
+import { RunningVmHost, startVmHostApp } from '../support/vm-host-app';
+
+/**
+ * The agent's action routes (stop, start, restart, console, life cycles) over HTTP against the
+ * real agent app in this process. No VM runs here: the one VM is a stopped one, as a sidecar
+ * an operator's stop left, so nothing starts QEMU.
+ */
+const NODE_TOKEN = 'node-token-3d9e1c7a5f2b8460';
+const STOPPED_VM = 'vm-00000000000000e2';
+const UNKNOWN_VM = 'vm-0123456789abcdef';
+const auth = { authorization: `Bearer ${NODE_TOKEN}` };
+
+describe('agent VM actions', () => {
+  let agent: RunningVmHost;
+
+  beforeAll(async () => {
+    agent = await startVmHostApp({
+      VM_FLEET_NODE_TOKEN: NODE_TOKEN,
+      VM_BASE_IMAGE: '/nonexistent/ppn-vm-actions-base.qcow2',
+    });
+    const runDir = join(agent.app.get(VmHostConfig).diskDir, 'run', STOPPED_VM);
+    mkdirSync(runDir, { mode: 0o700 });
+    writeFileSync(
+      join(runDir, 'vm.json'),
+      JSON.stringify({
+        vm_id: STOPPED_VM,
+        vm_type: 'web',
+        tenant_id: 'acme',
+        ram_alloc_mb: 64,
+        vcpu_count: 1,
+        host_ports: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' }],
+        created_at: '2026-08-06T11:00:00.000Z',
+        started_at: '2026-08-06T11:00:01.000Z',
+        error: null,
+        driver: { kind: 'qemu', accel: 'tcg', pid: null },
+        idempotency_key: null,
+        desired_state: 'stopped',
+        last_exit: null,
+      }),
+      { mode: 0o600 },
+    );
+  });
+
+  afterAll(() => agent.close());
+
+  it("lists each VM's life cycle: state, the desired state, no restart planned", async () => {
+    const response = await request(agent.url).get('/v1/vm-life-cycles').set(auth);
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual([
+      {
+        vm_id: STOPPED_VM,
+        state: 'Stopped',
+        desired_state: 'stopped',
+        operation: null,
+        restart_count: 0,
+        last_exit: null,
+        reason: null,
+        next_start_at: null,
+      },
+    ]);
+    const one = await request(agent.url).get(`/v1/vm-life-cycles/${STOPPED_VM}`).set(auth);
+    expect(one.body).toEqual(response.body[0]);
+  });
+
+  it('refuses to stop a stopped VM with a 409 naming it, and changes nothing', async () => {
+    const response = await request(agent.url).post(`/v1/vms/${STOPPED_VM}/stop`).set(auth);
+    expect(response.status).toBe(409);
+    expect(response.body.message).toBe(`vm ${STOPPED_VM} is already stopped`);
+    const life = await request(agent.url).get(`/v1/vm-life-cycles/${STOPPED_VM}`).set(auth);
+    expect(life.body).toMatchObject({ state: 'Stopped', desired_state: 'stopped' });
+  });
+
+  it('answers 404 naming the VM for a VM this node does not have, on every action', async () => {
+    for (const send of [
+      () => request(agent.url).post(`/v1/vms/${UNKNOWN_VM}/stop`).send({ force: true }),
+      () => request(agent.url).post(`/v1/vms/${UNKNOWN_VM}/start`),
+      () => request(agent.url).post(`/v1/vms/${UNKNOWN_VM}/restart`),
+      () => request(agent.url).get(`/v1/vms/${UNKNOWN_VM}/console`),
+      () => request(agent.url).get(`/v1/vm-life-cycles/${UNKNOWN_VM}`),
+    ]) {
+      const response = await send().set(auth);
+      expect(response.status).toBe(404);
+      expect(response.body.message).toBe(`vm ${UNKNOWN_VM} is not on this node`);
+    }
+  });
+
+  it('answers 400 naming the field for bad input, and changes nothing', async () => {
+    const cases: Array<[request.Test, string]> = [
+      [request(agent.url).post(`/v1/vms/${STOPPED_VM}/stop`).send({ timeout_s: 0 }), 'timeout_s'],
+      [request(agent.url).post(`/v1/vms/${STOPPED_VM}/stop`).send({ timeout_s: 601 }), 'timeout_s'],
+      [request(agent.url).post(`/v1/vms/${STOPPED_VM}/restart`).send({ force: 'yes' }), 'force'],
+      [request(agent.url).get(`/v1/vms/${STOPPED_VM}/console?max_bytes=1048577`), 'max_bytes'],
+      [request(agent.url).get(`/v1/vms/${STOPPED_VM}/console?from=-1`), 'from'],
+      [request(agent.url).post('/v1/vms/..%2Fetc/stop'), 'vm_id'],
+    ];
+    for (const [sent, field] of cases) {
+      const response = await sent.set(auth);
+      expect(response.status).toBe(400);
+      expect(response.body.message).toContain(field);
+    }
+    const life = await request(agent.url).get(`/v1/vm-life-cycles/${STOPPED_VM}`).set(auth);
+    expect(life.body).toMatchObject({ desired_state: 'stopped', operation: null });
+  });
+
+  it("reads a VM's console (empty before its first boot here)", async () => {
+    const response = await request(agent.url).get(`/v1/vms/${STOPPED_VM}/console`).set(auth);
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ vm_id: STOPPED_VM, from: 0, next: 0, text: '', reset: false });
+  });
+
+  it("takes only the node's token", async () => {
+    for (const headers of [{}, { authorization: 'Bearer not-the-token' }]) {
+      const response = await request(agent.url).post(`/v1/vms/${STOPPED_VM}/start`).set(headers);
+      expect(response.status).toBe(401);
+    }
+  });
+});
