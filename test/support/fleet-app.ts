@@ -2,7 +2,12 @@ import { Test } from '@nestjs/testing';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { AddressInfo } from 'node:net';
 import { Clock } from '@app/daemon';
-import { FLEET_APP_OPTIONS, configureFleetApp } from '../../apps/fleet/src/bootstrap';
+import {
+  FLEET_APP_OPTIONS,
+  buildFleetOpsApp,
+  configureFleetApp,
+  configureFleetOpsApp,
+} from '../../apps/fleet/src/bootstrap';
 import { loadFleetConfig } from '../../apps/fleet/src/config/fleet.config';
 import { FleetAppModule } from '../../apps/fleet/src/fleet-app.module';
 import { VmHostClientSettings } from '../../apps/fleet/src/vms/vm-host.client';
@@ -10,10 +15,13 @@ import { FakeClock } from './fake-clock';
 import { OpenApiContract, checkResponsesAgainst, closeAndJudge } from './openapi-contract';
 
 const FLEET_CONTRACT = OpenApiContract.committed('fleet.openapi.json');
+const FLEET_OPS_CONTRACT = OpenApiContract.committed('fleet-ops.openapi.json');
 
 export interface RunningFleet {
   app: NestExpressApplication;
   url: string;
+  /** The operations listener's base URL, when started with `ops`. */
+  opsUrl: string;
   clock: FakeClock;
   close(): Promise<void>;
 }
@@ -35,6 +43,11 @@ export async function startFleet(
     storeClock?: boolean;
     /** More of the controller's environment, such as its tokens. */
     env?: NodeJS.ProcessEnv;
+    /**
+     * Also the operations listener, built as main.ts builds it, on a free loopback port (not
+     * VM_FLEET_OPS_ADDR's), its responses checked against openapi/fleet-ops.openapi.json.
+     */
+    ops?: boolean;
   } = {},
 ): Promise<RunningFleet> {
   const clock = options.clock ?? new FakeClock();
@@ -55,10 +68,24 @@ export async function startFleet(
   configureFleetApp(app);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
+  let opsUrl = '';
+  let opsChecked: { verdict(): string[] } = { verdict: () => [] };
+  if (options.ops) {
+    const ops = await buildFleetOpsApp(app, { logger: false });
+    opsChecked = checkResponsesAgainst(ops, FLEET_OPS_CONTRACT);
+    configureFleetOpsApp(ops);
+    await ops.listen(0, '127.0.0.1');
+    opsUrl = `http://127.0.0.1:${(ops.getHttpServer().address() as AddressInfo).port}`;
+  }
   return {
     app,
     url: `http://127.0.0.1:${port}`,
+    opsUrl,
     clock,
-    close: () => closeAndJudge(() => app.close(), checked),
+    // Closing the controller closes the operations listener first (FleetOpsAppHolder).
+    close: () =>
+      closeAndJudge(() => app.close(), {
+        verdict: () => [...checked.verdict(), ...opsChecked.verdict()],
+      }),
   };
 }
