@@ -1,6 +1,5 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   FLEET_URL,
@@ -12,6 +11,7 @@ import {
   startFleetDaemon,
   stopAllDaemons,
 } from '../support/daemons';
+import { ppnFleet } from '../support/ppn-fleet-cli';
 import { scratchFolder } from '../support/scratch-folders';
 
 jest.setTimeout(90_000);
@@ -20,40 +20,12 @@ jest.setTimeout(90_000);
  * `ppn-fleet`, the built command (dist) run as a real process, against a real controller and a
  * real agent starting real QEMU (TCG, a blank base image made here).
  */
-const ROOT = join(__dirname, '../..');
-const CLI_MAIN = join(ROOT, 'dist/apps/ppn-fleet/apps/ppn-fleet/src/main.js');
 const NODE_ID = 'cli-node-a';
 const API_TOKEN = 'cli-system-spec-api-token-0123456789';
 const SECRET = 'cli-system-spec-fleet-node-secret-0123456789';
 
 const workDir = scratchFolder('cli-');
 const baseImage = join(workDir, 'base.qcow2');
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** `ppn-fleet <args>` with only `env` (and PATH) in its environment, as a real process. */
-function ppnFleet(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI_MAIN, ...args], {
-      env: { PATH: process.env.PATH, TMPDIR: tmpdir(), ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 80_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 /** A file only its owner may read, as the daemons (and the CLI) want a secret. */
 function secretFile(name: string, content: string): string {
