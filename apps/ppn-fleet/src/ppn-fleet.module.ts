@@ -6,6 +6,12 @@ import { NodeTokenCommand } from './node-token/node-token.command';
 import { NodeCommand, NodesCommand } from './nodes/nodes.command';
 import { StatusCommand } from './status/status.command';
 import { Terminal } from './terminal/terminal';
+import {
+  VmConsoleCommand,
+  VmRestartCommand,
+  VmStartCommand,
+  VmStopCommand,
+} from './vms/vm-actions.command';
 import { VmCommand, VmCreateCommand, VmDeleteCommand } from './vms/vm.command';
 import { VmsCommand } from './vms/vms.command';
 
@@ -27,6 +33,10 @@ export class PpnFleetModule {
         VmCommand,
         VmCreateCommand,
         VmDeleteCommand,
+        VmStopCommand,
+        VmStartCommand,
+        VmRestartCommand,
+        VmConsoleCommand,
         NodeTokenCommand,
       ],
     };

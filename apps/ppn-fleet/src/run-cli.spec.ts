@@ -48,6 +48,11 @@ class FakeIo extends CliIo {
   now(): number {
     return this.clock;
   }
+
+  /** 2026-08-06T12:00:00Z when the run starts, moving with its sleeps. */
+  override wallNow(): number {
+    return Date.UTC(2026, 7, 6, 12, 0, 0) + this.clock;
+  }
 }
 
 function json(body: unknown, status = 200): Response {
@@ -122,6 +127,10 @@ describe('ppn-fleet arguments', () => {
       ['vm'],
       ['vm', 'create'],
       ['vm', 'delete'],
+      ['vm', 'stop'],
+      ['vm', 'start'],
+      ['vm', 'restart'],
+      ['vm', 'console'],
       ['node-token'],
     ]) {
       const help = new FakeIo({}, fleetOfOne);
@@ -162,6 +171,12 @@ describe('ppn-fleet arguments', () => {
     [['status', '--interval', '0']],
     [['nodes', '--endpoint', 'ftp://controller']],
     [['nodes', '--endpoint', 'http://user:pw@controller']],
+    [['vm', 'stop']],
+    [['vm', 'stop', 'bad/id']],
+    [['vm', 'stop', 'vm-1', '--timeout', '0']],
+    [['vm', 'restart', 'vm-1', '--timeout', '601']],
+    [['vm', 'start', 'vm-1', '--force']],
+    [['vm', 'console', 'vm-1', '--ops-endpoint', 'ftp://controller']],
   ])('%j is a usage error (exit 2) that sends nothing', async (args) => {
     const io = new FakeIo({}, fleetOfOne);
     expect(await run(args, io)).toBe(ExitCode.Usage);
@@ -635,5 +650,226 @@ describe('ppn-fleet against a broken or hostile controller', () => {
     const debug = new FakeIo({ PPN_FLEET_DEBUG: '1' }, fleetOfOne);
     expect(exitCodeOf(bug, debug)).toBe(ExitCode.Refused);
     expect(debug.stderr.text).toContain('ppn-fleet: Error: something broke\n    at ');
+  });
+});
+
+/** A life cycle as the operations listener relays it: running as asked, nothing under way. */
+function lifeCycle(overrides: object = {}) {
+  return {
+    vm_id: 'vm-1',
+    state: 'Running',
+    desired_state: 'running',
+    operation: null,
+    restart_count: 0,
+    last_exit: null,
+    reason: null,
+    next_start_at: null,
+    ...overrides,
+  };
+}
+
+const OPS = 'http://127.0.0.1:9206';
+
+describe('ppn-fleet vm stop|start|restart|console (the operations listener)', () => {
+  const sent = (io: FakeIo) =>
+    io.requests.map((request) => `${request.method} ${request.url.replace(OPS, '')}`);
+
+  it('stop sends force and timeout_s to the operations listener, by default at 127.0.0.1:9206', async () => {
+    const bodies: unknown[] = [];
+    const io = new FakeIo({}, async (request) => {
+      bodies.push(await request.json());
+      return json(lifeCycle({ operation: 'stopping', desired_state: 'stopped' }), 202);
+    });
+    expect(await run(['vm', 'stop', 'vm-1'], io)).toBe(ExitCode.Ok);
+    expect(sent(io)).toEqual(['POST /v1/vms/vm-1/stop']);
+    expect(io.stdout.text).toBe('stopping vm-1: ACPI power-down, QEMU ended after 60 s\n');
+
+    const forced = new FakeIo(
+      { VM_FLEET_OPS_ENDPOINT: 'http://10.8.0.1:9206' },
+      async (request) => {
+        bodies.push(await request.json());
+        return json(lifeCycle({ operation: 'restarting' }), 202);
+      },
+    );
+    expect(
+      await run(
+        [
+          'vm',
+          'restart',
+          'vm-1',
+          '--force',
+          '--timeout',
+          '5',
+          '--ops-endpoint',
+          'http://[::1]:9300',
+        ],
+        forced,
+      ),
+    ).toBe(ExitCode.Ok);
+    expect(forced.requests[0].url).toBe('http://[::1]:9300/v1/vms/vm-1/restart');
+    expect(forced.stdout.text).toBe('restarting vm-1: reset in place\n');
+    expect(bodies).toEqual([
+      { force: false, timeout_s: 60 },
+      { force: true, timeout_s: 5 },
+    ]);
+  });
+
+  it('--wait follows GET /v1/vms/{vm_id} until the action is done, with progress on stderr', async () => {
+    const states = [
+      lifeCycle({ operation: 'stopping', desired_state: 'stopped' }),
+      null,
+      lifeCycle({ state: 'Stopped', desired_state: 'stopped' }),
+    ];
+    const io = new FakeIo({}, (request) => {
+      if (request.method === 'POST') return json(states[0], 202);
+      return json({ ...vm('Running'), life_cycle: states.shift() ?? null });
+    });
+    expect(await run(['vm', 'stop', 'vm-1', '--wait'], io)).toBe(ExitCode.Ok);
+    expect(sent(io)).toEqual([
+      'POST /v1/vms/vm-1/stop',
+      'GET /v1/vms/vm-1',
+      'GET /v1/vms/vm-1',
+      'GET /v1/vms/vm-1',
+    ]);
+    expect(io.stderr.text).toBe(
+      'vm-1: Running (stopping), 1 s\nvm-1: Running (its agent did not answer), 2 s\n',
+    );
+    expect(io.stdout.text).toBe(
+      'stopping vm-1: ACPI power-down, QEMU ended after 60 s\nvm-1 is Stopped\n',
+    );
+  });
+
+  it('restart --wait ends once the VM runs with the restart over; Error exits 1; so does the time', async () => {
+    const restarts = [lifeCycle({ operation: 'restarting' }), lifeCycle()];
+    const restart = new FakeIo({}, (request) =>
+      request.method === 'POST'
+        ? json(lifeCycle({ operation: 'restarting' }), 202)
+        : json({ ...vm('Running'), life_cycle: restarts.shift() }),
+    );
+    expect(await run(['vm', 'restart', 'vm-1', '--wait'], restart)).toBe(ExitCode.Ok);
+    expect(restart.stdout.text).toContain('vm-1 is Running\n');
+
+    const failing = new FakeIo({}, (request) =>
+      request.method === 'POST'
+        ? json(lifeCycle({ operation: 'starting', state: 'Stopped' }), 202)
+        : json({
+            ...vm('Stopped'),
+            life_cycle: lifeCycle({
+              state: 'Error',
+              reason: 'failed 3 times in a row; last: no KVM',
+            }),
+          }),
+    );
+    expect(await run(['vm', 'start', 'vm-1', '--wait'], failing)).toBe(ExitCode.Refused);
+    expect(failing.stderr.text).toBe(
+      'ppn-fleet: vm-1 is Error: failed 3 times in a row; last: no KVM\n',
+    );
+
+    const slow = new FakeIo({}, (request) =>
+      request.method === 'POST'
+        ? json(lifeCycle({ operation: 'starting', state: 'Stopped' }), 202)
+        : json({
+            ...vm('Stopped'),
+            life_cycle: lifeCycle({ operation: 'starting', state: 'Stopped' }),
+          }),
+    );
+    expect(await run(['vm', 'start', 'vm-1', '--wait', '--timeout', '3'], slow)).toBe(
+      ExitCode.Refused,
+    );
+    expect(slow.stderr.text).toContain(
+      'ppn-fleet: vm-1 is still Stopped (starting) after 3 s (--wait)',
+    );
+  });
+
+  it("prints the listener's refusal as it is, exit 1; unreachable exits 3", async () => {
+    const refused = new FakeIo({}, () => refusal(409, 'vm vm-1 on node node-a is already stopped'));
+    expect(await run(['vm', 'stop', 'vm-1'], refused)).toBe(ExitCode.Refused);
+    expect(refused.stderr.text).toBe('ppn-fleet: vm vm-1 on node node-a is already stopped\n');
+    const down = new FakeIo({}, connectionRefused);
+    expect(await run(['vm', 'start', 'vm-1'], down)).toBe(ExitCode.Unreachable);
+    expect(down.stderr.text).toContain(
+      "cannot reach the controller's operations listener at http://127.0.0.1:9206: ECONNREFUSED",
+    );
+  });
+
+  it('console prints the end of the console, printable, keeping lines and tabs', async () => {
+    const io = new FakeIo({}, () =>
+      json({ vm_id: 'vm-1', from: 0, next: 20, text: 'boot\tok\n\u001b[2Jlogin: ', reset: false }),
+    );
+    expect(await run(['vm', 'console', 'vm-1'], io)).toBe(ExitCode.Ok);
+    expect(io.stdout.text).toBe('boot\tok\n?[2Jlogin: \n');
+    expect(sent(io)).toEqual(['GET /v1/vms/vm-1/console']);
+  });
+
+  it('console --follow reads on from each next, about once a second, until refused', async () => {
+    const reads = [
+      { vm_id: 'vm-1', from: 0, next: 6, text: 'hello\n', reset: false },
+      { vm_id: 'vm-1', from: 6, next: 6, text: '', reset: false },
+      { vm_id: 'vm-1', from: 0, next: 4, text: 'new\n', reset: true },
+    ];
+    const io = new FakeIo({}, () => {
+      const read = reads.shift();
+      return read ? json(read) : refusal(404, 'vm vm-1 is not listed on any live node');
+    });
+    expect(await run(['vm', 'console', 'vm-1', '--follow'], io)).toBe(ExitCode.Refused);
+    expect(sent(io)).toEqual([
+      'GET /v1/vms/vm-1/console',
+      'GET /v1/vms/vm-1/console?from=6',
+      'GET /v1/vms/vm-1/console?from=6',
+      'GET /v1/vms/vm-1/console?from=4',
+    ]);
+    expect(io.now()).toBe(3_000);
+    expect(io.stdout.text).toBe('hello\nnew\n');
+    expect(io.stderr.text).toBe(
+      '--- vm-1: the console began again ---\nppn-fleet: vm vm-1 is not listed on any live node\n',
+    );
+  });
+});
+
+describe('ppn-fleet vms with the operations listener', () => {
+  const withLifeCycle = (state: string, life_cycle: object | null) => ({
+    ...vm(state),
+    life_cycle,
+  });
+
+  it('shows the desired state where it differs, from the operations listener', async () => {
+    const io = new FakeIo({}, (request) => {
+      const url = new URL(request.url);
+      if (url.port === '9206') {
+        return json([
+          withLifeCycle(
+            'Stopped',
+            lifeCycle({ state: 'Stopped', next_start_at: '2026-08-06T12:00:40.000Z' }),
+          ),
+        ]);
+      }
+      return fleetOfOne(request);
+    });
+    expect(await run(['vms'], io)).toBe(ExitCode.Ok);
+    expect(io.stdout.text).toContain('Stopped (restarting in 40 s)');
+  });
+
+  it("falls back to the API's listing when the operations listener does not answer", async () => {
+    const io = new FakeIo({}, (request) =>
+      new URL(request.url).port === '9206' ? connectionRefused() : fleetOfOne(request),
+    );
+    expect(await run(['vms'], io)).toBe(ExitCode.Ok);
+    expect(io.stdout.text).toContain('Running');
+    expect(io.stderr.text).toBe('');
+
+    const refusing = new FakeIo({}, (request) =>
+      new URL(request.url).port === '9206'
+        ? refusal(401, 'a token is needed')
+        : fleetOfOne(request),
+    );
+    expect(await run(['vms'], refusing)).toBe(ExitCode.Ok);
+    expect(refusing.stdout.text).toContain('vm-1');
+    expect(refusing.stderr.text).toContain("showing the API's listing, without desired states");
+  });
+
+  it('--json prints the API listing, as it always has, without asking the operations listener', async () => {
+    const io = new FakeIo({}, fleetOfOne);
+    expect(await run(['vms', '--json'], io)).toBe(ExitCode.Ok);
+    expect(io.requests.map((request) => request.url)).toEqual(['http://127.0.0.1:9203/v1/vms']);
   });
 });

@@ -25,3 +25,5 @@ export * from './wire/heartbeat-vm';
 export * from './wire/openapi-decorators';
 /** The controller's API as typed from openapi/fleet.openapi.json: for its clients (agent, CLI). */
 export type * as FleetApi from './wire/fleet-api.generated';
+/** The controller's operations listener as typed from openapi/fleet-ops.openapi.json: for the CLI. */
+export type * as FleetOpsApi from './wire/fleet-ops-api.generated';

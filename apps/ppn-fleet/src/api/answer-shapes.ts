@@ -1,5 +1,6 @@
-import { ID_PATTERN, VmState } from '@app/fleet-domain';
+import { DesiredVmState, ID_PATTERN, VmOperation, VmState } from '@app/fleet-domain';
 import type { FleetStatus, FleetVm, NodeRecord } from './fleet-api.client';
+import type { FleetVmWithLifeCycle, VmConsole, VmLifeCycle } from './fleet-ops-api.client';
 
 /**
  * Checks of the answers' shapes, as far as the commands read them: an answer that is JSON but
@@ -9,6 +10,8 @@ import type { FleetStatus, FleetVm, NodeRecord } from './fleet-api.client';
 type Fields = Record<string, unknown>;
 
 const VM_STATES: ReadonlySet<unknown> = new Set(Object.values(VmState));
+const DESIRED_STATES: ReadonlySet<unknown> = new Set(Object.values(DesiredVmState));
+const OPERATIONS: ReadonlySet<unknown> = new Set(Object.values(VmOperation));
 
 function isObject(value: unknown): value is Fields {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -77,4 +80,46 @@ export function isFleetVmList(value: unknown): value is FleetVm[] {
 
 export function isNodeRecordList(value: unknown): value is NodeRecord[] {
   return Array.isArray(value) && value.every(isNodeRecord);
+}
+
+function isTextOrNull(value: unknown): value is string | null {
+  return value === null || typeof value === 'string';
+}
+
+export function isVmLifeCycle(value: unknown): value is VmLifeCycle {
+  return (
+    isObject(value) &&
+    typeof value.vm_id === 'string' &&
+    ID_PATTERN.test(value.vm_id) &&
+    VM_STATES.has(value.state) &&
+    DESIRED_STATES.has(value.desired_state) &&
+    (value.operation === null || OPERATIONS.has(value.operation)) &&
+    isCount(value.restart_count) &&
+    isTextOrNull(value.last_exit) &&
+    isTextOrNull(value.reason) &&
+    (value.next_start_at === null ||
+      (typeof value.next_start_at === 'string' && !Number.isNaN(Date.parse(value.next_start_at))))
+  );
+}
+
+export function isFleetVmWithLifeCycle(value: unknown): value is FleetVmWithLifeCycle {
+  return (
+    isFleetVm(value) &&
+    (((value as Fields).life_cycle ?? null) === null || isVmLifeCycle((value as Fields).life_cycle))
+  );
+}
+
+export function isFleetVmWithLifeCycleList(value: unknown): value is FleetVmWithLifeCycle[] {
+  return Array.isArray(value) && value.every(isFleetVmWithLifeCycle);
+}
+
+export function isVmConsole(value: unknown): value is VmConsole {
+  return (
+    isObject(value) &&
+    typeof value.vm_id === 'string' &&
+    isCount(value.from) &&
+    isCount(value.next) &&
+    typeof value.text === 'string' &&
+    typeof value.reset === 'boolean'
+  );
 }

@@ -56,3 +56,23 @@ export abstract class JsonApiCommand extends ApiCommand {
     return true;
   }
 }
+
+/** `--ops-endpoint`: checked with VM_FLEET_OPS_ENDPOINT by readConnection (exit 2, nothing sent). */
+export const OPS_ENDPOINT_OPTION = {
+  flags: '--ops-endpoint <url>',
+  description:
+    "the controller's operations listener, an http(s) URL (default: VM_FLEET_OPS_ENDPOINT, else http://127.0.0.1:9206)",
+};
+
+/** The options of every command that calls the operations listener. */
+export interface OpsOptions {
+  opsEndpoint?: string;
+}
+
+/** A command that calls the controller's operations listener: `--ops-endpoint`. */
+export abstract class OpsCommand extends CommandRunner {
+  @Option(OPS_ENDPOINT_OPTION)
+  parseOpsEndpoint(value: string): string {
+    return value;
+  }
+}

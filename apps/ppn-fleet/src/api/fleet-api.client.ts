@@ -1,4 +1,4 @@
-import createClient, { Client } from 'openapi-fetch';
+import createClient, { Client, ClientOptions } from 'openapi-fetch';
 import { FleetApi, IDEMPOTENCY_KEY_HEADER } from '@app/fleet-domain';
 import { printable } from '../terminal/printable';
 import {
@@ -66,6 +66,7 @@ interface RawAnswer {
  */
 export class FleetApiClient {
   private readonly client: Client<FleetApi.paths>;
+  private readonly reader: AnswerReader;
 
   constructor(
     readonly endpoint: string,
@@ -73,31 +74,28 @@ export class FleetApiClient {
     fetchImplementation: typeof fetch,
     private readonly sleep: (ms: number) => Promise<void>,
   ) {
-    this.client = createClient<FleetApi.paths>({
-      baseUrl: endpoint,
-      fetch: cappedFetch(fetchImplementation, MAX_ANSWER_BYTES),
-      headers: apiToken === undefined ? {} : { Authorization: `Bearer ${apiToken}` },
-      // A redirect would carry the token to another address: it is a failure like any other.
-      redirect: 'manual',
-    });
+    this.client = createClient<FleetApi.paths>(
+      clientOptions(endpoint, apiToken, fetchImplementation),
+    );
+    this.reader = new AnswerReader(endpoint);
   }
 
   fleet(): Promise<Answer<FleetStatus>> {
-    return this.call(
+    return this.reader.call(
       () => this.client.GET('/v1/fleet', { parseAs: 'text', signal: timeout() }),
       isFleetStatus,
     );
   }
 
   nodes(): Promise<Answer<NodeRecord[]>> {
-    return this.call(
+    return this.reader.call(
       () => this.client.GET('/v1/nodes', { parseAs: 'text', signal: timeout() }),
       isNodeRecordList,
     );
   }
 
   node(nodeId: string): Promise<Answer<NodeRecord>> {
-    return this.call(
+    return this.reader.call(
       () =>
         this.client.GET('/v1/nodes/{node_id}', {
           params: { path: { node_id: nodeId } },
@@ -109,7 +107,7 @@ export class FleetApiClient {
   }
 
   vms(tenantId?: string): Promise<Answer<FleetVm[]>> {
-    return this.call(
+    return this.reader.call(
       () =>
         this.client.GET('/v1/vms', {
           params: { query: tenantId === undefined ? {} : { tenant_id: tenantId } },
@@ -127,7 +125,7 @@ export class FleetApiClient {
   async createVm(body: CreateVmRequest, idempotencyKey: string): Promise<Answer<FleetVm>> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.call(
+        return await this.reader.call(
           () =>
             this.client.POST('/v1/vms', {
               body,
@@ -149,7 +147,7 @@ export class FleetApiClient {
 
   /** `forget`: a VM of a node that dropped out for good is forgotten instead of refused (409). */
   async deleteVm(vmId: string, forget = false): Promise<void> {
-    await this.call(() =>
+    await this.reader.call(() =>
       this.client.DELETE('/v1/vms/{vm_id}', {
         params: { path: { vm_id: vmId }, query: forget ? { forget: 'true' } : {} },
         parseAs: 'text',
@@ -157,9 +155,22 @@ export class FleetApiClient {
       }),
     );
   }
+}
+
+/**
+ * Sends requests to one of the controller's listeners (its API, or its operations listener)
+ * and reads the answers: every failure becomes a CliFailure with the exit code scripts branch
+ * on, an answer's body is parsed and, when read, checked.
+ */
+export class AnswerReader {
+  constructor(
+    readonly endpoint: string,
+    /** What answers at the endpoint, as messages name it. */
+    private readonly listener = 'the controller',
+  ) {}
 
   /** Sends a request; its answer's body parsed and, given `isShape`, checked. */
-  private async call<T>(
+  async call<T>(
     send: () => Promise<RawAnswer>,
     isShape?: (data: unknown) => data is T,
   ): Promise<Answer<T>> {
@@ -169,7 +180,7 @@ export class FleetApiClient {
     } catch (error) {
       if (error instanceof AnswerTooLarge) {
         throw new CliFailure(
-          `the controller at ${this.endpoint} sent an ${ANSWER_TOO_LARGE}`,
+          `${this.listener} at ${this.endpoint} sent an ${ANSWER_TOO_LARGE}`,
           ExitCode.Refused,
         );
       }
@@ -182,7 +193,7 @@ export class FleetApiClient {
         );
       }
       throw new CliFailure(
-        `cannot reach the controller at ${this.endpoint}: ${problem}`,
+        `cannot reach ${this.listener} at ${this.endpoint}: ${problem}`,
         ExitCode.Unreachable,
       );
     }
@@ -194,7 +205,7 @@ export class FleetApiClient {
       data = json === '' ? undefined : JSON.parse(json);
     } catch {
       throw new CliFailure(
-        `the controller at ${this.endpoint} answered ${response.status} with a body that is not JSON`,
+        `${this.listener} at ${this.endpoint} answered ${response.status} with a body that is not JSON`,
         ExitCode.Refused,
       );
     }
@@ -211,6 +222,21 @@ export class FleetApiClient {
       },
     };
   }
+}
+
+/** How every client of the CLI calls the controller: its token, capped answers, no redirect. */
+export function clientOptions(
+  endpoint: string,
+  apiToken: string | undefined,
+  fetchImplementation: typeof fetch,
+): ClientOptions {
+  return {
+    baseUrl: endpoint,
+    fetch: cappedFetch(fetchImplementation, MAX_ANSWER_BYTES),
+    headers: apiToken === undefined ? {} : { Authorization: `Bearer ${apiToken}` },
+    // A redirect would carry the token to another address: it is a failure like any other.
+    redirect: 'manual',
+  };
 }
 
 /**
@@ -253,7 +279,7 @@ async function readCapped(response: Response, maxBytes: number): Promise<Uint8Ar
   return Buffer.concat(chunks);
 }
 
-function timeout(): AbortSignal {
+export function timeout(): AbortSignal {
   return AbortSignal.timeout(REQUEST_TIMEOUT_MS);
 }
 

@@ -3,21 +3,37 @@ import { Injectable } from '@nestjs/common';
 import { CliIo } from '../terminal/cli-io';
 import { readConnection } from './connection.config';
 import { FleetApiClient } from './fleet-api.client';
+import { FleetOpsApiClient } from './fleet-ops-api.client';
 
-/** Makes the API client of one run from `--endpoint` and the environment. */
+/**
+ * Makes the clients of one run from `--endpoint` / `--ops-endpoint` and the environment: the
+ * API's, and the operations listener's.
+ */
 @Injectable()
 export class FleetApiConnector {
   constructor(private readonly io: CliIo) {}
 
   connect(endpointOption?: string): FleetApiClient {
     // A ConfigurationError goes on to runCli, which makes it a usage error (exit 2).
-    const { endpoint, apiToken } = readConnection(this.io.env, endpointOption);
+    const { endpoint, apiToken } = readConnection(this.io.env, { endpoint: endpointOption });
+    this.warnOfTokenInTheClear(endpoint, apiToken);
+    return new FleetApiClient(endpoint, apiToken, this.io.fetch, (ms) => this.io.sleep(ms));
+  }
+
+  connectOps(opsEndpointOption?: string): FleetOpsApiClient {
+    const { opsEndpoint, apiToken } = readConnection(this.io.env, {
+      opsEndpoint: opsEndpointOption,
+    });
+    this.warnOfTokenInTheClear(opsEndpoint, apiToken);
+    return new FleetOpsApiClient(opsEndpoint, apiToken, this.io.fetch);
+  }
+
+  private warnOfTokenInTheClear(endpoint: string, apiToken: string | undefined): void {
     if (apiToken !== undefined && sendsTokenInTheClear(endpoint)) {
       this.io.stderr.write(
         `ppn-fleet: warning: the API token goes unencrypted over http to ${new URL(endpoint).host}: use https, or the controller's WireGuard address\n`,
       );
     }
-    return new FleetApiClient(endpoint, apiToken, this.io.fetch, (ms) => this.io.sleep(ms));
   }
 }
 

@@ -17,6 +17,10 @@ export abstract class CliIo {
   abstract sleep(ms: number): Promise<void>;
   /** A monotonic time in ms, for --wait's timeout. */
   abstract now(): number;
+  /** The wall clock in ms, to show how far off a time the API gave is; tests fix it. */
+  wallNow(): number {
+    return Date.now();
+  }
 }
 
 /** The real process's. */

@@ -13,3 +13,14 @@ export function printable(text: string): string {
 export function printableLines(text: string): string {
   return text.split('\n').map(printable).join('\n');
 }
+
+/**
+ * A serial console's text made safe for a terminal: its line breaks and tabs kept, every other
+ * control or format character (an escape sequence a guest printed) `?`.
+ */
+export function printableConsole(text: string): string {
+  return text
+    .split(/(\r?\n|\t)/)
+    .map((part) => (/^(\r?\n|\t)$/.test(part) ? part : printable(part)))
+    .join('');
+}

@@ -23,6 +23,12 @@ export class Terminal {
     this.io.stdout.write(`${text}\n`);
   }
 
+  /** Text as it is on stdout, no newline added (a console's bytes as they come); printable. */
+  write(text: string): void {
+    this.endProgress();
+    this.io.stdout.write(text);
+  }
+
   printError(text: string): void {
     this.endProgress();
     this.io.stderr.write(`${text}\n`);

@@ -23,11 +23,14 @@ import { FleetApiClient, FleetVm } from '../api/fleet-api.client';
 import { FleetApiConnector } from '../api/fleet-api.connector';
 import { printable } from '../terminal/printable';
 import { Terminal } from '../terminal/terminal';
+import {
+  VmConsoleCommand,
+  VmRestartCommand,
+  VmStartCommand,
+  VmStopCommand,
+} from './vm-actions.command';
+import { DEFAULT_WAIT_TIMEOUT_S, WAIT_POLL_MS } from './vm-life-cycle.view';
 import { DEFAULT_SSH_USER, sshForward, sshTarget } from './vms.view';
-
-/** How often --wait looks at the listing. */
-export const WAIT_POLL_MS = 1_000;
-export const DEFAULT_WAIT_TIMEOUT_S = 300;
 
 interface VmCreateOptions extends ApiOptions {
   type: string;
@@ -266,14 +269,21 @@ export class VmDeleteCommand extends ApiCommand {
 
 @Command({
   name: 'vm',
-  description: 'create or delete a VM',
-  subCommands: [VmCreateCommand, VmDeleteCommand],
+  description: 'create, delete, stop, start or restart a VM, or show its console',
+  subCommands: [
+    VmCreateCommand,
+    VmDeleteCommand,
+    VmStopCommand,
+    VmStartCommand,
+    VmRestartCommand,
+    VmConsoleCommand,
+  ],
 })
 export class VmCommand extends CommandRunner {
   run(): Promise<void> {
     return Promise.reject(
       new CliFailure(
-        `vm needs a command: create or delete (see ppn-fleet vm --help)`,
+        `vm needs a command: create, delete, stop, start, restart or console (see ppn-fleet vm --help)`,
         ExitCode.Usage,
       ),
     );

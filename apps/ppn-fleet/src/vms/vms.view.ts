@@ -3,6 +3,7 @@ import type { FleetVm, NodeRecord } from '../api/fleet-api.client';
 import { printable } from '../terminal/printable';
 import { Cell, formatTable } from '../terminal/table';
 import type { Style } from '../terminal/style';
+import { ListedVm, describeVmState, lifeCycleOf } from './vm-life-cycle.view';
 
 /** The base image's default user, whom a VM's SSH target names unless told otherwise. */
 export const DEFAULT_SSH_USER = 'debian';
@@ -14,8 +15,9 @@ const STATE_STYLES: Record<string, Style> = {
   Error: 'red',
 };
 
-export function stateCell(state: string): Cell {
-  return { text: printable(state), style: STATE_STYLES[state] };
+/** `state` coloured by what it is; `text`: the words shown, the state itself by default. */
+export function stateCell(state: string, text = printable(state)): Cell {
+  return { text, style: STATE_STYLES[state] };
 }
 
 /** The VM's forward of guest TCP port 22, if it has one. */
@@ -40,12 +42,17 @@ export function sshTarget(vm: FleetVm, wgIp: string | undefined, user: string): 
   return `ssh -p ${port} ${user}@${wgIp}`;
 }
 
-/** GET /v1/vms as a table, with each VM's node and SSH target (nodes from GET /v1/nodes). */
+/**
+ * GET /v1/vms as a table, with each VM's node and SSH target (nodes from GET /v1/nodes); a VM
+ * with its life cycle (the operations listener's listing) shows its desired state where it
+ * differs (see describeVmState; `nowMs` for how soon a restart is due).
+ */
 export function formatVms(
-  vms: FleetVm[],
+  vms: ListedVm[],
   nodes: NodeRecord[],
   sshUser: string,
   colour: boolean,
+  nowMs = 0,
 ): string {
   if (vms.length === 0) return 'no VMs';
   const wgIps = new Map(nodes.map((node) => [node.node_id, node.wg_ip]));
@@ -63,7 +70,7 @@ export function formatVms(
     vms.map((vm) => [
       { text: printable(vm.vm_id), style: 'cyan' },
       printable(vm.vm_type),
-      stateCell(vm.state),
+      stateCell(lifeCycleOf(vm)?.state ?? vm.state, describeVmState(vm, nowMs)),
       `${vm.ram_alloc_mb} MB`,
       String(vm.vcpu_count),
       vm.tenant_id === null || vm.tenant_id === undefined

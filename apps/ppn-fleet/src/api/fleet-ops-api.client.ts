@@ -1,0 +1,110 @@
+import createClient, { Client } from 'openapi-fetch';
+import { FleetOpsApi } from '@app/fleet-domain';
+import {
+  isFleetVmWithLifeCycle,
+  isFleetVmWithLifeCycleList,
+  isVmConsole,
+  isVmLifeCycle,
+} from './answer-shapes';
+import { Answer, AnswerReader, clientOptions, timeout } from './fleet-api.client';
+
+export type FleetVmWithLifeCycle = FleetOpsApi.components['schemas']['FleetVmWithLifeCycle'];
+export type VmLifeCycle = FleetOpsApi.components['schemas']['VmLifeCycle'];
+export type VmConsole = FleetOpsApi.components['schemas']['VmConsole'];
+/** What a stop or restart asks: force, and the guest's time to power down. */
+export type StopVmRequest = FleetOpsApi.components['schemas']['StopVmRequest'];
+
+/**
+ * The controller's operations listener, typed from openapi/fleet-ops.openapi.json
+ * (FleetOpsApi): VMs with their life cycles, stop, start, restart and the serial console.
+ */
+export class FleetOpsApiClient {
+  private readonly client: Client<FleetOpsApi.paths>;
+  private readonly reader: AnswerReader;
+
+  constructor(
+    readonly endpoint: string,
+    apiToken: string | undefined,
+    fetchImplementation: typeof fetch,
+  ) {
+    this.client = createClient<FleetOpsApi.paths>(
+      clientOptions(endpoint, apiToken, fetchImplementation),
+    );
+    this.reader = new AnswerReader(endpoint, "the controller's operations listener");
+  }
+
+  vms(tenantId?: string): Promise<Answer<FleetVmWithLifeCycle[]>> {
+    return this.reader.call(
+      () =>
+        this.client.GET('/v1/vms', {
+          params: { query: tenantId === undefined ? {} : { tenant_id: tenantId } },
+          parseAs: 'text',
+          signal: timeout(),
+        }),
+      isFleetVmWithLifeCycleList,
+    );
+  }
+
+  vm(vmId: string): Promise<Answer<FleetVmWithLifeCycle>> {
+    return this.reader.call(
+      () =>
+        this.client.GET('/v1/vms/{vm_id}', {
+          params: { path: { vm_id: vmId } },
+          parseAs: 'text',
+          signal: timeout(),
+        }),
+      isFleetVmWithLifeCycle,
+    );
+  }
+
+  stop(vmId: string, body: StopVmRequest): Promise<Answer<VmLifeCycle>> {
+    return this.reader.call(
+      () =>
+        this.client.POST('/v1/vms/{vm_id}/stop', {
+          params: { path: { vm_id: vmId } },
+          body,
+          parseAs: 'text',
+          signal: timeout(),
+        }),
+      isVmLifeCycle,
+    );
+  }
+
+  start(vmId: string): Promise<Answer<VmLifeCycle>> {
+    return this.reader.call(
+      () =>
+        this.client.POST('/v1/vms/{vm_id}/start', {
+          params: { path: { vm_id: vmId } },
+          parseAs: 'text',
+          signal: timeout(),
+        }),
+      isVmLifeCycle,
+    );
+  }
+
+  restart(vmId: string, body: StopVmRequest): Promise<Answer<VmLifeCycle>> {
+    return this.reader.call(
+      () =>
+        this.client.POST('/v1/vms/{vm_id}/restart', {
+          params: { path: { vm_id: vmId } },
+          body,
+          parseAs: 'text',
+          signal: timeout(),
+        }),
+      isVmLifeCycle,
+    );
+  }
+
+  /** `from`: where the last read ended (its `next`); absent, the last part of the console. */
+  console(vmId: string, from?: number): Promise<Answer<VmConsole>> {
+    return this.reader.call(
+      () =>
+        this.client.GET('/v1/vms/{vm_id}/console', {
+          params: { path: { vm_id: vmId }, query: from === undefined ? {} : { from } },
+          parseAs: 'text',
+          signal: timeout(),
+        }),
+      isVmConsole,
+    );
+  }
+}
