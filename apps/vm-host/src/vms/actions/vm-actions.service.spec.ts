@@ -18,10 +18,14 @@ import { VmActionConflictError, VmDoesNotFitError, VmNotOnNodeError } from '../v
 const VM = 'vm-00000000000000a1';
 const SSH = [{ host_port: 40022, guest_port: 22, protocol: 'tcp' as const }];
 
-/** Resolves once `ready` holds, looking again after each turn of the event loop. */
+/**
+ * Resolves once `ready` holds, looking again after each turn of the event loop (the services'
+ * file reads finish in their own time); fails after 10 s of real time.
+ */
 async function until(ready: () => boolean): Promise<void> {
-  for (let turns = 0; !ready(); turns++) {
-    if (turns > 10_000) throw new Error('never happened');
+  const giveUpAt = Date.now() + 10_000;
+  while (!ready()) {
+    if (Date.now() > giveUpAt) throw new Error('never happened');
     await new Promise((resolve) => setImmediate(resolve));
   }
 }
@@ -103,6 +107,25 @@ describe('VM life cycle: desired state, restarts and actions', () => {
     expect(life).toMatchObject({ state: VmState.Running, operation: null, next_start_at: null });
     expect(life.last_exit).toMatch(/^not running when the agent started/);
     expect((await files.readSidecar(VM))?.last_exit).toBe(life.last_exit);
+  });
+
+  it('starts the VMs of a node that rebooted two at a time, never all at once', async () => {
+    const ids = ['vm-00000000000000b1', 'vm-00000000000000b2', 'vm-00000000000000b3'];
+    for (const vmId of ids) {
+      await bed.leftBehind(vmId, { started_at: '2026-08-06T11:00:01.000Z', host_ports: SSH });
+    }
+    driver.runState = 'stopped';
+    await services.reconciliation.recover();
+    expect(ids.map((vmId) => services.lifecycle.inProgress(vmId))).toEqual([true, true, true]);
+    await until(() => driver.creates.length === 2);
+    // The third waits for a slot, however long the first two take.
+    await services.reconciliation.reconciled();
+    expect(driver.creates.map(({ spec }) => spec.vmId)).toEqual(ids.slice(0, 2));
+    driver.creates.shift()!.settle(FAKE_STARTED);
+    await until(() => driver.creates.length === 2);
+    expect(driver.creates.map(({ spec }) => spec.vmId)).toEqual(ids.slice(1));
+    for (const create of driver.creates.splice(0)) create.settle(FAKE_STARTED);
+    await Promise.all(ids.map((vmId) => services.lifecycle.started(vmId)));
   });
 
   it('leaves a VM an operator stopped stopped at start-up', async () => {
