@@ -35,8 +35,10 @@ group=
 force=
 suite=bookworm
 # What the guest needs, nothing more: a kernel for a VM, an init, cloud-init and what it uses
-# (ifupdown and a DHCP client for the network, sudo for the default user), an SSH server, fsck.
-include=linux-image-cloud-amd64,systemd-sysv,udev,cloud-init,openssh-server,ifupdown,isc-dhcp-client,netbase,sudo,e2fsprogs
+# (ifupdown and a DHCP client for the network, sudo for the default user), an SSH server, fsck,
+# and dbus, without which systemd-logind does not run and the guest ignores the ACPI power
+# button that `ppn-fleet vm stop` presses (it would then be ended after the stop's timeout).
+include=linux-image-cloud-amd64,systemd-sysv,udev,dbus,cloud-init,openssh-server,ifupdown,isc-dhcp-client,netbase,sudo,e2fsprogs
 extra=
 mirror=
 size=4G
