@@ -39,7 +39,7 @@ interface Document {
 }
 
 const DOCUMENTS: Record<string, Document> = Object.fromEntries(
-  ['fleet.openapi.json', 'vm-host.openapi.json'].map((file) => [
+  ['fleet.openapi.json', 'fleet-ops.openapi.json', 'vm-host.openapi.json'].map((file) => [
     file,
     JSON.parse(readFileSync(join(__dirname, '../../openapi', file), 'utf8')) as Document,
   ]),
@@ -93,6 +93,7 @@ function isDocumentationAddress(ip: string): boolean {
 /** The schema of a VM in each daemon's answers: the controller adds the node it runs on. */
 const ANSWERED_VM: Record<string, string> = {
   'fleet.openapi.json': 'FleetVm',
+  'fleet-ops.openapi.json': 'FleetVmWithLifeCycle',
   'vm-host.openapi.json': 'VmRecord',
 };
 
@@ -183,10 +184,40 @@ describe.each(Object.keys(DOCUMENTS))('the committed %s', (file) => {
   it('requires every field of the VMs its answers show, which every answer carries', () => {
     const vm = document.components.schemas[ANSWERED_VM[file]];
     // Only a VM whose node has dropped out carries when it fell silent.
-    const onlyWhenSilent = file === 'fleet.openapi.json' ? ['node_silent_since'] : [];
+    const onlyWhenSilent = file === 'vm-host.openapi.json' ? [] : ['node_silent_since'];
     expect([...(vm.required ?? []), ...onlyWhenSilent].sort()).toEqual(
       Object.keys(vm.properties).sort(),
     );
+  });
+});
+
+describe('the committed fleet-ops.openapi.json', () => {
+  const document = DOCUMENTS['fleet-ops.openapi.json'];
+
+  it('shows every VM as the API does, with its life cycle, null when unknown', () => {
+    const { FleetVm: apiVm } = DOCUMENTS['fleet.openapi.json'].components.schemas;
+    const withLifeCycle = document.components.schemas.FleetVmWithLifeCycle;
+    expect(withLifeCycle.properties).toEqual({
+      ...apiVm.properties,
+      life_cycle: expect.objectContaining({
+        allOf: [{ $ref: '#/components/schemas/VmLifeCycle' }],
+        nullable: true,
+      }),
+    });
+    expect(withLifeCycle.required).toContain('life_cycle');
+  });
+
+  it('declares the 503 of a shared store that is down, and the 502 of an agent, on every action', () => {
+    for (const [name, operation] of operations(document)) {
+      expect({ name, statuses: Object.keys(operation.responses) }).toEqual({
+        name,
+        statuses: expect.arrayContaining(
+          name.startsWith('POST') || name.endsWith('/console')
+            ? ['401', '502', '503']
+            : ['401', '503'],
+        ),
+      });
+    }
   });
 });
 

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import request from 'supertest';
 import { deriveNodeToken } from '@app/daemon';
 import { NODE_STALE_AFTER_MS } from '@app/fleet-domain';
+import { VmHostClientSettings } from '../../apps/fleet/src/vms/vm-host.client';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { heartbeat, vmRecord } from '../support/heartbeats';
 import { StubAgent, StubAgentCall, json } from '../support/stub-agent';
@@ -136,6 +137,28 @@ describe('controller operations listener', () => {
       expect(acme.body.map((vm: { vm_id: string }) => vm.vm_id)).toEqual(['vm-two']);
       const bad = await ops('get', '/v1/vms?tenant_id=-bad').expect(400);
       expect(bad.body.message).toContain('tenant_id');
+    });
+
+    it('lists the VMs of a node whose agent does not answer in time without a life cycle, the others with theirs', async () => {
+      fleet.app.get(VmHostClientSettings).timeoutMs = 300;
+      const silent = await agent(() => undefined);
+      const live = await agent((_call, res) => json(res, 200, [lifeCycle('vm-live')]));
+      await enroll('silent', silent, [vmRecord('vm-silent')]);
+      await enroll('live', live, [vmRecord('vm-live')]);
+      const { body } = await ops('get', '/v1/vms').expect(200);
+      expect(
+        Object.fromEntries(
+          (body as Array<{ vm_id: string; life_cycle: unknown }>).map((vm) => [
+            vm.vm_id,
+            vm.life_cycle,
+          ]),
+        ),
+      ).toEqual({ 'vm-silent': null, 'vm-live': lifeCycle('vm-live') });
+      // An action on its VM is a 502, in fixed words.
+      const { body: refused } = await ops('post', '/v1/vms/vm-silent/stop').expect(502);
+      expect(refused.message).toBe(
+        'vm vm-silent: the agent of node silent could not be reached for the stop',
+      );
     });
 
     it("stops, starts and restarts through the agent of the VM's node, with that node's token", async () => {
