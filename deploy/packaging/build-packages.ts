@@ -6,13 +6,15 @@
  *   dist/packages/service-vm-host_<version>_all.deb
  *
  * Each holds, under /usr/lib/<package>/, its app's compiled JavaScript (no source maps, no
- * tests) and a copy of the production dependency tree (`npm ls --omit=dev`, TypeScript
- * declarations and source maps left out); its command in /usr/bin (the controller's package
- * also ppn-fleet, the operator's CLI); its unit in
+ * tests) and, of node_modules, only the files its programs load: traced from each main.js with
+ * @vercel/nft (every require and import, and the files read by path that it can follow), plus
+ * the assets listed below that a program serves by folder; its command in /usr/bin (the
+ * controller's package also ppn-fleet, the operator's CLI); its unit in
  * /lib/systemd/system; its /etc/default file (a conffile) made from deploy/systemd/*.env.example;
  * the controller's, the alert rules and the Grafana dashboard in /usr/share/ppn-fleet/; and the
  * maintainer scripts in deploy/packaging/<package>/. Built with dpkg-deb.
  */
+import { nodeFileTrace } from '@vercel/nft';
 import { spawnSync } from 'node:child_process';
 import {
   chmodSync,
@@ -46,12 +48,23 @@ interface DebianPackage {
    * runs dist/apps/<app>'s main.js from the package's folder.
    */
   commands?: Array<{ name: string; app: string }>;
+  /**
+   * Files of node_modules its programs read by a path the trace cannot follow (a folder served
+   * as it is), relative to the checkout.
+   */
+  assets?: string[];
   /** Files of the checkout for the operator to copy, installed in /usr/share/ppn-fleet/. */
   operatorFiles?: string[];
   depends: string[];
   summary: string;
   description: string;
 }
+
+/**
+ * The Node.js majors the suite runs on (.ci/run: 20, then the unit and end-to-end tiers on 22
+ * and 24); README, "Node.js versions". A later major is untested, so not admitted.
+ */
+const NODEJS = ['nodejs (>= 20)', 'nodejs (<< 25)'];
 
 const PACKAGES: DebianPackage[] = [
   {
@@ -64,6 +77,15 @@ const PACKAGES: DebianPackage[] = [
     // 127.0.0.1:9203, `node-token` needs the fleet secret kept there) and needs no dependency
     // the controller lacks, so it costs no second copy of the tree.
     commands: [{ name: 'ppn-fleet', app: 'ppn-fleet' }],
+    // Swagger UI at /docs (both listeners): @nestjs/swagger serves swagger-ui-dist's folder as
+    // static files; these are the ones its page loads.
+    assets: [
+      'swagger-ui.css',
+      'swagger-ui-bundle.js',
+      'swagger-ui-standalone-preset.js',
+      'favicon-16x16.png',
+      'favicon-32x32.png',
+    ].map((file) => `node_modules/swagger-ui-dist/${file}`),
     // The alert rules with their unit tests (side by side, as promtool test rules needs them)
     // and the Grafana dashboard: README, "Alert rules and a Grafana dashboard".
     operatorFiles: [
@@ -71,7 +93,7 @@ const PACKAGES: DebianPackage[] = [
       'deploy/prometheus/ppn-fleet.rules.test.yml',
       'deploy/grafana/ppn-fleet.json',
     ],
-    depends: ['nodejs (>= 20)'],
+    depends: NODEJS,
     summary: 'PPN fleet controller: one VM pool over several machines',
     description:
       'Listens on port 9203, places VMs on the enrolled nodes (service-vm-host) and keeps\n' +
@@ -86,7 +108,7 @@ const PACKAGES: DebianPackage[] = [
     // package.json's version is ppn_host_build_info's.
     runtimeFiles: ['openapi/vm-host.openapi.json', 'package.json'],
     // genisoimage: the agent refuses to start without it (it makes each VM's cloud-init seed).
-    depends: ['nodejs (>= 20)', 'adduser', 'qemu-system-x86', 'qemu-utils', 'genisoimage'],
+    depends: [...NODEJS, 'adduser', 'qemu-system-x86', 'qemu-utils', 'genisoimage'],
     summary: 'PPN node agent: runs the fleet controller’s VMs on this machine with QEMU',
     description:
       'Heartbeats to the fleet controller and starts, lists and deletes QEMU VMs on request,\n' +
@@ -104,13 +126,43 @@ function run(command: string, args: string[]): string {
   return result.stdout;
 }
 
-/** The folders of the production dependency tree, relative to the checkout (node_modules/...). */
-function productionDependencyFolders(): string[] {
-  return run('npm', ['ls', '--omit=dev', '--parseable', '--all'])
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((folder) => relative(ROOT, folder))
-    .filter((folder) => folder.startsWith('node_modules'));
+/**
+ * Modules that a traced file requires only on a path none of our programs takes, each with that
+ * path: left out of the trace, and never shipped (typescript alone is 23 MB).
+ */
+const NEVER_LOADED: Record<string, string> = {
+  typescript:
+    "cosmiconfig's loader of TypeScript config files, for nest-commander's plugins (ppn-fleet has none)",
+  prettier: '@fig/complete-commander formats Fig completion specs with it',
+  '@fig/complete-commander':
+    "nest-commander's CompletionFactory, for Fig completion specs (ppn-fleet registers none)",
+};
+
+function neverLoaded(path: string): boolean {
+  return Object.keys(NEVER_LOADED).some((name) => path.includes(`node_modules/${name}/`));
+}
+
+/**
+ * The files of node_modules that the given main.js files load (relative to the checkout), as
+ * @vercel/nft traces them: a module required only inside a `try` that it does not find (Nest's
+ * optional microservices, websockets) is not installed here either. Of a package with
+ * conditional `exports`, the files of every branch some supported Node takes.
+ */
+async function loadedDependencyFiles(mains: string[]): Promise<string[]> {
+  // Of an `exports` with "module-sync", both branches: Node 20.19+ and 22.12+ take it, older
+  // ones not, and the package runs on whichever Node it is given. Traced twice, as the tracer
+  // follows that condition only where `exports` gives it directly, not inside a list.
+  const fileList = new Set<string>();
+  for (const conditions of [['node'], ['node', 'module-sync']]) {
+    const traced = await nodeFileTrace(mains, {
+      base: ROOT,
+      ignore: neverLoaded,
+      conditions,
+      moduleSyncCatchall: true,
+    });
+    for (const file of traced.fileList) fileList.add(file);
+  }
+  return [...fileList].filter((file) => file.startsWith('node_modules/') && runsInNode(file));
 }
 
 /** Not run by Node: type declarations and TypeScript sources, source maps. */
@@ -118,20 +170,12 @@ function runsInNode(file: string): boolean {
   return !/\.(c|m)?ts$|\.map$/.test(file);
 }
 
-/**
- * The package's own copy of each dependency folder. A folder's nested node_modules is left to
- * its own entry in the list (so dev-only packages nested there stay out), .bin links too.
- */
-function copyDependencies(folders: string[], target: string): void {
-  for (const folder of folders) {
-    const source = join(ROOT, folder);
-    cpSync(source, join(target, folder), {
-      recursive: true,
-      filter: (path) =>
-        path === source ||
-        (relative(source, path).split('/')[0] !== 'node_modules' &&
-          (statSync(path).isDirectory() || runsInNode(path))),
-    });
+/** The package's own copy of each file of node_modules, at the same path under its folder. */
+function copyDependencies(files: string[], target: string): void {
+  for (const file of files) {
+    if (neverLoaded(file)) throw new Error(`${file}: never loaded, yet listed for the package`);
+    mkdirSync(dirname(join(target, file)), { recursive: true });
+    cpSync(join(ROOT, file), join(target, file));
   }
 }
 
@@ -181,7 +225,7 @@ function installedSizeKb(path: string): number {
   return readdirSync(path).reduce((sum, entry) => sum + installedSizeKb(join(path, entry)), 1);
 }
 
-function build(pkg: DebianPackage, dependencyFolders: string[]): string {
+async function build(pkg: DebianPackage): Promise<string> {
   const staging = join(OUT, `.${pkg.name}`);
   rmSync(staging, { recursive: true, force: true });
   const libDir = join(staging, 'usr', 'lib', pkg.name);
@@ -190,7 +234,10 @@ function build(pkg: DebianPackage, dependencyFolders: string[]): string {
     mkdirSync(dirname(join(libDir, file)), { recursive: true });
     cpSync(join(ROOT, file), join(libDir, file));
   }
-  copyDependencies(dependencyFolders, libDir);
+  const mains = [pkg.app, ...(pkg.commands ?? []).map(({ app }) => app)].map((app) =>
+    join(ROOT, 'dist', 'apps', app, 'apps', app, 'src', 'main.js'),
+  );
+  copyDependencies([...(await loadedDependencyFiles(mains)), ...(pkg.assets ?? [])], libDir);
   for (const file of pkg.operatorFiles ?? []) {
     const shared = join(staging, 'usr', 'share', 'ppn-fleet', basename(file));
     mkdirSync(dirname(shared), { recursive: true });
@@ -258,12 +305,14 @@ function build(pkg: DebianPackage, dependencyFolders: string[]): string {
   return deb;
 }
 
-function main(): void {
+async function main(): Promise<void> {
   mkdirSync(OUT, { recursive: true });
-  const dependencyFolders = productionDependencyFolders();
   for (const pkg of PACKAGES) {
-    console.log(`built ${relative(ROOT, build(pkg, dependencyFolders))}`);
+    console.log(`built ${relative(ROOT, await build(pkg))}`);
   }
 }
 
-main();
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
