@@ -213,6 +213,7 @@ async function main(): Promise<void> {
     [
       '',
       `  Controller:  ${FLEET_URL}   (Swagger UI: http://localhost:9203/docs)`,
+      '  Operations:  http://127.0.0.1:9206   (Swagger UI: /docs; ppn-fleet vm stop|start|restart|console <vm_id>)',
       `  Local agent: node ${nodeId} on 127.0.0.1:9204, VM disks in ${diskDir}`,
       `  Base image:  ${image.says}`,
       `  SSH key:     ${key.says}`,
