@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { MAX_BODY_BYTES, MAX_VMS_PER_HEARTBEAT } from '@app/fleet-domain';
 import { createFleetApp } from '../../apps/fleet/src/bootstrap';
-import { FleetConfig } from '../../apps/fleet/src/config/fleet.config';
+import { fleetConfig } from '../support/configs';
 import { heartbeat as realisticHeartbeat, vmRecord } from '../support/heartbeats';
 import { LoopStallMeter } from './loop-stall';
 
@@ -154,7 +154,7 @@ function send(port: number, body: Buffer): Promise<{ status: number; bytes: numb
 
 async function main(): Promise<void> {
   Logger.overrideLogger(false);
-  const app = await createFleetApp(new FleetConfig(), { logger: false });
+  const app = await createFleetApp(fleetConfig(), { logger: false });
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
   const built = bodies.map(([label, build]) => [label, Buffer.from(build())] as const);

@@ -20,6 +20,7 @@ import { VmSidecars } from '../../apps/vm-host/src/vms/files/vm-sidecars';
 import { VmsService } from '../../apps/vm-host/src/vms/vms.service';
 import { FakeClock } from './fake-clock';
 import { FakeVmDriver, fakeHostFacts } from './fake-vm-driver';
+import { vmHostConfig } from './configs';
 
 /** What the fake driver answers a start with, unless a test says otherwise. */
 export const FAKE_STARTED: StartedVm = {
@@ -40,7 +41,7 @@ export function roomyVmsService(
   clock: FakeClock,
   metrics?: HostMetrics,
 ): VmsService {
-  const config = Object.assign(new VmHostConfig(), { nodeId: 'node-a', vcpuOvercommit: 4 });
+  const config = vmHostConfig({ VM_NODE_ID: 'node-a', VM_VCPU_OVERCOMMIT: '4' });
   const hostFacts = fakeHostFacts({ ram_total_mb: 65_536, ram_used_mb: 1_024, cpu_cores: 16 });
   return vmServices({ files, driver, clock, hostFacts, config, metrics }).vms;
 }
@@ -131,7 +132,7 @@ export interface VmBed {
 /** Sets a VmBed up, in beforeEach; `closeVmBed` in afterEach. */
 export async function openVmBed(prefix: string): Promise<VmBed> {
   const root = await mkdtemp(join(tmpdir(), prefix));
-  const files = new VmFiles(Object.assign(new VmHostConfig(), { diskDir: root }));
+  const files = new VmFiles(vmHostConfig({ VM_DISK_DIR: root }));
   await files.prepare();
   const logs: string[] = [];
   const keep =

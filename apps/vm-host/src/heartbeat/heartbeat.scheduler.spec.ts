@@ -3,7 +3,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import * as prometheus from 'prom-client';
 import { Subject } from 'rxjs';
 import { sampleValue } from '../../../../test/support/prometheus-text';
-import { VmHostConfig } from '../config/vm-host.config';
+import { vmHostConfig } from '../../../../test/support/configs';
 import { HostMetrics } from '../metrics/host-metrics.service';
 import type { NodeVmsSource } from '../vms/node-vms.source';
 import { HeartbeatScheduler } from './heartbeat.scheduler';
@@ -35,10 +35,10 @@ describe('HeartbeatScheduler', () => {
     jest.useFakeTimers();
     beats = new ManualBeats();
     vmChanges = new Subject<void>();
-    const config = Object.assign(new VmHostConfig(), {
-      nodeId: 'n1',
-      heartbeatIntervalS: 10,
-      fleetEndpointForLogs: 'http://fleet:9203',
+    const config = vmHostConfig({
+      VM_NODE_ID: 'n1',
+      VM_HEARTBEAT_INTERVAL_S: '10',
+      VM_FLEET_ENDPOINT: 'http://fleet:9203',
     });
     scheduler = new HeartbeatScheduler(
       config,
@@ -135,10 +135,10 @@ describe('HeartbeatScheduler', () => {
       },
     } as unknown as HeartbeatService;
     const counting = new HeartbeatScheduler(
-      Object.assign(new VmHostConfig(), {
-        nodeId: 'node-a',
-        heartbeatIntervalS: 10,
-        fleetEndpointForLogs: 'http://fleet:9203',
+      vmHostConfig({
+        VM_NODE_ID: 'node-a',
+        VM_HEARTBEAT_INTERVAL_S: '10',
+        VM_FLEET_ENDPOINT: 'http://fleet:9203',
       }),
       heartbeat,
       new SchedulerRegistry(),

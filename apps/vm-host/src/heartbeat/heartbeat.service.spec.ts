@@ -3,9 +3,9 @@ import * as prometheus from 'prom-client';
 import { Subject } from 'rxjs';
 import { HYPERVISOR_OVERHEAD_MB, rfc3339ToEpochNanos } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
+import { vmHostConfig } from '../../../../test/support/configs';
 import { heartbeat as agentHeartbeat, vmRecord } from '../../../../test/support/heartbeats';
 import { sampleValue } from '../../../../test/support/prometheus-text';
-import { VmHostConfig } from '../config/vm-host.config';
 import type { HostFacts, HostFactsService } from '../host-facts/host-facts.service';
 import { HostMetrics } from '../metrics/host-metrics.service';
 import type { NodeVmsReport, NodeVmsSource, ReportedVm } from '../vms/node-vms.source';
@@ -27,11 +27,11 @@ const VM: ReportedVm = vmRecord('vm-0123456789abcdef', {
   started_at: '2026-08-06T11:59:00.000Z',
 });
 
-const CONFIG = Object.assign(new VmHostConfig(), {
-  nodeId: 'node-a',
-  wgIp: '10.8.0.21',
-  spawnPort: 9204,
-  reserved: false,
+const CONFIG = vmHostConfig({
+  VM_NODE_ID: 'node-a',
+  VM_WG_IP: '10.8.0.21',
+  VM_SPAWN_PORT: '9204',
+  VM_RESERVED: 'false',
 });
 
 /** Host facts that read as `facts` say at the time. */

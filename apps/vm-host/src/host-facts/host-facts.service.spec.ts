@@ -3,7 +3,7 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as si from 'systeminformation';
-import { VmHostConfig } from '../config/vm-host.config';
+import { vmHostConfig } from '../../../../test/support/configs';
 import { HostFactsPaths, HostFactsService } from './host-facts.service';
 
 jest.mock('systeminformation', () => ({
@@ -117,7 +117,7 @@ describe('HostFactsPaths.forConfig', () => {
   afterEach(() => jest.restoreAllMocks());
 
   it("is the kernel's paths, silently, unless VM_HOST_KVM_DEVICE is set", () => {
-    const paths = HostFactsPaths.forConfig(Object.assign(new VmHostConfig(), { nodeId: 'node-a' }));
+    const paths = HostFactsPaths.forConfig(vmHostConfig({ VM_NODE_ID: 'node-a' }));
     expect(paths).toEqual(new HostFactsPaths());
     expect(paths.kvmDevice).toBe('/dev/kvm');
     expect(warnings).toEqual([]);
@@ -128,7 +128,7 @@ describe('HostFactsPaths.forConfig', () => {
     try {
       const kvmDevice = join(root, 'kvm');
       const paths = HostFactsPaths.forConfig(
-        Object.assign(new VmHostConfig(), { nodeId: 'node-a', kvmDevice }),
+        vmHostConfig({ VM_NODE_ID: 'node-a', VM_HOST_KVM_DEVICE: kvmDevice }),
       );
       expect(paths.kvmDevice).toBe(kvmDevice);
       expect(warnings).toEqual([
