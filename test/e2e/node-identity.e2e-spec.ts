@@ -37,7 +37,7 @@ describe('fleet controller with VM_FLEET_NODE_SECRET', () => {
       const token = tokenSent(res);
       sent.push(token);
       if (!agentTakes(token)) return json(res, 401, { statusCode: 401, message: 'no' });
-      if (call.method === 'POST') return json(res, 201, spawnedVm(call, 'vm-00000000000000a1'));
+      if (call.method === 'POST') return json(res, 201, spawnedVm(call));
       return json(res, 404, { statusCode: 404, message: 'no such vm' });
     }).start();
   }

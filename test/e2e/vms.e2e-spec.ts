@@ -5,8 +5,10 @@ import { Logger } from '@nestjs/common';
 import request from 'supertest';
 import {
   AGENT_REQUEST_TIMEOUT_MS,
+  IDEMPOTENCY_KEY_TTL_MS,
   NODE_STALE_AFTER_MS,
   RAM_HOLD_MARGIN_MS,
+  VmRecord,
   holdRam,
   liveSince,
 } from '@app/fleet-domain';
@@ -84,13 +86,16 @@ describe('fleet controller: VMs', () => {
 
   it('places on the node with the most free RAM, dispatches, and records the VM with its tenant', async () => {
     const small1 = await agent((call, res) => json(res, 201, spawned(call)));
-    const big = await agent((call, res) => json(res, 201, spawned(call, 'vm-big-1')));
+    const big = await agent((call, res) => json(res, 201, spawned(call)));
     await enroll('small', small1, { ram_total_mb: 8192, ram_used_mb: 4096 });
     await enroll('big', big, { ram_total_mb: 65536, ram_used_mb: 4096 });
 
     const { body } = await create({ ...small, tenant_id: 'acme' }).expect(201);
+    // The controller minted the id and sent it with the spawn; the agent made the VM under it.
+    const minted = (big.calls[0]?.body as { vm_id?: string } | undefined)?.vm_id;
+    expect(minted).toMatch(/^vm-[0-9a-f]{16}$/);
     expect(body).toEqual({
-      ...vmRecord('vm-big-1', {
+      ...vmRecord(minted!, {
         state: 'Provisioning' as never,
         started_at: null,
         tenant_id: 'acme',
@@ -102,7 +107,7 @@ describe('fleet controller: VMs', () => {
       {
         method: 'POST',
         url: '/v1/spawn',
-        body: { ...small, prefer_kvm: false, tenant_id: 'acme' },
+        body: { ...small, prefer_kvm: false, tenant_id: 'acme', vm_id: minted },
       },
     ]);
 
@@ -115,7 +120,7 @@ describe('fleet controller: VMs', () => {
     await enroll('big', big, {
       ram_total_mb: 65536,
       ram_used_mb: 5120,
-      vms: [vmRecord('vm-big-1', { tenant_id: 'acme', ram_alloc_mb: 1024 })],
+      vms: [vmRecord(minted!, { tenant_id: 'acme', ram_alloc_mb: 1024 })],
     });
     const after = await request(fleet.url).get('/v1/nodes/big').expect(200);
     expect(after.body).toMatchObject({ vm_count: 1, ram_available_mb: 65536 - 5120 });
@@ -123,7 +128,7 @@ describe('fleet controller: VMs', () => {
 
   it('records the request tenant when the agent does not echo it', async () => {
     const quiet = await agent((call, res) =>
-      json(res, 200, { ...spawned(call, 'vm-q'), tenant_id: undefined }),
+      json(res, 200, { ...spawned(call), tenant_id: undefined }),
     );
     await enroll('n1', quiet);
     const { body } = await create({ ...small, tenant_id: 'globex' }).expect(201);
@@ -362,16 +367,41 @@ describe('fleet controller: VMs', () => {
       },
     );
 
-    it("passes an agent's refusal (422) on as it is, trying no other node", async () => {
+    it("passes an agent's refusal (422) of a preferred node on as it is, trying no other node", async () => {
       const full = await agent((_call, res) => json(res, 422, { message: 'no room for it here' }));
       await enroll('full', full, { ram_total_mb: 65536, ram_used_mb: 0 });
       const other = await agent((call, res) => json(res, 201, spawned(call)));
       await enroll('other', other);
-      const { body } = await create(small).expect(422);
+      const { body } = await create({ ...small, preferred_node: 'full' }).expect(422);
       expect(body.message).toBe('node full refused the VM: no room for it here');
       expect(other.calls).toHaveLength(0);
-      await create(small).expect(422);
+      await create({ ...small, preferred_node: 'full' }).expect(422);
     });
+
+    it.each([
+      [507, 'disk full (507)', { message: 'VM_DISK_DIR /var/lib/vm-fleet is full (ENOSPC)' }],
+      [422, 'refused the VM as too big (422)', { message: 'ram_mb: does not fit on this node' }],
+    ])(
+      'moves a create on from an agent answering %i, and passes that node over for a while, naming why',
+      async (status, reason, answer) => {
+        // A node claiming the most RAM that refuses every VM: it must not take the fleet's creates.
+        const refusing = await agent((_call, res) => json(res, status, answer));
+        await enroll('refusing', refusing, { ram_total_mb: 1_000_000, ram_used_mb: 0 });
+        const healthy = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('healthy', healthy);
+        for (let i = 0; i < 5; i++) {
+          const { body } = await create(small).expect(201);
+          expect(body.node_id).toBe('healthy');
+        }
+        expect(refusing.calls).toHaveLength(1);
+        expect(healthy.calls).toHaveLength(5);
+        // The node is passed over, and a refusal says why.
+        const { body } = await create({ ...small, ram_mb: 600_000 }).expect(503);
+        expect(body.message).toContain(
+          `refusing: dispatch failed once in the last 40 s: ${reason}`,
+        );
+      },
+    );
 
     it('names the trouble in one word whatever it was: unreachable for a timeout, failed for any status', async () => {
       waitForAgentsMs(300);
@@ -538,7 +568,7 @@ describe('fleet controller: VMs', () => {
 
   describe('Idempotency-Key', () => {
     it('answers a retry with the same key and body 200 with the same VM, spawning once', async () => {
-      const stub = await agent((call, res) => json(res, 201, spawned(call, 'vm-00000000000000a1')));
+      const stub = await agent((call, res) => json(res, 201, spawned(call)));
       await enroll('n1', stub);
       const first = await create({ ...small, tenant_id: 'acme' }, 'order-42').expect(201);
       const retry = await create(
@@ -585,7 +615,7 @@ describe('fleet controller: VMs', () => {
       const stub = await agent(async (call, res) => {
         dispatched();
         await gate;
-        json(res, 201, spawned(call, 'vm-00000000000000c1'));
+        json(res, 201, spawned(call));
       });
       await enroll('n1', stub);
       const creates = Array.from({ length: 4 }, () => create(small, 'burst-1'));
@@ -596,17 +626,15 @@ describe('fleet controller: VMs', () => {
       release();
       const answers = await sent;
       expect(answers.map((res) => res.status).sort()).toEqual([200, 200, 200, 201]);
-      expect(new Set(answers.map((res) => res.body.vm_id))).toEqual(
-        new Set(['vm-00000000000000c1']),
-      );
+      expect(new Set(answers.map((res) => res.body.vm_id)).size).toBe(1);
       expect(stub.calls).toHaveLength(1);
     });
 
     it('answers 200 when the agent already had the VM for the key (a retry after a lost answer)', async () => {
-      const stub = await agent((call, res) => json(res, 200, spawned(call, 'vm-00000000000000d1')));
+      const stub = await agent((call, res) => json(res, 200, spawned(call)));
       await enroll('n1', stub);
       const { body } = await create(small, 'lost-answer').expect(200);
-      expect(body.vm_id).toBe('vm-00000000000000d1');
+      expect(body.vm_id).toBe((stub.calls[0].body as { vm_id: string }).vm_id);
     });
 
     it('refuses a malformed key with 400 naming the header, and calls no agent', async () => {
@@ -619,11 +647,15 @@ describe('fleet controller: VMs', () => {
       expect(stub.calls).toHaveLength(0);
     });
 
-    it('finds the key again from heartbeats after a restart, and never shows it', async () => {
+    it('answers a retry after a restart with the VM the agent made for the key, and never shows the key', async () => {
       let spawnKey: string | undefined;
+      let made: VmRecord | undefined;
+      // As an agent of ours answers: the VM its key made (200), else a new one.
       const stub = await agent((call, res) => {
+        if (made && spawnKeyOf(res) === spawnKey) return json(res, 200, made);
         spawnKey = spawnKeyOf(res);
-        json(res, 201, spawned(call, 'vm-00000000000000e1'));
+        made = spawned(call);
+        json(res, 201, made);
       });
       await enroll('n1', stub);
       const first = await create(small, 'survives-restart').expect(201);
@@ -639,9 +671,10 @@ describe('fleet controller: VMs', () => {
         ram_used_mb: 5120,
         vms: [{ ...reported, idempotency_key: spawnKey }],
       });
+      // The restarted controller has no record of the key: the agent's own answers the retry.
       const retry = await create(small, 'survives-restart').expect(200);
       expect(retry.body).toEqual(first.body);
-      expect(stub.calls).toHaveLength(1);
+      expect(stub.calls).toHaveLength(2);
       const { body: listed } = await request(fleet.url).get('/v1/vms').expect(200);
       expect(listed).toEqual([first.body]);
       expect(JSON.stringify(listed)).not.toContain(spawnKey);
@@ -664,10 +697,17 @@ describe('fleet controller: VMs', () => {
         const waiting = create(small, 'shared-key').then((res) => res);
         await new Promise((resolve) => setTimeout(resolve, 200));
         expect(stub.calls).toHaveLength(0);
-        // The holder's agent made the VM and reports it; then the holder ends its claim.
+        // The holder's agent made the VM and reports it; the holder records it, then ends its claim.
         await enroll('n1', stub, {
           vms: [{ ...vmRecord('vm-00000000000000b7'), idempotency_key: spawnKey }],
         });
+        await fleet.app
+          .get(KeyClaims)
+          .recordDispatch(
+            keyHash,
+            { spawnKey, nodeId: 'n1', vmId: 'vm-00000000000000b7' },
+            IDEMPOTENCY_KEY_TTL_MS,
+          );
         await fleet.app.get(KeyClaims).release(held);
         const { status, body } = await waiting;
         expect([status, body.vm_id, body.node_id]).toEqual([200, 'vm-00000000000000b7', 'n1']);
@@ -714,22 +754,49 @@ describe('fleet controller: VMs', () => {
       });
     });
 
-    it('makes a new VM once the agent no longer reports the key (a day later)', async () => {
-      const stub = await agent((call, res) => json(res, 201, spawned(call)));
+    it('makes a new VM once the VM its key made is gone', async () => {
+      const stub = await agent((call, res) =>
+        call.method === 'DELETE' ? json(res, 204) : json(res, 201, spawned(call)),
+      );
       await enroll('n1', stub);
-      const first = await create(small, 'day-old').expect(201);
-      await enroll('n1', stub, { vms: [first.body] });
-      const again = await create(small, 'day-old').expect(201);
+      const first = await create(small, 'deleted-since').expect(201);
+      await request(fleet.url).delete(`/v1/vms/${first.body.vm_id}`).expect(204);
+      const again = await create(small, 'deleted-since').expect(201);
       expect(again.body.vm_id).not.toBe(first.body.vm_id);
-      expect(stub.calls).toHaveLength(2);
+    });
+
+    it("never answers a client's key with a VM a node merely reports with it (squatting)", async () => {
+      // node-a reports a VM keyed with the hash of a guessable key and of the body.
+      const squatter = await agent((call, res) => json(res, 201, spawned(call)));
+      const honest = await agent((call, res) => json(res, 201, spawned(call)));
+      await enroll('node-a', squatter, {
+        ram_total_mb: 4096,
+        ram_used_mb: 3072,
+        vms: [
+          {
+            ...vmRecord('vm-5a77e40000000001'),
+            idempotency_key: spawnKeyFor({ ...small, prefer_kvm: false }, 'order-4711-web'),
+          },
+        ],
+      });
+      await enroll('node-b', honest, { ram_total_mb: 65536, ram_used_mb: 0 });
+      const { status, body } = await create(small, 'order-4711-web');
+      expect(status).toBe(201);
+      expect(body.vm_id).not.toBe('vm-5a77e40000000001');
+      expect(body.node_id).toBe('node-b');
+      // The retry answers the VM the controller dispatched, not the squatter's.
+      const retry = await create(small, 'order-4711-web').expect(200);
+      expect(retry.body).toEqual(body);
+      expect(honest.calls).toHaveLength(1);
+      expect(squatter.calls).toHaveLength(0);
     });
   });
 
   describe('RAM holds end', () => {
     it('holds a placed VM until a heartbeat lists it, not merely until the next heartbeat', async () => {
-      const stub = await agent((call, res) => json(res, 201, spawned(call, 'vm-00000000000000f1')));
+      const stub = await agent((call, res) => json(res, 201, spawned(call)));
       await enroll('n1', stub, { ram_total_mb: 8192, ram_used_mb: 2048 });
-      await create({ ...small, ram_mb: 2048 }).expect(201);
+      const { body } = await create({ ...small, ram_mb: 2048 }).expect(201);
       expect(await node('n1')).toMatchObject({ ram_available_mb: 4096 });
       // A heartbeat sampled before the spawn: the node's figures do not count the VM yet.
       await enroll('n1', stub, { ram_total_mb: 8192, ram_used_mb: 2048 });
@@ -737,7 +804,7 @@ describe('fleet controller: VMs', () => {
       await enroll('n1', stub, {
         ram_total_mb: 8192,
         ram_used_mb: 4096,
-        vms: [vmRecord('vm-00000000000000f1', { ram_alloc_mb: 2048 })],
+        vms: [vmRecord(body.vm_id, { ram_alloc_mb: 2048 })],
       });
       expect(await node('n1')).toMatchObject({ ram_available_mb: 4096, vm_count: 1 });
       await enroll('n1', stub, { ram_total_mb: 8192, ram_used_mb: 2048 });
@@ -790,11 +857,11 @@ describe('fleet controller: VMs', () => {
         jest
           .spyOn(repository, 'update')
           .mockRejectedValue(new StoreUnavailableError('fleet state store unavailable'));
-        json(res, 201, spawned(call, 'vm-0000000000000a01'));
+        json(res, 201, spawned(call));
       });
       await enroll('n1', stub, { ram_total_mb: 8192, ram_used_mb: 2048 });
       const { body } = await create({ ...small, ram_mb: 2048 }).expect(201);
-      expect(body.vm_id).toBe('vm-0000000000000a01');
+      expect(body.vm_id).toBe((stub.calls[0].body as { vm_id: string }).vm_id);
       jest.restoreAllMocks();
 
       // Not recorded, but its RAM is still held until the node lists it.
@@ -1048,21 +1115,91 @@ describe('fleet controller: VMs', () => {
         expect(quiet.calls).toEqual([{ method: 'DELETE', url: '/v1/vms/vm-q2', body: undefined }]);
       });
 
-      it('lists a VM once, as the live node that lists it reports it', async () => {
+      it("keeps a silent node's VM its own when another node lists its id: still silent, still counted, still forgettable", async () => {
         const quiet = await agent((_call, res) => json(res, 204));
         const other = await agent((_call, res) => json(res, 204));
         await enroll('quiet', quiet, { vms: [vmRecord('vm-q1'), vmRecord('vm-q2')] });
+        const before = await request(fleet.url).get('/v1/vms').expect(200);
         fleet.clock.advance(silentFor);
         await sweep();
-        await enroll('other', other, { vms: [vmRecord('vm-q1')] });
+        const silent = (await request(fleet.url).get('/v1/vms').expect(200)).body;
+        await enroll('other', other, { vms: [vmRecord('vm-q1'), vmRecord('vm-o1')] });
         const { body } = await request(fleet.url).get('/v1/vms').expect(200);
-        expect(
-          body.map((vm: { vm_id: string; node_id: string }) => [vm.vm_id, vm.node_id]),
-        ).toEqual([
-          ['vm-q1', 'other'],
-          ['vm-q2', 'quiet'],
-        ]);
+        expect(body).toEqual([{ ...vmRecord('vm-o1'), node_id: 'other' }, ...silent]);
+        expect(silent.map((vm: { node_silent_since?: string }) => vm.node_silent_since)).toEqual(
+          before.body.map(() => expect.any(String)),
+        );
+        expect(await node('other')).toMatchObject({ vm_count: 1 });
+        // Forgetting it still works on the node it belongs to, and no agent is asked.
+        await request(fleet.url).delete('/v1/vms/vm-q1?forget=true').expect(204);
+        expect([...quiet.calls, ...other.calls]).toEqual([]);
       });
+    });
+
+    describe("a heartbeat listing another node's VM id", () => {
+      it('changes nothing the owner sees: listed once, on its node, and its DELETE goes to that agent', async () => {
+        const nodeC = await agent((_call, res) => void res.writeHead(204).end());
+        const nodeA = await agent((_call, res) => void res.writeHead(204).end());
+        const victim = vmRecord('vm-d8d4000000000001', { tenant_id: 'victim' });
+        await enroll('node-c', nodeC, { vms: [victim] });
+        const seen = (await request(fleet.url).get('/v1/vms').expect(200)).body;
+        const warnings = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+        for (let beat = 0; beat < 3; beat++) {
+          await enroll('node-a', nodeA, { vms: [victim, vmRecord('vm-a000000000000001')] });
+        }
+        const conflictLines = warnings.mock.calls
+          .map(([line]) => String(line))
+          .filter((line) => line.includes('vm-d8d4000000000001'));
+        warnings.mockRestore();
+        // Warned once for the episode, naming both nodes.
+        expect(conflictLines).toHaveLength(1);
+        expect(conflictLines[0]).toContain('node node-a');
+        expect(conflictLines[0]).toContain('which node node-c holds');
+        const { body } = await request(fleet.url).get('/v1/vms?tenant_id=victim').expect(200);
+        expect(body).toEqual(seen);
+        expect(await node('node-a')).toMatchObject({ vm_count: 1 });
+        expect(await node('node-c')).toMatchObject({ vm_count: 1 });
+        await request(fleet.url).delete('/v1/vms/vm-d8d4000000000001').expect(204);
+        expect(nodeC.calls).toEqual([
+          { method: 'DELETE', url: '/v1/vms/vm-d8d4000000000001', body: undefined },
+        ]);
+        expect(nodeA.calls).toEqual([]);
+      });
+    });
+
+    describe('the id in a spawn reply', () => {
+      it.each([
+        ['an id of its own (an agent that mints its ids)', () => 'vm-0000000000000bad'],
+        ["another node's VM", () => 'vm-6a98000000000001'],
+      ])(
+        'refuses a reply naming %s: 502, nothing recorded, RAM given back, node backed off',
+        async (_what, id) => {
+          const victimNode = await agent((_call, res) => void res.writeHead(204).end());
+          await enroll('node-b', victimNode, {
+            ram_total_mb: 2048,
+            ram_used_mb: 1024,
+            vms: [vmRecord('vm-6a98000000000001', { tenant_id: 'victim' })],
+          });
+          const hostile = await agent((call, res) => json(res, 201, spawned(call, id())));
+          await enroll('node-a', hostile, { ram_total_mb: 16384, ram_used_mb: 0 });
+          const listedBefore = (await request(fleet.url).get('/v1/vms').expect(200)).body;
+          const warnings = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+          const { body } = await create({ ...small, tenant_id: 'tenant2' }).expect(502);
+          const lines = warnings.mock.calls.map(([line]) => String(line));
+          warnings.mockRestore();
+          expect(body.message).toBe('agent of node node-a answered unusably');
+          const asked = (hostile.calls[0].body as { vm_id: string }).vm_id;
+          expect(lines.some((line) => line.includes(asked) && line.includes(id()))).toBe(true);
+          expect((await request(fleet.url).get('/v1/vms').expect(200)).body).toEqual(listedBefore);
+          expect(await node('node-a')).toMatchObject({ vm_count: 0, ram_available_mb: 16384 });
+          // Backed off: the next create is not placed there.
+          const refused = await create(small).expect(503);
+          expect(refused.body.message).toContain(
+            'node-a: dispatch failed once in the last 40 s: failed',
+          );
+          expect(victimNode.calls).toEqual([]);
+        },
+      );
     });
 
     it('forgets a VM with ?forget=true without asking any agent, and the node with its last VM', async () => {
@@ -1110,7 +1247,7 @@ describe('fleet controller: VMs', () => {
       let spawnKey: string | undefined;
       const first = await agent((call, res) => {
         spawnKey = spawnKeyOf(res);
-        json(res, 201, spawned(call, 'vm-made'));
+        json(res, 201, spawned(call));
       });
       await enroll('first', first);
       const made = await create(small, 'order-1').expect(201);
@@ -1118,7 +1255,7 @@ describe('fleet controller: VMs', () => {
       await enroll('first', first, { vms: [{ ...reported, idempotency_key: spawnKey }] });
       const lastHeartbeat = new Date(fleet.clock.wallNow()).toISOString();
       fleet.clock.advance(silentFor);
-      const other = await agent((call, res) => json(res, 201, spawned(call, 'vm-twice')));
+      const other = await agent((call, res) => json(res, 201, spawned(call)));
       await enroll('other', other);
       await sweep();
 

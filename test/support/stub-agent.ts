@@ -1,6 +1,6 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { CreateVmRequest, VmRecord } from '@app/fleet-domain';
+import type { SpawnVmRequest, VmRecord } from '@app/fleet-domain';
 import { vmRecord } from './heartbeats';
 
 export interface StubAgentCall {
@@ -66,12 +66,17 @@ export function json(res: ServerResponse, status: number, body?: unknown): void 
   res.end(body === undefined ? undefined : JSON.stringify(body));
 }
 
-/** A spawn answered as a healthy agent answers it: the VM it was asked for, Provisioning. */
+/**
+ * A spawn answered as a healthy agent answers it: the VM it was asked for, Provisioning, under
+ * the vm_id the controller minted (`vmId`: another one, as a hostile agent or an agent of the
+ * original services answers).
+ */
 export function spawnedVm(
   call: StubAgentCall,
-  vmId = `vm-${Math.random().toString(16).slice(2, 18).padEnd(16, '0')}`,
+  vmId = (call.body as SpawnVmRequest).vm_id ??
+    `vm-${Math.random().toString(16).slice(2, 18).padEnd(16, '0')}`,
 ): VmRecord {
-  const body = call.body as CreateVmRequest;
+  const body = call.body as SpawnVmRequest;
   return vmRecord(vmId, {
     vm_type: body.vm_type,
     state: 'Provisioning' as never,

@@ -9,6 +9,7 @@ import {
   earliestHoldDeadline,
   endExpiredHolds,
   findEarlierCreate,
+  foreignVms,
   forgetSilentVm,
   holdRam,
   isLive,
@@ -245,22 +246,60 @@ describe('beat interval', () => {
   });
 });
 
+describe('foreignVms', () => {
+  it('names the VMs of a heartbeat whose ids another stored node holds, live or silent, or has a hold for', () => {
+    const owner = nodeStateFromHeartbeat(heartbeat({ node_id: 'c', vms: [vm('c1')] }), 0);
+    const dropped = nodeStateFromHeartbeat(heartbeat({ node_id: 's', vms: [vm('s1')] }), -60_000);
+    const dispatching = holdRam(
+      { ...hold('h1', 512, 0), vmId: 'b1' },
+      0,
+    )(nodeStateFromHeartbeat(heartbeat({ node_id: 'b' }), 0)).next!;
+    const claimed = [vm('c1'), vm('s1'), vm('b1'), vm('a1')];
+    expect(foreignVms('a', claimed, [owner, dropped, dispatching])).toEqual([
+      { vm_id: 'c1', owner: 'c' },
+      { vm_id: 's1', owner: 's' },
+      { vm_id: 'b1', owner: 'b' },
+    ]);
+    // Its own node's VMs are its own; ids it already held are not looked up.
+    expect(foreignVms('c', [vm('c1')], [owner])).toEqual([]);
+    expect(foreignVms('a', claimed, [owner], new Set(['c1']))).toEqual([]);
+  });
+});
+
 describe('findEarlierCreate', () => {
   const key = spawnKey('k', 'body');
 
-  it('finds the VM a key made, wherever it is listed', () => {
+  it('finds the VM the controller dispatched with a key, on the node it was dispatched to', () => {
     const n1 = nodeStateFromHeartbeat(heartbeat({ node_id: 'n1' }), 0);
     const n2 = nodeStateFromHeartbeat(
       heartbeat({ node_id: 'n2', vms: [vm('a'), { ...vm('made'), idempotency_key: key }] }),
       0,
     );
-    expect(findEarlierCreate([n1, n2], key.split('.')[0], 0)).toMatchObject({
+    const keyHash = key.split('.')[0];
+    const dispatched = { spawnKey: key, nodeId: 'n2', vmId: 'made' };
+    expect(findEarlierCreate([n1, n2], keyHash, 0, dispatched)).toMatchObject({
       kind: 'vm',
       node: { node_id: 'n2' },
       vm: { vm_id: 'made' },
       spawn_key: key,
     });
     expect(findEarlierCreate([n1, n2], spawnKey('other').split('.')[0], 0)).toBeUndefined();
+  });
+
+  it('never finds a VM a node merely reports with the key (squatting a guessable key)', () => {
+    const squatter = nodeStateFromHeartbeat(
+      heartbeat({ node_id: 'n2', vms: [{ ...vm('squat'), idempotency_key: key }] }),
+      0,
+    );
+    const keyHash = key.split('.')[0];
+    expect(findEarlierCreate([squatter], keyHash, 0)).toBeUndefined();
+    // Nor when the controller's record names another node or VM.
+    for (const dispatched of [
+      { spawnKey: key, nodeId: 'n1', vmId: 'squat' },
+      { spawnKey: key, nodeId: 'n2', vmId: 'made' },
+    ]) {
+      expect(findEarlierCreate([squatter], keyHash, 0, dispatched)).toBeUndefined();
+    }
   });
 
   it('finds a hold still in flight for the key, until its deadline', () => {
@@ -583,7 +622,8 @@ describe('a node that drops out while listing VMs', () => {
     expect(findEarlierCreate([held], keyHash, later)).toBeUndefined();
     // Its VM made with the key is still that VM, marked silent.
     const made = recordDispatchedVm('h1', { ...vm('m'), idempotency_key: key })(held).next!;
-    expect(findEarlierCreate([made], keyHash, later)).toMatchObject({
+    const dispatched = { spawnKey: key, nodeId: made.node_id, vmId: 'm' };
+    expect(findEarlierCreate([made], keyHash, later, dispatched)).toMatchObject({
       kind: 'vm',
       vm: { vm_id: 'm' },
       silent_since_wall_ms: 1_000_010_000,

@@ -16,7 +16,8 @@ import { NodeRecord } from './wire/node-record';
  * RAM the controller set aside on a node for a VM it is placing there, until a heartbeat of
  * the node lists that VM or `expires_at_ms` passes, whichever comes first: a controller that
  * died mid-dispatch leaves nothing held for longer than the dispatch could have taken.
- * `vm_id` is set once the agent accepted the VM; until then the hold is in flight.
+ * `vm_id` is the id the controller minted for the VM (holds stored before ids were minted set
+ * it once the agent accepted the VM): a heartbeat of the node listing it ends the hold.
  */
 export interface RamHold {
   ram_mb: number;
@@ -234,6 +235,51 @@ export function listedVms(nodes: readonly NodeState[], notBeforeMs: number): Lis
   return listed;
 }
 
+/** A VM a heartbeat lists whose id another stored node holds: ignored for that heartbeat. */
+export interface ForeignVm {
+  vm_id: string;
+  /** The node that holds the id: it listed the VM first, or the controller dispatched it there. */
+  owner: string;
+}
+
+/** Every VM id a stored node holds: those it lists, its SilentVms and its holds' minted ids. */
+export function heldVmIds(node: NodeState): string[] {
+  const ids = node.vms.map((vm) => vm.vm_id);
+  for (const silent of node.silent_vms) ids.push(silent.vm.vm_id);
+  for (const holdId in node.holds) {
+    const vmId = node.holds[holdId].vm_id;
+    if (vmId !== undefined) ids.push(vmId);
+  }
+  return ids;
+}
+
+/**
+ * The VMs of `nodeId`'s heartbeat whose ids another stored node (live or silent) holds: a VM id
+ * belongs to the first node that listed it (Kubernetes' NodeRestriction: a kubelet modifies only
+ * the pods bound to it). Such a VM is not listed twice, and nothing is routed to the claimer.
+ * `known`: ids the node itself held already (none of them is looked up).
+ */
+export function foreignVms(
+  nodeId: string,
+  vms: readonly HeartbeatVm[],
+  stored: readonly NodeState[],
+  known: ReadonlySet<string> = new Set(),
+): ForeignVm[] {
+  const unknown = vms.filter((vm) => !known.has(vm.vm_id));
+  if (unknown.length === 0) return [];
+  const owners = new Map<string, string>();
+  for (const node of stored) {
+    if (node.node_id === nodeId) continue;
+    for (const vmId of heldVmIds(node)) if (!owners.has(vmId)) owners.set(vmId, node.node_id);
+  }
+  const foreign: ForeignVm[] = [];
+  for (const vm of unknown) {
+    const owner = owners.get(vm.vm_id);
+    if (owner !== undefined) foreign.push({ vm_id: vm.vm_id, owner });
+  }
+  return foreign;
+}
+
 /**
  * Decides what a heartbeat received at `receivedAtMs` (Clock.now) means against the record
  * stored for its node id, if any.
@@ -445,6 +491,8 @@ export interface RamHoldRequest {
   expiresAtMs: number;
   /** The Idempotency-Key the VM is spawned with. */
   spawnKey: string;
+  /** The id the controller minted for the VM. */
+  vmId?: string;
 }
 
 /**
@@ -526,6 +574,7 @@ export function holdRam(hold: RamHoldRequest, notBeforeMs: number): NodeChange<b
       expires_at_ms: hold.expiresAtMs,
       spawn_key: hold.spawnKey,
     };
+    if (hold.vmId !== undefined) holds[hold.holdId].vm_id = hold.vmId;
     return { next: withRecord({ ...stored, holds }), result: true };
   };
 }
@@ -651,11 +700,22 @@ export function endExpiredHolds(nowMs: number): NodeChange<EndedHold[]> {
   };
 }
 
+/**
+ * A VM the controller itself dispatched with an Idempotency-Key (recorded when its agent
+ * accepted it): the only VM that key can answer. A VM a node merely reports with a key never
+ * does, or any node could squat a guessable key.
+ */
+export interface KeyedDispatch {
+  spawnKey: string;
+  nodeId: string;
+  vmId: string;
+}
+
 /** What an earlier create with the same Idempotency-Key left on the fleet. */
 export type EarlierCreate =
   /**
-   * Its VM is listed (reported by its node, or recorded when the agent accepted it); with
-   * `silent_since_wall_ms` when no live agent manages it (see ListedVm).
+   * Its VM, the one the controller dispatched with the key, is still listed by the node it was
+   * dispatched to; with `silent_since_wall_ms` when no live agent manages it (see ListedVm).
    */
   | {
       kind: 'vm';
@@ -664,39 +724,52 @@ export type EarlierCreate =
       spawn_key: string;
       silent_since_wall_ms?: number;
     }
-  /** Its RAM is held on a node whose agent may be making the VM right now. */
-  | { kind: 'in-flight'; node: NodeState; hold_id: string; spawn_key: string };
+  /**
+   * Its RAM is held on a node whose agent may be making the VM right now, under `vm_id` (the
+   * id the controller minted for it; absent in a hold stored before ids were minted).
+   */
+  | { kind: 'in-flight'; node: NodeState; hold_id: string; spawn_key: string; vm_id?: string };
 
 /**
  * Finds what an earlier create with this key (`keyHash`, the first half of a spawn key) left
- * on the stored nodes: a VM listed with it (see listedVms: on a silent node too), else a hold
- * still live at `nowMs` on a live node (a silent node's agent is making no VM).
+ * on the stored nodes: the VM the controller recorded dispatching with it (`dispatched`), if
+ * its node still lists it (see listedVms: a silent node too), else a hold still live at `nowMs`
+ * on a live node (a silent node's agent is making no VM). Keys nodes report with their VMs are
+ * not looked at: only what the controller itself did answers a client's key.
  */
 export function findEarlierCreate(
   nodes: readonly NodeState[],
   keyHash: string,
   nowMs: number,
+  dispatched?: KeyedDispatch,
 ): EarlierCreate | undefined {
   const notBeforeMs = liveSince(nowMs);
-  for (const { vm, node, silent_since_wall_ms } of listedVms(nodes, notBeforeMs)) {
-    if (vm.idempotency_key !== undefined && keyHashOf(vm.idempotency_key) === keyHash) {
-      const found: EarlierCreate = { kind: 'vm', node, vm, spawn_key: vm.idempotency_key };
-      if (silent_since_wall_ms !== undefined) found.silent_since_wall_ms = silent_since_wall_ms;
-      return found;
-    }
-  }
-  let inFlight: EarlierCreate | undefined;
-  for (const node of nodes) {
-    if (inFlight || !isLive(node, notBeforeMs)) continue;
-    for (const holdId in node.holds) {
-      const hold = node.holds[holdId];
-      if (keyHashOf(hold.spawn_key) === keyHash && isHoldLive(hold, nowMs)) {
-        inFlight = { kind: 'in-flight', node, hold_id: holdId, spawn_key: hold.spawn_key };
-        break;
+  if (dispatched !== undefined && keyHashOf(dispatched.spawnKey) === keyHash) {
+    for (const { vm, node, silent_since_wall_ms } of listedVms(nodes, notBeforeMs)) {
+      if (vm.vm_id === dispatched.vmId && node.node_id === dispatched.nodeId) {
+        const found: EarlierCreate = { kind: 'vm', node, vm, spawn_key: dispatched.spawnKey };
+        if (silent_since_wall_ms !== undefined) found.silent_since_wall_ms = silent_since_wall_ms;
+        return found;
       }
     }
   }
-  return inFlight;
+  for (const node of nodes) {
+    if (!isLive(node, notBeforeMs)) continue;
+    for (const holdId in node.holds) {
+      const hold = node.holds[holdId];
+      if (keyHashOf(hold.spawn_key) === keyHash && isHoldLive(hold, nowMs)) {
+        const inFlight: EarlierCreate = {
+          kind: 'in-flight',
+          node,
+          hold_id: holdId,
+          spawn_key: hold.spawn_key,
+        };
+        if (hold.vm_id !== undefined) inFlight.vm_id = hold.vm_id;
+        return inFlight;
+      }
+    }
+  }
+  return undefined;
 }
 
 /** A change that only applies to a node still stored (a dropped node is not brought back). */

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import * as prometheus from 'prom-client';
 import {
   CreateVmRequest,
+  SpawnVmRequest,
   MAX_EXPORTED_NODES,
   NodeHeartbeat,
   VmRecord,
@@ -138,8 +139,21 @@ describe('FleetMetrics', () => {
     expect(sampleValue(await scraped(), 'ppn_fleet_nodes')).toBe(1);
   });
 
+  it("counts a node listing another node's VM id once per episode, and the silent VM stays counted", async () => {
+    await nodes.acceptHeartbeat(heartbeat('n1', 0, { vms: [vmRecord('vm-1')] }));
+    clock.advance(31_000);
+    await nodes.dropStaleNodes();
+    expect(sampleValue(await scraped(), 'ppn_fleet_silent_node_vms')).toBe(1);
+    for (let beat = 0; beat < 3; beat++) {
+      await nodes.acceptHeartbeat(heartbeat('n2', 31 + beat, { vms: [vmRecord('vm-1')] }));
+    }
+    const text = await scraped();
+    expect(sampleValue(text, 'ppn_fleet_vm_id_conflicts_total')).toBe(1);
+    expect(sampleValue(text, 'ppn_fleet_silent_node_vms')).toBe(1);
+  });
+
   it('counts VM creates by outcome and times every dispatch to an agent, failed or not', async () => {
-    const spawn = jest.fn<Promise<Spawned>, [unknown, CreateVmRequest, string]>();
+    const spawn = jest.fn<Promise<Spawned>, [unknown, SpawnVmRequest, string]>();
     const vms = new VmPlacementService(
       repository,
       new InMemoryKeyClaims(),
@@ -157,19 +171,21 @@ describe('FleetMetrics', () => {
       0,
     );
     await nodes.acceptHeartbeat(heartbeat('n1', 0)); // 12,288 MB available
-    spawn.mockResolvedValueOnce({
-      vm: {
-        vm_id: 'vm-00000000000000a1',
-        vm_type: 'web',
-        state: 'Provisioning',
-        ram_alloc_mb: 1024,
-        vcpu_count: 1,
-        started_at: null,
-        tenant_id: null,
-        host_ports: [],
-      } as unknown as VmRecord,
-      replayed: false,
-    });
+    spawn.mockImplementationOnce((_node, request) =>
+      Promise.resolve({
+        vm: {
+          vm_id: request.vm_id,
+          vm_type: 'web',
+          state: 'Provisioning',
+          ram_alloc_mb: 1024,
+          vcpu_count: 1,
+          started_at: null,
+          tenant_id: null,
+          host_ports: [],
+        } as unknown as VmRecord,
+        replayed: false,
+      }),
+    );
     await create();
     spawn.mockRejectedValueOnce(
       new AgentCallError('agent of node n1 could not be reached', 'unreachable', true),
@@ -364,6 +380,7 @@ describe('FleetMetrics', () => {
       ppn_fleet_dispatch_duration_seconds: 'histogram',
       ppn_fleet_dispatch_failures_total: 'counter',
       ppn_fleet_node_id_conflicts_total: 'counter',
+      ppn_fleet_vm_id_conflicts_total: 'counter',
       ppn_fleet_sweep_duration_seconds: 'histogram',
       ppn_fleet_build_info: 'gauge',
       ppn_fleet_node_ram_available_bytes: 'gauge',

@@ -31,6 +31,7 @@ interface FleetInstruments {
   dispatch: Prometheus.Histogram<'outcome'>;
   dispatchFailures: Prometheus.Counter;
   nodeIdConflicts: Prometheus.Counter;
+  vmIdConflicts: Prometheus.Counter;
   sweep: Prometheus.Histogram;
 }
 
@@ -226,6 +227,11 @@ export class FleetMetrics {
         help: 'Times one node id was found used by two agents at once (heartbeats of two boots or addresses taking it from each other), counted once per episode. The warning names both.',
         registers,
       }),
+      vmIdConflicts: new prometheus.Counter({
+        name: 'ppn_fleet_vm_id_conflicts_total',
+        help: "Times a node's heartbeat listed a VM id another node holds (ignored for that heartbeat: not listed twice, not routed), counted once per episode. The warning names both nodes.",
+        registers,
+      }),
       sweep: new prometheus.Histogram({
         name: 'ppn_fleet_sweep_duration_seconds',
         help: 'Time one staleness sweep took (once a second).',
@@ -261,6 +267,10 @@ export class FleetMetrics {
 
   countNodeIdConflict(): void {
     this.instruments?.nodeIdConflicts.inc();
+  }
+
+  countVmIdConflict(): void {
+    this.instruments?.vmIdConflicts.inc();
   }
 
   observeSweep(seconds: number, dropped: number): void {

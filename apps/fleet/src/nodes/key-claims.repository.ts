@@ -16,6 +16,16 @@ export interface OthersKeyClaim {
 export type KeyClaim = OwnKeyClaim | OthersKeyClaim;
 
 /**
+ * A VM the controller itself dispatched with an Idempotency-Key: the only VM that key can
+ * answer (a VM a node merely reports with the key never does).
+ */
+export interface KeyDispatch {
+  spawnKey: string;
+  nodeId: string;
+  vmId: string;
+}
+
+/**
  * Claims on Idempotency-Keys, kept in the store of fleet state so that every controller on it
  * sees them: of all the creates with one key, only the holder of its claim places and
  * dispatches; the others wait for it to end and then find its VM. A claim ends when its holder
@@ -32,4 +42,24 @@ export abstract class KeyClaims {
 
   /** Ends the claim, if it is still this one: one that expired and was taken again stays. */
   abstract release(claim: OwnKeyClaim): Promise<void>;
+
+  /**
+   * Records the VM a keyed create dispatched (its agent accepted it), for `keepMs` (a day: as
+   * long as the agent honours the key): a retry with the key finds it there, and nowhere else.
+   */
+  abstract recordDispatch(keyHash: string, dispatch: KeyDispatch, keepMs: number): Promise<void>;
+
+  /** The VM the controller dispatched for `keyHash`, if it recorded one still kept. */
+  abstract dispatchOf(keyHash: string): Promise<KeyDispatch | undefined>;
+}
+
+/** `<spawn key>\n<node id>\n<vm id>`: none of the three holds a newline. */
+export function encodeKeyDispatch(dispatch: KeyDispatch): string {
+  return `${dispatch.spawnKey}\n${dispatch.nodeId}\n${dispatch.vmId}`;
+}
+
+export function decodeKeyDispatch(text: string | null | undefined): KeyDispatch | undefined {
+  const [spawnKey, nodeId, vmId, ...rest] = (text ?? '').split('\n');
+  if (!spawnKey || !nodeId || !vmId || rest.length > 0) return undefined;
+  return { spawnKey, nodeId, vmId };
 }

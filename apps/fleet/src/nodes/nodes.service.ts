@@ -14,11 +14,14 @@ import {
   compareIds,
   describeSpeaker,
   endExpiredHolds,
+  foreignVms,
+  heldVmIds,
   keepsVmsWhenSilent,
   liveSince,
   toRfc3339,
 } from '@app/fleet-domain';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
+import { FOREIGN_VM_EPISODE_QUIET_MS, ForeignVmIds } from './foreign-vm-ids.tracker';
 import { NodeIdConflicts } from './node-id-conflicts.tracker';
 import { NodeCredential, NodeTokens } from './node-tokens';
 import { NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
@@ -40,6 +43,7 @@ const ACCEPTED: HeartbeatAnswer = Object.freeze({ accepted: true });
 export class NodesService {
   private readonly logger = new Logger('Nodes');
   private readonly conflicts = new NodeIdConflicts();
+  private readonly foreignVmIds = new ForeignVmIds();
   /** Nodes already noted as speaking with an old credential (once each per process). */
   private readonly notedOldCredentials = new Set<string>();
   /** When the last refused-token warning was logged, and the refusals not logged since. */
@@ -68,9 +72,10 @@ export class NodesService {
   ): Promise<HeartbeatAnswer> {
     const credential = this.checkSpeaksForItself(heartbeat.node_id, token, from);
     const receivedAtMs = this.clock.now();
+    const owned = await this.withoutForeignVms(heartbeat, receivedAtMs);
     const verdict = await this.nodes.update(
       heartbeat.node_id,
-      acceptHeartbeat(heartbeat, receivedAtMs, this.clock.wallNow(), credential),
+      acceptHeartbeat(owned, receivedAtMs, this.clock.wallNow(), credential),
     );
     this.metrics.countHeartbeat(verdict.kind);
     const id = heartbeat.node_id;
@@ -95,6 +100,32 @@ export class NodesService {
         break;
     }
     return ACCEPTED;
+  }
+
+  /**
+   * The heartbeat without the VMs whose ids another node holds (see foreignVms): a VM belongs
+   * to the first node that listed it, so another node's heartbeat cannot list it twice, take
+   * its silent mark away or have its DELETE routed elsewhere. The store is read whole only when
+   * the heartbeat lists an id its node did not hold before (a new VM, or a first heartbeat).
+   * Warned once per episode, naming both nodes, and counted.
+   */
+  private async withoutForeignVms(heartbeat: NodeHeartbeat, nowMs: number): Promise<NodeHeartbeat> {
+    if (heartbeat.vms.length === 0) return heartbeat;
+    // A silent one too: its VMs are its own as well.
+    const own = await this.nodes.findLive(heartbeat.node_id, Number.MIN_SAFE_INTEGER);
+    const known = new Set(own ? heldVmIds(own) : []);
+    if (heartbeat.vms.every((vm) => known.has(vm.vm_id))) return heartbeat;
+    const foreign = foreignVms(heartbeat.node_id, heartbeat.vms, await this.nodes.listAll(), known);
+    if (foreign.length === 0) return heartbeat;
+    for (const { vm_id, owner } of foreign) {
+      if (!this.foreignVmIds.note(heartbeat.node_id, vm_id, nowMs)) continue;
+      this.metrics.countVmIdConflict();
+      this.logger.warn(
+        `node ${heartbeat.node_id} (${describeSpeaker(heartbeat)}) lists vm ${vm_id}, which node ${owner} holds: ignored (not listed under ${heartbeat.node_id}, nothing routed to it); a VM id belongs to the node it was dispatched to. Warned once until it has not listed it for ${FOREIGN_VM_EPISODE_QUIET_MS / 1000} s`,
+      );
+    }
+    const ignored = new Set(foreign.map(({ vm_id }) => vm_id));
+    return { ...heartbeat, vms: heartbeat.vms.filter((vm) => !ignored.has(vm.vm_id)) };
   }
 
   /**

@@ -11,7 +11,7 @@ export interface paths {
     put?: never;
     /**
      * Accept a VM (state Provisioning) once its files are made, and start it under QEMU after answering
-     * @description What the fleet controller calls once it has placed a VM on this node. The agent checks the node can hold it (RAM after a 512 MB margin, vCPUs within VM_VCPU_OVERCOMMIT), makes its disk in VM_DISK_DIR (over VM_BASE_IMAGE, or a small blank image when that is unset) and seed ISO, answers with the new VM (state Provisioning), then starts QEMU; the VM's state (Running, or Error) shows in GET /v1/vms and the next heartbeat.
+     * @description What the fleet controller calls once it has placed a VM on this node. The agent checks the node can hold it (RAM after a 512 MB margin, vCPUs within VM_VCPU_OVERCOMMIT), makes it under the vm_id the controller minted (one of its own when the request has none; 409 when that id is taken here), makes its disk in VM_DISK_DIR (over VM_BASE_IMAGE, or a small blank image when that is unset) and seed ISO, answers with the new VM (state Provisioning), then starts QEMU; the VM's state (Running, or Error) shows in GET /v1/vms and the next heartbeat.
      */
     post: operations['spawnVm'];
     delete?: never;
@@ -184,20 +184,6 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
-    CreateVmRequest: {
-      /** @default false */
-      prefer_kvm: boolean;
-      /** @example null */
-      preferred_node?: string | null;
-      /** @example 2048 */
-      ram_mb: number;
-      /** @example example-tenant */
-      tenant_id?: string | null;
-      /** @example 2 */
-      vcpu_count: number;
-      /** @example web */
-      vm_type: string;
-    };
     /**
      * @description running from the create on, stopped once an operator stops it, running again once started; kept with the VM on its node across agent restarts and reboots.
      * @enum {string}
@@ -233,6 +219,25 @@ export interface components {
        * @default 60
        */
       timeout_s: number;
+    };
+    SpawnVmRequest: {
+      /** @default false */
+      prefer_kvm: boolean;
+      /** @example null */
+      preferred_node?: string | null;
+      /** @example 2048 */
+      ram_mb: number;
+      /** @example example-tenant */
+      tenant_id?: string | null;
+      /** @example 2 */
+      vcpu_count: number;
+      /**
+       * @description The id the controller minted for the VM; the agent makes the VM under this id (absent: it mints one).
+       * @example vm-0123456789abcdef
+       */
+      vm_id?: string;
+      /** @example web */
+      vm_type: string;
     };
     StopVmRequest: {
       /**
@@ -340,7 +345,7 @@ export interface operations {
     };
     requestBody: {
       content: {
-        'application/json': components['schemas']['CreateVmRequest'];
+        'application/json': components['schemas']['SpawnVmRequest'];
       };
     };
     responses: {
@@ -385,6 +390,22 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The vm_id the controller minted is already taken on this node (a VM, its run folder or its disk has it); nothing was made. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "vm_id vm-0123456789abcdef is already taken on this node; no VM was made",
+           *       "statusCode": 409
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };

@@ -9,10 +9,10 @@ import {
 import {
   AGENT_CONNECT_TIMEOUT_MS,
   AGENT_REQUEST_TIMEOUT_MS,
-  CreateVmRequest,
   IDEMPOTENCY_KEY_HEADER,
   NodeState,
   RestartVmRequest,
+  SpawnVmRequest,
   StopVmRequest,
   VmConsole,
   VmConsoleQuery,
@@ -132,7 +132,7 @@ export class VmHostClient {
   /** `spawnKey`: the Idempotency-Key the agent keeps with the VM (see SPAWN_KEY_PATTERN). */
   async spawn(
     node: AgentAddress,
-    request: CreateVmRequest,
+    request: SpawnVmRequest,
     spawnKey: string,
     timeoutMs = this.settings.timeoutMs,
   ): Promise<Spawned> {

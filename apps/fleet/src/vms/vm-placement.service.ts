@@ -1,16 +1,18 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Clock } from '@app/daemon';
 import {
   CreateVmRequest,
   DISPATCH_NODES_TRIED,
   FleetVm,
+  IDEMPOTENCY_KEY_TTL_MS,
   NodeState,
   RAM_HOLD_MARGIN_MS,
   findEarlierCreate,
   holdRam,
   keyHashOf,
+  listedVms,
   liveSince,
   noteDispatchFailure,
   placeVm,
@@ -27,12 +29,7 @@ import { KeyClaims } from '../nodes/key-claims.repository';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { spawnKeyOf } from './spawn-key';
 import { VmCreateSettings } from './vm-create.settings';
-import {
-  AgentCallError,
-  AgentFailureReason,
-  VmHostClient,
-  VmHostClientSettings,
-} from './vm-host.client';
+import { AgentCallError, Spawned, VmHostClient, VmHostClientSettings } from './vm-host.client';
 import {
   IdempotencyKeyClaimWaitError,
   IdempotencyKeyReusedError,
@@ -56,22 +53,41 @@ const MIN_DISPATCH_TIME_MS = 1_000;
 
 /**
  * What a failed dispatch says of the node: `reason` when the failure is the node's, not the
- * request's (unreachable, no answer, a 5xx: it is passed over for a while), and `retry` when
- * another node may take the request without risking a second VM (the agent never saw it).
- * Undefined for the agent's answer about the request (422, 507) and anything else.
+ * request's (unreachable, no answer, a 5xx, a full disk, no room: it is passed over for a
+ * while, the reason named in placement's explanations), and `retry` when another node may take
+ * the request without risking a second VM (the agent never saw it, or refused it making
+ * nothing). A capacity 422 moves on only for a create without preferred_node (`movesOn`).
+ * Undefined for anything else the agent said about the request.
  */
 function nodeFailure(
   error: unknown,
-): { reason: AgentFailureReason; retry: boolean; mayHaveMadeIt: boolean } | undefined {
+  movesOn = true,
+): { reason: string; retry: boolean; mayHaveMadeIt: boolean } | undefined {
   if (error instanceof AgentCallError) {
     // Cut off before any answer (a timeout, a reset): the agent may be making the VM.
     const cutOff = !error.neverReached && error.reason === 'unreachable';
     return { reason: error.reason, retry: error.neverReached, mayHaveMadeIt: cutOff };
   }
-  if (error instanceof NodeRefusedVmError && error.agentStatus === 500) {
-    return { reason: 'failed', retry: false, mayHaveMadeIt: false };
+  if (error instanceof NodeRefusedVmError) {
+    switch (error.agentStatus) {
+      case 500:
+        return { reason: 'failed', retry: false, mayHaveMadeIt: false };
+      // Its disk folder is full: it kept nothing of the VM, another node may have room.
+      case 507:
+        return { reason: 'disk full (507)', retry: true, mayHaveMadeIt: false };
+      // It says it cannot hold the VM (whatever its heartbeat claimed): it made nothing.
+      case 422:
+        return movesOn
+          ? { reason: 'refused the VM as too big (422)', retry: true, mayHaveMadeIt: false }
+          : undefined;
+    }
   }
   return undefined;
+}
+
+/** `vm-` and 16 hex digits (64 random bits), as agents of ours have always named VMs. */
+function mintVmId(): string {
+  return `vm-${randomBytes(8).toString('hex')}`;
 }
 
 /** A created VM; `replayed`: an earlier create with the same Idempotency-Key made it (200). */
@@ -85,6 +101,8 @@ interface Dispatch {
   node: NodeState;
   holdId: string;
   ownHold: boolean;
+  /** The id the controller minted for the VM, sent with the spawn. */
+  vmId: string;
   /** Why placement chose no other node, for the log line. */
   passedOver?: string[];
 }
@@ -118,7 +136,7 @@ export class VmPlacementService {
   async createVm(request: CreateVmRequest, idempotencyKey?: string): Promise<CreatedVm> {
     if (idempotencyKey === undefined) {
       // A key of its own, never repeated: nothing the agent answers makes this a retry.
-      const created = await this.placeAndDispatch(request, spawnKeyOf(request));
+      const created = await this.placeAndDispatch(request, spawnKeyOf(request), false);
       return { vm: created.vm, replayed: false };
     }
     const spawnKey = spawnKeyOf(request, idempotencyKey);
@@ -202,9 +220,13 @@ export class VmPlacementService {
     const now = this.clock.now();
     // Silent nodes too: a VM made for the key on a node that dropped out is still that VM
     // (answered with node_silent_since); only live nodes' holds are creates in flight.
-    const stored = await this.nodes.listAll();
-    const earlier = findEarlierCreate(stored, keyHashOf(spawnKey), now);
-    if (!earlier) return this.placeAndDispatch(request, spawnKey);
+    const keyHash = keyHashOf(spawnKey);
+    const [stored, dispatched] = await Promise.all([
+      this.nodes.listAll(),
+      this.keyClaims.dispatchOf(keyHash),
+    ]);
+    const earlier = findEarlierCreate(stored, keyHash, now, dispatched);
+    if (!earlier) return this.placeAndDispatch(request, spawnKey, true);
     if (earlier.spawn_key !== spawnKey) throw new IdempotencyKeyReusedError();
     if (earlier.kind === 'vm') {
       this.logger.log(
@@ -217,9 +239,15 @@ export class VmPlacementService {
       return { vm: shownVm(earlier.vm, earlier.node.node_id, silentSince), replayed: true };
     }
     const created = await this.dispatch(
-      { node: earlier.node, holdId: earlier.hold_id, ownHold: false },
+      {
+        node: earlier.node,
+        holdId: earlier.hold_id,
+        ownHold: false,
+        vmId: earlier.vm_id ?? mintVmId(),
+      },
       request,
       spawnKey,
+      true,
     ).catch((error: unknown) => {
       this.metrics.countPlacement('agent_failed');
       throw error;
@@ -232,26 +260,37 @@ export class VmPlacementService {
    * and asks that node's agent to start it. When that agent fails for its own reasons
    * (unreachable, reset, timeout, 5xx), a create without preferred_node goes on to the next
    * best node, up to DISPATCH_NODES_TRIED in all within CREATE_DISPATCH_DEADLINE_MS, with the
-   * same spawn key. An agent's refusal (422, 507) is its answer and is passed on as it is.
+   * same spawn key and vm id; so does one whose agent has no disk room (507) or, without
+   * preferred_node, says the VM does not fit (422): such a node is passed over for a while too.
+   * `keyed`: the spawn key comes from the client's Idempotency-Key, and the VM made is recorded
+   * as the one that key answers.
    */
-  private async placeAndDispatch(request: CreateVmRequest, spawnKey: string): Promise<CreatedVm> {
+  private async placeAndDispatch(
+    request: CreateVmRequest,
+    spawnKey: string,
+    keyed: boolean,
+  ): Promise<CreatedVm> {
+    // Minted here, never by an agent: a VM id belongs to the node it was dispatched to.
+    const vmId = mintVmId();
     // Real time, not the clock's: this bounds how long the client waits on the network.
     const deadline = performance.now() + this.createSettings.dispatchDeadlineMs;
     const tried: string[] = [];
     let lastFailure: Error | undefined;
     for (;;) {
-      const target = await this.placeAndHold(request, spawnKey, tried).catch((error: unknown) => {
-        if (!(error instanceof PlacementRefusedError)) throw error;
-        // No other node can take it: the client hears what went wrong on the one that could.
-        if (lastFailure !== undefined) {
-          this.metrics.countPlacement('agent_failed');
-          throw lastFailure;
-        }
-        this.metrics.countPlacement(
-          error.reason === 'preferred-node-unfit' ? 'refused_unfit' : 'refused_no_room',
-        );
-        throw error;
-      });
+      const target = await this.placeAndHold(request, spawnKey, vmId, tried).catch(
+        (error: unknown) => {
+          if (!(error instanceof PlacementRefusedError)) throw error;
+          // No other node can take it: the client hears what went wrong on the one that could.
+          if (lastFailure !== undefined) {
+            this.metrics.countPlacement('agent_failed');
+            throw lastFailure;
+          }
+          this.metrics.countPlacement(
+            error.reason === 'preferred-node-unfit' ? 'refused_unfit' : 'refused_no_room',
+          );
+          throw error;
+        },
+      );
       // Whole milliseconds of at least 1 (AbortSignal.timeout refuses anything else).
       const timeLeftMs = Math.floor(deadline - performance.now());
       if (lastFailure !== undefined && timeLeftMs < MIN_DISPATCH_TIME_MS) {
@@ -263,10 +302,10 @@ export class VmPlacementService {
       }
       const timeoutMs = Math.max(1, Math.min(this.vmHostSettings.timeoutMs, timeLeftMs));
       try {
-        return await this.dispatch(target, request, spawnKey, timeoutMs);
+        return await this.dispatch(target, request, spawnKey, keyed, timeoutMs);
       } catch (error) {
         tried.push(target.node.node_id);
-        const failure = nodeFailure(error);
+        const failure = nodeFailure(error, !request.preferred_node);
         const timeLeft = deadline - performance.now() >= MIN_DISPATCH_TIME_MS;
         const another = !request.preferred_node && tried.length < DISPATCH_NODES_TRIED;
         if (!failure?.retry || !another || !timeLeft) {
@@ -287,23 +326,26 @@ export class VmPlacementService {
    * store is down): the node's next heartbeat records it.
    */
   private async dispatch(
-    { node, holdId, ownHold, passedOver = [] }: Dispatch,
+    target: Dispatch,
     request: CreateVmRequest,
     spawnKey: string,
+    keyed: boolean,
     timeoutMs?: number,
   ): Promise<CreatedVm> {
+    const { node, holdId, vmId, passedOver = [] } = target;
     let spawned;
     try {
       spawned = await this.metrics.timeDispatch(
-        this.vmHost.spawn(node, request, spawnKey, timeoutMs),
+        this.vmHost.spawn(node, { ...request, vm_id: vmId }, spawnKey, timeoutMs),
       );
+      await this.checkSpawnedId(node, vmId, spawned);
     } catch (error) {
       this.logger.warn(`spawn on node ${node.node_id} failed: ${(error as Error).message}`);
-      const failure = nodeFailure(error);
+      const failure = nodeFailure(error, !request.preferred_node);
       if (failure !== undefined) await this.noteNodeFailure(node.node_id, failure.reason);
       // An agent that got the request may still be making the VM (a timeout, a reset): its
       // RAM stays held until the hold's deadline or the heartbeat that lists it.
-      if (!failure?.mayHaveMadeIt) await this.giveBack({ node, holdId, ownHold });
+      if (!failure?.mayHaveMadeIt) await this.giveBack(target);
       throw error;
     }
     // The agent keeps the tenant; an agent that does not echo it still gets it recorded.
@@ -322,6 +364,19 @@ export class VmPlacementService {
         `vm ${vm.vm_id} started on node ${node.node_id} but could not be recorded (${(error as Error).message}); answered anyway, the node's next heartbeat records it`,
       );
     }
+    if (keyed) {
+      await this.keyClaims
+        .recordDispatch(
+          keyHashOf(spawnKey),
+          { spawnKey, nodeId: node.node_id, vmId: vm.vm_id },
+          IDEMPOTENCY_KEY_TTL_MS,
+        )
+        .catch((storeError: Error) =>
+          this.logger.warn(
+            `vm ${vm.vm_id} on node ${node.node_id}: its Idempotency-Key could not be recorded (${storeError.message}); a retry with the key may make another VM`,
+          ),
+        );
+    }
     this.metrics.countPlacement('placed');
     const others =
       passedOver.length === 0
@@ -333,8 +388,45 @@ export class VmPlacementService {
     return { vm, replayed: spawned.replayed };
   }
 
+  /**
+   * The agent made the VM under the id the controller minted, and no other node holds that id:
+   * anything else (an agent of the original services minting its own ids, or one answering
+   * with another node's VM) is refused as answered unusably, nothing recorded; both ids logged.
+   * One exception: a replay (200) of the spawn key by an agent that already lists that VM
+   * itself (the controller forgot its own record of the key: an in-memory one restarted).
+   */
+  private async checkSpawnedId(
+    node: NodeState,
+    asked: string,
+    { vm, replayed }: Spawned,
+  ): Promise<void> {
+    const answered = vm.vm_id;
+    const listed = listedVms(await this.nodes.listAll(), Number.MIN_SAFE_INTEGER);
+    const holder = listed.find(
+      (other) => other.vm.vm_id === answered && other.node.node_id !== node.node_id,
+    );
+    let problem: string | undefined;
+    if (holder) {
+      problem = `answered vm ${answered} (asked for vm ${asked}), which node ${holder.node.node_id} already holds`;
+    } else if (answered !== asked) {
+      const itsOwn = listed.some(
+        (own) => own.vm.vm_id === answered && own.node.node_id === node.node_id,
+      );
+      if (!replayed || !itsOwn) {
+        problem = `answered vm ${answered}, not the vm ${asked} it was asked to make (an agent that mints its own ids, or a hostile one)`;
+      }
+    }
+    if (problem === undefined) return;
+    this.logger.warn(`node ${node.node_id}: /v1/spawn ${problem}; nothing recorded`);
+    throw new AgentCallError(`agent of node ${node.node_id} answered unusably`, 'failed', false);
+  }
+
   /** Gives the dispatch's own hold back (not another create's); a store error only logs. */
-  private async giveBack({ node, holdId, ownHold }: Dispatch): Promise<void> {
+  private async giveBack({
+    node,
+    holdId,
+    ownHold,
+  }: Pick<Dispatch, 'node' | 'holdId' | 'ownHold'>): Promise<void> {
     if (!ownHold) return;
     await this.nodes
       .update(node.node_id, releaseHold(holdId))
@@ -359,6 +451,7 @@ export class VmPlacementService {
   private async placeAndHold(
     request: CreateVmRequest,
     spawnKey: string,
+    vmId: string,
     tried: readonly string[] = [],
   ): Promise<Dispatch> {
     for (let attempt = 1; ; attempt++) {
@@ -391,11 +484,12 @@ export class VmPlacementService {
             // The dispatch cannot take longer than its timeout; the margin covers the rest.
             expiresAtMs: now + this.vmHostSettings.timeoutMs + RAM_HOLD_MARGIN_MS,
             spawnKey,
+            vmId,
           },
           notBefore,
         ),
       );
-      if (held) return { node, holdId, ownHold: true, passedOver: placement.passed_over };
+      if (held) return { node, holdId, ownHold: true, vmId, passedOver: placement.passed_over };
       if (attempt === PLACEMENT_ATTEMPTS) {
         throw new PlacementRefusedError(
           'no-capacity',

@@ -10,10 +10,10 @@ import {
 import { BODY_ERRORS, RequiresToken, invalidInput } from '@app/daemon';
 import type { Response } from 'express';
 import {
-  CreateVmRequest,
   EXAMPLE_VM_ID,
   IDEMPOTENCY_KEY_HEADER,
   SPAWN_KEY_PATTERN,
+  SpawnVmRequest,
   VmIdParams,
   VmRecord,
 } from '@app/fleet-domain';
@@ -24,6 +24,7 @@ import {
   VmCreationUnavailableError,
   VmDiskError,
   VmDoesNotFitError,
+  VmIdTakenError,
   VmNotOnNodeError,
   VmStillRunningError,
 } from './vms.errors';
@@ -43,7 +44,7 @@ export class VmsController {
     summary:
       'Accept a VM (state Provisioning) once its files are made, and start it under QEMU after answering',
     description:
-      "What the fleet controller calls once it has placed a VM on this node. The agent checks the node can hold it (RAM after a 512 MB margin, vCPUs within VM_VCPU_OVERCOMMIT), makes its disk in VM_DISK_DIR (over VM_BASE_IMAGE, or a small blank image when that is unset) and seed ISO, answers with the new VM (state Provisioning), then starts QEMU; the VM's state (Running, or Error) shows in GET /v1/vms and the next heartbeat.",
+      "What the fleet controller calls once it has placed a VM on this node. The agent checks the node can hold it (RAM after a 512 MB margin, vCPUs within VM_VCPU_OVERCOMMIT), makes it under the vm_id the controller minted (one of its own when the request has none; 409 when that id is taken here), makes its disk in VM_DISK_DIR (over VM_BASE_IMAGE, or a small blank image when that is unset) and seed ISO, answers with the new VM (state Provisioning), then starts QEMU; the VM's state (Running, or Error) shows in GET /v1/vms and the next heartbeat.",
   })
   @ApiHeader({
     name: IDEMPOTENCY_KEY_HEADER,
@@ -85,6 +86,11 @@ export class VmsController {
       ),
     },
     {
+      name: 'vm-id-taken',
+      when: 'The vm_id the controller minted is already taken on this node (a VM, its run folder or its disk has it); nothing was made.',
+      error: new VmIdTakenError(EXAMPLE_VM_ID),
+    },
+    {
       name: 'disk-full',
       when: 'VM_DISK_DIR is full (ENOSPC, quota); nothing of the VM was kept.',
       error: new VmDiskError('/var/lib/vm-fleet', 'ENOSPC', 'making the disk'),
@@ -103,7 +109,7 @@ export class VmsController {
     },
   )
   async spawn(
-    @Body() request: CreateVmRequest,
+    @Body() request: SpawnVmRequest,
     @Headers('idempotency-key') key: string | undefined,
     @Res({ passthrough: true }) response: Response,
   ): Promise<VmRecord> {

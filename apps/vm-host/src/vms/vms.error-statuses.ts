@@ -6,6 +6,7 @@ import {
   VmDiskError,
   VmActionConflictError,
   VmDoesNotFitError,
+  VmIdTakenError,
   VmNotOnNodeError,
   VmStillRunningError,
 } from './vms.errors';
@@ -18,6 +19,7 @@ export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
   [IdempotencyKeyReusedError, 422],
   [VmDoesNotFitError, 422],
   [VmActionConflictError, 409],
+  [VmIdTakenError, 409],
   // Full: 507 Insufficient Storage; a folder the agent may not write is its own fault.
   [VmDiskError, (error) => ((error as VmDiskError).full ? 507 : 500)],
   [VmStillRunningError, 500],

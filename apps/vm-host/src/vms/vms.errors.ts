@@ -6,6 +6,13 @@ import type { DriverRecord } from './vm-driver';
  */
 export class VmCreationUnavailableError extends Error {}
 
+/** The vm_id the controller sent with a spawn is already taken on this node: a 409. */
+export class VmIdTakenError extends Error {
+  constructor(readonly vmId: string) {
+    super(`vm_id ${vmId} is already taken on this node; no VM was made`);
+  }
+}
+
 export class VmNotOnNodeError extends Error {
   constructor(readonly vmId: string) {
     super(`vm ${vmId} is not on this node`);

@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { Clock } from '@app/daemon';
-import { CreateVmRequest, VmRecord, VmState } from '@app/fleet-domain';
+import { SpawnVmRequest, VmRecord, VmState } from '@app/fleet-domain';
 import { VmHostConfigError } from '../config/vm-host.config';
 import { SpawnKey, keptKey } from './admission/idempotency-key';
 import { NodeVmsReport, NodeVmsSource, ReportedVm } from './node-vms.source';
@@ -62,7 +62,7 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
    * Admits the VM (state Provisioning) once its files are made, and starts it after answering.
    * With a key a spawn made before (within a day), it answers that VM and makes none.
    */
-  spawn(request: CreateVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
+  spawn(request: SpawnVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
     return this.admission.spawn(request, key);
   }
 

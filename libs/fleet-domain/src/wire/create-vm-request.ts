@@ -2,7 +2,7 @@ import { ApiProperty } from './openapi-decorators';
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsInt, IsOptional, Max, Min } from 'class-validator';
 import { ID_SCHEMA, IsFleetId, IsVmType, VM_TYPE_SCHEMA } from '../ids';
-import { EXAMPLE_TENANT_ID } from './examples';
+import { EXAMPLE_TENANT_ID, EXAMPLE_VM_ID } from './examples';
 
 /** Largest VM either daemon accepts: 1 TiB of RAM, 256 vCPUs. */
 export const MAX_VM_RAM_MB = 1024 * 1024;
@@ -45,4 +45,23 @@ export class CreateVmRequest {
   @IsOptional()
   @IsFleetId()
   tenant_id?: string | null;
+}
+
+/**
+ * What the controller sends an agent's POST /v1/spawn: the client's request and the `vm_id`
+ * the controller minted for the VM (additive; an agent of the original services ignores it and
+ * mints its own, whose reply the controller then refuses, see README "VM ids").
+ */
+export class SpawnVmRequest extends CreateVmRequest {
+  @ApiProperty({
+    type: String,
+    required: false,
+    example: EXAMPLE_VM_ID,
+    description:
+      'The id the controller minted for the VM; the agent makes the VM under this id (absent: it mints one).',
+    ...ID_SCHEMA,
+  })
+  @IsOptional()
+  @IsFleetId()
+  vm_id?: string;
 }

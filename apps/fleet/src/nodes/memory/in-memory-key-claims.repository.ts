@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { KeyClaim, KeyClaims, OwnKeyClaim } from '../key-claims.repository';
+import { KeyClaim, KeyClaims, KeyDispatch, OwnKeyClaim } from '../key-claims.repository';
+
+/** Dispatch records kept at most; beyond, the oldest go first. */
+const DISPATCHES_KEPT = 100_000;
 
 interface HeldClaim {
   token: string;
@@ -12,6 +15,8 @@ interface HeldClaim {
 /** Claims for the in-memory store: one controller, so they only order its own creates. */
 export class InMemoryKeyClaims extends KeyClaims {
   private readonly held = new Map<string, HeldClaim>();
+  /** In insertion order, which is deadline order (every record is kept as long). */
+  private readonly dispatches = new Map<string, { dispatch: KeyDispatch; expiresAtMs: number }>();
 
   claim(keyHash: string, spawnKey: string, holdMs: number): Promise<KeyClaim> {
     const now = performance.now();
@@ -35,5 +40,23 @@ export class InMemoryKeyClaims extends KeyClaims {
   release(claim: OwnKeyClaim): Promise<void> {
     if (this.held.get(claim.keyHash)?.token === claim.token) this.held.delete(claim.keyHash);
     return Promise.resolve();
+  }
+
+  recordDispatch(keyHash: string, dispatch: KeyDispatch, keepMs: number): Promise<void> {
+    const now = performance.now();
+    for (const [hash, kept] of this.dispatches) {
+      if (kept.expiresAtMs > now && this.dispatches.size < DISPATCHES_KEPT) break;
+      this.dispatches.delete(hash);
+    }
+    this.dispatches.delete(keyHash);
+    this.dispatches.set(keyHash, { dispatch, expiresAtMs: now + keepMs });
+    return Promise.resolve();
+  }
+
+  dispatchOf(keyHash: string): Promise<KeyDispatch | undefined> {
+    const kept = this.dispatches.get(keyHash);
+    return Promise.resolve(
+      kept && kept.expiresAtMs > performance.now() ? kept.dispatch : undefined,
+    );
   }
 }

@@ -1,10 +1,19 @@
 import type Redis from 'ioredis';
 import { randomUUID } from 'node:crypto';
-import { KeyClaim, KeyClaims, OwnKeyClaim } from '../key-claims.repository';
+import {
+  KeyClaim,
+  KeyClaims,
+  KeyDispatch,
+  OwnKeyClaim,
+  decodeKeyDispatch,
+  encodeKeyDispatch,
+} from '../key-claims.repository';
 import { RedisConnection } from './redis-connection';
 
 /** One key per claimed Idempotency-Key: "<token>\n<spawn key>", expiring with the claim (PX). */
 const claimKey = (keyHash: string) => `ppn-fleet:key-claim:${keyHash}`;
+/** The VM a keyed create dispatched: "<spawn key>\n<node id>\n<vm id>", expiring after a day. */
+const dispatchKey = (keyHash: string) => `ppn-fleet:key-dispatch:${keyHash}`;
 
 /**
  * SET NX PX, and what holds the key when it is taken, in one step: returns the value and the
@@ -55,5 +64,15 @@ export class RedisKeyClaims extends KeyClaims {
     await this.connection.run(() =>
       this.redis.fleetReleaseKey(claimKey(claim.keyHash), claim.token),
     );
+  }
+
+  async recordDispatch(keyHash: string, dispatch: KeyDispatch, keepMs: number): Promise<void> {
+    await this.connection.run(() =>
+      this.redis.set(dispatchKey(keyHash), encodeKeyDispatch(dispatch), 'PX', Math.ceil(keepMs)),
+    );
+  }
+
+  async dispatchOf(keyHash: string): Promise<KeyDispatch | undefined> {
+    return decodeKeyDispatch(await this.connection.run(() => this.redis.get(dispatchKey(keyHash))));
   }
 }

@@ -85,6 +85,28 @@ describe('VmAdmissionService', () => {
     expect(driver.creates).toEqual([]);
   });
 
+  describe('the vm_id the controller minted', () => {
+    it('makes the VM under it, and refuses it (409) once taken, leaving the first VM as it was', async () => {
+      const { vm } = await admission.spawn({ ...request(), vm_id: 'vm-00000000000c0de1' });
+      expect(vm.vm_id).toBe('vm-00000000000c0de1');
+      expect(await runFolders()).toEqual(['vm-00000000000c0de1']);
+      const again = admission.spawn({ ...request({ ram_mb: 64 }), vm_id: 'vm-00000000000c0de1' });
+      await expect(again).rejects.toThrow(
+        'vm_id vm-00000000000c0de1 is already taken on this node; no VM was made',
+      );
+      expect(statusOf(await again.catch((error: Error) => error))).toBe(409);
+      expect(await runFolders()).toEqual(['vm-00000000000c0de1']);
+      expect((await vms.list()).map((listed) => [listed.vm_id, listed.ram_alloc_mb])).toEqual([
+        ['vm-00000000000c0de1', 96],
+      ]);
+    });
+
+    it('mints one of its own when the request has none (a controller of the original services)', async () => {
+      const { vm } = await admission.spawn(request());
+      expect(vm.vm_id).toMatch(/^vm-[0-9a-f]{16}$/);
+    });
+  });
+
   describe('capacity', () => {
     it('refuses 1 TiB naming ram_mb and the numbers, leaving nothing behind', async () => {
       const refusal = admission.spawn(request({ ram_mb: 1_048_576 }));

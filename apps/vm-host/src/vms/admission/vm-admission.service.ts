@@ -4,6 +4,7 @@ import {
   CreateVmRequest,
   DesiredVmState,
   MAX_VMS_PER_HEARTBEAT,
+  SpawnVmRequest,
   VmRecord,
   VmState,
   capacityRefusal,
@@ -23,6 +24,7 @@ import {
   VmCreateError,
   VmDiskError,
   VmDoesNotFitError,
+  VmIdTakenError,
   messageOf,
 } from '../vms.errors';
 
@@ -59,11 +61,11 @@ export class VmAdmissionService {
    * Admits the VM (state Provisioning) once its files are made, and starts it after answering.
    * With a key a spawn made before (within a day), it answers that VM and makes none.
    */
-  spawn(request: CreateVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
+  spawn(request: SpawnVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
     return this.lifecycle.locks.run(ADMISSION, () => this.admit(request, key));
   }
 
-  private async admit(request: CreateVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
+  private async admit(request: SpawnVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
     const sidecars = await this.sidecars.all();
     if (key) {
       const nowMs = this.clock.now();
@@ -83,11 +85,19 @@ export class VmAdmissionService {
       this.driver.plan({ preferKvm: request.prefer_kvm }),
     );
     const vmId = await this.refusingDiskProblems('making the run folder', () =>
-      this.files.newVmId(),
+      this.takeVmId(request.vm_id),
     );
     return this.lifecycle.admitting(vmId, () =>
       this.accept(vmId, request, plan.record, plan.summary, key),
     );
+  }
+
+  /** The controller's minted id (refused when taken here), or one of the agent's own without. */
+  private async takeVmId(minted: string | undefined): Promise<string> {
+    if (minted === undefined) return this.files.newVmId();
+    if (await this.files.claimVmId(minted)) return minted;
+    this.logger.warn(`node ${this.config.nodeId} refused a VM: vm_id ${minted} is already taken`);
+    throw new VmIdTakenError(minted);
   }
 
   /** Writes the sidecar and makes the files; a disk problem leaves nothing of the VM behind. */

@@ -203,6 +203,29 @@ export class VmFiles {
     }
   }
 
+  /**
+   * Creates the run folder of `vmId`, the id the controller minted for a new VM: false when the
+   * id is taken (its run folder or its disk exists), so no VM is made over another's files.
+   */
+  async claimVmId(vmId: string): Promise<boolean> {
+    if (!ID_PATTERN.test(vmId)) return false;
+    const diskTaken = await stat(this.disk(vmId)).then(
+      () => true,
+      (error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return false;
+        throw error;
+      },
+    );
+    if (diskTaken) return false;
+    try {
+      await mkdir(this.runDir(vmId), { recursive: false, mode: PRIVATE_DIR_MODE });
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw error;
+    }
+  }
+
   async listVmIds(): Promise<string[]> {
     const entries = await readdir(join(this.root, 'run'), { withFileTypes: true }).catch(() => []);
     return entries
