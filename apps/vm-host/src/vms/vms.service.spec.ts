@@ -13,11 +13,12 @@ import {
   openVmBed,
   roomyVmsService,
 } from '../../../../test/support/vm-services';
-import { VmHostConfig, VmHostConfigError } from '../config/vm-host.config';
+import { VmHostConfigError } from '../config/vm-host.config';
 import { StartedVm } from './vm-driver';
 import { VmFiles } from './files/vm-files';
 import { VmNotOnNodeError } from './vms.errors';
 import { VmsService } from './vms.service';
+import { vmHostConfig } from '../../../../test/support/configs';
 
 describe('VmsService', () => {
   let bed: VmBed;
@@ -162,7 +163,7 @@ describe('VmsService', () => {
     it('makes the VM_DISK_DIR layout and checks the tools', async () => {
       const fresh = join(root, 'fresh');
       const service = roomyVmsService(
-        new VmFiles(Object.assign(new VmHostConfig(), { diskDir: fresh })),
+        new VmFiles(vmHostConfig({ VM_DISK_DIR: fresh })),
         driver,
         clock,
       );
@@ -175,7 +176,7 @@ describe('VmsService', () => {
       const file = join(root, 'a-file');
       await writeFile(file, '');
       const onFile = roomyVmsService(
-        new VmFiles(Object.assign(new VmHostConfig(), { diskDir: file })),
+        new VmFiles(vmHostConfig({ VM_DISK_DIR: file })),
         driver,
         clock,
       );

@@ -11,7 +11,7 @@ import {
   openVmBed,
   vmServices,
 } from '../../../../../test/support/vm-services';
-import { VmHostConfig } from '../../config/vm-host.config';
+import { vmHostConfig } from '../../../../../test/support/configs';
 import { VmFiles } from '../files/vm-files';
 import { VmActionConflictError, VmDoesNotFitError, VmNotOnNodeError } from '../vms.errors';
 
@@ -45,7 +45,7 @@ describe('VM life cycle: desired state, restarts and actions', () => {
     const hostFacts = fakeHostFacts({ ram_total_mb: 65_536, ram_used_mb: 1_024, cpu_cores: 16 });
     hostFacts.capacity = () =>
       Promise.resolve({ ram_total_mb: ramTotalMb, ram_used_mb: 1_024, cpu_cores: 16 });
-    const config = Object.assign(new VmHostConfig(), { nodeId: 'node-a', vcpuOvercommit: 4 });
+    const config = vmHostConfig({ VM_NODE_ID: 'node-a', VM_VCPU_OVERCOMMIT: '4' });
     services = vmServices({ files, driver, clock, hostFacts, config });
   });
 

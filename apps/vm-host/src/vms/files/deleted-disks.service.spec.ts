@@ -9,7 +9,7 @@ import {
   openVmBed,
   vmServices,
 } from '../../../../../test/support/vm-services';
-import { VmHostConfig } from '../../config/vm-host.config';
+import { vmHostConfig } from '../../../../../test/support/configs';
 import { DeletedDisksJob } from './deleted-disks.job';
 
 const HOUR_MS = 3_600_000;
@@ -27,10 +27,10 @@ describe('DeletedDisks', () => {
   afterEach(() => closeVmBed(bed));
 
   function services(diskRetentionS: number): VmServices {
-    const config = Object.assign(new VmHostConfig(), {
-      nodeId: 'node-a',
-      vcpuOvercommit: 4,
-      diskRetentionS,
+    const config = vmHostConfig({
+      VM_NODE_ID: 'node-a',
+      VM_VCPU_OVERCOMMIT: '4',
+      VM_DISK_RETENTION_S: String(diskRetentionS),
     });
     const { files, driver, clock } = bed;
     return vmServices({ files, driver, clock, hostFacts: roomyHost, config });

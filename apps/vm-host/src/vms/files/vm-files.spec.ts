@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ID_PATTERN } from '@app/fleet-domain';
-import { VmHostConfig } from '../../config/vm-host.config';
+import { vmHostConfig } from '../../../../../test/support/configs';
 import { VmFiles, VmSidecar } from './vm-files';
 import { SidecarUnreadableError } from '../vms.errors';
 
@@ -14,7 +14,7 @@ describe('VmFiles', () => {
 
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), 'vm-files-'));
-    files = new VmFiles(Object.assign(new VmHostConfig(), { diskDir: root }));
+    files = new VmFiles(vmHostConfig({ VM_DISK_DIR: root }));
     await files.prepare();
   });
 
@@ -149,7 +149,7 @@ describe('VmFiles keeps VM files private', () => {
 
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), 'vm-files-modes-'));
-    files = new VmFiles(Object.assign(new VmHostConfig(), { diskDir: join(root, 'vms') }));
+    files = new VmFiles(vmHostConfig({ VM_DISK_DIR: join(root, 'vms') }));
   });
 
   afterEach(async () => {

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { VmHostConfig } from '../../config/vm-host.config';
+import { vmHostConfig } from '../../../../../test/support/configs';
 import { CrashFailpoint } from './crash-failpoint';
 
 describe('CrashFailpoint', () => {
@@ -15,16 +15,14 @@ describe('CrashFailpoint', () => {
   afterEach(() => jest.restoreAllMocks());
 
   it('warns once at start-up when VM_HOST_FAILPOINT is set, so it cannot go unnoticed', () => {
-    new CrashFailpoint(
-      Object.assign(new VmHostConfig(), { nodeId: 'node-a', failpoint: 'after-disk' }),
-    );
+    new CrashFailpoint(vmHostConfig({ VM_NODE_ID: 'node-a', VM_HOST_FAILPOINT: 'after-disk' }));
     expect(warnings).toEqual([
       'node node-a: test-only crash hook VM_HOST_FAILPOINT=after-disk is set: the agent will kill itself at that step',
     ]);
   });
 
   it('says nothing when it is unset', () => {
-    new CrashFailpoint(Object.assign(new VmHostConfig(), { nodeId: 'node-a' }));
+    new CrashFailpoint(vmHostConfig({ VM_NODE_ID: 'node-a' }));
     expect(warnings).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { VmHostConfig } from '../../config/vm-host.config';
+import { vmHostConfig } from '../../../../../test/support/configs';
 import { VmFiles } from '../files/vm-files';
 import { VmCreationUnavailableError } from '../vms.errors';
 import { QemuImages } from './qemu-images';
@@ -21,7 +21,7 @@ describe('QemuImages', () => {
 
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), 'qemu-images-'));
-    files = new VmFiles(Object.assign(new VmHostConfig(), { diskDir: root }));
+    files = new VmFiles(vmHostConfig({ VM_DISK_DIR: root }));
     await files.prepare();
     jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
   });

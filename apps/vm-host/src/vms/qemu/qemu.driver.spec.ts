@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { VmHostConfig } from '../../config/vm-host.config';
+import { vmHostConfig } from '../../../../../test/support/configs';
 import { HostFactsPaths, HostFactsService } from '../../host-facts/host-facts.service';
 import { HostProcess, ProcessTable } from '../../host-facts/process-table';
 import { CrashFailpoint } from '../life-cycle/crash-failpoint';
@@ -30,7 +30,11 @@ describe('QemuDriver', () => {
   });
 
   function driver(baseImage?: string, diskDir = root): QemuDriver {
-    const config = Object.assign(new VmHostConfig(), { diskDir, baseImage, wgIp: '127.0.0.1' });
+    const config = vmHostConfig({
+      VM_DISK_DIR: diskDir,
+      ...(baseImage === undefined ? {} : { VM_BASE_IMAGE: baseImage }),
+      VM_WG_IP: '127.0.0.1',
+    });
     const paths = Object.assign(new HostFactsPaths(), { kvmDevice });
     return new QemuDriver(
       config,
@@ -42,7 +46,7 @@ describe('QemuDriver', () => {
   }
 
   async function preparedFiles(): Promise<VmFiles> {
-    const files = new VmFiles(Object.assign(new VmHostConfig(), { diskDir: root }));
+    const files = new VmFiles(vmHostConfig({ VM_DISK_DIR: root }));
     await files.prepare();
     return files;
   }
@@ -188,7 +192,7 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
 
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), 'qemu-safety-'));
-    const config = Object.assign(new VmHostConfig(), { diskDir: root, wgIp: '127.0.0.1' });
+    const config = vmHostConfig({ VM_DISK_DIR: root, VM_WG_IP: '127.0.0.1' });
     files = new VmFiles(config);
     await files.prepare();
     await writeFile(join(root, 'fake-qemu.js'), FAKE_QEMU);
@@ -307,10 +311,10 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
   it('makes the disk and seed ISO private (0600) in a private run folder (0700)', async () => {
     const base = join(root, 'base.qcow2');
     execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', base, '1M']);
-    const config = Object.assign(new VmHostConfig(), {
-      diskDir: root,
-      baseImage: base,
-      wgIp: '127.0.0.1',
+    const config = vmHostConfig({
+      VM_DISK_DIR: root,
+      VM_BASE_IMAGE: base,
+      VM_WG_IP: '127.0.0.1',
     });
     const paths = new HostFactsPaths();
     const driver = new QemuDriver(

@@ -4,7 +4,7 @@ import { CreateVmRequest, VmState } from '@app/fleet-domain';
 import { FakeClock } from '../../../../../test/support/fake-clock';
 import { FakeVmDriver, fakeHostFacts } from '../../../../../test/support/fake-vm-driver';
 import { VmBed, closeVmBed, openVmBed, vmServices } from '../../../../../test/support/vm-services';
-import { VmHostConfig } from '../../config/vm-host.config';
+import { vmHostConfig } from '../../../../../test/support/configs';
 import type { HostCapacity } from '../../host-facts/host-facts.service';
 import { StartedVm } from '../vm-driver';
 import { VmFiles } from '../files/vm-files';
@@ -35,7 +35,7 @@ describe('VmReconciliationService', () => {
   beforeEach(async () => {
     bed = await openVmBed('vm-reconciliation-');
     ({ files, driver, clock, logs } = bed);
-    const config = Object.assign(new VmHostConfig(), { nodeId: 'node-a', vcpuOvercommit: 4 });
+    const config = vmHostConfig({ VM_NODE_ID: 'node-a', VM_VCPU_OVERCOMMIT: '4' });
     ({ vms } = vmServices({ files, driver, clock, hostFacts: fakeHostFacts(HOST), config }));
   });
 
