@@ -363,12 +363,52 @@ describe('ppn-fleet vm create', () => {
     expect(JSON.parse(io.stdout.text)).toEqual(vm('Provisioning'));
   });
 
-  it('gives up after its retries with exit 3, naming the key to ask again with', async () => {
+  it('gives up after its retries with exit 3, saying nothing was made and naming the key', async () => {
     const io = new FakeIo({}, connectionRefused);
     expect(await run(ARGS, io)).toBe(ExitCode.Unreachable);
     expect(io.requests).toHaveLength(4);
     const key = io.requests[0].headers.get('idempotency-key')!;
-    expect(io.stderr.text).toContain(`run the same command with --key ${key}`);
+    expect(io.stderr.text).toContain(
+      `the controller was never reached, so no VM was made; run the same command with --key ${key} to try again`,
+    );
+  });
+
+  it.each([
+    [502, 'agent of node node-a could not be reached'],
+    [500, 'Internal server error'],
+    [507, 'node node-a refused the VM: VM_DISK_DIR is full'],
+  ])(
+    'prints the exact --key to retry with after a %i, saying the VM may exist',
+    async (status, message) => {
+      const io = new FakeIo({}, () => refusal(status, message));
+      expect(await run(ARGS, io)).toBe(ExitCode.Refused);
+      const key = io.requests[0].headers.get('idempotency-key')!;
+      expect(io.stderr.text).toBe(
+        `ppn-fleet: ${message}\nthe VM may exist: run the same command with --key ${key} to find out without creating a second one\n`,
+      );
+      expect(io.requests).toHaveLength(1);
+    },
+  );
+
+  it('prints the key after an answer that never came (a timeout once connected): the VM may exist', async () => {
+    const io = new FakeIo({}, () => {
+      throw new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+    });
+    expect(await run([...ARGS, '--key', 'deploy-7'], io)).toBe(ExitCode.Unreachable);
+    expect(io.stderr.text).toContain(
+      'the VM may exist: run the same command with --key deploy-7 to find out without creating a second one',
+    );
+  });
+
+  it('says a 503 placed the VM on no node, with the key, and a 4xx made nothing, without it', async () => {
+    const placed = new FakeIo({}, () => refusal(503, 'no node has 1024 MB free'));
+    expect(await run([...ARGS, '--key', 'deploy-8'], placed)).toBe(ExitCode.Refused);
+    expect(placed.stderr.text).toBe(
+      'ppn-fleet: no node has 1024 MB free\nno node was asked to make it by this request; run the same command with --key deploy-8 to try again (the same key never makes a second VM)\n',
+    );
+    const unfit = new FakeIo({}, () => refusal(422, 'preferred_node node-z is not enrolled'));
+    expect(await run([...ARGS, '--key', 'deploy-9'], unfit)).toBe(ExitCode.Refused);
+    expect(unfit.stderr.text).toBe('ppn-fleet: preferred_node node-z is not enrolled\n');
   });
 
   it('--wait follows the listing until Running, with a progress line, then the SSH target', async () => {

@@ -9,11 +9,22 @@ export enum ExitCode {
   Unreachable = 3,
 }
 
+/**
+ * What a failed request says of its reach: the status the controller answered with, or, for
+ * no answer, `neverSent` when the connection was never made (refused, no route), so the
+ * controller saw nothing of the request.
+ */
+export interface FailureReach {
+  status?: number;
+  neverSent?: boolean;
+}
+
 /** A command's failure: `message` goes to stderr as is, and the CLI exits with `exitCode`. */
 export class CliFailure extends Error {
   constructor(
     message: string,
     readonly exitCode: ExitCode,
+    readonly reach: FailureReach = {},
   ) {
     super(message);
   }

@@ -123,6 +123,8 @@ export class FleetApiClient {
    * same key, so the controller makes the VM once however many times it was asked.
    */
   async createVm(body: CreateVmRequest, idempotencyKey: string): Promise<Answer<FleetVm>> {
+    // Whether every attempt so far provably never reached the controller.
+    let neverSent = true;
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.reader.call(
@@ -137,9 +139,9 @@ export class FleetApiClient {
         );
       } catch (error) {
         const delay = CREATE_RETRY_DELAYS_MS[attempt];
-        if (!(error instanceof CliFailure) || error.exitCode !== ExitCode.Unreachable || !delay) {
-          throw error;
-        }
+        if (!(error instanceof CliFailure) || error.exitCode !== ExitCode.Unreachable) throw error;
+        neverSent &&= error.reach.neverSent === true;
+        if (!delay) throw new CliFailure(error.message, error.exitCode, { neverSent });
         await this.sleep(delay);
       }
     }
@@ -195,6 +197,7 @@ export class AnswerReader {
       throw new CliFailure(
         `cannot reach ${this.listener} at ${this.endpoint}: ${problem}`,
         ExitCode.Unreachable,
+        { neverSent: NOT_CONNECTED.has(problem) },
       );
     }
     const { response } = answer;
@@ -301,8 +304,17 @@ export function refusal(status: number, body: unknown): CliFailure {
     status === 401
       ? '\nset VM_FLEET_API_TOKEN (or VM_FLEET_API_TOKEN_FILE) to the API token of the controller'
       : '';
-  return new CliFailure(`${message}${hint}`, ExitCode.Refused);
+  return new CliFailure(`${message}${hint}`, ExitCode.Refused, { status });
 }
+
+/** Socket errors that say the connection was never made: nothing of the request was sent. */
+const NOT_CONNECTED = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'ENOTFOUND',
+]);
 
 /**
  * Why a request got no answer, in a few words: the socket error's code when there is one, else

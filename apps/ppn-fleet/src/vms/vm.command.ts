@@ -146,14 +146,7 @@ export class VmCreateCommand extends JsonApiCommand {
         key,
       );
     } catch (error) {
-      // Whether the VM was made is unknown: the same key asks again without making a second.
-      if (error instanceof CliFailure && error.exitCode === ExitCode.Unreachable) {
-        throw new CliFailure(
-          `${error.message}\nthe VM may or may not have been created: run the same command with --key ${key} to find out without creating a second one`,
-          error.exitCode,
-        );
-      }
-      throw error;
+      throw error instanceof CliFailure ? withKeyAdvice(error, key) : error;
     }
     const vm = created.data;
     if (!options.wait) {
@@ -288,4 +281,26 @@ export class VmCommand extends CommandRunner {
       ),
     );
   }
+}
+
+/**
+ * A failed create never hides its key: whenever the request may have reached an agent (no
+ * answer in time, a reset, any 5xx), the exact `--key` to retry with, saying the VM may exist;
+ * when it provably reached none (the controller was never connected to; a 503: placed on no
+ * node), it says so. A 4xx is the controller's refusal: nothing was made.
+ */
+export function withKeyAdvice(failure: CliFailure, key: string): CliFailure {
+  const { status, neverSent } = failure.reach;
+  let advice: string | undefined;
+  if (failure.exitCode === ExitCode.Unreachable) {
+    advice = neverSent
+      ? `the controller was never reached, so no VM was made; run the same command with --key ${key} to try again`
+      : `the VM may exist: run the same command with --key ${key} to find out without creating a second one`;
+  } else if (status === 503) {
+    advice = `no node was asked to make it by this request; run the same command with --key ${key} to try again (the same key never makes a second VM)`;
+  } else if (status !== undefined && status >= 500) {
+    advice = `the VM may exist: run the same command with --key ${key} to find out without creating a second one`;
+  }
+  if (advice === undefined) return failure;
+  return new CliFailure(`${failure.message}\n${advice}`, failure.exitCode, failure.reach);
 }

@@ -94,7 +94,7 @@ describe('VmAdmissionService', () => {
       await expect(again).rejects.toThrow(
         'vm_id vm-00000000000c0de1 is already taken on this node; no VM was made',
       );
-      expect(statusOf(await again.catch((error: Error) => error))).toBe(409);
+      expect(statusOf((await again.catch((error: Error) => error)) as Error)).toBe(409);
       expect(await runFolders()).toEqual(['vm-00000000000c0de1']);
       expect((await vms.list()).map((listed) => [listed.vm_id, listed.ram_alloc_mb])).toEqual([
         ['vm-00000000000c0de1', 96],
