@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { unansweredPort } from '../../../../test/support/unanswered-port';
 import {
   AGENT_CONNECT_TIMEOUT_CODE,
+  AGENT_LARGE_REPLY_MAX_BYTES,
   AGENT_REPLY_MAX_BYTES,
   AgentConnectTimeoutError,
   UnusableAgentReplyError,
@@ -85,6 +86,27 @@ describe('agentFetch', () => {
     await expect(agentFetch(new Request(`${url}/v1/vms`), 1_000)).rejects.toThrow(
       UnusableAgentReplyError,
     );
+  });
+
+  it('reads a larger reply when the call allows it (a console, every life cycle), and no more', async () => {
+    const console = 'x'.repeat(AGENT_REPLY_MAX_BYTES * 4);
+    answer = (res) => {
+      res.writeHead(200);
+      res.end(console);
+    };
+    const reply = await agentFetch(
+      new Request(`${url}/v1/vms/vm-1/console`),
+      1_000,
+      AGENT_LARGE_REPLY_MAX_BYTES,
+    );
+    expect(await reply.text()).toBe(console);
+    answer = (res) => {
+      res.writeHead(200);
+      res.end('x'.repeat(AGENT_LARGE_REPLY_MAX_BYTES + 1));
+    };
+    await expect(
+      agentFetch(new Request(`${url}/v1/vms/vm-1/console`), 1_000, AGENT_LARGE_REPLY_MAX_BYTES),
+    ).rejects.toThrow(UnusableAgentReplyError);
   });
 
   it("aborts with the signal's reason once connected (the agent may have the request)", async () => {
