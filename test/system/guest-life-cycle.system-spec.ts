@@ -119,10 +119,10 @@ describe('a real guest through a power cut, a stop, a start and a restart', () =
       },
     );
 
-    const console = await ppnFleet(['vm', 'console', vmId]);
-    expect(console.code).toBe(0);
-    expect(console.stdout).toMatch(/Linux version|login:|cloud-init/);
-    expect(console.stdout).not.toContain(String.fromCharCode(0x1b));
+    const consoleRun = await ppnFleet(['vm', 'console', vmId]);
+    expect(consoleRun.code).toBe(0);
+    expect(consoleRun.stdout).toMatch(/Linux version|login:|cloud-init/);
+    expect(consoleRun.stdout).not.toContain(String.fromCharCode(0x1b));
 
     // The power cut: agent and QEMU killed at once; the agent started again, as systemd would.
     const [pid] = qemuPids(vmId);
