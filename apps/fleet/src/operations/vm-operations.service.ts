@@ -99,22 +99,25 @@ export class VmOperationsService {
   }
 
   stopVm(vmId: string, request: StopVmRequest): Promise<VmLifeCycle> {
-    return this.act(vmId, 'stop', (listed) => this.vmHost.stop(listed.node, vmId, request)).then(
-      (lifeCycle) => {
-        this.logger.log(
-          `vm ${vmId}: stop sent to its node's agent (${request.force ? 'forced' : `ACPI, then ended after ${request.timeout_s} s`})`,
-        );
-        return lifeCycle;
-      },
+    return this.act(
+      vmId,
+      'stop',
+      (listed) => this.vmHost.stop(listed.node, vmId, request),
+      how(request),
     );
   }
 
   startVm(vmId: string): Promise<VmLifeCycle> {
-    return this.act(vmId, 'start', (listed) => this.vmHost.start(listed.node, vmId));
+    return this.act(vmId, 'start', (listed) => this.vmHost.start(listed.node, vmId), '');
   }
 
   restartVm(vmId: string, request: RestartVmRequest): Promise<VmLifeCycle> {
-    return this.act(vmId, 'restart', (listed) => this.vmHost.restart(listed.node, vmId, request));
+    return this.act(
+      vmId,
+      'restart',
+      (listed) => this.vmHost.restart(listed.node, vmId, request),
+      how(request),
+    );
   }
 
   /** A part of the VM's serial console, as its agent read it. */
@@ -127,12 +130,13 @@ export class VmOperationsService {
   /**
    * Finds the VM's node in the store and asks that node's agent: a VM no live agent manages is
    * refused before anything is sent, and the agent's answer is judged into the controller's
-   * own words (see answerOf).
+   * own words (see refusalOf). `logged`: an action taken is logged, with these words on how.
    */
   private async act<T extends { vm_id: string }>(
     vmId: string,
     action: VmAction,
     send: (listed: ListedFleetVm) => Promise<AgentAnswer<T>>,
+    logged?: string,
   ): Promise<T> {
     const listed = await this.vms.findWithNode(vmId);
     const nodeId = listed.node.node_id;
@@ -149,7 +153,12 @@ export class VmOperationsService {
       throw new VmAgentFailedError(vmId, nodeId, action, error.reason);
     }
     if (answer.kind === 'answered') {
-      if (answer.value.vm_id === vmId) return answer.value;
+      if (answer.value.vm_id === vmId) {
+        if (logged !== undefined) {
+          this.logger.log(`vm ${vmId} on node ${nodeId}: ${action} taken by its agent${logged}`);
+        }
+        return answer.value;
+      }
       this.logger.warn(`node ${nodeId}: ${action} of vm ${vmId} ${NOT_THIS_VM}`);
       throw new VmAgentFailedError(vmId, nodeId, action, 'failed');
     }
@@ -181,6 +190,11 @@ export class VmOperationsService {
     this.logger.warn(`vm ${vmId}: node ${nodeId} answered the ${action} ${status}`);
     return new VmAgentFailedError(vmId, nodeId, action, 'failed');
   }
+}
+
+/** How a stop or restart goes on, for the log line. */
+function how({ force, timeout_s }: StopVmRequest): string {
+  return force ? ' (forced)' : ` (ACPI, QEMU ended after ${timeout_s} s)`;
 }
 
 function withLifeCycle(
