@@ -8,10 +8,20 @@ import {
   Module,
 } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
-import { BearerTokenGuard, BearerTokens, JsonErrorFilter, createValidationPipe } from '@app/daemon';
+import {
+  BearerTokenGuard,
+  BearerTokens,
+  Clock,
+  JsonErrorFilter,
+  createValidationPipe,
+} from '@app/daemon';
+import { ConsoleModule } from './console/console.module';
+import { FleetConfig } from './config/fleet.config';
 import { FLEET_OPS_ERROR_STATUSES } from './fleet-error.statuses';
+import { NodesRepository } from './nodes/nodes.repository';
 import { OperationsModule } from './operations/operations.module';
 import { VmHostClient, VmHostClientSettings } from './vms/vm-host.client';
+import { VmPlacementService } from './vms/vm-placement.service';
 import { VmsService } from './vms/vms.service';
 
 /** The realm of every Bearer challenge the controller sends, on either listener. */
@@ -27,6 +37,11 @@ export interface FleetOpsShared {
   vms: VmsService;
   vmHost: VmHostClient;
   vmHostSettings: VmHostClientSettings;
+  /** For the web console: the fleet's nodes, its clock, placement and the API token. */
+  nodes: NodesRepository;
+  clock: Clock;
+  placement: VmPlacementService;
+  config: FleetConfig;
 }
 
 /** The shared instances of `fleet`, the controller's main app. */
@@ -36,6 +51,10 @@ export function fleetOpsSharedFrom(fleet: INestApplicationContext): FleetOpsShar
     vms: fleet.get(VmsService),
     vmHost: fleet.get(VmHostClient),
     vmHostSettings: fleet.get(VmHostClientSettings),
+    nodes: fleet.get(NodesRepository),
+    clock: fleet.get(Clock),
+    placement: fleet.get(VmPlacementService),
+    config: fleet.get(FleetConfig),
   };
 }
 
@@ -70,8 +89,21 @@ class FleetOpsCoreModule {
         { provide: VmsService, useValue: shared.vms },
         { provide: VmHostClient, useValue: shared.vmHost },
         { provide: VmHostClientSettings, useValue: shared.vmHostSettings },
+        { provide: NodesRepository, useValue: shared.nodes },
+        { provide: Clock, useValue: shared.clock },
+        { provide: VmPlacementService, useValue: shared.placement },
+        { provide: FleetConfig, useValue: shared.config },
       ],
-      exports: [BearerTokens, VmsService, VmHostClient, VmHostClientSettings],
+      exports: [
+        BearerTokens,
+        VmsService,
+        VmHostClient,
+        VmHostClientSettings,
+        NodesRepository,
+        Clock,
+        VmPlacementService,
+        FleetConfig,
+      ],
     };
   }
 }
@@ -79,14 +111,14 @@ class FleetOpsCoreModule {
 /**
  * The operations listener (VM_FLEET_OPS_ADDR): a Nest app of its own beside the API, whose
  * route table the contract fixes, with the same guard (VM_FLEET_API_TOKEN), validation and
- * error filter. Its routes are under /v1/; `/` is left for a web console.
+ * error filter. Its routes are under /v1/; the web console (console/) is at `/`.
  */
 @Module({})
 export class FleetOpsAppModule {
   static forShared(shared: FleetOpsShared): DynamicModule {
     return {
       module: FleetOpsAppModule,
-      imports: [FleetOpsCoreModule.with(shared), OperationsModule],
+      imports: [FleetOpsCoreModule.with(shared), OperationsModule, ConsoleModule],
       providers: [
         { provide: APP_GUARD, useClass: BearerTokenGuard },
         { provide: APP_PIPE, useFactory: createValidationPipe },

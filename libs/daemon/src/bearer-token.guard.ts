@@ -25,6 +25,17 @@ export const TOKEN_ROLES: Readonly<
 };
 
 const TOKEN_ROLE = 'ppn:token-role';
+const OWN_CREDENTIALS = 'ppn:own-credentials';
+
+/**
+ * Declares that a controller judges its requests' credentials with a guard of its own (the
+ * controller's web console: a session cookie taken for the API token, and a CSRF token), not
+ * with a bearer token: the app's guard lets it through to that guard, which must then refuse
+ * what the bearer guard would. Never in an OpenAPI document: such routes are excluded from it.
+ */
+export function OwnCredentials(): ClassDecorator & MethodDecorator {
+  return SetMetadata(OWN_CREDENTIALS, true);
+}
 
 /** Why a route refused the request, for the 401 body and the OpenAPI example alike. */
 function missingTokenMessage(role: TokenRole): string {
@@ -201,6 +212,10 @@ export class BearerTokenGuard implements CanActivate {
   ) {}
 
   canActivate(context: ExecutionContext): boolean {
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean | undefined>(OWN_CREDENTIALS, targets)) {
+      return true;
+    }
     const role = this.reflector.getAllAndOverride<TokenRole | undefined>(TOKEN_ROLE, [
       context.getHandler(),
       context.getClass(),

@@ -10,5 +10,6 @@ import { VmOperationsService } from './vm-operations.service';
 @Module({
   controllers: [VmOperationsController],
   providers: [VmOperationsService],
+  exports: [VmOperationsService],
 })
 export class OperationsModule {}

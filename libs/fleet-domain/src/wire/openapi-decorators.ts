@@ -54,3 +54,4 @@ export const ApiOkResponse = deferred('ApiOkResponse');
 export const ApiCreatedResponse = deferred('ApiCreatedResponse');
 export const ApiNoContentResponse = deferred('ApiNoContentResponse');
 export const ApiAcceptedResponse = deferred('ApiAcceptedResponse');
+export const ApiExcludeController = deferred('ApiExcludeController');

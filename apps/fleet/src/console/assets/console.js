@@ -1,0 +1,213 @@
+// The PPN fleet console's one script (no framework, no inline script: the page's CSP allows
+// this file only). It sends the forms marked data-action as JSON with the session's CSRF
+// token, asks for a typed confirmation before a delete or a forget, refreshes the parts marked
+// data-live every 2 s with HTML the server rendered and escaped, and follows a serial console.
+// It never puts a server's text into HTML itself: outcomes and console text go in textContent.
+'use strict';
+
+(function () {
+  const REFRESH_MS = 2000;
+  const SERIAL_MS = 1000;
+  const csrfMeta = document.querySelector('meta[name="csrf-token"]');
+  const csrf = csrfMeta ? csrfMeta.getAttribute('content') : '';
+
+  function showOutcome(text, ok) {
+    const outcome = document.getElementById('outcome');
+    if (!outcome) return;
+    outcome.textContent = text;
+    outcome.className = 'outcome ' + (ok ? 'ok' : 'failed');
+  }
+
+  /** The message of a JSON answer ({message}), or the status when there is none. */
+  async function messageOf(response) {
+    try {
+      const body = await response.json();
+      if (body && typeof body.message === 'string') return body.message;
+      if (body && Array.isArray(body.message)) return body.message.join('; ');
+    } catch (error) {
+      // Not JSON: the status says enough.
+    }
+    return response.status + ' ' + response.statusText;
+  }
+
+  function post(url, body) {
+    return fetch(url, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf || '' },
+      body: JSON.stringify(body),
+    });
+  }
+
+  /** A form's fields as the API's JSON: integers and booleans typed, empty optional ones left out. */
+  function fieldsOf(form) {
+    const body = {};
+    for (const element of form.elements) {
+      if (!element.name) continue;
+      const type = element.getAttribute('data-type');
+      if (type === 'boolean') body[element.name] = element.checked;
+      else if (element.value === '') continue;
+      else if (type === 'integer') body[element.name] = Number(element.value);
+      else body[element.name] = element.value;
+    }
+    return body;
+  }
+
+  /** Asks for the VM's id (delete) or "forget <id>" (forget) typed out; resolves to whether it was. */
+  function confirmAction(kind, vmId, nodeId) {
+    const dialog = document.getElementById('confirm');
+    if (!dialog || typeof dialog.showModal !== 'function') return Promise.resolve(false);
+    const expected = kind === 'forget' ? 'forget ' + vmId : vmId;
+    document.getElementById('confirm-title').textContent =
+      kind === 'forget' ? 'Forget VM ' + vmId + '?' : 'Delete VM ' + vmId + '?';
+    document.getElementById('confirm-text').textContent =
+      kind === 'forget'
+        ? 'Node ' +
+          nodeId +
+          ' is silent: no agent can stop VM ' +
+          vmId +
+          '. Forgetting it only removes its record; if that machine still runs it, the VM keeps running there and comes back when its agent heartbeats again.'
+        : 'VM ' +
+          vmId +
+          ' on node ' +
+          nodeId +
+          ' is stopped and its disk is destroyed. This cannot be undone.';
+    document.getElementById('confirm-label').textContent = 'Type "' + expected + '" to confirm';
+    const input = document.getElementById('confirm-input');
+    const ok = document.getElementById('confirm-ok');
+    ok.textContent = kind === 'forget' ? 'Forget ' + vmId : 'Delete ' + vmId;
+    input.value = '';
+    ok.disabled = true;
+    input.oninput = function () {
+      ok.disabled = input.value.trim() !== expected;
+    };
+    return new Promise(function (resolve) {
+      dialog.onclose = function () {
+        resolve(dialog.returnValue === 'ok' && input.value.trim() === expected);
+      };
+      dialog.returnValue = '';
+      dialog.showModal();
+      input.focus();
+    });
+  }
+
+  async function submitAction(form) {
+    const kind = form.getAttribute('data-confirm');
+    if (kind) {
+      const confirmed = await confirmAction(
+        kind,
+        form.getAttribute('data-vm'),
+        form.getAttribute('data-node'),
+      );
+      if (!confirmed) {
+        showOutcome('Nothing was done.', true);
+        return;
+      }
+    }
+    const button = form.querySelector('button[type="submit"]');
+    if (button) button.disabled = true;
+    try {
+      const response = await post(form.getAttribute('data-action'), fieldsOf(form));
+      const message = await messageOf(response);
+      showOutcome(message, response.ok);
+      if (response.status === 401 && form.id !== 'login') location.assign('/login');
+      if (!response.ok) return;
+      const done = form.getAttribute('data-done');
+      if (done === 'home') location.assign('/');
+      else if (done === 'reload') location.reload();
+      else if (done === 'reset') form.reset();
+      if (kind === 'delete' || kind === 'forget') {
+        if (location.pathname.indexOf('/vms/') === 0) location.assign('/');
+      }
+      refresh();
+    } catch (error) {
+      showOutcome('The controller could not be reached: ' + error.message, false);
+    } finally {
+      if (button) button.disabled = false;
+    }
+  }
+
+  document.addEventListener('submit', function (event) {
+    const form = event.target;
+    if (!(form instanceof HTMLFormElement) || !form.hasAttribute('data-action')) return;
+    event.preventDefault();
+    submitAction(form);
+  });
+
+  document.addEventListener('click', function (event) {
+    const button = event.target;
+    if (!(button instanceof HTMLButtonElement) || !button.hasAttribute('data-copy')) return;
+    const text = button.getAttribute('data-copy');
+    if (navigator.clipboard) {
+      navigator.clipboard.writeText(text).then(
+        function () {
+          showOutcome('Copied: ' + text, true);
+        },
+        function () {
+          showOutcome('Select the line and copy it: ' + text, false);
+        },
+      );
+    }
+  });
+
+  let refreshing = false;
+
+  /** Replaces each live part with the server's fresh rendering, unless a dialog is open. */
+  async function refresh() {
+    const dialog = document.getElementById('confirm');
+    if (refreshing || (dialog && dialog.open)) return;
+    refreshing = true;
+    try {
+      for (const part of document.querySelectorAll('[data-live]')) {
+        const response = await fetch(part.getAttribute('data-live'), {
+          credentials: 'same-origin',
+        });
+        if (response.status === 401) {
+          location.assign('/login');
+          return;
+        }
+        if (!response.ok) continue;
+        const text = await response.text();
+        // The HTML is the server's own rendering, every value escaped there (console.views.ts).
+        if (!(dialog && dialog.open)) part.innerHTML = text;
+      }
+      document.body.setAttribute('data-refreshed', String(Date.now()));
+    } catch (error) {
+      // The next round tries again.
+    } finally {
+      refreshing = false;
+    }
+  }
+
+  if (document.querySelector('[data-live]')) setInterval(refresh, REFRESH_MS);
+
+  /** Follows a VM's serial console: the last 64 KiB, then what follows. */
+  function followSerial(pre) {
+    let next;
+    async function read() {
+      try {
+        const url = pre.getAttribute('data-serial') + (next === undefined ? '' : '?from=' + next);
+        const response = await fetch(url, { credentials: 'same-origin' });
+        if (!response.ok) {
+          pre.setAttribute('data-status', String(response.status));
+          return;
+        }
+        const part = await response.json();
+        const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+        if (part.reset) pre.textContent = '';
+        if (part.text) pre.textContent += part.text;
+        next = part.next;
+        pre.setAttribute('data-next', String(next));
+        if (atEnd) pre.scrollTop = pre.scrollHeight;
+      } catch (error) {
+        // The next read tries again.
+      } finally {
+        setTimeout(read, SERIAL_MS);
+      }
+    }
+    read();
+  }
+
+  const serial = document.getElementById('serial');
+  if (serial) followSerial(serial);
+})();

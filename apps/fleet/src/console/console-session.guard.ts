@@ -1,0 +1,100 @@
+import {
+  CanActivate,
+  ExecutionContext,
+  ForbiddenException,
+  Injectable,
+  SetMetadata,
+  UnauthorizedException,
+} from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { Request, Response } from 'express';
+import { Clock } from '@app/daemon';
+import {
+  CSRF_HEADER,
+  ConsoleSessions,
+  SESSION_COOKIE,
+  cookieValue,
+  isSameOrigin,
+} from './console-session';
+
+/**
+ * The console's responses' headers: a strict Content-Security-Policy (the page's own script
+ * and stylesheet only, no inline script or style, no frame), no caching, no referrer.
+ */
+export const CONSOLE_HEADERS: Readonly<Record<string, string>> = {
+  'Content-Security-Policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+  'X-Frame-Options': 'DENY',
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+  'Cache-Control': 'no-store',
+};
+
+/** How a console route is reached. */
+export type ConsoleAccess =
+  /** Anyone: the login page and form, the stylesheet and script. */
+  | 'public'
+  /** A page: the controller redirects to /login without a session (see ConsoleController). */
+  | 'page'
+  /** Data or an action: a session, and for a POST its CSRF token and the same origin. */
+  | 'session';
+
+const ACCESS = 'ppn:console-access';
+
+export const ConsoleAccess = (access: ConsoleAccess): MethodDecorator =>
+  SetMetadata(ACCESS, access);
+
+/** The request's session cookie when it is one the console issued and it has not expired. */
+export function validSession(
+  sessions: ConsoleSessions,
+  req: Request,
+  nowS: number,
+): string | undefined {
+  const session = cookieValue(req.headers.cookie, SESSION_COOKIE);
+  return sessions.isValid(session, nowS) ? session : undefined;
+}
+
+/**
+ * The console's credential check, in place of the bearer guard (the controller is marked
+ * OwnCredentials): a session for data, and for every state-changing request its CSRF token in
+ * X-CSRF-Token and no other site's Origin or Sec-Fetch-Site, or 403 before anything is done.
+ */
+@Injectable()
+export class ConsoleSessionGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly sessions: ConsoleSessions,
+    private readonly clock: Clock,
+  ) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    const http = context.switchToHttp();
+    const req = http.getRequest<Request>();
+    const res = http.getResponse<Response>();
+    for (const [name, value] of Object.entries(CONSOLE_HEADERS)) res.setHeader(name, value);
+    const access =
+      this.reflector.get<ConsoleAccess | undefined>(ACCESS, context.getHandler()) ?? 'session';
+    const stateChanging = req.method !== 'GET' && req.method !== 'HEAD';
+    if (stateChanging && !isSameOrigin(req.headers)) {
+      throw new ForbiddenException('refused: this request came from another site');
+    }
+    if (access !== 'session') return true;
+    const session = validSession(this.sessions, req, this.clock.wallNow() / 1000);
+    if (session === undefined) {
+      throw new UnauthorizedException('no console session, or it has expired: log in again');
+    }
+    if (stateChanging && !this.sessions.isCsrfTokenOf(session, headerOf(req, CSRF_HEADER))) {
+      throw new ForbiddenException(
+        "refused: the request does not carry this session's CSRF token; reload the page",
+      );
+    }
+    return true;
+  }
+}
+
+function headerOf(req: Request, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? undefined : value;
+}

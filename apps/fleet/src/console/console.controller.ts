@@ -1,0 +1,299 @@
+import {
+  Body,
+  Controller,
+  Get,
+  HttpCode,
+  NotFoundException,
+  Param,
+  Post,
+  Query,
+  Req,
+  Res,
+  UnauthorizedException,
+  UseGuards,
+} from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BearerTokens, Clock, OwnCredentials, packageVersion } from '@app/daemon';
+import {
+  ApiExcludeController,
+  CreateVmRequest,
+  FleetVmWithLifeCycle,
+  NodeIdParams,
+  VmIdParams,
+} from '@app/fleet-domain';
+import { VmNotFoundError } from '../vms/vms.errors';
+import { ConsoleFiltersQuery, ConsoleSerialQuery, LoginRequest } from './console.requests';
+import { ConsoleService } from './console.service';
+import {
+  ConsoleSessions,
+  SESSION_LIFETIME_S,
+  clearedSessionCookie,
+  sessionCookie,
+} from './console-session';
+import { ConsoleAccess, ConsoleSessionGuard, validSession } from './console-session.guard';
+import {
+  ConsoleFilters,
+  ConsoleOverview,
+  PageContext,
+  loginPage,
+  nodeLive,
+  nodePage,
+  notFoundPage,
+  overviewLive,
+  overviewPage,
+  serialAnswer,
+  vmLive,
+  vmPage,
+} from './console.views';
+import { Html } from './html';
+
+/** The console's stylesheet and script, read once from the files shipped beside this code. */
+const ASSETS: Readonly<Record<string, { type: string; body: string }>> = Object.fromEntries(
+  [
+    ['console.css', 'text/css; charset=utf-8'],
+    ['console.js', 'text/javascript; charset=utf-8'],
+  ].map(([name, type]) => [
+    name,
+    { type, body: readFileSync(join(__dirname, 'assets', name), 'utf8') },
+  ]),
+);
+
+/** What an action answers the page: the outcome in the controller's words. */
+interface Outcome {
+  message: string;
+}
+
+function filtersOf(query: ConsoleFiltersQuery): ConsoleFilters {
+  return {
+    ...(query.tenant ? { tenant: query.tenant } : {}),
+    ...(query.node ? { node: query.node } : {}),
+  };
+}
+
+function sendHtml(res: Response, page: Html, status = 200): void {
+  res.status(status).type('html').send(page.text);
+}
+
+/**
+ * The web console, on the operations listener: its pages at /, /nodes/{id} and /vms/{id}, the
+ * parts of them the page refreshes, the serial console and the actions, all under a session of
+ * its own (see ConsoleSessions) instead of a bearer token, and none in the OpenAPI document.
+ */
+@ApiExcludeController()
+@OwnCredentials()
+@UseGuards(ConsoleSessionGuard)
+@Controller()
+export class ConsoleController {
+  private readonly version = packageVersion();
+
+  constructor(
+    private readonly console: ConsoleService,
+    private readonly sessions: ConsoleSessions,
+    private readonly tokens: BearerTokens,
+    private readonly clock: Clock,
+  ) {}
+
+  private get open(): boolean {
+    return !this.tokens.isSet('api');
+  }
+
+  private nowS(): number {
+    return this.clock.wallNow() / 1000;
+  }
+
+  /**
+   * The page's session, or a redirect to /login without one. On an open API a session is
+   * issued on the spot: it binds the page's CSRF token.
+   */
+  private pageContext(req: Request, res: Response): PageContext | undefined {
+    let session = validSession(this.sessions, req, this.nowS());
+    if (session === undefined) {
+      if (!this.open) {
+        res.redirect(303, '/login');
+        return undefined;
+      }
+      session = this.sessions.issue(this.nowS());
+      res.setHeader('Set-Cookie', sessionCookie(session, SESSION_LIFETIME_S, req.secure));
+    }
+    return { csrf: this.sessions.csrfTokenOf(session), open: this.open, version: this.version };
+  }
+
+  @Get()
+  @ConsoleAccess('page')
+  async overview(
+    @Query() query: ConsoleFiltersQuery,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const context = this.pageContext(req, res);
+    if (context === undefined) return;
+    sendHtml(res, overviewPage(await this.overviewOf(query), context));
+  }
+
+  @Get('nodes/:node_id')
+  @ConsoleAccess('page')
+  async node(
+    @Param() { node_id }: NodeIdParams,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const context = this.pageContext(req, res);
+    if (context === undefined) return;
+    const overview = await this.console.overview({ node: node_id }, this.open);
+    const node = overview.nodes.find((candidate) => candidate.node_id === node_id);
+    if (node === undefined) {
+      return sendHtml(res, notFoundPage(`No node ${node_id} is stored.`, context), 404);
+    }
+    sendHtml(res, nodePage(node, overview.vms, overview.nodes, context));
+  }
+
+  @Get('vms/:vm_id')
+  @ConsoleAccess('page')
+  async vm(
+    @Param() { vm_id }: VmIdParams,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const context = this.pageContext(req, res);
+    if (context === undefined) return;
+    const found = await this.vmOrUndefined(vm_id);
+    if (found === undefined) {
+      return sendHtml(res, notFoundPage(`No node lists a VM ${vm_id}.`, context), 404);
+    }
+    const { nodes } = await this.console.overview({ node: found.node_id }, this.open);
+    sendHtml(res, vmPage(found, nodes, context));
+  }
+
+  @Get('login')
+  @ConsoleAccess('public')
+  login(@Req() req: Request, @Res() res: Response): void {
+    if (this.open || validSession(this.sessions, req, this.nowS()) !== undefined) {
+      return res.redirect(303, '/');
+    }
+    sendHtml(res, loginPage(this.version));
+  }
+
+  /** The token in, a session cookie out; the token is neither logged nor kept. */
+  @Post('login')
+  @HttpCode(200)
+  @ConsoleAccess('public')
+  logIn(
+    @Body() { token }: LoginRequest,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Outcome {
+    if (this.open) return { message: 'The API is open: no login is needed' };
+    if (!this.tokens.matches('api', token)) {
+      throw new UnauthorizedException('that is not the API token (VM_FLEET_API_TOKEN)');
+    }
+    const session = this.sessions.issue(this.nowS());
+    res.setHeader('Set-Cookie', sessionCookie(session, SESSION_LIFETIME_S, req.secure));
+    return { message: 'Logged in' };
+  }
+
+  @Post('logout')
+  @HttpCode(200)
+  logOut(@Req() req: Request, @Res({ passthrough: true }) res: Response): Outcome {
+    res.setHeader('Set-Cookie', clearedSessionCookie(req.secure));
+    return { message: 'Logged out' };
+  }
+
+  @Get('console/assets/:name')
+  @ConsoleAccess('public')
+  asset(@Param('name') name: string, @Res() res: Response): void {
+    const asset = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
+    if (asset === undefined) throw new NotFoundException(`no console asset ${name}`);
+    res.type(asset.type).send(asset.body);
+  }
+
+  @Get('console/fragments/overview')
+  async overviewFragment(@Query() query: ConsoleFiltersQuery, @Res() res: Response): Promise<void> {
+    sendHtml(res, overviewLive(await this.overviewOf(query)));
+  }
+
+  @Get('console/fragments/nodes/:node_id')
+  async nodeFragment(@Param() { node_id }: NodeIdParams, @Res() res: Response): Promise<void> {
+    const overview = await this.console.overview({ node: node_id }, this.open);
+    const node = overview.nodes.find((candidate) => candidate.node_id === node_id);
+    if (node === undefined) throw new NotFoundException(`no node ${node_id} is stored`);
+    sendHtml(res, nodeLive(node, overview.vms, overview.nodes));
+  }
+
+  @Get('console/fragments/vms/:vm_id')
+  async vmFragment(@Param() { vm_id }: VmIdParams, @Res() res: Response): Promise<void> {
+    const vm = await this.console.vm(vm_id);
+    const { nodes } = await this.console.overview({ node: vm.node_id }, this.open);
+    sendHtml(res, vmLive(vm, nodes));
+  }
+
+  @Get('console/vms/:vm_id/serial')
+  async serial(
+    @Param() { vm_id }: VmIdParams,
+    @Query() { from }: ConsoleSerialQuery,
+  ): Promise<ReturnType<typeof serialAnswer>> {
+    return serialAnswer(await this.console.readConsole(vm_id, from));
+  }
+
+  @Post('console/vms')
+  @HttpCode(201)
+  async create(@Body() request: CreateVmRequest): Promise<Outcome> {
+    const vm = await this.console.createVm(request);
+    return { message: `vm ${vm.vm_id} created on node ${vm.node_id} (${vm.state})` };
+  }
+
+  @Post('console/vms/:vm_id/stop')
+  @HttpCode(202)
+  async stop(@Param() { vm_id }: VmIdParams): Promise<Outcome> {
+    const lifeCycle = await this.console.stopVm(vm_id);
+    return {
+      message: `vm ${vm_id}: stop taken by its node (${lifeCycle.operation ?? lifeCycle.state})`,
+    };
+  }
+
+  @Post('console/vms/:vm_id/start')
+  @HttpCode(202)
+  async start(@Param() { vm_id }: VmIdParams): Promise<Outcome> {
+    const lifeCycle = await this.console.startVm(vm_id);
+    return {
+      message: `vm ${vm_id}: start taken by its node (${lifeCycle.operation ?? lifeCycle.state})`,
+    };
+  }
+
+  @Post('console/vms/:vm_id/restart')
+  @HttpCode(202)
+  async restart(@Param() { vm_id }: VmIdParams): Promise<Outcome> {
+    const lifeCycle = await this.console.restartVm(vm_id);
+    return {
+      message: `vm ${vm_id}: restart taken by its node (${lifeCycle.operation ?? lifeCycle.state})`,
+    };
+  }
+
+  @Post('console/vms/:vm_id/delete')
+  @HttpCode(200)
+  async delete(@Param() { vm_id }: VmIdParams): Promise<Outcome> {
+    await this.console.deleteVm(vm_id, false);
+    return { message: `vm ${vm_id} deleted` };
+  }
+
+  @Post('console/vms/:vm_id/forget')
+  @HttpCode(200)
+  async forget(@Param() { vm_id }: VmIdParams): Promise<Outcome> {
+    await this.console.deleteVm(vm_id, true);
+    return { message: `vm ${vm_id} forgotten: nothing was stopped on its node` };
+  }
+
+  private overviewOf(query: ConsoleFiltersQuery): Promise<ConsoleOverview> {
+    return this.console.overview(filtersOf(query), this.open);
+  }
+
+  private async vmOrUndefined(vmId: string): Promise<FleetVmWithLifeCycle | undefined> {
+    try {
+      return await this.console.vm(vmId);
+    } catch (error) {
+      if (error instanceof VmNotFoundError) return undefined;
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,27 @@
+import { Module } from '@nestjs/common';
+import { FleetConfig } from '../config/fleet.config';
+import { OperationsModule } from '../operations/operations.module';
+import { ConsoleController } from './console.controller';
+import { ConsoleService } from './console.service';
+import { ConsoleSessions } from './console-session';
+import { ConsoleSessionGuard } from './console-session.guard';
+
+/**
+ * The web console on the operations listener: its pages, assets and actions (ConsoleController)
+ * over the same services as the API and the operations routes (ConsoleService).
+ */
+@Module({
+  imports: [OperationsModule],
+  controllers: [ConsoleController],
+  providers: [
+    ConsoleService,
+    ConsoleSessionGuard,
+    {
+      provide: ConsoleSessions,
+      inject: [FleetConfig],
+      // Signed for VM_FLEET_API_TOKEN: a new token ends every session.
+      useFactory: (config: FleetConfig) => new ConsoleSessions(config.apiToken),
+    },
+  ],
+})
+export class ConsoleModule {}

@@ -1,0 +1,158 @@
+import { Injectable } from '@nestjs/common';
+import { Clock, packageVersion } from '@app/daemon';
+import {
+  CreateVmRequest,
+  FleetVm,
+  FleetVmWithLifeCycle,
+  MISSED_BEATS_TO_PASS_OVER,
+  NodeState,
+  PLACEMENT_MARGIN_MB,
+  RestartVmRequest,
+  StopVmRequest,
+  VmConsole,
+  VmLifeCycle,
+  beatIntervalMs,
+  compareIds,
+  isLive,
+  liveSince,
+  placeVm,
+  placementCandidate,
+  toRfc3339,
+} from '@app/fleet-domain';
+import { NodesRepository } from '../nodes/nodes.repository';
+import { VmOperationsService } from '../operations/vm-operations.service';
+import { VmPlacementService } from '../vms/vm-placement.service';
+import { VmsService } from '../vms/vms.service';
+import { ConsoleFilters, ConsoleNode, ConsoleOverview } from './console.views';
+
+/** The console's most of a serial log per read: what the page shows and follows. */
+export const CONSOLE_READ_BYTES = 64 * 1024;
+
+/**
+ * What the web console reads and does, through the services the API and the operations
+ * listener use, in this process: the fleet's nodes as the store has them (RAM, KVM, heartbeat
+ * age, why placement passes one over), the VMs with their life cycles, and the actions.
+ */
+@Injectable()
+export class ConsoleService {
+  private readonly version = packageVersion();
+
+  constructor(
+    private readonly nodes: NodesRepository,
+    private readonly clock: Clock,
+    private readonly vms: VmsService,
+    private readonly operations: VmOperationsService,
+    private readonly placement: VmPlacementService,
+  ) {}
+
+  /** The fleet at a glance, the VMs filtered by tenant and node. */
+  async overview(filters: ConsoleFilters, open: boolean): Promise<ConsoleOverview> {
+    const [nodes, vms] = await Promise.all([this.consoleNodes(), this.operations.listVms()]);
+    return {
+      version: this.version,
+      open,
+      taken_at: toRfc3339(this.clock.wallNow()),
+      nodes,
+      vms: vms.filter(
+        (vm) =>
+          (filters.tenant === undefined || vm.tenant_id === filters.tenant) &&
+          (filters.node === undefined || vm.node_id === filters.node),
+      ),
+      tenants: [...new Set(vms.map((vm) => vm.tenant_id).filter((id) => id !== null))].sort(
+        compareIds,
+      ),
+      filters,
+    };
+  }
+
+  /** One VM with its life cycle. */
+  vm(vmId: string): Promise<FleetVmWithLifeCycle> {
+    return this.operations.getVm(vmId);
+  }
+
+  createVm(request: CreateVmRequest): Promise<FleetVm> {
+    return this.placement.createVm(request).then(({ vm }) => vm);
+  }
+
+  stopVm(vmId: string): Promise<VmLifeCycle> {
+    return this.operations.stopVm(vmId, new StopVmRequest());
+  }
+
+  startVm(vmId: string): Promise<VmLifeCycle> {
+    return this.operations.startVm(vmId);
+  }
+
+  restartVm(vmId: string): Promise<VmLifeCycle> {
+    return this.operations.restartVm(vmId, new RestartVmRequest());
+  }
+
+  deleteVm(vmId: string, forget: boolean): Promise<void> {
+    return this.vms.deleteVm(vmId, forget);
+  }
+
+  readConsole(vmId: string, from: number | undefined): Promise<VmConsole> {
+    return this.operations.readConsole(vmId, { from, max_bytes: CONSOLE_READ_BYTES });
+  }
+
+  /** Every stored node (the live ones, the silent ones kept for their VMs), by id. */
+  private async consoleNodes(): Promise<ConsoleNode[]> {
+    const nowMs = this.clock.now();
+    const wallNowMs = this.clock.wallNow();
+    const notBefore = liveSince(nowMs);
+    const stored = await this.nodes.listAll();
+    const live = stored.filter((node) => isLive(node, notBefore));
+    const candidates = live.map((node) => placementCandidate(node, nowMs));
+    return stored
+      .map((node) => consoleNode(node, nowMs, wallNowMs, isLive(node, notBefore), candidates))
+      .sort((a, b) => compareIds(a.node_id, b.node_id));
+  }
+}
+
+/** A stored node as the console shows it, with why placement passes it over (null: it does not). */
+export function consoleNode(
+  node: NodeState,
+  nowMs: number,
+  wallNowMs: number,
+  live: boolean,
+  candidates: Parameters<typeof placeVm>[1],
+): ConsoleNode {
+  const candidate = candidates.find(({ node_id }) => node_id === node.node_id);
+  const interval = beatIntervalMs(node);
+  const silentMs = nowMs - node.received_at_ms;
+  return {
+    node_id: node.node_id,
+    hostname: node.hostname,
+    wg_ip: node.wg_ip,
+    ram_total_mb: node.ram_total_mb,
+    ram_used_mb: Math.min(node.ram_used_mb, node.ram_total_mb),
+    ram_available_mb: candidate?.ram_available_mb ?? 0,
+    kvm_available: node.kvm_available,
+    reserved: node.reserved,
+    vm_count: node.vms.length,
+    heartbeat_age_s: Math.max(0, Math.round(silentMs / 1000)),
+    last_heartbeat: toRfc3339(node.received_at_wall_ms),
+    live,
+    late: live && interval !== null && silentMs > MISSED_BEATS_TO_PASS_OVER * interval,
+    passed_over: live
+      ? passedOver(node, candidates)
+      : `silent since ${toRfc3339(node.received_at_wall_ms)} (${Math.round((wallNowMs - node.received_at_wall_ms) / 1000)} s): out of placement until its agent heartbeats again`,
+    vm_ids: node.vms.map((vm) => vm.vm_id),
+  };
+}
+
+/** Why placement passes a live node over for any VM, in placement's own words; null if it does not. */
+function passedOver(node: NodeState, candidates: Parameters<typeof placeVm>[1]): string | null {
+  const asPreferred = placeVm(
+    { ram_mb: 1, prefer_kvm: false, preferred_node: node.node_id },
+    candidates,
+  );
+  if (asPreferred.kind !== 'placed') {
+    return asPreferred.message.replace(`preferred_node ${node.node_id}: `, '');
+  }
+  const available = candidates.find(({ node_id }) => node_id === node.node_id)?.ram_available_mb;
+  if (available !== undefined && available < 1 + PLACEMENT_MARGIN_MB) {
+    return `has ${available} MB available: a VM needs its ram_mb + ${PLACEMENT_MARGIN_MB} MB`;
+  }
+  if (node.reserved) return 'reserved, used only when no other node fits';
+  return null;
+}

@@ -1,0 +1,195 @@
+import request from 'supertest';
+import { RunningFleet, startFleet } from '../support/fleet-app';
+import { heartbeat, vmRecord } from '../support/heartbeats';
+
+/**
+ * The web console on the operations listener, in-process: its headers (CSP), the login and
+ * session cookie, the CSRF refusals, escaping of what a node sends, and the open-API banner.
+ */
+
+const API_TOKEN = 'api-token-1a7f3c9e5b0d2864';
+const HOSTILE = '<img src=x onerror=alert(1)>';
+
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/** The session cookie a Set-Cookie header sets (name=value). */
+function sessionOf(setCookie: string[] | string | undefined): string {
+  const header = ([] as string[]).concat(setCookie ?? []).find((line) => line.startsWith('ppn_'));
+  if (header === undefined) throw new Error('no session cookie was set');
+  return header.split(';')[0];
+}
+
+function csrfOf(page: string): string {
+  const token = /<meta name="csrf-token" content="([^"]+)" \/>/.exec(page)?.[1];
+  if (token === undefined) throw new Error('the page carries no CSRF token');
+  return token;
+}
+
+describe('web console', () => {
+  let fleet: RunningFleet;
+
+  afterEach(async () => {
+    await fleet.close();
+  });
+
+  describe('with VM_FLEET_API_TOKEN', () => {
+    beforeEach(async () => {
+      fleet = await startFleet({ ops: true, env: { VM_FLEET_API_TOKEN: API_TOKEN } });
+    });
+
+    async function logIn(): Promise<{ cookie: string; csrf: string }> {
+      const login = await request(fleet.opsUrl)
+        .post('/login')
+        .send({ token: API_TOKEN })
+        .expect(200);
+      const cookie = sessionOf(login.headers['set-cookie']);
+      const page = await request(fleet.opsUrl).get('/').set('Cookie', cookie).expect(200);
+      return { cookie, csrf: csrfOf(page.text) };
+    }
+
+    it('sends a page without a session to the login form, with the strict headers', async () => {
+      const page = await request(fleet.opsUrl).get('/').expect(303);
+      expect(page.headers.location).toBe('/login');
+      const login = await request(fleet.opsUrl).get('/login').expect(200);
+      for (const answer of [page, login]) {
+        expect(answer.headers['content-security-policy']).toBe(CSP);
+        expect(answer.headers['x-frame-options']).toBe('DENY');
+        expect(answer.headers['x-content-type-options']).toBe('nosniff');
+        expect(answer.headers['cache-control']).toBe('no-store');
+      }
+      expect(login.text).toContain('<form id="login"');
+      expect(login.text).not.toMatch(/<script>|<script [^>]*>[^<]|\son[a-z]+=/);
+      expect(login.text).not.toContain('The API is open');
+    });
+
+    it('refuses a wrong token and sets an HttpOnly, SameSite=Strict cookie that expires for the right one', async () => {
+      const wrong = await request(fleet.opsUrl)
+        .post('/login')
+        .send({ token: 'not-the-token-0123456789' })
+        .expect(401);
+      expect(wrong.body.message).toBe('that is not the API token (VM_FLEET_API_TOKEN)');
+      expect(wrong.headers['set-cookie']).toBeUndefined();
+      const login = await request(fleet.opsUrl)
+        .post('/login')
+        .send({ token: API_TOKEN })
+        .expect(200);
+      const setCookie = ([] as string[]).concat(login.headers['set-cookie'] ?? [])[0];
+      expect(setCookie).toMatch(
+        /^ppn_console_session=v1\.[^;]+; Path=\/; Max-Age=28800; HttpOnly; SameSite=Strict$/,
+      );
+      expect(setCookie).not.toContain(API_TOKEN);
+    });
+
+    it('shows the overview to a session, and refuses data without one', async () => {
+      const { cookie } = await logIn();
+      const page = await request(fleet.opsUrl).get('/').set('Cookie', cookie).expect(200);
+      expect(page.text).toContain('Fleet overview');
+      expect(page.text).toContain('<script src="/console/assets/console.js" defer></script>');
+      await request(fleet.opsUrl).get('/console/fragments/overview').expect(401);
+      await request(fleet.opsUrl)
+        .get('/console/fragments/overview')
+        .set('Cookie', 'ppn_console_session=v1.9999999999.forged.forged')
+        .expect(401);
+    });
+
+    it("refuses a POST without the CSRF token, with another session's, and from another site", async () => {
+      await request(fleet.url)
+        .post('/v1/nodes/heartbeat')
+        .set('Authorization', `Bearer ${API_TOKEN}`)
+        .send(heartbeat({ node_id: 'n1', vms: [vmRecord('vm-1')] }));
+      const { cookie, csrf } = await logIn();
+      const other = await logIn();
+      const refusals = [
+        request(fleet.opsUrl).post('/console/vms/vm-1/delete').set('Cookie', cookie).send({}),
+        request(fleet.opsUrl)
+          .post('/console/vms/vm-1/delete')
+          .set('Cookie', cookie)
+          .set('X-CSRF-Token', other.csrf)
+          .send({}),
+        request(fleet.opsUrl)
+          .post('/console/vms/vm-1/delete')
+          .set('Cookie', cookie)
+          .set('X-CSRF-Token', csrf)
+          .set('Origin', 'http://evil.example')
+          .send({}),
+        request(fleet.opsUrl)
+          .post('/console/vms/vm-1/delete')
+          .set('Cookie', cookie)
+          .set('X-CSRF-Token', csrf)
+          .set('Sec-Fetch-Site', 'cross-site')
+          .send({}),
+      ];
+      for (const refusal of refusals) {
+        const answer = await refusal.expect(403);
+        expect(answer.body.message).toMatch(/^refused: /);
+      }
+    });
+
+    it('takes the API token as a bearer token on the operations routes still', async () => {
+      await request(fleet.opsUrl)
+        .get('/v1/vms')
+        .set('Authorization', `Bearer ${API_TOKEN}`)
+        .expect(200);
+      await request(fleet.opsUrl).get('/v1/vms').expect(401);
+    });
+
+    it('serves its stylesheet and script, and nothing else, to anyone', async () => {
+      const css = await request(fleet.opsUrl).get('/console/assets/console.css').expect(200);
+      expect(css.headers['content-type']).toMatch(/^text\/css/);
+      const js = await request(fleet.opsUrl).get('/console/assets/console.js').expect(200);
+      expect(js.headers['content-type']).toMatch(/^text\/javascript/);
+      await request(fleet.opsUrl).get('/console/assets/..%2Fconsole.controller.ts').expect(404);
+      await request(fleet.opsUrl).get('/console/assets/constructor').expect(404);
+    });
+  });
+
+  describe('with an open API', () => {
+    beforeEach(async () => {
+      fleet = await startFleet({ ops: true });
+    });
+
+    it('says the API is open, escapes what a node sends and needs no login', async () => {
+      await request(fleet.url)
+        .post('/v1/nodes/heartbeat')
+        .send(
+          heartbeat({
+            node_id: 'n1',
+            hostname: HOSTILE,
+            vms: [vmRecord('vm-1', { vm_type: 'web', tenant_id: 'acme' })],
+          }),
+        )
+        .expect(200);
+      const page = await request(fleet.opsUrl).get('/').expect(200);
+      expect(page.text).toContain('The API is open');
+      expect(page.text).not.toContain(HOSTILE);
+      expect(page.text).toContain('&lt;img src=x onerror=alert(1)&gt;');
+      const cookie = sessionOf(page.headers['set-cookie']);
+      const fragment = await request(fleet.opsUrl)
+        .get('/console/fragments/overview')
+        .set('Cookie', cookie)
+        .expect(200);
+      expect(fragment.text).toContain('&lt;img src=x onerror=alert(1)&gt;');
+      expect(fragment.text).toContain('vm-1');
+      await request(fleet.opsUrl).get('/login').expect(303);
+    });
+
+    it('still refuses a state-changing request without the CSRF token', async () => {
+      const page = await request(fleet.opsUrl).get('/').expect(200);
+      const cookie = sessionOf(page.headers['set-cookie']);
+      await request(fleet.opsUrl)
+        .post('/console/vms')
+        .set('Cookie', cookie)
+        .send({ vm_type: 'web', ram_mb: 512, vcpu_count: 1 })
+        .expect(403);
+      const refused = await request(fleet.opsUrl)
+        .post('/console/vms')
+        .set('Cookie', cookie)
+        .set('X-CSRF-Token', csrfOf(page.text))
+        .send({ vm_type: 'web', ram_mb: 512, vcpu_count: 1 })
+        .expect(503);
+      // Past the CSRF check: placement's own words.
+      expect(refused.body.message).toMatch(/no node is live/);
+    });
+  });
+});
