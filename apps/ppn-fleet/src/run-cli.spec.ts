@@ -907,6 +907,17 @@ describe('ppn-fleet vms with the operations listener', () => {
     expect(refusing.stderr.text).toContain("showing the API's listing, without desired states");
   });
 
+  it('asks the default operations listener only beside an API on this machine, a given one always', async () => {
+    const hosts = (io: FakeIo) => io.requests.map((request) => new URL(request.url).host);
+    const remote = new FakeIo({}, fleetOfOne);
+    expect(await run(['vms', '--endpoint', 'http://10.8.0.1:9203'], remote)).toBe(ExitCode.Ok);
+    expect(hosts(remote)).toEqual(['10.8.0.1:9203', '10.8.0.1:9203']);
+
+    const given = new FakeIo({ VM_FLEET_OPS_ENDPOINT: 'http://10.8.0.1:9206' }, fleetOfOne);
+    expect(await run(['vms', '--endpoint', 'http://10.8.0.1:9203'], given)).toBe(ExitCode.Ok);
+    expect(hosts(given)).toEqual(['10.8.0.1:9206', '10.8.0.1:9203']);
+  });
+
   it('--json prints the API listing, as it always has, without asking the operations listener', async () => {
     const io = new FakeIo({}, fleetOfOne);
     expect(await run(['vms', '--json'], io)).toBe(ExitCode.Ok);

@@ -28,6 +28,27 @@ export class FleetApiConnector {
     return new FleetOpsApiClient(opsEndpoint, apiToken, this.io.fetch);
   }
 
+  /**
+   * The operations listener of the controller `connect(endpointOption)` reaches, for what the
+   * API's answers only gain from (the desired states `vms` shows): one given (--ops-endpoint,
+   * VM_FLEET_OPS_ENDPOINT), or the default on this machine when the API is on this machine
+   * too. Undefined otherwise: a default 127.0.0.1:9206 beside a remote API would be another
+   * controller's.
+   */
+  connectOpsBeside(
+    endpointOption?: string,
+    opsEndpointOption?: string,
+  ): FleetOpsApiClient | undefined {
+    const given =
+      opsEndpointOption !== undefined || (this.io.env.VM_FLEET_OPS_ENDPOINT ?? '').trim() !== '';
+    const { endpoint, opsEndpoint } = readConnection(this.io.env, {
+      endpoint: endpointOption,
+      opsEndpoint: opsEndpointOption,
+    });
+    if (!given && !(isThisMachine(endpoint) && isThisMachine(opsEndpoint))) return undefined;
+    return this.connectOps(opsEndpointOption);
+  }
+
   private warnOfTokenInTheClear(endpoint: string, apiToken: string | undefined): void {
     if (apiToken !== undefined && sendsTokenInTheClear(endpoint)) {
       this.io.stderr.write(
@@ -42,10 +63,13 @@ export class FleetApiConnector {
  * anything but this machine (localhost, 127.0.0.0/8, ::1).
  */
 export function sendsTokenInTheClear(endpoint: string): boolean {
-  const url = new URL(endpoint);
-  if (url.protocol !== 'http:') return false;
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
-  if (host === 'localhost' || host.endsWith('.localhost')) return false;
-  if (isIP(host) === 4) return !host.startsWith('127.');
-  return host !== '::1';
+  return new URL(endpoint).protocol === 'http:' && !isThisMachine(endpoint);
+}
+
+/** Whether `endpoint` is this machine: localhost, 127.0.0.0/8, ::1. */
+export function isThisMachine(endpoint: string): boolean {
+  const host = new URL(endpoint).hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  return host === '::1';
 }

@@ -73,13 +73,16 @@ export class VmsCommand extends JsonApiCommand {
   }
 
   /**
-   * The operations listener's listing (each VM with its life cycle), or undefined when it does
-   * not answer usably: the API's listing is shown then, as before there was one. Unreachable
-   * (the default, off a controller's host) is said nothing of; any other failure in a line.
+   * The operations listener's listing (each VM with its life cycle), or undefined when there is
+   * none beside the API (see connectOpsBeside) or it does not answer usably: the API's listing
+   * is shown then, as before there was one. Unreachable (the default, off a controller's host)
+   * is said nothing of; any other failure in a line.
    */
   private async withLifeCycles(options: VmsOptions): Promise<ListedVm[] | undefined> {
+    const ops = this.connector.connectOpsBeside(options.endpoint, options.opsEndpoint);
+    if (ops === undefined) return undefined;
     try {
-      return (await this.connector.connectOps(options.opsEndpoint).vms(options.tenant)).data;
+      return (await ops.vms(options.tenant)).data;
     } catch (error) {
       if (!(error instanceof CliFailure) || error.exitCode === ExitCode.Usage) throw error;
       if (error.exitCode !== ExitCode.Unreachable) {
