@@ -9,6 +9,7 @@ import {
   MaxLength,
   Max,
   Min,
+  ValidateBy,
   ValidateIf,
 } from 'class-validator';
 import { ID_SCHEMA, IsFleetId, IsPrintableText } from '../ids';
@@ -44,6 +45,24 @@ export const MAX_LIFE_CYCLE_TEXT = 512;
 export const MAX_RESTART_COUNT = 1_000_000;
 
 const nullable = ValidateIf((_, value) => value !== null);
+
+/**
+ * What a console text may hold: printable characters, tabs and newlines; no other control or
+ * format character (terminal escapes, bidi overrides), so a hostile node's console reaches no
+ * terminal or page through the controller.
+ */
+const CONSOLE_UNPRINTABLE = /[^\P{C}\t\n]|[\p{Zl}\p{Zp}]/u;
+
+function IsConsoleText(): PropertyDecorator {
+  return ValidateBy({
+    name: 'isConsoleText',
+    validator: {
+      validate: (value: unknown) => typeof value === 'string' && !CONSOLE_UNPRINTABLE.test(value),
+      defaultMessage: () =>
+        '$property must be printable text (tabs and newlines, no other control characters)',
+    },
+  });
+}
 
 /**
  * A VM's life cycle on its node: its state, the state the operator asked for, and why they
@@ -220,6 +239,7 @@ export class VmConsole {
       'Printable text: tabs and newlines kept, other control characters and terminal escapes left out, invalid UTF-8 replaced.',
     maxLength: MAX_CONSOLE_BYTES * 3,
   })
+  @IsConsoleText()
   @MaxLength(MAX_CONSOLE_BYTES * 3)
   @IsString()
   text!: string;

@@ -55,56 +55,52 @@ export class VmActionsService {
   }
 
   async stop(vmId: string, request: StopVmRequest): Promise<VmLifeCycle> {
-    const sidecar = await this.actionable(vmId);
-    const live = await this.isLive(vmId);
-    if (sidecar.desired_state === DesiredVmState.Stopped && !live) {
-      throw VmActionConflictError.alreadyStopped(vmId);
-    }
-    await this.desire(sidecar, DesiredVmState.Stopped);
-    this.logger.log(
-      `vm ${vmId}: stop asked${request.force ? ' (forced)' : `, ${request.timeout_s} s to power down`}`,
-    );
-    if (live) {
-      const record = sidecar.driver;
-      this.lifecycle.operate(vmId, VmOperation.Stopping, () =>
-        this.lifecycle.locks.run(vmId, () => this.halt(vmId, record, request)),
+    await this.exclusively(vmId, async (sidecar) => {
+      const live = await this.isLive(vmId);
+      if (sidecar.desired_state === DesiredVmState.Stopped && !live) {
+        throw VmActionConflictError.alreadyStopped(vmId);
+      }
+      await this.desire(sidecar, DesiredVmState.Stopped);
+      this.logger.log(
+        `vm ${vmId}: stop asked${request.force ? ' (forced)' : `, ${request.timeout_s} s to power down`}`,
       );
-    }
+      if (live) {
+        const record = sidecar.driver;
+        this.lifecycle.operate(vmId, VmOperation.Stopping, () =>
+          this.lifecycle.locks.run(vmId, () => this.halt(vmId, record, request)),
+        );
+      }
+    });
     return this.lifeCycle(vmId);
   }
 
   async start(vmId: string): Promise<VmLifeCycle> {
-    const sidecar = await this.actionable(vmId);
-    if (await this.isLive(vmId)) throw VmActionConflictError.alreadyRunning(vmId);
-    const refusal = await this.admission.refusalToStart(sidecar);
-    if (refusal) {
-      this.logger.warn(`vm ${vmId}: start refused: ${refusal}`);
-      throw new VmDoesNotFitError(refusal);
-    }
-    await this.desire(sidecar, DesiredVmState.Running);
-    this.logger.log(`vm ${vmId}: start asked`);
-    this.restarts.startAgain(sidecar, 'operator');
+    await this.exclusively(vmId, (sidecar) => this.startLocked(sidecar));
     return this.lifeCycle(vmId);
   }
 
   async restart(vmId: string, request: StopVmRequest): Promise<VmLifeCycle> {
-    const sidecar = await this.actionable(vmId);
-    if (!(await this.isLive(vmId))) return this.start(vmId);
-    await this.desire(sidecar, DesiredVmState.Running);
-    const record = sidecar.driver;
-    this.logger.log(`vm ${vmId}: restart asked${request.force ? ' (forced: reset in place)' : ''}`);
-    this.lifecycle.operate(vmId, VmOperation.Restarting, async () => {
-      if (request.force) {
-        await this.lifecycle.locks.run(vmId, () => this.driver.reset(vmId, record));
-        this.logger.log(`vm ${vmId} reset`);
-        return;
-      }
-      await this.lifecycle.locks.run(vmId, () => this.halt(vmId, record, request));
-      const fresh = await this.sidecars.of(vmId);
-      // Deleted or stopped meanwhile: nothing more to do.
-      if (fresh?.desired_state === DesiredVmState.Running) {
-        this.restarts.startAgain(fresh, 'operator');
-      }
+    await this.exclusively(vmId, async (sidecar) => {
+      if (!(await this.isLive(vmId))) return this.startLocked(sidecar);
+      await this.desire(sidecar, DesiredVmState.Running);
+      const record = sidecar.driver;
+      this.logger.log(
+        `vm ${vmId}: restart asked${request.force ? ' (forced: reset in place)' : ''}`,
+      );
+      this.lifecycle.operate(vmId, VmOperation.Restarting, async () => {
+        if (request.force) {
+          await this.lifecycle.locks.run(vmId, () => this.driver.reset(vmId, record));
+          this.logger.log(`vm ${vmId} reset`);
+          return;
+        }
+        await this.lifecycle.locks.run(vmId, () => this.halt(vmId, record, request));
+        const fresh = await this.sidecars.of(vmId);
+        // Deleted or stopped meanwhile: nothing more to do. (Still 'restarting' here, so no
+        // reconciliation takes the VM for crashed in between.)
+        if (fresh?.desired_state === DesiredVmState.Running) {
+          this.restarts.startAgain(fresh, 'operator');
+        }
+      });
     });
     return this.lifeCycle(vmId);
   }
@@ -176,16 +172,44 @@ export class VmActionsService {
     return sidecar;
   }
 
-  /** The VM's sidecar when an operator's action may act on it now; a 409 saying why not. */
-  private async actionable(vmId: string): Promise<VmSidecar> {
-    const sidecar = await this.existing(vmId);
-    if (this.sidecars.isStandIn(sidecar)) throw VmActionConflictError.unreadable(vmId);
+  /**
+   * Runs an action's checks and first writes under the VM's lock, with its sidecar read there:
+   * no reconciliation or restart reads or writes the sidecar meanwhile, and the operation it
+   * starts is marked before the lock is let go. A VM being created, or with another action
+   * under way, is a 409 at once, without waiting.
+   */
+  private async exclusively(
+    vmId: string,
+    work: (sidecar: VmSidecar) => Promise<void>,
+  ): Promise<void> {
+    this.refuseBusy(vmId);
+    await this.lifecycle.locks.run(vmId, async () => {
+      this.refuseBusy(vmId);
+      const sidecar = await this.existing(vmId);
+      if (this.sidecars.isStandIn(sidecar)) throw VmActionConflictError.unreadable(vmId);
+      await work(sidecar);
+    });
+  }
+
+  /** A 409 for a VM being created or with an action under way here. */
+  private refuseBusy(vmId: string): void {
     if (this.lifecycle.beingCreated(vmId)) throw VmActionConflictError.beingCreated(vmId);
     const operation = this.lifecycle.operationOf(vmId);
-    if (operation !== null || this.lifecycle.locks.busy(vmId)) {
-      throw VmActionConflictError.busy(vmId, operation ?? 'being changed');
+    if (operation !== null) throw VmActionConflictError.busy(vmId, operation);
+  }
+
+  /** Start's work, under the VM's lock: admitted, the desired state written, then started. */
+  private async startLocked(sidecar: VmSidecar): Promise<void> {
+    const vmId = sidecar.vm_id;
+    if (await this.isLive(vmId)) throw VmActionConflictError.alreadyRunning(vmId);
+    const refusal = await this.admission.refusalToStart(sidecar);
+    if (refusal) {
+      this.logger.warn(`vm ${vmId}: start refused: ${refusal}`);
+      throw new VmDoesNotFitError(refusal);
     }
-    return sidecar;
+    await this.desire(sidecar, DesiredVmState.Running);
+    this.logger.log(`vm ${vmId}: start asked`);
+    this.restarts.startAgain(sidecar, 'operator');
   }
 
   private async isLive(vmId: string): Promise<boolean> {
