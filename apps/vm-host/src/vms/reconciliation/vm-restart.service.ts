@@ -23,6 +23,8 @@ export class VmRestartService {
   private readonly logger = new Logger('Vms');
   private running = 0;
   private readonly waiting: Array<() => void> = [];
+  /** VMs an operator stopped whose process is being ended again, or could not be. */
+  private readonly enforcing = new Set<string>();
 
   constructor(
     private readonly sidecars: VmSidecars,
@@ -47,14 +49,20 @@ export class VmRestartService {
 
   /**
    * Ends the process of a VM an operator stopped that runs anyway (a stop cut short by an agent
-   * restart), in the background.
+   * restart), in the background; said once per episode, however many reconciliations see it.
    */
   enforceStopped(sidecar: VmSidecar): void {
     const vmId = sidecar.vm_id;
+    if (this.enforcing.has(vmId)) return;
+    this.enforcing.add(vmId);
     this.logger.warn(`vm ${vmId} runs but was stopped by an operator; stopping it again`);
     void this.lifecycle.locks
       .run(vmId, () => this.driver.stop(vmId, sidecar.driver))
-      .catch((error: unknown) => this.logger.error(`vm ${vmId}: ${messageOf(error)}`))
+      .then(() => this.enforcing.delete(vmId))
+      .catch((error: unknown) => {
+        // Kept in `enforcing`: not tried again every 2 s; a delete or an agent restart is.
+        this.logger.error(`vm ${vmId}: could not stop it: ${messageOf(error)}`);
+      })
       .finally(() => this.lifecycle.announce());
   }
 
