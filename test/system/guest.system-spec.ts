@@ -13,6 +13,7 @@ import {
 } from '../support/daemons';
 import { guestImageBuildCommand, guestImagePath } from '../support/guest-image';
 import { GUEST_SSH_DEADLINE_MS, sshOnceUp, sshRun } from '../support/guest-ssh';
+import { TCG_OVERHEAD_MB, TCG_TRANSLATION_CACHE_MB } from '@app/fleet-domain';
 import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
 import { scratchFolder } from '../support/scratch-folders';
 
@@ -29,6 +30,12 @@ const NODE_ID = 'guest-node';
 const WG_IP = '127.0.0.1';
 const workDir = scratchFolder('guest-');
 const key = join(workDir, 'id_ed25519');
+
+/** A process's resident memory (VmRSS) in MiB. */
+function residentMb(pid: number): number {
+  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kb) / 1024;
+}
 
 interface ListedVm {
   vm_id: string;
@@ -121,6 +128,24 @@ describe('a VM with a real guest (Debian, cloud-init, SSH)', () => {
     const qemus = () =>
       liveQemusUnder(workDir).filter(({ args }) => args.includes(`guest=${vmId}`));
     expect(qemus()).toHaveLength(1);
+
+    // Under TCG, QEMU's resident memory stays within what the agent commits for the VM (its RAM
+    // and TCG_OVERHEAD_MB, the translation cache bounded), also once the guest ran code enough
+    // to fill a default-sized cache.
+    const [qemu] = qemus();
+    expect(qemu.args).toContain(`tcg,tb-size=${TCG_TRANSLATION_CACHE_MB}`);
+    await sshRun(
+      key,
+      node.wg_ip,
+      sshPort,
+      'sha256sum /usr/bin/* /usr/lib/x86_64-linux-gnu/*.so* >/dev/null 2>&1; find / -xdev >/dev/null 2>&1; dpkg -l >/dev/null; ls -lR /usr/share >/dev/null 2>&1; true',
+    );
+    const rssMb = residentMb(qemu.pid);
+    const committedMb = 512 + TCG_OVERHEAD_MB;
+    console.log(
+      `guest: QEMU of a 512 MB guest under TCG: ${rssMb.toFixed(0)} MB resident, ${committedMb} MB committed (${(rssMb / committedMb).toFixed(2)})`,
+    );
+    expect(rssMb).toBeLessThanOrEqual(committedMb);
     expect((await fetch(`${FLEET_URL}/v1/vms/${vmId}`, { method: 'DELETE' })).status).toBe(204);
     await eventually(
       `${vmId}'s QEMU process gone`,

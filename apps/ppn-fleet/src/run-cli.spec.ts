@@ -262,7 +262,10 @@ describe('ppn-fleet calling the controller', () => {
     expect(
       await run(['vm', 'create', '--type', 'web', '--ram', '999999', '--vcpus', '1'], refused),
     ).toBe(ExitCode.Refused);
-    expect(refused.stderr.text).toBe(`ppn-fleet: ${placement}\n`);
+    const key = refused.requests[0].headers.get('idempotency-key')!;
+    expect(refused.stderr.text).toBe(
+      `ppn-fleet: ${placement}\nno node was asked to make it by this request; run the same command with --key ${key} to try again (the same key never makes a second VM)\n`,
+    );
     expect(refused.stdout.text).toBe('');
 
     const unauthorized = new FakeIo({}, () =>

@@ -1,4 +1,10 @@
-import { HYPERVISOR_OVERHEAD_MB, capacityRefusal, committedRamMb } from './vm-capacity';
+import {
+  HYPERVISOR_OVERHEAD_MB,
+  TCG_OVERHEAD_MB,
+  TCG_TRANSLATION_CACHE_MB,
+  capacityRefusal,
+  committedRamMb,
+} from './vm-capacity';
 
 const host = { totalMb: 24_576, usedMb: 3_000 };
 
@@ -33,6 +39,22 @@ describe('committedRamMb', () => {
         { ramAllocMb: 1_024, vcpuCount: 1, rssMb: 900 },
       ]),
     ).toBe(1_024 + HYPERVISOR_OVERHEAD_MB);
+  });
+
+  it("counts a VM's own overhead when it has one: TCG's includes its translation cache", () => {
+    expect(TCG_OVERHEAD_MB).toBe(HYPERVISOR_OVERHEAD_MB + TCG_TRANSLATION_CACHE_MB);
+    const vms = [
+      { ramAllocMb: 512, vcpuCount: 1, rssMb: 0, overheadMb: TCG_OVERHEAD_MB },
+      { ramAllocMb: 512, vcpuCount: 1, rssMb: 0 },
+    ];
+    expect(committedRamMb(host, vms)).toBe(
+      3_000 + 1_024 + TCG_OVERHEAD_MB + HYPERVISOR_OVERHEAD_MB,
+    );
+    // A TCG VM that would fit with KVM's overhead alone does not.
+    const node = { memory: host, cpuCores: 8, vcpuOvercommit: 4 };
+    const room = 24_576 - 3_000 - 512 - (512 + HYPERVISOR_OVERHEAD_MB);
+    expect(capacityRefusal({ ramMb: room, vcpuCount: 1 }, node, [vms[1]])).toBeUndefined();
+    expect(capacityRefusal({ ramMb: room, vcpuCount: 1 }, node, [vms[0]])).toContain('ram_mb');
   });
 
   it('takes the overhead per VM as given', () => {

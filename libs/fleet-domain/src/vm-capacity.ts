@@ -1,10 +1,20 @@
 import { PLACEMENT_MARGIN_MB } from './fleet.constants';
 
 /**
- * Memory the hypervisor process takes beside a guest's RAM (device model, I/O buffers, TCG's
- * translated code), per VM. An idle TCG guest's QEMU measures about 40 MB; the rest is headroom.
+ * Memory the hypervisor process takes beside a guest's RAM (device model, I/O buffers), per VM
+ * under KVM. A booted guest's QEMU measures about 40-60 MB beyond its guest's pages; the rest is
+ * headroom.
  */
 export const HYPERVISOR_OVERHEAD_MB = 256;
+
+/**
+ * The translation cache QEMU is given under TCG (`-accel tcg,tb-size=...`), in MiB. QEMU's own
+ * default is 1 GiB, filled as a guest runs: a 512 MB guest's QEMU grew past 1.2 GB resident.
+ */
+export const TCG_TRANSLATION_CACHE_MB = 64;
+
+/** The overhead of a VM under TCG: the hypervisor's, plus its bounded translation cache. */
+export const TCG_OVERHEAD_MB = HYPERVISOR_OVERHEAD_MB + TCG_TRANSLATION_CACHE_MB;
 
 /** RAM a node keeps free beyond every VM's own: the controller's placement margin. */
 const RAM_MARGIN_MB = PLACEMENT_MARGIN_MB;
@@ -15,6 +25,8 @@ export interface CommittedVm {
   vcpuCount: number;
   /** Resident memory of its process now, in MiB; 0 while it has none. */
   rssMb: number;
+  /** What its hypervisor takes beside its RAM (TCG_OVERHEAD_MB under TCG); the default's without. */
+  overheadMb?: number;
 }
 
 /** The host's memory as the kernel reports it, in MiB. */
@@ -32,7 +44,8 @@ function sum<T>(items: readonly T[], value: (item: T) => number): number {
 /**
  * The RAM committed on this node, as its heartbeat reports it in `ram_used_mb`: what the host
  * uses without its guests (sampled use less the guests' resident memory, never below 0), plus
- * every committed VM's full `ram_alloc_mb`, used or not, plus the hypervisor's overhead per VM.
+ * every committed VM's full `ram_alloc_mb`, used or not, plus the hypervisor's overhead per VM
+ * (its own when it says, e.g. TCG's with its translation cache).
  */
 export function committedRamMb(
   host: HostMemory,
@@ -40,7 +53,9 @@ export function committedRamMb(
   overheadMb = HYPERVISOR_OVERHEAD_MB,
 ): number {
   const withoutGuests = Math.max(0, host.usedMb - sum(vms, (vm) => vm.rssMb));
-  return Math.round(withoutGuests + sum(vms, (vm) => vm.ramAllocMb + overheadMb));
+  return Math.round(
+    withoutGuests + sum(vms, (vm) => vm.ramAllocMb + (vm.overheadMb ?? overheadMb)),
+  );
 }
 
 /** What a node can hold. */

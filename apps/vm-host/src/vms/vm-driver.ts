@@ -1,4 +1,4 @@
-import type { HostPort } from '@app/fleet-domain';
+import { HYPERVISOR_OVERHEAD_MB, type HostPort } from '@app/fleet-domain';
 
 /** A VM as the agent asks a hypervisor for it: the vm_id the agent made and validated numbers. */
 export interface VmSpec {
@@ -112,4 +112,12 @@ export abstract class VmDriver {
 
   /** The file the VM's serial console is written to during its current boot. */
   abstract consoleLog(vmId: string): string;
+
+  /**
+   * The memory (MiB) the VM's hypervisor process takes beside the guest's RAM, as measured for
+   * the way `record` runs it: counted in the committed RAM the agent reports and refuses by.
+   */
+  overheadMb(_record: DriverRecord): number {
+    return HYPERVISOR_OVERHEAD_MB;
+  }
 }

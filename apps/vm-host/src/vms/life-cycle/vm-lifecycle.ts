@@ -4,6 +4,7 @@ import { Clock } from '@app/daemon';
 import {
   CONTROL_CHARACTERS,
   CommittedVm,
+  HYPERVISOR_OVERHEAD_MB,
   DesiredVmState,
   HostPort,
   MAX_LIFE_CYCLE_TEXT,
@@ -218,11 +219,17 @@ export class VmLifecycle {
   committed(sidecars: VmSidecar[], found: Map<string, FoundVm>): CommittedVm[] {
     return sidecars
       .filter(({ vm_id }) => this.inProgress(vm_id) || found.has(vm_id))
-      .map((sidecar) => ({
-        ramAllocMb: sidecar.ram_alloc_mb,
-        vcpuCount: sidecar.vcpu_count,
-        rssMb: found.get(sidecar.vm_id)?.rssMb ?? 0,
-      }));
+      .map((sidecar) => {
+        const vm: CommittedVm = {
+          ramAllocMb: sidecar.ram_alloc_mb,
+          vcpuCount: sidecar.vcpu_count,
+          rssMb: found.get(sidecar.vm_id)?.rssMb ?? 0,
+        };
+        // Its hypervisor's own overhead, when not the usual one (TCG's translation cache).
+        const overheadMb = this.driver.overheadMb(sidecar.driver);
+        if (overheadMb !== HYPERVISOR_OVERHEAD_MB) vm.overheadMb = overheadMb;
+        return vm;
+      });
   }
 
   private async start(sidecar: VmSidecar): Promise<void> {

@@ -1,3 +1,4 @@
+import { TCG_TRANSLATION_CACHE_MB } from '@app/fleet-domain';
 import {
   accelOf,
   forwardedPorts,
@@ -36,8 +37,10 @@ describe('qemuArgs', () => {
     expect(args).toContain('-daemonize');
   });
 
-  it('uses TCG unless KVM was asked for and usable', () => {
-    expect(option(qemuArgs(launch), '-machine')).toEqual(['q35,accel=tcg']);
+  it('uses TCG, with a translation cache of TCG_TRANSLATION_CACHE_MB, unless KVM was asked for and usable', () => {
+    expect(option(qemuArgs(launch), '-machine')).toEqual(['q35']);
+    expect(option(qemuArgs(launch), '-accel')).toEqual([`tcg,tb-size=${TCG_TRANSLATION_CACHE_MB}`]);
+    expect(TCG_TRANSLATION_CACHE_MB).toBeLessThanOrEqual(128);
     expect(option(qemuArgs(launch), '-cpu')).toEqual([]);
     const kvm = qemuArgs({ ...launch, accel: 'kvm' });
     expect(option(kvm, '-machine')).toEqual(['q35,accel=kvm']);
@@ -86,6 +89,10 @@ describe('reading a QEMU command line back', () => {
     const bare = ['qemu-system-x86_64', '-name', 'web', '-netdev', 'user,id=net0'];
     expect(guestOf(bare)).toBeUndefined();
     expect(accelOf(bare)).toBe('tcg');
+    // As agents before the bounded translation cache started it, or another tool.
+    expect(accelOf([...bare, '-machine', 'q35,accel=kvm'])).toBe('kvm');
+    expect(accelOf([...bare, '-accel', 'kvm'])).toBe('kvm');
+    expect(accelOf([...bare, '-machine', 'q35,accel=tcg'])).toBe('tcg');
     expect(forwardedPorts(bare)).toEqual([]);
     expect(ramMbOf(bare)).toBeUndefined();
     expect(vcpuCountOf(bare)).toBeUndefined();

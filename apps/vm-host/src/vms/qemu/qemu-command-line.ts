@@ -1,4 +1,4 @@
-import type { HostPort } from '@app/fleet-domain';
+import { TCG_TRANSLATION_CACHE_MB, type HostPort } from '@app/fleet-domain';
 
 /** How QEMU runs a guest: KVM when asked for and usable, else TCG (emulation). */
 export type QemuAccel = 'kvm' | 'tcg';
@@ -34,9 +34,11 @@ export function qemuArgs(launch: QemuLaunch): string[] {
   return [
     '-name',
     `guest=${launch.vmId}`,
-    '-machine',
-    `q35,accel=${launch.accel}`,
-    ...(launch.accel === 'kvm' ? ['-cpu', 'host'] : []),
+    // Under TCG, a bounded translation cache: QEMU's default of 1 GiB grows as the guest runs,
+    // memory counted nowhere (see TCG_OVERHEAD_MB).
+    ...(launch.accel === 'kvm'
+      ? ['-machine', 'q35,accel=kvm', '-cpu', 'host']
+      : ['-machine', 'q35', '-accel', `tcg,tb-size=${TCG_TRANSLATION_CACHE_MB}`]),
     '-m',
     `${launch.ramMb}M`,
     '-smp',
@@ -76,7 +78,10 @@ export function guestOf(args: readonly string[]): string | undefined {
 
 /** The acceleration qemuArgs asked for, read back from a command line. */
 export function accelOf(args: readonly string[]): QemuAccel {
-  return optionOf(args, '-machine')?.includes('accel=kvm') ? 'kvm' : 'tcg';
+  const kvm =
+    optionOf(args, '-machine')?.includes('accel=kvm') === true ||
+    /^(?:accel=)?kvm(?:,|$)/.test(optionOf(args, '-accel') ?? '');
+  return kvm ? 'kvm' : 'tcg';
 }
 
 /** A whole number above 0 from the text of a number, else undefined. */

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { chmod, readFile, rename, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import type { HostPort } from '@app/fleet-domain';
+import { HYPERVISOR_OVERHEAD_MB, TCG_OVERHEAD_MB, type HostPort } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { HostFactsService } from '../../host-facts/host-facts.service';
 import { ProcessTable } from '../../host-facts/process-table';
@@ -117,6 +117,11 @@ export class QemuDriver extends VmDriver {
 
   consoleLog(vmId: string): string {
     return this.serialLog(vmId);
+  }
+
+  /** Under TCG, QEMU's translation cache too (bounded by qemuArgs to TCG_TRANSLATION_CACHE_MB). */
+  override overheadMb(record: DriverRecord): number {
+    return qemuRecord(record).accel === 'tcg' ? TCG_OVERHEAD_MB : HYPERVISOR_OVERHEAD_MB;
   }
 
   checkDiskDir(): void {
