@@ -10,7 +10,7 @@ import { JsonErrorFilter } from '@app/daemon';
 import { FakeClock } from '../../../../../test/support/fake-clock';
 import { FakeVmDriver, fakeHostFacts } from '../../../../../test/support/fake-vm-driver';
 import { VmBed, closeVmBed, openVmBed, vmServices } from '../../../../../test/support/vm-services';
-import { VmHostConfig } from '../../config/vm-host.config';
+import { vmHostConfig } from '../../../../../test/support/configs';
 import type { HostCapacity, HostFactsService } from '../../host-facts/host-facts.service';
 import { SpawnKey, parseSpawnKey } from './idempotency-key';
 import { VmAdmissionService } from './vm-admission.service';
@@ -58,7 +58,10 @@ describe('VmAdmissionService', () => {
 
   /** The services of an agent (a restarted one when called again) on the same disk and host. */
   function service(vcpuOvercommit = 4): { admission: VmAdmissionService; vms: VmsService } {
-    const config = Object.assign(new VmHostConfig(), { nodeId: 'node-a', vcpuOvercommit });
+    const config = vmHostConfig({
+      VM_NODE_ID: 'node-a',
+      VM_VCPU_OVERCOMMIT: String(vcpuOvercommit),
+    });
     // The host as the test has set it by the time capacity is asked for.
     const hostFacts = { capacity: () => fakeHostFacts(host).capacity() } as HostFactsService;
     return vmServices({ files, driver, clock, hostFacts, config });
