@@ -250,6 +250,22 @@ export default tseslint.config(
     rules: restrictImports(OTHER_APP_OF_CLI, NO_DEEP_LIBRARY_PATHS),
   },
   {
+    // A test's configuration is read from an environment as production reads it
+    // (test/support/configs.ts), so each setting it leaves out has its documented default.
+    // Not the domain's specs: no config there, and their own no-restricted-syntax stays.
+    files: ['test/**/*.ts', 'apps/**/*.spec.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'NewExpression[callee.name=/^(VmHostConfig|FleetConfig)$/]',
+          message:
+            'Build a test configuration with vmHostConfig(env) / fleetConfig(env) from test/support/configs.ts, not by hand.',
+        },
+      ],
+    },
+  },
+  {
     // supertest bodies are untyped JSON; tests assert their shape instead.
     files: ['test/**/*.ts', '**/*.spec.ts'],
     rules: {

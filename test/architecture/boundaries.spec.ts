@@ -17,6 +17,8 @@ const DAEMON = 'libs/daemon/src/planted.ts';
 const FLEET = 'apps/fleet/src/nodes/planted.ts';
 const FLEET_SPEC = 'apps/fleet/src/nodes/planted.spec.ts';
 const VM_HOST = 'apps/vm-host/src/vms/planted.ts';
+const VM_HOST_SPEC = 'apps/vm-host/src/vms/planted.spec.ts';
+const E2E = 'test/e2e/planted.e2e-spec.ts';
 const CLI = 'apps/ppn-fleet/src/vms/planted.ts';
 
 /** Each forbidden line, where it is planted, and the rule of eslint.config.mjs that refuses it. */
@@ -97,6 +99,13 @@ const FORBIDDEN: Array<[string, string, string]> = [
     'no-restricted-imports',
   ],
   [CLI, "import { deriveNodeToken } from '@app/daemon/node-token';", 'no-restricted-imports'],
+  [
+    VM_HOST_SPEC,
+    "export const config = Object.assign(new VmHostConfig(), { nodeId: 'node-a' });",
+    'no-restricted-syntax',
+  ],
+  [FLEET_SPEC, 'export const config = new FleetConfig();', 'no-restricted-syntax'],
+  [E2E, 'export const config = new FleetConfig();', 'no-restricted-syntax'],
 ];
 
 /** Lines the same rules let through, so that they do not refuse more than they should. */
@@ -116,6 +125,9 @@ const ALLOWED: Array<[string, string]> = [
   [FLEET_SPEC, "import { FakeClock } from '../../../../test/support/fake-clock';"],
   [CLI, "import type { FleetApi } from '@app/fleet-domain';"],
   [CLI, "import { deriveNodeToken } from '@app/daemon';"],
+  [VM_HOST_SPEC, "export const config = vmHostConfig({ VM_NODE_ID: 'node-a' });"],
+  [E2E, 'export const config = fleetConfig();'],
+  [FLEET, 'export const config = new FleetConfig();'],
 ];
 
 /** The boundary rules' messages for each planted text, from the real config (lint-texts.mjs). */
