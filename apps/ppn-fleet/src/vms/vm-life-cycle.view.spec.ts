@@ -55,6 +55,21 @@ describe("a VM's state with its desired state", () => {
     ['to be started', vmWith({ state: 'Stopped' }), 'Stopped (to be started)'],
     ['stopped as asked', vmWith({ state: 'Stopped', desired_state: 'stopped' }), 'Stopped'],
     [
+      'a crash restarted, with its last exit',
+      vmWith({ restart_count: 1, last_exit: 'its process ended at 2026-08-06T11:59:00.000Z' }),
+      'Running; 1 failure in a row, last exit: its process ended at 2026-08-06T11:59:00.000Z',
+    ],
+    [
+      'failures while a restart waits, a long last exit cut',
+      vmWith({
+        state: 'Stopped',
+        next_start_at: '2026-08-06T12:00:10.000Z',
+        restart_count: 2,
+        last_exit: `x${'y'.repeat(200)}`,
+      }),
+      `Stopped (restarting in 10 s); 2 failures in a row, last exit: x${'y'.repeat(96)}...`,
+    ],
+    [
       'control characters',
       vmWith({ state: 'Error', reason: 'bad\u001b[31m\nline' }),
       'Error: bad?[31m?line',

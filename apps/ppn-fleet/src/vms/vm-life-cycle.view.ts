@@ -23,21 +23,30 @@ function secondsUntil(time: string, nowMs: number): number | undefined {
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - nowMs) / 1000));
 }
 
+/** Longest last exit `vms` shows (the agent's own log has it whole). */
+const LAST_EXIT_SHOWN = 100;
+
 /**
  * The VM's state, and its desired state where that differs, in a few words: `Running
  * (stopping)` while an operation is under way, `Stopped (restarting in 40 s)` while the agent
  * waits out its backoff, `Error: <reason>` in a crash loop, `Running (to be stopped)` when
- * asked for another state and nothing is under way yet. The plain state without a life cycle.
- * Every string from the API made printable.
+ * asked for another state and nothing is under way yet; then, after failures (crashes, failed
+ * starts) since it last ran steadily, how many and its last exit. The plain state without a
+ * life cycle. Every string from the API made printable.
  */
 export function describeVmState(vm: ListedVm, nowMs: number): string {
   const lifeCycle = lifeCycleOf(vm);
   if (lifeCycle === undefined) return printable(vm.state);
   const state = printable(lifeCycle.state);
-  if (lifeCycle.operation !== null) return `${state} (${printable(lifeCycle.operation)})`;
+  // An Error's reason already says how often and why.
   if (lifeCycle.state === 'Error') {
     return lifeCycle.reason === null ? state : `${state}: ${printable(lifeCycle.reason)}`;
   }
+  return `${stateWithDesired(lifeCycle, state, nowMs)}${failuresOf(lifeCycle)}`;
+}
+
+function stateWithDesired(lifeCycle: VmLifeCycle, state: string, nowMs: number): string {
+  if (lifeCycle.operation !== null) return `${state} (${printable(lifeCycle.operation)})`;
   if (lifeCycle.next_start_at !== null) {
     const inS = secondsUntil(lifeCycle.next_start_at, nowMs);
     return `${state} (restarting${inS === undefined ? '' : ` in ${inS} s`})`;
@@ -48,6 +57,15 @@ export function describeVmState(vm: ListedVm, nowMs: number): string {
     return `${state} (to be started)`;
   }
   return state;
+}
+
+/** `; 2 failures in a row, last exit: ...` after failures, else nothing. */
+function failuresOf(lifeCycle: VmLifeCycle): string {
+  const count = lifeCycle.restart_count;
+  if (count === 0) return '';
+  const exit = lifeCycle.last_exit === null ? '' : printable(lifeCycle.last_exit);
+  const shown = exit.length > LAST_EXIT_SHOWN ? `${exit.slice(0, LAST_EXIT_SHOWN - 3)}...` : exit;
+  return `; ${count} failure${count === 1 ? '' : 's'} in a row${shown ? `, last exit: ${shown}` : ''}`;
 }
 
 /**
