@@ -81,7 +81,8 @@ while [ $# -gt 0 ]; do
 done
 # They end up in mmdebstrap's arguments, the guest's sources.list and the image's name.
 check --suite "$suite" '^[a-z0-9-]+$'
-[ -z "$mirror" ] || check --mirror "$mirror" '^(https?|file)://[^ ]+$'
+# No whitespace or control character: a tab or newline would add words or lines to sources.
+[ -z "$mirror" ] || check --mirror "$mirror" '^(https?|file)://[^[:space:][:cntrl:]]+$'
 check --size "$size" '^[0-9]+[KMG]$'
 [ -z "$extra" ] || check --include "$extra" '^[a-z0-9.+,-]+$'
 [ -n "$extra" ] && include="$include,$extra"

@@ -1,0 +1,29 @@
+import { spawnSync } from 'node:child_process';
+import { GUEST_IMAGE_BUILDER } from '../support/guest-image';
+
+/**
+ * The Debian image builder's options end up in mmdebstrap's arguments and the guest's
+ * sources.list: a value that would add a word or a line there is refused before anything is
+ * built (the checks run before the root check, so nothing here builds an image).
+ */
+describe('build-debian-image.sh --mirror', () => {
+  it.each([
+    ['a tab', 'http://deb.debian.org/debian\tbookworm'],
+    ['a newline', 'http://deb.debian.org/debian\ndeb http://evil.example/ bookworm main'],
+    ['a space', 'http://deb.debian.org/debian bookworm'],
+    ['a carriage return', 'http://deb.debian.org/debian\r'],
+    ['a control character', 'http://deb.debian.org/debian\u0001'],
+  ])('refuses a mirror with %s, naming --mirror, and builds nothing', (_what, mirror) => {
+    const run = spawnSync('bash', [GUEST_IMAGE_BUILDER, '--mirror', mirror], {
+      encoding: 'utf8',
+      timeout: 10_000,
+      // Not root, should a check ever let it through: the builder stops at its root check.
+      uid: 65534,
+      gid: 65534,
+    });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain('build-debian-image: --mirror');
+    expect(run.stderr).toContain('is not valid');
+    expect(run.stderr).not.toContain('needs root');
+  });
+});
