@@ -65,7 +65,7 @@ export class HostMetrics {
     });
     new prometheus.Gauge({
       name: 'ppn_host_vms_crash_looping',
-      help: 'VMs that should run but failed 3 or more times in a row (crashes or failed starts): listed Error and retried at the backoff pace, counted at scrape time.',
+      help: 'VMs that should run and failed 3 or more times in a row (crashes or failed starts) without running steadily (10 min) since, whatever their state now; counted at scrape time.',
       registers,
       async collect() {
         this.set(await countCrashLooping().catch(() => Number.NaN));

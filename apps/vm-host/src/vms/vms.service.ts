@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { Clock } from '@app/daemon';
-import { SpawnVmRequest, VmRecord, VmState } from '@app/fleet-domain';
+import { DesiredVmState, SpawnVmRequest, VmRecord } from '@app/fleet-domain';
 import { VmHostConfigError } from '../config/vm-host.config';
 import { SpawnKey, keptKey } from './admission/idempotency-key';
 import { NodeVmsReport, NodeVmsSource, ReportedVm } from './node-vms.source';
@@ -66,13 +66,17 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
     return this.admission.spawn(request, key);
   }
 
-  /** How many VMs are listed Error for a crash loop now. */
+  /**
+   * How many VMs that should run failed 3 or more times in a row since they last ran steadily
+   * (10 min), whatever they are now: a VM that boots and crashes again is Provisioning or
+   * Running part of the time, and must still count.
+   */
   async crashLooping(): Promise<number> {
     const sidecars = await this.sidecars.all();
-    const states = await Promise.all(sidecars.map((sidecar) => this.lifecycle.stateOf(sidecar)));
     return sidecars.filter(
-      (sidecar, index) =>
-        states[index] === VmState.Error && this.lifecycle.restarts.crashLooping(sidecar.vm_id),
+      (sidecar) =>
+        sidecar.desired_state === DesiredVmState.Running &&
+        this.lifecycle.restarts.crashLooping(sidecar.vm_id),
     ).length;
   }
 

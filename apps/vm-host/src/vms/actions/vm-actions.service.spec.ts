@@ -186,7 +186,14 @@ describe('VM life cycle: desired state, restarts and actions', () => {
     expect(await services.actions.lifeCycle(VM)).toMatchObject({
       state: VmState.Running,
       reason: null,
+      restart_count: 3,
     });
+    // Still counted while it runs again: a VM that boots and crashes is Running part of the time.
+    expect(await services.vms.crashLooping()).toBe(1);
+    clock.advance(10 * 60_000);
+    await services.reconciliation.reconciled();
+    expect(await services.vms.crashLooping()).toBe(0);
+    expect((await services.actions.lifeCycle(VM)).restart_count).toBe(0);
   });
 
   it('refuses to start a VM again when the node has no room left, and retries it at the backoff pace', async () => {
