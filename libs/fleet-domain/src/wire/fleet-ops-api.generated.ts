@@ -247,7 +247,7 @@ export interface components {
        */
       reason: string | null;
       /**
-       * @description How many times the agent started the VM again after its process ended without an operator asking (crash, power cut) since it last ran steadily (10 min) or was started by an operator.
+       * @description Failures in a row: its process ending without an operator asking (a crash; not a node's reboot) or a start from its disk failing or finding no room. 3 or more list it Error while it has no process. Back to 0 once it has run 10 min, when an operator stops or starts it, and when its agent restarts.
        * @example 0
        */
       restart_count: number;
