@@ -417,6 +417,34 @@ describe('fleet controller: hostile input', () => {
       await request(fleet.url).get('/v1/nodes').expect(200, []);
     });
 
+    it.each(['application/json', 'application/json; charset=utf-8'])(
+      'answers 400 naming the body to one that is not UTF-8 (a Latin-1 hostname), as %s, storing nothing',
+      async (type) => {
+        const text = JSON.stringify(heartbeat({ node_id: 'n1', hostname: 'm\u00fcnchen-1' }));
+        // fetch, as supertest would serialize a Buffer as JSON of its own.
+        const refused = await fetch(`${fleet.url}/v1/nodes/heartbeat`, {
+          method: 'POST',
+          headers: { 'content-type': type },
+          body: Buffer.from(text, 'latin1'),
+        });
+        expect(refused.status).toBe(400);
+        const body = (await refused.json()) as { message: string };
+        expect(body.message).toBe(
+          'request body is not valid UTF-8: JSON is sent in UTF-8 (a Latin-1 or other byte encoding is not taken)',
+        );
+        await request(fleet.url).get('/v1/nodes').expect(200, []);
+        // The same in UTF-8 is taken, its hostname as sent.
+        const taken = await fetch(`${fleet.url}/v1/nodes/heartbeat`, {
+          method: 'POST',
+          headers: { 'content-type': type },
+          body: Buffer.from(text, 'utf8'),
+        });
+        expect(taken.status).toBe(200);
+        const { body: node } = await request(fleet.url).get('/v1/nodes/n1').expect(200);
+        expect(node.hostname).toBe('m\u00fcnchen-1');
+      },
+    );
+
     it('reads application/json with a charset, as curl and agents send it', async () => {
       await request(fleet.url)
         .post('/v1/nodes/heartbeat')

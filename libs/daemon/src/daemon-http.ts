@@ -2,6 +2,7 @@ import { UnsupportedMediaTypeException } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import type { IncomingMessage, Server } from 'node:http';
+import { isUtf8 } from 'node:buffer';
 import { MAX_BODY_BYTES } from '@app/fleet-domain';
 import { findCostlyJson } from './json-limits';
 import { printable } from './printable';
@@ -90,8 +91,20 @@ function refuseBodiesOtherThanJson(req: Request, _res: Response, next: NextFunct
   next();
 }
 
-/** body-parser's verify hook: a body over JSON_LIMITS is a 400 before JSON.parse sees it. */
+/**
+ * body-parser's verify hook: a body that is not UTF-8 (JSON is, RFC 8259, whether or not a
+ * charset is named: body-parser would decode it anyway, turning each bad byte into U+FFFD) or
+ * over JSON_LIMITS is a 400 before JSON.parse sees it.
+ */
 function refuseCostlyJson(_req: IncomingMessage, _res: unknown, body: Buffer): void {
+  if (!isUtf8(body)) {
+    throw Object.assign(
+      new Error(
+        'request body is not valid UTF-8: JSON is sent in UTF-8 (a Latin-1 or other byte encoding is not taken)',
+      ),
+      { status: 400, type: 'entity.not.utf8' },
+    );
+  }
   const problem = findCostlyJson(body);
   if (problem) {
     throw Object.assign(new Error(`request body ${problem}`), {
