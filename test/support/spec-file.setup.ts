@@ -1,3 +1,4 @@
+import { closeBrowsers } from './browser';
 import { stopAllDaemons } from './daemons';
 import { stopAllRedisServers } from './redis-server';
 import { removeScratchFolders } from './scratch-folders';
@@ -17,6 +18,7 @@ jest.setTimeout(20_000);
  * cleans up in its own order first.
  */
 afterAll(async () => {
+  await closeBrowsers();
   await stopAllDaemons();
   await stopAllRedisServers();
   removeScratchFolders();

@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   if (opsAddress) {
     await listenForOperators(await createFleetOpsApp(app), opsAddress);
     logger.log(
-      `operations listener on ${formatListenAddress(opsAddress)} (VM stop, start, restart, consoles; Swagger UI at /docs)`,
+      `operations listener on ${formatListenAddress(opsAddress)} (web console at /; VM stop, start, restart, consoles; Swagger UI at /docs)`,
     );
   } else {
     logger.log('no operations listener (VM_FLEET_OPS_ADDR=off)');

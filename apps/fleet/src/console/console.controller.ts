@@ -21,6 +21,7 @@ import {
   CreateVmRequest,
   FleetVmWithLifeCycle,
   NodeIdParams,
+  StopVmRequest,
   VmIdParams,
 } from '@app/fleet-domain';
 import { VmNotFoundError } from '../vms/vms.errors';
@@ -245,8 +246,8 @@ export class ConsoleController {
 
   @Post('console/vms/:vm_id/stop')
   @HttpCode(202)
-  async stop(@Param() { vm_id }: VmIdParams): Promise<Outcome> {
-    const lifeCycle = await this.console.stopVm(vm_id);
+  async stop(@Param() { vm_id }: VmIdParams, @Body() request: StopVmRequest): Promise<Outcome> {
+    const lifeCycle = await this.console.stopVm(vm_id, request);
     return {
       message: `vm ${vm_id}: stop taken by its node (${lifeCycle.operation ?? lifeCycle.state})`,
     };

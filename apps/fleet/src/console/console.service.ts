@@ -74,8 +74,8 @@ export class ConsoleService {
     return this.placement.createVm(request).then(({ vm }) => vm);
   }
 
-  stopVm(vmId: string): Promise<VmLifeCycle> {
-    return this.operations.stopVm(vmId, new StopVmRequest());
+  stopVm(vmId: string, request: StopVmRequest): Promise<VmLifeCycle> {
+    return this.operations.stopVm(vmId, request);
   }
 
   startVm(vmId: string): Promise<VmLifeCycle> {

@@ -160,8 +160,9 @@ export function overviewPage(overview: ConsoleOverview, context: PageContext): H
     'Overview',
     context,
     html`<h1>Fleet overview</h1>
+      ${filterForm(overview)}
       <div id="live" data-live="/console/fragments/overview${query}">${overviewLive(overview)}</div>
-      ${filterForm(overview)} ${createForm(overview.nodes)}`,
+      ${createForm(overview.nodes)}`,
   );
 }
 
@@ -276,26 +277,35 @@ function portsCell(vm: FleetVmWithLifeCycle): Html | string {
   )}`;
 }
 
+/** What a VM's action buttons do. */
+type VmAction = 'stop' | 'force stop' | 'start' | 'restart' | 'delete' | 'forget';
+
 /** An action's button, as a form the page's script sends with the session's CSRF token. */
-function actionForm(
-  vm: FleetVmWithLifeCycle,
-  action: 'stop' | 'start' | 'restart' | 'delete' | 'forget',
-): Html {
+function actionForm(vm: FleetVmWithLifeCycle, action: VmAction): Html {
   const confirm = action === 'delete' || action === 'forget' ? action : undefined;
+  const route = action === 'force stop' ? 'stop' : action;
   const label = `${action[0].toUpperCase()}${action.slice(1)}`;
+  const title =
+    action === 'stop'
+      ? 'ACPI power-down; QEMU is ended after 60 s'
+      : action === 'force stop'
+        ? 'QEMU ended at once, as a power cut'
+        : undefined;
   return html`<form
     class="action"
-    data-action="/console/vms/${pathPart(vm.vm_id)}/${action}"
+    data-action="/console/vms/${pathPart(vm.vm_id)}/${route}"
     ${
       confirm === undefined
         ? ''
         : html` data-confirm="${confirm}" data-vm="${vm.vm_id}" data-node="${vm.node_id}"`
     }
   >
+    ${action === 'force stop' ? html`<input type="hidden" name="force" value="true" data-type="boolean" />` : ''}
     <button
       type="submit"
       class="${confirm === undefined ? '' : 'danger'}"
       aria-label="${label} ${vm.vm_id}"
+      ${title === undefined ? '' : html`title="${title}"`}
     >
       ${label}
     </button>
@@ -305,63 +315,68 @@ function actionForm(
 /** The actions a VM's row offers: those of a live agent, or forget for a silent node's VM. */
 function actions(vm: FleetVmWithLifeCycle): Html {
   if (vm.node_silent_since !== undefined) return actionForm(vm, 'forget');
-  return html`${actionForm(vm, 'stop')}${actionForm(vm, 'start')}${actionForm(vm, 'restart')}${actionForm(vm, 'delete')}`;
+  const all: VmAction[] = ['stop', 'force stop', 'start', 'restart', 'delete'];
+  return html`${all.map((action) => actionForm(vm, action))}`;
 }
 
 /** The VMs as a table (a list of cards on a phone, by the stylesheet). */
 export function vmTable(vms: FleetVmWithLifeCycle[], nodes: ConsoleNode[]): Html {
   if (vms.length === 0) return html`<p class="empty">No VM.</p>`;
   const wgIps = new Map(nodes.map((node) => [node.node_id, node.wg_ip]));
-  return html`<table class="vms">
-    <thead>
-      <tr>
-        <th scope="col">VM</th>
-        <th scope="col">State</th>
-        <th scope="col">Desired</th>
-        <th scope="col">Node</th>
-        <th scope="col">Accel.</th>
-        <th scope="col">Type</th>
-        <th scope="col">Tenant</th>
-        <th scope="col">RAM / vCPU</th>
-        <th scope="col">Ports</th>
-        <th scope="col">ssh</th>
-        <th scope="col">Actions</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${vms.map((vm) => {
-        const ssh = sshLine(vm, wgIps.get(vm.node_id));
-        return html`<tr
-          data-vm="${vm.vm_id}"
-          ${vm.node_silent_since === undefined ? '' : html` class="silent"`}
-        >
-          <th scope="row" data-label="VM"><a href="/vms/${pathPart(vm.vm_id)}">${vm.vm_id}</a></th>
-          <td data-label="State">
-            ${stateCell(vm)}${
-              vm.node_silent_since === undefined
-                ? ''
-                : html` <span
-                    class="badge bad"
-                    title="its node's agent has not listed it since ${vm.node_silent_since}"
-                    >node silent</span
-                  >`
-            }${vm.life_cycle?.reason ? html`<br /><span class="reason">${vm.life_cycle.reason}</span>` : ''}
-          </td>
-          <td data-label="Desired">${vm.life_cycle?.desired_state ?? '—'}</td>
-          <td data-label="Node"><a href="/nodes/${pathPart(vm.node_id)}">${vm.node_id}</a></td>
-          <td data-label="Accel.">${acceleratorOf(vm)}</td>
-          <td data-label="Type">${vm.vm_type}</td>
-          <td data-label="Tenant">${vm.tenant_id ?? '—'}</td>
-          <td data-label="RAM / vCPU">${vm.ram_alloc_mb} MB / ${vm.vcpu_count}</td>
-          <td data-label="Ports">${portsCell(vm)}</td>
-          <td data-label="ssh">
-            ${ssh === undefined ? '—' : html`<input class="ssh" readonly value="${ssh}" aria-label="ssh command for ${vm.vm_id}" /> <button type="button" class="copy" data-copy="${ssh}" aria-label="Copy the ssh command for ${vm.vm_id}">Copy</button>`}
-          </td>
-          <td data-label="Actions" class="actions">${actions(vm)}</td>
-        </tr>`;
-      })}
-    </tbody>
-  </table>`;
+  return html`<div class="table-wrap">
+    <table class="vms">
+      <thead>
+        <tr>
+          <th scope="col">VM</th>
+          <th scope="col">State</th>
+          <th scope="col">Desired</th>
+          <th scope="col">Node</th>
+          <th scope="col">Accel.</th>
+          <th scope="col">Type</th>
+          <th scope="col">Tenant</th>
+          <th scope="col">RAM / vCPU</th>
+          <th scope="col">Ports</th>
+          <th scope="col">ssh</th>
+          <th scope="col">Actions</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${vms.map((vm) => {
+          const ssh = sshLine(vm, wgIps.get(vm.node_id));
+          return html`<tr
+            data-vm="${vm.vm_id}"
+            ${vm.node_silent_since === undefined ? '' : html` class="silent"`}
+          >
+            <th scope="row" data-label="VM">
+              <a href="/vms/${pathPart(vm.vm_id)}">${vm.vm_id}</a>
+            </th>
+            <td data-label="State">
+              ${stateCell(vm)}${
+                vm.node_silent_since === undefined
+                  ? ''
+                  : html` <span
+                      class="badge bad"
+                      title="its node's agent has not listed it since ${vm.node_silent_since}"
+                      >node silent</span
+                    >`
+              }${vm.life_cycle?.reason ? html`<br /><span class="reason">${vm.life_cycle.reason}</span>` : ''}
+            </td>
+            <td data-label="Desired">${vm.life_cycle?.desired_state ?? '—'}</td>
+            <td data-label="Node"><a href="/nodes/${pathPart(vm.node_id)}">${vm.node_id}</a></td>
+            <td data-label="Accel.">${acceleratorOf(vm)}</td>
+            <td data-label="Type">${vm.vm_type}</td>
+            <td data-label="Tenant">${vm.tenant_id ?? '—'}</td>
+            <td data-label="RAM / vCPU">${vm.ram_alloc_mb} MB / ${vm.vcpu_count}</td>
+            <td data-label="Ports">${portsCell(vm)}</td>
+            <td data-label="ssh">
+              ${ssh === undefined ? '—' : html`<input class="ssh" readonly value="${ssh}" aria-label="ssh command for ${vm.vm_id}" /> <button type="button" class="copy" data-copy="${ssh}" aria-label="Copy the ssh command for ${vm.vm_id}">Copy</button>`}
+            </td>
+            <td data-label="Actions" class="actions">${actions(vm)}</td>
+          </tr>`;
+        })}
+      </tbody>
+    </table>
+  </div>`;
 }
 
 function options(values: string[], selected: string | undefined, anyLabel: string): Html {
@@ -442,7 +457,7 @@ export function createForm(nodes: ConsoleNode[]): Html {
         pattern="[A-Za-z0-9][A-Za-z0-9._\\-]{0,127}"
         placeholder="acme"
       />
-      <label for="preferred_node">Node</label>
+      <label for="preferred_node">Place on node</label>
       <select id="preferred_node" name="preferred_node">
         ${options(
           nodes.filter((node) => node.live).map((node) => node.node_id),

@@ -45,8 +45,10 @@
     for (const element of form.elements) {
       if (!element.name) continue;
       const type = element.getAttribute('data-type');
-      if (type === 'boolean') body[element.name] = element.checked;
-      else if (element.value === '') continue;
+      if (type === 'boolean') {
+        body[element.name] =
+          element.type === 'checkbox' ? element.checked : element.value === 'true';
+      } else if (element.value === '') continue;
       else if (type === 'integer') body[element.name] = Number(element.value);
       else body[element.name] = element.value;
     }

@@ -1,0 +1,44 @@
+import { BrowserContext, chromium } from 'playwright-core';
+import { scratchFolder } from './scratch-folders';
+
+/** Debian's chromium (`apt-get install chromium`): no browser is ever downloaded. */
+export const CHROMIUM = '/usr/bin/chromium';
+
+/** Quiet and offline but for the pages it is sent to: no update, sync or background requests. */
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+const open = new Set<BrowserContext>();
+
+/**
+ * Debian's chromium driven by playwright-core, with a new empty profile in a scratch folder of
+ * the spec file (removed with it); `closeBrowsers` ends it, and the run's end any it missed (it
+ * runs with the run's TMPDIR).
+ */
+export async function launchChromium(
+  viewport: { width: number; height: number } = { width: 1280, height: 800 },
+): Promise<BrowserContext> {
+  const context = await chromium.launchPersistentContext(scratchFolder('chromium-profile-'), {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport,
+    env: { ...process.env, TMPDIR: process.env.TMPDIR ?? '/tmp' },
+  });
+  open.add(context);
+  context.on('close', () => open.delete(context));
+  return context;
+}
+
+/** Closes every browser a spec launched. */
+export async function closeBrowsers(): Promise<void> {
+  await Promise.all([...open].map((context) => context.close()));
+}
