@@ -405,6 +405,21 @@ describe('the Debian packages', () => {
     for (const url of loads) {
       expect({ url, status: (await fetch(url)).status }).toEqual({ url, status: 200 });
     }
+    // The web console on the operations listener (127.0.0.1:9206, open: no API token): its page
+    // and the stylesheet and script it loads come from the package.
+    const consolePage = await fetch('http://127.0.0.1:9206/');
+    expect(consolePage.status).toBe(200);
+    const consoleLoads = [
+      ...(await consolePage.text()).matchAll(/(?:src|href)="(\/console\/[^"]+)"/g),
+    ];
+    expect(consoleLoads.map(([, path]) => path).sort()).toEqual([
+      '/console/assets/console.css',
+      '/console/assets/console.js',
+    ]);
+    for (const [, path] of consoleLoads) {
+      const url = new URL(path, consolePage.url).href;
+      expect({ url, status: (await fetch(url)).status }).toEqual({ url, status: 200 });
+    }
     // The operator's CLI comes with the controller: it runs, and reaches it.
     const cli = ['--reuid=nobody', '--regid=nogroup', '--init-groups', '/usr/bin/ppn-fleet'];
     expect(run('setpriv', [...cli, '--version'])).toBe(`${version}\n`);
