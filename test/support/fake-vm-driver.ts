@@ -113,6 +113,10 @@ export class FakeVmDriver extends VmDriver {
   consoleLog(): string {
     return this.consoleFile;
   }
+
+  capConsoleLog(): Promise<void> {
+    return Promise.resolve();
+  }
 }
 
 /** Host facts whose memory and cores the test sets. */

@@ -114,6 +114,12 @@ export abstract class VmDriver {
   abstract consoleLog(vmId: string): string;
 
   /**
+   * Cuts the VM's console log to its last part once it has grown past a bound, so a guest
+   * writing to its console without end cannot fill VM_DISK_DIR.
+   */
+  abstract capConsoleLog(vmId: string): Promise<void>;
+
+  /**
    * The memory (MiB) the VM's hypervisor process takes beside the guest's RAM, as measured for
    * the way `record` runs it: counted in the committed RAM the agent reports and refuses by.
    */

@@ -1,8 +1,8 @@
-import { plainToInstance } from 'class-transformer';
+import { ClassConstructor, plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { VmConsole, VmLifeCycle } from './vm-life-cycle';
 
-function problems(wireClass: typeof VmConsole | typeof VmLifeCycle, value: object): string[] {
+function problems<T extends object>(wireClass: ClassConstructor<T>, value: object): string[] {
   return validateSync(plainToInstance(wireClass, value)).map(({ property }) => property);
 }
 

@@ -55,8 +55,11 @@ export function qemuArgs(launch: QemuLaunch): string[] {
     `unix:${optionValue(launch.qmpSocket)},server=on,wait=off`,
     '-pidfile',
     launch.pidFile,
+    // Appended to, so the agent can cut a log a guest grows without bound (capConsoleLog).
+    '-chardev',
+    `file,id=serial0,path=${optionValue(launch.serialLog)},append=on`,
     '-serial',
-    `file:${launch.serialLog}`,
+    'chardev:serial0',
     '-display',
     'none',
     '-monitor',

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { vmHostConfig } from '../../../../../test/support/configs';
@@ -12,7 +12,8 @@ import { VmFiles } from '../files/vm-files';
 import { VmAccelerationError, VmCreateError, VmCreationUnavailableError } from '../vms.errors';
 import { qemuArgs } from './qemu-command-line';
 import * as tools from './run-tool';
-import { QemuDriver } from './qemu.driver';
+import { QemuDriver, SERIAL_LOG_MAX_BYTES } from './qemu.driver';
+import { MAX_CONSOLE_BYTES } from '@app/fleet-domain';
 
 describe('QemuDriver', () => {
   let root: string;
@@ -73,6 +74,26 @@ describe('QemuDriver', () => {
       record: { kind: 'qemu', accel: 'kvm', pid: null },
       summary: 'kvm',
     });
+  });
+
+  it('cuts a console log grown past 8 MiB to its last 1 MiB, and leaves a smaller one alone', async () => {
+    const files = await preparedFiles();
+    const vmId = 'vm-00000000000000c1';
+    await mkdir(files.runDir(vmId));
+    const qemu = driver(undefined);
+    const log = qemu.consoleLog(vmId);
+    await writeFile(log, 'small\n');
+    await qemu.capConsoleLog(vmId);
+    expect(await readFile(log, 'utf8')).toBe('small\n');
+    const tail = 'the last line\n';
+    await writeFile(
+      log,
+      Buffer.concat([Buffer.alloc(SERIAL_LOG_MAX_BYTES, 'x'), Buffer.from(tail)]),
+    );
+    await qemu.capConsoleLog(vmId);
+    const cut = await readFile(log, 'utf8');
+    expect(cut).toHaveLength(MAX_CONSOLE_BYTES);
+    expect(cut.endsWith(`x${tail}`)).toBe(true);
   });
 
   it('fails making the files at the disk step when the base image is not a qcow2 image', async () => {

@@ -1,8 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { chmod, readFile, rename, writeFile } from 'node:fs/promises';
+import { chmod, open, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { HYPERVISOR_OVERHEAD_MB, TCG_OVERHEAD_MB, type HostPort } from '@app/fleet-domain';
+import {
+  HYPERVISOR_OVERHEAD_MB,
+  MAX_CONSOLE_BYTES,
+  TCG_OVERHEAD_MB,
+  type HostPort,
+} from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { HostFactsService } from '../../host-facts/host-facts.service';
 import { ProcessTable } from '../../host-facts/process-table';
@@ -35,6 +40,8 @@ import { QmpStatus, withQmp } from './qmp.client';
 import { runTool } from './run-tool';
 
 const QMP_TIMEOUT_MS = 2_000;
+/** A VM's console log past this is cut to its last part (see capConsoleLog). */
+export const SERIAL_LOG_MAX_BYTES = 8 * 1024 * 1024;
 /** Grace after QMP quit, then again after SIGTERM, before SIGKILL. */
 const STOP_GRACE_MS = 1_500;
 /** How long a SIGKILLed QEMU may take to be gone (a process in uninterruptible I/O). */
@@ -117,6 +124,31 @@ export class QemuDriver extends VmDriver {
 
   consoleLog(vmId: string): string {
     return this.serialLog(vmId);
+  }
+
+  /**
+   * Past SERIAL_LOG_MAX_BYTES, the log is cut to its last MAX_CONSOLE_BYTES (QEMU appends to
+   * it, so its next line lands after them); a follower of the console sees it start over.
+   */
+  async capConsoleLog(vmId: string): Promise<void> {
+    const log = this.serialLog(vmId);
+    const size = await stat(log).then(
+      (found) => found.size,
+      () => 0,
+    );
+    if (size <= SERIAL_LOG_MAX_BYTES) return;
+    const handle = await open(log, 'r+');
+    try {
+      const tail = Buffer.alloc(MAX_CONSOLE_BYTES);
+      const { bytesRead } = await handle.read(tail, 0, tail.length, size - tail.length);
+      await handle.truncate(0);
+      await handle.write(tail.subarray(0, bytesRead), 0, bytesRead, 0);
+    } finally {
+      await handle.close();
+    }
+    this.logger.warn(
+      `vm ${vmId}: console log cut from ${size} bytes to its last ${MAX_CONSOLE_BYTES} bytes`,
+    );
   }
 
   /** Under TCG, QEMU's translation cache too (bounded by qemuArgs to TCG_TRANSLATION_CACHE_MB). */

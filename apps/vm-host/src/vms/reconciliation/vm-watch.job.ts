@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { VmReconciliationService } from './vm-reconciliation.service';
+import { VmDriver } from '../vm-driver';
 import { messageOf } from '../vms.errors';
 
 /**
@@ -10,20 +11,27 @@ import { messageOf } from '../vms.errors';
  */
 export const VM_WATCH_INTERVAL_MS = 2_000;
 
-/** Reconciles the VMs with their processes and desired states between heartbeats. */
+/**
+ * Reconciles the VMs with their processes and desired states between heartbeats, and keeps
+ * their console logs bounded.
+ */
 @Injectable()
 export class VmWatchJob {
   private readonly logger = new Logger('Vms');
   private running = false;
 
-  constructor(private readonly reconciliation: VmReconciliationService) {}
+  constructor(
+    private readonly reconciliation: VmReconciliationService,
+    private readonly driver: VmDriver,
+  ) {}
 
   @Interval('vm-watch', VM_WATCH_INTERVAL_MS)
   async watch(): Promise<void> {
     if (this.running) return;
     this.running = true;
     try {
-      await this.reconciliation.reconciled();
+      const { sidecars } = await this.reconciliation.reconciled();
+      for (const { vm_id } of sidecars) await this.driver.capConsoleLog(vm_id);
     } catch (error) {
       this.logger.error(`VM watch failed: ${messageOf(error)}`);
     } finally {
