@@ -13,6 +13,7 @@ import { vmHostConfig } from '../../../../../test/support/configs';
 import { DeletedDisksJob } from './deleted-disks.job';
 
 const HOUR_MS = 3_600_000;
+const YEAR_MS = 365 * 24 * HOUR_MS;
 
 /** A host with room for every VM these tests make. */
 const roomyHost = fakeHostFacts({ ram_total_mb: 65_536, ram_used_mb: 1_024, cpu_cores: 16 });
@@ -82,11 +83,63 @@ describe('DeletedDisks', () => {
     expect(await listed('deleted')).toEqual([]);
   });
 
-  it('goes by the wall clock, which the deletion time outlives the agent on', async () => {
+  it("goes by the agent's own clock: a wall clock stepped forward removes nothing early", async () => {
     const vm = services(3_600);
     const vmId = await runningVm(vm);
     await vm.vms.destroy(vmId);
-    bed.clock.stepWall(HOUR_MS);
+    bed.clock.stepWall(YEAR_MS);
+    expect(await vm.deletedDisks.sweep()).toBe(0);
+    bed.clock.advance(HOUR_MS);
+    expect(await vm.deletedDisks.sweep()).toBe(1);
+  });
+
+  it('keeps a disk deleted while the clock was a year behind its full retention once the clock is corrected', async () => {
+    const vm = services(3_600);
+    const vmId = await runningVm(vm);
+    bed.clock.stepWall(-YEAR_MS);
+    await vm.vms.destroy(vmId);
+    bed.clock.advance(6_000);
+    bed.clock.stepWall(YEAR_MS);
+    expect(await vm.deletedDisks.sweep()).toBe(0);
+    bed.clock.advance(HOUR_MS - 6_001);
+    expect(await vm.deletedDisks.sweep()).toBe(0);
+    expect(await listed('deleted')).toHaveLength(1);
+    bed.clock.advance(1);
+    expect(await vm.deletedDisks.sweep()).toBe(1);
+  });
+
+  it.each([
+    ['the future', YEAR_MS],
+    ['the far past', -YEAR_MS],
+  ])(
+    'gives a disk of an earlier run stamped in %s its full retention from first sight',
+    async (_when, offsetMs) => {
+      const stamp = bed.clock.wallNow() + offsetMs;
+      await writeFile(join(bed.root, 'deleted', `${stamp}.vm-00000000000000d1.qcow2`), '');
+      const vm = services(3_600);
+      expect(await vm.deletedDisks.sweep()).toBe(0);
+      bed.clock.advance(HOUR_MS - 1);
+      expect(await vm.deletedDisks.sweep()).toBe(0);
+      bed.clock.advance(1);
+      expect(await vm.deletedDisks.sweep()).toBe(1);
+    },
+  );
+
+  it('never removes a deleted disk a process of its VM still runs on', async () => {
+    const vm = services(3_600);
+    await writeFile(
+      join(bed.root, 'deleted', `${bed.clock.wallNow() - 2 * HOUR_MS}.vm-00000000000000e1.qcow2`),
+      '',
+    );
+    bed.driver.live.set('vm-00000000000000e1', {
+      record: { kind: 'fake', pid: 78 },
+      hostPorts: [],
+      rssMb: 40,
+      summary: 'fake pid 78',
+    });
+    expect(await vm.deletedDisks.sweep()).toBe(0);
+    expect(await listed('deleted')).toHaveLength(1);
+    bed.driver.live.delete('vm-00000000000000e1');
     expect(await vm.deletedDisks.sweep()).toBe(1);
   });
 
