@@ -62,7 +62,7 @@ interface DebianPackage {
 
 /**
  * The Node.js majors the suite runs on (.ci/run: 20, then the unit and end-to-end tiers on 22
- * and 24); README, "Node.js versions". A later major is untested, so not admitted.
+ * and 24); docs/installing.md, "Node.js versions". A later major is untested, so not admitted.
  */
 const NODEJS = ['nodejs (>= 20)', 'nodejs (<< 25)'];
 
@@ -87,7 +87,7 @@ const PACKAGES: DebianPackage[] = [
       'favicon-32x32.png',
     ].map((file) => `node_modules/swagger-ui-dist/${file}`),
     // The alert rules with their unit tests (side by side, as promtool test rules needs them)
-    // and the Grafana dashboard: README, "Alert rules and a Grafana dashboard".
+    // and the Grafana dashboard: docs/operating.md, "Alert rules and a Grafana dashboard".
     operatorFiles: [
       'deploy/prometheus/ppn-fleet.rules.yml',
       'deploy/prometheus/ppn-fleet.rules.test.yml',

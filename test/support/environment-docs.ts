@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { declaredVariables, variableNames } from '@app/daemon';
 
@@ -6,7 +6,7 @@ const ROOT = join(__dirname, '..', '..');
 const VARIABLE = /`(VM_[A-Z0-9_]+)`/g;
 const ASSIGNMENT = /^\s*(#?)\s*(VM_[A-Z0-9_]+)=(.*)$/;
 
-/** A variable a README section names, with its Default cell when its table has one. */
+/** A variable a section of the docs names, with its Default cell when its table has one. */
 interface DocumentedVariable {
   name: string;
   /** The Default cell as written (backticks kept); undefined outside a table with one. */
@@ -31,14 +31,23 @@ function section(markdown: string, heading: string, document: string): string[] 
   return lines.slice(start + 1, end < 0 ? undefined : end);
 }
 
+/** The pages an operator reads: README.md, ARCHITECTURE.md and every docs/*.md. */
+export function documentationPages(): string[] {
+  const docs = readdirSync(join(ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => `docs/${name}`);
+  return ['README.md', 'ARCHITECTURE.md', ...docs];
+}
+
 /**
- * The variables a README section documents for operators: the first cell of each table whose
- * header starts `| Variable |`, and each `NAME=value` line of its code blocks. The whole README
+ * The variables a section of `page` documents for operators: the first cell of each table whose
+ * header starts `| Variable |`, and each `NAME=value` line of its code blocks. The whole page
  * when no heading is given.
  */
-function readmeVariables(heading?: string): DocumentedVariable[] {
-  const markdown = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const lines = heading ? section(markdown, heading, 'README.md') : markdown.split('\n');
+function documentedVariables(page: string, heading?: string): DocumentedVariable[] {
+  const markdown = readFileSync(join(ROOT, page), 'utf8');
+  const lines = heading ? section(markdown, heading, page) : markdown.split('\n');
   const found: DocumentedVariable[] = [];
   let header: string[] | undefined;
   let inCode = false;
@@ -114,8 +123,9 @@ function contractVariables(daemon: 'controller' | 'agent'): string[] | undefined
 /** Where one daemon's variables are documented, and what its contract asks that is not built. */
 export interface VariableDocs {
   daemon: 'controller' | 'agent';
-  /** The README heading whose table(s) and `NAME=value` lines list the variables. */
-  readmeHeading: string;
+  /** The page (from the repository's root) and its heading whose table(s) and `NAME=value` lines list the variables. */
+  page: string;
+  heading: string;
   /** The env example in deploy/systemd/. */
   envExample: string;
   /** Contract variables for a later issue: each must be undeclared, so the list is kept honest. */
@@ -127,7 +137,7 @@ function sorted(names: Iterable<string>): string[] {
 }
 
 /**
- * The tests that README and the env example document exactly the variables `configClass`
+ * The tests that the docs and the env example document exactly the variables `configClass`
  * declares (so a new one cannot be added to the code alone), that test-only hooks are documented
  * nowhere for operators, and that the contract's variables are all declared.
  */
@@ -143,8 +153,8 @@ export function describeVariableDocs(configClass: new () => object, docs: Variab
   const withDefault = variables.filter((variable) => variable.default !== undefined);
 
   describe(`${configClass.name}'s variables as documented`, () => {
-    it(`README "${docs.readmeHeading}" names exactly the variables it declares`, () => {
-      expect(sorted(readmeVariables(docs.readmeHeading).map(({ name }) => name))).toEqual(
+    it(`${docs.page} "${docs.heading}" names exactly the variables it declares`, () => {
+      expect(sorted(documentedVariables(docs.page, docs.heading).map(({ name }) => name))).toEqual(
         sorted(operatorNames),
       );
     });
@@ -158,7 +168,7 @@ export function describeVariableDocs(configClass: new () => object, docs: Variab
     });
 
     it('documents each default as the one the code applies', () => {
-      const readme = readmeVariables(docs.readmeHeading);
+      const readme = documentedVariables(docs.page, docs.heading);
       const { variables: example } = envExampleVariables(docs.envExample);
       for (const { name, default: value } of withDefault) {
         const documented = readme.find((variable) => variable.name === name)?.default;
@@ -169,10 +179,12 @@ export function describeVariableDocs(configClass: new () => object, docs: Variab
     });
 
     it(`documents no test-only hook (${testOnly.join(', ') || 'none'}) as an operator setting`, () => {
-      const readme = new Set(readmeVariables().map(({ name }) => name));
+      const documented = new Set(
+        documentationPages().flatMap((page) => documentedVariables(page).map(({ name }) => name)),
+      );
       const { text } = envExampleVariables(docs.envExample);
       for (const name of testOnly) {
-        expect({ name, inReadmeTables: readme.has(name) }).toEqual({ name, inReadmeTables: false });
+        expect({ name, inDocsTables: documented.has(name) }).toEqual({ name, inDocsTables: false });
         expect({ name, inEnvExample: text.includes(name) }).toEqual({ name, inEnvExample: false });
       }
     });

@@ -34,7 +34,7 @@ const FIREWALLED = 'firewalled-node';
 const BLACKHOLED_WG_IP = '10.202.31.9';
 /** The bound on a create while such a node is in the fleet. */
 const CREATE_BOUND_MS = 15_000;
-/** How long placement first passes over a node whose dispatch failed (README). */
+/** How long placement first passes over a node whose dispatch failed (docs/api.md). */
 const FIRST_BACKOFF_MS = 5_000;
 const FIREWALLED_BEAT_EVERY_MS = 2_000;
 const FIREWALLED_RAM_TOTAL_MB = 2 * 1024 * 1024;

@@ -1,7 +1,8 @@
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import {
   FLEET_MAIN,
   FLEET_URL,
@@ -17,6 +18,9 @@ import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
 import { scratchFolder } from '../support/scratch-folders';
 
 const ROOT = join(__dirname, '../..');
+const execFileAsync = promisify(execFile);
+/** The CLI `npx ppn-fleet` runs in this checkout (package.json's bin). */
+const CLI_MAIN = join(ROOT, 'dist/apps/ppn-fleet/apps/ppn-fleet/src/main.js');
 const SCRIPTS = (
   JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
     scripts: Record<string, string>;
@@ -84,13 +88,22 @@ function portIsFree(port: number): Promise<boolean> {
   });
 }
 
-/** The body of the README's demo VM (Quick start): the first `curl -X POST .../v1/vms -d '...'`. */
-function readmeDemoVmBody(): { vm_type: string; tenant_id: string } {
+/**
+ * The README's first VM ("Your first VM, with SSH"): the arguments of its
+ * `npx ppn-fleet vm create ...` line, and the type and tenant they give.
+ */
+function readmeFirstVm(): { args: string[]; vm_type: string; tenant_id: string } {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const [, body] =
-    /curl -s -X POST http:\/\/localhost:9203\/v1\/vms [^\n]*\\\n\s*-d '([^']+)'/.exec(readme) ?? [];
-  if (!body) throw new Error("README.md shows no `curl -s -X POST .../v1/vms ... -d '...'`");
-  return JSON.parse(body) as { vm_type: string; tenant_id: string };
+  const [, line] = /^npx ppn-fleet (vm create [^#\n]*?)\s*(?:#.*)?$/m.exec(readme) ?? [];
+  if (!line) throw new Error('README.md shows no `npx ppn-fleet vm create ...` line');
+  const args = line.split(/\s+/);
+  const option = (name: string): string => {
+    const value = args[args.indexOf(name) + 1];
+    if (!args.includes(name) || value === undefined)
+      throw new Error(`README's create has no ${name}`);
+    return value;
+  };
+  return { args, vm_type: option('--type'), tenant_id: option('--tenant') };
 }
 
 interface ListedVm {
@@ -205,7 +218,7 @@ describe('npm start', () => {
   }, 90_000);
 
   it(
-    "with the guest image and ~/.ssh/id_ed25519.pub, the README's demo VM answers SSH on its host_port, and its QEMU ends once deleted",
+    "with the guest image and ~/.ssh/id_ed25519.pub, the README's first VM (made by its ppn-fleet command) answers SSH on its host_port, and its QEMU ends once deleted",
     async () => {
       const image = guestImagePath();
       if (!existsSync(image)) {
@@ -230,26 +243,21 @@ describe('npm start', () => {
       expect(output).toContain(`  Base image:  ${image} (VM_BASE_IMAGE)\n`);
       expect(output).toContain(`  SSH key:     ${key}.pub\n`);
 
-      const demo = readmeDemoVmBody();
+      // The README's command, run as npx runs it: this checkout's built CLI, on the default endpoint.
+      const demo = readmeFirstVm();
       const createdAt = Date.now();
-      const response = await fetch(`${FLEET_URL}/v1/vms`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(demo),
+      // Asynchronously: npm start's output keeps being read meanwhile.
+      const created = await execFileAsync(process.execPath, [CLI_MAIN, ...demo.args, '--json'], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        env: { ...process.env, HOME: home, VM_FLEET_ENDPOINT: undefined },
+        timeout: 60_000,
       });
-      expect(response.status).toBe(201);
-      const { vm_id: vmId, node_id: nodeId } = (await response.json()) as {
-        vm_id: string;
-        node_id: string;
-      };
-      const vm = await eventually(
-        `${vmId} Running`,
-        async () =>
-          (await getJson<ListedVm[]>(`/v1/vms?tenant_id=${demo.tenant_id}`)).find(
-            (listed) => listed.vm_id === vmId && listed.state === 'Running',
-          ),
-        20_000,
-      );
+      const vm = JSON.parse(created.stdout) as ListedVm & { vm_id: string; node_id: string };
+      expect(vm.state).toBe('Running');
+      const { vm_id: vmId, node_id: nodeId } = vm;
+      const listed = await getJson<ListedVm[]>(`/v1/vms?tenant_id=${demo.tenant_id}`);
+      expect(listed.map((each) => each.vm_id)).toEqual([vmId]);
       const sshPort = vm.host_ports.find(({ guest_port }) => guest_port === 22)!.host_port;
       const node = await getJson<ListedNode>(`/v1/nodes/${nodeId}`);
       expect(node.wg_ip).toBe('127.0.0.1');

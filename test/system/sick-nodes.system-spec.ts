@@ -35,7 +35,7 @@ const SICK_SPAWN_PORT = 9299;
 const SICK_RAM_TOTAL_MB = 2 * 1024 * 1024;
 /** The bound on a create while a sick node is in the fleet. */
 const CREATE_BOUND_MS = 15_000;
-/** How long placement first passes over a node whose dispatch failed (README). */
+/** How long placement first passes over a node whose dispatch failed (docs/api.md). */
 const FIRST_BACKOFF_MS = 5_000;
 /** How often the sick node beats: well within the 30 s the controller keeps a silent node. */
 const SICK_BEAT_EVERY_MS = 2_000;

@@ -78,7 +78,7 @@ async function deleteVm(vmId: string, query = ''): Promise<{ status: number; mes
   };
 }
 
-/** What the how-to's rollback reads: the node's VMs, by node_id, with jq's select as in README. */
+/** What the how-to's rollback reads: the node's VMs, by node_id, with jq's select as in docs/nodes.md. */
 async function vmsOfNode(): Promise<ListedVm[]> {
   return (await getJson<ListedVm[]>('/v1/vms')).filter((vm) => vm.node_id === NODE);
 }

@@ -137,7 +137,7 @@ export class BearerTokens {
       .map(([role, exposure]) => `without ${TOKEN_ROLES[role].variable}, ${exposure}`)
       .join('; ');
     const variables = open.map(([role]) => TOKEN_ROLES[role].variable).join(' and ');
-    return `API open: ${what}. Set ${variables} (each also as <name>_FILE) to close it, see README "Securing a fleet"`;
+    return `API open: ${what}. Set ${variables} (each also as <name>_FILE) to close it, see docs/securing.md`;
   }
 }
 

@@ -51,7 +51,7 @@ type FieldDecorator<T> = <K extends string>(target: { [P in K]?: T }, field: K) 
 /**
  * Declares that a configuration field is read from the environment variable `name`: this one
  * declaration is where the reader, its start-up messages, the argument refusal and the check of
- * README and env example against the code (`variableNames`) all learn of the variable.
+ * docs/reference.md and the env example against the code (`variableNames`) all learn of the variable.
  */
 export function EnvironmentVariable(
   name: string,
@@ -112,7 +112,7 @@ export function declaredVariables(configClass: new () => object): DeclaredVariab
 }
 
 /**
- * The names an operator may set, as README and the env example must list them: each secret
+ * The names an operator may set, as docs/reference.md and the env example must list them: each secret
  * followed by its NAME_FILE form; test-only hooks left out.
  */
 export function variableNames(configClass: new () => object): string[] {

@@ -5,7 +5,7 @@ import { IsNodeSecret, deriveNodeToken } from './node-token';
 describe('deriveNodeToken', () => {
   const secret = 'a'.repeat(32) + '-fleet-secret';
 
-  it('is the unpadded base64url HMAC-SHA256 that openssl computes from the README one-liner', () => {
+  it('is the unpadded base64url HMAC-SHA256 that openssl computes from the docs/securing.md one-liner', () => {
     const expected = execFileSync(
       'sh',
       [

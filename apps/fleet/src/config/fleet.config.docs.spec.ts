@@ -3,6 +3,7 @@ import { FleetConfig } from './fleet.config';
 
 describeVariableDocs(FleetConfig, {
   daemon: 'controller',
-  readmeHeading: '## Controller settings',
+  page: 'docs/reference.md',
+  heading: '## Controller settings',
   envExample: 'vm-fleet.env.example',
 });

@@ -28,7 +28,7 @@ export const OPS_LISTENER_OFF = 'off';
 
 /**
  * The controller's configuration, each setting declared once with the variable it comes from
- * (README's controller table and deploy/systemd/vm-fleet.env.example list them; a test checks).
+ * (docs/reference.md's controller table and deploy/systemd/vm-fleet.env.example list them; a test checks).
  * Its port is fixed by contract; the settings are where fleet state lives (this process's
  * memory, the documented default, or a shared Redis), the opt-in tokens and observability.
  */

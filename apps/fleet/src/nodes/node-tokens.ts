@@ -103,12 +103,12 @@ export class NodeTokens {
     const warnings: string[] = [];
     if (sharedToken !== undefined) {
       warnings.push(
-        'migrating to per-node tokens: the shared VM_FLEET_NODE_TOKEN is still taken from every node beside its own token, so whoever holds it can still speak for any node (though it is only ever sent the shared token back); unset it once every node heartbeats with its own (the nodes still on it are logged), see README "Securing a fleet"',
+        'migrating to per-node tokens: the shared VM_FLEET_NODE_TOKEN is still taken from every node beside its own token, so whoever holds it can still speak for any node (though it is only ever sent the shared token back); unset it once every node heartbeats with its own (the nodes still on it are logged), see docs/securing.md "Per-node tokens"',
       );
     }
     if (previousSecret !== undefined) {
       warnings.push(
-        'rotating the node secret: each node\'s token under VM_FLEET_NODE_SECRET_PREVIOUS is still taken, for that node only; unset it once every node has its token under VM_FLEET_NODE_SECRET (the nodes still on the old one are logged), see README "Securing a fleet"',
+        'rotating the node secret: each node\'s token under VM_FLEET_NODE_SECRET_PREVIOUS is still taken, for that node only; unset it once every node has its token under VM_FLEET_NODE_SECRET (the nodes still on the old one are logged), see docs/securing.md "Rotating the node secret"',
       );
     }
     return warnings;

@@ -196,7 +196,7 @@ export class NodesService {
 
   /**
    * Once per node and process: which nodes still need their new token before a migration or
-   * rotation can end (README "Securing a fleet").
+   * rotation can end (docs/securing.md).
    */
   private noteOldCredential(nodeId: string, credential: NodeCredential): void {
     if (this.notedOldCredentials.has(nodeId)) return;

@@ -3,6 +3,7 @@ import { VmHostConfig } from './vm-host.config';
 
 describeVariableDocs(VmHostConfig, {
   daemon: 'agent',
-  readmeHeading: '## Enroll a node',
+  page: 'docs/reference.md',
+  heading: '## Agent settings',
   envExample: 'vm-host.env.example',
 });

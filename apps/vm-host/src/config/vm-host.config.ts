@@ -112,7 +112,7 @@ function IsDiskRetention(): PropertyDecorator {
 
 /**
  * The agent's configuration, each setting declared once with the variable it comes from and its
- * documented default (README's "Enroll a node" and deploy/systemd/vm-host.env.example list
+ * documented default (docs/reference.md's "Agent settings" and deploy/systemd/vm-host.env.example list
  * them; a test checks).
  */
 export class VmHostConfig extends DaemonConfig {

@@ -60,8 +60,8 @@ describe('HostMetrics', () => {
     expect(sampleValue(text, `ppn_host_build_info{version="${version}"}`)).toBe(1);
   });
 
-  it("names exactly its metrics in README's metrics table", async () => {
-    const readme = readFileSync(join(__dirname, '../../../../README.md'), 'utf8');
+  it('names exactly its metrics in the metrics table of docs/operating.md', async () => {
+    const readme = readFileSync(join(__dirname, '../../../../docs/operating.md'), 'utf8');
     const documented = [
       ...readme.matchAll(/^\| `(ppn_host_\w+)(?:\{[\w,]+\})?` \| (\w+) \|/gm),
     ].map(([, name, type]) => [name, type]);

@@ -50,7 +50,7 @@ export class CreateVmRequest {
 /**
  * What the controller sends an agent's POST /v1/spawn: the client's request and the `vm_id`
  * the controller minted for the VM (additive; an agent of the original services ignores it and
- * mints its own, whose reply the controller then refuses, see README "VM ids").
+ * mints its own, whose reply the controller then refuses, see docs/api.md "VM ids belong to their node").
  */
 export class SpawnVmRequest extends CreateVmRequest {
   @ApiProperty({
