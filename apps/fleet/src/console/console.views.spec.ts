@@ -47,7 +47,7 @@ function vm(overrides: Partial<FleetVmWithLifeCycle> = {}): FleetVmWithLifeCycle
     node_id: 'n1',
     life_cycle: null,
     ...overrides,
-  } as FleetVmWithLifeCycle;
+  };
 }
 
 function overview(overrides: Partial<ConsoleOverview> = {}): ConsoleOverview {
@@ -129,7 +129,7 @@ describe('console views', () => {
 
   it('lists a VM with its ssh line, "—" for its accelerator, and its actions', () => {
     const text = overviewPage(overview(), CONTEXT).text;
-    expect(text).toContain('value="ssh -p 22022 debian@10.8.0.11"');
+    expect(text).toContain('<code class="ssh">ssh -p 22022 debian@10.8.0.11</code>');
     expect(text).toMatch(/data-label="Accel\.">—</);
     for (const action of ['stop', 'start', 'restart', 'delete']) {
       expect(text).toContain(`data-action="/console/vms/vm-1/${action}"`);

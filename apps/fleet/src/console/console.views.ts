@@ -369,7 +369,7 @@ export function vmTable(vms: FleetVmWithLifeCycle[], nodes: ConsoleNode[]): Html
             <td data-label="RAM / vCPU">${vm.ram_alloc_mb} MB / ${vm.vcpu_count}</td>
             <td data-label="Ports">${portsCell(vm)}</td>
             <td data-label="ssh">
-              ${ssh === undefined ? '—' : html`<input class="ssh" readonly value="${ssh}" aria-label="ssh command for ${vm.vm_id}" /> <button type="button" class="copy" data-copy="${ssh}" aria-label="Copy the ssh command for ${vm.vm_id}">Copy</button>`}
+              ${ssh === undefined ? '—' : html`<code class="ssh">${ssh}</code> <button type="button" class="copy" data-copy="${ssh}" aria-label="Copy the ssh command for ${vm.vm_id}">Copy</button>`}
             </td>
             <td data-label="Actions" class="actions">${actions(vm)}</td>
           </tr>`;
