@@ -90,7 +90,11 @@ describe('QemuDriver', () => {
       log,
       Buffer.concat([Buffer.alloc(SERIAL_LOG_MAX_BYTES, 'x'), Buffer.from(tail)]),
     );
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     await qemu.capConsoleLog(vmId);
+    expect(warn).toHaveBeenCalledWith(
+      `vm ${vmId}: console log cut from ${SERIAL_LOG_MAX_BYTES + tail.length} bytes to its last ${MAX_CONSOLE_BYTES} bytes`,
+    );
     const cut = await readFile(log, 'utf8');
     expect(cut).toHaveLength(MAX_CONSOLE_BYTES);
     expect(cut.endsWith(`x${tail}`)).toBe(true);
