@@ -765,6 +765,26 @@ describe('fleet controller: VMs', () => {
       expect(again.body.vm_id).not.toBe(first.body.vm_id);
     });
 
+    it('answers a retry with the VM a timed-out dispatch made, once its node lists it: no second VM', async () => {
+      waitForAgentsMs(300);
+      const stub = await agent(() => undefined); // frozen: never answers
+      const other = await agent((call, res) => json(res, 201, spawned(call)));
+      await enroll('frozen', stub, { ram_total_mb: 65536, ram_used_mb: 0 });
+      await enroll('other', other);
+      await create(small, 'frozen-1').expect(502);
+      // The agent made it after all, under the id it was sent, and its heartbeat lists it.
+      const sent = stub.calls[0].body as { vm_id: string };
+      await enroll('frozen', stub, {
+        ram_total_mb: 65536,
+        ram_used_mb: 1536,
+        vms: [vmRecord(sent.vm_id, { ram_alloc_mb: 1024 })],
+      });
+      const { body } = await create(small, 'frozen-1').expect(200);
+      expect([body.vm_id, body.node_id]).toEqual([sent.vm_id, 'frozen']);
+      expect(stub.calls).toHaveLength(1);
+      expect(other.calls).toHaveLength(0);
+    });
+
     it("never answers a client's key with a VM a node merely reports with it (squatting)", async () => {
       // node-a reports a VM keyed with the hash of a guessable key and of the body.
       const squatter = await agent((call, res) => json(res, 201, spawned(call)));

@@ -346,6 +346,8 @@ export class VmPlacementService {
       // An agent that got the request may still be making the VM (a timeout, a reset): its
       // RAM stays held until the hold's deadline or the heartbeat that lists it.
       if (!failure?.mayHaveMadeIt) await this.giveBack(target);
+      // Whatever it made, it made under this id for this key: a retry with the key finds it.
+      else if (keyed) await this.recordKeyDispatch(spawnKey, node.node_id, vmId);
       throw error;
     }
     // The agent keeps the tenant; an agent that does not echo it still gets it recorded.
@@ -364,19 +366,7 @@ export class VmPlacementService {
         `vm ${vm.vm_id} started on node ${node.node_id} but could not be recorded (${(error as Error).message}); answered anyway, the node's next heartbeat records it`,
       );
     }
-    if (keyed) {
-      await this.keyClaims
-        .recordDispatch(
-          keyHashOf(spawnKey),
-          { spawnKey, nodeId: node.node_id, vmId: vm.vm_id },
-          IDEMPOTENCY_KEY_TTL_MS,
-        )
-        .catch((storeError: Error) =>
-          this.logger.warn(
-            `vm ${vm.vm_id} on node ${node.node_id}: its Idempotency-Key could not be recorded (${storeError.message}); a retry with the key may make another VM`,
-          ),
-        );
-    }
+    if (keyed) await this.recordKeyDispatch(spawnKey, node.node_id, vm.vm_id);
     this.metrics.countPlacement('placed');
     const others =
       passedOver.length === 0
@@ -386,6 +376,17 @@ export class VmPlacementService {
       `vm ${vm.vm_id} (${vm.vm_type}, ${request.ram_mb} MB) ${spawned.replayed ? 'already made for this Idempotency-Key' : 'placed'} on node ${node.node_id}${vm.tenant_id ? ` for tenant ${vm.tenant_id}` : ''}${others}`,
     );
     return { vm, replayed: spawned.replayed };
+  }
+
+  /** Records the VM a keyed create dispatched (see KeyClaims.recordDispatch); a store error logs. */
+  private async recordKeyDispatch(spawnKey: string, nodeId: string, vmId: string): Promise<void> {
+    await this.keyClaims
+      .recordDispatch(keyHashOf(spawnKey), { spawnKey, nodeId, vmId }, IDEMPOTENCY_KEY_TTL_MS)
+      .catch((storeError: Error) =>
+        this.logger.warn(
+          `vm ${vmId} on node ${nodeId}: its Idempotency-Key could not be recorded (${storeError.message}); a retry with the key may make another VM`,
+        ),
+      );
   }
 
   /**
