@@ -104,4 +104,32 @@ describe('vms view', () => {
       'vm-1  web   Running  2048 MB      2  acme    node-a (not listed by its agent)  -',
     );
   });
+
+  it('gives a VM that is not Running no SSH target: nothing answers on a Stopped or Error VM', () => {
+    for (const state of ['Stopped', 'Error', 'Provisioning'] as const) {
+      expect({ state, ssh: sshTarget({ ...vm, state }, '10.8.0.2', 'debian') }).toEqual({
+        state,
+        ssh: undefined,
+      });
+    }
+    const stopped = { ...vm, vm_id: 'vm-2', state: 'Stopped' as const };
+    expect(formatVms([vm, stopped], [nodeA], 'debian', false).split('\n').slice(1)).toEqual([
+      'vm-1  web   Running  2048 MB      2  acme    node-a  ssh -p 22022 debian@10.8.0.2',
+      'vm-2  web   Stopped  2048 MB      2  acme    node-a  -',
+    ]);
+    // The operations listener's life cycle is newer than the heartbeat's state: it decides.
+    const lifeCycle = {
+      vm_id: 'vm-1',
+      state: 'Stopped' as const,
+      desired_state: 'stopped' as const,
+      operation: null,
+      restart_count: 0,
+      last_exit: null,
+      reason: null,
+      next_start_at: null,
+    };
+    expect(
+      formatVms([{ ...vm, life_cycle: lifeCycle }], [nodeA], 'debian', false).split('\n')[1],
+    ).toBe('vm-1  web   Stopped  2048 MB      2  acme    node-a  -');
+  });
 });

@@ -31,10 +31,17 @@ export function sshForward(vm: FleetVm): FleetVm['host_ports'][number] | undefin
  * into a shell, so it is made only of an IP address and a port number the API gave: anything
  * else (`;`, a space, an escape) gives no target at all. A VM with node_silent_since gets none
  * either: its node id may be live again, but heartbeated by another machine (a cloned
- * VM_NODE_ID, another VM_DISK_DIR), whose wg_ip is not where the VM runs.
+ * VM_NODE_ID, another VM_DISK_DIR), whose wg_ip is not where the VM runs. Nor does a VM that is
+ * not Running (`state`: the listing's, or its life cycle's when the operations listener gave
+ * one): a Stopped or Error VM has no QEMU behind its port, and a Provisioning one no guest yet.
  */
-export function sshTarget(vm: FleetVm, wgIp: string | undefined, user: string): string | undefined {
-  if (vm.node_silent_since !== undefined) return undefined;
+export function sshTarget(
+  vm: FleetVm,
+  wgIp: string | undefined,
+  user: string,
+  state: string = vm.state,
+): string | undefined {
+  if (vm.node_silent_since !== undefined || state !== 'Running') return undefined;
   const forward = sshForward(vm);
   if (forward === undefined || wgIp === undefined || isIP(wgIp) === 0) return undefined;
   const port = forward.host_port;
@@ -84,7 +91,10 @@ export function formatVms(
             text: `${printable(vm.node_id)} ${wgIps.has(vm.node_id) ? '(not listed by its agent)' : '(dropped)'}`,
             style: 'red',
           },
-      sshTarget(vm, wgIps.get(vm.node_id), sshUser) ?? { text: '-', style: 'dim' },
+      sshTarget(vm, wgIps.get(vm.node_id), sshUser, lifeCycleOf(vm)?.state ?? vm.state) ?? {
+        text: '-',
+        style: 'dim',
+      },
     ]),
     colour,
   );
