@@ -102,6 +102,12 @@ const fleetOfOne: Handler = (request) => {
   return refusal(404, `no route ${path}`);
 };
 
+/** A controller: GET /v1/fleet answered as the controller does, every other request by `handler`. */
+function controllerAnd(handler: Handler): Handler {
+  return (request) =>
+    new URL(request.url).pathname === '/v1/fleet' ? fleetOfOne(request) : handler(request);
+}
+
 function connectionRefused(): never {
   throw new TypeError('fetch failed', {
     cause: Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }),
@@ -139,6 +145,9 @@ describe('ppn-fleet arguments', () => {
     }
     const create = new FakeIo({}, fleetOfOne);
     await run(['vm', 'create', '--help'], create);
+    for (const required of ['--type <vm_type>', '--ram <mb>', '--vcpus <n>']) {
+      expect(create.stdout.text).toMatch(new RegExp(`${required} +required: `));
+    }
     for (const option of [
       '--type',
       '--ram',
@@ -183,6 +192,38 @@ describe('ppn-fleet arguments', () => {
     expect(io.requests).toHaveLength(0);
     expect(io.stdout.text).toBe('');
     expect(io.stderr.text).not.toBe('');
+  });
+
+  it.each([
+    [
+      ['vm', 'create', '--type', 'web', '--ram', '512'],
+      "ppn-fleet: required option '--vcpus <n>' not specified\n",
+    ],
+    [['nodes', '--bogus'], "ppn-fleet: unknown option '--bogus'\n"],
+    [['no-such-command'], "ppn-fleet: unknown command 'no-such-command'\n"],
+  ])('%j: a usage error in the one style of every error (ppn-fleet: ...)', async (args, first) => {
+    const io = new FakeIo({}, fleetOfOne);
+    expect(await run(args, io)).toBe(ExitCode.Usage);
+    expect(io.stderr.text.startsWith(first)).toBe(true);
+    expect(io.stderr.text).not.toMatch(/^error:/m);
+  });
+
+  it('vm without a command it has points at ppn-fleet vms for the listing', async () => {
+    for (const [args, says] of [
+      [
+        ['vm', 'list'],
+        'ppn-fleet: vm has no command list: it takes create, delete, stop, start, restart or console (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
+      ],
+      [
+        ['vm'],
+        'ppn-fleet: vm needs a command: create, delete, stop, start, restart or console (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
+      ],
+    ] as const) {
+      const io = new FakeIo({}, fleetOfOne);
+      expect(await run([...args], io)).toBe(ExitCode.Usage);
+      expect(io.stderr.text).toBe(says);
+      expect(io.requests).toHaveLength(0);
+    }
   });
 
   it('refuses a bad VM_FLEET_ENDPOINT or VM_FLEET_API_TOKEN naming it, never its value', async () => {
@@ -279,21 +320,30 @@ describe('ppn-fleet calling the controller', () => {
       'set VM_FLEET_API_TOKEN (or VM_FLEET_API_TOKEN_FILE) to the API token of the controller',
     );
 
-    const notFound = new FakeIo({}, () => refusal(404, 'vm vm-9 is not listed on any live node'));
+    const notFound = new FakeIo(
+      {},
+      controllerAnd(() => refusal(404, 'vm vm-9 is not listed on any live node')),
+    );
     expect(await run(['vm', 'delete', 'vm-9'], notFound)).toBe(ExitCode.Refused);
-    expect(notFound.requests[0].method).toBe('DELETE');
+    expect(notFound.requests.map(({ method }) => method)).toEqual(['GET', 'DELETE']);
     expect(notFound.stderr.text).toBe('ppn-fleet: vm vm-9 is not listed on any live node\n');
 
-    const silent = new FakeIo({}, () =>
-      refusal(409, 'vm vm-9 is on node node-b, silent since 2026-08-06T12:00:00.000Z'),
+    const silent = new FakeIo(
+      {},
+      controllerAnd(() =>
+        refusal(409, 'vm vm-9 is on node node-b, silent since 2026-08-06T12:00:00.000Z'),
+      ),
     );
     expect(await run(['vm', 'delete', 'vm-9'], silent)).toBe(ExitCode.Refused);
-    expect(new URL(silent.requests[0].url).search).toBe('');
+    expect(new URL(silent.requests[1].url).search).toBe('');
     expect(silent.stderr.text).toContain('silent since');
 
-    const forgotten = new FakeIo({}, () => new Response(null, { status: 204 }));
+    const forgotten = new FakeIo(
+      {},
+      controllerAnd(() => new Response(null, { status: 204 })),
+    );
     expect(await run(['vm', 'delete', 'vm-9', '--forget'], forgotten)).toBe(ExitCode.Ok);
-    expect(new URL(forgotten.requests[0].url).search).toBe('?forget=true');
+    expect(new URL(forgotten.requests[1].url).search).toBe('?forget=true');
     expect(forgotten.stdout.text).toBe('forgot vm-9 (nothing was stopped)\n');
 
     const flood = new FakeIo({}, () => refusal(503, 'x'.repeat(1_000_000)));
@@ -676,12 +726,52 @@ describe('ppn-fleet against a broken or hostile controller', () => {
     expect(noToken.stderr.text).toBe('');
   });
 
-  it('an endpoint whose port fetch refuses (bad port) is a usage error, exit 2', async () => {
+  it('an endpoint whose port fetch refuses (bad port) is a usage error, exit 2, in words an operator reads', async () => {
     const io = new FakeIo({ VM_FLEET_ENDPOINT: 'http://10.8.0.1:6000' }, () => {
       throw new TypeError('fetch failed', { cause: new Error('bad port') });
     });
     expect(await run(['nodes'], io)).toBe(ExitCode.Usage);
-    expect(io.stderr.text).toContain('bad port');
+    expect(io.stderr.text).toBe(
+      "ppn-fleet: the endpoint http://10.8.0.1:6000 names port 6000, one that no HTTP client may connect to (an unsafe port, as browsers block it); nothing was sent. The controller's API listens on 9203, its operations listener on 9206\n",
+    );
+  });
+
+  it.each([
+    ['an agent (404 for /v1/fleet)', () => refusal(404, 'Cannot GET /v1/fleet'), 'answered 404'],
+    [
+      'something else (not JSON)',
+      () => new Response('<html>', { status: 200 }),
+      'answered what it does not',
+    ],
+  ])(
+    'vm delete (--forget or not) at %s deletes nothing and says it is not a controller, exit 2',
+    async (_what, answer, says) => {
+      for (const args of [
+        ['vm', 'delete', 'vm-9'],
+        ['vm', 'delete', 'vm-9', '--forget'],
+      ]) {
+        const io = new FakeIo({ VM_FLEET_ENDPOINT: 'http://10.8.0.2:9204' }, (request) =>
+          request.method === 'GET' ? answer() : new Response(null, { status: 204 }),
+        );
+        expect(await run(args, io)).toBe(ExitCode.Usage);
+        expect(io.requests.map(({ method }) => method)).toEqual(['GET']);
+        expect(io.stdout.text).toBe('');
+        expect(io.stderr.text).toMatch(
+          /^ppn-fleet: http:\/\/10\.8\.0\.2:9204 is not a fleet controller: GET \/v1\/fleet /,
+        );
+        expect(io.stderr.text).toContain(says);
+        expect(io.stderr.text).toContain(
+          `is it an agent's port? the controller's API listens on 9203); nothing was ${args.length === 4 ? 'forgotten' : 'deleted'}`,
+        );
+      }
+    },
+  );
+
+  it('vm delete at a controller that refuses the API token says so, as any command does', async () => {
+    const io = new FakeIo({}, () => refusal(401, 'this route needs the API token'));
+    expect(await run(['vm', 'delete', 'vm-9'], io)).toBe(ExitCode.Refused);
+    expect(io.requests.map(({ method }) => method)).toEqual(['GET']);
+    expect(io.stderr.text).toContain('set VM_FLEET_API_TOKEN');
   });
 
   it('a bug prints its message only, its stack trace with PPN_FLEET_DEBUG=1', () => {

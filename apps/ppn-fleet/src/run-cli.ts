@@ -46,6 +46,8 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<ExitCo
     outputConfiguration: {
       writeOut: (text) => io.stdout.write(text),
       writeErr: (text) => io.stderr.write(text),
+      // Commander's own errors (`error: unknown option ...`) in the CLI's one style.
+      outputError: (text, write) => write(text.replace(/^error: /, 'ppn-fleet: ')),
     },
     serviceErrorHandler: (error) => {
       exitCode = exitCodeOf(error, io);

@@ -147,8 +147,36 @@ export class FleetApiClient {
     }
   }
 
-  /** `forget`: a VM of a node that dropped out for good is forgotten instead of refused (409). */
+  /**
+   * Throws (exit 2) unless GET /v1/fleet, which only the controller serves, answers as the
+   * controller does (an agent answers 404); `done`: what the message says was not done.
+   */
+  async expectController(done: string): Promise<void> {
+    const notController = (answered: string): CliFailure =>
+      new CliFailure(
+        `${this.endpoint} is not a fleet controller: GET /v1/fleet ${answered}, which the controller's API always answers (is it an agent's port? the controller's API listens on 9203); nothing was ${done}`,
+        ExitCode.Usage,
+      );
+    try {
+      // `.data` checks the answer's shape.
+      void (await this.fleet()).data;
+    } catch (error) {
+      if (!(error instanceof CliFailure) || error.exitCode !== ExitCode.Refused) throw error;
+      if (error.reach.status === 404) throw notController('answered 404');
+      if (error.reach.status === undefined)
+        throw notController(`answered what it does not (${error.message})`);
+      throw error;
+    }
+  }
+
+  /**
+   * `forget`: a VM of a node that dropped out for good is forgotten instead of refused (409).
+   * Sent only once the endpoint proved to be a controller: an agent's own API has a
+   * `DELETE /v1/vms/{vm_id}` too, which destroys the VM (ignoring `?forget`), so a wrong port
+   * must be refused before anything is deleted.
+   */
   async deleteVm(vmId: string, forget = false): Promise<void> {
+    await this.expectController(forget ? 'forgotten' : 'deleted');
     await this.reader.call(() =>
       this.client.DELETE('/v1/vms/{vm_id}', {
         params: { path: { vm_id: vmId }, query: forget ? { forget: 'true' } : {} },
@@ -189,8 +217,9 @@ export class AnswerReader {
       const problem = transportProblem(error);
       // fetch refuses some ports outright (6000, 6665-6669...): the endpoint is wrong, not down.
       if (problem === 'bad port') {
+        const port = new URL(this.endpoint).port;
         throw new CliFailure(
-          `the endpoint ${this.endpoint} has a port fetch refuses to use (bad port): pick another`,
+          `the endpoint ${this.endpoint} names port ${port}, one that no HTTP client may connect to (an unsafe port, as browsers block it); nothing was sent. The controller's API listens on 9203, its operations listener on 9206`,
           ExitCode.Usage,
         );
       }

@@ -61,7 +61,7 @@ export class VmCreateCommand extends JsonApiCommand {
 
   @Option({
     flags: '--type <vm_type>',
-    description: `the VM type (${VM_TYPE_RULE})`,
+    description: `required: the VM type (${VM_TYPE_RULE})`,
     required: true,
   })
   parseType(value: string): string {
@@ -69,12 +69,12 @@ export class VmCreateCommand extends JsonApiCommand {
     return value;
   }
 
-  @Option({ flags: '--ram <mb>', description: 'its RAM in MB', required: true })
+  @Option({ flags: '--ram <mb>', description: 'required: its RAM in MB', required: true })
   parseRam(value: string): number {
     return parseInteger(value, 1, MAX_VM_RAM_MB);
   }
 
-  @Option({ flags: '--vcpus <n>', description: 'its virtual CPUs', required: true })
+  @Option({ flags: '--vcpus <n>', description: 'required: its virtual CPUs', required: true })
   parseVcpus(value: string): number {
     return parseInteger(value, 1, MAX_VM_VCPUS);
   }
@@ -273,10 +273,14 @@ export class VmDeleteCommand extends ApiCommand {
   ],
 })
 export class VmCommand extends CommandRunner {
-  run(): Promise<void> {
+  /** Reached only without one of its commands: none, or one it does not have (`vm list`). */
+  run([given]: string[] = []): Promise<void> {
+    const commands = 'create, delete, stop, start, restart or console (see ppn-fleet vm --help)';
     return Promise.reject(
       new CliFailure(
-        `vm needs a command: create, delete, stop, start, restart or console (see ppn-fleet vm --help)`,
+        given === undefined
+          ? `vm needs a command: ${commands}; the VMs are listed by ppn-fleet vms`
+          : `vm has no command ${printable(given)}: it takes ${commands}; the VMs are listed by ppn-fleet vms`,
         ExitCode.Usage,
       ),
     );
