@@ -1,5 +1,5 @@
 import { stripVTControlCharacters } from 'node:util';
-import { DaemonLogger, jsonLogLine, logFormatOf } from './daemon-logger';
+import { DaemonLogger, jsonLogLine, logColours, logFormatOf } from './daemon-logger';
 
 describe('jsonLogLine', () => {
   const now = new Date('2026-08-06T12:00:00.123Z');
@@ -97,6 +97,24 @@ describe('DaemonLogger', () => {
     expect(text).toMatch(/^\[Nest\] \d+ {2}- .* {4}LOG \[Nodes\] node n1 joined\n$/);
     expect(() => JSON.parse(text) as unknown).toThrow();
   });
+  it('colours text only on a terminal: plain in the journal or a file, with NO_COLOR or TERM=dumb', () => {
+    expect(logColours({}, { isTTY: true })).toBe(true);
+    expect(logColours({}, { isTTY: false })).toBe(false);
+    expect(logColours({}, {})).toBe(false);
+    expect(logColours({ NO_COLOR: '1' }, { isTTY: true })).toBe(false);
+    expect(logColours({ TERM: 'dumb' }, { isTTY: true })).toBe(false);
+
+    new DaemonLogger('text', undefined, false).warn('node n1 late', 'Nodes');
+    new DaemonLogger('text', undefined, false).error('sweep failed', 'Error: x\n    at y', 'Sweep');
+    const plain = written.join('');
+    expect(plain).toBe(stripVTControlCharacters(plain));
+    expect(plain).toContain('WARN [Nodes] node n1 late');
+
+    written.length = 0;
+    new DaemonLogger('text', undefined, true).warn('node n1 late', 'Nodes');
+    expect(written.join('')).not.toBe(stripVTControlCharacters(written.join('')));
+  });
+
   it('in text format writes a message with newlines and other control characters as one line', () => {
     const forged = 'evil\n[Nest] 1  - 08/06/2026, 12:00:00 PM     LOG [Nodes] node admin joined';
     const logger = new DaemonLogger('text');

@@ -82,8 +82,21 @@ export function jsonLogLine(entry: LogEntry, now = new Date()): JsonLogLine {
 let processWarningsLogged = false;
 
 /**
+ * Whether text log lines may be coloured: only on a terminal (`stream` a TTY), never with
+ * `NO_COLOR` set or `TERM=dumb`. The journal (`journalctl -o cat`) and a file `npm start` is
+ * redirected to get plain text, not ANSI escapes.
+ */
+export function logColours(
+  env: NodeJS.ProcessEnv,
+  stream: { isTTY?: boolean } = process.stdout,
+): boolean {
+  return stream.isTTY === true && !env.NO_COLOR && env.TERM !== 'dumb';
+}
+
+/**
  * Nest's console logger without the boot chatter, so a daemon starts with one line of its own.
  * In `json` format (Nest's own JSON mode, with our field names) every line is one JSON object.
+ * Text is coloured on a terminal only (`logColours`).
  * In `text` format every message is still one line: control characters in it (a newline in a
  * hostname, say) are written as escapes, so nothing logged can start a line of its own.
  */
@@ -92,8 +105,10 @@ export class DaemonLogger extends ConsoleLogger {
     format: LogFormat = 'text',
     /** Set by the agent: every line it writes is about its node. */
     private readonly nodeId?: string,
+    /** Colours in text format: on a terminal only (Nest's default colours any stream). */
+    colours = logColours(process.env),
   ) {
-    super(format === 'json' ? { json: true, colors: false } : {});
+    super(format === 'json' ? { json: true, colors: false } : { colors: colours });
     if (format === 'json' && !processWarningsLogged) {
       // Node prints its own warnings as text ("(node:42) Warning: ..."); in json format they
       // are lines of this logger like any other. Once per process: the first logger takes them.
