@@ -4,7 +4,7 @@
  * table and writes the same figures as JSON to test/bench/results/.
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import * as ts from 'typescript';
@@ -16,9 +16,11 @@ import {
   startFleetDaemon,
   stopAllDaemons,
 } from '../support/daemons';
+import { guestImagePath } from '../support/guest-image';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 import type { HostileResult } from './hostile-bodies';
 import type { LoadResult, LoadSpec } from './load';
+import { measureQemuMemory } from './qemu-memory';
 
 const RESULTS = join(__dirname, 'results');
 const BASELINE_PORT = 9213;
@@ -462,7 +464,22 @@ async function main(): Promise<void> {
   }
   bare.kill('SIGTERM');
   plain.process.kill('SIGTERM');
-  await Promise.all([fast.stop(), slow.stop(), fleet.stop()]);
+  await Promise.all([fast.stop(), slow.stop()]);
+
+  // A real guest's QEMU against what the agent commits for it (needs root and the guest image).
+  if (process.getuid?.() === 0 && existsSync(guestImagePath())) {
+    for (const { accel, residentMb, committedMb, ratio } of await measureQemuMemory()) {
+      record(
+        `qemu.residentOverCommitted.${accel}`,
+        `QEMU of a 512 MB guest under ${accel.toUpperCase()}: resident / committed (goal <= 1.1)`,
+        { residentMb, committedMb, ratio },
+        `${fixed(residentMb)} MB / ${committedMb} MB = ${fixed(ratio, 2)}`,
+      );
+    }
+  } else {
+    console.log('  QEMU memory: skipped (needs root and the guest image)');
+  }
+  await fleet.stop();
 
   const file = join(RESULTS, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(
