@@ -87,7 +87,13 @@ async function measure(
   );
   const rss = residentMb(qemu.pid);
   await fetch(`${FLEET_URL}/v1/vms/${vmId}`, { method: 'DELETE' });
-  if (ranUnder !== accel) return undefined;
+  if (ranUnder !== accel) {
+    // KVM present but failing (nested, say): the agent started it under TCG instead.
+    console.log(
+      `  QEMU memory under ${accel}: not measured, the agent ran the VM under ${ranUnder}`,
+    );
+    return undefined;
+  }
   const committedMb = GUEST_MB + (accel === 'tcg' ? TCG_OVERHEAD_MB : HYPERVISOR_OVERHEAD_MB);
   return { accel, guestMb: GUEST_MB, committedMb, residentMb: rss, ratio: rss / committedMb };
 }
