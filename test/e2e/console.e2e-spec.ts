@@ -79,6 +79,14 @@ describe('web console', () => {
         /^ppn_console_session=v1\.[^;]+; Path=\/; Max-Age=28800; HttpOnly; SameSite=Strict$/,
       );
       expect(setCookie).not.toContain(API_TOKEN);
+      const behindTls = await request(fleet.opsUrl)
+        .post('/login')
+        .set('X-Forwarded-Proto', 'https')
+        .send({ token: API_TOKEN })
+        .expect(200);
+      expect(([] as string[]).concat(behindTls.headers['set-cookie'] ?? [])[0]).toMatch(
+        /; HttpOnly; SameSite=Strict; Secure$/,
+      );
     });
 
     it('shows the overview to a session, and refuses data without one', async () => {

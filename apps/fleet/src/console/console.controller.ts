@@ -73,6 +73,15 @@ function filtersOf(query: ConsoleFiltersQuery): ConsoleFilters {
   };
 }
 
+/**
+ * Whether the page reached the browser over TLS: the listener's own (it has none today), or a
+ * proxy in front that says so. A false claim only makes the cookie Secure, which a browser on
+ * plain HTTP then does not send back: it cannot weaken the session.
+ */
+function servedOverTls(req: Request): boolean {
+  return req.secure || req.headers['x-forwarded-proto'] === 'https';
+}
+
 function sendHtml(res: Response, page: Html, status = 200): void {
   res.status(status).type('html').send(page.text);
 }
@@ -116,7 +125,7 @@ export class ConsoleController {
         return undefined;
       }
       session = this.sessions.issue(this.nowS());
-      res.setHeader('Set-Cookie', sessionCookie(session, SESSION_LIFETIME_S, req.secure));
+      res.setHeader('Set-Cookie', sessionCookie(session, SESSION_LIFETIME_S, servedOverTls(req)));
     }
     return { csrf: this.sessions.csrfTokenOf(session), open: this.open, version: this.version };
   }
@@ -190,14 +199,14 @@ export class ConsoleController {
       throw new UnauthorizedException('that is not the API token (VM_FLEET_API_TOKEN)');
     }
     const session = this.sessions.issue(this.nowS());
-    res.setHeader('Set-Cookie', sessionCookie(session, SESSION_LIFETIME_S, req.secure));
+    res.setHeader('Set-Cookie', sessionCookie(session, SESSION_LIFETIME_S, servedOverTls(req)));
     return { message: 'Logged in' };
   }
 
   @Post('logout')
   @HttpCode(200)
   logOut(@Req() req: Request, @Res({ passthrough: true }) res: Response): Outcome {
-    res.setHeader('Set-Cookie', clearedSessionCookie(req.secure));
+    res.setHeader('Set-Cookie', clearedSessionCookie(servedOverTls(req)));
     return { message: 'Logged out' };
   }
 

@@ -1,0 +1,74 @@
+import { NodeState, placementCandidate } from '@app/fleet-domain';
+import { consoleNode } from './console.service';
+
+const NOW_MS = 1_000_000;
+const WALL_MS = Date.UTC(2026, 7, 6, 12, 0, 0);
+
+function stored(overrides: Partial<NodeState> = {}): NodeState {
+  return {
+    node_id: 'n1',
+    hostname: 'desk-01',
+    wg_ip: '10.8.0.11',
+    spawn_port: 9204,
+    ram_total_mb: 16384,
+    ram_used_mb: 4096,
+    kvm_available: true,
+    reserved: false,
+    vms: [],
+    boot_id: 'boot-1',
+    timestamp_utc: '2026-08-06T12:00:00.000000Z',
+    received_at_ms: NOW_MS - 2_000,
+    received_at_wall_ms: WALL_MS - 2_000,
+    beat_gaps_ms: [5_000],
+    holds: {},
+    dispatch_failures: null,
+    credential: null,
+    silent_vms: [],
+    ...overrides,
+  } as NodeState;
+}
+
+function shown(node: NodeState, live = true) {
+  return consoleNode(node, NOW_MS, WALL_MS, live, live ? [placementCandidate(node, NOW_MS)] : []);
+}
+
+describe("the console's view of a stored node", () => {
+  it('shows RAM, heartbeat age and no reason for a node placement takes', () => {
+    expect(shown(stored())).toMatchObject({
+      ram_total_mb: 16384,
+      ram_used_mb: 4096,
+      heartbeat_age_s: 2,
+      last_heartbeat: '2026-08-06T11:59:58.000Z',
+      live: true,
+      late: false,
+      passed_over: null,
+    });
+  });
+
+  it("is late past two missed heartbeats, in placement's words", () => {
+    const late = shown(stored({ received_at_ms: NOW_MS - 11_000 }));
+    expect(late.late).toBe(true);
+    expect(late.passed_over).toBe('missed 2 heartbeats (silent 11.0 s, beats every 5.0 s)');
+  });
+
+  it('says why a full or reserved node is passed over', () => {
+    expect(shown(stored({ ram_used_mb: 16000 })).passed_over).toBe(
+      'has 384 MB available: a VM needs its ram_mb + 512 MB',
+    );
+    expect(shown(stored({ reserved: true })).passed_over).toBe(
+      'reserved, used only when no other node fits',
+    );
+  });
+
+  it('marks a silent node kept for its VMs, out of placement', () => {
+    const silent = shown(
+      stored({ received_at_ms: NOW_MS - 60_000, received_at_wall_ms: WALL_MS - 60_000 }),
+      false,
+    );
+    expect(silent.live).toBe(false);
+    expect(silent.late).toBe(false);
+    expect(silent.passed_over).toBe(
+      'silent since 2026-08-06T11:59:00.000Z (60 s): out of placement until its agent heartbeats again',
+    );
+  });
+});
