@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -26,7 +26,9 @@ jest.setTimeout(120_000);
  * the overview at 1280 and 390 px go to test/system/.artifacts/ (gitignored).
  *
  * The console panel is checked against the log as the agent has it (the operations listener's
- * GET /v1/vms/{id}/console): a blank base image boots nothing, so its serial log may be empty.
+ * GET /v1/vms/{id}/console): a blank base image boots nothing, so its serial log may be empty;
+ * lines then written to the VM's serial log file (as QEMU writes what the guest prints) must
+ * follow in the panel.
  */
 const OPS_URL = 'http://127.0.0.1:9206';
 const API_TOKEN = 'web-console-system-spec-api-token-0123';
@@ -201,6 +203,14 @@ describe('the web console in chromium, with real daemons and QEMU', () => {
     const agentLog = await opsJson<{ text: string }>(`/v1/vms/${vmId}/console`);
     expect(agentLog.status).toBe(200);
     expect(await page.locator('#serial').textContent()).toBe(agentLog.body.text);
+    // Lines the guest prints from now on (QEMU appends to this file) follow in the panel.
+    appendFileSync(
+      join(workDir, NODE, 'run', vmId, 'serial.log'),
+      'Booting from Hard Disk...\nDebian GNU/Linux 12 web ttyS0\n',
+    );
+    await page
+      .locator('#serial', { hasText: 'Booting from Hard Disk...\nDebian GNU/Linux 12 web ttyS0' })
+      .waitFor({ timeout: 10_000 });
     await page.getByRole('link', { name: 'Overview' }).click();
     await page.getByRole('heading', { name: 'Fleet overview' }).waitFor();
   });
