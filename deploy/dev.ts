@@ -12,6 +12,7 @@
  * where util-linux has it.
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { accessSync, constants, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { homedir, hostname, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +36,16 @@ const AS_ROOT = process.getuid?.() === 0 ? '' : 'sudo ';
 const BUILD_IMAGE = `${AS_ROOT}deploy/images/build-debian-image.sh --owner ${userInfo().username}`;
 /** What the agent takes as VM_SSH_PUBKEY (apps/vm-host/src/config/vm-host.config.ts). */
 const SSH_PUBKEY_LINE = /^(ssh|ecdsa-sha2)-[A-Za-z0-9-]+ [A-Za-z0-9+/=]+( [^\n]*)?$/;
+
+/**
+ * The local agent's VM_DISK_DIR unless set: a folder of this checkout's own under `tmp`
+ * (`ppn-fleet-dev-<12 hex digits of sha256(user id:checkout path)>/vm-disks`), so two checkouts,
+ * or two users, never share VMs' disks and sidecars. Under /tmp it is gone after a reboot.
+ */
+function devDiskDir(root: string, tmp: string, uid = process.getuid?.() ?? 0): string {
+  const hash = createHash('sha256').update(`${uid}:${root}`).digest('hex').slice(0, 12);
+  return join(tmp, `ppn-fleet-dev-${hash}`, 'vm-disks');
+}
 
 /** `setpriv --pdeathsig TERM` when this machine has it (util-linux); else nothing. */
 function deathSignalPrefix(): string[] {
@@ -195,7 +206,7 @@ async function main(): Promise<void> {
     return;
   }
 
-  const diskDir = process.env.VM_DISK_DIR ?? join(tmpdir(), 'ppn-fleet-dev', 'vm-disks');
+  const diskDir = process.env.VM_DISK_DIR ?? devDiskDir(ROOT, tmpdir());
   mkdirSync(diskDir, { recursive: true });
   const nodeId = nodeIdFromHostname();
   const image = baseImage();
@@ -214,7 +225,8 @@ async function main(): Promise<void> {
       '',
       `  Controller:  ${FLEET_URL}   (Swagger UI: http://localhost:9203/docs)`,
       '  Operations:  http://127.0.0.1:9206   (Swagger UI: /docs; ppn-fleet vm stop|start|restart|console <vm_id>)',
-      `  Local agent: node ${nodeId} on 127.0.0.1:9204, VM disks in ${diskDir}`,
+      `  Local agent: node ${nodeId} on 127.0.0.1:9204`,
+      `  VM disks:    ${diskDir}${process.env.VM_DISK_DIR ? ' (VM_DISK_DIR)' : ", this checkout's own (VM_DISK_DIR to choose)"}`,
       `  Base image:  ${image.says}`,
       `  SSH key:     ${key.says}`,
       `  Try:         curl -s http://localhost:9203/v1/nodes/${nodeId}`,

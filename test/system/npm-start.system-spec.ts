@@ -1,4 +1,5 @@
 import { ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -207,7 +208,19 @@ describe('npm start', () => {
   );
 
   it('stops both daemons when deploy/dev.ts itself is killed (SIGKILL, no clean-up)', async () => {
-    const { started, exited, daemons } = await startedWithNodeEnrolled();
+    // Without VM_DISK_DIR: the disks go to a folder of this checkout's (and user's) own, named.
+    const { started, exited, daemons, output } = await startedWithNodeEnrolled({
+      VM_DISK_DIR: undefined,
+    });
+    const own = createHash('sha256')
+      .update(`${process.getuid!()}:${ROOT}`)
+      .digest('hex')
+      .slice(0, 12);
+    const diskDir = join(folder!, `ppn-fleet-dev-${own}`, 'vm-disks');
+    expect(output).toContain(
+      `  VM disks:    ${diskDir}, this checkout's own (VM_DISK_DIR to choose)\n`,
+    );
+    expect(existsSync(diskDir)).toBe(true);
     const [dev] = descendantsOf(started.pid!).filter((pid) =>
       commandLineOf(pid).includes('deploy/dev.ts'),
     );
