@@ -13,6 +13,7 @@ import { Server, createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
+import { TCG_TRANSLATION_CACHE_MB } from '@app/fleet-domain';
 import { Daemon, VM_HOST_MAIN, eventually, startAgent, stopAllDaemons } from '../support/daemons';
 import { liveQemusUnder } from '../support/qemu-processes';
 import { scratchFolder } from '../support/scratch-folders';
@@ -555,7 +556,7 @@ describe('KVM present but failing', () => {
       );
       const [qemu] = liveQemusUnder(join(workDir, nodeId));
       expect(qemu.pid).toBe(sidecar.driver.pid);
-      expect(qemu.args.join(' ')).toContain('accel=tcg');
+      expect(qemu.args).toContain(`tcg,tb-size=${TCG_TRANSLATION_CACHE_MB}`);
       expect(await deleteAt(wgIp, vmId)).toBe(204);
       expect(qemuPidsOf(vmId)).toEqual([]);
     } finally {

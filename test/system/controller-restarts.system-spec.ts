@@ -136,7 +136,7 @@ describe('a controller killed mid-dispatch (Redis)', () => {
     );
     expect(await inspector.zcard('ppn-fleet:hold-deadlines')).toBe(0);
 
-    answer = (call, res) => json(res, 201, spawnedVm(call, 'vm-00000000000000b1'));
+    answer = (call, res) => json(res, 201, spawnedVm(call));
     await request(b.url).post('/v1/vms').send(big).expect(201);
   });
 
@@ -144,13 +144,16 @@ describe('a controller killed mid-dispatch (Redis)', () => {
     await killedMidDispatch('order-7');
     const b = await secondController();
     // The node's agent answers the retry with the VM the first dispatch made.
-    answer = (call, res) => json(res, 201, spawnedVm(call, 'vm-00000000000000b2'));
+    answer = (call, res) => json(res, 201, spawnedVm(call));
     const retry = await request(b.url)
       .post('/v1/vms')
       .set('Idempotency-Key', 'order-7')
       .send(big)
       .expect(200);
-    expect(retry.body.vm_id).toBe('vm-00000000000000b2');
+    // The same vm_id too: the one the first controller minted, kept with its RAM hold.
+    const minted = (stub.calls[0].body as { vm_id: string }).vm_id;
+    expect((stub.calls[1].body as { vm_id: string }).vm_id).toBe(minted);
+    expect(retry.body.vm_id).toBe(minted);
     expect(stub.calls).toHaveLength(2);
     expect(spawnKeys[1]).toMatch(/^[0-9a-f]{64}\.[0-9a-f]{64}$/);
     expect(spawnKeys[1]).toBe(spawnKeys[0]);
@@ -158,7 +161,7 @@ describe('a controller killed mid-dispatch (Redis)', () => {
     await request(b.url).post('/v1/vms').set('Idempotency-Key', 'order-7').send(big).expect(200);
     expect(stub.calls).toHaveLength(2);
     const { body: vms } = await request(b.url).get('/v1/vms').expect(200);
-    expect(vms.map((vm: { vm_id: string }) => vm.vm_id)).toEqual(['vm-00000000000000b2']);
+    expect(vms.map((vm: { vm_id: string }) => vm.vm_id)).toEqual([minted]);
   });
 
   it('answers the VM when Redis drops between the agent accepting it and the record; the next heartbeat records it', async () => {
@@ -168,10 +171,10 @@ describe('a controller killed mid-dispatch (Redis)', () => {
       .send(heartbeat({ node_id: 'n1', spawn_port: stub.port, ram_total_mb: 8192, ram_used_mb: 0 }))
       .expect(200);
     answer = (call, res) => {
-      void redis.stop().then(() => json(res, 201, spawnedVm(call, 'vm-00000000000000b3')));
+      void redis.stop().then(() => json(res, 201, spawnedVm(call)));
     };
     const { body } = await request(b.url).post('/v1/vms').send(big).expect(201);
-    expect(body.vm_id).toBe('vm-00000000000000b3');
+    expect(body.vm_id).toBe((stub.calls[0].body as { vm_id: string }).vm_id);
 
     await redis.start();
     await eventually(
@@ -205,11 +208,15 @@ describe('a restarted controller process (in memory)', () => {
     await stub.stop();
   });
 
-  it('finds an Idempotency-Key again from the heartbeat carrying it: the retry makes no second VM', async () => {
+  it('answers a retry after the restart with the VM the agent made for the key: no second VM', async () => {
     let spawnKey: string | undefined;
+    let made: ReturnType<typeof spawnedVm> | undefined;
+    // As an agent of ours answers: the VM its key made (200), else a new one.
     stub = await new StubAgent((call, res) => {
+      if (made && spawnKeyOf(res) === spawnKey) return json(res, 200, made);
       spawnKey = spawnKeyOf(res);
-      json(res, 201, spawnedVm(call, 'vm-00000000000000c7'));
+      made = spawnedVm(call);
+      json(res, 201, made);
     }).start();
     let controller = await startController();
     await beatTo(FLEET_URL, heartbeat({ node_id: 'n1', spawn_port: stub.port }));
@@ -232,8 +239,9 @@ describe('a restarted controller process (in memory)', () => {
     if (retry instanceof Error) throw retry;
     expect(retry.status).toBe(200);
     expect(await retry.json()).toEqual(vm);
-    expect(stub.calls).toHaveLength(1);
-    expect(controller.output).toContain('answered again for a retried create');
+    // The restarted controller has no record of the key: the agent's own answers the retry.
+    expect(stub.calls).toHaveLength(2);
+    expect(controller.output).toContain('already made for this Idempotency-Key');
     expect(controller.output).not.toContain('order-9');
   });
 });

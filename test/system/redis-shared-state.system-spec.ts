@@ -1,5 +1,5 @@
 import request from 'supertest';
-import type { CreateVmRequest } from '@app/fleet-domain';
+import type { SpawnVmRequest } from '@app/fleet-domain';
 import { RedisConnection } from '../../apps/fleet/src/nodes/redis/redis-connection';
 import { RedisClock } from '../../apps/fleet/src/nodes/redis/redis.clock';
 import { eventually } from '../support/daemons';
@@ -110,11 +110,16 @@ describe('fleet state shared in Redis', () => {
     let spawned = 0;
     const agent = await new StubAgent(async (call, res) => {
       await gate;
-      const body = call.body as CreateVmRequest;
+      const body = call.body as SpawnVmRequest;
+      spawned += 1;
+      // Under the vm_id the controller minted, as an agent of ours makes it.
       json(
         res,
         201,
-        vmRecord(`vm-${++spawned}`, { ram_alloc_mb: body.ram_mb, state: 'Provisioning' as never }),
+        vmRecord(body.vm_id ?? `vm-${spawned}`, {
+          ram_alloc_mb: body.ram_mb,
+          state: 'Provisioning' as never,
+        }),
       );
     }).start();
     try {

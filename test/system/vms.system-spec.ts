@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { basename, join } from 'node:path';
+import { TCG_TRANSLATION_CACHE_MB } from '@app/fleet-domain';
 import {
   Daemon,
   FLEET_URL,
@@ -194,7 +195,9 @@ describe('VMs with real QEMU', () => {
     expect(cmdline[0]).toBe('qemu-system-x86_64');
     expect(cmdline).toContain(`guest=${vmId}`);
     expect(cmdline).toContain('96M');
-    expect(cmdline).toContain('q35,accel=tcg');
+    // TCG, with its translation cache bounded (see TCG_TRANSLATION_CACHE_MB).
+    expect(cmdline).toContain('q35');
+    expect(cmdline).toContain(`tcg,tb-size=${TCG_TRANSLATION_CACHE_MB}`);
 
     const owner = ownerOf(vmId);
     expect(created.body.node_id).toBe(owner);

@@ -402,7 +402,16 @@ export class VmPlacementService {
     { vm, replayed }: Spawned,
   ): Promise<void> {
     const answered = vm.vm_id;
-    const listed = listedVms(await this.nodes.listAll(), Number.MIN_SAFE_INTEGER);
+    // The store down now: the id asked for, which this controller minted, is taken as it is
+    // (the VM was made; its record waits for the node's next heartbeat), anything else refused.
+    const stored = await this.nodes.listAll().catch((storeError: Error) => {
+      this.logger.warn(
+        `node ${node.node_id}: vm ${answered} not checked against the other nodes' VMs (${storeError.message})`,
+      );
+      return undefined;
+    });
+    if (stored === undefined && answered === asked) return;
+    const listed = listedVms(stored ?? [], Number.MIN_SAFE_INTEGER);
     const holder = listed.find(
       (other) => other.vm.vm_id === answered && other.node.node_id !== node.node_id,
     );
