@@ -222,6 +222,10 @@ describe('fleet controller with one of the two tokens', () => {
       .expect(200);
     await request(fleet.url).get('/v1/nodes/n1').expect(200);
     await request(fleet.url).get('/v1/vms').expect(200);
+    // Swagger UI shows a lock on the heartbeat alone, and offers the node token alone.
+    const { body } = await request(fleet.url).get('/docs-json').expect(200);
+    expect(securedOperations(body)).toEqual(['post /v1/nodes/heartbeat']);
+    expect(Object.keys(body.components.securitySchemes)).toEqual(['node-token']);
   });
 
   it('with only VM_FLEET_API_TOKEN: operator routes need it, heartbeats stay open', async () => {
@@ -232,7 +236,22 @@ describe('fleet controller with one of the two tokens', () => {
       .expect(200);
     await request(fleet.url).get('/v1/nodes/n1').expect(401);
     await request(fleet.url).get('/v1/nodes/n1').set(asOperatorHeader()).expect(200);
+    const { body } = await request(fleet.url).get('/docs-json').expect(200);
+    expect(securedOperations(body)).not.toContain('post /v1/nodes/heartbeat');
+    expect(securedOperations(body)).toHaveLength(6);
+    expect(Object.keys(body.components.securitySchemes)).toEqual(['api-token']);
   });
+
+  /** The operations of a served document that carry a security requirement. */
+  function securedOperations(document: {
+    paths: Record<string, Record<string, { security?: unknown }>>;
+  }): string[] {
+    return Object.entries(document.paths).flatMap(([path, item]) =>
+      Object.entries(item)
+        .filter(([, operation]) => operation.security !== undefined)
+        .map(([method]) => `${method} ${path}`),
+    );
+  }
 
   function asOperatorHeader(): Record<string, string> {
     return { Authorization: `Bearer ${API_TOKEN}` };
