@@ -1,4 +1,7 @@
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
+import { NODE_STALE_AFTER_MS } from '@app/fleet-domain';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { heartbeat, vmRecord } from '../support/heartbeats';
 
@@ -24,6 +27,15 @@ function csrfOf(page: string): string {
   const token = /<meta name="csrf-token" content="([^"]+)" \/>/.exec(page)?.[1];
   if (token === undefined) throw new Error('the page carries no CSRF token');
   return token;
+}
+
+/** A loopback port nothing listens on: a node's agent there refuses at once. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 describe('web console', () => {
@@ -105,7 +117,9 @@ describe('web console', () => {
       await request(fleet.url)
         .post('/v1/nodes/heartbeat')
         .set('Authorization', `Bearer ${API_TOKEN}`)
-        .send(heartbeat({ node_id: 'n1', vms: [vmRecord('vm-1')] }));
+        .send(
+          heartbeat({ node_id: 'n1', vms: [vmRecord('vm-1')], spawn_port: await closedPort() }),
+        );
       const { cookie, csrf } = await logIn();
       const other = await logIn();
       const refusals = [
@@ -152,6 +166,79 @@ describe('web console', () => {
     });
   });
 
+  describe('on the VMs of the store', () => {
+    beforeEach(async () => {
+      fleet = await startFleet({ ops: true });
+    });
+
+    async function session(): Promise<{ cookie: string; csrf: string }> {
+      const page = await request(fleet.opsUrl).get('/').expect(200);
+      return { cookie: sessionOf(page.headers['set-cookie']), csrf: csrfOf(page.text) };
+    }
+
+    async function enroll(nodeId: string, vms: ReturnType<typeof vmRecord>[]): Promise<void> {
+      await request(fleet.url)
+        .post('/v1/nodes/heartbeat')
+        .send(heartbeat({ node_id: nodeId, vms, spawn_port: await closedPort() }))
+        .expect(200);
+    }
+
+    it('filters the VMs by tenant and by node', async () => {
+      await enroll('n1', [vmRecord('vm-a', { tenant_id: 'acme' }), vmRecord('vm-b')]);
+      await enroll('n2', [vmRecord('vm-c', { tenant_id: 'acme' })]);
+      const { cookie } = await session();
+      const shown = async (query: string): Promise<string[]> => {
+        const fragment = await request(fleet.opsUrl)
+          .get(`/console/fragments/overview${query}`)
+          .set('Cookie', cookie)
+          .expect(200);
+        return [...fragment.text.matchAll(/<tr\s+data-vm="([^"]+)"/g)].map(([, id]) => id);
+      };
+      expect(await shown('')).toEqual(['vm-a', 'vm-b', 'vm-c']);
+      expect(await shown('?tenant=acme')).toEqual(['vm-a', 'vm-c']);
+      expect(await shown('?node=n1')).toEqual(['vm-a', 'vm-b']);
+      expect(await shown('?tenant=acme&node=n2')).toEqual(['vm-c']);
+      expect(await shown('?tenant=&node=')).toEqual(['vm-a', 'vm-b', 'vm-c']);
+      await request(fleet.opsUrl)
+        .get('/console/fragments/overview?tenant=<b>')
+        .set('Cookie', cookie)
+        .expect(400);
+    });
+
+    it("answers a silent node's VM's delete in the API's words, and forgets it when asked", async () => {
+      await enroll('n1', [vmRecord('vm-a')]);
+      fleet.clock.advance(NODE_STALE_AFTER_MS + 1);
+      const { cookie, csrf } = await session();
+      const page = await request(fleet.opsUrl).get('/').set('Cookie', cookie).expect(200);
+      expect(page.text).toContain('data-action="/console/vms/vm-a/forget"');
+      expect(page.text).not.toContain('data-action="/console/vms/vm-a/delete"');
+      const post = (path: string) =>
+        request(fleet.opsUrl).post(path).set('Cookie', cookie).set('X-CSRF-Token', csrf).send({});
+      const refused = await post('/console/vms/vm-a/delete').expect(409);
+      expect(refused.body.message).toMatch(
+        /^vm vm-a is on node n1, silent since .*: no agent can destroy it/,
+      );
+      const stop = await post('/console/vms/vm-a/stop').expect(409);
+      expect(stop.body.message).toMatch(/^vm vm-a is on node n1, whose agent has not listed it/);
+      const forgotten = await post('/console/vms/vm-a/forget').expect(200);
+      expect(forgotten.body.message).toBe('vm vm-a forgotten: nothing was stopped on its node');
+      await post('/console/vms/vm-a/forget').expect(404);
+      const vms = await request(fleet.url).get('/v1/vms').expect(200);
+      expect(vms.body).toEqual([]);
+    });
+
+    it('answers an unknown VM or node with a page that says so', async () => {
+      const { cookie } = await session();
+      const vm = await request(fleet.opsUrl).get('/vms/vm-nope').set('Cookie', cookie).expect(404);
+      expect(vm.text).toContain('No node lists a VM vm-nope.');
+      const node = await request(fleet.opsUrl)
+        .get('/nodes/n-nope')
+        .set('Cookie', cookie)
+        .expect(404);
+      expect(node.text).toContain('No node n-nope is stored.');
+    });
+  });
+
   describe('with an open API', () => {
     beforeEach(async () => {
       fleet = await startFleet({ ops: true });
@@ -164,6 +251,7 @@ describe('web console', () => {
           heartbeat({
             node_id: 'n1',
             hostname: HOSTILE,
+            spawn_port: await closedPort(),
             vms: [vmRecord('vm-1', { vm_type: 'web', tenant_id: 'acme' })],
           }),
         )
