@@ -19,9 +19,14 @@ export interface DashboardPanel {
 }
 
 export interface Dashboard {
+  /** What Grafana's import asks for: here the Prometheus data source, as ${DS_PROMETHEUS}. */
+  __inputs: Array<{ name: string; type: string; pluginId: string; label?: string }>;
+  __requires: Array<{ type: string; id: string }>;
   uid: string;
   title: string;
-  templating: { list: Array<{ name: string; type: string; query?: string }> };
+  templating: {
+    list: Array<{ name: string; type: string; query?: string; current?: { value?: string } }>;
+  };
   panels: DashboardPanel[];
 }
 

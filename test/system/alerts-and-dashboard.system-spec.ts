@@ -62,6 +62,26 @@ describe('the Grafana dashboard', () => {
     expect(dashboard.templating.list).toContainEqual(
       expect.objectContaining({ name: 'datasource', type: 'datasource', query: 'prometheus' }),
     );
+    // Grafana's import asks for a Prometheus data source (an input), and the datasource variable
+    // starts on the one chosen: the import puts its uid wherever ${DS_PROMETHEUS} is written.
+    expect(dashboard.__inputs).toEqual([
+      expect.objectContaining({
+        name: 'DS_PROMETHEUS',
+        type: 'datasource',
+        pluginId: 'prometheus',
+      }),
+    ]);
+    expect(dashboard.templating.list.find(({ name }) => name === 'datasource')?.current).toEqual(
+      expect.objectContaining({ value: '${DS_PROMETHEUS}' }),
+    );
+    expect(dashboard.__requires).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ type: 'datasource', id: 'prometheus' }),
+        ...[...new Set(dashboard.panels.map((panel) => panel.type))].map((type) =>
+          expect.objectContaining({ type: 'panel', id: type }),
+        ),
+      ]),
+    );
     const prometheus = { type: 'prometheus', uid: '${datasource}' };
     for (const panel of dashboard.panels) {
       expect({ panel: panel.title, datasource: panel.datasource }).toEqual({
