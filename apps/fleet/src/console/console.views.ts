@@ -514,9 +514,11 @@ export function nodeLive(
       <dt>Reserved</dt>
       <dd>${node.reserved ? 'yes: used only when no other node fits' : 'no'}</dd>
       <dt>Placement</dt>
-      <dd class="passed-over">
-        ${node.passed_over === null ? 'takes VMs that fit its free RAM' : html`passes it over: ${node.passed_over}`}
-      </dd>
+      ${
+        node.passed_over === null
+          ? html`<dd>takes VMs that fit its free RAM</dd>`
+          : html`<dd class="passed-over">passes it over: ${node.passed_over}</dd>`
+      }
     </dl>
     <h2>Its VMs</h2>
     ${vmTable(vms, nodes)}`;
