@@ -172,7 +172,7 @@ export class ConsoleController {
     if (found === undefined) {
       return sendHtml(res, notFoundPage(`No node lists a VM ${vm_id}.`, context), 404);
     }
-    const { nodes } = await this.console.overview({ node: found.node_id }, this.open);
+    const nodes = await this.console.fleetNodes();
     sendHtml(res, vmPage(found, nodes, context));
   }
 
@@ -234,7 +234,7 @@ export class ConsoleController {
   @Get('console/fragments/vms/:vm_id')
   async vmFragment(@Param() { vm_id }: VmIdParams, @Res() res: Response): Promise<void> {
     const vm = await this.console.vm(vm_id);
-    const { nodes } = await this.console.overview({ node: vm.node_id }, this.open);
+    const nodes = await this.console.fleetNodes();
     sendHtml(res, vmLive(vm, nodes));
   }
 

@@ -47,7 +47,7 @@ export class ConsoleService {
 
   /** The fleet at a glance, the VMs filtered by tenant and node. */
   async overview(filters: ConsoleFilters, open: boolean): Promise<ConsoleOverview> {
-    const [nodes, vms] = await Promise.all([this.consoleNodes(), this.operations.listVms()]);
+    const [nodes, vms] = await Promise.all([this.fleetNodes(), this.operations.listVms()]);
     return {
       version: this.version,
       open,
@@ -95,7 +95,7 @@ export class ConsoleService {
   }
 
   /** Every stored node (the live ones, the silent ones kept for their VMs), by id. */
-  private async consoleNodes(): Promise<ConsoleNode[]> {
+  async fleetNodes(): Promise<ConsoleNode[]> {
     const nowMs = this.clock.now();
     const wallNowMs = this.clock.wallNow();
     const notBefore = liveSince(nowMs);
