@@ -36,6 +36,9 @@ const OLD_CREDENTIAL_NOTES = 4096;
 /** At most one warning per this for heartbeats refused a node's token; the next counts the rest. */
 const REFUSAL_WARNING_EVERY_MS = 60_000;
 
+/** Nodes whose last listed VM ids are kept (see NodesService.knownVmIds). */
+const KNOWN_VM_IDS_NODES = 100_000;
+
 /** Every heartbeat taken gets this same answer. */
 const ACCEPTED: HeartbeatAnswer = Object.freeze({ accepted: true });
 
@@ -44,6 +47,12 @@ export class NodesService {
   private readonly logger = new Logger('Nodes');
   private readonly conflicts = new NodeIdConflicts();
   private readonly foreignVmIds = new ForeignVmIds();
+  /**
+   * The VM ids each node's last heartbeat taken here listed: a heartbeat listing none beyond
+   * them needs no store read to be judged (see withoutForeignVms). Forgotten whole past
+   * KNOWN_VM_IDS_NODES nodes.
+   */
+  private readonly knownVmIds = new Map<string, ReadonlySet<string>>();
   /** Nodes already noted as speaking with an old credential (once each per process). */
   private readonly notedOldCredentials = new Set<string>();
   /** When the last refused-token warning was logged, and the refusals not logged since. */
@@ -77,6 +86,10 @@ export class NodesService {
       heartbeat.node_id,
       acceptHeartbeat(owned, receivedAtMs, this.clock.wallNow(), credential),
     );
+    if (verdict.kind !== 'out-of-order') {
+      if (this.knownVmIds.size >= KNOWN_VM_IDS_NODES) this.knownVmIds.clear();
+      this.knownVmIds.set(owned.node_id, new Set(owned.vms.map((vm) => vm.vm_id)));
+    }
     this.metrics.countHeartbeat(verdict.kind);
     const id = heartbeat.node_id;
     switch (verdict.kind) {
@@ -111,6 +124,8 @@ export class NodesService {
    */
   private async withoutForeignVms(heartbeat: NodeHeartbeat, nowMs: number): Promise<NodeHeartbeat> {
     if (heartbeat.vms.length === 0) return heartbeat;
+    const cached = this.knownVmIds.get(heartbeat.node_id);
+    if (cached && heartbeat.vms.every((vm) => cached.has(vm.vm_id))) return heartbeat;
     // A silent one too: its VMs are its own as well.
     const own = await this.nodes.findLive(heartbeat.node_id, Number.MIN_SAFE_INTEGER);
     const known = new Set(own ? heldVmIds(own) : []);
