@@ -1,0 +1,88 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { declaredVariables, variableNames } from '@app/daemon';
+import { FleetConfig } from '../../apps/fleet/src/config/fleet.config';
+import { VmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
+import { ConnectionConfig } from '../../apps/ppn-fleet/src/api/connection.config';
+import { NodeSecretConfig } from '../../apps/ppn-fleet/src/node-token/node-token.command';
+
+const ROOT = join(__dirname, '..', '..');
+const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
+
+/** The bash blocks of README's "A fleet of three machines": the controller's, a node's, a VM's. */
+function fleetBlocks(): { controller: string; node: string; vm: string } {
+  const readme = read('README.md');
+  const start = readme.indexOf('\n## A fleet of three machines\n');
+  expect(start).toBeGreaterThan(0);
+  const end = readme.indexOf('\n## ', start + 1);
+  const section = readme.slice(start, end < 0 ? undefined : end);
+  const blocks = [...section.matchAll(/```bash\n([\s\S]*?)```/g)].map(([, block]) => block);
+  expect(blocks).toHaveLength(3);
+  const [controller, node, vm] = blocks;
+  return { controller, node, vm };
+}
+
+/** `NAME=` set in a block: in a heredoc (the env file, a drop-in's Environment=) or a shell line. */
+function assigned(block: string): string[] {
+  return [...block.matchAll(/(?:^|[\s=(])(VM_[A-Z0-9_]+)=/gm)].map(([, name]) => name);
+}
+
+describe("README's fleet of three machines", () => {
+  const { controller, node, vm } = fleetBlocks();
+
+  it('gives the controller the node secret and the API token, and no shared node token', () => {
+    expect(assigned(controller)).toEqual(
+      expect.arrayContaining(['VM_FLEET_NODE_SECRET_FILE', 'VM_FLEET_API_TOKEN_FILE']),
+    );
+    // Both would be the move from a shared token, which still takes it from any node.
+    expect(controller).not.toMatch(/VM_FLEET_NODE_TOKEN/);
+    // The credential lines are the ones the units ship commented out.
+    const unit = read('deploy/systemd/service-vm-fleet.service');
+    for (const line of controller
+      .split('\n')
+      .filter((l) => /^(LoadCredential|Environment)=/.test(l))) {
+      expect({ line, inUnit: unit.includes(`#${line}\n`) }).toEqual({ line, inUnit: true });
+    }
+  });
+
+  it("enrolls a node with the agent's required variables, its own token from /etc/ppn, made first", () => {
+    const required = declaredVariables(VmHostConfig)
+      .filter((variable) => variable.required)
+      .map(({ name }) => name);
+    expect(assigned(node)).toEqual(expect.arrayContaining(required));
+    expect(node.indexOf('install -d -m 700 /etc/ppn')).toBeGreaterThanOrEqual(0);
+    expect(node.indexOf('install -d -m 700 /etc/ppn')).toBeLessThan(
+      node.indexOf('/etc/ppn/node-token'),
+    );
+    const unit = read('deploy/systemd/service-vm-host.service');
+    for (const line of node.split('\n').filter((l) => /^(LoadCredential|Environment)=/.test(l))) {
+      expect({ line, inUnit: unit.includes(`#${line}\n`) }).toEqual({ line, inUnit: true });
+    }
+  });
+
+  it('sets only variables the programs declare', () => {
+    const declared = new Set([
+      ...variableNames(FleetConfig),
+      ...variableNames(VmHostConfig),
+      ...variableNames(ConnectionConfig),
+      ...variableNames(NodeSecretConfig),
+    ]);
+    for (const name of [...assigned(controller), ...assigned(node), ...assigned(vm)]) {
+      expect({ name, declared: declared.has(name) }).toEqual({ name, declared: true });
+    }
+  });
+
+  it('installs without recommended packages, the packages npm run package makes', () => {
+    const installs = [controller, node].flatMap((block) =>
+      block.split('\n').filter((line) => /apt(-get)? install/.test(line)),
+    );
+    expect(installs.length).toBeGreaterThanOrEqual(3);
+    for (const line of installs) expect(line).toContain('--no-install-recommends');
+    expect(read('deploy/packaging/build-packages.ts')).toContain(
+      '`${pkg.name}_${version}_all.deb`',
+    );
+    expect(controller).toContain('./dist/packages/service-vm-fleet_*_all.deb');
+    expect(controller).toContain('dist/packages/service-vm-host_*_all.deb');
+    expect(controller).toContain('deploy/images/build-debian-image.sh');
+  });
+});
