@@ -4,6 +4,7 @@ import request from 'supertest';
 import { NODE_STALE_AFTER_MS } from '@app/fleet-domain';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { heartbeat, vmRecord } from '../support/heartbeats';
+import { StubAgent, json } from '../support/stub-agent';
 
 /**
  * The web console on the operations listener, in-process: its headers (CSP), the login and
@@ -225,6 +226,55 @@ describe('web console', () => {
       await post('/console/vms/vm-a/forget').expect(404);
       const vms = await request(fleet.url).get('/v1/vms').expect(200);
       expect(vms.body).toEqual([]);
+    });
+
+    it("sends the actions to the VM's agent and answers in the controller's words", async () => {
+      const agent = await new StubAgent((call, res) => {
+        const action = /\/v1\/vms\/vm-a\/(stop|start|restart)$/.exec(call.url)?.[1];
+        if (action === 'start') {
+          return json(res, 409, { statusCode: 409, message: 'vm vm-a is already running' });
+        }
+        json(res, 202, {
+          vm_id: 'vm-a',
+          state: 'Running',
+          desired_state: action === 'stop' ? 'stopped' : 'running',
+          operation: action === 'stop' ? 'stopping' : 'restarting',
+          restart_count: 0,
+          last_exit: null,
+          reason: null,
+          next_start_at: null,
+        });
+      }).start();
+      try {
+        await request(fleet.url)
+          .post('/v1/nodes/heartbeat')
+          .send(heartbeat({ node_id: 'n1', vms: [vmRecord('vm-a')], spawn_port: agent.port }))
+          .expect(200);
+        const { cookie, csrf } = await session();
+        const post = (path: string, body: object = {}) =>
+          request(fleet.opsUrl)
+            .post(path)
+            .set('Cookie', cookie)
+            .set('X-CSRF-Token', csrf)
+            .send(body);
+        const stopped = await post('/console/vms/vm-a/stop', { force: true }).expect(202);
+        expect(stopped.body.message).toBe('vm vm-a: stop taken by its node (stopping)');
+        expect(agent.calls.at(-1)).toMatchObject({
+          method: 'POST',
+          url: '/v1/vms/vm-a/stop',
+          body: { force: true, timeout_s: 60 },
+        });
+        const restarted = await post('/console/vms/vm-a/restart').expect(202);
+        expect(restarted.body.message).toBe('vm vm-a: restart taken by its node (restarting)');
+        const started = await post('/console/vms/vm-a/start').expect(409);
+        expect(started.body.message).toBe('vm vm-a on node n1 is already running');
+        const bad = await post('/console/vms', { vm_type: 'web', ram_mb: 0, vcpu_count: 1 }).expect(
+          400,
+        );
+        expect(bad.body.message).toContain('ram_mb must not be less than 1');
+      } finally {
+        await agent.stop();
+      }
     });
 
     it('answers an unknown VM or node with a page that says so', async () => {
