@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { GUEST_IMAGE_BUILDER } from '../support/guest-image';
 
 /**
@@ -14,7 +15,11 @@ describe('build-debian-image.sh --mirror', () => {
     ['a carriage return', 'http://deb.debian.org/debian\r'],
     ['a control character', 'http://deb.debian.org/debian\u0001'],
   ])('refuses a mirror with %s, naming --mirror, and builds nothing', (_what, mirror) => {
-    const run = spawnSync('bash', [GUEST_IMAGE_BUILDER, '--mirror', mirror], {
+    // The script on bash's stdin, read here: the checkout may sit in a folder the unprivileged
+    // user cannot reach (a clone in root's 0700 home).
+    const run = spawnSync('bash', ['-s', '--', '--mirror', mirror], {
+      input: readFileSync(GUEST_IMAGE_BUILDER),
+      cwd: '/',
       encoding: 'utf8',
       timeout: 10_000,
       // Not root, should a check ever let it through: the builder stops at its root check.
