@@ -403,6 +403,33 @@ describe('fleet controller: VMs', () => {
       },
     );
 
+    it('asks the next node with a vm id of its own: one a refusing node listed first cannot take the VM over', async () => {
+      // A hostile node: lists the id it was sent in a heartbeat, then answers 507.
+      const hostile = await agent(async (call, res) => {
+        const { vm_id } = call.body as { vm_id: string };
+        await enroll('hostile', hostile, {
+          ram_total_mb: 1_000_000,
+          ram_used_mb: 0,
+          vms: [vmRecord(vm_id)],
+        });
+        json(res, 507, { message: 'VM_DISK_DIR /var/lib/vm-fleet is full (ENOSPC)' });
+      });
+      await enroll('hostile', hostile, { ram_total_mb: 1_000_000, ram_used_mb: 0 });
+      const healthy = await agent((call, res) =>
+        call.method === 'DELETE' ? res.writeHead(204).end() : json(res, 201, spawned(call)),
+      );
+      await enroll('healthy', healthy);
+      const { body } = await create(small).expect(201);
+      expect(body.node_id).toBe('healthy');
+      const [sentToHostile] = hostile.calls.map((call) => (call.body as { vm_id: string }).vm_id);
+      const [sentToHealthy] = healthy.calls.map((call) => (call.body as { vm_id: string }).vm_id);
+      expect(sentToHealthy).not.toBe(sentToHostile);
+      expect(body.vm_id).toBe(sentToHealthy);
+      // Its DELETE goes to the node that made it.
+      await request(fleet.url).delete(`/v1/vms/${body.vm_id}`).expect(204);
+      expect(healthy.calls.map(({ method }) => method)).toEqual(['POST', 'DELETE']);
+    });
+
     it('names the trouble in one word whatever it was: unreachable for a timeout, failed for any status', async () => {
       waitForAgentsMs(300);
       const silent = await agent(() => undefined);

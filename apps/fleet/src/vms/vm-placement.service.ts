@@ -260,7 +260,7 @@ export class VmPlacementService {
    * and asks that node's agent to start it. When that agent fails for its own reasons
    * (unreachable, reset, timeout, 5xx), a create without preferred_node goes on to the next
    * best node, up to DISPATCH_NODES_TRIED in all within CREATE_DISPATCH_DEADLINE_MS, with the
-   * same spawn key and vm id; so does one whose agent has no disk room (507) or, without
+   * same spawn key and a vm id of its own; so does one whose agent has no disk room (507) or, without
    * preferred_node, says the VM does not fit (422): such a node is passed over for a while too.
    * `keyed`: the spawn key comes from the client's Idempotency-Key, and the VM made is recorded
    * as the one that key answers.
@@ -270,14 +270,15 @@ export class VmPlacementService {
     spawnKey: string,
     keyed: boolean,
   ): Promise<CreatedVm> {
-    // Minted here, never by an agent: a VM id belongs to the node it was dispatched to.
-    const vmId = mintVmId();
     // Real time, not the clock's: this bounds how long the client waits on the network.
     const deadline = performance.now() + this.createSettings.dispatchDeadlineMs;
     const tried: string[] = [];
     let lastFailure: Error | undefined;
     for (;;) {
-      const target = await this.placeAndHold(request, spawnKey, vmId, tried).catch(
+      // Minted here, never by an agent, and anew for each node asked: a VM id belongs to the
+      // node it was dispatched to, and one a refusing node saw (and could list in a heartbeat
+      // before refusing) must never be the id another node makes.
+      const target = await this.placeAndHold(request, spawnKey, mintVmId(), tried).catch(
         (error: unknown) => {
           if (!(error instanceof PlacementRefusedError)) throw error;
           // No other node can take it: the client hears what went wrong on the one that could.
