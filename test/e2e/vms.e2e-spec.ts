@@ -403,6 +403,27 @@ describe('fleet controller: VMs', () => {
       },
     );
 
+    it.each([
+      ['without an Idempotency-Key', undefined, 'vm-00000000000000f1'],
+      ['with a key of its own', 'order-4711-web', 'vm-00000000000000f2'],
+    ])(
+      "refuses a 'replay' (%s) answering another VM the node lists: never another tenant's VM",
+      async (_what, key, victimId) => {
+        const victim = vmRecord(victimId, { tenant_id: 'acme' });
+        const replayer = await agent((_call, res) => json(res, 200, victim));
+        await enroll('replayer', replayer, { vms: [victim] });
+        const { body } = await create({ ...small, tenant_id: 'globex' }, key).expect(502);
+        expect(body.message).toBe('agent of node replayer answered unusably');
+        const vms = (await request(fleet.url).get('/v1/vms').expect(200)).body as Array<{
+          vm_id: string;
+          tenant_id: string | null;
+        }>;
+        expect(vms.map(({ vm_id, tenant_id }) => ({ vm_id, tenant_id }))).toEqual([
+          { vm_id: victimId, tenant_id: 'acme' },
+        ]);
+      },
+    );
+
     it('asks the next node with a vm id of its own: one a refusing node listed first cannot take the VM over', async () => {
       // A hostile node: lists the id it was sent in a heartbeat, then answers 507.
       const hostile = await agent(async (call, res) => {
@@ -415,9 +436,10 @@ describe('fleet controller: VMs', () => {
         json(res, 507, { message: 'VM_DISK_DIR /var/lib/vm-fleet is full (ENOSPC)' });
       });
       await enroll('hostile', hostile, { ram_total_mb: 1_000_000, ram_used_mb: 0 });
-      const healthy = await agent((call, res) =>
-        call.method === 'DELETE' ? res.writeHead(204).end() : json(res, 201, spawned(call)),
-      );
+      const healthy = await agent((call, res) => {
+        if (call.method === 'DELETE') res.writeHead(204).end();
+        else json(res, 201, spawned(call));
+      });
       await enroll('healthy', healthy);
       const { body } = await create(small).expect(201);
       expect(body.node_id).toBe('healthy');

@@ -339,7 +339,7 @@ export class VmPlacementService {
       spawned = await this.metrics.timeDispatch(
         this.vmHost.spawn(node, { ...request, vm_id: vmId }, spawnKey, timeoutMs),
       );
-      await this.checkSpawnedId(node, vmId, spawned);
+      await this.checkSpawnedId(node, vmId, spawned, keyed ? spawnKey : undefined);
     } catch (error) {
       this.logger.warn(`spawn on node ${node.node_id} failed: ${(error as Error).message}`);
       const failure = nodeFailure(error, !request.preferred_node);
@@ -401,6 +401,7 @@ export class VmPlacementService {
     node: NodeState,
     asked: string,
     { vm, replayed }: Spawned,
+    clientSpawnKey: string | undefined,
   ): Promise<void> {
     const answered = vm.vm_id;
     // The store down now: the id asked for, which this controller minted, is taken as it is
@@ -420,8 +421,15 @@ export class VmPlacementService {
     if (holder) {
       problem = `answered vm ${answered} (asked for vm ${asked}), which node ${holder.node.node_id} already holds`;
     } else if (answered !== asked) {
+      // A replay of a client's keyed create only, with a VM this node lists as made for that
+      // very key (request and tenant included): never another tenant's VM, never for a create
+      // without a key (nothing to replay).
       const itsOwn = listed.some(
-        (own) => own.vm.vm_id === answered && own.node.node_id === node.node_id,
+        (own) =>
+          own.vm.vm_id === answered &&
+          own.node.node_id === node.node_id &&
+          clientSpawnKey !== undefined &&
+          own.vm.idempotency_key === clientSpawnKey,
       );
       if (!replayed || !itsOwn) {
         problem = `answered vm ${answered}, not the vm ${asked} it was asked to make (an agent that mints its own ids, or a hostile one)`;
