@@ -79,7 +79,7 @@ describe('the installed commands', () => {
     });
     expect({ status: refused.status, stderr: refused.stderr }).toEqual({
       status: 2,
-      stderr: expect.stringContaining("error: unknown option '--port'"),
+      stderr: expect.stringContaining("ppn-fleet: unknown option '--port'"),
     });
   });
 
