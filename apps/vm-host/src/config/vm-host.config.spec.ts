@@ -32,6 +32,7 @@ describe('loadVmHostConfig', () => {
       baseImage: undefined,
       sshPubkey: undefined,
       vcpuOvercommit: 4,
+      accel: 'auto',
       failpoint: undefined,
       kvmDevice: undefined,
     });
@@ -68,6 +69,8 @@ describe('loadVmHostConfig', () => {
     ['VM_RESERVED', 'yes'],
     ['VM_RESERVED', '2'],
     ['VM_DISK_DIR', 'relative/dir'],
+    ['VM_ACCEL', 'hvf'],
+    ['VM_ACCEL', 'KVM-please'],
   ])('refuses %s=%s, naming the variable but not echoing the value', (name, value) => {
     const message = errorOf({ ...required, [name]: value });
     expect(message).toContain(name);
@@ -83,6 +86,16 @@ describe('loadVmHostConfig', () => {
     ['0', false],
   ])('reads VM_RESERVED=%s as %s', (value, reserved) => {
     expect(loadVmHostConfig({ ...required, VM_RESERVED: value }).reserved).toBe(reserved);
+  });
+
+  it.each(['auto', 'kvm', 'tcg'] as const)('takes VM_ACCEL=%s', (accel) => {
+    expect(loadVmHostConfig({ ...required, VM_ACCEL: accel }).accel).toBe(accel);
+  });
+
+  it('says which values VM_ACCEL takes', () => {
+    expect(errorOf({ ...required, VM_ACCEL: 'xen' })).toContain(
+      'VM_ACCEL must be one of auto, kvm, tcg',
+    );
   });
 
   it('keeps credentials in the endpoint out of what logs show', () => {

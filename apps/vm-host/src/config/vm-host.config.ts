@@ -81,6 +81,15 @@ export const FAILPOINTS = [
 ] as const;
 export type Failpoint = (typeof FAILPOINTS)[number];
 
+/**
+ * How the agent accelerates its VMs: `auto` runs each under KVM when /dev/kvm is usable (falling
+ * back to TCG when KVM fails), `kvm` requires KVM (a VM that cannot run under it is an Error),
+ * `tcg` never uses KVM.
+ */
+export const VM_ACCEL_MODES = ['auto', 'kvm', 'tcg'] as const;
+export type VmAccelMode = (typeof VM_ACCEL_MODES)[number];
+export const DEFAULT_VM_ACCEL: VmAccelMode = 'auto';
+
 /** vCPUs the agent lets its VMs have per logical core, unless VM_VCPU_OVERCOMMIT says otherwise. */
 export const DEFAULT_VCPU_OVERCOMMIT = 4;
 
@@ -206,6 +215,16 @@ export class VmHostConfig extends DaemonConfig {
     default: DEFAULT_VCPU_OVERCOMMIT,
   })
   vcpuOvercommit!: number;
+
+  /** KVM or TCG for this node's VMs (see VM_ACCEL_MODES); prefer_kvm only steers placement. */
+  @EnvironmentVariable('VM_ACCEL', {
+    validate: IsIn(VM_ACCEL_MODES, {
+      message: `$property must be one of ${VM_ACCEL_MODES.join(', ')}`,
+    }),
+    read: (value) => value as VmAccelMode,
+    default: DEFAULT_VM_ACCEL,
+  })
+  accel!: VmAccelMode;
 
   /** Test-only: the provisioning step at which the agent kills itself (see FAILPOINTS). */
   @EnvironmentVariable('VM_HOST_FAILPOINT', {
