@@ -255,10 +255,9 @@ export function sshLine(vm: FleetVmWithLifeCycle, wgIp: string | undefined): str
   return `ssh -p ${forward.host_port} ${SSH_USER}@${wgIp}`;
 }
 
-/** The accelerator a VM reports: none does yet, so "—" unless a field appears. */
+/** The accelerator the VM's agent reports (kvm, tcg); "—" before its start or from an old agent. */
 function acceleratorOf(vm: FleetVmWithLifeCycle): string {
-  const accel = (vm as FleetVmWithLifeCycle & { accel?: unknown }).accel;
-  return typeof accel === 'string' && accel !== '' ? accel : '—';
+  return vm.accel ?? '—';
 }
 
 function stateCell(vm: FleetVmWithLifeCycle): Html {

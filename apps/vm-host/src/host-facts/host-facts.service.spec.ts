@@ -88,6 +88,26 @@ describe('HostFactsService', () => {
     expect(await service.kvmUsable()).toBe(true);
   });
 
+  it('reports KVM unavailable once it failed at run time, saying why once with the node', async () => {
+    await writeFile(paths.kvmDevice, '', { mode: 0o600 });
+    const service = new HostFactsService(paths, vmHostConfig({ VM_NODE_ID: 'node-k' }));
+    expect((await service.read()).kvm_available).toBe(true);
+    service.kvmFailed('vm vm-1: QMP status internal-error under KVM');
+    service.kvmFailed('vm vm-2: QMP status internal-error under KVM');
+    expect((await service.read()).kvm_available).toBe(false);
+    expect(await service.kvmDeviceUsable()).toBe(true);
+    expect(service.kvmFailureReason()).toBe('vm vm-1: QMP status internal-error under KVM');
+    expect(warnings).toEqual([
+      'node node-k: KVM failed at run time: vm vm-1: QMP status internal-error under KVM; kvm_available is false until the agent restarts',
+    ]);
+  });
+
+  it('reports KVM unavailable under VM_ACCEL=tcg, the device usable or not', async () => {
+    await writeFile(paths.kvmDevice, '', { mode: 0o600 });
+    const service = new HostFactsService(paths, vmHostConfig({ VM_ACCEL: 'tcg' }));
+    expect((await service.read()).kvm_available).toBe(false);
+  });
+
   it('degrades a fact it cannot read to a safe value, warning once, not every beat', async () => {
     mocked.mem.mockRejectedValue(new Error('/proc/meminfo unreadable'));
     mocked.currentLoad.mockResolvedValue({

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { constants } from 'node:fs';
 import { access, readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
@@ -66,8 +66,13 @@ export class HostFactsService {
   /** Facts whose failure was already warned about, so a broken fact warns once, not every beat. */
   private readonly failing = new Set<string>();
   private cpuCores?: number;
+  /** Why KVM failed at run time in this agent process (with the VM it failed), if it did. */
+  private kvmFailure: string | null = null;
 
-  constructor(private readonly paths: HostFactsPaths) {}
+  constructor(
+    private readonly paths: HostFactsPaths,
+    @Optional() private readonly config?: VmHostConfig,
+  ) {}
 
   async read(): Promise<HostFacts> {
     const [capacity, cpuLoad, kvm, bootId, name] = await Promise.all([
@@ -116,8 +121,35 @@ export class HostFactsService {
     return Math.min(100, Math.max(0, Math.round(load * 10) / 10));
   }
 
-  /** KVM is usable when its device exists and this process may open it read-write. */
+  /**
+   * What the heartbeat reports as kvm_available and what VM_ACCEL=auto runs VMs under: the
+   * device is usable, VM_ACCEL is not tcg, and KVM has not failed at run time in this process.
+   */
   async kvmUsable(): Promise<boolean> {
+    if (this.config?.accel === 'tcg' || this.kvmFailure !== null) return false;
+    return this.kvmDeviceUsable();
+  }
+
+  /**
+   * Marks KVM failed at run time (a start that aborts under every CPU model, a guest stopped
+   * with a KVM internal error): kvm_available is false, and VMs start under TCG, until the agent
+   * restarts and tries KVM again. `reason` names the VM it failed with.
+   */
+  kvmFailed(reason: string): void {
+    if (this.kvmFailure !== null) return;
+    this.kvmFailure = reason;
+    this.logger.warn(
+      `node ${this.config?.nodeId ?? 'this node'}: KVM failed at run time: ${reason}; kvm_available is false until the agent restarts`,
+    );
+  }
+
+  /** Why KVM failed at run time in this process, or null. */
+  kvmFailureReason(): string | null {
+    return this.kvmFailure;
+  }
+
+  /** KVM's device exists and this process may open it read-write. */
+  async kvmDeviceUsable(): Promise<boolean> {
     try {
       await access(this.paths.kvmDevice, constants.R_OK | constants.W_OK);
       return true;

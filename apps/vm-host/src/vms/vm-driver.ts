@@ -1,4 +1,4 @@
-import { HYPERVISOR_OVERHEAD_MB, type HostPort } from '@app/fleet-domain';
+import { HYPERVISOR_OVERHEAD_MB, type HostPort, type VmAccel } from '@app/fleet-domain';
 
 /** A VM as the agent asks a hypervisor for it: the vm_id the agent made and validated numbers. */
 export interface VmSpec {
@@ -27,6 +27,8 @@ export interface StartedVm {
   hostPorts: HostPort[];
   /** For the "started" log line: what runs the VM and where it is reached. */
   summary: string;
+  /** When the VM runs under another accelerator than it was started for (KVM failed): why. */
+  accelFallback?: string;
 }
 
 /** A VM process the driver found alive on the host. */
@@ -125,5 +127,10 @@ export abstract class VmDriver {
    */
   overheadMb(_record: DriverRecord): number {
     return HYPERVISOR_OVERHEAD_MB;
+  }
+
+  /** The hardware acceleration `record` runs the VM under, when the driver has such a notion. */
+  accel(_record: DriverRecord): VmAccel | null {
+    return null;
   }
 }

@@ -8,7 +8,7 @@ import { NodeVmsReport, NodeVmsSource, ReportedVm } from './node-vms.source';
 import { SpawnOutcome, VmAdmissionService } from './admission/vm-admission.service';
 import { VmDriver } from './vm-driver';
 import { VmFiles } from './files/vm-files';
-import { VmLifecycle, toVmRecord } from './life-cycle/vm-lifecycle';
+import { VmLifecycle } from './life-cycle/vm-lifecycle';
 import { VmReconciliationService } from './reconciliation/vm-reconciliation.service';
 import { VmSidecars } from './files/vm-sidecars';
 import { DeletedDisks } from './files/deleted-disks.service';
@@ -84,7 +84,7 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
   async list(): Promise<VmRecord[]> {
     const sidecars = await this.sidecars.all();
     const states = await Promise.all(sidecars.map((sidecar) => this.lifecycle.stateOf(sidecar)));
-    return sidecars.map((sidecar, index) => toVmRecord(sidecar, states[index]));
+    return sidecars.map((sidecar, index) => this.lifecycle.recordOf(sidecar, states[index]));
   }
 
   /**
@@ -99,7 +99,7 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
     const vms: ReportedVm[] = sidecars.map((sidecar, index) => {
       const key = keptKey(sidecar, nowMs);
       return {
-        ...toVmRecord(sidecar, states[index]),
+        ...this.lifecycle.recordOf(sidecar, states[index]),
         ...(key ? { idempotency_key: key.value } : {}),
       };
     });

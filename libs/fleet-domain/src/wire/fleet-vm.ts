@@ -45,6 +45,8 @@ export function vmRecordOf(vm: VmRecord): VmRecord {
       protocol,
     })),
   };
+  // Passed through as the agent reported it; absent from agents that do not report it.
+  if (vm.accel !== undefined) record.accel = vm.accel;
   return record;
 }
 

@@ -24,6 +24,10 @@ export enum VmState {
   Error = 'Error',
 }
 
+/** How a VM runs: under KVM (hardware virtualization) or TCG (QEMU's emulation). */
+export const VM_ACCELS = ['kvm', 'tcg'] as const;
+export type VmAccel = (typeof VM_ACCELS)[number];
+
 export class HostPort {
   @ApiProperty({ type: 'integer', minimum: 1, maximum: 65535, example: 22022 })
   @Min(1)
@@ -98,4 +102,16 @@ export class VmRecord {
   @IsArray()
   @Type(() => HostPort)
   host_ports: HostPort[] = [];
+
+  @ApiProperty({
+    required: false,
+    enum: VM_ACCELS,
+    nullable: true,
+    example: 'kvm',
+    description:
+      "How the VM runs on its node: kvm (hardware virtualization) or tcg (QEMU's emulation, slower). Chosen by the node's agent (VM_ACCEL; prefer_kvm only steers placement), tcg when KVM failed there. Null while the VM has not (yet) been started; absent from agents that do not report it.",
+  })
+  @IsOptional()
+  @IsIn(VM_ACCELS)
+  accel?: VmAccel | null;
 }

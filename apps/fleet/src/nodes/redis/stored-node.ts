@@ -181,6 +181,7 @@ function isStoredVm(value: unknown): value is HeartbeatVm {
     isOptional(value.started_at, isStringOrNull) &&
     isOptional(value.tenant_id, isStringOrNull) &&
     isOptional(value.idempotency_key, isString) &&
+    isOptional(value.accel, (accel) => accel === null || accel === 'kvm' || accel === 'tcg') &&
     isOptional(value.host_ports, (ports) => isArrayOf(ports, isHostPort))
   );
 }

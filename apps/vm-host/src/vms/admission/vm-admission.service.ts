@@ -15,7 +15,7 @@ import { HostFactsService } from '../../host-facts/host-facts.service';
 import { CrashFailpoint } from '../life-cycle/crash-failpoint';
 import { diskProblemOf } from './disk-problem';
 import { SpawnKey, keptKey } from './idempotency-key';
-import { VmLifecycle, specOf, toVmRecord } from '../life-cycle/vm-lifecycle';
+import { VmLifecycle, specOf } from '../life-cycle/vm-lifecycle';
 import { DriverRecord, VmDriver } from '../vm-driver';
 import { VmFiles, VmSidecar } from '../files/vm-files';
 import { VmSidecars } from '../files/vm-sidecars';
@@ -77,7 +77,10 @@ export class VmAdmissionService {
       }
       if (earlier) {
         this.logger.log(`vm ${earlier.vm_id} answered again for a retried spawn (same key)`);
-        return { vm: toVmRecord(earlier, await this.lifecycle.stateOf(earlier)), created: false };
+        return {
+          vm: this.lifecycle.recordOf(earlier, await this.lifecycle.stateOf(earlier)),
+          created: false,
+        };
       }
     }
     await this.checkCapacity(request, sidecars);
@@ -133,7 +136,7 @@ export class VmAdmissionService {
         // The disk is fine but a tool is not: listed as Error, as a failed start is.
         await this.lifecycle.fail(sidecar, error);
         this.lifecycle.announce();
-        return { vm: toVmRecord(sidecar, VmState.Error), created: true };
+        return { vm: this.lifecycle.recordOf(sidecar, VmState.Error), created: true };
       }
       await this.files.removeAll(vmId).catch((cleanup: unknown) => {
         this.logger.error(`vm ${vmId}: could not remove its files: ${messageOf(cleanup)}`);
@@ -150,7 +153,7 @@ export class VmAdmissionService {
     );
     this.lifecycle.provision(sidecar);
     this.lifecycle.announce();
-    return { vm: toVmRecord(sidecar, VmState.Provisioning), created: true };
+    return { vm: this.lifecycle.recordOf(sidecar, VmState.Provisioning), created: true };
   }
 
   /**

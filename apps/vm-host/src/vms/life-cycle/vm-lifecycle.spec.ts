@@ -54,6 +54,7 @@ describe('VmLifecycle', () => {
       started_at: null,
       tenant_id: 'acme',
       host_ports: [],
+      accel: null,
     });
     const vmId = accepted.vm_id;
     expect(driver.creates.map(({ spec, record }) => ({ spec, record }))).toEqual([

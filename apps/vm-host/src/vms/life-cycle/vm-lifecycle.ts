@@ -10,6 +10,7 @@ import {
   MAX_LIFE_CYCLE_TEXT,
   VmLifeCycle,
   VmOperation,
+  VmAccel,
   VmRecord,
   VmState,
   toRfc3339,
@@ -187,6 +188,12 @@ export class VmLifecycle {
     return state;
   }
 
+  /** The VM as answers and heartbeats show it, with the accelerator it (last) ran under. */
+  recordOf(sidecar: VmSidecar, state: VmState): VmRecord {
+    const accel = sidecar.started_at === null ? null : this.driver.accel(sidecar.driver);
+    return toVmRecord(sidecar, state, accel);
+  }
+
   /** The VM's life cycle as operators see it: its state, what was asked, and why they differ. */
   lifeCycleOf(sidecar: VmSidecar, state: VmState): VmLifeCycle {
     const vmId = sidecar.vm_id;
@@ -250,6 +257,7 @@ export class VmLifecycle {
     const started = await this.metrics.timeSpawn(this.startOrFallBack(sidecar, keepPorts));
     // Kept even if the write below fails, so a delete still stops what was started.
     sidecar.driver = started.record;
+    if (started.accelFallback !== undefined) sidecar.accel_fallback = started.accelFallback;
     sidecar.host_ports = started.hostPorts;
     sidecar.started_at = toRfc3339(this.clock.now());
     sidecar.error = null;
@@ -305,7 +313,11 @@ export function specOf(sidecar: VmSidecar): VmSpec {
   };
 }
 
-export function toVmRecord(sidecar: VmSidecar, state: VmState): VmRecord {
+export function toVmRecord(
+  sidecar: VmSidecar,
+  state: VmState,
+  accel: VmAccel | null = null,
+): VmRecord {
   return {
     vm_id: sidecar.vm_id,
     vm_type: sidecar.vm_type,
@@ -315,5 +327,6 @@ export function toVmRecord(sidecar: VmSidecar, state: VmState): VmRecord {
     started_at: sidecar.started_at,
     tenant_id: sidecar.tenant_id,
     host_ports: sidecar.host_ports,
+    accel,
   };
 }

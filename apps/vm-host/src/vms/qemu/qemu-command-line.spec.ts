@@ -1,5 +1,6 @@
 import { TCG_TRANSLATION_CACHE_MB } from '@app/fleet-domain';
 import {
+  KVM_CPU_MODELS,
   accelOf,
   forwardedPorts,
   guestOf,
@@ -37,7 +38,7 @@ describe('qemuArgs', () => {
     expect(args).toContain('-daemonize');
   });
 
-  it('uses TCG, with a translation cache of TCG_TRANSLATION_CACHE_MB, unless KVM was asked for and usable', () => {
+  it('uses TCG, with a translation cache of TCG_TRANSLATION_CACHE_MB, unless the launch says KVM', () => {
     expect(option(qemuArgs(launch), '-machine')).toEqual(['q35']);
     expect(option(qemuArgs(launch), '-accel')).toEqual([`tcg,tb-size=${TCG_TRANSLATION_CACHE_MB}`]);
     expect(TCG_TRANSLATION_CACHE_MB).toBeLessThanOrEqual(128);
@@ -45,6 +46,24 @@ describe('qemuArgs', () => {
     const kvm = qemuArgs({ ...launch, accel: 'kvm' });
     expect(option(kvm, '-machine')).toEqual(['q35,accel=kvm']);
     expect(option(kvm, '-cpu')).toEqual(['host']);
+  });
+
+  it.each(KVM_CPU_MODELS)('runs KVM with the CPU model %s, one -cpu, no -accel', (cpuModel) => {
+    const args = qemuArgs({ ...launch, accel: 'kvm', cpuModel });
+    expect(option(args, '-machine')).toEqual(['q35,accel=kvm']);
+    expect(option(args, '-cpu')).toEqual([cpuModel]);
+    expect(option(args, '-accel')).toEqual([]);
+    expect(accelOf(args)).toBe('kvm');
+  });
+
+  it('tries the host CPU first and ends with a named model that needs no host MSRs', () => {
+    expect(KVM_CPU_MODELS).toEqual(['host', 'host,-arch-capabilities', 'qemu64']);
+  });
+
+  it('leaves the CPU model out under TCG', () => {
+    const args = qemuArgs({ ...launch, accel: 'tcg', cpuModel: 'host' });
+    expect(option(args, '-cpu')).toEqual([]);
+    expect(accelOf(args)).toBe('tcg');
   });
 
   it('forwards SSH on the node address and the checked port', () => {

@@ -3,6 +3,14 @@ import { TCG_TRANSLATION_CACHE_MB, type HostPort } from '@app/fleet-domain';
 /** How QEMU runs a guest: KVM when asked for and usable, else TCG (emulation). */
 export type QemuAccel = 'kvm' | 'tcg';
 
+/**
+ * The CPU models a VM is tried with under KVM, in order: the host's own CPU; the same without
+ * arch-capabilities, whose MSR 0x10a some nested hosts refuse (`failed to set MSR 0x10a`); then
+ * a named model that asks nothing of the host's MSRs. After the last, TCG (VM_ACCEL=auto).
+ */
+export const KVM_CPU_MODELS = ['host', 'host,-arch-capabilities', 'qemu64'] as const;
+export type KvmCpuModel = (typeof KVM_CPU_MODELS)[number];
+
 /** The guest port every VM's SSH forward reaches. */
 export const SSH_GUEST_PORT = 22;
 
@@ -11,6 +19,8 @@ export interface QemuLaunch {
   ramMb: number;
   vcpuCount: number;
   accel: QemuAccel;
+  /** Under KVM, the CPU model (KVM_CPU_MODELS); `host` when not given. Unused under TCG. */
+  cpuModel?: KvmCpuModel;
   disk: string;
   seedIso: string;
   qmpSocket: string;
@@ -34,11 +44,7 @@ export function qemuArgs(launch: QemuLaunch): string[] {
   return [
     '-name',
     `guest=${launch.vmId}`,
-    // Under TCG, a bounded translation cache: QEMU's default of 1 GiB grows as the guest runs,
-    // memory counted nowhere (see TCG_OVERHEAD_MB).
-    ...(launch.accel === 'kvm'
-      ? ['-machine', 'q35,accel=kvm', '-cpu', 'host']
-      : ['-machine', 'q35', '-accel', `tcg,tb-size=${TCG_TRANSLATION_CACHE_MB}`]),
+    ...accelArgs(launch),
     '-m',
     `${launch.ramMb}M`,
     '-smp',
@@ -66,6 +72,14 @@ export function qemuArgs(launch: QemuLaunch): string[] {
     'none',
     '-daemonize',
   ];
+}
+
+/** The machine, accelerator and CPU options of a launch. */
+export function accelArgs({ accel, cpuModel }: Pick<QemuLaunch, 'accel' | 'cpuModel'>): string[] {
+  if (accel === 'kvm') return ['-machine', 'q35,accel=kvm', '-cpu', cpuModel ?? 'host'];
+  // Under TCG, a bounded translation cache: QEMU's default of 1 GiB grows as the guest runs,
+  // memory counted nowhere (see TCG_OVERHEAD_MB).
+  return ['-machine', 'q35', '-accel', `tcg,tb-size=${TCG_TRANSLATION_CACHE_MB}`];
 }
 
 /** The value after `flag` in a command line. */

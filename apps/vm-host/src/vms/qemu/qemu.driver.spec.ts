@@ -9,7 +9,7 @@ import { HostFactsPaths, HostFactsService } from '../../host-facts/host-facts.se
 import { HostProcess, ProcessTable } from '../../host-facts/process-table';
 import { CrashFailpoint } from '../life-cycle/crash-failpoint';
 import { VmFiles } from '../files/vm-files';
-import { VmAccelerationError, VmCreateError, VmCreationUnavailableError } from '../vms.errors';
+import { VmCreateError, VmCreationUnavailableError } from '../vms.errors';
 import { qemuArgs } from './qemu-command-line';
 import * as tools from './run-tool';
 import { QemuDriver, SERIAL_LOG_MAX_BYTES } from './qemu.driver';
@@ -30,17 +30,25 @@ describe('QemuDriver', () => {
     await rm(root, { recursive: true, force: true });
   });
 
-  function driver(baseImage?: string, diskDir = root): QemuDriver {
+  let hostFacts: HostFactsService;
+
+  function driver(
+    baseImage?: string,
+    diskDir = root,
+    env: Record<string, string> = {},
+  ): QemuDriver {
     const config = vmHostConfig({
       VM_DISK_DIR: diskDir,
       ...(baseImage === undefined ? {} : { VM_BASE_IMAGE: baseImage }),
       VM_WG_IP: '127.0.0.1',
+      ...env,
     });
     const paths = Object.assign(new HostFactsPaths(), { kvmDevice });
+    hostFacts = new HostFactsService(paths, config);
     return new QemuDriver(
       config,
       new VmFiles(config),
-      new HostFactsService(paths),
+      hostFacts,
       new ProcessTable(paths),
       new CrashFailpoint(config),
     );
@@ -60,7 +68,7 @@ describe('QemuDriver', () => {
     );
   });
 
-  it('plans KVM only when asked for and /dev/kvm is usable, else TCG', async () => {
+  it('plans KVM whenever /dev/kvm is usable, prefer_kvm or not (VM_ACCEL=auto), else TCG', async () => {
     const base = join(root, 'base.qcow2');
     execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', base, '1M']);
     const qemu = driver(base);
@@ -69,11 +77,30 @@ describe('QemuDriver', () => {
       summary: 'tcg',
     });
     await writeFile(kvmDevice, '');
-    expect((await qemu.plan({ preferKvm: false })).summary).toBe('tcg');
-    expect(await qemu.plan({ preferKvm: true })).toEqual({
-      record: { kind: 'qemu', accel: 'kvm', pid: null },
-      summary: 'kvm',
-    });
+    for (const preferKvm of [false, true]) {
+      expect(await qemu.plan({ preferKvm })).toEqual({
+        record: { kind: 'qemu', accel: 'kvm', pid: null },
+        summary: 'kvm',
+      });
+    }
+    expect(qemu.accel({ kind: 'qemu', accel: 'kvm', pid: null })).toBe('kvm');
+  });
+
+  it('plans TCG under VM_ACCEL=tcg though KVM is usable, and refuses every VM under VM_ACCEL=kvm without KVM', async () => {
+    const base = join(root, 'base.qcow2');
+    execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', base, '1M']);
+    await expect(driver(base, root, { VM_ACCEL: 'kvm' }).plan({ preferKvm: true })).rejects.toThrow(
+      new VmCreationUnavailableError(
+        'VM_ACCEL=kvm and KVM cannot be used on this node (its device cannot be opened read-write); no VM can be made',
+      ),
+    );
+    await writeFile(kvmDevice, '');
+    expect((await driver(base, root, { VM_ACCEL: 'tcg' }).plan({ preferKvm: true })).summary).toBe(
+      'tcg',
+    );
+    expect((await driver(base, root, { VM_ACCEL: 'kvm' }).plan({ preferKvm: false })).summary).toBe(
+      'kvm',
+    );
   });
 
   it('cuts a console log grown past 8 MiB to its last 1 MiB, and leaves a smaller one alone', async () => {
@@ -133,30 +160,121 @@ describe('QemuDriver', () => {
       jest.spyOn(tools, 'runTool').mockRejectedValue(new Error(MSR_FAILURE));
     });
 
-    async function started(accel: 'kvm' | 'tcg'): Promise<unknown> {
+    async function started(
+      accel: 'kvm' | 'tcg',
+      env: Record<string, string> = {},
+    ): Promise<unknown> {
       const files = await preparedFiles();
       const vmId = await files.newVmId();
-      return driver()
+      return driver(undefined, root, env)
         .start({ vmId, vmType: 'web', ramMb: 64, vcpuCount: 1 }, { kind: 'qemu', accel, pid: null })
         .catch((error: unknown) => error);
     }
 
-    it('under KVM, says the VM may start under TCG instead', async () => {
-      const error = await started('kvm');
-      expect(error).toBeInstanceOf(VmAccelerationError);
-      expect(error).toMatchObject({
-        step: 'QEMU',
-        message: `could not start under KVM: ${MSR_FAILURE}`,
-        fallback: { kind: 'qemu', accel: 'tcg', pid: null },
-        instead: 'TCG',
-      });
-    });
-
     it('under TCG, is a plain create failure', async () => {
       const error = await started('tcg');
       expect(error).toBeInstanceOf(VmCreateError);
-      expect(error).not.toBeInstanceOf(VmAccelerationError);
       expect(error).toMatchObject({ step: 'QEMU', message: expect.stringContaining('MSR') });
+    });
+
+    it('under every KVM CPU model and TCG too, is a plain create failure: KVM not blamed', async () => {
+      await writeFile(kvmDevice, '');
+      const error = await started('kvm');
+      expect(error).toBeInstanceOf(VmCreateError);
+      expect(error).toMatchObject({ step: 'QEMU', message: MSR_FAILURE });
+      expect(tools.runTool).toHaveBeenCalledTimes(4);
+      expect(await hostFacts.kvmUsable()).toBe(true);
+    });
+
+    it('under VM_ACCEL=kvm, fails with the reason and tries no TCG', async () => {
+      await writeFile(kvmDevice, '');
+      const error = await started('tcg', { VM_ACCEL: 'kvm' });
+      expect(error).toBeInstanceOf(VmCreateError);
+      expect((error as Error).message).toBe(
+        `could not start under KVM: host: ${MSR_FAILURE}; host,-arch-capabilities: ${MSR_FAILURE}; qemu64: ${MSR_FAILURE}; VM_ACCEL=kvm: not started under TCG`,
+      );
+      const runs = jest.mocked(tools.runTool).mock.calls.map(([, args]) => args);
+      expect(runs.map((args) => args[args.indexOf('-machine') + 1])).toEqual(
+        Array(3).fill('q35,accel=kvm'),
+      );
+    });
+  });
+
+  describe('when KVM fails to start a VM (a fake qemu-system-x86_64)', () => {
+    /** QEMU aborts under KVM with these CPU models; otherwise it "daemonizes" (writes its pidfile). */
+    function fakeRunner(failingModels: readonly string[]): void {
+      jest.spyOn(tools, 'runTool').mockImplementation(async (_tool, args) => {
+        const cpu = args.includes('-cpu') ? args[args.indexOf('-cpu') + 1] : null;
+        if (cpu !== null && failingModels.includes(cpu)) {
+          throw new Error('qemu-system-x86_64 failed: error: failed to set MSR 0x10a to 0x69');
+        }
+        await writeFile(args[args.indexOf('-pidfile') + 1], `${process.pid}\n`);
+        // Where QEMU's QMP socket would be (nothing answers on it).
+        await writeFile(/^unix:([^,]+),/.exec(args[args.indexOf('-qmp') + 1])![1], '');
+      });
+    }
+
+    function cpusTried(): Array<string | null> {
+      return jest
+        .mocked(tools.runTool)
+        .mock.calls.map(([, args]) =>
+          args.includes('-cpu') ? args[args.indexOf('-cpu') + 1] : null,
+        );
+    }
+
+    async function start(qemu: QemuDriver) {
+      const files = await preparedFiles();
+      const vmId = await files.newVmId();
+      const spec = { vmId, vmType: 'web', ramMb: 64, vcpuCount: 1 };
+      return { vmId, started: await qemu.start(spec, { kind: 'qemu', accel: 'kvm', pid: null }) };
+    }
+
+    let warnings: string[];
+    beforeEach(async () => {
+      await writeFile(kvmDevice, '');
+      warnings = [];
+      jest
+        .spyOn(Logger.prototype, 'warn')
+        .mockImplementation((message: unknown) => void warnings.push(String(message)));
+    });
+
+    it('tries host, host,-arch-capabilities, qemu64, then TCG on the same port, and marks KVM failed', async () => {
+      fakeRunner(['host', 'host,-arch-capabilities', 'qemu64']);
+      const qemu = driver();
+      const { vmId, started } = await start(qemu);
+      expect(cpusTried()).toEqual(['host', 'host,-arch-capabilities', 'qemu64', null]);
+      expect(started.record).toEqual({ kind: 'qemu', accel: 'tcg', pid: process.pid });
+      expect(started.accelFallback).toMatch(
+        /^QEMU: could not start under KVM: host: .*MSR 0x10a.*; qemu64: .*; started under TCG$/,
+      );
+      expect(await hostFacts.kvmUsable()).toBe(false);
+      expect(warnings).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^vm ${vmId}: QEMU: could not start under KVM: .*; starting it again under TCG$`,
+          ),
+        ),
+        expect.stringMatching(
+          new RegExp(`^node .*: KVM failed at run time: vm ${vmId}: could not start under KVM`),
+        ),
+      ]);
+      // Later VMs start under TCG at once.
+      jest.mocked(tools.runTool).mockClear();
+      expect((await start(qemu)).started.record).toMatchObject({ accel: 'tcg' });
+      expect(cpusTried()).toEqual([null]);
+    });
+
+    it('remembers the CPU model that started, so later VMs do not try the failing ones again', async () => {
+      fakeRunner(['host']);
+      const qemu = driver();
+      const first = await start(qemu);
+      expect(first.started.record).toMatchObject({ accel: 'kvm' });
+      expect(first.started.summary).toContain('kvm (CPU host,-arch-capabilities)');
+      expect(cpusTried()).toEqual(['host', 'host,-arch-capabilities']);
+      jest.mocked(tools.runTool).mockClear();
+      await start(qemu);
+      expect(cpusTried()).toEqual(['host,-arch-capabilities']);
+      expect(await hostFacts.kvmUsable()).toBe(true);
     });
   });
 

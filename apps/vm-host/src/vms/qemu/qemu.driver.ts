@@ -22,10 +22,17 @@ import {
   VmSpec,
 } from '../vm-driver';
 import { PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
-import { VmAccelerationError, VmCreateError, VmStillRunningError } from '../vms.errors';
+import {
+  VmCreateError,
+  VmCreationUnavailableError,
+  VmStillRunningError,
+  messageOf,
+} from '../vms.errors';
 import { makeSeedIso } from './cloud-init';
+import { BROKEN_RUN_STATES, KvmStarts } from './kvm-starts';
 import {
   QemuAccel,
+  KvmCpuModel,
   QemuLaunch,
   SSH_GUEST_PORT,
   accelOf,
@@ -69,6 +76,15 @@ function qemuRecord(record: DriverRecord): QemuRecord {
   return { kind: 'qemu', accel: record.accel === 'kvm' ? 'kvm' : 'tcg', pid: known ? pid : null };
 }
 
+/** How a launch ended up running the VM. */
+interface AcceleratedRun {
+  pid: number;
+  accel: QemuAccel;
+  cpuModel?: KvmCpuModel;
+  /** When KVM failed and TCG runs it instead: what failed, for the sidecar. */
+  accelFallback?: string;
+}
+
 /** Runs one create step, so a failure says which step it was. */
 async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
   try {
@@ -87,6 +103,10 @@ export class QemuDriver extends VmDriver {
   private readonly logger = new Logger('QemuDriver');
   private readonly images: QemuImages;
   private readonly qemus: QemuProcesses;
+  /** This process's memory of KVM: the CPU model that starts here, whether it ran a guest. */
+  private readonly kvm = new KvmStarts();
+  /** VMs whose QEMU is being stopped after KVM stopped their guest (see inspect). */
+  private readonly stoppingBroken = new Set<string>();
 
   constructor(
     private readonly config: VmHostConfig,
@@ -174,12 +194,35 @@ export class QemuDriver extends VmDriver {
     }
   }
 
-  /** Needs the base image now; runs under KVM when asked for and usable, else TCG. */
-  async plan({ preferKvm }: { preferKvm: boolean }): Promise<VmPlan> {
+  /**
+   * Needs the base image now, and KVM under VM_ACCEL=kvm. prefer_kvm steers placement only:
+   * the VM runs under KVM whenever VM_ACCEL allows and KVM is usable (see accelNow).
+   */
+  async plan(_options: { preferKvm: boolean }): Promise<VmPlan> {
     await this.images.base();
-    const accel = preferKvm && (await this.hostFacts.kvmUsable()) ? 'kvm' : 'tcg';
+    const accel = await this.accelNow();
     const record: QemuRecord = { kind: 'qemu', accel, pid: null };
     return { record, summary: accel };
+  }
+
+  override accel(record: DriverRecord): QemuAccel {
+    return qemuRecord(record).accel;
+  }
+
+  /**
+   * What a VM is started under now, decided again at each start: VM_ACCEL=tcg, TCG; kvm, KVM
+   * (its device must be usable); auto, KVM while usable (the device opens, VM_ACCEL allows it
+   * and it has not failed at run time in this process), else TCG.
+   */
+  private async accelNow(): Promise<QemuAccel> {
+    if (this.config.accel === 'tcg') return 'tcg';
+    if (this.config.accel === 'auto') return (await this.hostFacts.kvmUsable()) ? 'kvm' : 'tcg';
+    if (!(await this.hostFacts.kvmDeviceUsable())) {
+      throw new VmCreationUnavailableError(
+        'VM_ACCEL=kvm and KVM cannot be used on this node (its device cannot be opened read-write); no VM can be made',
+      );
+    }
+    return 'kvm';
   }
 
   /** A qcow2 overlay on the base image, then a cloud-init seed ISO, both private to the agent. */
@@ -209,7 +252,6 @@ export class QemuDriver extends VmDriver {
     keepPorts: readonly HostPort[] = [],
   ): Promise<StartedVm> {
     const { vmId } = spec;
-    const { accel } = qemuRecord(record);
     return step('QEMU', async () => {
       const kept = keepPorts.find(
         (port) => port.guest_port === SSH_GUEST_PORT && port.protocol === 'tcp',
@@ -221,11 +263,11 @@ export class QemuDriver extends VmDriver {
           `vm ${vmId}: host port ${kept} is taken now; ssh forwarded from ${sshPort}`,
         );
       }
-      const pid = await this.launch({
+      const run = await this.launchAccelerated({
         vmId,
         ramMb: spec.ramMb,
         vcpuCount: spec.vcpuCount,
-        accel,
+        accel: await this.accelNow(),
         disk: this.files.disk(vmId),
         seedIso: this.seedIso(vmId),
         qmpSocket: this.qmpSocket(vmId),
@@ -234,11 +276,13 @@ export class QemuDriver extends VmDriver {
         sshHost: this.config.wgIp,
         sshPort,
       });
+      const { pid, accel, cpuModel, accelFallback } = run;
       const started: QemuRecord = { kind: 'qemu', accel, pid };
       return {
         record: started,
         hostPorts: [{ host_port: sshPort, guest_port: SSH_GUEST_PORT, protocol: 'tcp' }],
-        summary: `QEMU pid ${pid}, ${accel}, ssh on ${this.config.wgIp}:${sshPort}`,
+        summary: `QEMU pid ${pid}, ${accel}${cpuModel ? ` (CPU ${cpuModel})` : ''}, ssh on ${this.config.wgIp}:${sshPort}`,
+        ...(accelFallback === undefined ? {} : { accelFallback }),
       };
     });
   }
@@ -248,11 +292,31 @@ export class QemuDriver extends VmDriver {
     const { pid } = qemuRecord(record);
     if (pid === null || !(await this.qemus.isAlive(pid, vmId))) return 'stopped';
     try {
-      return (await this.status(vmId)).running ? 'running' : 'stopped';
+      const status = await this.status(vmId);
+      if (BROKEN_RUN_STATES.includes(status.status)) this.brokenGuest(vmId, record, status.status);
+      return status.running ? 'running' : 'stopped';
     } catch {
       // Alive but QMP not answering (yet): not known to run.
       return 'unknown';
     }
+  }
+
+  /**
+   * A guest that stopped for good under KVM after its start (QMP internal-error: KVM could not
+   * run it; guest-panicked): KVM is marked failed at run time, and its QEMU is stopped so the
+   * restart policy starts the VM again from its disk, on its ports, under TCG (VM_ACCEL=auto).
+   */
+  private brokenGuest(vmId: string, record: DriverRecord, status: string): void {
+    if (qemuRecord(record).accel !== 'kvm' || this.stoppingBroken.has(vmId)) return;
+    const reason = `guest stopped under KVM with QMP status ${status}`;
+    this.hostFacts.kvmFailed(`vm ${vmId}: ${reason}`);
+    this.logger.warn(`vm ${vmId}: ${reason}; stopping its QEMU to start it again`);
+    this.stoppingBroken.add(vmId);
+    void this.stop(vmId, record)
+      .catch((error: unknown) => {
+        this.logger.error(`vm ${vmId}: could not stop its QEMU: ${messageOf(error)}`);
+      })
+      .finally(() => this.stoppingBroken.delete(vmId));
   }
 
   /** QEMU processes whose command line names one of these VMs and its pidfile under VM_DISK_DIR. */
@@ -372,20 +436,7 @@ export class QemuDriver extends VmDriver {
     await rename(launch.serialLog, this.previousSerialLog(launch.vmId)).catch(() => undefined);
     await writeFile(launch.serialLog, '', { mode: PRIVATE_FILE_MODE });
     await chmod(launch.serialLog, PRIVATE_FILE_MODE);
-    try {
-      await runTool('qemu-system-x86_64', qemuArgs(launch), LAUNCH_TIMEOUT_MS);
-    } catch (error) {
-      if (launch.accel !== 'kvm') throw error;
-      // /dev/kvm is there but QEMU cannot use it (e.g. `failed to set MSR`): TCG may still run it.
-      const tcg: QemuRecord = { kind: 'qemu', accel: 'tcg', pid: null };
-      throw new VmAccelerationError(
-        'QEMU',
-        `could not start under KVM: ${error instanceof Error ? error.message : String(error)}`,
-        tcg,
-        'TCG',
-        { cause: error },
-      );
-    }
+    await runTool('qemu-system-x86_64', qemuArgs(launch), LAUNCH_TIMEOUT_MS);
     this.failpoint.reached('after-launch-before-pid-written', launch.vmId);
     const pid = Number((await readFile(launch.pidFile, 'utf8')).trim());
     if (!Number.isInteger(pid) || pid <= 0) throw new Error(`unreadable pidfile ${launch.pidFile}`);
@@ -396,6 +447,32 @@ export class QemuDriver extends VmDriver {
       );
     });
     return pid;
+  }
+
+  /**
+   * Launches the VM under TCG, or under KVM through its CPU models (KvmStarts); when KVM cannot
+   * start or run it, under TCG on the same files and port (VM_ACCEL=auto: KVM is then marked
+   * failed at run time) or not at all (VM_ACCEL=kvm, a VmCreateError with the reason).
+   */
+  private async launchAccelerated(launch: QemuLaunch): Promise<AcceleratedRun> {
+    const { vmId } = launch;
+    if (launch.accel === 'tcg') return { pid: await this.launch(launch), accel: 'tcg' };
+    const outcome = await this.kvm.start({
+      launch: (cpuModel) => this.launch({ ...launch, accel: 'kvm', cpuModel }),
+      status: async () => (await this.status(vmId)).status,
+      consoleWritten: async () => ((await stat(launch.serialLog).catch(() => null))?.size ?? 0) > 0,
+      alive: (pid) => this.qemus.isAlive(pid, vmId),
+      stop: (pid) => this.stop(vmId, { kind: 'qemu', accel: 'kvm', pid }),
+    });
+    if ('pid' in outcome) return { pid: outcome.pid, accel: 'kvm', cpuModel: outcome.cpuModel };
+    if (this.config.accel === 'kvm') {
+      throw new VmCreateError('QEMU', `${outcome.failure}; VM_ACCEL=kvm: not started under TCG`);
+    }
+    this.logger.warn(`vm ${vmId}: QEMU: ${outcome.failure}; starting it again under TCG`);
+    const pid = await this.launch({ ...launch, accel: 'tcg' });
+    // TCG started where KVM did not: KVM's failure, not the VM's files'.
+    this.hostFacts.kvmFailed(`vm ${vmId}: ${outcome.failure}`);
+    return { pid, accel: 'tcg', accelFallback: `QEMU: ${outcome.failure}; started under TCG` };
   }
 
   private async status(vmId: string): Promise<QmpStatus> {
