@@ -302,6 +302,12 @@ export interface components {
       vm_id: string;
     };
     VmRecord: {
+      /**
+       * @description How the VM runs on its node: kvm (hardware virtualization) or tcg (QEMU's emulation, slower). Chosen by the node's agent (VM_ACCEL; prefer_kvm only steers placement), tcg when KVM failed there. Null while the VM has not (yet) been started, and from agents that do not report it.
+       * @example kvm
+       * @enum {string|null}
+       */
+      accel: 'kvm' | 'tcg' | null;
       host_ports: components['schemas']['HostPort'][];
       /** @example 2048 */
       ram_alloc_mb: number;

@@ -1,5 +1,5 @@
 import type { FleetStatus, FleetVm } from '../api/fleet-api.client';
-import { countByState, droppedNodes, formatStatus, missesBeats } from './status.view';
+import { accelSummary, countByState, droppedNodes, formatStatus, missesBeats } from './status.view';
 
 const NOW = '2026-08-06T12:00:30.000Z';
 
@@ -27,6 +27,7 @@ function vm(vmId: string, nodeId: string, state: FleetVm['state'], ramMb: number
     tenant_id: null,
     host_ports: [],
     node_id: nodeId,
+    accel: null,
   };
 }
 
@@ -61,6 +62,16 @@ describe('status view', () => {
       ['Provisioning', 1],
       ['Error', 0],
     ]);
+  });
+
+  it('says how many running VMs run under KVM and under TCG, nothing when no agent says', () => {
+    expect(accelSummary(vms)).toBe('');
+    const reported = vms.map(
+      (vm, index) => ({ ...vm, accel: index === 0 ? 'tcg' : 'kvm' }) as const,
+    );
+    const running = reported.map((vm) => ({ ...vm, state: 'Running' as const }));
+    expect(accelSummary(running)).toBe(' (running under KVM: 2, under TCG: 1)');
+    expect(accelSummary(reported)).toBe(' (running under KVM: 0, under TCG: 1)');
   });
 
   it('shows each node with a RAM bar (used by its VMs, free), the VMs by state and the late nodes', () => {

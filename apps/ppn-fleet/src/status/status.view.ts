@@ -37,6 +37,16 @@ export function countByState(vms: FleetVm[]): Array<[string, number]> {
 }
 
 /**
+ * How many VMs run under KVM and under TCG (as their agents report it), for the VMs line; empty
+ * when none says (older agents).
+ */
+export function accelSummary(vms: FleetVm[]): string {
+  const kvm = vms.filter((vm) => vm.state === 'Running' && vm.accel === 'kvm').length;
+  const tcg = vms.filter((vm) => vm.state === 'Running' && vm.accel === 'tcg').length;
+  return kvm + tcg === 0 ? '' : ` (running under KVM: ${kvm}, under TCG: ${tcg})`;
+}
+
+/**
  * The nodes that dropped out while VMs of theirs are still listed (with node_silent_since): each
  * with its last heartbeat and how many VMs it left unmanaged.
  */
@@ -117,7 +127,7 @@ export function formatStatus(
     '',
     `VMs: ${countByState(vms)
       .map(([state, count]) => `${count} ${state}`)
-      .join(', ')}`,
+      .join(', ')}${accelSummary(vms)}`,
   );
   lines.push(
     missing.length === 0

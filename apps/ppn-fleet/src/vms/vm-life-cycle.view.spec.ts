@@ -14,6 +14,7 @@ function vmWith(lifeCycle: Partial<VmLifeCycle> | null, state = 'Running'): Flee
     tenant_id: null,
     host_ports: [],
     node_id: 'node-a',
+    accel: 'tcg',
     life_cycle:
       lifeCycle === null
         ? null

@@ -14,6 +14,7 @@ const vm: FleetVm = {
     { host_port: 22022, guest_port: 22, protocol: 'tcp' },
   ],
   node_id: 'node-a',
+  accel: 'kvm',
 };
 const nodeA = {
   node_id: 'node-a',
@@ -69,30 +70,42 @@ describe('vms view', () => {
       false,
     );
     expect(table.split('\n')[1]).toBe(
-      'vm-?[31m1  web   Running  2048 MB      2  a?b     node;?a  -',
+      'vm-?[31m1  web   Running  2048 MB      2  kvm    a?b     node;?a  -',
     );
   });
 
   it('lists each VM with its node and SSH target, - where there is none', () => {
     expect(
       formatVms(
-        [vm, { ...vm, vm_id: 'vm-2', tenant_id: null, node_id: 'gone', state: 'Error' }],
+        [
+          vm,
+          { ...vm, vm_id: 'vm-2', tenant_id: null, node_id: 'gone', state: 'Error', accel: null },
+        ],
         [nodeA],
         'ubuntu',
         false,
       ),
     ).toBe(
       [
-        'VM    TYPE  STATE        RAM  VCPUS  TENANT  NODE    SSH',
-        'vm-1  web   Running  2048 MB      2  acme    node-a  ssh -p 22022 ubuntu@10.8.0.2',
-        'vm-2  web   Error    2048 MB      2  -       gone    -',
+        'VM    TYPE  STATE        RAM  VCPUS  ACCEL  TENANT  NODE    SSH',
+        'vm-1  web   Running  2048 MB      2  kvm    acme    node-a  ssh -p 22022 ubuntu@10.8.0.2',
+        'vm-2  web   Error    2048 MB      2  -      -       gone    -',
       ].join('\n'),
     );
     expect(formatVms([], [], 'debian', false)).toBe('no VMs');
     const dropped = { ...vm, node_silent_since: '2026-08-06T12:00:00Z' };
     expect(formatVms([dropped], [], 'debian', false).split('\n')[1]).toBe(
-      'vm-1  web   Running  2048 MB      2  acme    node-a (dropped)  -',
+      'vm-1  web   Running  2048 MB      2  kvm    acme    node-a (dropped)  -',
     );
+  });
+
+  it('shows how each VM runs: kvm, tcg in yellow, - before its start or from an older controller', () => {
+    const tcg = { ...vm, vm_id: 'vm-2', accel: 'tcg' as const };
+    const old: FleetVm = { ...vm, vm_id: 'vm-3' };
+    delete (old as Partial<FleetVm>).accel;
+    const rows = formatVms([vm, tcg, old], [nodeA], 'debian', false).split('\n').slice(1);
+    expect(rows.map((row) => row.split(/ {2,}/)[5])).toEqual(['kvm', 'tcg', '-']);
+    expect(formatVms([tcg], [nodeA], 'debian', true)).toContain('\u001b[33mtcg');
   });
 
   it('gives a silent VM no SSH target even when its node id is listed: that is another machine now', () => {
@@ -101,7 +114,7 @@ describe('vms view', () => {
     const silent = { ...vm, node_silent_since: '2026-08-06T12:00:00Z' };
     expect(sshTarget(silent, '10.8.0.2', 'debian')).toBeUndefined();
     expect(formatVms([silent], [nodeA], 'debian', false).split('\n')[1]).toBe(
-      'vm-1  web   Running  2048 MB      2  acme    node-a (not listed by its agent)  -',
+      'vm-1  web   Running  2048 MB      2  kvm    acme    node-a (not listed by its agent)  -',
     );
   });
 
@@ -114,8 +127,8 @@ describe('vms view', () => {
     }
     const stopped = { ...vm, vm_id: 'vm-2', state: 'Stopped' as const };
     expect(formatVms([vm, stopped], [nodeA], 'debian', false).split('\n').slice(1)).toEqual([
-      'vm-1  web   Running  2048 MB      2  acme    node-a  ssh -p 22022 debian@10.8.0.2',
-      'vm-2  web   Stopped  2048 MB      2  acme    node-a  -',
+      'vm-1  web   Running  2048 MB      2  kvm    acme    node-a  ssh -p 22022 debian@10.8.0.2',
+      'vm-2  web   Stopped  2048 MB      2  kvm    acme    node-a  -',
     ]);
     // The operations listener's life cycle is newer than the heartbeat's state: it decides.
     const lifeCycle = {
@@ -130,6 +143,6 @@ describe('vms view', () => {
     };
     expect(
       formatVms([{ ...vm, life_cycle: lifeCycle }], [nodeA], 'debian', false).split('\n')[1],
-    ).toBe('vm-1  web   Stopped  2048 MB      2  acme    node-a  -');
+    ).toBe('vm-1  web   Stopped  2048 MB      2  kvm    acme    node-a  -');
   });
 });

@@ -20,6 +20,16 @@ export function stateCell(state: string, text = printable(state)): Cell {
   return { text, style: STATE_STYLES[state] };
 }
 
+/**
+ * How the VM runs: kvm, tcg (emulation, slower: dim yellow), or `-` before its start or from a
+ * controller or agent that does not report it.
+ */
+export function accelCell(vm: Pick<FleetVm, 'accel'>): Cell {
+  const accel = vm.accel ?? null;
+  if (accel === null) return { text: '-', style: 'dim' };
+  return accel === 'tcg' ? { text: 'tcg', style: 'yellow' } : printable(accel);
+}
+
 /** The VM's forward of guest TCP port 22, if it has one. */
 export function sshForward(vm: FleetVm): FleetVm['host_ports'][number] | undefined {
   return vm.host_ports.find((port) => port.guest_port === 22 && port.protocol === 'tcp');
@@ -70,6 +80,7 @@ export function formatVms(
       { header: 'STATE' },
       { header: 'RAM', align: 'right' },
       { header: 'VCPUS', align: 'right' },
+      { header: 'ACCEL' },
       { header: 'TENANT' },
       { header: 'NODE' },
       { header: 'SSH' },
@@ -80,6 +91,7 @@ export function formatVms(
       stateCell(lifeCycleOf(vm)?.state ?? vm.state, describeVmState(vm, nowMs)),
       `${vm.ram_alloc_mb} MB`,
       String(vm.vcpu_count),
+      accelCell(vm),
       vm.tenant_id === null || vm.tenant_id === undefined
         ? { text: '-', style: 'dim' }
         : printable(vm.tenant_id),

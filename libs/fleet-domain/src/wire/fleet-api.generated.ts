@@ -159,6 +159,12 @@ export interface components {
       nodes: components['schemas']['NodeRecord'][];
     };
     FleetVm: {
+      /**
+       * @description How the VM runs on its node: kvm (hardware virtualization) or tcg (QEMU's emulation, slower). Chosen by the node's agent (VM_ACCEL; prefer_kvm only steers placement), tcg when KVM failed there. Null while the VM has not (yet) been started, and from agents that do not report it.
+       * @example kvm
+       * @enum {string|null}
+       */
+      accel: 'kvm' | 'tcg' | null;
       host_ports: components['schemas']['HostPort'][];
       /**
        * @description The node whose agent runs the VM. Its forwarded ports (host_ports) are reached at that node's wg_ip (GET /v1/nodes/{node_id}): ssh -p <host_port> <user>@<wg_ip>.
@@ -204,6 +210,12 @@ export interface components {
       stored_timestamp_utc?: string;
     };
     HeartbeatVm: {
+      /**
+       * @description kvm or tcg: how the agent runs the VM; null while not started.
+       * @example kvm
+       * @enum {string|null}
+       */
+      accel?: 'kvm' | 'tcg' | null;
       /** @default [] */
       host_ports: components['schemas']['HostPort'][];
       /**

@@ -138,6 +138,12 @@ export interface components {
       statusCode: number;
     };
     FleetVmWithLifeCycle: {
+      /**
+       * @description How the VM runs on its node: kvm (hardware virtualization) or tcg (QEMU's emulation, slower). Chosen by the node's agent (VM_ACCEL; prefer_kvm only steers placement), tcg when KVM failed there. Null while the VM has not (yet) been started, and from agents that do not report it.
+       * @example kvm
+       * @enum {string|null}
+       */
+      accel: 'kvm' | 'tcg' | null;
       host_ports: components['schemas']['HostPort'][];
       /** @description The VM's life cycle as its node's agent answered just now (its desired state, an operation under way, restarts); null when the agent did not answer in time or usably, does not know the VM, or no live agent manages it (node_silent_since). */
       life_cycle: components['schemas']['VmLifeCycle'] | null;

@@ -27,6 +27,7 @@ describe('the VM an answer shows', () => {
       started_at: '2026-08-06T12:00:00Z',
       tenant_id: 'acme',
       host_ports: [{ host_port: 22022, guest_port: 22, protocol: 'tcp' }],
+      accel: null,
       node_id: 'n1',
     });
   });
@@ -35,11 +36,17 @@ describe('the VM an answer shows', () => {
     const record = vmRecordOf(shownVm(reported, 'n1'));
     expect(record).not.toHaveProperty('node_id');
     expect(record).not.toHaveProperty('idempotency_key');
-    expect(Object.keys(record)).toHaveLength(8);
+    expect(Object.keys(record)).toHaveLength(9);
   });
 
-  it('fills in what an agent may leave out: tenant_id null', () => {
+  it('fills in what an agent may leave out: tenant_id null, accel null', () => {
     const { tenant_id: _left_out, ...bare } = reported;
     expect(shownVm(bare as HeartbeatVm, 'n1').tenant_id).toBeNull();
+    expect(shownVm(bare as HeartbeatVm, 'n1').accel).toBeNull();
+  });
+
+  it('passes through the accelerator the agent reported', () => {
+    expect(shownVm({ ...reported, accel: 'kvm' }, 'n1').accel).toBe('kvm');
+    expect(vmRecordOf({ ...reported, accel: 'tcg' }).accel).toBe('tcg');
   });
 });

@@ -44,9 +44,9 @@ export function vmRecordOf(vm: VmRecord): VmRecord {
       guest_port,
       protocol,
     })),
+    // As the agent reported it; null from agents that do not report it.
+    accel: vm.accel ?? null,
   };
-  // Passed through as the agent reported it; absent from agents that do not report it.
-  if (vm.accel !== undefined) record.accel = vm.accel;
   return record;
 }
 

@@ -2,10 +2,10 @@ import { ApiProperty } from './openapi-decorators';
 import { IsOptional, Matches } from 'class-validator';
 import { MAX_HOST_PORTS_PER_VM } from '../fleet.constants';
 import { SPAWN_KEY_PATTERN, SPAWN_KEY_RULE } from '../idempotency';
-import { HostPort, VmRecord } from './vm-record';
+import { HostPort, VM_ACCELS, VmRecord } from './vm-record';
 
 /**
- * A VM as an agent reports it in a heartbeat: a VmRecord whose tenant_id and host_ports may be
+ * A VM as an agent reports it in a heartbeat: a VmRecord whose tenant_id, host_ports and accel may be
  * left out, as the contract allows (they arrive as null and []), plus what the controller keeps
  * only.
  */
@@ -32,3 +32,10 @@ ApiProperty({ type: [HostPort], required: false, default: [], maxItems: MAX_HOST
   HeartbeatVm.prototype,
   'host_ports',
 );
+// Agents before the field leave it out.
+ApiProperty({
+  enum: VM_ACCELS,
+  nullable: true,
+  required: false,
+  description: 'kvm or tcg: how the agent runs the VM; null while not started.',
+})(HeartbeatVm.prototype, 'accel');

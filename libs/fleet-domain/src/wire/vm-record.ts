@@ -47,8 +47,8 @@ export class HostPort {
 }
 
 /**
- * A VM as every answer shows it: all eight fields, always. (What agents report in heartbeats,
- * HeartbeatVm, may leave out tenant_id and host_ports; they are filled in on arrival.)
+ * A VM as every answer shows it: all nine fields, always. (What agents report in heartbeats,
+ * HeartbeatVm, may leave out tenant_id, host_ports and accel; they are filled in on arrival.)
  */
 export class VmRecord {
   @ApiProperty({ example: EXAMPLE_VM_ID, ...ID_SCHEMA })
@@ -104,14 +104,13 @@ export class VmRecord {
   host_ports: HostPort[] = [];
 
   @ApiProperty({
-    required: false,
     enum: VM_ACCELS,
     nullable: true,
     example: 'kvm',
     description:
-      "How the VM runs on its node: kvm (hardware virtualization) or tcg (QEMU's emulation, slower). Chosen by the node's agent (VM_ACCEL; prefer_kvm only steers placement), tcg when KVM failed there. Null while the VM has not (yet) been started; absent from agents that do not report it.",
+      "How the VM runs on its node: kvm (hardware virtualization) or tcg (QEMU's emulation, slower). Chosen by the node's agent (VM_ACCEL; prefer_kvm only steers placement), tcg when KVM failed there. Null while the VM has not (yet) been started, and from agents that do not report it.",
   })
   @IsOptional()
   @IsIn(VM_ACCELS)
-  accel?: VmAccel | null;
+  accel?: VmAccel | null = null;
 }
