@@ -47,6 +47,14 @@ describe('agent VM actions', () => {
 
   afterAll(() => agent.close());
 
+  it('lists each VM with the accelerator it last ran under, from its sidecar', async () => {
+    const response = await request(agent.url).get('/v1/vms').set(auth);
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual([
+      expect.objectContaining({ vm_id: STOPPED_VM, state: 'Stopped', accel: 'tcg' }),
+    ]);
+  });
+
   it("lists each VM's life cycle: state, the desired state, no restart planned", async () => {
     const response = await request(agent.url).get('/v1/vm-life-cycles').set(auth);
     expect(response.status).toBe(200);

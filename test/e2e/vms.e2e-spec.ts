@@ -126,6 +126,40 @@ describe('fleet controller: VMs', () => {
     expect(after.body).toMatchObject({ vm_count: 1, ram_available_mb: 65536 - 5120 });
   });
 
+  it('lists each VM with the accelerator its agent reported, null from an agent that does not say', async () => {
+    const stub = await agent((call, res) => json(res, 201, spawned(call)));
+    const older = vmRecord('vm-00000000000000c3');
+    delete older.accel;
+    await enroll('accel', stub, {
+      vms: [
+        vmRecord('vm-00000000000000c1', { accel: 'kvm' }),
+        vmRecord('vm-00000000000000c2', { accel: 'tcg' }),
+        older,
+      ],
+    });
+    const { body } = await request(fleet.url).get('/v1/vms').expect(200);
+    expect(
+      (body as Array<{ vm_id: string; accel: unknown }>).map(({ vm_id, accel }) => [vm_id, accel]),
+    ).toEqual([
+      ['vm-00000000000000c1', 'kvm'],
+      ['vm-00000000000000c2', 'tcg'],
+      ['vm-00000000000000c3', null],
+    ]);
+  });
+
+  it('refuses a heartbeat whose VM names another accelerator, naming the field', async () => {
+    await request(fleet.url)
+      .post('/v1/nodes/heartbeat')
+      .send(
+        heartbeat({
+          node_id: 'odd',
+          vms: [vmRecord('vm-00000000000000c4', { accel: 'hvf' as never })],
+        }),
+      )
+      .expect(400)
+      .expect((res) => expect(JSON.stringify(res.body)).toContain('accel'));
+  });
+
   it('records the request tenant when the agent does not echo it', async () => {
     const quiet = await agent((call, res) =>
       json(res, 200, { ...spawned(call), tenant_id: undefined }),

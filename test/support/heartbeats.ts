@@ -33,6 +33,7 @@ export function vmRecord(vm_id: string, overrides: Partial<VmRecord> = {}): VmRe
     started_at: '2026-08-06T11:00:00.000000001Z',
     tenant_id: null,
     host_ports: [],
+    accel: null,
     ...overrides,
   };
 }
