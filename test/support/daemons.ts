@@ -153,11 +153,16 @@ export async function listeningFleetDaemon(): Promise<Daemon> {
 
 /**
  * A built agent. Without a VM_DISK_DIR of the test's, it gets a scratch folder of its own, not
- * the default /var/lib/vm-fleet: a test leaves the machine as it found it.
+ * the default /var/lib/vm-fleet: a test leaves the machine as it found it. Without a VM_ACCEL
+ * of the test's, it runs VMs under TCG: most tests boot a blank disk, which cannot show whether
+ * KVM runs a guest (the agent would watch its first KVM VM for 10 s, KVM_PROBATION_MS) and
+ * whose RAM is counted as under TCG. Tests booting the guest image run the product's default,
+ * VM_ACCEL=auto, with its KVM attempt and fallback on hosts whose KVM fails.
  */
 export function startAgent(env: NodeJS.ProcessEnv, args: string[] = []): Daemon {
   const disks = 'VM_DISK_DIR' in env ? {} : { VM_DISK_DIR: scratchFolder('agent-disks-') };
-  return new Daemon(VM_HOST_MAIN, { ...disks, ...env }, args);
+  const accel = 'VM_ACCEL' in env ? {} : { VM_ACCEL: 'tcg' };
+  return new Daemon(VM_HOST_MAIN, { ...disks, ...accel, ...env }, args);
 }
 
 /** Resolves once the agent says its first heartbeat was delivered: the controller lists it. */

@@ -36,6 +36,7 @@ interface AgentVm {
   vm_id: string;
   vm_type: string;
   state: string;
+  accel?: string | null;
   ram_alloc_mb: number;
   vcpu_count: number;
   host_ports: Array<{ host_port: number }>;
@@ -526,10 +527,14 @@ describe('KVM present but failing', () => {
     return `${bin}:${process.env.PATH}`;
   }
 
-  it('starts a prefer_kvm VM again under TCG, says so in the log and marks it in vm.json', async () => {
+  it('runs a VM without prefer_kvm under KVM first (VM_ACCEL=auto); when every CPU model fails, under TCG, listed tcg and Running only then; the next heartbeat says no KVM', async () => {
     const device = kvmDevice();
     const agent = await startListeningAgent(
-      agentEnv(nodeId, wgIp, { PATH: brokenKvmPath(), VM_HOST_KVM_DEVICE: device }),
+      agentEnv(nodeId, wgIp, {
+        PATH: brokenKvmPath(),
+        VM_HOST_KVM_DEVICE: device,
+        VM_ACCEL: 'auto',
+      }),
     );
     try {
       expect(agent.output).toContain(
@@ -538,27 +543,79 @@ describe('KVM present but failing', () => {
       // The heartbeat reads the same device as the driver does.
       const beat = await listener.beat(nodeId);
       expect(beat.kvm_available).toBe(true);
-      const answer = await spawnAt(wgIp, { ...SMALL, prefer_kvm: true });
+      const answer = await spawnAt(wgIp, SMALL);
       expect(answer.status).toBe(201);
+      expect(answer.body).toMatchObject({ state: 'Provisioning', accel: null });
       const vmId = answer.body.vm_id;
-      await listedAs(wgIp, vmId, 'Running');
+      // Every listing until it runs: never Running under KVM.
+      const seen = new Set<string>();
+      const running = await eventually(
+        `${vmId} Running`,
+        async () => {
+          const vm = (await vmsAt(wgIp)).find((listed) => listed.vm_id === vmId);
+          if (vm) seen.add(`${vm.state} ${vm.accel}`);
+          return vm?.state === 'Running' ? vm : undefined;
+        },
+        10_000,
+      );
+      expect(running.accel).toBe('tcg');
+      expect([...seen].filter((state) => state.startsWith('Running'))).toEqual(['Running tcg']);
       const sidecar = JSON.parse(
         readFileSync(join(workDir, nodeId, 'run', vmId, 'vm.json'), 'utf8'),
       ) as { driver: { accel: string; pid: number }; accel_fallback?: string };
       expect(sidecar.driver.accel).toBe('tcg');
       expect(sidecar.accel_fallback).toMatch(
-        /^QEMU: could not start under KVM: .*failed to set MSR 0x48f.*; started under TCG$/,
+        /^QEMU: could not start under KVM: host: .*failed to set MSR 0x48f.*; host,-arch-capabilities: .*; qemu64: .*; started under TCG$/,
       );
       expect(agent.output).toMatch(
         new RegExp(
-          `vm ${vmId}: QEMU: could not start under KVM: .*failed to set MSR.*; starting it again under TCG`,
+          `vm ${vmId}: QEMU: could not start under KVM: host: .*failed to set MSR.*; starting it again under TCG`,
+        ),
+      );
+      expect(agent.output).toMatch(
+        new RegExp(
+          `node ${nodeId}: KVM failed at run time: vm ${vmId}: could not start under KVM: .*; kvm_available is false until the agent restarts`,
         ),
       );
       const [qemu] = liveQemusUnder(join(workDir, nodeId));
       expect(qemu.pid).toBe(sidecar.driver.pid);
       expect(qemu.args).toContain(`tcg,tb-size=${TCG_TRANSLATION_CACHE_MB}`);
+      expect((await listener.beat(nodeId)).kvm_available).toBe(false);
+      // The next VM starts under TCG at once: its log says nothing of KVM.
+      const second = await spawnAt(wgIp, SMALL);
+      expect((await listedAs(wgIp, second.body.vm_id, 'Running')).accel).toBe('tcg');
+      expect(agent.output).not.toContain(
+        `vm ${second.body.vm_id}: QEMU: could not start under KVM`,
+      );
       expect(await deleteAt(wgIp, vmId)).toBe(204);
+      expect(await deleteAt(wgIp, second.body.vm_id)).toBe(204);
       expect(qemuPidsOf(vmId)).toEqual([]);
+    } finally {
+      await agent.stop();
+    }
+  });
+
+  it('under VM_ACCEL=kvm, lists the VM as Error with the reason and starts no TCG', async () => {
+    const agent = await startListeningAgent(
+      agentEnv('kvm-only', '127.0.0.27', {
+        PATH: brokenKvmPath(),
+        VM_HOST_KVM_DEVICE: kvmDevice(),
+        VM_ACCEL: 'kvm',
+      }),
+    );
+    try {
+      const answer = await spawnAt('127.0.0.27', SMALL);
+      expect(answer.status).toBe(201);
+      const vmId = answer.body.vm_id;
+      await listedAs('127.0.0.27', vmId, 'Error');
+      const sidecar = JSON.parse(
+        readFileSync(join(workDir, 'kvm-only', 'run', vmId, 'vm.json'), 'utf8'),
+      ) as { error: string };
+      expect(sidecar.error).toMatch(
+        /^QEMU: could not start under KVM: host: .*failed to set MSR.*; VM_ACCEL=kvm: not started under TCG$/,
+      );
+      expect(qemuPidsOf(vmId)).toEqual([]);
+      expect(await deleteAt('127.0.0.27', vmId)).toBe(204);
     } finally {
       await agent.stop();
     }

@@ -297,11 +297,29 @@ describe('QemuDriver', () => {
 
 /**
  * A process that looks like a QEMU the driver started (same command line), but is a small
- * node script: it never answers QMP, and with `ignoreTerm` it ignores SIGTERM too.
+ * node script: with `ignoreTerm` it ignores SIGTERM too; with QMP_STATUS it answers QMP on its
+ * socket as QEMU does (query-status with that status; quit ends it), else it never answers.
  */
 const FAKE_QEMU = `
 if (process.env.IGNORE_TERM) process.on('SIGTERM', () => {});
-process.stdout.write('ready\\n');
+const status = process.env.QMP_STATUS;
+const ready = () => process.stdout.write('ready\\n');
+if (status) {
+  const socketPath = /^unix:([^,]+),/.exec(process.argv[process.argv.indexOf('-qmp') + 1])[1];
+  require('node:net').createServer((socket) => {
+    socket.write(JSON.stringify({ QMP: { version: {}, capabilities: [] } }) + '\\n');
+    socket.on('data', (chunk) => {
+      for (const line of String(chunk).split('\\n').filter(Boolean)) {
+        const { execute } = JSON.parse(line);
+        const answer = execute === 'query-status' ? { status, running: status === 'running' } : {};
+        socket.write(JSON.stringify({ return: answer }) + '\\n');
+        if (execute === 'quit') process.exit(0);
+      }
+    });
+  }).listen(socketPath, ready);
+} else {
+  ready();
+}
 setInterval(() => {}, 1000);
 `;
 
@@ -330,8 +348,17 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
   let files: VmFiles;
   let table: FakeQemuTable;
   let qemu: QemuDriver;
+  let hostFacts: HostFactsService;
   let warnings: string[];
   const children: ChildProcess[] = [];
+
+  /** Resolves once `check` holds, polling (a QEMU stopped in the background). */
+  async function eventually(check: () => Promise<boolean>): Promise<void> {
+    for (let tries = 0; !(await check()); tries++) {
+      if (tries > 100) throw new Error('never happened');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
 
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), 'qemu-safety-'));
@@ -341,13 +368,8 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
     await writeFile(join(root, 'fake-qemu.js'), FAKE_QEMU);
     const paths = Object.assign(new HostFactsPaths(), { kvmDevice: join(root, 'kvm') });
     table = new FakeQemuTable(paths);
-    qemu = new QemuDriver(
-      config,
-      files,
-      new HostFactsService(paths),
-      table,
-      new CrashFailpoint(config),
-    );
+    hostFacts = new HostFactsService(paths, config);
+    qemu = new QemuDriver(config, files, hostFacts, table, new CrashFailpoint(config));
     warnings = [];
     jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
     jest
@@ -371,6 +393,7 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
       /** Reads as node, as it is: only its command line looks like QEMU. */
       otherProgram?: boolean;
       otherUser?: boolean;
+      qmpStatus?: string;
     } = {},
   ): Promise<number> {
     const runDir = join(options.diskDir ?? root, 'run', vmId);
@@ -390,7 +413,10 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
     });
     const child = spawn(process.execPath, [join(root, 'fake-qemu.js'), ...args], {
       argv0: 'qemu-system-x86_64',
-      env: options.ignoreTerm ? { IGNORE_TERM: '1' } : {},
+      env: {
+        ...(options.ignoreTerm ? { IGNORE_TERM: '1' } : {}),
+        ...(options.qmpStatus ? { QMP_STATUS: options.qmpStatus } : {}),
+      },
       stdio: ['ignore', 'pipe', 'ignore'],
     });
     children.push(child);
@@ -428,6 +454,31 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
     expect(await table.get(pid)).toMatchObject({ pid });
     expect(await qemu.inspect(vmId, { kind: 'qemu', accel: 'tcg', pid })).toBe('stopped');
     expect(warnings).toEqual([]);
+  });
+
+  it('sees a guest KVM stopped with internal-error as not running, marks KVM failed and stops its QEMU', async () => {
+    await writeFile(join(root, 'kvm'), '');
+    const vmId = 'vm-00000000000000e1';
+    const pid = await fakeQemu(vmId, { accel: 'kvm', qmpStatus: 'internal-error' });
+    const record = { kind: 'qemu', accel: 'kvm', pid };
+    expect(await hostFacts.kvmUsable()).toBe(true);
+    expect(await qemu.inspect(vmId, record)).toBe('stopped');
+    expect(await hostFacts.kvmUsable()).toBe(false);
+    expect(hostFacts.kvmFailureReason()).toBe(
+      `vm ${vmId}: guest stopped under KVM with QMP status internal-error`,
+    );
+    await eventually(async () => (await table.get(pid)) === undefined);
+    expect(warnings).toContain(
+      `vm ${vmId}: guest stopped under KVM with QMP status internal-error; stopping its QEMU to start it again`,
+    );
+  });
+
+  it('sees a running guest as running, and leaves KVM be', async () => {
+    await writeFile(join(root, 'kvm'), '');
+    const vmId = 'vm-00000000000000e2';
+    const pid = await fakeQemu(vmId, { accel: 'kvm', qmpStatus: 'running' });
+    expect(await qemu.inspect(vmId, { kind: 'qemu', accel: 'kvm', pid })).toBe('running');
+    expect(await hostFacts.kvmUsable()).toBe(true);
   });
 
   it('stops a QEMU whose pid the sidecar never got, found by name, and is done only once it is gone', async () => {
