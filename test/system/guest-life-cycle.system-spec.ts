@@ -47,6 +47,9 @@ function startNodeAgent(pubkey: string): Promise<Daemon> {
       VM_DISK_RETENTION_S: '0',
       VM_BASE_IMAGE: guestImagePath(),
       VM_SSH_PUBKEY: pubkey,
+      // The product's default: on a host whose KVM fails, each agent's first start goes through
+      // the KVM attempt and its fallback to TCG.
+      VM_ACCEL: 'auto',
     }),
   );
 }
