@@ -236,7 +236,7 @@ export class VmHostConfig extends DaemonConfig {
 
   /**
    * Test-only: the file the agent opens to judge KVM usable instead of /dev/kvm, so a test on a
-   * machine without KVM can make the agent plan prefer_kvm VMs under KVM.
+   * machine without KVM can make the agent start VMs under KVM.
    */
   @EnvironmentVariable('VM_HOST_KVM_DEVICE', {
     testOnly: true,

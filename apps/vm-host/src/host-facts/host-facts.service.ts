@@ -32,7 +32,7 @@ const SAFE: HostFacts = {
 @Injectable()
 export class HostFactsPaths {
   bootId = '/proc/sys/kernel/random/boot_id';
-  /** Read for both the heartbeat's kvm_available and whether a prefer_kvm VM is planned under KVM. */
+  /** Read for both the heartbeat's kvm_available and whether VMs are started under KVM. */
   kvmDevice = '/dev/kvm';
   /** The process table (one folder per pid). */
   proc = '/proc';
