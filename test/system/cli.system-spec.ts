@@ -111,9 +111,10 @@ describe('ppn-fleet against a controller and an agent', () => {
 
     const table = await ppnFleet(['vms', '--tenant', 'acme']);
     expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(/^VM +TYPE +STATE +RAM +VCPUS +TENANT +NODE +SSH$/m);
+    expect(table.stdout).toMatch(/^VM +TYPE +STATE +RAM +VCPUS +ACCEL +TENANT +NODE +SSH$/m);
     expect(table.stdout).toMatch(
-      new RegExp(`^${vmId} +cli-e2e +Running +64 MB +1 +acme +${NODE_ID} `, 'm'),
+      // The test's agent runs VMs under TCG (VM_ACCEL=tcg, see startAgent).
+      new RegExp(`^${vmId} +cli-e2e +Running +64 MB +1 +tcg +acme +${NODE_ID} `, 'm'),
     );
     expect((await ppnFleet(['vms', '--tenant', 'nobody'])).stdout).toBe('no VMs\n');
 
@@ -121,7 +122,9 @@ describe('ppn-fleet against a controller and an agent', () => {
     expect(status.code).toBe(0);
     expect(status.stdout).toContain('1 node(s), 1 VM(s)');
     expect(status.stdout).toMatch(new RegExp(`^${NODE_ID} +\\[#*\\.*\\] +64 MB +\\d+ MB +1 `, 'm'));
-    expect(status.stdout).toContain('VMs: 1 Running, 0 Stopped, 0 Provisioning, 0 Error');
+    expect(status.stdout).toContain(
+      'VMs: 1 Running, 0 Stopped, 0 Provisioning, 0 Error (running under KVM: 0, under TCG: 1)',
+    );
     expect(status.stdout).toContain('Missing beats: none');
 
     const deleted = await ppnFleet(['vm', 'delete', vmId!]);
