@@ -264,6 +264,22 @@ describe('QemuDriver', () => {
       expect(cpusTried()).toEqual([null]);
     });
 
+    it('starts a VM under KVM with the host CPU where /dev/kvm is usable (VM_ACCEL=auto)', async () => {
+      fakeRunner([]);
+      const qemu = driver();
+      const { started } = await start(qemu);
+      const [[tool, args]] = jest.mocked(tools.runTool).mock.calls;
+      expect(tool).toBe('qemu-system-x86_64');
+      expect(args.slice(args.indexOf('-machine'), args.indexOf('-machine') + 4)).toEqual([
+        '-machine',
+        'q35,accel=kvm',
+        '-cpu',
+        'host',
+      ]);
+      expect(started.record).toEqual({ kind: 'qemu', accel: 'kvm', pid: process.pid });
+      expect(qemu.accel(started.record)).toBe('kvm');
+    });
+
     it('remembers the CPU model that started, so later VMs do not try the failing ones again', async () => {
       fakeRunner(['host']);
       const qemu = driver();
