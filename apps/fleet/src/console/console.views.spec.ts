@@ -127,7 +127,16 @@ describe('console views', () => {
     expect(text).toContain('<span class="badge bad">silent</span>');
   });
 
-  it('lists a VM with its ssh line, "—" for its accelerator, and its actions', () => {
+  it('shows the accelerator each VM reports', () => {
+    const vms = [vm({ accel: 'kvm' }), vm({ vm_id: 'vm-2', accel: 'tcg' })];
+    const text = overviewPage(overview({ vms }), CONTEXT).text;
+    expect(text.match(/data-label="Accel\.">[^<]*</g)).toEqual([
+      'data-label="Accel.">kvm<',
+      'data-label="Accel.">tcg<',
+    ]);
+  });
+
+  it('lists a VM with its ssh line, "—" for an accelerator not reported, and its actions', () => {
     const text = overviewPage(overview(), CONTEXT).text;
     expect(text).toContain('<code class="ssh">ssh -p 22022 debian@10.8.0.11</code>');
     expect(text).toMatch(/data-label="Accel\.">—</);
