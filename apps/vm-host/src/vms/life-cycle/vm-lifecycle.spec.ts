@@ -163,6 +163,18 @@ describe('VmLifecycle', () => {
       });
     });
 
+    it('keeps in vm.json the fallback a driver made itself (QEMU: KVM failed, TCG runs it)', async () => {
+      const {
+        vm: { vm_id: vmId },
+      } = await vms.spawn(createRequest());
+      const reason =
+        'QEMU: stopped under KVM (CPU qemu64) with QMP status internal-error; started under TCG';
+      await settleCreate({ ...FAKE_STARTED, accelFallback: reason });
+      expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Running }]);
+      expect(await files.readSidecar(vmId)).toMatchObject({ error: null, accel_fallback: reason });
+      expect(driver.stopped).toEqual([]);
+    });
+
     it('does not start again after another failure', async () => {
       await vms.spawn(createRequest({ prefer_kvm: true }));
       await settleCreate(new VmCreateError('QEMU', 'qemu-system-x86_64 failed: no disk'));
