@@ -12,6 +12,7 @@ import {
   stopAllDaemons,
 } from '../support/daemons';
 import { guestImageBuildCommand, guestImagePath } from '../support/guest-image';
+import { ppnFleet } from '../support/ppn-fleet-cli';
 import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
 import { scratchFolder } from '../support/scratch-folders';
 
@@ -106,6 +107,11 @@ describe('a VM without prefer_kvm on a node with /dev/kvm (VM_ACCEL=auto)', () =
     expect([...seen].filter((state) => state.startsWith('Running'))).toEqual([
       `Running ${qemuAccel}`,
     ]);
+    // What an operator sees: the VM's accel.
+    const vms = await ppnFleet(['vms']);
+    expect(vms.stdout).toMatch(
+      new RegExp(`^${vmId} +kvm-probe +Running +256 MB +1 +${qemuAccel} `, 'm'),
+    );
     if (qemuAccel === 'tcg' && kvmHere) {
       const fellBackAt = await agent.waitForOutput(
         new RegExp(`vm ${vmId}: QEMU: .*; starting it again under TCG`),
@@ -132,6 +138,12 @@ describe('a VM without prefer_kvm on a node with /dev/kvm (VM_ACCEL=auto)', () =
         `kvm-fallback: the VM runs under ${qemuAccel}, Running ${((runningAt - createdAt) / 1000).toFixed(1)} s after the create`,
       );
     }
+    // And the node's KVM as its last heartbeat said it.
+    const node = await getJson<ListedNode>(`/v1/nodes/${NODE_ID}`);
+    const status = await ppnFleet(['status']);
+    expect(status.stdout).toMatch(
+      new RegExp(`^${NODE_ID} .* ${node.kvm_available ? 'yes' : 'no'} +\\d+ s ago`, 'm'),
+    );
     expect((await fetch(`${FLEET_URL}/v1/vms/${vmId}`, { method: 'DELETE' })).status).toBe(204);
   });
 });
