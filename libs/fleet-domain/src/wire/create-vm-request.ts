@@ -25,7 +25,12 @@ export class CreateVmRequest {
   @IsInt()
   vcpu_count!: number;
 
-  @ApiProperty({ required: false, default: false })
+  @ApiProperty({
+    required: false,
+    default: false,
+    description:
+      'Placement only: a node whose heartbeat says kvm_available is chosen first. Every node runs its VMs under KVM where it can, prefer_kvm or not (the VM record says which: accel).',
+  })
   @Transform(({ value }: { value: unknown }) => value ?? false)
   @IsBoolean()
   prefer_kvm: boolean = false;

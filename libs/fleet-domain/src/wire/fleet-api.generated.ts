@@ -129,7 +129,10 @@ export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
     CreateVmRequest: {
-      /** @default false */
+      /**
+       * @description Placement only: a node whose heartbeat says kvm_available is chosen first. Every node runs its VMs under KVM where it can, prefer_kvm or not (the VM record says which: accel).
+       * @default false
+       */
       prefer_kvm: boolean;
       /** @example null */
       preferred_node?: string | null;
