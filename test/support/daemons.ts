@@ -155,7 +155,7 @@ export async function listeningFleetDaemon(): Promise<Daemon> {
  * A built agent. Without a VM_DISK_DIR of the test's, it gets a scratch folder of its own, not
  * the default /var/lib/vm-fleet: a test leaves the machine as it found it. Without a VM_ACCEL
  * of the test's, it runs VMs under TCG: most tests boot a blank disk, which cannot show whether
- * KVM runs a guest (the agent would watch its first KVM VM for 15 s, KVM_PROBATION_MS) and
+ * KVM runs a guest (the agent would watch its first KVM VM for 30 s, KVM_PROBATION_MS) and
  * whose RAM is counted as under TCG. Tests booting the guest image run the product's default,
  * VM_ACCEL=auto, with its KVM attempt and fallback on hosts whose KVM fails.
  */

@@ -9,11 +9,12 @@ export const BROKEN_RUN_STATES: readonly string[] = ['internal-error', 'guest-pa
 /**
  * How long a VM's first seconds under KVM are watched, while KVM has not yet run a guest in
  * this agent process: a host whose KVM cannot run guests stops them within seconds (QMP
- * `internal-error` 2-5 s after the start on such a 2-core host when idle, 7 s under load).
- * Ended sooner by the guest's first console output (it ran past its firmware) or by the broken
- * state; a guest that breaks later is caught by inspect (QemuDriver.brokenGuest).
+ * `internal-error` 2-3 s after the start on such a 2-core host when idle, 7-14 s at load 7-9).
+ * Ended sooner by the guest's first console output (it ran past its firmware: under a working
+ * KVM within about a second) or by the broken state, so only a silent guest (a blank disk) waits
+ * it all; a guest that breaks later is caught by inspect (QemuDriver.brokenGuest).
  */
-export const KVM_PROBATION_MS = 15_000;
+export const KVM_PROBATION_MS = 30_000;
 /** How often the QMP status is read during the probation. */
 export const KVM_PROBATION_POLL_MS = 200;
 
