@@ -9,7 +9,7 @@ export const BROKEN_RUN_STATES: readonly string[] = ['internal-error', 'guest-pa
 /**
  * How long a VM's first seconds under KVM are watched, while KVM has not yet run a guest in
  * this agent process: a host whose KVM cannot run guests stops them within seconds (QMP
- * `internal-error` 2-3 s after the start on such a 2-core host when idle, 7-14 s at load 7-9).
+ * `internal-error` 2-3 s after the start on such a 2-core host when idle, 7-20 s at load 7-12).
  * Ended sooner by the guest's first console output (it ran past its firmware: under a working
  * KVM within about a second) or by the broken state, so only a silent guest (a blank disk) waits
  * it all; a guest that breaks later is caught by inspect (QemuDriver.brokenGuest).
