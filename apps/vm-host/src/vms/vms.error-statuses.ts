@@ -1,5 +1,6 @@
 import { ApiErrors, DomainErrorStatuses, ErrorCase } from '@app/daemon';
 import {
+  HostPortUnavailableError,
   IdempotencyKeyInvalidError,
   IdempotencyKeyReusedError,
   VmCreationUnavailableError,
@@ -18,6 +19,7 @@ export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
   [IdempotencyKeyInvalidError, 400],
   [IdempotencyKeyReusedError, 422],
   [VmDoesNotFitError, 422],
+  [HostPortUnavailableError, 422],
   [VmActionConflictError, 409],
   [VmIdTakenError, 409],
   // Full: 507 Insufficient Storage; a folder the agent may not write is its own fault.
