@@ -1,4 +1,5 @@
 import { ApiErrors, DomainErrorStatuses, ErrorCase } from '@app/daemon';
+import { PortsConflictError } from '@app/fleet-domain';
 import {
   HostPortUnavailableError,
   IdempotencyKeyInvalidError,
@@ -14,6 +15,7 @@ import {
 
 /** Every domain error the VM services throw, and the HTTP status it answers with. */
 export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
+  [PortsConflictError, 400],
   [VmNotOnNodeError, 404],
   [VmCreationUnavailableError, 503],
   [IdempotencyKeyInvalidError, 400],

@@ -12,7 +12,7 @@ import {
 } from 'class-validator';
 import { ID_SCHEMA, IsFleetId, IsVmType, VM_TYPE_SCHEMA } from '../ids';
 import { EXAMPLE_TENANT_ID, EXAMPLE_VM_ID } from './examples';
-import { ArePublishablePorts, MAX_PUBLISHED_PORTS, PublishedPortRequest } from './published-port';
+import { MAX_PUBLISHED_PORTS, PublishedPortRequest } from './published-port';
 
 /** Largest VM either daemon accepts: 1 TiB of RAM, 256 vCPUs. */
 export const MAX_VM_RAM_MB = 1024 * 1024;
@@ -64,7 +64,6 @@ export class CreateVmRequest {
       "Guest ports to publish on the node's mesh address (VM_WG_IP) beside SSH, which is always there and first in host_ports. Absent: SSH only.",
   })
   @IsOptional()
-  @ArePublishablePorts()
   @ValidateNested({ each: true })
   @ArrayMaxSize(MAX_PUBLISHED_PORTS)
   @IsArray()

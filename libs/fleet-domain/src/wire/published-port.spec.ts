@@ -1,9 +1,22 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { CreateVmRequest } from './create-vm-request';
+import { PublishedPortRequest, checkPublishedPorts } from './published-port';
 import { canonicalCreateRequest } from '../idempotency';
 
+/** What the validation pipe says of each field, then what the services' check says. */
 function problems(ports: unknown): string[] {
+  const found = fieldProblems(ports);
+  if (found.length > 0 || !Array.isArray(ports)) return found;
+  try {
+    checkPublishedPorts(ports as PublishedPortRequest[]);
+    return [];
+  } catch (error) {
+    return [(error as Error).message];
+  }
+}
+
+function fieldProblems(ports: unknown): string[] {
   const request = plainToInstance(CreateVmRequest, {
     vm_type: 'web',
     ram_mb: 64,

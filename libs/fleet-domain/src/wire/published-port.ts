@@ -1,5 +1,5 @@
 import { ApiProperty } from './openapi-decorators';
-import { IsIn, IsInt, IsOptional, Max, Min, ValidateBy } from 'class-validator';
+import { IsIn, IsInt, IsOptional, Max, Min } from 'class-validator';
 
 /** Most ports a create may publish beside SSH (which is always there and first). */
 export const MAX_PUBLISHED_PORTS = 16;
@@ -79,17 +79,15 @@ export function publishedPortsProblem(ports: readonly PublishedPortRequest[]): s
   return undefined;
 }
 
-/** The requested ports can all be published together (see publishedPortsProblem). */
-export function ArePublishablePorts(): PropertyDecorator {
-  return ValidateBy({
-    name: 'arePublishablePorts',
-    validator: {
-      validate: (value: unknown) =>
-        !Array.isArray(value) ||
-        publishedPortsProblem(value as PublishedPortRequest[]) === undefined,
-      defaultMessage: (args) =>
-        publishedPortsProblem((args?.value ?? []) as PublishedPortRequest[]) ??
-        '$property cannot be published together',
-    },
-  });
+/**
+ * A create's ports that cannot be published together (see publishedPortsProblem): a 400 from
+ * either daemon, the message naming the entry. Judged by the services, not the validation pipe:
+ * the pipe validates a list of objects item by item, so a rule across items is not seen there.
+ */
+export class PortsConflictError extends Error {}
+
+/** Throws PortsConflictError when the create's ports cannot be published together. */
+export function checkPublishedPorts(ports: readonly PublishedPortRequest[] | undefined): void {
+  const problem = publishedPortsProblem(ports ?? []);
+  if (problem !== undefined) throw new PortsConflictError(problem);
 }

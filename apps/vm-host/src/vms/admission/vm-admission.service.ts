@@ -9,6 +9,7 @@ import {
   VmRecord,
   VmState,
   capacityRefusal,
+  checkPublishedPorts,
   toRfc3339,
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
@@ -70,7 +71,8 @@ export class VmAdmissionService {
    * Admits the VM (state Provisioning) once its files are made, and starts it after answering.
    * With a key a spawn made before (within a day), it answers that VM and makes none.
    */
-  spawn(request: SpawnVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
+  async spawn(request: SpawnVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
+    checkPublishedPorts(request.ports);
     return this.lifecycle.locks.run(ADMISSION, () => this.admit(request, key));
   }
 
