@@ -14,6 +14,7 @@ import { vmHostConfig } from '../../../../../test/support/configs';
 import type { HostCapacity, HostFactsService } from '../../host-facts/host-facts.service';
 import { SpawnKey, parseSpawnKey } from './idempotency-key';
 import { VmAdmissionService } from './vm-admission.service';
+import { SOCKET_PORT_PROBE } from '../ports/port-probe';
 import { VmSpec } from '../vm-driver';
 import { VmFiles } from '../files/vm-files';
 import {
@@ -131,15 +132,19 @@ describe('VmAdmissionService', () => {
     });
 
     it('refuses (422) a host_port another VM here holds, naming it, and makes nothing', async () => {
+      // One free on this machine now, whatever else runs beside the test.
+      const freePort = await SOCKET_PORT_PROBE.anyFree('127.0.0.1', 'tcp');
       await admission.spawn(
-        request({ ports: [{ guest_port: 80, protocol: 'tcp', host_port: 18080 }] }),
+        request({ ports: [{ guest_port: 80, protocol: 'tcp', host_port: freePort }] }),
       );
       expect(await runFolders()).toHaveLength(1);
       const again = admission.spawn(
-        request({ ports: [{ guest_port: 80, protocol: 'tcp', host_port: 18080 }] }),
+        request({ ports: [{ guest_port: 80, protocol: 'tcp', host_port: freePort }] }),
       );
       await expect(again).rejects.toThrow(
-        /^ports\[0\]\.host_port: 18080\/tcp on node node-a \(127\.0\.0\.1\) is held by vm vm-[0-9a-f]{16}; no VM was made$/,
+        new RegExp(
+          `^ports\\[0\\]\\.host_port: ${freePort}/tcp on node node-a \\(127\\.0\\.0\\.1\\) is held by vm vm-[0-9a-f]{16}; no VM was made$`,
+        ),
       );
       expect(statusOf((await again.catch((error: Error) => error)) as Error)).toBe(422);
       expect(await runFolders()).toHaveLength(1);

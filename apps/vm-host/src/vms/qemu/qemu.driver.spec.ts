@@ -17,6 +17,7 @@ import {
 } from '../vms.errors';
 import { AddressInfo, Server, createServer } from 'node:net';
 import { qemuArgs } from './qemu-command-line';
+import { SOCKET_PORT_PROBE } from '../ports/port-probe';
 import * as tools from './run-tool';
 import { QemuDriver, SERIAL_LOG_MAX_BYTES } from './qemu.driver';
 import { MAX_CONSOLE_BYTES } from '@app/fleet-domain';
@@ -178,10 +179,16 @@ describe('QemuDriver', () => {
       const runTool = jest.spyOn(tools, 'runTool').mockRejectedValue(new Error('stop here'));
       const files = await preparedFiles();
       const vmId = await files.newVmId();
+      // Free on this machine now, whatever else runs beside the test.
+      const [ssh, http, dns] = [
+        await SOCKET_PORT_PROBE.anyFree('127.0.0.1', 'tcp'),
+        await SOCKET_PORT_PROBE.anyFree('127.0.0.1', 'tcp'),
+        await SOCKET_PORT_PROBE.anyFree('127.0.0.1', 'udp'),
+      ];
       const forwards = [
-        { host_port: 41022, guest_port: 22, protocol: 'tcp' as const },
-        { host_port: 41080, guest_port: 8080, protocol: 'tcp' as const },
-        { host_port: 41053, guest_port: 53, protocol: 'udp' as const },
+        { host_port: ssh, guest_port: 22, protocol: 'tcp' as const },
+        { host_port: http, guest_port: 8080, protocol: 'tcp' as const },
+        { host_port: dns, guest_port: 53, protocol: 'udp' as const },
       ];
       await driver()
         .start(
@@ -191,7 +198,7 @@ describe('QemuDriver', () => {
         .catch(() => undefined);
       const args = runTool.mock.calls[0][1];
       expect(args[args.indexOf('-netdev') + 1]).toBe(
-        'user,id=net0,hostfwd=tcp:127.0.0.1:41022-:22,hostfwd=tcp:127.0.0.1:41080-:8080,hostfwd=udp:127.0.0.1:41053-:53',
+        `user,id=net0,hostfwd=tcp:127.0.0.1:${ssh}-:22,hostfwd=tcp:127.0.0.1:${http}-:8080,hostfwd=udp:127.0.0.1:${dns}-:53`,
       );
     });
 
