@@ -437,6 +437,80 @@ describe('fleet controller: VMs', () => {
       },
     );
 
+    describe('published ports', () => {
+      const web = { ...small, ports: [{ guest_port: 80, protocol: 'tcp', host_port: 8080 }] };
+      const held = vmRecord('vm-00000000000000b1', {
+        host_ports: [
+          { host_port: 40022, guest_port: 22, protocol: 'tcp' },
+          { host_port: 8080, guest_port: 80, protocol: 'tcp' },
+        ],
+      });
+
+      it('sends ports to the agent, and places a host_port only where no VM holds it', async () => {
+        const holding = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('holding', holding, { ram_total_mb: 65536, ram_used_mb: 0, vms: [held] });
+        const free = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('free', free);
+        const { body } = await create(web).expect(201);
+        expect(body.node_id).toBe('free');
+        expect(holding.calls).toHaveLength(0);
+        expect((free.calls[0].body as { ports: unknown }).ports).toEqual(web.ports);
+      });
+
+      it('refuses (422) naming the port when every node with room holds it, asking no agent', async () => {
+        const holding = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('holding', holding, { vms: [held] });
+        const { body } = await create(web).expect(422);
+        expect(body.message).toBe(
+          'every node with room holds a host_port this create asks for: holding: host_port 8080/tcp is held by vm vm-00000000000000b1; ask for another host_port, or none (a free one is then chosen)',
+        );
+        expect(holding.calls).toHaveLength(0);
+      });
+
+      it('moves on from an agent refusing the host_port (422) without passing that node over', async () => {
+        // Its port 8080 taken by a process of its own: it refuses creates asking for it.
+        const refusing = await agent((call, res) =>
+          (call.body as { ports?: unknown }).ports
+            ? json(res, 422, {
+                message:
+                  'ports[0].host_port: 8080/tcp on node refusing (10.0.0.1) is in use by another process; no VM was made',
+              })
+            : json(res, 201, spawned(call)),
+        );
+        await enroll('refusing', refusing, { ram_total_mb: 65536, ram_used_mb: 0 });
+        const other = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('other', other);
+        expect((await create(web).expect(201)).body.node_id).toBe('other');
+        // Not the node's fault: a create without the port still goes to the roomiest node.
+        expect((await create(small).expect(201)).body.node_id).toBe('refusing');
+        // Alone, the agent's refusal is the answer, naming the port.
+        const { body } = await create({ ...web, preferred_node: 'refusing' }).expect(422);
+        expect(body.message).toBe(
+          'node refusing refused the VM: ports[0].host_port: 8080/tcp on node refusing (10.0.0.1) is in use by another process; no VM was made',
+        );
+      });
+
+      it('refuses (400) duplicate ports naming the entry, and SSH asked again', async () => {
+        const stub = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('a', stub);
+        const twice = await create({
+          ...small,
+          ports: [
+            { guest_port: 80, protocol: 'tcp' },
+            { guest_port: 80, protocol: 'tcp' },
+          ],
+        }).expect(400);
+        expect(JSON.stringify(twice.body)).toContain(
+          'ports[1].guest_port: 80/tcp is already asked for by ports[0]',
+        );
+        const ssh = await create({ ...small, ports: [{ guest_port: 22, protocol: 'tcp' }] }).expect(
+          400,
+        );
+        expect(JSON.stringify(ssh.body)).toContain("22/tcp is the VM's SSH forward");
+        expect(stub.calls).toHaveLength(0);
+      });
+    });
+
     it.each([
       ['without an Idempotency-Key', undefined, 'vm-00000000000000f1'],
       ['with a key of its own', 'order-4711-web', 'vm-00000000000000f2'],

@@ -1,3 +1,4 @@
+import { HostPorts } from '../../apps/vm-host/src/vms/ports/host-ports';
 import { Logger } from '@nestjs/common';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -80,6 +81,7 @@ export function vmServices(parts: {
     hostFacts,
     config,
     failpoint,
+    new HostPorts(config),
   );
   const restarts = new VmRestartService(
     sidecars,

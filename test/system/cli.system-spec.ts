@@ -77,7 +77,7 @@ describe('ppn-fleet against a controller and an agent', () => {
     ]);
   });
 
-  it('vm create --wait reaches Running; vms --json is GET /v1/vms; status and vm delete', async () => {
+  it('vm create --wait-running reaches Running; vms --json is GET /v1/vms; status and vm delete', async () => {
     const created = await ppnFleet([
       'vm',
       'create',
@@ -89,7 +89,8 @@ describe('ppn-fleet against a controller and an agent', () => {
       '1',
       '--tenant',
       'acme',
-      '--wait',
+      // A blank base image boots no guest: nothing answers SSH, so Running is all to wait for.
+      '--wait-running',
       '--timeout',
       '60',
     ]);

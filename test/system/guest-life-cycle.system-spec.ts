@@ -162,14 +162,14 @@ describe('a real guest through a power cut, a stop, a start and a restart', () =
     await listed(vmId, 'Stopped');
     expect(qemuPids(vmId)).toEqual([]);
 
-    const started = await ppnFleet(['vm', 'start', vmId, '--wait'], {}, 120_000);
+    const started = await ppnFleet(['vm', 'start', vmId, '--wait-running'], {}, 120_000);
     expect(started.code).toBe(0);
     await listed(vmId, 'Running');
     const [startedPid] = qemuPids(vmId);
     expect(startedPid).toBeDefined();
 
     const restarted = await ppnFleet(
-      ['vm', 'restart', vmId, '--timeout', '15', '--wait'],
+      ['vm', 'restart', vmId, '--timeout', '15', '--wait-running'],
       {},
       120_000,
     );

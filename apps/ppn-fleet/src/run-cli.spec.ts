@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deriveNodeToken, packageVersion } from '@app/daemon';
 import { CONTROL_CHARACTERS } from '@app/fleet-domain';
-import { CliIo } from './terminal/cli-io';
+import { CliIo, PortAnswer } from './terminal/cli-io';
 import { ExitCode } from './api/exit-codes';
 import { MAX_ANSWER_BYTES } from './api/fleet-api.client';
 import { exitCodeOf, runCli } from './run-cli';
@@ -38,6 +38,18 @@ class FakeIo extends CliIo {
       this.requests.push(input.clone());
       return handler(input);
     }) as typeof fetch;
+  }
+
+  /** What the VM's forwarded ports answer, in turn; then an SSH banner. */
+  readonly portAnswers: PortAnswer[] = [];
+  readonly probes: string[] = [];
+
+  override probePort(host: string, port: number, watchMs: number): Promise<PortAnswer> {
+    this.probes.push(`${host}:${port}`);
+    this.clock += watchMs;
+    return Promise.resolve(
+      this.portAnswers.shift() ?? { kind: 'open', text: 'SSH-2.0-OpenSSH_9.2p1 Debian\r\n' },
+    );
   }
 
   sleep(ms: number): Promise<void> {
@@ -472,7 +484,7 @@ describe('ppn-fleet vm create', () => {
       if (path === '/v1/vms') return json([vm(states.shift() ?? 'Running')]);
       return fleetOfOne(request);
     });
-    expect(await run([...ARGS, '--wait'], io)).toBe(ExitCode.Ok);
+    expect(await run([...ARGS, '--wait-running'], io)).toBe(ExitCode.Ok);
     expect(io.stdout.text).toBe(
       'created vm-1 (web, 512 MB, 1 vCPU) on node-a: Provisioning\n' +
         'vm-1 is Running on node-a: ssh -p 22022 debian@10.8.0.2\n',
@@ -480,6 +492,89 @@ describe('ppn-fleet vm create', () => {
     expect(io.stderr.text).toBe(
       'vm-1 on node-a: Provisioning, 0 s\nvm-1 on node-a: Provisioning, 1 s\nvm-1 on node-a: Provisioning, 2 s\n',
     );
+    // Running is all --wait-running waits for: the guest's SSH is never looked at.
+    expect(io.probes).toEqual([]);
+  });
+
+  describe('--wait: until the guest answers', () => {
+    function runningFleet(hostPorts = vm('Running').host_ports) {
+      return (request: Request): Response | Promise<Response> => {
+        const path = new URL(request.url).pathname;
+        if (request.method === 'POST') return json({ ...vm('Provisioning'), host_ports: [] }, 201);
+        if (path === '/v1/vms') return json([{ ...vm('Running'), host_ports: hostPorts }]);
+        return fleetOfOne(request);
+      };
+    }
+
+    it('waits past Running until SSH says its banner, progress on stderr, then the ssh line', async () => {
+      const io = new FakeIo({}, runningFleet());
+      io.portAnswers.push(
+        { kind: 'refused' },
+        { kind: 'closed' },
+        { kind: 'open', text: '' },
+        { kind: 'open', text: 'SSH-2.0-OpenSSH_9.2p1\r\n' },
+      );
+      expect(await run([...ARGS, '--wait'], io)).toBe(ExitCode.Ok);
+      expect(io.probes).toEqual(Array(4).fill('10.8.0.2:22022'));
+      expect(io.stdout.text).toBe(
+        'created vm-1 (web, 512 MB, 1 vCPU) on node-a: Provisioning\n' +
+          'vm-1 is Running on node-a: ssh -p 22022 debian@10.8.0.2\n',
+      );
+      expect(io.stderr.text).toBe(
+        'vm-1 on node-a: Provisioning, 0 s\n' +
+          'vm-1: Running, waiting for SSH at 10.8.0.2:22022 (connection refused or unanswered), 3 s\n' +
+          'vm-1: Running, waiting for SSH at 10.8.0.2:22022 (connection reset: sshd in the guest is not up yet), 6 s\n' +
+          'vm-1: Running, waiting for SSH at 10.8.0.2:22022 (connected, no SSH banner yet), 9 s\n',
+      );
+    });
+
+    it('gives up at --timeout, counting the time until Running, saying what it last saw', async () => {
+      const io = new FakeIo({}, runningFleet());
+      for (let i = 0; i < 100; i++) io.portAnswers.push({ kind: 'closed' });
+      expect(await run([...ARGS, '--wait', '--timeout', '10'], io)).toBe(ExitCode.Refused);
+      expect(io.stderr.text).toContain(
+        'ppn-fleet: vm-1 is Running, but SSH did not answer at 10.8.0.2:22022 within 10 s (--timeout): connection reset: sshd in the guest is not up yet\n',
+      );
+      expect(io.probes.length).toBeLessThanOrEqual(4);
+    });
+
+    it('--wait-port waits for that guest port: a connection kept open answers', async () => {
+      const ports = [
+        { host_port: 22022, guest_port: 22, protocol: 'tcp' },
+        { host_port: 40080, guest_port: 80, protocol: 'tcp' },
+      ];
+      const io = new FakeIo({}, runningFleet(ports));
+      io.portAnswers.push({ kind: 'closed' }, { kind: 'open', text: '' });
+      expect(await run([...ARGS, '--port', '80/tcp', '--wait-port', '80'], io)).toBe(ExitCode.Ok);
+      expect(io.probes).toEqual(['10.8.0.2:40080', '10.8.0.2:40080']);
+      const created = io.requests.find((request) => request.method === 'POST')!;
+      expect(((await created.json()) as { ports: unknown }).ports).toEqual([
+        { guest_port: 80, protocol: 'tcp' },
+      ]);
+      expect(io.stdout.text).toContain('guest port 80/tcp answers at 10.8.0.2:40080\n');
+      expect(io.stderr.text).toContain(
+        '(accepted and closed: nothing listens on guest port 80 yet)',
+      );
+    });
+
+    it.each([
+      [
+        ['--port', '80/sctp'],
+        "option '--port <[host_port:]guest_port[/tcp|udp]>' argument '80/sctp' is invalid",
+      ],
+      [['--port', '80:80'], 'Its host_port must be from 1024 to 65535'],
+      [
+        ['--port', '80', '--port', '80/tcp'],
+        '--port: ports[1].guest_port: 80/tcp is already asked for by ports[0]',
+      ],
+      [['--wait-port', '53/udp'], 'Only a tcp port can be waited for'],
+      [['--wait-port', '80'], '--wait-port 80: no --port publishes guest port 80/tcp'],
+    ])('refuses %j as a usage error naming the flag, sending nothing', async (flags, message) => {
+      const io = new FakeIo({}, runningFleet());
+      expect(await run([...ARGS, ...flags], io)).toBe(ExitCode.Usage);
+      expect(io.stderr.text).toContain(message);
+      expect(io.requests).toEqual([]);
+    });
   });
 
   it('--wait answered a silent VM (a keyed retry) prints it, no SSH target, whether or not its node id is listed', async () => {
@@ -877,10 +972,18 @@ describe('ppn-fleet vm stop|start|restart|console (the operations listener)', ()
     const restart = new FakeIo({}, (request) =>
       request.method === 'POST'
         ? json(lifeCycle({ operation: 'restarting' }), 202)
-        : json({ ...vm('Running'), life_cycle: restarts.shift() }),
+        : new URL(request.url).pathname === '/v1/nodes/node-a'
+          ? json(NODE)
+          : json({ ...vm('Running'), life_cycle: restarts.shift() }),
     );
+    restart.portAnswers.push({ kind: 'closed' });
     expect(await run(['vm', 'restart', 'vm-1', '--wait'], restart)).toBe(ExitCode.Ok);
-    expect(restart.stdout.text).toContain('vm-1 is Running\n');
+    expect(restart.stdout.text).toContain(
+      'vm-1 is Running\nvm-1 answers SSH: ssh -p 22022 debian@10.8.0.2\n',
+    );
+    expect(restart.stderr.text).toContain(
+      'vm-1: Running, waiting for SSH at 10.8.0.2:22022 (connection reset: sshd in the guest is not up yet), ',
+    );
 
     const failing = new FakeIo({}, (request) =>
       request.method === 'POST'

@@ -21,8 +21,14 @@ export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
 /**
  * The request as both sides hash it: the CreateVmRequest fields in contract order, defaults
  * applied, so that `{"prefer_kvm":false}` and an absent `prefer_kvm` are the same request.
+ * `ports` only when some are asked for, so a create without them hashes as it always did.
  */
 export function canonicalCreateRequest(request: CreateVmRequest): string {
+  const ports = (request.ports ?? []).map(({ guest_port, protocol, host_port }) => ({
+    guest_port,
+    protocol,
+    host_port: host_port ?? null,
+  }));
   return JSON.stringify({
     vm_type: request.vm_type,
     ram_mb: request.ram_mb,
@@ -30,6 +36,7 @@ export function canonicalCreateRequest(request: CreateVmRequest): string {
     prefer_kvm: request.prefer_kvm ?? false,
     preferred_node: request.preferred_node ?? null,
     tenant_id: request.tenant_id ?? null,
+    ...(ports.length > 0 ? { ports } : {}),
   });
 }
 

@@ -18,6 +18,7 @@ export * from './wire/fleet-vm-life-cycle';
 export * from './wire/node-heartbeat';
 export * from './wire/node-record';
 export * from './wire/create-vm-request';
+export * from './wire/published-port';
 export * from './wire/error-body';
 export * from './wire/params';
 export * from './wire/examples';

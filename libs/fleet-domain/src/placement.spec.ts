@@ -293,3 +293,69 @@ describe('placeVm', () => {
     });
   });
 });
+
+describe('placeVm with published ports', () => {
+  const held = (entries: Record<string, string>): Map<string, string> =>
+    new Map(Object.entries(entries));
+  const asks8080 = {
+    ...plain,
+    ram_mb: 256,
+    ports: [{ protocol: 'tcp' as const, host_port: 8080 }],
+  };
+
+  it('passes over a node whose VMs hold the host_port, saying so, for one where it is free', () => {
+    const nodes = [
+      node('big', 8192, { held_ports: held({ '8080/tcp': 'vm-0000000000000001' }) }),
+      node('small', 2048, { held_ports: held({ '8080/udp': 'vm-0000000000000002' }) }),
+    ];
+    expect(placeVm(asks8080, nodes)).toEqual({
+      kind: 'placed',
+      node_id: 'small',
+      required_free_mb: 768,
+      passed_over: ['big: host_port 8080/tcp is held by vm vm-0000000000000001'],
+    });
+  });
+
+  it('refuses (ports-taken) naming the port on each node with room when all hold it', () => {
+    const nodes = [
+      node('a', 8192, { held_ports: held({ '8080/tcp': 'vm-0000000000000001' }) }),
+      node('b', 100),
+    ];
+    const placement = placeVm(asks8080, nodes);
+    expect(placement).toEqual({
+      kind: 'ports-taken',
+      message:
+        'every node with room holds a host_port this create asks for: a: host_port 8080/tcp is held by vm vm-0000000000000001; ask for another host_port, or none (a free one is then chosen)',
+    });
+    expect(
+      placeVm({ ...asks8080, preferred_node: 'a' }, nodes).kind === 'preferred-node-unfit',
+    ).toBe(true);
+  });
+
+  it('takes a port without host_port anywhere, and reads held ports from the heartbeat', () => {
+    const state = nodeStateFromHeartbeat(
+      heartbeat({
+        node_id: 'a',
+        vms: [
+          {
+            vm_id: 'vm-0000000000000001',
+            vm_type: 'web',
+            state: 'Running' as never,
+            ram_alloc_mb: 64,
+            vcpu_count: 1,
+            started_at: null,
+            tenant_id: null,
+            host_ports: [{ host_port: 8080, guest_port: 80, protocol: 'tcp' }],
+          },
+        ],
+      }),
+      0,
+    );
+    const candidate = placementCandidate(state, 0);
+    expect(candidate.held_ports).toEqual(held({ '8080/tcp': 'vm-0000000000000001' }));
+    expect(placeVm(asks8080, [candidate]).kind).toBe('ports-taken');
+    expect(placeVm({ ...plain, ram_mb: 256, ports: [{ protocol: 'tcp' }] }, [candidate]).kind).toBe(
+      'placed',
+    );
+  });
+});

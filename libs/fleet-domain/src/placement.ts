@@ -3,6 +3,7 @@ import { compareIds } from './ids';
 import { dispatchTrouble } from './dispatch-health';
 import { NodeState, beatIntervalMs, ramAvailableMb } from './node-state';
 import { NodeRecord } from './wire/node-record';
+import { PublishedPortRequest, portName } from './wire/published-port';
 
 /** A node that has missed this many of its heartbeats in a row is passed over. */
 export const MISSED_BEATS_TO_PASS_OVER = 2;
@@ -14,6 +15,8 @@ export interface PlacementRequest {
   ram_mb: number;
   prefer_kvm: boolean;
   preferred_node?: string | null;
+  /** Only the host_port of each matters: the node must have it free. */
+  ports?: ReadonlyArray<Pick<PublishedPortRequest, 'protocol' | 'host_port'>>;
 }
 
 export type PlacementCandidate = Pick<
@@ -26,6 +29,11 @@ export type PlacementCandidate = Pick<
   beat_interval_ms?: number | null;
   /** Why its agent is passed over for now (its dispatches fail); absent when it is not. */
   dispatch_trouble?: string;
+  /**
+   * The host ports its VMs hold as its heartbeats report them (`8080/tcp` → the VM holding
+   * it); absent: none known.
+   */
+  held_ports?: ReadonlyMap<string, string>;
 };
 
 export type Placement =
@@ -37,10 +45,16 @@ export type Placement =
   /** The preferred node is not listed, late or too small: answered 422, no other node considered. */
   | { kind: 'preferred-node-unfit'; message: string }
   /** No node has room: answered 503, naming every node considered and why it was passed over. */
-  | { kind: 'no-capacity'; message: string };
+  | { kind: 'no-capacity'; message: string }
+  /**
+   * Every node with room holds a host_port the create asks for: answered 409, naming the port
+   * and the VM holding it on each node.
+   */
+  | { kind: 'ports-taken'; message: string };
 
 /** What placement sees of a stored node at `nowMs`: its RAM as held now, and how late it is. */
 export function placementCandidate(state: NodeState, nowMs: number): PlacementCandidate {
+  const held = heldPorts(state);
   return {
     node_id: state.node_id,
     ram_available_mb: ramAvailableMb(state, nowMs),
@@ -49,7 +63,33 @@ export function placementCandidate(state: NodeState, nowMs: number): PlacementCa
     silent_ms: nowMs - state.received_at_ms,
     beat_interval_ms: beatIntervalMs(state),
     dispatch_trouble: dispatchTrouble(state.dispatch_failures ?? undefined, nowMs),
+    ...(held.size > 0 ? { held_ports: held } : {}),
   };
+}
+
+/** The host ports the node's VMs hold, as its last heartbeat (and VMs dispatched since) list them. */
+function heldPorts(state: Pick<NodeState, 'vms'>): Map<string, string> {
+  const held = new Map<string, string>();
+  for (const vm of state.vms) {
+    for (const port of vm.host_ports ?? []) {
+      held.set(portName(port.host_port, port.protocol), vm.vm_id);
+    }
+  }
+  return held;
+}
+
+/**
+ * Why the node cannot publish a host_port the create asks for (a VM of its own holds it), or
+ * undefined when it can (or is not known to hold it: its agent then judges).
+ */
+function portConflict(node: PlacementCandidate, request: PlacementRequest): string | undefined {
+  for (const port of request.ports ?? []) {
+    if (port.host_port === undefined || port.host_port === null) continue;
+    const name = portName(port.host_port, port.protocol);
+    const holder = node.held_ports?.get(name);
+    if (holder !== undefined) return `host_port ${name} is held by vm ${holder}`;
+  }
+  return undefined;
 }
 
 /**
@@ -67,9 +107,10 @@ export function placeVm(
     return placeOnPreferredNode(request, request.preferred_node, candidates);
   }
   const required = request.ram_mb + PLACEMENT_MARGIN_MB;
-  const fitting = candidates.filter(
+  const roomy = candidates.filter(
     (node) => node.ram_available_mb >= required && unfitness(node) === undefined,
   );
+  const fitting = roomy.filter((node) => portConflict(node, request) === undefined);
   for (const pass of [false, true]) {
     const inPass = fitting.filter((node) => node.reserved === pass);
     const best = inPass.sort((a, b) => compareCandidates(a, b, request.prefer_kvm))[0];
@@ -80,10 +121,20 @@ export function placeVm(
         node_id: best.node_id,
         required_free_mb: required,
         passed_over: byMostRam(others).map(
-          (node) => `${node.node_id}: ${whyNotChosen(node, best, required, request.prefer_kvm)}`,
+          (node) =>
+            `${node.node_id}: ${portConflict(node, request) ?? whyNotChosen(node, best, required, request.prefer_kvm)}`,
         ),
       };
     }
+  }
+  if (roomy.length > 0) {
+    const reasons = byMostRam(roomy).map(
+      (node) => `${node.node_id}: ${portConflict(node, request)}`,
+    );
+    return {
+      kind: 'ports-taken',
+      message: `every node with room holds a host_port this create asks for: ${shortened(reasons)}; ask for another host_port, or none (a free one is then chosen)`,
+    };
   }
   const needs = `no node has ${required} MB free (ram_mb ${request.ram_mb} + ${PLACEMENT_MARGIN_MB} MB margin)`;
   if (candidates.length === 0) {
@@ -117,7 +168,7 @@ function placeOnPreferredNode(
       message: `preferred_node ${nodeId} is not enrolled (or silent for more than 30 s)`,
     };
   }
-  const unfit = unfitness(node);
+  const unfit = unfitness(node) ?? portConflict(node, request);
   if (unfit !== undefined) {
     return { kind: 'preferred-node-unfit', message: `preferred_node ${nodeId}: ${unfit}` };
   }

@@ -208,6 +208,20 @@ export interface components {
        */
       protocol: 'tcp' | 'udp';
     };
+    PublishedPortRequest: {
+      /** @example 80 */
+      guest_port: number;
+      /**
+       * @description That exact port on the node (refused naming it when taken or reserved); absent: a free one is chosen.
+       * @example 8080
+       */
+      host_port?: number;
+      /**
+       * @example tcp
+       * @enum {string}
+       */
+      protocol: 'tcp' | 'udp';
+    };
     RestartVmRequest: {
       /**
        * @description true: end QEMU at once, without asking the guest to power down first.
@@ -221,6 +235,8 @@ export interface components {
       timeout_s: number;
     };
     SpawnVmRequest: {
+      /** @description Guest ports to publish on the node's mesh address (VM_WG_IP) beside SSH, which is always there and first in host_ports. Absent: SSH only. */
+      ports?: components['schemas']['PublishedPortRequest'][];
       /**
        * @description Placement only: a node whose heartbeat says kvm_available is chosen first. Every node runs its VMs under KVM where it can, prefer_kvm or not (the VM record says which: accel).
        * @default false

@@ -5,6 +5,7 @@ import { Clock } from '@app/daemon';
 import {
   CreateVmRequest,
   DISPATCH_NODES_TRIED,
+  checkPublishedPorts,
   FleetVm,
   IDEMPOTENCY_KEY_TTL_MS,
   NodeState,
@@ -62,7 +63,7 @@ const MIN_DISPATCH_TIME_MS = 1_000;
 function nodeFailure(
   error: unknown,
   movesOn = true,
-): { reason: string; retry: boolean; mayHaveMadeIt: boolean } | undefined {
+): { reason: string; retry: boolean; mayHaveMadeIt: boolean; notTheNodes?: boolean } | undefined {
   if (error instanceof AgentCallError) {
     // Cut off before any answer (a timeout, a reset): the agent may be making the VM.
     const cutOff = !error.neverReached && error.reason === 'unreachable';
@@ -77,6 +78,18 @@ function nodeFailure(
         return { reason: 'disk full (507)', retry: true, mayHaveMadeIt: false };
       // It says it cannot hold the VM (whatever its heartbeat claimed): it made nothing.
       case 422:
+        // A host_port it holds (a VM not yet in its heartbeat, another process): the request's
+        // problem on that node, not the node's; another node may have the port free.
+        if (error.hostPortTaken) {
+          return movesOn
+            ? {
+                reason: 'host_port taken (422)',
+                retry: true,
+                mayHaveMadeIt: false,
+                notTheNodes: true,
+              }
+            : undefined;
+        }
         return movesOn
           ? { reason: 'refused the VM as too big (422)', retry: true, mayHaveMadeIt: false }
           : undefined;
@@ -134,6 +147,7 @@ export class VmPlacementService {
    * lets one of them dispatch (see createClaimed).
    */
   async createVm(request: CreateVmRequest, idempotencyKey?: string): Promise<CreatedVm> {
+    checkPublishedPorts(request.ports);
     if (idempotencyKey === undefined) {
       // A key of its own, never repeated: nothing the agent answers makes this a retry.
       const created = await this.placeAndDispatch(request, spawnKeyOf(request), false);
@@ -287,7 +301,7 @@ export class VmPlacementService {
             throw lastFailure;
           }
           this.metrics.countPlacement(
-            error.reason === 'preferred-node-unfit' ? 'refused_unfit' : 'refused_no_room',
+            error.reason === 'no-capacity' ? 'refused_no_room' : 'refused_unfit',
           );
           throw error;
         },
@@ -343,7 +357,9 @@ export class VmPlacementService {
     } catch (error) {
       this.logger.warn(`spawn on node ${node.node_id} failed: ${(error as Error).message}`);
       const failure = nodeFailure(error, !request.preferred_node);
-      if (failure !== undefined) await this.noteNodeFailure(node.node_id, failure.reason);
+      if (failure !== undefined && !failure.notTheNodes) {
+        await this.noteNodeFailure(node.node_id, failure.reason);
+      }
       // An agent that got the request may still be making the VM (a timeout, a reset): its
       // RAM stays held until the hold's deadline or the heartbeat that lists it.
       if (!failure?.mayHaveMadeIt) await this.giveBack(target);

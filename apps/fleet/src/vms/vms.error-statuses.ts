@@ -1,4 +1,5 @@
 import { DomainErrorStatuses } from '@app/daemon';
+import { PortsConflictError } from '@app/fleet-domain';
 import { AgentCallError } from './vm-host.client';
 import {
   IdempotencyKeyClaimWaitError,
@@ -12,12 +13,13 @@ import {
 
 /** The vms feature's errors and their statuses; the app's table gathers every feature's. */
 export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
+  [PortsConflictError, 400],
   [VmNotFoundError, 404],
   [VmOnSilentNodeError, 409],
   [VmNodeIsBackError, 409],
   [
     PlacementRefusedError,
-    (error) => ((error as PlacementRefusedError).reason === 'preferred-node-unfit' ? 422 : 503),
+    (error) => ((error as PlacementRefusedError).reason === 'no-capacity' ? 503 : 422),
   ],
   [IdempotencyKeyReusedError, 422],
   [IdempotencyKeyClaimWaitError, 503],

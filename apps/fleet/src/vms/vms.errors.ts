@@ -1,7 +1,10 @@
-/** The placement rules refused the request (422 for an unfit preferred node, 503 for no room). */
+/**
+ * The placement rules refused the request: 422 for an unfit preferred node or a host_port held
+ * on every node with room, 503 for no room.
+ */
 export class PlacementRefusedError extends Error {
   constructor(
-    readonly reason: 'preferred-node-unfit' | 'no-capacity',
+    readonly reason: 'preferred-node-unfit' | 'no-capacity' | 'ports-taken',
     message: string,
   ) {
     super(message);
@@ -78,11 +81,15 @@ export class IdempotencyKeyClaimWaitError extends Error {
  * agent's own, cleaned and shortened (see agentErrorMessage).
  */
 export class NodeRefusedVmError extends Error {
+  /** A 422 naming a host_port the create asked for (taken or reserved there), not the VM's size. */
+  readonly hostPortTaken: boolean;
+
   constructor(
     readonly nodeId: string,
     readonly agentStatus: 422 | 500 | 507,
     agentMessage: string,
   ) {
     super(`node ${nodeId} refused the VM: ${agentMessage}`);
+    this.hostPortTaken = agentStatus === 422 && /^ports\[\d+\]\.host_port: /.test(agentMessage);
   }
 }

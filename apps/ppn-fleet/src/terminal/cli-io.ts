@@ -1,3 +1,50 @@
+import { Socket } from 'node:net';
+
+/**
+ * What a TCP port said to one connection: `refused` (no connection), `closed` (accepted, then
+ * closed or reset with nothing said: QEMU's user-mode forward accepts for the guest and drops
+ * the connection when nothing listens in it), or `open` (it stayed open, or said `text`).
+ */
+export type PortAnswer = { kind: 'refused' } | { kind: 'closed' } | { kind: 'open'; text: string };
+
+/** Most a probe reads of what a port says first (an SSH banner line is at most 255 bytes). */
+const PROBE_TEXT_MAX = 256;
+
+/**
+ * Connects once to host:port and watches the connection for up to `watchMs` (or until it has
+ * said a line): whether anything answers there, see PortAnswer.
+ */
+export function probeTcpPort(host: string, port: number, watchMs: number): Promise<PortAnswer> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    let connected = false;
+    let text = '';
+    let timer: NodeJS.Timeout | undefined;
+    const settle = (answer: PortAnswer): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.setTimeout(watchMs, () =>
+      settle(connected ? { kind: 'open', text } : { kind: 'refused' }),
+    );
+    socket.once('connect', () => {
+      connected = true;
+      timer = setTimeout(() => settle({ kind: 'open', text }), watchMs);
+    });
+    socket.on('data', (chunk: Buffer) => {
+      text = (text + chunk.toString('latin1')).slice(0, PROBE_TEXT_MAX);
+      if (text.includes('\n') || text.length >= PROBE_TEXT_MAX) settle({ kind: 'open', text });
+    });
+    socket.once('error', () => undefined);
+    socket.once('close', () => {
+      if (!connected) settle({ kind: 'refused' });
+      else settle(text === '' ? { kind: 'closed' } : { kind: 'open', text });
+    });
+    socket.connect({ host, port });
+  });
+}
+
 /** One of the CLI's output streams: process.stdout and process.stderr fit. */
 export interface OutputStream {
   write(text: string): unknown;
@@ -17,6 +64,10 @@ export abstract class CliIo {
   abstract sleep(ms: number): Promise<void>;
   /** A monotonic time in ms, for --wait's timeout. */
   abstract now(): number;
+  /** What a VM's forwarded port answers (--wait, --wait-port); tests fake it. */
+  probePort(host: string, port: number, watchMs: number): Promise<PortAnswer> {
+    return probeTcpPort(host, port, watchMs);
+  }
   /** The wall clock in ms, to show how far off a time the API gave is; tests fix it. */
   wallNow(): number {
     return Date.now();

@@ -7,6 +7,8 @@ import { FleetOpsApiClient, FleetVmWithLifeCycle, VmLifeCycle } from '../api/fle
 import { CliIo } from '../terminal/cli-io';
 import { printable, printableConsole } from '../terminal/printable';
 import { Terminal } from '../terminal/terminal';
+import { forwardOf, waitUntilAnswering } from './vm-reachability';
+import { DEFAULT_SSH_USER, sshTarget } from './vms.view';
 import {
   DEFAULT_WAIT_TIMEOUT_S,
   VmAction,
@@ -24,10 +26,15 @@ export const CONSOLE_POLL_MS = 1_000;
  */
 export const WAIT_MARGIN_S = 120;
 
+/** start and restart: --wait's old meaning. */
+const WAIT_RUNNING_DESCRIPTION =
+  'follow the VM only until it is Running (its guest may still be booting), as --wait did before';
+
 interface VmActionOptions extends OpsOptions {
   force?: boolean;
   timeout?: number;
   wait?: boolean;
+  waitRunning?: boolean;
 }
 
 /** What each action is called in the lines the CLI prints. */
@@ -54,7 +61,7 @@ abstract class VmActionCommand extends OpsCommand {
   @Option({
     flags: '--wait',
     description:
-      'follow the VM until the action is done (exit 0), it is in Error or time is up (exit 1)',
+      'follow the VM until the action is done (exit 0), it is in Error or time is up (exit 1); start and restart: done once its SSH answers with a banner, then the ssh line is printed',
   })
   parseWait(): boolean {
     return true;
@@ -79,12 +86,46 @@ abstract class VmActionCommand extends OpsCommand {
     this.terminal.print(
       `${UNDER_WAY[this.action]} ${printable(lifeCycle.vm_id)}${this.how(options)}`,
     );
-    if (options.wait) await this.waitUntilDone(ops, vmId, this.waitS(options));
+    if (!options.wait && !options.waitRunning) return;
+    const startMs = this.io.now();
+    const done = await this.waitUntilDone(ops, vmId, this.waitS(options), startMs);
+    if (this.action === 'stop' || options.waitRunning) return;
+    await this.waitForSsh(done, options, startMs);
+  }
+
+  /**
+   * Once the VM runs again, waits until its SSH forward says a banner (within the wait's time
+   * plus DEFAULT_WAIT_TIMEOUT_S for a restart: the guest boots after the power-down), then
+   * prints the ssh line. The node's wg_ip comes from the API (VM_FLEET_ENDPOINT).
+   */
+  private async waitForSsh(
+    vm: FleetVmWithLifeCycle,
+    options: VmActionOptions,
+    startMs: number,
+  ): Promise<void> {
+    const goal = { kind: 'ssh' } as const;
+    const forward = forwardOf(vm, goal);
+    if (forward === undefined || vm.node_silent_since !== undefined) return;
+    const wgIp = (await this.connector.connect().node(vm.node_id)).data.wg_ip;
+    const waitS = this.waitS(options) + (this.action === 'restart' ? DEFAULT_WAIT_TIMEOUT_S : 0);
+    await waitUntilAnswering(
+      this.io,
+      this.terminal,
+      { vmId: vm.vm_id, host: wgIp, port: forward.host_port, goal, startMs },
+      startMs + waitS * 1000,
+      `${waitS} s`,
+    );
+    const ssh = sshTarget(vm, wgIp, DEFAULT_SSH_USER, 'Running');
+    this.terminal.print(`${printable(vm.vm_id)} answers SSH${ssh === undefined ? '' : `: ${ssh}`}`);
   }
 
   /** Polls GET /v1/vms/{vm_id} until waitOutcome says done (or failed), or time is up. */
-  private async waitUntilDone(ops: FleetOpsApiClient, vmId: string, timeoutS: number) {
-    const start = this.io.now();
+  private async waitUntilDone(
+    ops: FleetOpsApiClient,
+    vmId: string,
+    timeoutS: number,
+    start: number,
+  ): Promise<FleetVmWithLifeCycle> {
     let last: FleetVmWithLifeCycle | undefined;
     for (;;) {
       await this.io.sleep(WAIT_POLL_MS);
@@ -102,9 +143,9 @@ abstract class VmActionCommand extends OpsCommand {
             ? `${describeVmState(last, this.io.wallNow())} (its agent did not answer)`
             : describeVmState(last, this.io.wallNow());
       const outcome = last === undefined ? 'waiting' : waitOutcome(this.action, last);
-      if (outcome === 'done') {
+      if (outcome === 'done' && last !== undefined) {
         this.terminal.print(`${printable(vmId)} is ${state}`);
-        return;
+        return last;
       }
       if (outcome === 'failed') {
         throw new CliFailure(`${printable(vmId)} is ${state}`, ExitCode.Refused);
@@ -184,6 +225,11 @@ export class VmRestartCommand extends VmPowerDownCommand {
     super(connector, terminal, io, 'restart');
   }
 
+  @Option({ flags: '--wait-running', description: WAIT_RUNNING_DESCRIPTION })
+  parseWaitRunning(): boolean {
+    return true;
+  }
+
   protected async send(ops: FleetOpsApiClient, vmId: string, options: VmActionOptions) {
     return (await ops.restart(vmId, this.request(options))).data;
   }
@@ -206,6 +252,11 @@ export class VmRestartCommand extends VmPowerDownCommand {
 export class VmStartCommand extends VmActionCommand {
   constructor(connector: FleetApiConnector, terminal: Terminal, io: CliIo) {
     super(connector, terminal, io, 'start');
+  }
+
+  @Option({ flags: '--wait-running', description: WAIT_RUNNING_DESCRIPTION })
+  parseWaitRunning(): boolean {
+    return true;
   }
 
   @Option({

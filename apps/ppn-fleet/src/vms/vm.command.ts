@@ -2,10 +2,13 @@ import { randomUUID } from 'node:crypto';
 import {
   IDEMPOTENCY_KEY_PATTERN,
   IDEMPOTENCY_KEY_RULE,
+  MAX_PUBLISHED_PORTS,
   MAX_VM_RAM_MB,
   MAX_VM_VCPUS,
   VM_TYPE_PATTERN,
   VM_TYPE_RULE,
+  type PublishedPortRequest,
+  publishedPortsProblem,
 } from '@app/fleet-domain';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import {
@@ -30,9 +33,19 @@ import {
   VmStopCommand,
 } from './vm-actions.command';
 import { DEFAULT_WAIT_TIMEOUT_S, WAIT_POLL_MS } from './vm-life-cycle.view';
-import { DEFAULT_SSH_USER, sshForward, sshTarget } from './vms.view';
+import { DEFAULT_SSH_USER, sshTarget } from './vms.view';
+import { parsePortFlag } from './port-flag';
+import {
+  WaitFlags,
+  WaitGoal,
+  forwardOf,
+  hostPort,
+  parseWaitPort,
+  waitGoalOf,
+  waitUntilAnswering,
+} from './vm-reachability';
 
-interface VmCreateOptions extends ApiOptions {
+interface VmCreateOptions extends ApiOptions, WaitFlags {
   type: string;
   ram: number;
   vcpus: number;
@@ -40,7 +53,7 @@ interface VmCreateOptions extends ApiOptions {
   node?: string;
   kvm?: boolean;
   key?: string;
-  wait?: boolean;
+  port?: PublishedPortRequest[];
   timeout?: number;
   sshUser?: string;
 }
@@ -48,7 +61,7 @@ interface VmCreateOptions extends ApiOptions {
 @SubCommand({
   name: 'create',
   description:
-    'create a VM (POST /v1/vms), always with an Idempotency-Key; --wait follows it until it runs',
+    'create a VM (POST /v1/vms), always with an Idempotency-Key; --wait follows it until its SSH answers',
 })
 export class VmCreateCommand extends JsonApiCommand {
   constructor(
@@ -106,16 +119,42 @@ export class VmCreateCommand extends JsonApiCommand {
   }
 
   @Option({
+    flags: '--port <[host_port:]guest_port[/tcp|udp]>',
+    description: `publish a guest port on its node's mesh address (repeatable, at most ${MAX_PUBLISHED_PORTS}; tcp unless /udp; host_port from 1024, a free one when absent), e.g. --port 80/tcp --port 5353:53/udp`,
+  })
+  parsePort(value: string, previous: PublishedPortRequest[] = []): PublishedPortRequest[] {
+    return [...previous, parsePortFlag(value)];
+  }
+
+  @Option({
     flags: '--wait',
-    description: 'follow the VM until it is Running (exit 0) or in Error (exit 1)',
+    description:
+      'follow the VM until it is Running and its SSH answers with a banner (exit 0), or it is in Error (exit 1); then print the ssh line',
   })
   parseWait(): boolean {
     return true;
   }
 
   @Option({
+    flags: '--wait-running',
+    description: 'follow the VM only until it is Running (its guest may still be booting)',
+  })
+  parseWaitRunning(): boolean {
+    return true;
+  }
+
+  @Option({
+    flags: '--wait-port <guest_port>',
+    description:
+      "follow the VM until it is Running and this guest TCP port's forward (from --port) answers: a connection kept open or answered",
+  })
+  parseWaitPortOption(value: string): number {
+    return parseWaitPort(value);
+  }
+
+  @Option({
     flags: '--timeout <s>',
-    description: `how long --wait waits, in seconds (default: ${DEFAULT_WAIT_TIMEOUT_S}); then exit 1`,
+    description: `how long --wait, --wait-running or --wait-port waits in all, in seconds (default: ${DEFAULT_WAIT_TIMEOUT_S}); then exit 1`,
   })
   parseTimeout(value: string): number {
     return parseInteger(value, 1, 86_400);
@@ -130,6 +169,19 @@ export class VmCreateCommand extends JsonApiCommand {
   }
 
   async run(_: string[], options: VmCreateOptions): Promise<void> {
+    const goal = waitGoalOf(options);
+    const ports = options.port ?? [];
+    const portProblem =
+      ports.length > MAX_PUBLISHED_PORTS
+        ? `at most ${MAX_PUBLISHED_PORTS} are published, not ${ports.length}`
+        : publishedPortsProblem(ports);
+    if (portProblem !== undefined) throw new CliFailure(`--port: ${portProblem}`, ExitCode.Usage);
+    if (goal?.kind === 'port' && !ports.some((port) => isWaitedPort(port, goal))) {
+      throw new CliFailure(
+        `--wait-port ${goal.guestPort}: no --port publishes guest port ${goal.guestPort}/tcp`,
+        ExitCode.Usage,
+      );
+    }
     const api = this.connector.connect(options.endpoint);
     const key = options.key ?? randomUUID();
     let created: Awaited<ReturnType<FleetApiClient['createVm']>>;
@@ -142,6 +194,8 @@ export class VmCreateCommand extends JsonApiCommand {
           prefer_kvm: options.kvm ?? false,
           preferred_node: options.node ?? null,
           tenant_id: options.tenant ?? null,
+          // Absent, not [], without --port: the body stays what it always was.
+          ...(ports.length > 0 ? { ports } : {}),
         },
         key,
       );
@@ -149,13 +203,15 @@ export class VmCreateCommand extends JsonApiCommand {
       throw error instanceof CliFailure ? withKeyAdvice(error, key) : error;
     }
     const vm = created.data;
-    if (!options.wait) {
+    if (goal === undefined) {
       if (options.json) this.terminal.print(created.json);
       else this.terminal.print(`created ${describeVm(vm)}`);
       return;
     }
     if (!options.json) this.terminal.print(`created ${describeVm(vm)}`);
+    const startMs = this.io.now();
     const running = await this.waitForRunning(api, vm, options);
+    const answering = await this.waitForGuest(api, running, goal, options, startMs);
     if (options.json) {
       this.terminal.print(JSON.stringify(running));
       return;
@@ -169,11 +225,51 @@ export class VmCreateCommand extends JsonApiCommand {
       return;
     }
     const wgIp =
-      sshForward(running) !== undefined ? (await api.node(running.node_id)).data.wg_ip : undefined;
+      answering?.wgIp ??
+      (forwardOf(running, { kind: 'ssh' }) !== undefined
+        ? (await api.node(running.node_id)).data.wg_ip
+        : undefined);
     const ssh = sshTarget(running, wgIp, options.sshUser ?? DEFAULT_SSH_USER);
     this.terminal.print(
       `${printable(running.vm_id)} is Running on ${printable(running.node_id)}${ssh === undefined ? '' : `: ${ssh}`}`,
     );
+    if (answering?.port !== undefined && goal.kind === 'port') {
+      this.terminal.print(
+        `guest port ${goal.guestPort}/tcp answers at ${hostPort(answering.wgIp, answering.port)}`,
+      );
+    }
+  }
+
+  /**
+   * Once the VM runs, waits (within the same --timeout, from `startMs`) until its forward
+   * answers as the goal asks: its wg_ip and that forward's host port; undefined for a goal of
+   * Running alone, or a VM whose node is silent (nothing to reach).
+   */
+  private async waitForGuest(
+    api: FleetApiClient,
+    running: FleetVm,
+    goal: WaitGoal,
+    options: VmCreateOptions,
+    startMs: number,
+  ): Promise<{ wgIp: string; port: number } | undefined> {
+    if (goal.kind === 'running' || running.node_silent_since !== undefined) return undefined;
+    const forward = forwardOf(running, goal);
+    if (forward === undefined) {
+      throw new CliFailure(
+        `${printable(running.vm_id)} is Running but forwards no ${goal.kind === 'ssh' ? 'SSH (guest port 22/tcp)' : `guest port ${goal.guestPort}/tcp`}; nothing to wait for`,
+        ExitCode.Refused,
+      );
+    }
+    const wgIp = (await api.node(running.node_id)).data.wg_ip;
+    const timeoutS = options.timeout ?? DEFAULT_WAIT_TIMEOUT_S;
+    await waitUntilAnswering(
+      this.io,
+      this.terminal,
+      { vmId: running.vm_id, host: wgIp, port: forward.host_port, goal, startMs },
+      startMs + timeoutS * 1000,
+      `${timeoutS} s (--timeout)`,
+    );
+    return { wgIp, port: forward.host_port };
   }
 
   /** Polls GET /v1/vms until the VM is Running; throws when it is in Error or time is up. */
@@ -216,6 +312,11 @@ export class VmCreateCommand extends JsonApiCommand {
       }
     }
   }
+}
+
+/** True for a --port that publishes the guest TCP port --wait-port waits for. */
+function isWaitedPort(port: PublishedPortRequest, goal: { guestPort: number }): boolean {
+  return port.guest_port === goal.guestPort && port.protocol === 'tcp';
 }
 
 /** One line about a VM, its strings made printable. */

@@ -9,10 +9,7 @@ const vm: FleetVm = {
   vcpu_count: 2,
   started_at: '2026-08-06T12:00:00Z',
   tenant_id: 'acme',
-  host_ports: [
-    { host_port: 22080, guest_port: 80, protocol: 'tcp' },
-    { host_port: 22022, guest_port: 22, protocol: 'tcp' },
-  ],
+  host_ports: [{ host_port: 22022, guest_port: 22, protocol: 'tcp' }],
   node_id: 'node-a',
   accel: 'kvm',
 };
@@ -144,5 +141,35 @@ describe('vms view', () => {
     expect(
       formatVms([{ ...vm, life_cycle: lifeCycle }], [nodeA], 'debian', false).split('\n')[1],
     ).toBe('vm-1  web   Stopped  2048 MB      2  kvm    acme    node-a  -');
+  });
+
+  it('shows PORTS, each forward as wg_ip:host_port → guest_port/proto, once a VM publishes more than SSH', () => {
+    const web = {
+      ...vm,
+      host_ports: [
+        { host_port: 22022, guest_port: 22, protocol: 'tcp' as const },
+        { host_port: 40080, guest_port: 80, protocol: 'tcp' as const },
+        { host_port: 5353, guest_port: 53, protocol: 'udp' as const },
+      ],
+    };
+    const lines = formatVms(
+      [web, { ...vm, vm_id: 'vm-2' }, { ...web, vm_id: 'vm-3', node_id: 'gone' }],
+      [nodeA, { ...nodeA, node_id: 'node-6', wg_ip: 'fd00::6' }],
+      'debian',
+      false,
+    ).split('\n');
+    expect(lines[0]).toMatch(/ SSH +PORTS$/);
+    expect(lines[1]).toMatch(
+      / 10\.8\.0\.2:22022 → 22\/tcp, 10\.8\.0\.2:40080 → 80\/tcp, 10\.8\.0\.2:5353 → 53\/udp$/,
+    );
+    expect(lines[2]).toMatch(/ 10\.8\.0\.2:22022 → 22\/tcp$/);
+    expect(lines[3]).toMatch(/ -  +\?:22022 → 22\/tcp, \?:40080 → 80\/tcp, \?:5353 → 53\/udp$/);
+    const onV6 = formatVms(
+      [{ ...web, node_id: 'node-6' }],
+      [{ ...nodeA, node_id: 'node-6', wg_ip: 'fd00::6' }],
+      'debian',
+      false,
+    );
+    expect(onV6).toContain('[fd00::6]:40080 → 80/tcp');
   });
 });

@@ -4,6 +4,7 @@ import { printable } from '../terminal/printable';
 import { Cell, formatTable } from '../terminal/table';
 import type { Style } from '../terminal/style';
 import { ListedVm, describeVmState, lifeCycleOf } from './vm-life-cycle.view';
+import { formatForwards, publishesPorts } from './vm-ports.view';
 
 /** The base image's default user, whom a VM's SSH target names unless told otherwise. */
 export const DEFAULT_SSH_USER = 'debian';
@@ -73,6 +74,8 @@ export function formatVms(
 ): string {
   if (vms.length === 0) return 'no VMs';
   const wgIps = new Map(nodes.map((node) => [node.node_id, node.wg_ip]));
+  // PORTS only once a VM publishes more than SSH: a fleet without published ports looks as before.
+  const withPorts = vms.some(publishesPorts);
   return formatTable(
     [
       { header: 'VM' },
@@ -84,6 +87,7 @@ export function formatVms(
       { header: 'TENANT' },
       { header: 'NODE' },
       { header: 'SSH' },
+      ...(withPorts ? [{ header: 'PORTS' }] : []),
     ],
     vms.map((vm) => [
       { text: printable(vm.vm_id), style: 'cyan' },
@@ -107,6 +111,7 @@ export function formatVms(
         text: '-',
         style: 'dim',
       },
+      ...(withPorts ? [formatForwards(vm, wgIps.get(vm.node_id)) || '-'] : []),
     ]),
     colour,
   );

@@ -6,6 +6,11 @@ export interface VmSpec {
   vmType: string;
   ramMb: number;
   vcpuCount: number;
+  /**
+   * Exactly the forwards to start it with (SSH first), fixed at its admission; absent for a VM
+   * admitted before published ports (its SSH port kept where free, see `start`).
+   */
+  forwards?: readonly HostPort[];
 }
 
 /**
@@ -80,8 +85,10 @@ export abstract class VmDriver {
   abstract makeFiles(spec: VmSpec, record: DriverRecord): Promise<void>;
 
   /**
-   * Starts the VM from its files; throws VmCreateError naming the step that failed. `keepPorts`:
-   * the host ports it had before (a start after a stop, a crash or a reboot), kept where free.
+   * Starts the VM from its files; throws VmCreateError naming the step that failed. With
+   * `spec.forwards`, exactly those (VmPortTakenError naming one that is taken now). Without,
+   * SSH alone; `keepPorts`: the host ports it had before (a start after a stop, a crash or a
+   * reboot), kept where free.
    */
   abstract start(
     spec: VmSpec,

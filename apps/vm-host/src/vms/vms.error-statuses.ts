@@ -1,5 +1,7 @@
 import { ApiErrors, DomainErrorStatuses, ErrorCase } from '@app/daemon';
+import { PortsConflictError } from '@app/fleet-domain';
 import {
+  HostPortUnavailableError,
   IdempotencyKeyInvalidError,
   IdempotencyKeyReusedError,
   VmCreationUnavailableError,
@@ -13,11 +15,13 @@ import {
 
 /** Every domain error the VM services throw, and the HTTP status it answers with. */
 export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
+  [PortsConflictError, 400],
   [VmNotOnNodeError, 404],
   [VmCreationUnavailableError, 503],
   [IdempotencyKeyInvalidError, 400],
   [IdempotencyKeyReusedError, 422],
   [VmDoesNotFitError, 422],
+  [HostPortUnavailableError, 422],
   [VmActionConflictError, 409],
   [VmIdTakenError, 409],
   // Full: 507 Insufficient Storage; a folder the agent may not write is its own fault.

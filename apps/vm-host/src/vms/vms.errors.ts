@@ -1,3 +1,4 @@
+import type { HostPort } from '@app/fleet-domain';
 import type { DriverRecord } from './vm-driver';
 
 /**
@@ -51,6 +52,22 @@ export class VmAccelerationError extends VmCreateError {
 }
 
 /**
+ * A host port of the VM's forwards is taken on VM_WG_IP (another process bound it while the VM
+ * was stopped): the VM keeps its ports, so it is not started elsewhere; listed Error, naming it.
+ */
+export class VmPortTakenError extends VmCreateError {
+  constructor(
+    readonly port: HostPort,
+    wgIp: string,
+  ) {
+    super(
+      'ports',
+      `host port ${port.host_port}/${port.protocol} on ${wgIp} (forwarded to guest port ${port.guest_port}) is taken by another process; the VM keeps its ports, so it starts once that port is free again`,
+    );
+  }
+}
+
+/**
  * A VM's sidecar exists but cannot be read or makes no sense (EACCES, EIO, damaged JSON). The
  * VM is kept and listed as Error: its process may run, and its files are not the agent's to drop.
  */
@@ -63,6 +80,12 @@ export class SidecarUnreadableError extends Error {
     super(`vm ${vmId}: sidecar unreadable (${reason})`, options);
   }
 }
+
+/**
+ * A host_port the create asked for is in use or reserved on this node (a fleet daemon's, another
+ * VM's, another process's): a 422 naming the port (the controller then tries another node).
+ */
+export class HostPortUnavailableError extends Error {}
 
 /** The node cannot hold the VM (RAM after the margin, vCPUs beyond the overcommit): a 422. */
 export class VmDoesNotFitError extends Error {}

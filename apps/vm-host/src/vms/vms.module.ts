@@ -15,6 +15,7 @@ import { VmWatchJob } from './reconciliation/vm-watch.job';
 import { VmActionsService } from './actions/vm-actions.service';
 import { VmActionsController } from './actions/vm-actions.controller';
 import { VmSidecars } from './files/vm-sidecars';
+import { HostPorts } from './ports/host-ports';
 import { VmsController } from './vms.controller';
 import { VmsService } from './vms.service';
 
@@ -34,6 +35,7 @@ import { VmsService } from './vms.service';
     DeletedDisksJob,
     VmWatchJob,
     CrashFailpoint,
+    HostPorts,
     VM_DRIVER_PROVIDER,
     { provide: NodeVmsSource, useExisting: VmsService },
     {

@@ -1,8 +1,18 @@
 import { ApiProperty } from './openapi-decorators';
-import { Transform } from 'class-transformer';
-import { IsBoolean, IsInt, IsOptional, Max, Min } from 'class-validator';
+import { Transform, Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsBoolean,
+  IsInt,
+  IsOptional,
+  Max,
+  Min,
+  ValidateNested,
+} from 'class-validator';
 import { ID_SCHEMA, IsFleetId, IsVmType, VM_TYPE_SCHEMA } from '../ids';
 import { EXAMPLE_TENANT_ID, EXAMPLE_VM_ID } from './examples';
+import { MAX_PUBLISHED_PORTS, PublishedPortRequest } from './published-port';
 
 /** Largest VM either daemon accepts: 1 TiB of RAM, 256 vCPUs. */
 export const MAX_VM_RAM_MB = 1024 * 1024;
@@ -50,6 +60,20 @@ export class CreateVmRequest {
   @IsOptional()
   @IsFleetId()
   tenant_id?: string | null;
+
+  @ApiProperty({
+    type: [PublishedPortRequest],
+    required: false,
+    maxItems: MAX_PUBLISHED_PORTS,
+    description:
+      "Guest ports to publish on the node's mesh address (VM_WG_IP) beside SSH, which is always there and first in host_ports. Absent: SSH only.",
+  })
+  @IsOptional()
+  @ValidateNested({ each: true })
+  @ArrayMaxSize(MAX_PUBLISHED_PORTS)
+  @IsArray()
+  @Type(() => PublishedPortRequest)
+  ports?: PublishedPortRequest[];
 }
 
 /**

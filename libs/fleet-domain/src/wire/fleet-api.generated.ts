@@ -129,6 +129,8 @@ export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
     CreateVmRequest: {
+      /** @description Guest ports to publish on the node's mesh address (VM_WG_IP) beside SSH, which is always there and first in host_ports. Absent: SSH only. */
+      ports?: components['schemas']['PublishedPortRequest'][];
       /**
        * @description Placement only: a node whose heartbeat says kvm_available is chosen first. Every node runs its VMs under KVM where it can, prefer_kvm or not (the VM record says which: accel).
        * @default false
@@ -321,6 +323,20 @@ export interface components {
       vm_count: number;
       /** @example 192.0.2.10 */
       wg_ip: string;
+    };
+    PublishedPortRequest: {
+      /** @example 80 */
+      guest_port: number;
+      /**
+       * @description That exact port on the node (refused naming it when taken or reserved); absent: a free one is chosen.
+       * @example 8080
+       */
+      host_port?: number;
+      /**
+       * @example tcp
+       * @enum {string}
+       */
+      protocol: 'tcp' | 'udp';
     };
     /** @enum {string} */
     VmState: 'Running' | 'Stopped' | 'Provisioning' | 'Error';

@@ -13,7 +13,12 @@ import {
 } from '../../../../../test/support/vm-services';
 import { vmHostConfig } from '../../../../../test/support/configs';
 import { VmFiles } from '../files/vm-files';
-import { VmActionConflictError, VmDoesNotFitError, VmNotOnNodeError } from '../vms.errors';
+import {
+  VmActionConflictError,
+  VmDoesNotFitError,
+  VmNotOnNodeError,
+  VmPortTakenError,
+} from '../vms.errors';
 
 const VM = 'vm-00000000000000a1';
 const SSH = [{ host_port: 40022, guest_port: 22, protocol: 'tcp' as const }];
@@ -194,6 +199,32 @@ describe('VM life cycle: desired state, restarts and actions', () => {
     await services.reconciliation.reconciled();
     expect(await services.vms.crashLooping()).toBe(0);
     expect((await services.actions.lifeCycle(VM)).restart_count).toBe(0);
+  });
+
+  it('starts a VM with published ports again with exactly its own; one taken is Error naming it, until it is free', async () => {
+    const forwards = [...SSH, { host_port: 48080, guest_port: 8080, protocol: 'tcp' as const }];
+    await ranBefore({ forwards, host_ports: forwards });
+    killed();
+    await services.reconciliation.recover();
+    await until(() => driver.creates.length > 0);
+    expect(driver.creates[0].spec.forwards).toEqual(forwards);
+    driver.creates.shift()!.settle(new VmPortTakenError(forwards[1], '127.0.0.1'));
+    await services.lifecycle.started(VM);
+    const life = await services.actions.lifeCycle(VM);
+    expect(life.state).toBe(VmState.Error);
+    expect(life.reason).toBe(
+      'start failed at ports: host port 48080/tcp on 127.0.0.1 (forwarded to guest port 8080) is taken by another process; the VM keeps its ports, so it starts once that port is free again',
+    );
+    expect((await files.readSidecar(VM))?.forwards).toEqual(forwards);
+    clock.advance(5_000);
+    await services.reconciliation.reconciled();
+    await until(() => driver.creates.length > 0);
+    expect(driver.creates[0].spec.forwards).toEqual(forwards);
+    driver.creates.shift()!.settle({ ...FAKE_STARTED, hostPorts: forwards });
+    alive();
+    await services.lifecycle.started(VM);
+    expect(await services.actions.lifeCycle(VM)).toMatchObject({ state: VmState.Running });
+    expect((await services.vms.list())[0].host_ports).toEqual(forwards);
   });
 
   it('refuses to start a VM again when the node has no room left, and retries it at the backoff pace', async () => {

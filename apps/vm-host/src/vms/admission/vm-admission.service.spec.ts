@@ -14,6 +14,7 @@ import { vmHostConfig } from '../../../../../test/support/configs';
 import type { HostCapacity, HostFactsService } from '../../host-facts/host-facts.service';
 import { SpawnKey, parseSpawnKey } from './idempotency-key';
 import { VmAdmissionService } from './vm-admission.service';
+import { SOCKET_PORT_PROBE } from '../ports/port-probe';
 import { VmSpec } from '../vm-driver';
 import { VmFiles } from '../files/vm-files';
 import {
@@ -107,6 +108,56 @@ describe('VmAdmissionService', () => {
     it('mints one of its own when the request has none (a controller of the original services)', async () => {
       const { vm } = await admission.spawn(request());
       expect(vm.vm_id).toMatch(/^vm-[0-9a-f]{16}$/);
+    });
+  });
+
+  describe('published ports', () => {
+    it('gives SSH first, then each port asked for, and starts the VM with exactly those', async () => {
+      const { vm } = await admission.spawn(
+        request({
+          ports: [
+            { guest_port: 8080, protocol: 'tcp' },
+            { guest_port: 53, protocol: 'udp' },
+          ],
+        }),
+      );
+      const [forwards] = driver.creates.map(({ spec }) => spec.forwards);
+      expect(forwards?.map(({ guest_port, protocol }) => `${guest_port}/${protocol}`)).toEqual([
+        '22/tcp',
+        '8080/tcp',
+        '53/udp',
+      ]);
+      expect(new Set(forwards?.map(({ host_port }) => host_port)).size).toBe(3);
+      expect(vm.host_ports).toEqual([]);
+    });
+
+    it('refuses (422) a host_port another VM here holds, naming it, and makes nothing', async () => {
+      // One free on this machine now, whatever else runs beside the test.
+      const freePort = await SOCKET_PORT_PROBE.anyFree('127.0.0.1', 'tcp');
+      await admission.spawn(
+        request({ ports: [{ guest_port: 80, protocol: 'tcp', host_port: freePort }] }),
+      );
+      expect(await runFolders()).toHaveLength(1);
+      const again = admission.spawn(
+        request({ ports: [{ guest_port: 80, protocol: 'tcp', host_port: freePort }] }),
+      );
+      await expect(again).rejects.toThrow(
+        new RegExp(
+          `^ports\\[0\\]\\.host_port: ${freePort}/tcp on node node-a \\(127\\.0\\.0\\.1\\) is held by vm vm-[0-9a-f]{16}; no VM was made$`,
+        ),
+      );
+      expect(statusOf((await again.catch((error: Error) => error)) as Error)).toBe(422);
+      expect(await runFolders()).toHaveLength(1);
+      expect(driver.creates).toHaveLength(1);
+    });
+
+    it("refuses the agent's own port (a fleet daemon's), naming it", async () => {
+      await expect(
+        admission.spawn(request({ ports: [{ guest_port: 80, protocol: 'tcp', host_port: 9204 }] })),
+      ).rejects.toThrow(
+        'ports[0].host_port: 9204/tcp on node node-a (127.0.0.1) is a fleet daemon port',
+      );
+      expect(await runFolders()).toEqual([]);
     });
   });
 

@@ -3,16 +3,19 @@ import { Clock } from '@app/daemon';
 import {
   CreateVmRequest,
   DesiredVmState,
+  HostPort,
   MAX_VMS_PER_HEARTBEAT,
   SpawnVmRequest,
   VmRecord,
   VmState,
   capacityRefusal,
+  checkPublishedPorts,
   toRfc3339,
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { HostFactsService } from '../../host-facts/host-facts.service';
 import { CrashFailpoint } from '../life-cycle/crash-failpoint';
+import { HostPorts } from '../ports/host-ports';
 import { diskProblemOf } from './disk-problem';
 import { SpawnKey, keptKey } from './idempotency-key';
 import { VmLifecycle, specOf } from '../life-cycle/vm-lifecycle';
@@ -27,6 +30,12 @@ import {
   VmIdTakenError,
   messageOf,
 } from '../vms.errors';
+
+/** For the "accepted" log line: the forwards of a create that asked for ports (SSH is always there). */
+function publishedText(request: CreateVmRequest, forwards: readonly HostPort[]): string {
+  if (!request.ports?.length) return '';
+  return `, ports ${forwards.map((port) => `${port.host_port}->${port.guest_port}/${port.protocol}`).join(' ')}`;
+}
 
 /** The lock key of admissions (vm ids never look like it). */
 const ADMISSION = '<admission>';
@@ -55,13 +64,15 @@ export class VmAdmissionService {
     private readonly hostFacts: HostFactsService,
     private readonly config: VmHostConfig,
     private readonly failpoint: CrashFailpoint,
+    private readonly hostPorts: HostPorts,
   ) {}
 
   /**
    * Admits the VM (state Provisioning) once its files are made, and starts it after answering.
    * With a key a spawn made before (within a day), it answers that VM and makes none.
    */
-  spawn(request: SpawnVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
+  async spawn(request: SpawnVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
+    checkPublishedPorts(request.ports);
     return this.lifecycle.locks.run(ADMISSION, () => this.admit(request, key));
   }
 
@@ -84,6 +95,7 @@ export class VmAdmissionService {
       }
     }
     await this.checkCapacity(request, sidecars);
+    const forwards: HostPort[] = await this.assignPorts(request, sidecars);
     const plan = await this.refusingDiskProblems('making the base image', () =>
       this.driver.plan({ preferKvm: request.prefer_kvm }),
     );
@@ -91,8 +103,27 @@ export class VmAdmissionService {
       this.takeVmId(request.vm_id),
     );
     return this.lifecycle.admitting(vmId, () =>
-      this.accept(vmId, request, plan.record, plan.summary, key),
+      this.accept(vmId, request, forwards, plan.record, plan.summary, key),
     );
+  }
+
+  /**
+   * SSH and the create's ports on VM_WG_IP, none another VM here holds (running or stopped);
+   * a host_port asked for that is taken is refused naming it, before anything is made.
+   */
+  private async assignPorts(request: CreateVmRequest, sidecars: VmSidecar[]): Promise<HostPort[]> {
+    try {
+      return await this.hostPorts.assign(
+        request.ports ?? [],
+        sidecars.map((sidecar) => ({
+          vm_id: sidecar.vm_id,
+          ports: [...(sidecar.forwards ?? []), ...sidecar.host_ports],
+        })),
+      );
+    } catch (error) {
+      this.logger.warn(`node ${this.config.nodeId} refused a VM: ${messageOf(error)}`);
+      throw error;
+    }
   }
 
   /** The controller's minted id (refused when taken here), or one of the agent's own without. */
@@ -107,6 +138,7 @@ export class VmAdmissionService {
   private async accept(
     vmId: string,
     request: CreateVmRequest,
+    forwards: HostPort[],
     record: DriverRecord,
     summary: string,
     key?: SpawnKey,
@@ -118,6 +150,7 @@ export class VmAdmissionService {
       ram_alloc_mb: request.ram_mb,
       vcpu_count: request.vcpu_count,
       host_ports: [],
+      forwards,
       created_at: toRfc3339(this.clock.now()),
       started_at: null,
       error: null,
@@ -149,7 +182,7 @@ export class VmAdmissionService {
       throw refusal;
     }
     this.logger.log(
-      `vm ${vmId} accepted: ${request.vm_type}, ${request.ram_mb} MB, ${request.vcpu_count} vCPU, ${summary}${sidecar.tenant_id ? `, tenant ${sidecar.tenant_id}` : ''}`,
+      `vm ${vmId} accepted: ${request.vm_type}, ${request.ram_mb} MB, ${request.vcpu_count} vCPU, ${summary}${publishedText(request, forwards)}${sidecar.tenant_id ? `, tenant ${sidecar.tenant_id}` : ''}`,
     );
     this.lifecycle.provision(sidecar);
     this.lifecycle.announce();

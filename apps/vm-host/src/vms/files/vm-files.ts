@@ -19,6 +19,12 @@ export interface VmSidecar {
   ram_alloc_mb: number;
   vcpu_count: number;
   host_ports: HostPort[];
+  /**
+   * The VM's forwards for its whole life, SSH first, fixed when it was admitted: every start
+   * forwards exactly these (one taken meanwhile fails the start, naming it). Absent on sidecars
+   * written before published ports: such a VM keeps its SSH port where free, as it did.
+   */
+  forwards?: HostPort[];
   created_at: string;
   /** When the driver started the VM; null until then. */
   started_at: string | null;
@@ -97,9 +103,25 @@ function upgradeSidecar(stored: StoredSidecar): VmSidecar {
         : DesiredVmState.Running,
     last_exit: typeof stored.last_exit === 'string' ? stored.last_exit : null,
   };
-  if ('driver' in stored) return { ...stored, ...later };
+  const forwards = validForwards(stored.forwards);
+  if ('driver' in stored) return { ...stored, ...later, forwards };
   const { accel, pid, ...rest } = stored;
-  return { ...rest, driver: { kind: 'qemu', accel, pid }, ...later };
+  return { ...rest, driver: { kind: 'qemu', accel, pid }, ...later, forwards };
+}
+
+/** Stored forwards that make sense (ports and a protocol), else none: they reach QEMU's command line. */
+function validForwards(stored: unknown): HostPort[] | undefined {
+  if (!Array.isArray(stored)) return undefined;
+  const port = (value: unknown): boolean => positiveInteger(value) && (value as number) <= 65535;
+  const valid = stored.every(
+    (forward: Partial<HostPort> | null) =>
+      typeof forward === 'object' &&
+      forward !== null &&
+      port(forward.host_port) &&
+      port(forward.guest_port) &&
+      (forward.protocol === 'tcp' || forward.protocol === 'udp'),
+  );
+  return valid ? (stored as HostPort[]) : undefined;
 }
 
 /** Takes group and other bits off what older agents made readable to all. */

@@ -59,7 +59,14 @@ describe('VmLifecycle', () => {
     const vmId = accepted.vm_id;
     expect(driver.creates.map(({ spec, record }) => ({ spec, record }))).toEqual([
       {
-        spec: { vmId, vmType: 'web', ramMb: 96, vcpuCount: 2 },
+        spec: {
+          vmId,
+          vmType: 'web',
+          ramMb: 96,
+          vcpuCount: 2,
+          // SSH alone, on a port free on VM_WG_IP, fixed for the VM's life.
+          forwards: [{ host_port: expect.any(Number), guest_port: 22, protocol: 'tcp' }],
+        },
         record: { kind: 'fake', fast: true, pid: null },
       },
     ]);

@@ -21,7 +21,7 @@ import { KeyedMutex } from './keyed-mutex';
 import { FoundVm, StartedVm, VmDriver, VmRunState, VmSpec } from '../vm-driver';
 import { VmFiles, VmSidecar } from '../files/vm-files';
 import { VmRestarts } from './vm-restarts';
-import { VmAccelerationError, VmCreateError, messageOf } from '../vms.errors';
+import { VmAccelerationError, VmCreateError, VmPortTakenError, messageOf } from '../vms.errors';
 
 const RUN_STATES: Record<VmRunState, VmState> = {
   running: VmState.Running,
@@ -51,6 +51,11 @@ export class VmLifecycle {
   private readonly starting = new Map<string, Promise<void>>();
   /** Operators' stops and restarts under way, by vm_id. */
   private readonly operations = new Map<string, VmOperation>();
+  /**
+   * VMs whose last start failed because one of their host ports was taken: listed Error (with
+   * that reason) rather than Stopped, while starts are tried again at the backoff's pace.
+   */
+  private readonly portBlocked = new Set<string>();
   /** The restart policy's memory of each VM (failures in a row, the next start). */
   readonly restarts = new VmRestarts();
   /**
@@ -177,6 +182,14 @@ export class VmLifecycle {
     // Never started and no provisioning here: an agent was stopped mid-provisioning.
     if (sidecar.started_at === null) return VmState.Error;
     const state = RUN_STATES[await this.driver.inspect(vmId, sidecar.driver)];
+    // It should run but cannot: a host port of its own is taken (the reason names it).
+    if (
+      state === VmState.Stopped &&
+      sidecar.desired_state === DesiredVmState.Running &&
+      this.portBlocked.has(vmId)
+    ) {
+      return VmState.Error;
+    }
     // Its process ended while it should run, again and again: a crash loop, not a stop.
     if (
       state === VmState.Stopped &&
@@ -254,7 +267,13 @@ export class VmLifecycle {
    */
   async launch(sidecar: VmSidecar, keepPorts: readonly HostPort[] = []): Promise<void> {
     const vmId = sidecar.vm_id;
-    const started = await this.metrics.timeSpawn(this.startOrFallBack(sidecar, keepPorts));
+    const started = await this.metrics
+      .timeSpawn(this.startOrFallBack(sidecar, keepPorts))
+      .catch((error: unknown) => {
+        if (error instanceof VmPortTakenError) this.portBlocked.add(vmId);
+        throw error;
+      });
+    this.portBlocked.delete(vmId);
     // Kept even if the write below fails, so a delete still stops what was started.
     sidecar.driver = started.record;
     if (started.accelFallback !== undefined) sidecar.accel_fallback = started.accelFallback;
@@ -310,6 +329,7 @@ export function specOf(sidecar: VmSidecar): VmSpec {
     vmType: sidecar.vm_type,
     ramMb: sidecar.ram_alloc_mb,
     vcpuCount: sidecar.vcpu_count,
+    ...(sidecar.forwards ? { forwards: sidecar.forwards } : {}),
   };
 }
 

@@ -21,7 +21,7 @@ const launch = {
   pidFile: '/var/lib/vm-fleet/run/vm-0123456789abcdef/qemu.pid',
   serialLog: '/var/lib/vm-fleet/run/vm-0123456789abcdef/serial.log',
   sshHost: '10.8.0.21',
-  sshPort: 40022,
+  forwards: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' as const }],
 };
 
 function option(args: string[], flag: string): string[] {
@@ -73,6 +73,22 @@ describe('qemuArgs', () => {
     expect(option(qemuArgs({ ...launch, sshHost: 'fd00::21' }), '-netdev')).toEqual([
       'user,id=net0,hostfwd=tcp:[fd00::21]:40022-:22',
     ]);
+  });
+
+  it('forwards every published port, tcp and udp, on the node address only, SSH first', () => {
+    const forwards = [
+      { host_port: 40022, guest_port: 22, protocol: 'tcp' as const },
+      { host_port: 8080, guest_port: 80, protocol: 'tcp' as const },
+      { host_port: 5353, guest_port: 53, protocol: 'udp' as const },
+    ];
+    const args = qemuArgs({ ...launch, forwards });
+    expect(option(args, '-netdev')).toEqual([
+      'user,id=net0,hostfwd=tcp:10.8.0.21:40022-:22,hostfwd=tcp:10.8.0.21:8080-:80,hostfwd=udp:10.8.0.21:5353-:53',
+    ]);
+    expect(forwardedPorts(args)).toEqual(forwards);
+    expect(forwardedPorts(qemuArgs({ ...launch, sshHost: 'fd00::21', forwards }))).toEqual(
+      forwards,
+    );
   });
 
   it('doubles commas in paths, so a folder name cannot add QEMU options', () => {

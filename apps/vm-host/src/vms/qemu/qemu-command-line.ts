@@ -1,4 +1,4 @@
-import { TCG_TRANSLATION_CACHE_MB, type HostPort } from '@app/fleet-domain';
+import { MAX_HOST_PORTS_PER_VM, TCG_TRANSLATION_CACHE_MB, type HostPort } from '@app/fleet-domain';
 
 /** How QEMU runs a guest: KVM when asked for and usable, else TCG (emulation). */
 export type QemuAccel = 'kvm' | 'tcg';
@@ -11,8 +11,7 @@ export type QemuAccel = 'kvm' | 'tcg';
 export const KVM_CPU_MODELS = ['host', 'host,-arch-capabilities', 'qemu64'] as const;
 export type KvmCpuModel = (typeof KVM_CPU_MODELS)[number];
 
-/** The guest port every VM's SSH forward reaches. */
-export const SSH_GUEST_PORT = 22;
+export { SSH_GUEST_PORT } from '@app/fleet-domain';
 
 export interface QemuLaunch {
   vmId: string;
@@ -26,8 +25,10 @@ export interface QemuLaunch {
   qmpSocket: string;
   pidFile: string;
   serialLog: string;
+  /** The node's mesh address (VM_WG_IP): every forward listens there, never on all interfaces. */
   sshHost: string;
-  sshPort: number;
+  /** What is forwarded from sshHost into the guest, SSH first. */
+  forwards: readonly HostPort[];
 }
 
 /** QEMU reads commas in option values as separators unless doubled. */
@@ -40,7 +41,6 @@ function optionValue(value: string): string {
  * validated as integers reach it; vm_type and tenant_id never do.
  */
 export function qemuArgs(launch: QemuLaunch): string[] {
-  const host = launch.sshHost.includes(':') ? `[${launch.sshHost}]` : launch.sshHost;
   return [
     '-name',
     `guest=${launch.vmId}`,
@@ -54,7 +54,7 @@ export function qemuArgs(launch: QemuLaunch): string[] {
     '-drive',
     `if=virtio,format=raw,readonly=on,file=${optionValue(launch.seedIso)}`,
     '-netdev',
-    `user,id=net0,hostfwd=tcp:${host}:${launch.sshPort}-:${SSH_GUEST_PORT}`,
+    `user,id=net0,${hostForwards(launch.sshHost, launch.forwards)}`,
     '-device',
     'virtio-net-pci,netdev=net0',
     '-qmp',
@@ -80,6 +80,20 @@ export function accelArgs({ accel, cpuModel }: Pick<QemuLaunch, 'accel' | 'cpuMo
   // Under TCG, a bounded translation cache: QEMU's default of 1 GiB grows as the guest runs,
   // memory counted nowhere (see TCG_OVERHEAD_MB).
   return ['-machine', 'q35', '-accel', `tcg,tb-size=${TCG_TRANSLATION_CACHE_MB}`];
+}
+
+/**
+ * User-mode networking's forwards (`hostfwd=tcp:10.0.0.1:8080-:80,hostfwd=udp:...`), each
+ * bound to the one address given. Only validated integers and `tcp`/`udp` reach it.
+ */
+export function hostForwards(address: string, forwards: readonly HostPort[]): string {
+  const host = address.includes(':') ? `[${address}]` : address;
+  return forwards
+    .map(
+      ({ protocol, host_port, guest_port }) =>
+        `hostfwd=${protocol === 'udp' ? 'udp' : 'tcp'}:${host}:${host_port}-:${guest_port}`,
+    )
+    .join(',');
 }
 
 /** The value after `flag` in a command line. */
@@ -123,11 +137,14 @@ export function vcpuCountOf(args: readonly string[]): number | undefined {
   return positive(/^(?:cpus=)?(\d+)(?:,|$)/.exec(optionOf(args, '-smp') ?? '')?.[1]);
 }
 
-/** The SSH forward qemuArgs put on the command line, read back from it. */
+/** The forwards qemuArgs put on the command line (SSH first), read back from it. */
 export function forwardedPorts(args: readonly string[]): HostPort[] {
-  const forward = /hostfwd=tcp:(?:\[[^\]]*\]|[^:,]*):(\d+)-:(\d+)/.exec(
-    optionOf(args, '-netdev') ?? '',
+  const forwards = (optionOf(args, '-netdev') ?? '').matchAll(
+    /hostfwd=(tcp|udp):(?:\[[^\]]*\]|[^:,]*):(\d+)-:(\d+)/g,
   );
-  if (!forward) return [];
-  return [{ host_port: Number(forward[1]), guest_port: Number(forward[2]), protocol: 'tcp' }];
+  return [...forwards].slice(0, MAX_HOST_PORTS_PER_VM).map((forward) => ({
+    host_port: Number(forward[2]),
+    guest_port: Number(forward[3]),
+    protocol: forward[1] as 'tcp' | 'udp',
+  }));
 }

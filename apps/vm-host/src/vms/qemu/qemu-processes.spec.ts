@@ -44,7 +44,7 @@ function argsOf(vmId: string, pidFile = pidFileOf(vmId)): string[] {
       pidFile,
       serialLog: `/var/lib/vm-fleet/run/${vmId}/serial.log`,
       sshHost: '10.8.0.21',
-      sshPort: 40022,
+      forwards: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' as const }],
     }),
   ];
 }

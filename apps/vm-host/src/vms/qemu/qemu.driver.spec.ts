@@ -9,8 +9,15 @@ import { HostFactsPaths, HostFactsService } from '../../host-facts/host-facts.se
 import { HostProcess, ProcessTable } from '../../host-facts/process-table';
 import { CrashFailpoint } from '../life-cycle/crash-failpoint';
 import { VmFiles } from '../files/vm-files';
-import { VmCreateError, VmCreationUnavailableError } from '../vms.errors';
+import {
+  VmAccelerationError,
+  VmCreateError,
+  VmCreationUnavailableError,
+  VmPortTakenError,
+} from '../vms.errors';
+import { AddressInfo, Server, createServer } from 'node:net';
 import { qemuArgs } from './qemu-command-line';
+import { SOCKET_PORT_PROBE } from '../ports/port-probe';
 import * as tools from './run-tool';
 import { QemuDriver, SERIAL_LOG_MAX_BYTES } from './qemu.driver';
 import { MAX_CONSOLE_BYTES } from '@app/fleet-domain';
@@ -294,6 +301,69 @@ describe('QemuDriver', () => {
     });
   });
 
+  describe("a VM's own forwards", () => {
+    let listener: Server | undefined;
+
+    afterEach(async () => {
+      if (listener) await new Promise((resolve) => listener!.close(resolve));
+      listener = undefined;
+    });
+
+    it('are all forwarded from VM_WG_IP, tcp and udp, exactly as admitted', async () => {
+      const runTool = jest.spyOn(tools, 'runTool').mockRejectedValue(new Error('stop here'));
+      const files = await preparedFiles();
+      const vmId = await files.newVmId();
+      // Free on this machine now, whatever else runs beside the test.
+      const [ssh, http, dns] = [
+        await SOCKET_PORT_PROBE.anyFree('127.0.0.1', 'tcp'),
+        await SOCKET_PORT_PROBE.anyFree('127.0.0.1', 'tcp'),
+        await SOCKET_PORT_PROBE.anyFree('127.0.0.1', 'udp'),
+      ];
+      const forwards = [
+        { host_port: ssh, guest_port: 22, protocol: 'tcp' as const },
+        { host_port: http, guest_port: 8080, protocol: 'tcp' as const },
+        { host_port: dns, guest_port: 53, protocol: 'udp' as const },
+      ];
+      await driver()
+        .start(
+          { vmId, vmType: 'web', ramMb: 64, vcpuCount: 1, forwards },
+          { kind: 'qemu', accel: 'tcg', pid: null },
+        )
+        .catch(() => undefined);
+      const args = runTool.mock.calls[0][1];
+      expect(args[args.indexOf('-netdev') + 1]).toBe(
+        `user,id=net0,hostfwd=tcp:127.0.0.1:${ssh}-:22,hostfwd=tcp:127.0.0.1:${http}-:8080,hostfwd=udp:127.0.0.1:${dns}-:53`,
+      );
+    });
+
+    it('one taken by another process fails the start naming it, QEMU never run', async () => {
+      const runTool = jest.spyOn(tools, 'runTool');
+      listener = createServer();
+      await new Promise<void>((resolve) => listener!.listen(0, '127.0.0.1', resolve));
+      const taken = (listener.address() as AddressInfo).port;
+      const files = await preparedFiles();
+      const vmId = await files.newVmId();
+      const error = await driver()
+        .start(
+          {
+            vmId,
+            vmType: 'web',
+            ramMb: 64,
+            vcpuCount: 1,
+            forwards: [{ host_port: taken, guest_port: 22, protocol: 'tcp' }],
+          },
+          { kind: 'qemu', accel: 'tcg', pid: null },
+        )
+        .catch((failure: unknown) => failure);
+      expect(error).toBeInstanceOf(VmPortTakenError);
+      expect(error).toMatchObject({
+        step: 'ports',
+        message: expect.stringContaining(`host port ${taken}/tcp on 127.0.0.1`),
+      });
+      expect(runTool).not.toHaveBeenCalled();
+    });
+  });
+
   it('sees a VM whose pid is missing, or is not its QEMU, as stopped, and stopping it signals nothing', async () => {
     const kill = jest.spyOn(process, 'kill');
     const qemu = driver();
@@ -425,7 +495,7 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
       pidFile: join(runDir, 'qemu.pid'),
       serialLog: join(runDir, 'serial.log'),
       sshHost: '127.0.0.1',
-      sshPort: 40_123,
+      forwards: [{ host_port: 40_123, guest_port: 22, protocol: 'tcp' as const }],
     });
     const child = spawn(process.execPath, [join(root, 'fake-qemu.js'), ...args], {
       argv0: 'qemu-system-x86_64',

@@ -1,6 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { chmod, open, readFile, rename, stat, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import {
   HYPERVISOR_OVERHEAD_MB,
@@ -25,9 +24,11 @@ import { PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
 import {
   VmCreateError,
   VmCreationUnavailableError,
+  VmPortTakenError,
   VmStillRunningError,
   messageOf,
 } from '../vms.errors';
+import { SOCKET_PORT_PROBE, firstTakenPort } from '../ports/port-probe';
 import { makeSeedIso } from './cloud-init';
 import { BROKEN_RUN_STATES, KvmStarts } from './kvm-starts';
 import {
@@ -243,8 +244,9 @@ export class QemuDriver extends VmDriver {
   }
 
   /**
-   * QEMU daemonized on the VM's files, SSH forwarded from a free port on VM_WG_IP: the port it
-   * had before when that is still free, so a VM keeps its address across stops and restarts.
+   * QEMU daemonized on the VM's files, its forwards on VM_WG_IP: exactly the VM's own (one
+   * taken now fails the start, naming it), or for a VM admitted before published ports, SSH from
+   * the port it had before when that is still free.
    */
   async start(
     spec: VmSpec,
@@ -252,17 +254,12 @@ export class QemuDriver extends VmDriver {
     keepPorts: readonly HostPort[] = [],
   ): Promise<StartedVm> {
     const { vmId } = spec;
+    const forwards = spec.forwards ?? [await this.sshForward(vmId, keepPorts)];
+    if (spec.forwards) {
+      const taken = await firstTakenPort(this.config.wgIp, forwards);
+      if (taken) throw new VmPortTakenError(taken, this.config.wgIp);
+    }
     return step('QEMU', async () => {
-      const kept = keepPorts.find(
-        (port) => port.guest_port === SSH_GUEST_PORT && port.protocol === 'tcp',
-      )?.host_port;
-      const sshPort =
-        kept !== undefined && (await this.isFree(kept)) ? kept : await this.freeHostPort();
-      if (kept !== undefined && kept !== sshPort) {
-        this.logger.warn(
-          `vm ${vmId}: host port ${kept} is taken now; ssh forwarded from ${sshPort}`,
-        );
-      }
       const run = await this.launchAccelerated({
         vmId,
         ramMb: spec.ramMb,
@@ -274,17 +271,34 @@ export class QemuDriver extends VmDriver {
         pidFile: this.pidFile(vmId),
         serialLog: this.serialLog(vmId),
         sshHost: this.config.wgIp,
-        sshPort,
+        forwards,
       });
       const { pid, accel, cpuModel, accelFallback } = run;
       const started: QemuRecord = { kind: 'qemu', accel, pid };
       return {
         record: started,
-        hostPorts: [{ host_port: sshPort, guest_port: SSH_GUEST_PORT, protocol: 'tcp' }],
-        summary: `QEMU pid ${pid}, ${accel}${cpuModel ? ` (CPU ${cpuModel})` : ''}, ssh on ${this.config.wgIp}:${sshPort}`,
+        hostPorts: [...forwards],
+        summary: `QEMU pid ${pid}, ${accel}${cpuModel ? ` (CPU ${cpuModel})` : ''}, ssh on ${this.config.wgIp}:${forwards[0].host_port}${forwards.length > 1 ? `, ${forwards.length - 1} more port(s)` : ''}`,
         ...(accelFallback === undefined ? {} : { accelFallback }),
       };
     });
+  }
+
+  /** A VM admitted before published ports: SSH from the port it had when still free, else a new one. */
+  private async sshForward(vmId: string, keepPorts: readonly HostPort[]): Promise<HostPort> {
+    const kept = keepPorts.find(
+      (port) => port.guest_port === SSH_GUEST_PORT && port.protocol === 'tcp',
+    )?.host_port;
+    const wgIp = this.config.wgIp;
+    const sshPort = await step('QEMU', async () =>
+      kept !== undefined && (await SOCKET_PORT_PROBE.isFree(wgIp, kept, 'tcp'))
+        ? kept
+        : SOCKET_PORT_PROBE.anyFree(wgIp, 'tcp'),
+    );
+    if (kept !== undefined && kept !== sshPort) {
+      this.logger.warn(`vm ${vmId}: host port ${kept} is taken now; ssh forwarded from ${sshPort}`);
+    }
+    return { host_port: sshPort, guest_port: SSH_GUEST_PORT, protocol: 'tcp' };
   }
 
   /** QEMU's own view over QMP, once its pid is known to be this VM's live QEMU. */
@@ -399,31 +413,6 @@ export class QemuDriver extends VmDriver {
 
   async reset(vmId: string): Promise<void> {
     await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) => qmp.execute('system_reset'));
-  }
-
-  /** True when the port can be bound on the node's address right now. */
-  private isFree(port: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      const probe = createServer();
-      probe.once('error', () => resolve(false));
-      probe.listen(port, this.config.wgIp, () => probe.close(() => resolve(true)));
-    });
-  }
-
-  /** A TCP port free on the node's address right now, for the VM's SSH forward. */
-  private freeHostPort(): Promise<number> {
-    return new Promise((resolve, reject) => {
-      const probe = createServer();
-      probe.once('error', reject);
-      probe.listen(0, this.config.wgIp, () => {
-        const address = probe.address();
-        probe.close(() =>
-          typeof address === 'object' && address
-            ? resolve(address.port)
-            : reject(new Error('no port')),
-        );
-      });
-    });
   }
 
   /**

@@ -1,0 +1,99 @@
+import { Injectable } from '@nestjs/common';
+import {
+  DEFAULT_SPAWN_PORT,
+  type HostPort,
+  type PortProtocol,
+  type PublishedPortRequest,
+  SSH_GUEST_PORT,
+  portName,
+} from '@app/fleet-domain';
+import { VmHostConfig } from '../../config/vm-host.config';
+import { HostPortUnavailableError } from '../vms.errors';
+import { PortProbe, SOCKET_PORT_PROBE } from './port-probe';
+
+/**
+ * TCP ports of the fleet's daemons, never given to a VM even when free on VM_WG_IP now: the
+ * controller's API (9203), the agent's (9204) and the controller's operations listener (9206),
+ * whichever of them runs, or will, on this node.
+ */
+export const FLEET_DAEMON_PORTS: readonly number[] = [9203, DEFAULT_SPAWN_PORT, 9206];
+
+/** Picks of a free port that another VM already holds are tried again this often. */
+const FREE_PORT_TRIES = 20;
+
+/** What holds a port on this node: the VM whose forwards name it. */
+export interface PortHolder {
+  vm_id: string;
+  ports: readonly HostPort[];
+}
+
+/**
+ * The host ports of a new VM on this node's mesh address (VM_WG_IP): SSH first, then the
+ * create's `ports` in their order. A port asked for must be free now and not held by another
+ * VM of this node (running or not: a stopped VM keeps its ports) nor be a fleet daemon's;
+ * otherwise a free one is picked.
+ */
+@Injectable()
+export class HostPorts {
+  /** Real sockets; a unit test puts a fake here. */
+  probe: PortProbe = SOCKET_PORT_PROBE;
+
+  constructor(private readonly config: VmHostConfig) {}
+
+  /** Throws HostPortUnavailableError naming the first port asked for that cannot be had. */
+  async assign(
+    requested: readonly PublishedPortRequest[],
+    holders: readonly PortHolder[],
+  ): Promise<HostPort[]> {
+    const taken = new Map<string, string>();
+    for (const port of this.reservedTcpPorts()) {
+      taken.set(portName(port, 'tcp'), 'a fleet daemon port');
+    }
+    for (const holder of holders) {
+      for (const port of holder.ports) {
+        taken.set(portName(port.host_port, port.protocol), `held by vm ${holder.vm_id}`);
+      }
+    }
+    for (const [index, port] of requested.entries()) {
+      if (port.host_port === undefined) continue;
+      const name = portName(port.host_port, port.protocol);
+      const holder = taken.get(name);
+      if (holder !== undefined) throw this.unavailable(index, name, holder);
+      if (!(await this.probe.isFree(this.config.wgIp, port.host_port, port.protocol))) {
+        throw this.unavailable(index, name, 'in use by another process');
+      }
+      taken.set(name, 'asked for by this create');
+    }
+    const ssh = await this.freePort('tcp', taken);
+    const forwards: HostPort[] = [{ host_port: ssh, guest_port: SSH_GUEST_PORT, protocol: 'tcp' }];
+    for (const port of requested) {
+      const hostPort = port.host_port ?? (await this.freePort(port.protocol, taken));
+      forwards.push({ host_port: hostPort, guest_port: port.guest_port, protocol: port.protocol });
+    }
+    return forwards;
+  }
+
+  private reservedTcpPorts(): number[] {
+    return [...new Set([...FLEET_DAEMON_PORTS, this.config.spawnPort])];
+  }
+
+  private unavailable(index: number, name: string, why: string): HostPortUnavailableError {
+    return new HostPortUnavailableError(
+      `ports[${index}].host_port: ${name} on node ${this.config.nodeId} (${this.config.wgIp}) is ${why}; no VM was made`,
+    );
+  }
+
+  /** A port free on VM_WG_IP now that no VM here holds; marked taken for the rest of this pick. */
+  private async freePort(protocol: PortProtocol, taken: Map<string, string>): Promise<number> {
+    for (let attempt = 0; attempt < FREE_PORT_TRIES; attempt++) {
+      const port = await this.probe.anyFree(this.config.wgIp, protocol);
+      const name = portName(port, protocol);
+      if (taken.has(name)) continue;
+      taken.set(name, 'picked for this create');
+      return port;
+    }
+    throw new Error(
+      `no free ${protocol} port on ${this.config.wgIp} after ${FREE_PORT_TRIES} picks`,
+    );
+  }
+}
