@@ -9,12 +9,7 @@ import { HostFactsPaths, HostFactsService } from '../../host-facts/host-facts.se
 import { HostProcess, ProcessTable } from '../../host-facts/process-table';
 import { CrashFailpoint } from '../life-cycle/crash-failpoint';
 import { VmFiles } from '../files/vm-files';
-import {
-  VmAccelerationError,
-  VmCreateError,
-  VmCreationUnavailableError,
-  VmPortTakenError,
-} from '../vms.errors';
+import { VmCreateError, VmCreationUnavailableError, VmPortTakenError } from '../vms.errors';
 import { AddressInfo, Server, createServer } from 'node:net';
 import { qemuArgs } from './qemu-command-line';
 import { SOCKET_PORT_PROBE } from '../ports/port-probe';
