@@ -222,7 +222,7 @@ disable_root: true
 locale: false
 manage_etc_hosts: true
 cloud_init_modules: [ set_hostname, update_hostname, update_etc_hosts, users-groups, ssh ]
-cloud_config_modules: [ runcmd ]
+cloud_config_modules: []
 cloud_final_modules: [ scripts-per-once, scripts-per-boot, scripts-per-instance, scripts-user,
   ssh-authkey-fingerprints, keys-to-console, final-message ]
 EOF
@@ -246,18 +246,31 @@ iface eth0 inet dhcp
 
 source /etc/network/interfaces.d/*
 EOF
-# Not started at boot, each seconds of a 1-vCPU guest under TCG: cloud-init's local stage (the
-# seed is read in its `init` stage), waits for the network to be online, scrubs and trims of
-# LVM/ext4, apt's and dpkg's timers, modules for hardware QEMU does not emulate here, binfmt, the
-# VGA console's getty (the serial console keeps its own), cloud-init's hotplug socket.
-for unit in cloud-init-local.service cloud-init-hotplugd.socket ifupdown-wait-online.service \
-  systemd-networkd-wait-online.service e2scrub_reap.service e2scrub_all.timer fstrim.timer \
+# Not started at boot, each seconds of a 1-vCPU guest under TCG: cloud-init's local and config
+# stages (the seed is read in its `init` stage; the config stage's modules are none the agent's
+# seed uses), ifupdown's boot-time jobs (networking.service waits for udev to settle, and
+# cloud-init, so sshd, for it; eth0 comes up from udev alone, lo from systemd), waits for the
+# network to be online, users made from sysusers.d at each boot (the packages made them), scrubs
+# and trims of LVM/ext4, apt's and dpkg's timers, modules for hardware QEMU does not emulate
+# here, binfmt, the VGA console's getty (the serial console keeps its own), cloud-init's hotplug
+# socket.
+for unit in cloud-init-local.service cloud-config.service cloud-init-hotplugd.socket \
+  networking.service ifupdown-pre.service ifupdown-wait-online.service \
+  systemd-networkd-wait-online.service systemd-sysusers.service \
+  e2scrub_reap.service e2scrub_all.timer fstrim.timer \
   apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer systemd-pstore.service \
   systemd-binfmt.service proc-sys-fs-binfmt_misc.automount getty@tty1.service \
   modprobe@drm.service modprobe@efi_pstore.service modprobe@dm_mod.service \
   modprobe@fuse.service modprobe@loop.service; do
   ln -sfn /dev/null "$root/etc/systemd/system/$unit"
 done
+# sshd at once (no `sshd -t` first: another second or two); cloud-init's last stage (keys and
+# fingerprints to the console, the users' per-boot scripts) after it, at the lowest priority, so
+# the first login does not wait for it.
+mkdir -p "$root/etc/systemd/system/ssh.service.d" "$root/etc/systemd/system/cloud-final.service.d"
+printf '[Service]\nExecStartPre=\n' >"$root/etc/systemd/system/ssh.service.d/vm-fleet.conf"
+printf '[Unit]\nAfter=ssh.service\n[Service]\nNice=19\n' \
+  >"$root/etc/systemd/system/cloud-final.service.d/vm-fleet.conf"
 # Each VM gets its own identity at first boot: machine id, SSH host keys (cloud-init makes
 # them), hostname (cloud-init sets it from the seed).
 : >"$root/etc/machine-id"
