@@ -485,7 +485,7 @@ async function main(): Promise<void> {
       'boot.createToSshS',
       `create → SSH under ${boot.accel.toUpperCase()} (goal <= 20 s on 2 idle cores)`,
       boot,
-      `${ssh?.atS.toFixed(1)} s (load ${boot.loadBefore} before, ${boot.loadAfter} after)`,
+      `${ssh?.atS.toFixed(1)} s (load ${boot.loadBefore} before, ${boot.loadAfter} after; QEMU's CPU time to the banner ${boot.qemuCpuS.toFixed(1)} s)`,
     );
     for (const { phase, atS } of boot.phases) {
       record(`boot.phase.${phase}`, `  ${phase}`, atS, `${atS.toFixed(1)} s`);
