@@ -21,12 +21,19 @@
 # replaced. An existing --out is refused
 # unless --force; a folder, or a link to one, always.
 # Access: root's, mode 0600, unless --group (root:GROUP, 0640: the group reads it, e.g. vm-host,
-# the packaged agent's, which so cannot write it) or --owner (USER owns it, 0600; 0640 with
+# the packaged agent's, which so cannot write it; a name, or a numeric gid where no such group is) or --owner (USER owns it, 0600; 0640 with
 # --group), e.g. the user who runs `npm start`.
 # --include adds packages. --mirror: Debian's archive, default http://deb.debian.org/debian (its
 # -updates suite too, and the security archive at deb.debian.org/debian-security unless --mirror
 # is given). --size: the guests' disk size (the qcow2 only holds what is written).
 set -euo pipefail
+
+# In a mount namespace of its own: mmdebstrap, as root, makes every mount of the namespace it runs
+# in private (mount --make-rprivate /); in the machine's own, that broke every service started
+# afterwards with LoadCredential= (systemd 257 on Debian 13: its files missing) until a reboot.
+if [ "$(id -u)" -eq 0 ] && [ -z "${BUILD_DEBIAN_IMAGE_NAMESPACE:-}" ] && command -v unshare >/dev/null; then
+  BUILD_DEBIAN_IMAGE_NAMESPACE=1 exec unshare --mount --propagation private bash "$0" "$@"
+fi
 
 images_dir=/var/lib/vm-fleet-images
 out=
@@ -97,7 +104,11 @@ done
 mbr=/usr/lib/syslinux/mbr/mbr.bin
 [ -r "$mbr" ] || fail "$mbr is missing: apt-get install syslinux-common"
 if [ -n "$owner" ]; then id -u "$owner" >/dev/null 2>&1 || fail "--owner $owner: no such user"; fi
-if [ -n "$group" ]; then getent group "$group" >/dev/null || fail "--group $group: no such group"; fi
+# A numeric gid needs no such group here: the builder's machine may have no vm-host (the agent's).
+if [ -n "$group" ] && ! [[ "$group" =~ ^[0-9]+$ ]]; then
+  getent group "$group" >/dev/null ||
+    fail "--group $group: no such group here (give its numeric gid, or copy the image to each node with install -g $group)"
+fi
 
 [ ! -d "$out" ] || fail "--out $out is a folder (or a link to one); name the image file"
 if [ -e "$out" ] || [ -L "$out" ]; then
@@ -184,8 +195,16 @@ esac
 
 started=$(date +%s)
 root=$work/root
+# The initramfs with only what finds the root file system (virtio's disk; ext4 is built into the
+# cloud kernel), not most of the kernel's drivers (15 MB): less to read and unpack at every boot.
+# MODULES=dep would look at the build machine's disks, so the list is explicit; gzip, as there is
+# no zstd.
+initramfs_hook='printf "MODULES=list\nCOMPRESS=gzip\n" >"$1/etc/initramfs-tools/conf.d/vm-fleet" &&
+  printf "virtio_pci\nvirtio_blk\n" >>"$1/etc/initramfs-tools/modules" &&
+  chroot "$1" update-initramfs -u -k all >/dev/null'
 # No documentation, manual pages or translations: the guest does not need them.
 step mmdebstrap --quiet --variant=minbase --include="$include" \
+  --customize-hook="$initramfs_hook" \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
@@ -196,15 +215,23 @@ leftover=$(mounts_under_work)
 [ -z "$leftover" ] || fail "mmdebstrap left mounted:" $leftover
 
 # cloud-init: NoCloud only (the agent's seed ISO), no probing of cloud metadata services; no
-# password logins, root's account locked for SSH. A quick first boot under emulation (TCG): no
-# RSA or DSA host key (17 s there), no locale generation (no locales package; C.UTF-8 is built
-# in, 13 s and an error otherwise).
+# password logins, root's account locked for SSH. A quick first boot under emulation (TCG, where
+# each of cloud-init's stages costs seconds of Python): one stage before sshd (`init`; the
+# `init-local` stage is masked below, the network is not cloud-init's), only the modules the
+# agent's seed needs (hostname, /etc/hosts, the default user and its key, host keys), no RSA or
+# DSA host key (17 s there), no locale generation (no locales package; C.UTF-8 is built in).
 cat >"$root/etc/cloud/cloud.cfg.d/90_vm-fleet.cfg" <<'EOF'
-datasource_list: [ NoCloud ]
+datasource_list: [ NoCloud, None ]
+network: { config: disabled }
 ssh_genkeytypes: [ ed25519, ecdsa ]
-ssh_pwauth: false
+ssh_quiet_keygen: true
 disable_root: true
 locale: false
+manage_etc_hosts: true
+cloud_init_modules: [ set_hostname, update_hostname, update_etc_hosts, users-groups, ssh ]
+cloud_config_modules: []
+cloud_final_modules: [ scripts-per-once, scripts-per-boot, scripts-per-instance, scripts-user,
+  ssh-authkey-fingerprints, keys-to-console, final-message ]
 EOF
 # Keys only, whatever a later package or cloud-init writes into sshd_config: a drop-in's first
 # value wins (sshd_config includes sshd_config.d/*.conf before its own settings).
@@ -215,13 +242,42 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 PermitRootLogin no
 EOF
-# DHCP on QEMU's user network: cloud-init writes the first NIC's stanza in interfaces.d.
+# DHCP on QEMU's user network, in the background (ifup@eth0 when udev sees the NIC: nothing waits
+# for the lease); eth0 by net.ifnames=0 on the kernel's command line, whatever PCI slot QEMU gives.
 cat >"$root/etc/network/interfaces" <<'EOF'
 auto lo
 iface lo inet loopback
 
+allow-hotplug eth0
+iface eth0 inet dhcp
+
 source /etc/network/interfaces.d/*
 EOF
+# Not started at boot, each seconds of a 1-vCPU guest under TCG: cloud-init's local and config
+# stages (the seed is read in its `init` stage; the config stage's modules are none the agent's
+# seed uses), ifupdown's boot-time jobs (networking.service waits for udev to settle, and
+# cloud-init, so sshd, for it; eth0 comes up from udev alone, lo from systemd), waits for the
+# network to be online, users made from sysusers.d at each boot (the packages made them), scrubs
+# and trims of LVM/ext4, apt's and dpkg's timers, modules for hardware QEMU does not emulate
+# here, binfmt, the VGA console's getty (the serial console keeps its own), cloud-init's hotplug
+# socket.
+for unit in cloud-init-local.service cloud-config.service cloud-init-hotplugd.socket \
+  networking.service ifupdown-pre.service ifupdown-wait-online.service \
+  systemd-networkd-wait-online.service systemd-sysusers.service \
+  e2scrub_reap.service e2scrub_all.timer fstrim.timer \
+  apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer systemd-pstore.service \
+  systemd-binfmt.service proc-sys-fs-binfmt_misc.automount getty@tty1.service \
+  modprobe@drm.service modprobe@efi_pstore.service modprobe@dm_mod.service \
+  modprobe@fuse.service modprobe@loop.service; do
+  ln -sfn /dev/null "$root/etc/systemd/system/$unit"
+done
+# sshd at once (no `sshd -t` first: another second or two); cloud-init's last stage (keys and
+# fingerprints to the console, the users' per-boot scripts) after it, at the lowest priority, so
+# the first login does not wait for it.
+mkdir -p "$root/etc/systemd/system/ssh.service.d" "$root/etc/systemd/system/cloud-final.service.d"
+printf '[Service]\nExecStartPre=\n' >"$root/etc/systemd/system/ssh.service.d/vm-fleet.conf"
+printf '[Unit]\nAfter=ssh.service\n[Service]\nNice=19\n' \
+  >"$root/etc/systemd/system/cloud-final.service.d/vm-fleet.conf"
 # Each VM gets its own identity at first boot: machine id, SSH host keys (cloud-init makes
 # them), hostname (cloud-init sets it from the seed).
 : >"$root/etc/machine-id"
@@ -255,7 +311,7 @@ PROMPT 0
 LABEL debian
   LINUX /boot/$kernel
   INITRD /boot/$initrd
-  APPEND root=UUID=$uuid ro console=tty0 console=ttyS0,115200n8
+  APPEND root=UUID=$uuid ro console=ttyS0,115200n8 quiet net.ifnames=0
 EOF
 # Its stdout only says where it installed; its stderr stays, should it fail.
 extlinux --install "$work/mnt/boot/extlinux" >/dev/null

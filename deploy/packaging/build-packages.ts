@@ -56,6 +56,8 @@ interface DebianPackage {
   /** Files of the checkout for the operator to copy, installed in /usr/share/ppn-fleet/. */
   operatorFiles?: string[];
   depends: string[];
+  /** What an optional part needs (apt installs Recommends by default). */
+  recommends?: string[];
   summary: string;
   description: string;
 }
@@ -92,13 +94,18 @@ const PACKAGES: DebianPackage[] = [
       'deploy/prometheus/ppn-fleet.rules.yml',
       'deploy/prometheus/ppn-fleet.rules.test.yml',
       'deploy/grafana/ppn-fleet.json',
+      // The base image builder, run by `ppn-fleet image build` (docs/vms.md, "Base images").
+      'deploy/images/build-debian-image.sh',
     ],
     depends: NODEJS,
+    // The image builder's tools: a controller that never builds an image does without them.
+    recommends: ['mmdebstrap', 'extlinux', 'syslinux-common', 'fdisk', 'e2fsprogs', 'qemu-utils'],
     summary: 'PPN fleet controller: one VM pool over several machines',
     description:
       'Listens on port 9203, places VMs on the enrolled nodes (service-vm-host) and keeps\n' +
       'fleet state in memory or in a Redis shared by several controllers.\n' +
-      "Ships ppn-fleet, the operator's command line (status, nodes, VMs, node tokens).",
+      "Ships ppn-fleet, the operator's command line (status, nodes, VMs, node tokens,\n" +
+      'base images for the nodes: ppn-fleet image build).',
   },
   {
     name: 'service-vm-host',
@@ -290,6 +297,7 @@ async function build(pkg: DebianPackage): Promise<string> {
       'Maintainer: PPN fleet maintainers <root@localhost>',
       `Installed-Size: ${size}`,
       `Depends: ${pkg.depends.join(', ')}`,
+      ...(pkg.recommends ? [`Recommends: ${pkg.recommends.join(', ')}`] : []),
       `Description: ${pkg.summary}`,
       ...pkg.description.split('\n').map((line) => ` ${line}`),
       '',

@@ -83,6 +83,11 @@ describe("README's fleet of three machines", () => {
     );
     expect(controller).toContain('./dist/packages/service-vm-fleet_*_all.deb');
     expect(controller).toContain('dist/packages/service-vm-host_*_all.deb');
-    expect(controller).toContain('deploy/images/build-debian-image.sh');
+    // The guest image from the builder the controller's package installs (its Recommends left
+    // out, the builder's tools are in the block's first apt line).
+    expect(controller).toMatch(/^ppn-fleet image build\b/m);
+    for (const tool of ['mmdebstrap', 'extlinux', 'syslinux-common', 'fdisk', 'qemu-utils']) {
+      expect(controller.split('\n')[0]).toContain(tool);
+    }
   });
 });

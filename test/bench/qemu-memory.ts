@@ -8,23 +8,19 @@
  *   npm run build && ts-node -T -r tsconfig-paths/register test/bench/qemu-memory.ts
  * (as root, with the guest image built; run.ts calls it too). Prints one JSON line per accel.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HYPERVISOR_OVERHEAD_MB, TCG_OVERHEAD_MB } from '@app/fleet-domain';
 import {
   FLEET_URL,
   eventually,
-  enrolled,
   getJson,
   listeningFleetDaemon,
-  startAgent,
   stopAllDaemons,
 } from '../support/daemons';
-import { guestImagePath } from '../support/guest-image';
 import { GUEST_SSH_DEADLINE_MS, sshOnceUp, sshRun } from '../support/guest-ssh';
 import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
-import { scratchFolder } from '../support/scratch-folders';
+import { startGuestAgent } from './guest-agent';
 
 export interface QemuMemory {
   accel: 'tcg' | 'kvm';
@@ -100,23 +96,7 @@ async function measure(
 
 /** Measures under TCG, then KVM; expects a controller listening on 9203 already. */
 export async function measureQemuMemory(): Promise<QemuMemory[]> {
-  const image = guestImagePath();
-  if (!existsSync(image)) throw new Error(`no guest image ${image}: build it first`);
-  const workDir = scratchFolder('bench-qemu-');
-  const key = join(workDir, 'id_ed25519');
-  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'bench', '-f', key]);
-  const agent = await enrolled(
-    startAgent({
-      VM_FLEET_ENDPOINT: FLEET_URL,
-      VM_NODE_ID: 'bench-qemu',
-      VM_WG_IP: '127.0.0.1',
-      VM_HEARTBEAT_INTERVAL_S: '1',
-      VM_DISK_DIR: join(workDir, 'disks'),
-      VM_DISK_RETENTION_S: '0',
-      VM_BASE_IMAGE: image,
-      VM_SSH_PUBKEY: readFileSync(`${key}.pub`, 'utf8').trim(),
-    }),
-  );
+  const { agent, workDir, key } = await startGuestAgent('bench-qemu');
   const results: QemuMemory[] = [];
   try {
     for (const accel of ['tcg', 'kvm'] as const) {

@@ -32,3 +32,35 @@ describe('build-debian-image.sh --mirror', () => {
     expect(run.stderr).not.toContain('needs root');
   });
 });
+
+describe('build-debian-image.sh --group', () => {
+  /** The builder as root, stopped by a check before it builds anything. */
+  function asRoot(args: string[]): { status: number | null; stderr: string } {
+    const run = spawnSync('bash', ['-s', '--', ...args], {
+      input: readFileSync(GUEST_IMAGE_BUILDER),
+      cwd: '/',
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
+    return { status: run.status, stderr: run.stderr };
+  }
+
+  it('refuses a group name this machine does not have, pointing at a numeric gid or install -g', () => {
+    if (process.getuid?.() !== 0)
+      throw new Error('runs as root (the group check follows the root check)');
+    const refused = asRoot(['--group', 'no-such-group-ppn']);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain('--group no-such-group-ppn: no such group here');
+    expect(refused.stderr).toContain('numeric gid');
+  });
+
+  it('takes a numeric gid no group has here (the vm-host of the nodes): it goes on to --out', () => {
+    if (process.getuid?.() !== 0)
+      throw new Error('runs as root (the group check follows the root check)');
+    // An existing --out stops it next, before anything is built.
+    const run = asRoot(['--group', '64999', '--out', '/etc/hostname']);
+    expect(run.status).toBe(1);
+    expect(run.stderr).not.toContain('--group');
+    expect(run.stderr).toContain('/etc/hostname exists');
+  });
+});

@@ -250,8 +250,9 @@ describe('the Debian packages', () => {
         TMPDIR: scratchFolder('packaging-'),
       },
     );
-    // No network here (test/isolated.sh): apt installs local files whose dependencies are met.
-    run('apt-get', ['install', '-y', '-q', ...PACKAGES.map(DEB)]);
+    // No network here (test/isolated.sh): apt installs local files whose dependencies are met;
+    // not the image builder's tools (the controller's Recommends), which it would download.
+    run('apt-get', ['install', '-y', '-q', '--no-install-recommends', ...PACKAGES.map(DEB)]);
   }, 600_000);
 
   afterAll(async () => {
@@ -369,6 +370,46 @@ describe('the Debian packages', () => {
     expect({ status: tested.status, output: tested.stdout + tested.stderr }).toEqual({
       status: 0,
       output: expect.stringContaining('SUCCESS') as string,
+    });
+  });
+
+  it('ships the image builder with the controller; `ppn-fleet image build` runs it as root only', () => {
+    const builder = '/usr/share/ppn-fleet/build-debian-image.sh';
+    expect(readFileSync(builder, 'utf8')).toBe(
+      readFileSync(join(ROOT, 'deploy/images/build-debian-image.sh'), 'utf8'),
+    );
+    expect(() => accessSync(builder, constants.X_OK)).not.toThrow();
+    expect(run('dpkg-query', ['-W', '-f=${Recommends}', 'service-vm-fleet'])).toBe(
+      'mmdebstrap, extlinux, syslinux-common, fdisk, e2fsprogs, qemu-utils',
+    );
+    // Not a full build here (2-4 min and Debian's mirror, which test/isolated.sh cuts off): it
+    // refuses without root, saying so, and as root it runs the packaged builder, whose own check
+    // of an option's value answers first.
+    const asNobody = spawnSync(
+      'setpriv',
+      [
+        '--reuid=nobody',
+        '--regid=nogroup',
+        '--init-groups',
+        '/usr/bin/ppn-fleet',
+        'image',
+        'build',
+      ],
+      { encoding: 'utf8' },
+    );
+    expect({ status: asNobody.status, stderr: asNobody.stderr }).toEqual({
+      status: 1,
+      stderr:
+        'ppn-fleet: image build needs root (mmdebstrap and a loop device): run it as root or with sudo\n',
+    });
+    const asRoot = spawnSync('/usr/bin/ppn-fleet', ['image', 'build', '--suite', 'no such'], {
+      encoding: 'utf8',
+    });
+    expect({ status: asRoot.status, stderr: asRoot.stderr }).toEqual({
+      status: 1,
+      stderr: expect.stringMatching(
+        /^build-debian-image: --suite 'no such' is not valid .*\nppn-fleet: image build failed \(exit 1\)\n$/,
+      ) as string,
     });
   });
 

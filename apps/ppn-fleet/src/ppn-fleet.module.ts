@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { CliIo } from './terminal/cli-io';
 import { FleetApiConnector } from './api/fleet-api.connector';
+import { ImageBuildCommand, ImageCommand, ImageListCommand } from './images/image.command';
 import { CommandLineSetup } from './command-line.setup';
 import { NodeTokenCommand } from './node-token/node-token.command';
 import { NodeCommand, NodesCommand } from './nodes/nodes.command';
@@ -38,6 +39,9 @@ export class PpnFleetModule {
         VmRestartCommand,
         VmConsoleCommand,
         NodeTokenCommand,
+        ImageCommand,
+        ImageBuildCommand,
+        ImageListCommand,
       ],
     };
   }

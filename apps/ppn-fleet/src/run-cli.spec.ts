@@ -150,6 +150,9 @@ describe('ppn-fleet arguments', () => {
       ['vm', 'restart'],
       ['vm', 'console'],
       ['node-token'],
+      ['image'],
+      ['image', 'build'],
+      ['image', 'list'],
     ]) {
       const help = new FakeIo({}, fleetOfOne);
       expect(await run([...command, '--help'], help)).toBe(ExitCode.Ok);
