@@ -28,13 +28,6 @@
 # is given). --size: the guests' disk size (the qcow2 only holds what is written).
 set -euo pipefail
 
-# In a mount namespace of its own: mmdebstrap, as root, makes every mount of the namespace it runs
-# in private (mount --make-rprivate /); in the machine's own, that broke every service started
-# afterwards with LoadCredential= (systemd 257 on Debian 13: its files missing) until a reboot.
-if [ "$(id -u)" -eq 0 ] && [ -z "${BUILD_DEBIAN_IMAGE_NAMESPACE:-}" ] && command -v unshare >/dev/null; then
-  BUILD_DEBIAN_IMAGE_NAMESPACE=1 exec unshare --mount --propagation private bash "$0" "$@"
-fi
-
 images_dir=/var/lib/vm-fleet-images
 out=
 owner=
@@ -87,17 +80,19 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 # They end up in mmdebstrap's arguments, the guest's sources.list and the image's name.
-check --suite "$suite" '^[a-z0-9-]+$'
+check --suite "$suite" '^[a-z][a-z0-9-]*$'
 # No whitespace or control character: a tab or newline would add words or lines to sources.
-[ -z "$mirror" ] || check --mirror "$mirror" '^(https?|file)://[^[:space:][:cntrl:]]+$'
+# No user:password@ either: the sources end up in every guest's /etc/apt.
+[ -z "$mirror" ] || check --mirror "$mirror" '^(https?|file)://[^[:space:][:cntrl:]@]+$'
 check --size "$size" '^[0-9]+[KMG]$'
-[ -z "$extra" ] || check --include "$extra" '^[a-z0-9.+,-]+$'
+# Each name as Debian's policy has it (no leading hyphen: none can be an option of mmdebstrap).
+[ -z "$extra" ] || check --include "$extra" '^[a-z0-9][a-z0-9.+-]*(,[a-z0-9][a-z0-9.+-]*)*$'
 [ -n "$extra" ] && include="$include,$extra"
 [ -n "$out" ] || out=$images_dir/debian-$suite-$(date -u +%Y%m%d-%H%M%S).qcow2
 
 [ "$(id -u)" -eq 0 ] || fail "needs root (mmdebstrap and a loop device); run it as root or with sudo"
 for tool in mmdebstrap:mmdebstrap extlinux:extlinux sfdisk:fdisk mkfs.ext4:e2fsprogs \
-  qemu-img:qemu-utils losetup:mount findmnt:util-linux setsid:util-linux; do
+  qemu-img:qemu-utils losetup:mount findmnt:util-linux setsid:util-linux unshare:util-linux; do
   command -v "${tool%%:*}" >/dev/null ||
     fail "${tool%%:*} is missing: apt-get install ${tool#*:}"
 done
@@ -202,8 +197,11 @@ root=$work/root
 initramfs_hook='printf "MODULES=list\nCOMPRESS=gzip\n" >"$1/etc/initramfs-tools/conf.d/vm-fleet" &&
   printf "virtio_pci\nvirtio_blk\n" >>"$1/etc/initramfs-tools/modules" &&
   chroot "$1" update-initramfs -u -k all >/dev/null'
+# In a mount namespace of its own: mmdebstrap, as root, makes every mount of the namespace it runs
+# in private (mount --make-rprivate /); in the machine's own, that broke every service started
+# afterwards with LoadCredential= (systemd 257 on Debian 13: its files missing) until a reboot.
 # No documentation, manual pages or translations: the guest does not need them.
-step mmdebstrap --quiet --variant=minbase --include="$include" \
+step unshare --mount --propagation private mmdebstrap --quiet --variant=minbase --include="$include" \
   --customize-hook="$initramfs_hook" \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \

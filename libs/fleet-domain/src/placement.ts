@@ -47,7 +47,7 @@ export type Placement =
   /** No node has room: answered 503, naming every node considered and why it was passed over. */
   | { kind: 'no-capacity'; message: string }
   /**
-   * Every node with room holds a host_port the create asks for: answered 409, naming the port
+   * Every node with room holds a host_port the create asks for: answered 422, naming the port
    * and the VM holding it on each node.
    */
   | { kind: 'ports-taken'; message: string };

@@ -13,9 +13,11 @@ export const DEFAULT_DISK_DIR = '/var/lib/vm-fleet';
 
 /**
  * The image builder: a checkout's deploy/images/build-debian-image.sh when this CLI runs from one
- * (found above its own file), else the packaged copy.
+ * (found above its own file), else the packaged copy. The installed CLI (under /usr) always runs
+ * the packaged copy: root must not run whatever script a folder above it happens to hold.
  */
 export function imageBuilderPath(from = __dirname): string {
+  if (from.startsWith('/usr/')) return INSTALLED_IMAGE_BUILDER;
   for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) {
     const inCheckout = join(dir, 'deploy', 'images', 'build-debian-image.sh');
     if (existsSync(inCheckout)) return inCheckout;

@@ -79,7 +79,10 @@ export class ImageBuildCommand extends CommandRunner {
     return value;
   }
 
-  @Option({ flags: '--force', description: 'replace an existing --out (only when no VM uses it)' })
+  @Option({
+    flags: '--force',
+    description: 'replace an existing --out (not checked: only when no VM uses it, see image list)',
+  })
   parseForce(): boolean {
     return true;
   }

@@ -81,6 +81,19 @@ describe('KvmStarts', () => {
     expect(qemu.stopped).toEqual([]);
   });
 
+  it("throws a start failure that is the VM's own (not KVM's or the CPU's) at once, trying no other model", async () => {
+    const qemu = fakeQemu({});
+    qemu.steps.launch = (cpuModel) => {
+      qemu.launched.push(cpuModel);
+      return Promise.reject(
+        new Error("Could not set up host forwarding rule 'tcp:10.8.0.21:2222-:22'"),
+      );
+    };
+    await expect(kvm.start(qemu.steps)).rejects.toThrow('host forwarding rule');
+    expect(qemu.launched).toEqual(['host']);
+    expect(kvm.cpuModel).toBe('host');
+  });
+
   it.each(['internal-error', 'guest-panicked'])(
     'stops a guest that goes to %s in its first seconds, and says so',
     async (broken) => {

@@ -60,6 +60,9 @@ const REAL_TIME: ProbationClock = {
  * has, each start is watched for KVM_PROBATION_MS (the VM stays Provisioning meanwhile), so a
  * host whose KVM starts guests but cannot run them is found before a VM is listed Running.
  */
+/** What QEMU says when KVM or the CPU model, not the VM, is why it could not start. */
+export const KVM_REFUSAL = /\bkvm\b|\bMSR\b|\bCPU\b|cpuid|accelerat/i;
+
 export class KvmStarts {
   /** The first model in KVM_CPU_MODELS worth trying: the ones before it failed to start here. */
   private firstModel = 0;
@@ -67,6 +70,11 @@ export class KvmStarts {
   private proven = false;
 
   constructor(private readonly clock: ProbationClock = REAL_TIME) {}
+
+  /** Whether KVM has run a guest past its probation in this process. */
+  get hasRunAGuest(): boolean {
+    return this.proven;
+  }
 
   /** The CPU model later VMs start with first. */
   get cpuModel(): KvmCpuModel {
@@ -81,7 +89,11 @@ export class KvmStarts {
       try {
         pid = await steps.launch(cpuModel);
       } catch (error) {
-        errors.push(`${cpuModel}: ${error instanceof Error ? error.message : String(error)}`);
+        const message = error instanceof Error ? error.message : String(error);
+        // Only KVM's or the CPU model's refusal moves on to the next model: a start that fails
+        // for the VM's own reasons (a port taken, its disk locked, no memory) is that failure.
+        if (!KVM_REFUSAL.test(message)) throw error;
+        errors.push(`${cpuModel}: ${message}`);
         continue;
       }
       // Models before it fail on this host: not tried again by this process.

@@ -11,6 +11,7 @@ import { CrashFailpoint } from '../life-cycle/crash-failpoint';
 import { VmFiles } from '../files/vm-files';
 import { VmCreateError, VmCreationUnavailableError, VmPortTakenError } from '../vms.errors';
 import { AddressInfo, Server, createServer } from 'node:net';
+import { KvmStarts } from './kvm-starts';
 import { qemuArgs } from './qemu-command-line';
 import { SOCKET_PORT_PROBE } from '../ports/port-probe';
 import * as tools from './run-tool';
@@ -552,6 +553,17 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
     expect(warnings).toContain(
       `vm ${vmId}: guest stopped under KVM with QMP status internal-error; stopping its QEMU to start it again`,
     );
+  });
+
+  it("once KVM has run a guest here, stops a guest's QEMU in internal-error but leaves the node's KVM usable", async () => {
+    jest.spyOn(KvmStarts.prototype, 'hasRunAGuest', 'get').mockReturnValue(true);
+    await writeFile(join(root, 'kvm'), '');
+    const vmId = 'vm-00000000000000e3';
+    const pid = await fakeQemu(vmId, { accel: 'kvm', qmpStatus: 'internal-error' });
+    expect(await qemu.inspect(vmId, { kind: 'qemu', accel: 'kvm', pid })).toBe('stopped');
+    await eventually(async () => (await table.get(pid)) === undefined);
+    expect(await hostFacts.kvmUsable()).toBe(true);
+    expect(hostFacts.kvmFailureReason()).toBeNull();
   });
 
   it('sees a running guest as running, and leaves KVM be', async () => {

@@ -316,14 +316,16 @@ export class QemuDriver extends VmDriver {
   }
 
   /**
-   * A guest that stopped for good under KVM after its start (QMP internal-error: KVM could not
-   * run it; guest-panicked): KVM is marked failed at run time, and its QEMU is stopped so the
-   * restart policy starts the VM again from its disk, on its ports, under TCG (VM_ACCEL=auto).
+   * A guest that stopped for good under KVM after its start (QMP internal-error; guest-panicked):
+   * its QEMU is stopped so the restart policy starts the VM again from its disk, on its ports.
+   * Before KVM has run any guest in this process, that is KVM failing on this host: it is marked
+   * failed at run time and the VM comes back under TCG (VM_ACCEL=auto). After, it is this guest's
+   * own doing (a guest can fault KVM on purpose), which must not turn the whole node to TCG.
    */
   private brokenGuest(vmId: string, record: DriverRecord, status: string): void {
     if (qemuRecord(record).accel !== 'kvm' || this.stoppingBroken.has(vmId)) return;
     const reason = `guest stopped under KVM with QMP status ${status}`;
-    this.hostFacts.kvmFailed(`vm ${vmId}: ${reason}`);
+    if (!this.kvm.hasRunAGuest) this.hostFacts.kvmFailed(`vm ${vmId}: ${reason}`);
     this.logger.warn(`vm ${vmId}: ${reason}; stopping its QEMU to start it again`);
     this.stoppingBroken.add(vmId);
     void this.stop(vmId, record)
