@@ -101,6 +101,48 @@ describe('readEnvironment with a secret', () => {
     expect(message).not.toContain(path);
   });
 
+  describe("in systemd's credentials folder (LoadCredential=, $CREDENTIALS_DIRECTORY)", () => {
+    let credentials: string;
+    const before = process.env.CREDENTIALS_DIRECTORY;
+    beforeEach(() => {
+      credentials = mkdtempSync(join(dir, 'credentials-'));
+      chmodSync(credentials, 0o550);
+      process.env.CREDENTIALS_DIRECTORY = credentials;
+    });
+    afterEach(() => {
+      chmodSync(credentials, 0o700);
+      if (before === undefined) delete process.env.CREDENTIALS_DIRECTORY;
+      else process.env.CREDENTIALS_DIRECTORY = before;
+    });
+    function credential(mode: number): string {
+      chmodSync(credentials, 0o750);
+      const path = join(credentials, 'token');
+      writeFileSync(path, `${TOKEN}\n`, { mode });
+      chmodSync(path, mode);
+      chmodSync(credentials, 0o550);
+      return path;
+    }
+
+    it('takes the group-readable file systemd 257 hands a service that is not root (0440)', () => {
+      expect(read({ VM_TEST_TOKEN_FILE: credential(0o440) }).token).toBe(TOKEN);
+    });
+
+    it.each([
+      ['others may read it', 0o444, 0o550, 'readable by'],
+      ['its group may write it', 0o460, 0o550, 'readable by'],
+      ['the folder is open to others', 0o440, 0o555, 'readable by'],
+    ])('still refuses it when %s', (_, mode, folderMode, access) => {
+      const path = credential(mode);
+      chmodSync(credentials, folderMode);
+      expect(errorOf({ VM_TEST_TOKEN_FILE: path })).toContain(`it is ${access} group or others`);
+    });
+
+    it('refuses a 0440 file elsewhere, whatever $CREDENTIALS_DIRECTORY says', () => {
+      const path = secretFile('elsewhere', TOKEN, 0o440);
+      expect(errorOf({ VM_TEST_TOKEN_FILE: path })).toContain('it is readable by group or others');
+    });
+  });
+
   it('validates a token read from a file as if given directly, never echoing it', () => {
     const message = errorOf({ VM_TEST_TOKEN_FILE: secretFile('short', 'tenchars10\n') });
     expect(message).toMatch(/^VM_TEST_TOKEN must be 16 to 1024 characters/);

@@ -1,4 +1,5 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { Stats, closeSync, fstatSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import { ValidateBy, validateSync } from 'class-validator';
 
 /** Raised at start-up, naming every variable at fault (never its value: it may be a secret). */
@@ -214,13 +215,35 @@ function readSecretFile(path: string): string | { problem: string } {
     const content = buffer.subarray(0, length).toString('utf8').trim();
     if (content === '') return { problem: 'it is empty' };
     // Judged on the open file, so the file judged is the file read.
-    const exposure = exposureOf(fstatSync(fd).mode);
+    const stats = fstatSync(fd);
+    const exposure = inServiceCredentials(path, stats) ? undefined : exposureOf(stats.mode);
     return exposure === undefined ? content : { problem: exposure };
   } catch (error) {
     return { problem: describeFileError(error) };
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Whether the file is one systemd handed this service (LoadCredential=): under
+ * $CREDENTIALS_DIRECTORY, a folder closed to others, owned by root or this user and writable by
+ * neither group nor others. systemd 257 (Debian 13) gives a service that is not root its
+ * credentials as root:root 0440 in a 0550 folder, read through an ACL: group-readable, yet no
+ * one else's.
+ */
+function inServiceCredentials(path: string, file: Stats): boolean {
+  const folder = process.env.CREDENTIALS_DIRECTORY;
+  if (!folder || !isAbsolute(folder)) return false;
+  try {
+    const realFolder = realpathSync(folder);
+    if (!realpathSync(path).startsWith(`${realFolder}/`)) return false;
+    if ((statSync(realFolder).mode & 0o007) !== 0) return false;
+  } catch {
+    return false;
+  }
+  const owner = file.uid === 0 || file.uid === process.getuid?.();
+  return owner && (file.mode & 0o022) === 0 && (file.mode & 0o007) === 0;
 }
 
 /**
