@@ -14,6 +14,7 @@ describe('build-debian-image.sh --mirror', () => {
     ['a space', 'http://deb.debian.org/debian bookworm'],
     ['a carriage return', 'http://deb.debian.org/debian\r'],
     ['a control character', 'http://deb.debian.org/debian\u0001'],
+    ['credentials, which would reach every guest', 'https://user:secret@mirror.example/debian'],
   ])('refuses a mirror with %s, naming --mirror, and builds nothing', (_what, mirror) => {
     // The script on bash's stdin, read here: the checkout may sit in a folder the unprivileged
     // user cannot reach (a clone in root's 0700 home).
@@ -30,6 +31,28 @@ describe('build-debian-image.sh --mirror', () => {
     expect(run.stderr).toContain('build-debian-image: --mirror');
     expect(run.stderr).toContain('is not valid');
     expect(run.stderr).not.toContain('needs root');
+  });
+});
+
+describe('build-debian-image.sh --suite and --include', () => {
+  it.each([
+    ['--suite', '--help'],
+    ['--suite', '-v'],
+    ['--include', 'curl,--force-yes'],
+    ['--include', '-x'],
+    ['--include', 'curl,,wget'],
+  ])('refuses %s %s: nothing that mmdebstrap (as root) could take as an option', (flag, value) => {
+    const run = spawnSync('bash', ['-s', '--', flag, value], {
+      input: readFileSync(GUEST_IMAGE_BUILDER),
+      cwd: '/',
+      encoding: 'utf8',
+      timeout: 10_000,
+      uid: 65534,
+      gid: 65534,
+    });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain(`build-debian-image: ${flag}`);
+    expect(run.stderr).toContain('is not valid');
   });
 });
 
