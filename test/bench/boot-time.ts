@@ -81,7 +81,11 @@ function processCpuS(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / ticksPerS();
 }
 
-/** Whether the port answers with an SSH banner within a second. */
+/**
+ * Whether the port answers with an SSH banner within 10 s. Not sooner: each connection sshd
+ * accepts costs the booting 1-vCPU guest a re-exec of sshd (a second or more under TCG), and
+ * probes abandoned before their banner would pile up and delay the one that is answered.
+ */
 function sshBanner(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
@@ -90,7 +94,7 @@ function sshBanner(port: number): Promise<boolean> {
       socket.destroy();
       resolve(banner);
     };
-    socket.setTimeout(1_000, () => done(false));
+    socket.setTimeout(10_000, () => done(false));
     socket.on('data', (chunk: Buffer) => {
       received += chunk.toString('latin1');
       if (received.length >= 8) done(received.startsWith('SSH-2.0-'));
