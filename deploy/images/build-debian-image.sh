@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Builds a small Debian qcow2 base image for the agents (VM_BASE_IMAGE) from Debian's packages:
-# a minbase system with the cloud kernel, systemd, cloud-init reading NoCloud only (the agent's
-# seed ISO: hostname, SSH key), an SSH server (keys only, no root login), DHCP on the first NIC
-# (QEMU's user network) and the console on the serial port (the agent's serial log). One ext4
-# partition booted by extlinux. cloud-init's default user is `debian`, with the key of
-# VM_SSH_PUBKEY and sudo.
+# a minbase system with the cloud kernel, systemd, an SSH server (keys only, no root login), DHCP
+# on the first NIC (QEMU's user network) and the console on the serial port (the agent's serial
+# log). One ext4 partition booted by extlinux. No cloud-init (nor Python): a shell unit,
+# vm-fleet-seed, reads the agent's seed ISO (volume cidata, its plain vm-fleet/ files) before
+# sshd at each boot: hostname, the key of VM_SSH_PUBKEY for user `debian` (sudo, no password),
+# host keys made at the first boot.
 #
 # Needs root (mmdebstrap as root, a loop device to install the boot loader) and, from Debian:
 # mmdebstrap, extlinux, syslinux-common, fdisk, e2fsprogs, qemu-utils; the network to the mirror.
 # No rootless path. Without root or a tool it exits 1, naming what is missing.
-# Measured on Debian 12, 2 shared cores: 110-150 s (70 s of CPU), a qcow2 of 430 MB (4 GiB virtual).
+# Measured on Debian 12, 2 shared cores: 90-100 s, a qcow2 of 330 MB (4 GiB virtual).
 #
 #   deploy/images/build-debian-image.sh [--out FILE] [--group GROUP] [--owner USER] [--force]
 #                                       [--suite bookworm] [--include pkg,pkg] [--mirror URL]
@@ -34,11 +35,11 @@ owner=
 group=
 force=
 suite=bookworm
-# What the guest needs, nothing more: a kernel for a VM, an init, cloud-init and what it uses
-# (ifupdown and a DHCP client for the network, sudo for the default user), an SSH server, fsck,
-# and dbus, without which systemd-logind does not run and the guest ignores the ACPI power
-# button that `ppn-fleet vm stop` presses (it would then be ended after the stop's timeout).
-include=linux-image-cloud-amd64,systemd-sysv,udev,dbus,cloud-init,openssh-server,ifupdown,isc-dhcp-client,netbase,sudo,e2fsprogs
+# What the guest needs, nothing more: a kernel for a VM, an init, ifupdown and a DHCP client for
+# the network, sudo for the user, an SSH server, fsck, and dbus, without which systemd-logind
+# does not run and the guest ignores the ACPI power button that `ppn-fleet vm stop` presses (it
+# would then be ended after the stop's timeout).
+include=linux-image-cloud-amd64,systemd-sysv,udev,dbus,openssh-server,ifupdown,isc-dhcp-client,netbase,sudo,e2fsprogs
 extra=
 mirror=
 size=4G
@@ -191,11 +192,12 @@ esac
 started=$(date +%s)
 root=$work/root
 # The initramfs with only what finds the root file system (virtio's disk; ext4 is built into the
-# cloud kernel), not most of the kernel's drivers (15 MB): less to read and unpack at every boot.
+# cloud kernel) and virtio's NIC (eth0 there before udev's coldplug, which starts its DHCP), not
+# most of the kernel's drivers (15 MB): less to read and unpack at every boot.
 # MODULES=dep would look at the build machine's disks, so the list is explicit; gzip, as there is
 # no zstd.
 initramfs_hook='printf "MODULES=list\nCOMPRESS=gzip\n" >"$1/etc/initramfs-tools/conf.d/vm-fleet" &&
-  printf "virtio_pci\nvirtio_blk\n" >>"$1/etc/initramfs-tools/modules" &&
+  printf "virtio_pci\nvirtio_blk\nvirtio_net\n" >>"$1/etc/initramfs-tools/modules" &&
   chroot "$1" update-initramfs -u -k all >/dev/null'
 # In a mount namespace of its own: mmdebstrap, as root, makes every mount of the namespace it runs
 # in private (mount --make-rprivate /); in the machine's own, that broke every service started
@@ -212,26 +214,83 @@ step unshare --mount --propagation private mmdebstrap --quiet --variant=minbase 
 leftover=$(mounts_under_work)
 [ -z "$leftover" ] || fail "mmdebstrap left mounted:" $leftover
 
-# cloud-init: NoCloud only (the agent's seed ISO), no probing of cloud metadata services; no
-# password logins, root's account locked for SSH. A quick first boot under emulation (TCG, where
-# each of cloud-init's stages costs seconds of Python): one stage before sshd (`init`; the
-# `init-local` stage is masked below, the network is not cloud-init's), only the modules the
-# agent's seed needs (hostname, /etc/hosts, the default user and its key, host keys), no RSA or
-# DSA host key (17 s there), no locale generation (no locales package; C.UTF-8 is built in).
-cat >"$root/etc/cloud/cloud.cfg.d/90_vm-fleet.cfg" <<'EOF'
-datasource_list: [ NoCloud, None ]
-network: { config: disabled }
-ssh_genkeytypes: [ ed25519, ecdsa ]
-ssh_quiet_keygen: true
-disable_root: true
-locale: false
-manage_etc_hosts: true
-cloud_init_modules: [ set_hostname, update_hostname, update_etc_hosts, users-groups, ssh ]
-cloud_config_modules: []
-cloud_final_modules: [ scripts-per-once, scripts-per-boot, scripts-per-instance, scripts-user,
-  ssh-authkey-fingerprints, keys-to-console, final-message ]
+# The seed, without cloud-init: under emulation (TCG) its Python took most of a boot (45 s of
+# 57). This unit reads the plain files the agent puts next to meta-data and user-data.
+mkdir -p "$root/usr/local/sbin"
+cat >"$root/usr/local/sbin/vm-fleet-seed" <<'EOF'
+#!/bin/sh
+# Before sshd, at each boot: the VM's hostname and the user's SSH key from the agent's seed ISO
+# (volume cidata: vm-fleet/hostname, vm-fleet/authorized_keys), and the host keys, made once.
+set -u
+seed=/run/vm-fleet-seed
+device=/dev/disk/by-label/cidata
+say() { echo "vm-fleet-seed: $*"; }
+# Its own host keys for each VM, kept across boots (ssh-keygen -A would make RSA too: seconds).
+made=
+for type in ed25519 ecdsa; do
+  key=/etc/ssh/ssh_host_${type}_key
+  if [ ! -s "$key" ] || [ ! -s "$key.pub" ]; then
+    rm -f "$key" "$key.pub"
+    ssh-keygen -q -t "$type" -N '' -C root@vm -f "$key"
+    made=1
+  fi
+done
+[ -z "$made" ] || sync
+# udev's event, not a poll; bounded, so that sshd starts without a seed too.
+if ! udevadm wait --timeout=30 "$device" 2>/dev/null; then
+  say "no seed ($device): hostname and key unchanged"
+else
+  mkdir -p "$seed"
+  if mount -t iso9660 -o ro,nosuid,nodev,noexec "$device" "$seed"; then
+    name=$(head -n 1 "$seed/vm-fleet/hostname" 2>/dev/null || true)
+    # One label: letters, digits and hyphens, at most 63, no leading hyphen.
+    if printf '%s\n' "$name" | grep -Eqx '[A-Za-z0-9][A-Za-z0-9-]{0,62}'; then
+      echo "$name" >/etc/hostname
+      echo "$name" >/proc/sys/kernel/hostname
+      printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n' \
+        "$name" >/etc/hosts
+    else
+      say "no valid hostname in the seed: kept $(cat /etc/hostname)"
+    fi
+    if [ -f "$seed/vm-fleet/authorized_keys" ]; then
+      install -d -m 0700 -o debian -g debian /home/debian/.ssh
+      install -m 0600 -o debian -g debian "$seed/vm-fleet/authorized_keys" \
+        /home/debian/.ssh/authorized_keys
+    fi
+    umount "$seed"
+  else
+    say "cannot mount $device"
+  fi
+fi
+# As cloud-init did: the host keys' fingerprints on the console (the agent's serial log).
+for type in ed25519 ecdsa; do ssh-keygen -l -f /etc/ssh/ssh_host_${type}_key.pub; done |
+  sed 's/^/vm-fleet-seed: host key /'
 EOF
-# Keys only, whatever a later package or cloud-init writes into sshd_config: a drop-in's first
+chmod 0755 "$root/usr/local/sbin/vm-fleet-seed"
+cat >"$root/etc/systemd/system/vm-fleet-seed.service" <<'EOF'
+[Unit]
+Description=VM identity from the agent's seed (hostname, SSH key, host keys)
+After=local-fs.target systemd-udev-trigger.service
+Before=ssh.service systemd-user-sessions.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/sbin/vm-fleet-seed
+StandardOutput=journal+console
+
+[Install]
+WantedBy=multi-user.target
+EOF
+mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
+ln -sfn ../vm-fleet-seed.service \
+  "$root/etc/systemd/system/multi-user.target.wants/vm-fleet-seed.service"
+# The user the agent's key logs in as, as in Debian's cloud images: sudo without a password, no
+# password of its own (locked).
+chroot "$root" useradd --create-home --shell /bin/bash --groups adm,sudo debian
+echo 'debian ALL=(ALL) NOPASSWD:ALL' >"$root/etc/sudoers.d/90-vm-fleet"
+chmod 0440 "$root/etc/sudoers.d/90-vm-fleet"
+# Keys only, whatever a later package writes into sshd_config: a drop-in's first
 # value wins (sshd_config includes sshd_config.d/*.conf before its own settings).
 cat >"$root/etc/ssh/sshd_config.d/vm-fleet.conf" <<'EOF'
 HostKey /etc/ssh/ssh_host_ed25519_key
@@ -251,16 +310,13 @@ iface eth0 inet dhcp
 
 source /etc/network/interfaces.d/*
 EOF
-# Not started at boot, each seconds of a 1-vCPU guest under TCG: cloud-init's local and config
-# stages (the seed is read in its `init` stage; the config stage's modules are none the agent's
-# seed uses), ifupdown's boot-time jobs (networking.service waits for udev to settle, and
-# cloud-init, so sshd, for it; eth0 comes up from udev alone, lo from systemd), waits for the
+# Not started at boot, each seconds of a 1-vCPU guest under TCG: ifupdown's boot-time jobs
+# (networking.service waits for udev to settle; eth0 comes up from udev alone, lo from
+# systemd), waits for the
 # network to be online, users made from sysusers.d at each boot (the packages made them), scrubs
 # and trims of LVM/ext4, apt's and dpkg's timers, modules for hardware QEMU does not emulate
-# here, binfmt, the VGA console's getty (the serial console keeps its own), cloud-init's hotplug
-# socket.
-for unit in cloud-init-local.service cloud-config.service cloud-init-hotplugd.socket \
-  networking.service ifupdown-pre.service ifupdown-wait-online.service \
+# here, binfmt, the VGA console's getty (the serial console keeps its own).
+for unit in networking.service ifupdown-pre.service ifupdown-wait-online.service \
   systemd-networkd-wait-online.service systemd-sysusers.service \
   e2scrub_reap.service e2scrub_all.timer fstrim.timer \
   apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer systemd-pstore.service \
@@ -269,15 +325,11 @@ for unit in cloud-init-local.service cloud-config.service cloud-init-hotplugd.so
   modprobe@fuse.service modprobe@loop.service; do
   ln -sfn /dev/null "$root/etc/systemd/system/$unit"
 done
-# sshd at once (no `sshd -t` first: another second or two); cloud-init's last stage (keys and
-# fingerprints to the console, the users' per-boot scripts) after it, at the lowest priority, so
-# the first login does not wait for it.
-mkdir -p "$root/etc/systemd/system/ssh.service.d" "$root/etc/systemd/system/cloud-final.service.d"
+# sshd at once (no `sshd -t` first: another second or two).
+mkdir -p "$root/etc/systemd/system/ssh.service.d"
 printf '[Service]\nExecStartPre=\n' >"$root/etc/systemd/system/ssh.service.d/vm-fleet.conf"
-printf '[Unit]\nAfter=ssh.service\n[Service]\nNice=19\n' \
-  >"$root/etc/systemd/system/cloud-final.service.d/vm-fleet.conf"
-# Each VM gets its own identity at first boot: machine id, SSH host keys (cloud-init makes
-# them), hostname (cloud-init sets it from the seed).
+# Each VM gets its own identity at first boot: machine id, SSH host keys and hostname (from
+# vm-fleet-seed).
 : >"$root/etc/machine-id"
 rm -f "$root"/etc/ssh/ssh_host_*
 echo localhost >"$root/etc/hostname"
@@ -300,7 +352,9 @@ uuid=$(blkid -s UUID -o value "$part")
 mkdir "$work/mnt"
 mount "$part" "$work/mnt"
 step cp -a "$root/." "$work/mnt/"
-echo "UUID=$uuid / ext4 errors=remount-ro 0 1" >"$work/mnt/etc/fstab"
+# No fsck at boot (pass 0), seconds under TCG: ext4's journal, replayed at mount, covers a power
+# cut; errors found at run time remount it read-only.
+echo "UUID=$uuid / ext4 errors=remount-ro 0 0" >"$work/mnt/etc/fstab"
 mkdir -p "$work/mnt/boot/extlinux"
 cat >"$work/mnt/boot/extlinux/extlinux.conf" <<EOF
 DEFAULT debian
@@ -328,4 +382,4 @@ chown "${owner:-root}:${group:-$(id -gn "${owner:-root}")}" "$image"
 if [ -n "$group" ]; then chmod 0640 "$image"; else chmod 0600 "$image"; fi
 # -T: onto --out itself, never into a folder of that name made meanwhile.
 mv -fT "$image" "$out"
-echo "build-debian-image: $out ($(du -m "$out" | cut -f1) MB, $(($(date +%s) - started)) s; user debian, NoCloud, console ttyS0)"
+echo "build-debian-image: $out ($(du -m "$out" | cut -f1) MB, $(($(date +%s) - started)) s; user debian, seed cidata, console ttyS0)"

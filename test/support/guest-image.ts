@@ -17,7 +17,7 @@ import { join } from 'node:path';
 const ROOT = join(__dirname, '../..');
 export const GUEST_IMAGE_BUILDER = join(ROOT, 'deploy/images/build-debian-image.sh');
 export const GUEST_IMAGE_DIR = join(ROOT, 'test/system/.guest-image');
-/** Cloud-init's default user on Debian. */
+/** The image's user (as cloud-init's default user on Debian's cloud images). */
 export const GUEST_USER = 'debian';
 /** The builder's work folders (mktemp next to its output). */
 const WORK_FOLDER = /^\.build-debian-image\./;

@@ -21,7 +21,7 @@ import { scratchFolder } from '../support/scratch-folders';
  * A VM that boots a real operating system, through the product: the Debian image of
  * deploy/images/build-debian-image.sh (built before the run, test/support/guest-image.ts), an
  * agent with it and VM_SSH_PUBKEY, a VM created through the controller, SSH through its
- * host_port on the node's address, cloud-init's hostname and key checked, the VM deleted and
+ * host_port on the node's address, the seed's hostname and key checked, the VM deleted and
  * its QEMU process gone.
  */
 jest.setTimeout(GUEST_SSH_DEADLINE_MS + 60_000);
@@ -43,7 +43,7 @@ interface ListedVm {
   host_ports: Array<{ host_port: number; guest_port: number }>;
 }
 
-describe('a VM with a real guest (Debian, cloud-init, SSH)', () => {
+describe('a VM with a real guest (Debian, its seed, SSH)', () => {
   const image = guestImagePath();
   let pubkey: string;
 
@@ -119,7 +119,7 @@ describe('a VM with a real guest (Debian, cloud-init, SSH)', () => {
     const [hostname, ...authorizedKeys] = answer.trim().split('\n');
     expect(hostname).toBe(`guest-${vmId.slice(-8)}`);
     expect(authorizedKeys).toEqual([pubkey]);
-    // Keys only: the image's sshd drop-in, and cloud-init's ssh_pwauth and disable_root.
+    // Keys only: the image's sshd drop-in.
     const sshd = await sshRun(key, node.wg_ip, sshPort, 'sudo -n /usr/sbin/sshd -T');
     expect(sshd).toMatch(/^passwordauthentication no$/m);
     expect(sshd).toMatch(/^kbdinteractiveauthentication no$/m);

@@ -62,7 +62,7 @@ describe("the web console's serial console, with a real guest", () => {
     expect(vmId).toMatch(/^vm-/);
     await page.goto(`${OPS_URL}/vms/${vmId}`);
     await page
-      .locator('#serial', { hasText: /Linux version|login:|cloud-init/ })
+      .locator('#serial', { hasText: /Linux version|login:|vm-fleet-seed|cloud-init/ })
       .waitFor({ timeout: BOOT_LINES_MS });
     expect(await page.locator('#serial').textContent()).not.toContain(String.fromCharCode(0x1b));
   });

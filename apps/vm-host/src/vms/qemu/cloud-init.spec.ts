@@ -1,7 +1,13 @@
-import { mkdir, mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cloudInitMetaData, cloudInitUserData, guestHostname, makeSeedIso } from './cloud-init';
+import {
+  cloudInitMetaData,
+  cloudInitUserData,
+  guestHostname,
+  makeSeedIso,
+  plainSeedFiles,
+} from './cloud-init';
 
 describe('guestHostname', () => {
   it('is the type and the last 8 characters of the vm_id: unique among VMs of one type', () => {
@@ -54,6 +60,16 @@ describe('cloudInitMetaData', () => {
   });
 });
 
+describe('plainSeedFiles', () => {
+  it('holds the hostname and the key, one a line, for an image without cloud-init', () => {
+    expect(plainSeedFiles('web-1', 'ssh-ed25519 AAAAC3Nz operator@example')).toEqual({
+      hostname: 'web-1\n',
+      authorized_keys: 'ssh-ed25519 AAAAC3Nz operator@example\n',
+    });
+    expect(plainSeedFiles('web-1')).toEqual({ hostname: 'web-1\n', authorized_keys: '' });
+  });
+});
+
 describe('makeSeedIso', () => {
   let root: string;
 
@@ -65,17 +81,33 @@ describe('makeSeedIso', () => {
     await rm(root, { recursive: true, force: true });
   });
 
-  it('makes a private cidata ISO with both files, leaving nothing else behind', async () => {
+  it('makes a private cidata ISO with meta-data, user-data and the plain files, nothing else left', async () => {
     const workDir = join(root, 'run', 'vm-0123456789abcdef');
-    await mkdir(workDir, { recursive: true });
+    await mkdir(join(workDir, 'cidata', 'vm-fleet'), { recursive: true });
+    await writeFile(join(workDir, 'cidata', 'left-over'), 'from an interrupted run');
     const iso = join(workDir, 'seed.iso');
-    await makeSeedIso({ vmId: 'vm-0123456789abcdef', vmType: 'web', workDir, iso });
+    await makeSeedIso({
+      vmId: 'vm-0123456789abcdef',
+      vmType: 'web',
+      sshPubkey: 'ssh-ed25519 AAAAC3Nz operator@example',
+      workDir,
+      iso,
+    });
     expect(await readdir(workDir)).toEqual(['seed.iso']);
     expect(((await stat(iso)).mode & 0o777).toString(8)).toBe('600');
     // An ISO 9660 volume: its descriptor at 32 KiB names the volume.
     const volumeId = (await readFile(iso)).subarray(32_808, 32_840).toString('latin1');
     expect(volumeId.trim()).toBe('cidata');
     // Stored uncompressed: the guest's hostname is in it as written.
-    expect((await readFile(iso)).toString('latin1')).toContain('local-hostname: "web-89abcdef"\n');
+    const text = (await readFile(iso)).toString('latin1');
+    expect(text).toContain('local-hostname: "web-89abcdef"\n');
+    // Rock Ridge names: the folder and files the image's first-boot script reads.
+    for (const name of ['user-data', 'meta-data', 'vm-fleet', 'hostname', 'authorized_keys']) {
+      expect(text).toContain(name);
+    }
+    expect(text).not.toContain('left-over');
+    // Each file starts a sector, after the previous one's zero padding; user-data quotes both.
+    expect(text).toContain('\0web-89abcdef\n');
+    expect(text).toContain('\0ssh-ed25519 AAAAC3Nz operator@example\n');
   });
 });

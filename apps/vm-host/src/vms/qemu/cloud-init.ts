@@ -34,7 +34,19 @@ export function cloudInitMetaData(vmId: string, hostname: string): string {
   return `instance-id: ${JSON.stringify(vmId)}\nlocal-hostname: ${JSON.stringify(hostname)}\n`;
 }
 
-/** What a VM's seed ISO tells cloud-init, and where it goes. */
+/**
+ * The seed's `vm-fleet/` folder: the hostname and the SSH key as plain files, one value a line,
+ * which the project's image reads with a shell script at boot (no cloud-init: its Python costs
+ * most of a boot under emulation). A distribution's cloud image reads meta-data and user-data.
+ */
+export function plainSeedFiles(hostname: string, sshPubkey?: string): Record<string, string> {
+  return {
+    hostname: `${hostname}\n`,
+    authorized_keys: sshPubkey ? `${sshPubkey}\n` : '',
+  };
+}
+
+/** What a VM's seed ISO tells the guest, and where it goes. */
 export interface SeedIso {
   vmId: string;
   vmType: string;
@@ -45,14 +57,23 @@ export interface SeedIso {
   iso: string;
 }
 
-/** Makes the NoCloud seed ISO (volume `cidata`) with genisoimage; nothing else is left behind. */
+/**
+ * Makes the NoCloud seed ISO (volume `cidata`: meta-data, user-data and the same values as plain
+ * files under `vm-fleet/`) with genisoimage; nothing else is left behind.
+ */
 export async function makeSeedIso(seed: SeedIso): Promise<string> {
   const dir = join(seed.workDir, 'cidata');
+  // The whole folder goes on the ISO: nothing an interrupted run left there.
+  await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const privately = { mode: PRIVATE_FILE_MODE };
   const hostname = guestHostname(seed.vmId, seed.vmType);
   await writeFile(join(dir, 'meta-data'), cloudInitMetaData(seed.vmId, hostname), privately);
   await writeFile(join(dir, 'user-data'), cloudInitUserData(hostname, seed.sshPubkey), privately);
+  await mkdir(join(dir, 'vm-fleet'), { recursive: true, mode: PRIVATE_DIR_MODE });
+  for (const [name, text] of Object.entries(plainSeedFiles(hostname, seed.sshPubkey))) {
+    await writeFile(join(dir, 'vm-fleet', name), text, privately);
+  }
   await runTool('genisoimage', [
     '-quiet',
     '-output',
@@ -61,8 +82,7 @@ export async function makeSeedIso(seed: SeedIso): Promise<string> {
     'cidata',
     '-joliet',
     '-rock',
-    join(dir, 'user-data'),
-    join(dir, 'meta-data'),
+    dir,
   ]);
   await rm(dir, { recursive: true, force: true });
   await chmod(seed.iso, PRIVATE_FILE_MODE);
