@@ -7,6 +7,22 @@ import { GUEST_IMAGE_BUILDER } from '../support/guest-image';
  * sources.list: a value that would add a word or a line there is refused before anything is
  * built (the checks run before the root check, so nothing here builds an image).
  */
+/**
+ * The builder as nobody: not root, should a check ever let it through (it stops at its root
+ * check). The script on bash's stdin, read here: the checkout may sit in a folder the
+ * unprivileged user cannot reach (a clone in root's 0700 home).
+ */
+function asNobody(args: string[]) {
+  return spawnSync('bash', ['-s', '--', ...args], {
+    input: readFileSync(GUEST_IMAGE_BUILDER),
+    cwd: '/',
+    encoding: 'utf8',
+    timeout: 10_000,
+    uid: 65534,
+    gid: 65534,
+  });
+}
+
 describe('build-debian-image.sh --mirror', () => {
   it.each([
     ['a tab', 'http://deb.debian.org/debian\tbookworm'],
@@ -16,17 +32,7 @@ describe('build-debian-image.sh --mirror', () => {
     ['a control character', 'http://deb.debian.org/debian\u0001'],
     ['credentials, which would reach every guest', 'https://user:secret@mirror.example/debian'],
   ])('refuses a mirror with %s, naming --mirror, and builds nothing', (_what, mirror) => {
-    // The script on bash's stdin, read here: the checkout may sit in a folder the unprivileged
-    // user cannot reach (a clone in root's 0700 home).
-    const run = spawnSync('bash', ['-s', '--', '--mirror', mirror], {
-      input: readFileSync(GUEST_IMAGE_BUILDER),
-      cwd: '/',
-      encoding: 'utf8',
-      timeout: 10_000,
-      // Not root, should a check ever let it through: the builder stops at its root check.
-      uid: 65534,
-      gid: 65534,
-    });
+    const run = asNobody(['--mirror', mirror]);
     expect(run.status).toBe(1);
     expect(run.stderr).toContain('build-debian-image: --mirror');
     expect(run.stderr).toContain('is not valid');
@@ -42,14 +48,7 @@ describe('build-debian-image.sh --suite and --include', () => {
     ['--include', '-x'],
     ['--include', 'curl,,wget'],
   ])('refuses %s %s: nothing that mmdebstrap (as root) could take as an option', (flag, value) => {
-    const run = spawnSync('bash', ['-s', '--', flag, value], {
-      input: readFileSync(GUEST_IMAGE_BUILDER),
-      cwd: '/',
-      encoding: 'utf8',
-      timeout: 10_000,
-      uid: 65534,
-      gid: 65534,
-    });
+    const run = asNobody([flag, value]);
     expect(run.status).toBe(1);
     expect(run.stderr).toContain(`build-debian-image: ${flag}`);
     expect(run.stderr).toContain('is not valid');
