@@ -122,11 +122,14 @@ interface ImageListOptions {
   disks: string;
 }
 
-/** The disks an image has: the VMs' ids, a deleted VM's kept disk marked so. */
+/**
+ * The disks an image has: the VMs' ids, a deleted VM's kept disk marked so. Names read from the
+ * agent's folders, so printable: a file named with terminal escapes must not reach root's screen.
+ */
 function usedBy(image: NodeImage): string {
   if (image.disks.length === 0) return 'nothing (can be deleted)';
   return image.disks
-    .map((disk) => (disk.deleted ? `${disk.vmId} (deleted, kept)` : disk.vmId))
+    .map(({ vmId, deleted }) => `${printable(vmId)}${deleted ? ' (deleted, kept)' : ''}`)
     .join(', ');
 }
 

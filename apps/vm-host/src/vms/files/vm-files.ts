@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DesiredVmState, HostPort, ID_PATTERN } from '@app/fleet-domain';
+import { DesiredVmState, HostPort, ID_PATTERN, MAX_HOST_PORTS_PER_VM } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import type { DriverRecord } from '../vm-driver';
 import { SidecarUnreadableError } from '../vms.errors';
@@ -111,7 +111,8 @@ function upgradeSidecar(stored: StoredSidecar): VmSidecar {
 
 /** Stored forwards that make sense (ports and a protocol), else none: they reach QEMU's command line. */
 function validForwards(stored: unknown): HostPort[] | undefined {
-  if (!Array.isArray(stored)) return undefined;
+  // As many as a VmRecord's host_ports may carry: a longer list is no agent's writing.
+  if (!Array.isArray(stored) || stored.length > MAX_HOST_PORTS_PER_VM) return undefined;
   const port = (value: unknown): boolean => positiveInteger(value) && (value as number) <= 65535;
   const valid = stored.every(
     (forward: Partial<HostPort> | null) =>
