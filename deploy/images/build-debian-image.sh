@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds a small Debian qcow2 base image for the agents (VM_BASE_IMAGE) from Debian's packages:
-# a minbase system with the cloud kernel, systemd, an SSH server (keys only, no root login), DHCP
-# on the first NIC (QEMU's user network) and the console on the serial port (the agent's serial
-# log). One ext4 partition booted by extlinux. No cloud-init (nor Python): a shell unit,
-# vm-fleet-seed, reads the agent's seed ISO (volume cidata, its plain vm-fleet/ files) before
-# sshd at each boot: hostname, the key of VM_SSH_PUBKEY for user `debian` (sudo, no password),
-# host keys made at the first boot.
+# a minbase system with the cloud kernel, systemd, an SSH server (keys only, no root login), the
+# first NIC on QEMU's user network (10.0.2.15, as its DHCP server would give) and the console on
+# the serial port (the agent's serial log). One ext4 partition booted by extlinux. No cloud-init
+# (nor Python): a shell unit, vm-fleet-seed, reads the agent's seed ISO (volume cidata, its plain
+# vm-fleet/ files) before sshd at each boot: hostname, the key of VM_SSH_PUBKEY for user `debian`
+# (sudo, no password), host keys made at the first boot. sshd is up before the rest of the boot
+# (udev's coldplug, logind, getty...) runs: under emulation (TCG) that is half of it.
 #
 # Needs root (mmdebstrap as root, a loop device to install the boot loader) and, from Debian:
 # mmdebstrap, extlinux, syslinux-common, fdisk, e2fsprogs, qemu-utils; the network to the mirror.
@@ -35,11 +36,11 @@ owner=
 group=
 force=
 suite=bookworm
-# What the guest needs, nothing more: a kernel for a VM, an init, ifupdown and a DHCP client for
-# the network, sudo for the user, an SSH server, fsck, and dbus, without which systemd-logind
-# does not run and the guest ignores the ACPI power button that `ppn-fleet vm stop` presses (it
-# would then be ended after the stop's timeout).
-include=linux-image-cloud-amd64,systemd-sysv,udev,dbus,openssh-server,ifupdown,isc-dhcp-client,netbase,sudo,e2fsprogs
+# What the guest needs, nothing more: a kernel for a VM, an init, iproute2 for the network, sudo
+# for the user, an SSH server, fsck, and dbus, without which systemd-logind does not run and the
+# guest ignores the ACPI power button that `ppn-fleet vm stop` presses (it would then be ended
+# after the stop's timeout).
+include=linux-image-cloud-amd64,systemd-sysv,udev,dbus,openssh-server,iproute2,netbase,sudo,e2fsprogs
 extra=
 mirror=
 size=4G
@@ -192,13 +193,36 @@ esac
 started=$(date +%s)
 root=$work/root
 # The initramfs with only what finds the root file system (virtio's disk; ext4 is built into the
-# cloud kernel) and virtio's NIC (eth0 there before udev's coldplug, which starts its DHCP), not
-# most of the kernel's drivers (15 MB): less to read and unpack at every boot.
-# MODULES=dep would look at the build machine's disks, so the list is explicit; gzip, as there is
-# no zstd.
-initramfs_hook='printf "MODULES=list\nCOMPRESS=gzip\n" >"$1/etc/initramfs-tools/conf.d/vm-fleet" &&
-  printf "virtio_pci\nvirtio_blk\nvirtio_net\n" >>"$1/etc/initramfs-tools/modules" &&
-  chroot "$1" update-initramfs -u -k all >/dev/null'
+# cloud kernel), virtio's NIC (eth0 there before sshd's network unit) and virtio's RNG (the
+# agent gives every VM one: without, the kernel's random pool took 10 s of a TCG boot to be ready
+# and ssh-keygen waited for it), not most of the kernel's drivers (15 MB): less to read and
+# unpack at every boot. MODULES=dep would look at the build machine's disks, so the list is
+# explicit; gzip, as there is no zstd.
+# And no udev there (its daemon and coldplug took 2-3 s of a TCG boot): the modules are loaded
+# in order and the root found by blkid (hooks/vm-fleet). udev's initramfs parts are diverted
+# (dpkg-divert: an upgrade of udev does not put them back), not deleted.
+initramfs_hook=$(
+  cat <<'HOOK'
+set -e
+root=$1
+printf 'MODULES=list\nCOMPRESS=gzip\n' >"$root/etc/initramfs-tools/conf.d/vm-fleet"
+printf 'virtio_pci\nvirtio_blk\nvirtio_net\nvirtio_rng\n' >>"$root/etc/initramfs-tools/modules"
+cat >"$root/etc/initramfs-tools/hooks/vm-fleet" <<'EOF'
+#!/bin/sh
+# blkid, which finds root=UUID=... where no udev runs.
+[ "$1" = prereqs ] && exit 0
+. /usr/share/initramfs-tools/hook-functions
+copy_exec /sbin/blkid /sbin
+EOF
+chmod 0755 "$root/etc/initramfs-tools/hooks/vm-fleet"
+mkdir -p "$root/usr/lib/vm-fleet/initramfs-off"
+for part in hooks/udev scripts/init-top/udev scripts/init-bottom/udev; do
+  chroot "$root" dpkg-divert --quiet --local --rename --add \
+    --divert "/usr/lib/vm-fleet/initramfs-off/$(echo "$part" | tr / -)" "/usr/share/initramfs-tools/$part"
+done
+chroot "$root" update-initramfs -u -k all >/dev/null
+HOOK
+)
 # In a mount namespace of its own: mmdebstrap, as root, makes every mount of the namespace it runs
 # in private (mount --make-rprivate /); in the machine's own, that broke every service started
 # afterwards with LoadCredential= (systemd 257 on Debian 13: its files missing) until a reboot.
@@ -221,9 +245,10 @@ cat >"$root/usr/local/sbin/vm-fleet-seed" <<'EOF'
 #!/bin/sh
 # Before sshd, at each boot: the VM's hostname and the user's SSH key from the agent's seed ISO
 # (volume cidata: vm-fleet/hostname, vm-fleet/authorized_keys), and the host keys, made once.
+# Runs before udev's coldplug: blkid finds the seed by scanning the disks the initramfs's
+# virtio_blk found.
 set -u
 seed=/run/vm-fleet-seed
-device=/dev/disk/by-label/cidata
 say() { echo "vm-fleet-seed: $*"; }
 # Its own host keys for each VM, kept across boots (ssh-keygen -A would make RSA too: seconds).
 made=
@@ -236,9 +261,8 @@ for type in ed25519 ecdsa; do
   fi
 done
 [ -z "$made" ] || sync
-# udev's event, not a poll; bounded, so that sshd starts without a seed too.
-if ! udevadm wait --timeout=30 "$device" 2>/dev/null; then
-  say "no seed ($device): hostname and key unchanged"
+if ! device=$(blkid -L cidata); then
+  say "no seed (no volume cidata): hostname and key unchanged"
 else
   mkdir -p "$seed"
   if mount -t iso9660 -o ro,nosuid,nodev,noexec "$device" "$seed"; then
@@ -262,29 +286,126 @@ else
     say "cannot mount $device"
   fi
 fi
-# As cloud-init did: the host keys' fingerprints on the console (the agent's serial log).
+EOF
+# As cloud-init did: the host keys' fingerprints on the console (the agent's serial log); once
+# sshd is up, not before it.
+cat >"$root/usr/local/sbin/vm-fleet-host-keys" <<'EOF'
+#!/bin/sh
 for type in ed25519 ecdsa; do ssh-keygen -l -f /etc/ssh/ssh_host_${type}_key.pub; done |
   sed 's/^/vm-fleet-seed: host key /'
 EOF
-chmod 0755 "$root/usr/local/sbin/vm-fleet-seed"
-cat >"$root/etc/systemd/system/vm-fleet-seed.service" <<'EOF'
+# QEMU's user network as its DHCP server would set it (the agent runs every VM on it, with its
+# defaults): no DHCP client to start and wait for. eth0 by net.ifnames=0 on the kernel's command
+# line, whatever PCI slot QEMU gives; IPv6 by the router's advertisements, as the kernel does.
+cat >"$root/usr/local/sbin/vm-fleet-network" <<'EOF'
+#!/bin/sh
+exec ip -batch - <<IP
+link set lo up
+link set eth0 up
+address replace 10.0.2.15/24 dev eth0
+route replace default via 10.0.2.2
+IP
+EOF
+echo 'nameserver 10.0.2.3' >"$root/etc/resolv.conf"
+chmod 0755 "$root/usr/local/sbin/vm-fleet-seed" "$root/usr/local/sbin/vm-fleet-host-keys" \
+  "$root/usr/local/sbin/vm-fleet-network"
+# Network, seed and sshd first, each as soon as the root file system and the journal's socket
+# are there (DefaultDependencies=no), with most of the one vCPU while the system starts
+# (StartupCPUWeight); udev's coldplug and the rest after sshd listens. Under TCG that brought
+# create → SSH from 34 to under 20 s.
+install_unit() {
+  cat >"$root/etc/systemd/system/$1"
+  mkdir -p "$root/etc/systemd/system/$2.wants"
+  ln -sfn "../$1" "$root/etc/systemd/system/$2.wants/$1"
+}
+install_unit vm-fleet-network.service sysinit.target <<'EOF'
+[Unit]
+Description=Address on QEMU's user network (10.0.2.15)
+DefaultDependencies=no
+After=systemd-journald.socket
+Wants=network.target
+Before=network.target ssh.service shutdown.target
+Conflicts=shutdown.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/sbin/vm-fleet-network
+StartupCPUWeight=1000
+
+[Install]
+WantedBy=sysinit.target
+EOF
+install_unit vm-fleet-seed.service sysinit.target <<'EOF'
 [Unit]
 Description=VM identity from the agent's seed (hostname, SSH key, host keys)
-After=local-fs.target systemd-udev-trigger.service
-Before=ssh.service systemd-user-sessions.service
+DefaultDependencies=no
+After=systemd-journald.socket
+Before=ssh.service systemd-user-sessions.service shutdown.target
+Conflicts=shutdown.target
 
 [Service]
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/usr/local/sbin/vm-fleet-seed
 StandardOutput=journal+console
+StartupCPUWeight=1000
+
+[Install]
+WantedBy=sysinit.target
+EOF
+# Debian's own unit (/lib/systemd/system/ssh.service, which an upgrade of openssh-server may
+# change) is replaced whole: its ordering after network.target and basic.target cannot be taken
+# back by a drop-in. No `sshd -t` first (another second or two).
+install_unit ssh.service sysinit.target <<'EOF'
+[Unit]
+Description=OpenBSD Secure Shell server
+Documentation=man:sshd(8) man:sshd_config(5)
+DefaultDependencies=no
+Wants=vm-fleet-seed.service vm-fleet-network.service
+After=vm-fleet-seed.service vm-fleet-network.service systemd-journald.socket
+Before=shutdown.target
+Conflicts=shutdown.target
+ConditionPathExists=!/etc/ssh/sshd_not_to_be_run
+
+[Service]
+EnvironmentFile=-/etc/default/ssh
+ExecStart=/usr/sbin/sshd -D $SSHD_OPTS
+ExecReload=/usr/sbin/sshd -t
+ExecReload=/bin/kill -HUP $MAINPID
+KillMode=process
+Restart=on-failure
+RestartPreventExitStatus=255
+Type=notify
+RuntimeDirectory=sshd
+RuntimeDirectoryMode=0755
+StartupCPUWeight=1000
+
+[Install]
+WantedBy=sysinit.target
+Alias=sshd.service
+EOF
+rm -f "$root/etc/systemd/system/multi-user.target.wants/ssh.service"
+ln -sfn ssh.service "$root/etc/systemd/system/sshd.service"
+install_unit vm-fleet-host-keys.service multi-user.target <<'EOF'
+[Unit]
+Description=SSH host keys' fingerprints on the console
+After=ssh.service
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/vm-fleet-host-keys
+StandardOutput=journal+console
 
 [Install]
 WantedBy=multi-user.target
 EOF
-mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
-ln -sfn ../vm-fleet-seed.service \
-  "$root/etc/systemd/system/multi-user.target.wants/vm-fleet-seed.service"
+mkdir -p "$root/etc/systemd/system/systemd-udev-trigger.service.d"
+printf '[Unit]\nAfter=ssh.service\n' \
+  >"$root/etc/systemd/system/systemd-udev-trigger.service.d/vm-fleet.conf"
+# Logins while the system still starts: pam_nologin refuses users until the boot ends, and
+# sshd is up well before (the file systemd-tmpfiles would write then is not).
+ln -sfn /dev/null "$root/etc/tmpfiles.d/systemd-nologin.conf"
 # The user the agent's key logs in as, as in Debian's cloud images: sudo without a password, no
 # password of its own (locked).
 chroot "$root" useradd --create-home --shell /bin/bash --groups adm,sudo debian
@@ -299,25 +420,11 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 PermitRootLogin no
 EOF
-# DHCP on QEMU's user network, in the background (ifup@eth0 when udev sees the NIC: nothing waits
-# for the lease); eth0 by net.ifnames=0 on the kernel's command line, whatever PCI slot QEMU gives.
-cat >"$root/etc/network/interfaces" <<'EOF'
-auto lo
-iface lo inet loopback
-
-allow-hotplug eth0
-iface eth0 inet dhcp
-
-source /etc/network/interfaces.d/*
-EOF
-# Not started at boot, each seconds of a 1-vCPU guest under TCG: ifupdown's boot-time jobs
-# (networking.service waits for udev to settle; eth0 comes up from udev alone, lo from
-# systemd), waits for the
-# network to be online, users made from sysusers.d at each boot (the packages made them), scrubs
-# and trims of LVM/ext4, apt's and dpkg's timers, modules for hardware QEMU does not emulate
-# here, binfmt, the VGA console's getty (the serial console keeps its own).
-for unit in networking.service ifupdown-pre.service ifupdown-wait-online.service \
-  systemd-networkd-wait-online.service systemd-sysusers.service \
+# Not started at boot, each seconds of a 1-vCPU guest under TCG: waits for the network to be
+# online, users made from sysusers.d at each boot (the packages made them), scrubs and trims of
+# LVM/ext4, apt's and dpkg's timers, modules for hardware QEMU does not emulate here, binfmt, the
+# VGA console's getty (the serial console keeps its own).
+for unit in systemd-networkd-wait-online.service systemd-sysusers.service \
   e2scrub_reap.service e2scrub_all.timer fstrim.timer \
   apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer systemd-pstore.service \
   systemd-binfmt.service proc-sys-fs-binfmt_misc.automount getty@tty1.service \
@@ -325,15 +432,19 @@ for unit in networking.service ifupdown-pre.service ifupdown-wait-online.service
   modprobe@fuse.service modprobe@loop.service; do
   ln -sfn /dev/null "$root/etc/systemd/system/$unit"
 done
-# sshd at once (no `sshd -t` first: another second or two).
-mkdir -p "$root/etc/systemd/system/ssh.service.d"
-printf '[Service]\nExecStartPre=\n' >"$root/etc/systemd/system/ssh.service.d/vm-fleet.conf"
+# Nor systemd's generators for what this guest has not (encrypted, verity or GPT-found disks,
+# hibernation, SysV scripts, rc.local...): each is a process systemd waits for before starting
+# any unit. fstab's and getty's (the serial console's login) stay.
+mkdir -p "$root/etc/systemd/system-generators"
+for generator in cryptsetup gpt-auto hibernate-resume integritysetup veritysetup system-update \
+  sysv rc-local run debug; do
+  ln -sfn /dev/null "$root/etc/systemd/system-generators/systemd-$generator-generator"
+done
 # Each VM gets its own identity at first boot: machine id, SSH host keys and hostname (from
 # vm-fleet-seed).
 : >"$root/etc/machine-id"
 rm -f "$root"/etc/ssh/ssh_host_*
 echo localhost >"$root/etc/hostname"
-rm -f "$root/etc/resolv.conf"
 
 kernel=$(cd "$root/boot" && ls vmlinuz-* | sort -V | tail -n 1)
 initrd=initrd.img-${kernel#vmlinuz-}
@@ -353,7 +464,10 @@ mkdir "$work/mnt"
 mount "$part" "$work/mnt"
 step cp -a "$root/." "$work/mnt/"
 # No fsck at boot (pass 0), seconds under TCG: ext4's journal, replayed at mount, covers a power
-# cut; errors found at run time remount it read-only.
+# cut; errors found at run time remount it read-only. So the kernel mounts it read-write (rw)
+# from the start: nothing needs it read-only first. No self-tests of the kernel's crypto
+# algorithms at boot (cryptomgr.notests): a second of a TCG boot, and they test the code, which
+# every guest shares, not the machine.
 echo "UUID=$uuid / ext4 errors=remount-ro 0 0" >"$work/mnt/etc/fstab"
 mkdir -p "$work/mnt/boot/extlinux"
 cat >"$work/mnt/boot/extlinux/extlinux.conf" <<EOF
@@ -363,7 +477,7 @@ PROMPT 0
 LABEL debian
   LINUX /boot/$kernel
   INITRD /boot/$initrd
-  APPEND root=UUID=$uuid ro console=ttyS0,115200n8 quiet net.ifnames=0
+  APPEND root=UUID=$uuid rw console=ttyS0,115200n8 quiet net.ifnames=0 cryptomgr.notests
 EOF
 # Its stdout only says where it installed; its stderr stays, should it fail.
 extlinux --install "$work/mnt/boot/extlinux" >/dev/null

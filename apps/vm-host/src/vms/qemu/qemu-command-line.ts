@@ -13,6 +13,9 @@ export type KvmCpuModel = (typeof KVM_CPU_MODELS)[number];
 
 export { SSH_GUEST_PORT } from '@app/fleet-domain';
 
+/** What a guest's virtio RNG may take from the host each second (its kernel wants 32 bytes). */
+const GUEST_ENTROPY_BYTES_PER_S = 4096;
+
 export interface QemuLaunch {
   vmId: string;
   ramMb: number;
@@ -53,10 +56,17 @@ export function qemuArgs(launch: QemuLaunch): string[] {
     `if=virtio,format=qcow2,file=${optionValue(launch.disk)}`,
     '-drive',
     `if=virtio,format=raw,readonly=on,file=${optionValue(launch.seedIso)}`,
+    // User-mode networking with QEMU's defaults (10.0.2.0/24, the guest at 10.0.2.15): the
+    // project's image sets that address itself, without DHCP (deploy/images).
     '-netdev',
     `user,id=net0,${hostForwards(launch.sshHost, launch.forwards)}`,
     '-device',
     'virtio-net-pci,netdev=net0',
+    // Entropy from the host at boot: without, a guest's kernel took seconds under TCG to seed its
+    // random pool, and ssh-keygen at the first boot waited for it. Bounded: the guest cannot make
+    // QEMU read more than this from the host.
+    '-device',
+    `virtio-rng-pci,max-bytes=${GUEST_ENTROPY_BYTES_PER_S},period=1000`,
     '-qmp',
     `unix:${optionValue(launch.qmpSocket)},server=on,wait=off`,
     '-pidfile',
