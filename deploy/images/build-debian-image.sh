@@ -423,13 +423,15 @@ EOF
 # Not started at boot, each seconds of a 1-vCPU guest under TCG: waits for the network to be
 # online, users made from sysusers.d at each boot (the packages made them), scrubs and trims of
 # LVM/ext4, apt's and dpkg's timers, modules for hardware QEMU does not emulate here, binfmt, the
-# VGA console's getty (the serial console keeps its own).
+# VGA console's getty (the serial console keeps its own), huge pages' and the kernel's debug,
+# tracing and configfs file systems (each a mount systemd runs before the network and sshd).
 for unit in systemd-networkd-wait-online.service systemd-sysusers.service \
   e2scrub_reap.service e2scrub_all.timer fstrim.timer \
   apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer systemd-pstore.service \
   systemd-binfmt.service proc-sys-fs-binfmt_misc.automount getty@tty1.service \
   modprobe@drm.service modprobe@efi_pstore.service modprobe@dm_mod.service \
-  modprobe@fuse.service modprobe@loop.service; do
+  modprobe@fuse.service modprobe@loop.service modprobe@configfs.service \
+  dev-hugepages.mount sys-kernel-debug.mount sys-kernel-tracing.mount sys-kernel-config.mount; do
   ln -sfn /dev/null "$root/etc/systemd/system/$unit"
 done
 # Nor systemd's generators for what this guest has not (encrypted, verity or GPT-found disks,

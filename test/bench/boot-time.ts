@@ -4,9 +4,9 @@
  * POST:
  *   - POST /v1/vms answered (201);
  *   - QEMU process up (its start time in /proc);
- *   - kernel started, userspace (systemd) started, the seed read (vm-fleet-seed, what sshd
- *     waits for), sshd started, eth0's DHCP lease (ifup@eth0 done; QEMU forwards the SSH port
- *     to the guest's address): the guest's own monotonic times
+ *   - kernel started, userspace (systemd) started, the network set (vm-fleet-network: QEMU
+ *     forwards the SSH port to the guest's address), the seed read (vm-fleet-seed), sshd
+ *     started (after both): the guest's own monotonic times
  *     (systemd's, read over SSH afterwards), placed on the host's clock by the guest's uptime
  *     read at a known host time (to within the SSH round trip's last leg, tens of ms);
  *   - SSH banner (the host port answers `SSH-2.0-`, tried every 100 ms);
@@ -104,12 +104,16 @@ function sshBanner(port: number): Promise<boolean> {
   });
 }
 
-/** The guest's systemd times (µs of its monotonic clock) and its uptime, read last. */
+/**
+ * The guest's systemd times (µs of its monotonic clock) and its uptime, read last. As root
+ * (sudo): systemd answers root on its own socket, a user only through D-Bus, which may not run
+ * yet when SSH first answers.
+ */
 const GUEST_TIMES = [
-  'systemctl show -p InitRDTimestampMonotonic -p UserspaceTimestampMonotonic',
-  'echo Seed=$(systemctl show -p ActiveEnterTimestampMonotonic --value vm-fleet-seed.service)',
-  'echo Sshd=$(systemctl show -p ActiveEnterTimestampMonotonic --value ssh.service)',
-  'echo Lease=$(systemctl show -p ActiveEnterTimestampMonotonic --value ifup@eth0.service)',
+  'sudo -n systemctl show -p InitRDTimestampMonotonic -p UserspaceTimestampMonotonic',
+  'echo Seed=$(sudo -n systemctl show -p ActiveEnterTimestampMonotonic --value vm-fleet-seed.service)',
+  'echo Sshd=$(sudo -n systemctl show -p ActiveEnterTimestampMonotonic --value ssh.service)',
+  'echo Network=$(sudo -n systemctl show -p ActiveEnterTimestampMonotonic --value vm-fleet-network.service)',
   "echo Uptime=$(cut -d' ' -f1 /proc/uptime)",
 ].join('; ');
 
@@ -187,7 +191,7 @@ export async function measureBootTime(): Promise<BootTime> {
       { phase: 'userspace (systemd) started', atS: at(guest('UserspaceTimestampMonotonic')) },
       { phase: 'seed read (vm-fleet-seed)', atS: at(guest('Seed')) },
       { phase: 'sshd started', atS: at(guest('Sshd')) },
-      { phase: "eth0's DHCP lease", atS: at(guest('Lease')) },
+      { phase: 'network set (vm-fleet-network)', atS: at(guest('Network')) },
       { phase: 'SSH banner', atS: at(bannerAt) },
       { phase: 'SSH login', atS: at(loginAt) },
     );
