@@ -249,7 +249,12 @@ cat >"$root/usr/local/sbin/vm-fleet-seed" <<'EOF'
 # virtio_blk found.
 set -u
 seed=/run/vm-fleet-seed
-say() { echo "vm-fleet-seed: $*"; }
+# To the journal and, at once, to the console (the agent's serial log, `ppn-fleet vm console`):
+# the journal's own copy would wait for journald, which may start after sshd.
+say() {
+  echo "vm-fleet-seed: $*"
+  echo "vm-fleet-seed: $*" >/dev/console 2>/dev/null || true
+}
 # Its own host keys for each VM, kept across boots (ssh-keygen -A would make RSA too: seconds).
 made=
 for type in ed25519 ecdsa; do
@@ -286,13 +291,9 @@ else
     say "cannot mount $device"
   fi
 fi
-EOF
-# As cloud-init did: the host keys' fingerprints on the console (the agent's serial log); once
-# sshd is up, not before it.
-cat >"$root/usr/local/sbin/vm-fleet-host-keys" <<'EOF'
-#!/bin/sh
-for type in ed25519 ecdsa; do ssh-keygen -l -f /etc/ssh/ssh_host_${type}_key.pub; done |
-  sed 's/^/vm-fleet-seed: host key /'
+# As cloud-init did: the host keys' fingerprints on the console, to check at the first login.
+cat /etc/ssh/ssh_host_ed25519_key.pub /etc/ssh/ssh_host_ecdsa_key.pub | ssh-keygen -l -f - |
+  while read -r line; do say "host key $line"; done
 EOF
 # QEMU's user network as its DHCP server would set it (the agent runs every VM on it, with its
 # defaults): no DHCP client to start and wait for. eth0 by net.ifnames=0 on the kernel's command
@@ -307,8 +308,7 @@ route replace default via 10.0.2.2
 IP
 EOF
 echo 'nameserver 10.0.2.3' >"$root/etc/resolv.conf"
-chmod 0755 "$root/usr/local/sbin/vm-fleet-seed" "$root/usr/local/sbin/vm-fleet-host-keys" \
-  "$root/usr/local/sbin/vm-fleet-network"
+chmod 0755 "$root/usr/local/sbin/vm-fleet-seed" "$root/usr/local/sbin/vm-fleet-network"
 # Network, seed and sshd first, each as soon as the root file system and the journal's socket
 # are there (DefaultDependencies=no), with most of the one vCPU while the system starts
 # (StartupCPUWeight); udev's coldplug and the rest after sshd listens. Under TCG that brought
@@ -348,7 +348,7 @@ Conflicts=shutdown.target
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/usr/local/sbin/vm-fleet-seed
-StandardOutput=journal+console
+StandardOutput=journal
 StartupCPUWeight=1000
 
 [Install]
@@ -387,19 +387,6 @@ Alias=sshd.service
 EOF
 rm -f "$root/etc/systemd/system/multi-user.target.wants/ssh.service"
 ln -sfn ssh.service "$root/etc/systemd/system/sshd.service"
-install_unit vm-fleet-host-keys.service multi-user.target <<'EOF'
-[Unit]
-Description=SSH host keys' fingerprints on the console
-After=ssh.service
-
-[Service]
-Type=oneshot
-ExecStart=/usr/local/sbin/vm-fleet-host-keys
-StandardOutput=journal+console
-
-[Install]
-WantedBy=multi-user.target
-EOF
 mkdir -p "$root/etc/systemd/system/systemd-udev-trigger.service.d"
 printf '[Unit]\nAfter=ssh.service\n' \
   >"$root/etc/systemd/system/systemd-udev-trigger.service.d/vm-fleet.conf"
