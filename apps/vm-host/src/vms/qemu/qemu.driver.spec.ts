@@ -385,6 +385,7 @@ describe('QemuDriver', () => {
 const FAKE_QEMU = `
 if (process.env.IGNORE_TERM) process.on('SIGTERM', () => {});
 const status = process.env.QMP_STATUS;
+let presses = 0;
 const ready = () => process.stdout.write('ready\\n');
 if (status) {
   const socketPath = /^unix:([^,]+),/.exec(process.argv[process.argv.indexOf('-qmp') + 1])[1];
@@ -396,6 +397,12 @@ if (status) {
         const answer = execute === 'query-status' ? { status, running: status === 'running' } : {};
         socket.write(JSON.stringify({ return: answer }) + '\\n');
         if (execute === 'quit') process.exit(0);
+        // A guest that powers down at the POWER_DOWN_AT-th press of its button.
+        if (execute === 'system_powerdown') {
+          presses += 1;
+          require('node:fs').appendFileSync(process.env.PRESSES_FILE, 'press\\n');
+          if (presses === Number(process.env.POWER_DOWN_AT)) process.exit(0);
+        }
       }
     });
   }).listen(socketPath, ready);
@@ -476,6 +483,8 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
       otherProgram?: boolean;
       otherUser?: boolean;
       qmpStatus?: string;
+      /** Its guest powers down at this press of the ACPI button (never when not given). */
+      powerDownAt?: number;
     } = {},
   ): Promise<number> {
     const runDir = join(options.diskDir ?? root, 'run', vmId);
@@ -498,6 +507,8 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
       env: {
         ...(options.ignoreTerm ? { IGNORE_TERM: '1' } : {}),
         ...(options.qmpStatus ? { QMP_STATUS: options.qmpStatus } : {}),
+        PRESSES_FILE: join(runDir, 'presses'),
+        POWER_DOWN_AT: String(options.powerDownAt ?? 0),
       },
       stdio: ['ignore', 'pipe', 'ignore'],
     });
@@ -572,6 +583,33 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
     const pid = await fakeQemu(vmId, { accel: 'kvm', qmpStatus: 'running' });
     expect(await qemu.inspect(vmId, { kind: 'qemu', accel: 'kvm', pid })).toBe('running');
     expect(await hostFacts.kvmUsable()).toBe(true);
+  });
+
+  describe('powering a guest down (ACPI)', () => {
+    const presses = async (vmId: string) =>
+      (await readFile(join(root, 'run', vmId, 'presses'), 'utf8').catch(() => ''))
+        .split('\n')
+        .filter(Boolean).length;
+
+    it('presses the button again until the guest powers down: a guest still booting misses a press', async () => {
+      qemu.powerButtonEveryMs = 100;
+      const vmId = 'vm-00000000000000d1';
+      const pid = await fakeQemu(vmId, { qmpStatus: 'running', powerDownAt: 3 });
+      expect(await qemu.powerDown(vmId, { kind: 'qemu', accel: 'tcg', pid }, 10_000)).toBe(true);
+      expect(await presses(vmId)).toBe(3);
+      expect(await table.get(pid)).toBeUndefined();
+    });
+
+    it('gives up at its deadline when the guest never powers down, its QEMU left to the stop', async () => {
+      qemu.powerButtonEveryMs = 100;
+      const vmId = 'vm-00000000000000d2';
+      const pid = await fakeQemu(vmId, { qmpStatus: 'running' });
+      const startedAt = Date.now();
+      expect(await qemu.powerDown(vmId, { kind: 'qemu', accel: 'tcg', pid }, 450)).toBe(false);
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(450);
+      expect(await presses(vmId)).toBeGreaterThanOrEqual(4);
+      expect(await table.get(pid)).toMatchObject({ pid });
+    });
   });
 
   it('stops a QEMU whose pid the sidecar never got, found by name, and is done only once it is gone', async () => {

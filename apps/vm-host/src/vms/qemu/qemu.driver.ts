@@ -47,6 +47,8 @@ import { QemuProcesses } from './qemu-processes';
 import { QmpStatus, withQmp } from './qmp.client';
 import { runTool } from './run-tool';
 
+/** See QemuDriver.powerButtonEveryMs. */
+const POWER_BUTTON_EVERY_MS = 5_000;
 const QMP_TIMEOUT_MS = 2_000;
 /** A VM's console log past this is cut to its last part (see capConsoleLog). */
 export const SERIAL_LOG_MAX_BYTES = 8 * 1024 * 1024;
@@ -396,21 +398,39 @@ export class QemuDriver extends VmDriver {
   }
 
   /**
-   * Asks the guest to power down over QMP (system_powerdown: the ACPI power button) and waits
-   * for its QEMU to end, which it does once the guest has shut down.
+   * How often the ACPI power button is pressed again while the guest has not powered down: a
+   * guest still booting misses a press (the project's image answers SSH before logind watches
+   * the button), and nothing in ACPI queues one. A guest already shutting down ignores the rest.
+   */
+  powerButtonEveryMs = POWER_BUTTON_EVERY_MS;
+
+  /**
+   * Asks the guest to power down over QMP (system_powerdown: the ACPI power button), again every
+   * powerButtonEveryMs, and waits up to `withinMs` for its QEMU to end, which it does once the
+   * guest has shut down.
    */
   async powerDown(vmId: string, record: DriverRecord, withinMs: number): Promise<boolean> {
     const { pid } = qemuRecord(record);
     if (pid === null || !(await this.qemus.isAlive(pid, vmId))) return true;
-    try {
-      await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) => qmp.execute('system_powerdown'));
-    } catch (error) {
-      this.logger.warn(
-        `vm ${vmId}: ACPI power-down could not be asked: ${error instanceof Error ? error.message : String(error)}`,
-      );
-      return false;
+    const deadline = Date.now() + withinMs;
+    for (let press = 1; ; press++) {
+      try {
+        await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) =>
+          qmp.execute('system_powerdown'),
+        );
+      } catch (error) {
+        // A later press may find QEMU ending: the wait below tells.
+        if (press === 1) {
+          this.logger.warn(
+            `vm ${vmId}: ACPI power-down could not be asked: ${error instanceof Error ? error.message : String(error)}`,
+          );
+          return false;
+        }
+      }
+      const waitMs = Math.max(0, Math.min(this.powerButtonEveryMs, deadline - Date.now()));
+      if ((await this.qemus.survivors([pid], vmId, waitMs)).length === 0) return true;
+      if (Date.now() >= deadline) return false;
     }
-    return (await this.qemus.survivors([pid], vmId, withinMs)).length === 0;
   }
 
   async reset(vmId: string): Promise<void> {
