@@ -1,5 +1,4 @@
 import type { HostPort } from '@app/fleet-domain';
-import type { DriverRecord } from './vm-driver';
 
 /**
  * The driver cannot make any VM now (e.g. the base image VM_BASE_IMAGE names is missing): a 503,
@@ -31,23 +30,6 @@ export class VmCreateError extends Error {
     options?: { cause?: unknown },
   ) {
     super(message, options);
-  }
-}
-
-/**
- * A VM did not start under the hardware acceleration its plan chose, though the host has it
- * (KVM present but failing, e.g. `failed to set MSR`): it may start with `fallback` instead, a
- * record the driver made for running it `instead` (e.g. TCG).
- */
-export class VmAccelerationError extends VmCreateError {
-  constructor(
-    step: string,
-    message: string,
-    readonly fallback: DriverRecord,
-    readonly instead: string,
-    options?: { cause?: unknown },
-  ) {
-    super(step, message, options);
   }
 }
 
