@@ -69,6 +69,13 @@ export class SidecarUnreadableError extends Error {
  */
 export class HostPortUnavailableError extends Error {}
 
+/**
+ * No free host port is left on VM_WG_IP for a new VM's forward (the kernel's range is bound, or
+ * held by this node's VMs, stopped ones too): a capacity refusal like VmDoesNotFitError, a 422
+ * naming the VM and the range (the controller then tries another node).
+ */
+export class HostPortsExhaustedError extends Error {}
+
 /** The node cannot hold the VM (RAM after the margin, vCPUs beyond the overcommit): a 422. */
 export class VmDoesNotFitError extends Error {}
 

@@ -1,17 +1,32 @@
 import { vmHostConfig } from '../../../../../test/support/configs';
+import { HostPortsExhaustedError } from '../vms.errors';
 import { HostPorts } from './host-ports';
-import type { PortProbe } from './port-probe';
+import { type PortProbe, SOCKET_PORT_PROBE } from './port-probe';
 
-/** A probe over a made-up host: `busy` ports cannot be bound; free picks come from `picks`. */
-function fakeProbe(busy: string[], picks: number[]): PortProbe {
+/**
+ * A probe over a made-up host: `busy` ports cannot be bound; free picks come from `picks` (an
+ * error: the kernel's refusal); the kernel picks from 32768-60999.
+ */
+function fakeProbe(busy: string[], picks: Array<number | Error>): PortProbe {
   return {
     isFree: (_host, port, protocol) => Promise.resolve(!busy.includes(`${port}/${protocol}`)),
-    anyFree: () => Promise.resolve(picks.shift() ?? 65000),
+    anyFree: () => {
+      const pick = picks.shift() ?? 65000;
+      return pick instanceof Error ? Promise.reject(pick) : Promise.resolve(pick);
+    },
+    pickRange: () => Promise.resolve('32768-60999'),
   };
 }
 
+/** What bind() to port 0 says when the kernel's range has no port left. */
+function rangeExhausted(): Error {
+  return Object.assign(new Error('listen EADDRINUSE: address already in use 10.8.0.21'), {
+    code: 'EADDRINUSE',
+  });
+}
+
 describe('HostPorts', () => {
-  function hostPorts(busy: string[] = [], picks: number[] = []): HostPorts {
+  function hostPorts(busy: string[] = [], picks: Array<number | Error> = []): HostPorts {
     const ports = new HostPorts(vmHostConfig({ VM_NODE_ID: 'node-a', VM_WG_IP: '10.8.0.21' }));
     ports.probe = fakeProbe(busy, picks);
     return ports;
@@ -69,5 +84,32 @@ describe('HostPorts', () => {
         hostPorts().assign([{ guest_port: 80, protocol: 'tcp', host_port: daemonPort }], []),
       ).rejects.toThrow(`${daemonPort}/tcp on node node-a (10.8.0.21) is a fleet daemon port`);
     }
+  });
+
+  it('refuses (HostPortsExhaustedError) naming the VM and the range when no free port is left', async () => {
+    // Every pick the kernel makes is a port a stopped VM keeps.
+    const stopped = {
+      vm_id: 'vm-0000000000000001',
+      ports: [{ host_port: 40001, guest_port: 22, protocol: 'tcp' as const }],
+    };
+    const held = hostPorts([], Array<number>(20).fill(40001));
+    const refusal = held.assign([], [stopped], 'vm-00000000000000a2');
+    await expect(refusal).rejects.toBeInstanceOf(HostPortsExhaustedError);
+    await expect(refusal).rejects.toThrow(
+      'no free tcp host port for vm vm-00000000000000a2 on node node-a (10.8.0.21) in 32768-60999 (net.ipv4.ip_local_port_range): 20 picks were all held by its VMs (stopped ones too) or fleet daemons; no VM was made',
+    );
+    // The kernel's range all bound: the same refusal, for a udp port picked after SSH.
+    await expect(
+      hostPorts([], [40002, rangeExhausted()]).assign([{ guest_port: 53, protocol: 'udp' }], []),
+    ).rejects.toThrow(
+      'no free udp host port for a new VM on node node-a (10.8.0.21) in 32768-60999 (net.ipv4.ip_local_port_range): every port in it is bound; no VM was made',
+    );
+    // Any other bind failure is not the node's capacity: passed on as it was.
+    const gone = Object.assign(new Error('listen EADDRNOTAVAIL'), { code: 'EADDRNOTAVAIL' });
+    await expect(hostPorts([], [gone]).assign([], [])).rejects.toBe(gone);
+  });
+
+  it('reads the range the kernel picks free ports from', async () => {
+    expect(await SOCKET_PORT_PROBE.pickRange()).toMatch(/^\d+-\d+$/);
   });
 });
