@@ -26,8 +26,14 @@ function rangeExhausted(): Error {
 }
 
 describe('HostPorts', () => {
-  function hostPorts(busy: string[] = [], picks: Array<number | Error> = []): HostPorts {
-    const ports = new HostPorts(vmHostConfig({ VM_NODE_ID: 'node-a', VM_WG_IP: '10.8.0.21' }));
+  function hostPorts(
+    busy: string[] = [],
+    picks: Array<number | Error> = [],
+    env: NodeJS.ProcessEnv = {},
+  ): HostPorts {
+    const ports = new HostPorts(
+      vmHostConfig({ VM_NODE_ID: 'node-a', VM_WG_IP: '10.8.0.21', ...env }),
+    );
     ports.probe = fakeProbe(busy, picks);
     return ports;
   }
@@ -84,6 +90,27 @@ describe('HostPorts', () => {
         hostPorts().assign([{ guest_port: 80, protocol: 'tcp', host_port: daemonPort }], []),
       ).rejects.toThrow(`${daemonPort}/tcp on node node-a (10.8.0.21) is a fleet daemon port`);
     }
+  });
+
+  it("keeps VM_RESERVED_HOST_PORTS and the agent's own metrics port from VMs: refused when asked, never picked", async () => {
+    const env = { VM_RESERVED_HOST_PORTS: '9300, 40002', VM_METRICS_ADDR: '10.8.0.21:9101' };
+    await expect(
+      hostPorts([], [], env).assign([{ guest_port: 80, protocol: 'tcp', host_port: 9300 }], []),
+    ).rejects.toThrow(
+      'ports[0].host_port: 9300/tcp on node node-a (10.8.0.21) is reserved by VM_RESERVED_HOST_PORTS; no VM was made',
+    );
+    await expect(
+      hostPorts([], [], env).assign([{ guest_port: 80, protocol: 'tcp', host_port: 9101 }], []),
+    ).rejects.toThrow('9101/tcp on node node-a (10.8.0.21) is a fleet daemon port');
+    // TCP alone: a UDP forward may use the number.
+    const udp = await hostPorts([], [40001], env).assign(
+      [{ guest_port: 53, protocol: 'udp', host_port: 9300 }],
+      [],
+    );
+    expect(udp[1]).toEqual({ host_port: 9300, guest_port: 53, protocol: 'udp' });
+    // The kernel's picks skip them.
+    const picked = await hostPorts([], [40002, 9101, 40003], env).assign([], []);
+    expect(picked).toEqual([{ host_port: 40003, guest_port: 22, protocol: 'tcp' }]);
   });
 
   it('refuses (HostPortsExhaustedError) naming the VM and the range when no free port is left', async () => {

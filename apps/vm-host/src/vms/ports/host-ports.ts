@@ -14,7 +14,9 @@ import { PortProbe, SOCKET_PORT_PROBE } from './port-probe';
 /**
  * TCP ports of the fleet's daemons, never given to a VM even when free on VM_WG_IP now: the
  * controller's API (9203), the agent's (9204) and the controller's operations listener (9206),
- * whichever of them runs, or will, on this node.
+ * whichever of them runs, or will, on this node. The agent's own VM_SPAWN_PORT and
+ * VM_METRICS_ADDR port are kept too, and VM_RESERVED_HOST_PORTS names the ones it cannot know
+ * (the controller's listeners at other ports).
  */
 export const FLEET_DAEMON_PORTS: readonly number[] = [9203, DEFAULT_SPAWN_PORT, 9206];
 
@@ -51,7 +53,10 @@ export class HostPorts {
     vmId?: string,
   ): Promise<HostPort[]> {
     const taken = new Map<string, string>();
-    for (const port of this.reservedTcpPorts()) {
+    for (const port of this.config.reservedHostPorts ?? []) {
+      taken.set(portName(port, 'tcp'), 'reserved by VM_RESERVED_HOST_PORTS');
+    }
+    for (const port of this.daemonPorts()) {
       taken.set(portName(port, 'tcp'), 'a fleet daemon port');
     }
     for (const holder of holders) {
@@ -79,8 +84,9 @@ export class HostPorts {
     return forwards;
   }
 
-  private reservedTcpPorts(): number[] {
-    return [...new Set([...FLEET_DAEMON_PORTS, this.config.spawnPort])];
+  private daemonPorts(): number[] {
+    const { spawnPort, metricsAddress } = this.config;
+    return [...FLEET_DAEMON_PORTS, spawnPort, ...(metricsAddress ? [metricsAddress.port] : [])];
   }
 
   private unavailable(index: number, name: string, why: string): HostPortUnavailableError {
