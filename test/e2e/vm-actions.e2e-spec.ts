@@ -2,11 +2,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import request from 'supertest';
 import { VmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
+import { HostPorts } from '../../apps/vm-host/src/vms/ports/host-ports';
 import { RunningVmHost, startVmHostApp } from '../support/vm-host-app';
 
 /**
- * The agent's action routes (stop, start, restart, console, life cycles) over HTTP against the
- * real agent app in this process. No VM runs here: the one VM is a stopped one, as a sidecar
+ * The agent's action routes (stop, start, restart, console, life cycles), and a spawn it refuses,
+ * over HTTP against the real agent app in this process. No VM runs here: the one VM is a stopped one, as a sidecar
  * an operator's stop left, so nothing starts QEMU.
  */
 const NODE_TOKEN = 'node-token-3d9e1c7a5f2b8460';
@@ -124,6 +125,33 @@ describe('agent VM actions', () => {
     for (const headers of [{}, { authorization: 'Bearer not-the-token' }]) {
       const response = await request(agent.url).post(`/v1/vms/${STOPPED_VM}/start`).set(headers);
       expect(response.status).toBe(401);
+    }
+  });
+
+  it('refuses a spawn (422) naming the VM and the range when no free host port is left, making nothing', async () => {
+    const hostPorts = agent.app.get(HostPorts);
+    const probe = hostPorts.probe;
+    // The kernel's range all bound on VM_WG_IP (bind to port 0 refused).
+    hostPorts.probe = {
+      ...probe,
+      anyFree: () =>
+        Promise.reject(Object.assign(new Error('listen EADDRINUSE'), { code: 'EADDRINUSE' })),
+      pickRange: () => Promise.resolve('32768-60999'),
+    };
+    try {
+      const vmId = 'vm-00000000000000e3';
+      const response = await request(agent.url)
+        .post('/v1/spawn')
+        .set(auth)
+        .send({ vm_type: 'web', ram_mb: 64, vcpu_count: 1, prefer_kvm: false, vm_id: vmId });
+      expect(response.status).toBe(422);
+      expect(response.body.message).toBe(
+        `no free tcp host port for vm ${vmId} on node in-process-node (127.0.0.1) in 32768-60999 (net.ipv4.ip_local_port_range): every port in it is bound; no VM was made`,
+      );
+      const listed = await request(agent.url).get('/v1/vms').set(auth);
+      expect(listed.body.map((vm: { vm_id: string }) => vm.vm_id)).toEqual([STOPPED_VM]);
+    } finally {
+      hostPorts.probe = probe;
     }
   });
 });

@@ -415,6 +415,14 @@ describe('fleet controller: VMs', () => {
     it.each([
       [507, 'disk full (507)', { message: 'VM_DISK_DIR /var/lib/vm-fleet is full (ENOSPC)' }],
       [422, 'refused the VM as too big (422)', { message: 'ram_mb: does not fit on this node' }],
+      [
+        422,
+        'out of free host ports (422)',
+        {
+          message:
+            'no free tcp host port for vm vm-00000000000000c1 on node refusing (10.0.0.1) in 32768-60999 (net.ipv4.ip_local_port_range): every port in it is bound; no VM was made',
+        },
+      ],
     ])(
       'moves a create on from an agent answering %i, and passes that node over for a while, naming why',
       async (status, reason, answer) => {

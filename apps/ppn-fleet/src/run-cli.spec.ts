@@ -1020,6 +1020,34 @@ describe('ppn-fleet vm stop|start|restart|console (the operations listener)', ()
     );
   });
 
+  it('start --wait gives up on SSH at its timeout, counted from the start; a VM with nothing to reach is done once Running', async () => {
+    const fleet = (running: object) => (request: Request) =>
+      request.method === 'POST'
+        ? json(lifeCycle({ operation: 'starting', state: 'Stopped' }), 202)
+        : new URL(request.url).pathname === '/v1/nodes/node-a'
+          ? json(NODE)
+          : json({ ...running, life_cycle: lifeCycle() });
+    const silent = new FakeIo({}, fleet(vm('Running')));
+    for (let i = 0; i < 100; i++) silent.portAnswers.push({ kind: 'closed' });
+    expect(await run(['vm', 'start', 'vm-1', '--wait', '--timeout', '9'], silent)).toBe(
+      ExitCode.Refused,
+    );
+    expect(silent.stderr.text).toContain(
+      'ppn-fleet: vm-1 is Running, but SSH did not answer at 10.8.0.2:22022 within 9 s: connection reset: sshd in the guest is not up yet\n',
+    );
+
+    for (const unreachable of [
+      { ...vm('Running'), node_silent_since: '2026-08-06T11:59:00.000Z' },
+      { ...vm('Running'), host_ports: [] },
+    ]) {
+      const io = new FakeIo({}, fleet(unreachable));
+      expect(await run(['vm', 'start', 'vm-1', '--wait'], io)).toBe(ExitCode.Ok);
+      expect(io.stdout.text).toBe('starting vm-1\nvm-1 is Running\n');
+      expect(io.probes).toEqual([]);
+      expect(sent(io)).toEqual(['POST /v1/vms/vm-1/start', 'GET /v1/vms/vm-1']);
+    }
+  });
+
   it("prints the listener's refusal as it is, exit 1; unreachable exits 3", async () => {
     const refused = new FakeIo({}, () => refusal(409, 'vm vm-1 on node node-a is already stopped'));
     expect(await run(['vm', 'stop', 'vm-1'], refused)).toBe(ExitCode.Refused);

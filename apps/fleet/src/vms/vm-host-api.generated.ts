@@ -464,6 +464,7 @@ export interface operations {
       };
       /**
        * @description - The node cannot hold the VM: the message names ram_mb or vcpu_count and the numbers, or the number of VMs it holds and the limit (MAX_VMS_PER_HEARTBEAT, 1024).
+       *     - No free host port is left on VM_WG_IP for the VM's forwards (the kernel's range bound, or held by this node's VMs); nothing was made.
        *     - The Idempotency-Key was used for another request.
        */
       422: {

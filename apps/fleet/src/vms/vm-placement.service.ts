@@ -90,9 +90,15 @@ function nodeFailure(
               }
             : undefined;
         }
-        return movesOn
-          ? { reason: 'refused the VM as too big (422)', retry: true, mayHaveMadeIt: false }
-          : undefined;
+        // Out of host ports, as out of room: the node's state, passed over for a while.
+        if (!movesOn) return undefined;
+        return {
+          reason: error.hostPortsExhausted
+            ? 'out of free host ports (422)'
+            : 'refused the VM as too big (422)',
+          retry: true,
+          mayHaveMadeIt: false,
+        };
     }
   }
   return undefined;

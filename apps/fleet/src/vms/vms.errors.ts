@@ -83,6 +83,8 @@ export class IdempotencyKeyClaimWaitError extends Error {
 export class NodeRefusedVmError extends Error {
   /** A 422 naming a host_port the create asked for (taken or reserved there), not the VM's size. */
   readonly hostPortTaken: boolean;
+  /** A 422 saying the node has no free host port left for any VM (its range all bound or held). */
+  readonly hostPortsExhausted: boolean;
 
   constructor(
     readonly nodeId: string,
@@ -91,5 +93,7 @@ export class NodeRefusedVmError extends Error {
   ) {
     super(`node ${nodeId} refused the VM: ${agentMessage}`);
     this.hostPortTaken = agentStatus === 422 && /^ports\[\d+\]\.host_port: /.test(agentMessage);
+    this.hostPortsExhausted =
+      agentStatus === 422 && /^no free (tcp|udp) host port /.test(agentMessage);
   }
 }

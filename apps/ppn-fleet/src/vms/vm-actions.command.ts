@@ -7,7 +7,7 @@ import { FleetOpsApiClient, FleetVmWithLifeCycle, VmLifeCycle } from '../api/fle
 import { CliIo } from '../terminal/cli-io';
 import { printable, printableConsole } from '../terminal/printable';
 import { Terminal } from '../terminal/terminal';
-import { forwardOf, waitUntilAnswering } from './vm-reachability';
+import { waitForGuest } from './vm-reachability';
 import { DEFAULT_SSH_USER, sshTarget } from './vms.view';
 import {
   DEFAULT_WAIT_TIMEOUT_S,
@@ -103,19 +103,16 @@ abstract class VmActionCommand extends OpsCommand {
     options: VmActionOptions,
     startMs: number,
   ): Promise<void> {
-    const goal = { kind: 'ssh' } as const;
-    const forward = forwardOf(vm, goal);
-    if (forward === undefined || vm.node_silent_since !== undefined) return;
-    const wgIp = (await this.connector.connect().node(vm.node_id)).data.wg_ip;
-    const waitS = this.waitS(options) + (this.action === 'restart' ? DEFAULT_WAIT_TIMEOUT_S : 0);
-    await waitUntilAnswering(
-      this.io,
-      this.terminal,
-      { vmId: vm.vm_id, host: wgIp, port: forward.host_port, goal, startMs },
-      startMs + waitS * 1000,
-      `${waitS} s`,
-    );
-    const ssh = sshTarget(vm, wgIp, DEFAULT_SSH_USER, 'Running');
+    // Connected only once a node is asked: a VM with nothing to reach needs no API settings.
+    const api = { node: (nodeId: string) => this.connector.connect().node(nodeId) };
+    const answering = await waitForGuest(this.io, this.terminal, api, vm, {
+      goal: { kind: 'ssh' },
+      startMs,
+      timeoutS: this.waitS(options) + (this.action === 'restart' ? DEFAULT_WAIT_TIMEOUT_S : 0),
+      forwardRequired: false,
+    });
+    if (answering === undefined) return;
+    const ssh = sshTarget(vm, answering.wgIp, DEFAULT_SSH_USER, 'Running');
     this.terminal.print(`${printable(vm.vm_id)} answers SSH${ssh === undefined ? '' : `: ${ssh}`}`);
   }
 

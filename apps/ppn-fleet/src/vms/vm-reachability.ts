@@ -1,4 +1,4 @@
-import type { FleetVm } from '../api/fleet-api.client';
+import type { FleetApiClient, FleetVm } from '../api/fleet-api.client';
 import { InvalidArgument } from '../api/command-options';
 import { CliFailure, ExitCode } from '../api/exit-codes';
 import type { CliIo, PortAnswer } from '../terminal/cli-io';
@@ -54,7 +54,10 @@ export function parseWaitPort(value: string): number {
 }
 
 /** The VM's forward of the guest TCP port the goal waits for; undefined when it has none. */
-export function forwardOf(vm: FleetVm, goal: WaitGoal): FleetVm['host_ports'][number] | undefined {
+export function forwardOf(
+  vm: Pick<FleetVm, 'host_ports'>,
+  goal: WaitGoal,
+): FleetVm['host_ports'][number] | undefined {
   if (goal.kind === 'running') return undefined;
   const guestPort = goal.kind === 'ssh' ? 22 : goal.guestPort;
   return vm.host_ports.find((port) => port.guest_port === guestPort && port.protocol === 'tcp');
@@ -117,4 +120,56 @@ export async function waitUntilAnswering(
     }
     await io.sleep(WAIT_POLL_MS);
   }
+}
+
+/** Where the VM's awaited forward answered: its node's wg_ip and the forward's host port. */
+export interface AnsweringForward {
+  wgIp: string;
+  port: number;
+}
+
+/** How long a wait for the guest may take and what its give-up line names. */
+export interface GuestWait {
+  goal: WaitGoal;
+  /** When the whole wait began (io.now()), for the deadline and the seconds shown. */
+  startMs: number;
+  timeoutS: number;
+  /** The flag that set timeoutS, named in the give-up line; none for a derived time. */
+  timeoutFlag?: string;
+  /** A VM without the forward the goal waits for fails the wait (else nothing is waited for). */
+  forwardRequired: boolean;
+}
+
+/**
+ * Once the VM runs, waits until its forward answers as the goal asks (waitUntilAnswering, its
+ * node's wg_ip from GET /v1/nodes/{node_id}) within `timeoutS` of `startMs`. Undefined, with
+ * nothing asked, for a goal of Running alone, a VM whose node is silent (nothing to reach), or
+ * one without that forward when it is not required.
+ */
+export async function waitForGuest(
+  io: CliIo,
+  terminal: Terminal,
+  api: Pick<FleetApiClient, 'node'>,
+  vm: Pick<FleetVm, 'vm_id' | 'node_id' | 'host_ports' | 'node_silent_since'>,
+  wait: GuestWait,
+): Promise<AnsweringForward | undefined> {
+  const { goal, startMs, timeoutS, timeoutFlag } = wait;
+  if (goal.kind === 'running' || vm.node_silent_since !== undefined) return undefined;
+  const forward = forwardOf(vm, goal);
+  if (forward === undefined) {
+    if (!wait.forwardRequired) return undefined;
+    throw new CliFailure(
+      `${printable(vm.vm_id)} is Running but forwards no ${goal.kind === 'ssh' ? 'SSH (guest port 22/tcp)' : `guest port ${goal.guestPort}/tcp`}; nothing to wait for`,
+      ExitCode.Refused,
+    );
+  }
+  const wgIp = (await api.node(vm.node_id)).data.wg_ip;
+  await waitUntilAnswering(
+    io,
+    terminal,
+    { vmId: vm.vm_id, host: wgIp, port: forward.host_port, goal, startMs },
+    startMs + timeoutS * 1000,
+    `${timeoutS} s${timeoutFlag === undefined ? '' : ` (${timeoutFlag})`}`,
+  );
+  return { wgIp, port: forward.host_port };
 }

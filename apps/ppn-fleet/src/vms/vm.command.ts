@@ -37,12 +37,11 @@ import { DEFAULT_SSH_USER, sshTarget } from './vms.view';
 import { parsePortFlag } from './port-flag';
 import {
   WaitFlags,
-  WaitGoal,
   forwardOf,
   hostPort,
   parseWaitPort,
+  waitForGuest,
   waitGoalOf,
-  waitUntilAnswering,
 } from './vm-reachability';
 
 interface VmCreateOptions extends ApiOptions, WaitFlags {
@@ -211,7 +210,13 @@ export class VmCreateCommand extends JsonApiCommand {
     if (!options.json) this.terminal.print(`created ${describeVm(vm)}`);
     const startMs = this.io.now();
     const running = await this.waitForRunning(api, vm, options);
-    const answering = await this.waitForGuest(api, running, goal, options, startMs);
+    const answering = await waitForGuest(this.io, this.terminal, api, running, {
+      goal,
+      startMs,
+      timeoutS: options.timeout ?? DEFAULT_WAIT_TIMEOUT_S,
+      timeoutFlag: '--timeout',
+      forwardRequired: true,
+    });
     if (options.json) {
       this.terminal.print(JSON.stringify(running));
       return;
@@ -238,38 +243,6 @@ export class VmCreateCommand extends JsonApiCommand {
         `guest port ${goal.guestPort}/tcp answers at ${hostPort(answering.wgIp, answering.port)}`,
       );
     }
-  }
-
-  /**
-   * Once the VM runs, waits (within the same --timeout, from `startMs`) until its forward
-   * answers as the goal asks: its wg_ip and that forward's host port; undefined for a goal of
-   * Running alone, or a VM whose node is silent (nothing to reach).
-   */
-  private async waitForGuest(
-    api: FleetApiClient,
-    running: FleetVm,
-    goal: WaitGoal,
-    options: VmCreateOptions,
-    startMs: number,
-  ): Promise<{ wgIp: string; port: number } | undefined> {
-    if (goal.kind === 'running' || running.node_silent_since !== undefined) return undefined;
-    const forward = forwardOf(running, goal);
-    if (forward === undefined) {
-      throw new CliFailure(
-        `${printable(running.vm_id)} is Running but forwards no ${goal.kind === 'ssh' ? 'SSH (guest port 22/tcp)' : `guest port ${goal.guestPort}/tcp`}; nothing to wait for`,
-        ExitCode.Refused,
-      );
-    }
-    const wgIp = (await api.node(running.node_id)).data.wg_ip;
-    const timeoutS = options.timeout ?? DEFAULT_WAIT_TIMEOUT_S;
-    await waitUntilAnswering(
-      this.io,
-      this.terminal,
-      { vmId: running.vm_id, host: wgIp, port: forward.host_port, goal, startMs },
-      startMs + timeoutS * 1000,
-      `${timeoutS} s (--timeout)`,
-    );
-    return { wgIp, port: forward.host_port };
   }
 
   /** Polls GET /v1/vms until the VM is Running; throws when it is in Error or time is up. */

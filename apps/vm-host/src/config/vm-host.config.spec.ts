@@ -243,6 +243,25 @@ describe('VM_DISK_RETENTION_S', () => {
   );
 });
 
+describe('VM_RESERVED_HOST_PORTS', () => {
+  it('is none unless set; takes TCP ports separated by commas', () => {
+    expect(loadVmHostConfig(required).reservedHostPorts).toBeUndefined();
+    expect(
+      loadVmHostConfig({ ...required, VM_RESERVED_HOST_PORTS: '9300, 9301,9300' })
+        .reservedHostPorts,
+    ).toEqual([9300, 9301]);
+  });
+
+  it.each(['0', '65536', '9300;9301', '9300,', '93OO', Array(65).fill('9300').join(',')])(
+    'refuses VM_RESERVED_HOST_PORTS=%s, naming it',
+    (value) => {
+      expect(errorOf({ ...required, VM_RESERVED_HOST_PORTS: value })).toBe(
+        'VM_RESERVED_HOST_PORTS must be TCP port numbers from 1 to 65535 separated by commas (e.g. 9300,9301), at most 64',
+      );
+    },
+  );
+});
+
 describe('VM_HOST_FAILPOINT (test-only)', () => {
   it('is unset unless given, and must name a provisioning step', () => {
     expect(loadVmHostConfig(required).failpoint).toBeUndefined();

@@ -119,6 +119,28 @@ function IsDiskRetention(): PropertyDecorator {
   );
 }
 
+/** At most this many ports in VM_RESERVED_HOST_PORTS. */
+export const MAX_RESERVED_HOST_PORTS = 64;
+
+/** Port numbers (1-65535) separated by commas, at most MAX_RESERVED_HOST_PORTS of them. */
+function IsPortList(): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isPortList',
+      validator: {
+        validate: (value: unknown) => {
+          if (typeof value !== 'string') return false;
+          const ports = value.split(',').map((port) => port.trim());
+          return ports.length <= MAX_RESERVED_HOST_PORTS && ports.every((port) => PORT.test(port));
+        },
+      },
+    },
+    {
+      message: `$property must be TCP port numbers from 1 to 65535 separated by commas (e.g. 9300,9301), at most ${MAX_RESERVED_HOST_PORTS}`,
+    },
+  );
+}
+
 /**
  * The agent's configuration, each setting declared once with the variable it comes from and its
  * documented default (docs/reference.md's "Agent settings" and deploy/systemd/vm-host.env.example list
@@ -164,6 +186,17 @@ export class VmHostConfig extends DaemonConfig {
     default: DEFAULT_SPAWN_PORT,
   })
   spawnPort!: number;
+
+  /**
+   * TCP ports on VM_WG_IP no VM may forward from, beside the fleet daemons' own (see
+   * FLEET_DAEMON_PORTS): a daemon on this machine the agent cannot know of, such as the
+   * controller's operations listener moved to another port on this address.
+   */
+  @EnvironmentVariable('VM_RESERVED_HOST_PORTS', {
+    validate: IsPortList(),
+    read: (value) => [...new Set(value.split(',').map((port) => Number(port.trim())))],
+  })
+  reservedHostPorts?: number[];
 
   @EnvironmentVariable('VM_RESERVED', {
     validate: Matches(/^(true|false|1|0)$/i, { message: '$property must be true, false, 1 or 0' }),

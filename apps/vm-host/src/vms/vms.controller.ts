@@ -10,7 +10,9 @@ import {
 import { BODY_ERRORS, RequiresToken, invalidInput } from '@app/daemon';
 import type { Response } from 'express';
 import {
+  EXAMPLE_NODE_ID,
   EXAMPLE_VM_ID,
+  EXAMPLE_WG_IP,
   IDEMPOTENCY_KEY_HEADER,
   SPAWN_KEY_PATTERN,
   SpawnVmRequest,
@@ -19,6 +21,7 @@ import {
 } from '@app/fleet-domain';
 import { parseSpawnKey } from './admission/idempotency-key';
 import {
+  HostPortsExhaustedError,
   IdempotencyKeyInvalidError,
   IdempotencyKeyReusedError,
   VmCreationUnavailableError,
@@ -76,6 +79,13 @@ export class VmsController {
       when: 'The node cannot hold the VM: the message names ram_mb or vcpu_count and the numbers, or the number of VMs it holds and the limit (MAX_VMS_PER_HEARTBEAT, 1024).',
       error: new VmDoesNotFitError(
         'ram_mb: 1048576 MB does not fit on this node: 20480 MB committable of 24576 MB (margin 512 MB)',
+      ),
+    },
+    {
+      name: 'host-ports-exhausted',
+      when: "No free host port is left on VM_WG_IP for the VM's forwards (the kernel's range bound, or held by this node's VMs); nothing was made.",
+      error: new HostPortsExhaustedError(
+        `no free tcp host port for vm ${EXAMPLE_VM_ID} on node ${EXAMPLE_NODE_ID} (${EXAMPLE_WG_IP}) in 32768-60999 (net.ipv4.ip_local_port_range): every port in it is bound; no VM was made`,
       ),
     },
     {

@@ -2,6 +2,7 @@ import { ApiErrors, DomainErrorStatuses, ErrorCase } from '@app/daemon';
 import { PortsConflictError } from '@app/fleet-domain';
 import {
   HostPortUnavailableError,
+  HostPortsExhaustedError,
   IdempotencyKeyInvalidError,
   IdempotencyKeyReusedError,
   VmCreationUnavailableError,
@@ -22,6 +23,7 @@ export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
   [IdempotencyKeyReusedError, 422],
   [VmDoesNotFitError, 422],
   [HostPortUnavailableError, 422],
+  [HostPortsExhaustedError, 422],
   [VmActionConflictError, 409],
   [VmIdTakenError, 409],
   // Full: 507 Insufficient Storage; a folder the agent may not write is its own fault.

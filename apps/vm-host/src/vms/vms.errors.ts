@@ -1,5 +1,4 @@
 import type { HostPort } from '@app/fleet-domain';
-import type { DriverRecord } from './vm-driver';
 
 /**
  * The driver cannot make any VM now (e.g. the base image VM_BASE_IMAGE names is missing): a 503,
@@ -31,23 +30,6 @@ export class VmCreateError extends Error {
     options?: { cause?: unknown },
   ) {
     super(message, options);
-  }
-}
-
-/**
- * A VM did not start under the hardware acceleration its plan chose, though the host has it
- * (KVM present but failing, e.g. `failed to set MSR`): it may start with `fallback` instead, a
- * record the driver made for running it `instead` (e.g. TCG).
- */
-export class VmAccelerationError extends VmCreateError {
-  constructor(
-    step: string,
-    message: string,
-    readonly fallback: DriverRecord,
-    readonly instead: string,
-    options?: { cause?: unknown },
-  ) {
-    super(step, message, options);
   }
 }
 
@@ -86,6 +68,13 @@ export class SidecarUnreadableError extends Error {
  * VM's, another process's): a 422 naming the port (the controller then tries another node).
  */
 export class HostPortUnavailableError extends Error {}
+
+/**
+ * No free host port is left on VM_WG_IP for a new VM's forward (the kernel's range is bound, or
+ * held by this node's VMs, stopped ones too): a capacity refusal like VmDoesNotFitError, a 422
+ * naming the VM and the range (the controller then tries another node).
+ */
+export class HostPortsExhaustedError extends Error {}
 
 /** The node cannot hold the VM (RAM after the margin, vCPUs beyond the overcommit): a 422. */
 export class VmDoesNotFitError extends Error {}

@@ -316,6 +316,27 @@ describe('VM life cycle: desired state, restarts and actions', () => {
     expect(driver.creates).toHaveLength(0);
   });
 
+  it("keeps in vm.json the accelerator fallback of the VM's last start only", async () => {
+    const fellBack = (cpu: string): string =>
+      `QEMU: stopped under KVM (CPU ${cpu}) with QMP status internal-error; started under TCG`;
+    await ranBefore({ desired_state: DesiredVmState.Stopped, accel_fallback: fellBack('host') });
+    killed();
+    await services.actions.start(VM);
+    await until(() => driver.creates.length > 0);
+    driver.creates.shift()!.settle({ ...FAKE_STARTED, accelFallback: fellBack('qemu64') });
+    alive();
+    await services.lifecycle.started(VM);
+    expect((await files.readSidecar(VM))?.accel_fallback).toBe(fellBack('qemu64'));
+
+    // Started again under KVM without a fallback: nothing of the earlier start's is left.
+    await services.actions.restart(VM, { force: false, timeout_s: 60 });
+    await startSucceeds();
+    await until(() => services.lifecycle.operationOf(VM) === null);
+    const sidecar = await files.readSidecar(VM);
+    expect(sidecar).toMatchObject({ error: null, driver: FAKE_STARTED.record });
+    expect(sidecar).not.toHaveProperty('accel_fallback');
+  });
+
   it('refuses actions on a VM being created, another action, or no VM at all', async () => {
     const { vm } = await services.vms.spawn({
       vm_type: 'web',

@@ -111,7 +111,7 @@ export class VmAdmissionService {
    * SSH and the create's ports on VM_WG_IP, none another VM here holds (running or stopped);
    * a host_port asked for that is taken is refused naming it, before anything is made.
    */
-  private async assignPorts(request: CreateVmRequest, sidecars: VmSidecar[]): Promise<HostPort[]> {
+  private async assignPorts(request: SpawnVmRequest, sidecars: VmSidecar[]): Promise<HostPort[]> {
     try {
       return await this.hostPorts.assign(
         request.ports ?? [],
@@ -119,6 +119,7 @@ export class VmAdmissionService {
           vm_id: sidecar.vm_id,
           ports: [...(sidecar.forwards ?? []), ...sidecar.host_ports],
         })),
+        request.vm_id,
       );
     } catch (error) {
       this.logger.warn(`node ${this.config.nodeId} refused a VM: ${messageOf(error)}`);

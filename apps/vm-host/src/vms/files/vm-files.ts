@@ -33,8 +33,8 @@ export interface VmSidecar {
   /** The driver's own data (QEMU: pid, acceleration); only the driver reads it. */
   driver: DriverRecord;
   /**
-   * Why the VM runs without the acceleration its plan chose (KVM present but failing, so it was
-   * started again under TCG); absent otherwise.
+   * Why the VM's last start ended up without the acceleration it was started for (KVM present
+   * but failing, so the driver started it again under TCG); removed by a start without fallback.
    */
   accel_fallback?: string;
   /**

@@ -18,10 +18,10 @@ import {
 import { HostMetrics } from '../../metrics/host-metrics.service';
 import { CrashFailpoint } from './crash-failpoint';
 import { KeyedMutex } from './keyed-mutex';
-import { FoundVm, StartedVm, VmDriver, VmRunState, VmSpec } from '../vm-driver';
+import { FoundVm, VmDriver, VmRunState, VmSpec } from '../vm-driver';
 import { VmFiles, VmSidecar } from '../files/vm-files';
 import { VmRestarts } from './vm-restarts';
-import { VmAccelerationError, VmCreateError, VmPortTakenError, messageOf } from '../vms.errors';
+import { VmCreateError, VmPortTakenError, messageOf } from '../vms.errors';
 
 const RUN_STATES: Record<VmRunState, VmState> = {
   running: VmState.Running,
@@ -268,7 +268,7 @@ export class VmLifecycle {
   async launch(sidecar: VmSidecar, keepPorts: readonly HostPort[] = []): Promise<void> {
     const vmId = sidecar.vm_id;
     const started = await this.metrics
-      .timeSpawn(this.startOrFallBack(sidecar, keepPorts))
+      .timeSpawn(this.driver.start(specOf(sidecar), sidecar.driver, keepPorts))
       .catch((error: unknown) => {
         if (error instanceof VmPortTakenError) this.portBlocked.add(vmId);
         throw error;
@@ -276,7 +276,9 @@ export class VmLifecycle {
     this.portBlocked.delete(vmId);
     // Kept even if the write below fails, so a delete still stops what was started.
     sidecar.driver = started.record;
-    if (started.accelFallback !== undefined) sidecar.accel_fallback = started.accelFallback;
+    // Describes this start alone: a clean start under KVM clears an earlier start's fallback.
+    if (started.accelFallback === undefined) delete sidecar.accel_fallback;
+    else sidecar.accel_fallback = started.accelFallback;
     sidecar.host_ports = started.hostPorts;
     sidecar.started_at = toRfc3339(this.clock.now());
     sidecar.error = null;
@@ -288,30 +290,6 @@ export class VmLifecycle {
     }
     this.failpoint.reached('after-pid-written', vmId);
     this.logger.log(`vm ${vmId} started: ${started.summary}`);
-  }
-
-  /**
-   * Starts the VM as planned; when the host's acceleration fails it (KVM present but failing),
-   * stops whatever that start left and starts the VM again the driver's other way (TCG), says
-   * so in the log and marks it in the sidecar (`accel_fallback`, and the driver's record).
-   */
-  private async startOrFallBack(
-    sidecar: VmSidecar,
-    keepPorts: readonly HostPort[],
-  ): Promise<StartedVm> {
-    const spec = specOf(sidecar);
-    try {
-      return await this.driver.start(spec, sidecar.driver, keepPorts);
-    } catch (error) {
-      if (!(error instanceof VmAccelerationError)) throw error;
-      this.logger.warn(
-        `vm ${spec.vmId}: ${error.step}: ${error.message}; starting it again under ${error.instead}`,
-      );
-      await this.driver.stop(spec.vmId, sidecar.driver);
-      sidecar.driver = error.fallback;
-      sidecar.accel_fallback = `${error.step}: ${error.message}; started under ${error.instead}`;
-      return this.driver.start(spec, error.fallback, keepPorts);
-    }
   }
 }
 

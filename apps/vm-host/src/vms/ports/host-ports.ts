@@ -8,13 +8,15 @@ import {
   portName,
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
-import { HostPortUnavailableError } from '../vms.errors';
+import { HostPortUnavailableError, HostPortsExhaustedError } from '../vms.errors';
 import { PortProbe, SOCKET_PORT_PROBE } from './port-probe';
 
 /**
  * TCP ports of the fleet's daemons, never given to a VM even when free on VM_WG_IP now: the
  * controller's API (9203), the agent's (9204) and the controller's operations listener (9206),
- * whichever of them runs, or will, on this node.
+ * whichever of them runs, or will, on this node. The agent's own VM_SPAWN_PORT and
+ * VM_METRICS_ADDR port are kept too, and VM_RESERVED_HOST_PORTS names the ones it cannot know
+ * (the controller's listeners at other ports).
  */
 export const FLEET_DAEMON_PORTS: readonly number[] = [9203, DEFAULT_SPAWN_PORT, 9206];
 
@@ -40,13 +42,21 @@ export class HostPorts {
 
   constructor(private readonly config: VmHostConfig) {}
 
-  /** Throws HostPortUnavailableError naming the first port asked for that cannot be had. */
+  /**
+   * Throws HostPortUnavailableError naming the first port asked for that cannot be had, and
+   * HostPortsExhaustedError, naming `vmId` (the VM asked for, when the controller named it), when
+   * no free port is left to pick.
+   */
   async assign(
     requested: readonly PublishedPortRequest[],
     holders: readonly PortHolder[],
+    vmId?: string,
   ): Promise<HostPort[]> {
     const taken = new Map<string, string>();
-    for (const port of this.reservedTcpPorts()) {
+    for (const port of this.config.reservedHostPorts ?? []) {
+      taken.set(portName(port, 'tcp'), 'reserved by VM_RESERVED_HOST_PORTS');
+    }
+    for (const port of this.daemonPorts()) {
       taken.set(portName(port, 'tcp'), 'a fleet daemon port');
     }
     for (const holder of holders) {
@@ -64,17 +74,19 @@ export class HostPorts {
       }
       taken.set(name, 'asked for by this create');
     }
-    const ssh = await this.freePort('tcp', taken);
+    const forVm = vmId === undefined ? 'a new VM' : `vm ${vmId}`;
+    const ssh = await this.freePort('tcp', taken, forVm);
     const forwards: HostPort[] = [{ host_port: ssh, guest_port: SSH_GUEST_PORT, protocol: 'tcp' }];
     for (const port of requested) {
-      const hostPort = port.host_port ?? (await this.freePort(port.protocol, taken));
+      const hostPort = port.host_port ?? (await this.freePort(port.protocol, taken, forVm));
       forwards.push({ host_port: hostPort, guest_port: port.guest_port, protocol: port.protocol });
     }
     return forwards;
   }
 
-  private reservedTcpPorts(): number[] {
-    return [...new Set([...FLEET_DAEMON_PORTS, this.config.spawnPort])];
+  private daemonPorts(): number[] {
+    const { spawnPort, metricsAddress } = this.config;
+    return [...FLEET_DAEMON_PORTS, spawnPort, ...(metricsAddress ? [metricsAddress.port] : [])];
   }
 
   private unavailable(index: number, name: string, why: string): HostPortUnavailableError {
@@ -83,17 +95,44 @@ export class HostPorts {
     );
   }
 
-  /** A port free on VM_WG_IP now that no VM here holds; marked taken for the rest of this pick. */
-  private async freePort(protocol: PortProtocol, taken: Map<string, string>): Promise<number> {
+  /**
+   * A port free on VM_WG_IP now that no VM here holds; marked taken for the rest of this pick.
+   * None left (the kernel's range all bound, or its picks all held): HostPortsExhaustedError.
+   */
+  private async freePort(
+    protocol: PortProtocol,
+    taken: Map<string, string>,
+    forVm: string,
+  ): Promise<number> {
     for (let attempt = 0; attempt < FREE_PORT_TRIES; attempt++) {
-      const port = await this.probe.anyFree(this.config.wgIp, protocol);
+      let port: number;
+      try {
+        port = await this.probe.anyFree(this.config.wgIp, protocol);
+      } catch (error) {
+        // The kernel's whole range is bound; anything else (VM_WG_IP gone) is not capacity.
+        if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+        throw await this.exhausted(protocol, forVm, 'every port in it is bound');
+      }
       const name = portName(port, protocol);
       if (taken.has(name)) continue;
       taken.set(name, 'picked for this create');
       return port;
     }
-    throw new Error(
-      `no free ${protocol} port on ${this.config.wgIp} after ${FREE_PORT_TRIES} picks`,
+    throw await this.exhausted(
+      protocol,
+      forVm,
+      `${FREE_PORT_TRIES} picks were all held by its VMs (stopped ones too) or fleet daemons`,
+    );
+  }
+
+  private async exhausted(
+    protocol: PortProtocol,
+    forVm: string,
+    why: string,
+  ): Promise<HostPortsExhaustedError> {
+    const range = (await this.probe.pickRange()) ?? 'its range';
+    return new HostPortsExhaustedError(
+      `no free ${protocol} host port for ${forVm} on node ${this.config.nodeId} (${this.config.wgIp}) in ${range} (net.ipv4.ip_local_port_range): ${why}; no VM was made`,
     );
   }
 }

@@ -1,4 +1,5 @@
 import { createSocket } from 'node:dgram';
+import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import type { HostPort, PortProtocol } from '@app/fleet-domain';
 
@@ -10,7 +11,12 @@ export interface PortProbe {
   isFree(host: string, port: number, protocol: PortProtocol): Promise<boolean>;
   /** A port the kernel picks as free on `host` right now (bound, then let go). */
   anyFree(host: string, protocol: PortProtocol): Promise<number>;
+  /** The range anyFree's picks come from, as `low-high`; undefined when it cannot be read. */
+  pickRange(): Promise<string | undefined>;
 }
+
+/** Where Linux keeps the range it picks free ports from (for port 0, TCP and UDP alike). */
+const LOCAL_PORT_RANGE = '/proc/sys/net/ipv4/ip_local_port_range';
 
 /** Binds and lets go: port 0 gives a free one. Resolves the port bound, or rejects. */
 function bindOnce(host: string, port: number, protocol: PortProtocol): Promise<number> {
@@ -48,6 +54,12 @@ export const SOCKET_PORT_PROBE: PortProbe = {
       () => false,
     ),
   anyFree: (host, protocol) => bindOnce(host, 0, protocol),
+  pickRange: async () => {
+    const range = /^(\d+)\s+(\d+)$/.exec(
+      (await readFile(LOCAL_PORT_RANGE, 'utf8').catch(() => '')).trim(),
+    );
+    return range ? `${range[1]}-${range[2]}` : undefined;
+  },
 };
 
 /** The first of `ports` that cannot be bound on `host` now, or undefined when all can. */
