@@ -22,8 +22,14 @@ export class InMemoryNodesRepository extends NodesRepository {
   private readonly silent = new Map<string, NodeState>();
   /** Nodes holding RAM, so the sweep looks at these only. */
   private readonly holding = new Set<string>();
-  /** Which nodes hold each VM id, kept with every change below: what ownersOf reads. */
-  private readonly vmHolders = new VmHolderIndex();
+
+  /**
+   * `vmHolders`: which nodes hold each VM id, kept with every change below, what ownersOf
+   * reads (a test passes its own to see it).
+   */
+  constructor(private readonly vmHolders = new VmHolderIndex()) {
+    super();
+  }
 
   listLive(notBeforeMs: number): Promise<NodeState[]> {
     const live: NodeState[] = [];

@@ -24,9 +24,9 @@ export class VmHolderIndex {
     return typeof holders === 'string' ? [holders] : [...holders];
   }
 
-  /** How many VM ids some node holds. */
-  get size(): number {
-    return this.holders.size;
+  /** Every VM id some node is recorded as holding. */
+  vmIds(): string[] {
+    return [...this.holders.keys()];
   }
 
   remove(vmId: string, nodeId: string): void {
