@@ -494,7 +494,13 @@ export class RedisNodesRepository extends NodesRepository {
     const now = performance.now();
     if (now - this.indexedAt < INDEX_INTERVAL_MS) return Promise.resolve(false);
     this.indexedAt = now;
-    this.indexing = this.indexVmHolders().finally(() => (this.indexing = undefined));
+    this.indexing = this.indexVmHolders()
+      .catch((error: unknown) => {
+        // Redis went away meanwhile: tried again at the next lookup, not INDEX_INTERVAL_MS later.
+        this.indexedAt = -Infinity;
+        throw error;
+      })
+      .finally(() => (this.indexing = undefined));
     return this.indexing;
   }
 
