@@ -208,6 +208,18 @@ async function probe(daemon: Daemon, file: string): Promise<Probe> {
   );
 }
 
+/** The controller's heap and RSS growth from `before` to `after`, per node of `nodes`. */
+function recordGrowthPerNode(key: string, nodes: number, before: Probe, after: Probe): void {
+  const heap = (after.heapUsed - before.heapUsed) / nodes;
+  const rss = (after.rss - before.rss) / nodes;
+  record(
+    key,
+    `controller heap / RSS per node at ${nodes.toLocaleString('en')} nodes`,
+    [heap, rss],
+    `${fixed(heap)} / ${fixed(rss)} B`,
+  );
+}
+
 async function startController(
   probePath: string,
   probeFile: string,
@@ -441,13 +453,7 @@ async function main(): Promise<void> {
     `${fixed(ours.perSecond * 10)} nodes`,
   );
 
-  const at10k = await probe(fleet, probeFile);
-  record(
-    'memory.perNodeAt10k',
-    'controller heap / RSS per node at 10,000 nodes',
-    [(at10k.heapUsed - empty.heapUsed) / 10_000, (at10k.rss - empty.rss) / 10_000],
-    `${fixed((at10k.heapUsed - empty.heapUsed) / 10_000)} / ${fixed((at10k.rss - empty.rss) / 10_000)} B`,
-  );
+  recordGrowthPerNode('memory.perNodeAt10k', 10_000, empty, await probe(fleet, probeFile));
 
   if (!HEARTBEATS_ONLY) await measureReadsWhileBeating();
   await fleet.stop();
@@ -516,13 +522,7 @@ async function main(): Promise<void> {
     enrolled,
     `${fixed(enrolled.perSecond)}, p99 ${enrolled.p99Ms} ms`,
   );
-  const at100k = await probe(fleet, probeFile);
-  record(
-    'memory.perNodeAt100k',
-    'controller heap / RSS per node at 100,000 nodes',
-    [(at100k.heapUsed - before100k.heapUsed) / 100_000, (at100k.rss - before100k.rss) / 100_000],
-    `${fixed((at100k.heapUsed - before100k.heapUsed) / 100_000)} / ${fixed((at100k.rss - before100k.rss) / 100_000)} B`,
-  );
+  recordGrowthPerNode('memory.perNodeAt100k', 100_000, before100k, await probe(fleet, probeFile));
   await fleet.stop();
 
   if (!HEARTBEATS_ONLY) await measureSweepHostileAndAgent(probePath, probeFile, ticksPerSecond);
