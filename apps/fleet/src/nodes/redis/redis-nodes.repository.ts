@@ -47,11 +47,13 @@ const VM_HOLDERS = `${PREFIX}vm-holders`;
 /** Counts the writes (PUT) that kept VM_HOLDERS, as VERSIONS counts every write. */
 const INDEXED_WRITES = `${PREFIX}vm-holders:writes`;
 /**
- * VERSIONS - INDEXED_WRITES when VM_HOLDERS was last made whole from every record. While the
- * two still differ by this, no write has left it out; when they do not (a controller of an
- * earlier version wrote, without it) or this key is missing (a store written before the
- * index, upgraded in place; or a new one), VM_HOLDERS is made whole again from the records,
- * once, and meanwhile ownersOf reads every node as the earlier version did.
+ * VERSIONS - INDEXED_WRITES as it was when VM_HOLDERS was last made whole from every record.
+ * Upgrading in place: a store the version before the index wrote has neither, so the first
+ * lookup makes VM_HOLDERS whole from the records (once, in batches) and sets this. While
+ * VERSIONS - INDEXED_WRITES still equals it, every write since kept VM_HOLDERS; once it is
+ * larger, a controller of an earlier version sharing this Redis wrote without it: until
+ * VM_HOLDERS is made whole again (at most every INDEX_INTERVAL_MS), ownersOf reads every node,
+ * as that version did, so it never misses an owner.
  */
 const UNINDEXED_WRITES = `${PREFIX}vm-holders:unindexed-writes`;
 const nodeKey = (nodeId: string) => `${PREFIX}node:${nodeId}`;
