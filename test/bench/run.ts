@@ -2,10 +2,12 @@
  * `npm run bench`: the controller built and started as in production, loaded from separate
  * processes with autocannon, side by side with a node:http baseline; then the agent. Prints one
  * table and writes the same figures as JSON to test/bench/results/.
+ * `npm run bench -- heartbeats`: heartbeat ingestion alone (in memory, the baseline, in Redis,
+ * and enrolling 100,000 nodes), about 2 minutes.
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import * as ts from 'typescript';
 import {
@@ -29,6 +31,8 @@ const CONNECTIONS = 16;
 const HEARTBEAT_SECONDS = 10;
 const READ_SECONDS = 5;
 const AGENT_SECONDS = 60;
+/** Only the heartbeat ingestion steps: the reads, sweep, hostile bodies and agent are left out. */
+const HEARTBEATS_ONLY = process.argv.slice(2).includes('heartbeats');
 
 interface Probe {
   heapUsed: number;
@@ -135,6 +139,50 @@ async function measureReads(nodes: string, key: string): Promise<void> {
   }
 }
 
+/** Reads at 10,000 nodes, then heartbeats while /v1/nodes is polled once a second. */
+async function measureReadsWhileBeating(): Promise<void> {
+  console.log('reads at 10,000 nodes');
+  await measureReads('10,000', 'at10k');
+  let pollP99 = 0;
+  let polling = true;
+  const poller = (async () => {
+    while (polling) {
+      const t0 = performance.now();
+      await fetch(`${FLEET_URL}/v1/nodes`).then((response) => response.arrayBuffer());
+      pollP99 = Math.max(pollP99, performance.now() - t0);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  })();
+  const whilePolled = await heartbeatLoad(FLEET_URL);
+  polling = false;
+  await poller;
+  checkClean('heartbeats while polled', whilePolled);
+  record(
+    'heartbeat.p99WhilePolledMs',
+    'heartbeat p99 while /v1/nodes polled 1/s',
+    whilePolled.p99Ms,
+    `${whilePolled.p99Ms} ms (slowest poll ${fixed(pollP99)} ms)`,
+  );
+}
+
+/** GET /v1/nodes at 10,000 nodes with fleet state in Redis. */
+async function measureRedisRead(): Promise<void> {
+  const redisRead = await load({
+    url: FLEET_URL,
+    kind: 'get',
+    path: '/v1/nodes',
+    connections: 4,
+    durationS: READ_SECONDS,
+  });
+  checkClean('GET /v1/nodes via Redis', redisRead);
+  record(
+    'redis.read.v1.nodes.at10k',
+    'Redis store: GET /v1/nodes at 10,000 nodes req/s, p99',
+    redisRead,
+    `${fixed(redisRead.perSecond)} req/s, ${redisRead.p99Ms} ms`,
+  );
+}
+
 /** The memory probe, compiled to JS so the controller does not load TypeScript. */
 function compileProbe(): string {
   const source = readFileSync(join(__dirname, 'memory-probe.ts'), 'utf8');
@@ -157,6 +205,18 @@ async function probe(daemon: Daemon, file: string): Promise<Probe> {
     },
     10_000,
     20,
+  );
+}
+
+/** The controller's heap and RSS growth from `before` to `after`, per node of `nodes`. */
+function recordGrowthPerNode(key: string, nodes: number, before: Probe, after: Probe): void {
+  const heap = (after.heapUsed - before.heapUsed) / nodes;
+  const rss = (after.rss - before.rss) / nodes;
+  record(
+    key,
+    `controller heap / RSS per node at ${nodes.toLocaleString('en')} nodes`,
+    [heap, rss],
+    `${fixed(heap)} / ${fixed(rss)} B`,
   );
 }
 
@@ -207,149 +267,12 @@ function spawnPlainAgent(env: NodeJS.ProcessEnv): {
   return { process: child, enrolled };
 }
 
-async function main(): Promise<void> {
-  mkdirSync(RESULTS, { recursive: true });
-  const probePath = compileProbe();
-  const probeFile = join(RESULTS, 'probe.json');
-  const ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
-  const started = Date.now();
-
-  console.log('heartbeat ingestion (10,000 node ids, 2 VMs each, 16 connections)');
-  let fleet = await startController(probePath, probeFile);
-  const empty = await probe(fleet, probeFile);
-  await warmUp(FLEET_URL);
-  const ours = await heartbeatLoad(FLEET_URL);
-  checkClean('heartbeats', ours);
-  record('heartbeat.perSecond', 'controller heartbeats/s', ours.perSecond, fixed(ours.perSecond));
-  record(
-    'heartbeat.latencyMs',
-    'controller heartbeat p50 / p99 / max',
-    [ours.p50Ms, ours.p99Ms, ours.maxMs],
-    `${ours.p50Ms} / ${ours.p99Ms} / ${ours.maxMs} ms`,
-  );
-  record(
-    'heartbeat.failures',
-    'controller non-2xx / errors',
-    [ours.non2xx, ours.errors + ours.timeouts],
-    `${ours.non2xx} / ${ours.errors + ours.timeouts}`,
-  );
-  record(
-    'heartbeat.capacityNodes',
-    'capacity at the 10 s default interval',
-    ours.perSecond * 10,
-    `${fixed(ours.perSecond * 10)} nodes`,
-  );
-
-  const at10k = await probe(fleet, probeFile);
-  record(
-    'memory.perNodeAt10k',
-    'controller heap / RSS per node at 10,000 nodes',
-    [(at10k.heapUsed - empty.heapUsed) / 10_000, (at10k.rss - empty.rss) / 10_000],
-    `${fixed((at10k.heapUsed - empty.heapUsed) / 10_000)} / ${fixed((at10k.rss - empty.rss) / 10_000)} B`,
-  );
-
-  console.log('reads at 10,000 nodes');
-  await measureReads('10,000', 'at10k');
-  let pollP99 = 0;
-  let polling = true;
-  const poller = (async () => {
-    while (polling) {
-      const t0 = performance.now();
-      await fetch(`${FLEET_URL}/v1/nodes`).then((response) => response.arrayBuffer());
-      pollP99 = Math.max(pollP99, performance.now() - t0);
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-    }
-  })();
-  const whilePolled = await heartbeatLoad(FLEET_URL);
-  polling = false;
-  await poller;
-  checkClean('heartbeats while polled', whilePolled);
-  record(
-    'heartbeat.p99WhilePolledMs',
-    'heartbeat p99 while /v1/nodes polled 1/s',
-    whilePolled.p99Ms,
-    `${whilePolled.p99Ms} ms (slowest poll ${fixed(pollP99)} ms)`,
-  );
-  await fleet.stop();
-
-  console.log('baseline: node:http alone, same load');
-  const baseline = spawn(
-    process.execPath,
-    [
-      '-r',
-      'ts-node/register/transpile-only',
-      join(__dirname, 'baseline-server.ts'),
-      String(BASELINE_PORT),
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  await new Promise((resolve) => baseline.stdout.once('data', resolve));
-  await warmUp(`http://127.0.0.1:${BASELINE_PORT}`);
-  const base = await heartbeatLoad(`http://127.0.0.1:${BASELINE_PORT}`);
-  baseline.kill('SIGTERM');
-  checkClean('baseline', base);
-  record(
-    'baseline.perSecond',
-    'node:http baseline heartbeats/s',
-    base.perSecond,
-    `${fixed(base.perSecond)} (p99 ${base.p99Ms} ms)`,
-  );
-  record(
-    'heartbeat.ratio',
-    'ours / baseline',
-    ours.perSecond / base.perSecond,
-    fixed(ours.perSecond / base.perSecond, 2),
-  );
-
-  console.log('the same, with fleet state in Redis (VM_FLEET_REDIS_URL)');
-  const redis = await RedisServer.start();
-  fleet = await startController(probePath, probeFile, { VM_FLEET_REDIS_URL: redis.url });
-  await warmUp(FLEET_URL);
-  const viaRedis = await heartbeatLoad(FLEET_URL);
-  checkClean('heartbeats via Redis', viaRedis);
-  record(
-    'redis.heartbeat',
-    'Redis store: heartbeats/s, p99',
-    viaRedis,
-    `${fixed(viaRedis.perSecond)}, p99 ${viaRedis.p99Ms} ms`,
-  );
-  const redisRead = await load({
-    url: FLEET_URL,
-    kind: 'get',
-    path: '/v1/nodes',
-    connections: 4,
-    durationS: READ_SECONDS,
-  });
-  checkClean('GET /v1/nodes via Redis', redisRead);
-  record(
-    'redis.read.v1.nodes.at10k',
-    'Redis store: GET /v1/nodes at 10,000 nodes req/s, p99',
-    redisRead,
-    `${fixed(redisRead.perSecond)} req/s, ${redisRead.p99Ms} ms`,
-  );
-  await fleet.stop();
-  await redis.stop();
-
-  console.log('reads at 1,000 nodes');
-  fleet = await startController(probePath, probeFile);
-  await enroll(1_000);
-  await measureReads('1,000', 'at1k');
-  await fleet.stop();
-
-  console.log('memory at 100,000 nodes');
-  fleet = await startController(probePath, probeFile);
-  const before100k = await probe(fleet, probeFile);
-  const enrolled = await enroll(100_000);
-  checkClean('enrolling 100,000', enrolled);
-  const at100k = await probe(fleet, probeFile);
-  record(
-    'memory.perNodeAt100k',
-    'controller heap / RSS per node at 100,000 nodes',
-    [(at100k.heapUsed - before100k.heapUsed) / 100_000, (at100k.rss - before100k.rss) / 100_000],
-    `${fixed((at100k.heapUsed - before100k.heapUsed) / 100_000)} / ${fixed((at100k.rss - before100k.rss) / 100_000)} B`,
-  );
-  await fleet.stop();
-
+/** The staleness sweep, hostile bodies, the agent and, as root with the image, a real guest. */
+async function measureSweepHostileAndAgent(
+  probePath: string,
+  probeFile: string,
+  ticksPerSecond: number,
+): Promise<void> {
   console.log('the staleness sweep: 100,000 nodes stale at once (in its own process)');
   const sweep = await runScript<{
     nodes: number;
@@ -389,7 +312,7 @@ async function main(): Promise<void> {
   );
 
   console.log('the agent');
-  fleet = await startController(probePath, probeFile);
+  const fleet = await startController(probePath, probeFile);
   const agentEnv = (id: string, ip: string, interval: string) => ({
     VM_FLEET_ENDPOINT: FLEET_URL,
     VM_NODE_ID: id,
@@ -494,15 +417,131 @@ async function main(): Promise<void> {
     console.log('  QEMU memory and create → SSH: skipped (needs root and the guest image)');
   }
   await fleet.stop();
+}
 
+async function main(): Promise<void> {
+  mkdirSync(RESULTS, { recursive: true });
+  const probePath = compileProbe();
+  const probeFile = join(RESULTS, 'probe.json');
+  const ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
+  const started = Date.now();
+  const loadBefore = loadavg().map((load) => load.toFixed(2));
+
+  console.log('heartbeat ingestion (10,000 node ids, 2 VMs each, 16 connections)');
+  let fleet = await startController(probePath, probeFile);
+  const empty = await probe(fleet, probeFile);
+  await warmUp(FLEET_URL);
+  const ours = await heartbeatLoad(FLEET_URL);
+  checkClean('heartbeats', ours);
+  record('heartbeat.perSecond', 'controller heartbeats/s', ours.perSecond, fixed(ours.perSecond));
+  record(
+    'heartbeat.latencyMs',
+    'controller heartbeat p50 / p99 / max',
+    [ours.p50Ms, ours.p99Ms, ours.maxMs],
+    `${ours.p50Ms} / ${ours.p99Ms} / ${ours.maxMs} ms`,
+  );
+  record(
+    'heartbeat.failures',
+    'controller non-2xx / errors',
+    [ours.non2xx, ours.errors + ours.timeouts],
+    `${ours.non2xx} / ${ours.errors + ours.timeouts}`,
+  );
+  record(
+    'heartbeat.capacityNodes',
+    'capacity at the 10 s default interval',
+    ours.perSecond * 10,
+    `${fixed(ours.perSecond * 10)} nodes`,
+  );
+
+  recordGrowthPerNode('memory.perNodeAt10k', 10_000, empty, await probe(fleet, probeFile));
+
+  if (!HEARTBEATS_ONLY) await measureReadsWhileBeating();
+  await fleet.stop();
+
+  console.log('baseline: node:http alone, same load');
+  const baseline = spawn(
+    process.execPath,
+    [
+      '-r',
+      'ts-node/register/transpile-only',
+      join(__dirname, 'baseline-server.ts'),
+      String(BASELINE_PORT),
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  await new Promise((resolve) => baseline.stdout.once('data', resolve));
+  await warmUp(`http://127.0.0.1:${BASELINE_PORT}`);
+  const base = await heartbeatLoad(`http://127.0.0.1:${BASELINE_PORT}`);
+  baseline.kill('SIGTERM');
+  checkClean('baseline', base);
+  record(
+    'baseline.perSecond',
+    'node:http baseline heartbeats/s',
+    base.perSecond,
+    `${fixed(base.perSecond)} (p99 ${base.p99Ms} ms)`,
+  );
+  record(
+    'heartbeat.ratio',
+    'ours / baseline',
+    ours.perSecond / base.perSecond,
+    fixed(ours.perSecond / base.perSecond, 2),
+  );
+
+  console.log('the same, with fleet state in Redis (VM_FLEET_REDIS_URL)');
+  const redis = await RedisServer.start();
+  fleet = await startController(probePath, probeFile, { VM_FLEET_REDIS_URL: redis.url });
+  await warmUp(FLEET_URL);
+  const viaRedis = await heartbeatLoad(FLEET_URL);
+  checkClean('heartbeats via Redis', viaRedis);
+  record(
+    'redis.heartbeat',
+    'Redis store: heartbeats/s, p99',
+    viaRedis,
+    `${fixed(viaRedis.perSecond)}, p99 ${viaRedis.p99Ms} ms`,
+  );
+  if (!HEARTBEATS_ONLY) await measureRedisRead();
+  await fleet.stop();
+  await redis.stop();
+
+  if (!HEARTBEATS_ONLY) {
+    console.log('reads at 1,000 nodes');
+    fleet = await startController(probePath, probeFile);
+    await enroll(1_000);
+    await measureReads('1,000', 'at1k');
+    await fleet.stop();
+  }
+
+  console.log('memory at 100,000 nodes');
+  fleet = await startController(probePath, probeFile);
+  const before100k = await probe(fleet, probeFile);
+  const enrolled = await enroll(100_000);
+  checkClean('enrolling 100,000', enrolled);
+  record(
+    'enroll.perSecondTo100k',
+    'enrolling 100,000 nodes (first heartbeats, 2 VMs each): per second, p99',
+    enrolled,
+    `${fixed(enrolled.perSecond)}, p99 ${enrolled.p99Ms} ms`,
+  );
+  recordGrowthPerNode('memory.perNodeAt100k', 100_000, before100k, await probe(fleet, probeFile));
+  await fleet.stop();
+
+  if (!HEARTBEATS_ONLY) await measureSweepHostileAndAgent(probePath, probeFile, ticksPerSecond);
+
+  // The machine's load average (1, 5, 15 min) before and after: its figures depend on it.
+  const load = { before: loadBefore, after: loadavg().map((value) => value.toFixed(2)) };
   const file = join(RESULTS, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(
     file,
-    JSON.stringify({ machine: { cores: cpus().length, node: process.version }, figures }, null, 2),
+    JSON.stringify(
+      { machine: { cores: cpus().length, node: process.version, load }, figures },
+      null,
+      2,
+    ),
   );
   const width = Math.max(...rows.map(([label]) => label.length));
   console.log('\n| figure | value |\n|---|---|');
   for (const [label, value] of rows) console.log(`| ${label.padEnd(width)} | ${value} |`);
+  console.log(`\nload average ${load.before.join(' ')} before, ${load.after.join(' ')} after`);
   console.log(`\nfigures written to ${file} (${fixed((Date.now() - started) / 1000)} s)`);
 }
 

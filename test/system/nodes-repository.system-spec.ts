@@ -18,10 +18,12 @@ import {
 import { KeyClaims } from '../../apps/fleet/src/nodes/key-claims.repository';
 import { InMemoryKeyClaims } from '../../apps/fleet/src/nodes/memory/in-memory-key-claims.repository';
 import { InMemoryNodesRepository } from '../../apps/fleet/src/nodes/memory/in-memory-nodes.repository';
+import { VmHolderIndex } from '../../apps/fleet/src/nodes/memory/vm-holder-index';
 import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
 import { RedisNodesRepository } from '../../apps/fleet/src/nodes/redis/redis-nodes.repository';
 import { RedisConnection } from '../../apps/fleet/src/nodes/redis/redis-connection';
 import { RedisKeyClaims } from '../../apps/fleet/src/nodes/redis/redis-key-claims.repository';
+import { encodeStoredNode } from '../../apps/fleet/src/nodes/redis/stored-node';
 import { heartbeat as agentHeartbeat, vmRecord } from '../support/heartbeats';
 import { RedisServer } from '../support/redis-server';
 
@@ -35,11 +37,21 @@ interface Store {
   keyClaims: KeyClaims;
   /** Keys left in Redis besides the version counter; 0 for memory. */
   leftoverKeys(): Promise<number>;
+  /** The VM ids the store's index names a holder for, sorted. */
+  indexedVmIds(): Promise<string[]>;
   close(): Promise<void>;
 }
 
 let redisServer: RedisServer;
 let inspector: Redis;
+
+/** Keys that count writes, left when every node is gone; the index of VM ids is not one. */
+const COUNTERS = [
+  'ppn-fleet:version',
+  'ppn-fleet:vm-holders:writes',
+  'ppn-fleet:vm-holders:unindexed-writes',
+];
+const VM_HOLDERS = 'ppn-fleet:vm-holders';
 
 beforeAll(async () => {
   redisServer = await RedisServer.start();
@@ -55,13 +67,16 @@ afterAll(async () => {
 const stores: Array<[string, () => Promise<Store>]> = [
   [
     'in memory',
-    () =>
-      Promise.resolve({
-        repository: new InMemoryNodesRepository(),
+    () => {
+      const vmHolders = new VmHolderIndex();
+      return Promise.resolve({
+        repository: new InMemoryNodesRepository(vmHolders),
         keyClaims: new InMemoryKeyClaims(),
         leftoverKeys: () => Promise.resolve(0),
+        indexedVmIds: () => Promise.resolve(vmHolders.vmIds().sort()),
         close: () => Promise.resolve(),
-      }),
+      });
+    },
   ],
   [
     'in Redis',
@@ -73,7 +88,8 @@ const stores: Array<[string, () => Promise<Store>]> = [
         repository: new RedisNodesRepository(connection),
         keyClaims: new RedisKeyClaims(connection),
         leftoverKeys: async () =>
-          (await inspector.keys('*')).filter((key) => key !== 'ppn-fleet:version').length,
+          (await inspector.keys('*')).filter((key) => !COUNTERS.includes(key)).length,
+        indexedVmIds: async () => (await inspector.hkeys(VM_HOLDERS)).sort(),
         close: () => connection.onApplicationShutdown(),
       };
     },
@@ -413,6 +429,174 @@ describe.each(stores)('NodesRepository %s', (_name, open) => {
       vm_count: 2,
       ram_available_mb: 3072,
     });
+  });
+});
+
+describe.each(stores)('NodesRepository.ownersOf %s', (_name, open) => {
+  let store: Store;
+  let nodes: NodesRepository;
+
+  function beat(node_id: string, receivedAtMs: number, vmIds: string[]): Promise<unknown> {
+    const vms = vmIds.map((vmId) => vm(vmId));
+    return nodes.update(node_id, acceptHeartbeat(heartbeat(node_id, { vms }), receivedAtMs));
+  }
+
+  /** The owners of `vmIds` as another node, `asker`, would be told them. */
+  async function owners(vmIds: string[], asker = 'asker'): Promise<Record<string, string>> {
+    return Object.fromEntries(await nodes.ownersOf(vmIds, asker));
+  }
+
+  beforeEach(async () => {
+    store = await open();
+    nodes = store.repository;
+  });
+
+  afterEach(async () => {
+    await store.close();
+  });
+
+  it('names the node holding each VM id: listed, kept silent, or minted for a hold; never the asker', async () => {
+    await beat('n1', 1_000, ['a', 'b']);
+    await beat('n2', 1_000, ['c']);
+    await beat('n3', 9_000, []);
+    await nodes.update('n3', holdRam({ ...hold('h1', 512, 0), vmId: 'd' }, 0));
+    expect(await owners(['a', 'b', 'c', 'd', 'x'])).toEqual({ a: 'n1', b: 'n1', c: 'n2', d: 'n3' });
+    expect(await owners(['a', 'c'], 'n2')).toEqual({ a: 'n1' });
+    expect(await owners([])).toEqual({});
+    // Silent, kept for its VMs: they are still its own.
+    await nodes.dropStale(5_000);
+    expect(await owners(['a', 'c'])).toEqual({ a: 'n1', c: 'n2' });
+  });
+
+  it('stops naming a node for a VM it no longer holds: replaced, removed, forgotten, swept', async () => {
+    // Each step is read from the index before any lookup, which would repair a stale entry.
+    await beat('n1', 1_000, ['a', 'b']);
+    await beat('n1', 2_000, ['b']);
+    expect(await store.indexedVmIds()).toEqual(['b']);
+    expect(await owners(['a', 'b'])).toEqual({ b: 'n1' });
+    await nodes.update('n1', removeVm('b'));
+    expect(await store.indexedVmIds()).toEqual([]);
+
+    // Forgotten one by one (DELETE ?forget=true), the node with its last.
+    await beat('quiet', 1_000, ['q1', 'q2']);
+    await nodes.dropStale(5_000);
+    await nodes.update('quiet', forgetSilentVm('q1', 5_000));
+    expect(await store.indexedVmIds()).toEqual(['q2']);
+    await nodes.update('quiet', forgetSilentVm('q2', 5_000));
+    expect(await store.indexedVmIds()).toEqual([]);
+
+    // Forgotten beyond the silent nodes kept; swept with a hold for a VM not listed yet.
+    await beat('old', 1_000, ['o1']);
+    await nodes.dropStale(5_000);
+    await nodes.forgetSilentBeyond(0);
+    await beat('placing', 10_000, []);
+    await nodes.update('placing', holdRam({ ...hold('h1', 512, 0), vmId: 'p1' }, 0));
+    expect(await store.indexedVmIds()).toEqual(['p1']);
+    await nodes.dropStale(50_000);
+    expect(await store.indexedVmIds()).toEqual([]);
+
+    // Its VMs reported elsewhere by an agent of its own id: still its own, as SilentVms.
+    await beat('moved', 60_000, ['m1']);
+    await nodes.dropStale(95_000);
+    await nodes.update(
+      'moved',
+      acceptHeartbeat(heartbeat('moved', { boot_id: 'boot-clone', vms: [vm('m2')] }), 100_000),
+    );
+    expect(await owners(['m1', 'm2'])).toEqual({ m1: 'moved', m2: 'moved' });
+    await nodes.update('moved', forgetSilentVm('m1', 100_000));
+    expect(await store.indexedVmIds()).toEqual(['m2']);
+    await nodes.update('moved', removeVm('m2'));
+    expect(await store.indexedVmIds()).toEqual([]);
+    await nodes.dropStale(200_000);
+    expect(await store.leftoverKeys()).toBe(0);
+  });
+
+  it('names the first of two nodes holding one id, and the other once the first lets it go', async () => {
+    // Both listed it at once, before either heartbeat was stored (the service judges before it writes).
+    await beat('first', 1_000, ['v']);
+    await beat('second', 1_000, ['v']);
+    expect(await owners(['v'])).toEqual({ v: 'first' });
+    expect(await owners(['v'], 'first')).toEqual({ v: 'second' });
+    await beat('first', 2_000, []);
+    expect(await owners(['v'])).toEqual({ v: 'second' });
+  });
+});
+
+describe('NodesRepository.ownersOf in Redis', () => {
+  let connections: RedisConnection[];
+
+  /** A controller's store on the test's Redis, as another process would open it. */
+  async function controller(): Promise<RedisNodesRepository> {
+    const connection = new RedisConnection(redisServer.url, redisServer.url);
+    await new Promise((resolve) => connection.client.once('ready', resolve));
+    connections.push(connection);
+    return new RedisNodesRepository(connection);
+  }
+
+  function beat(nodes: NodesRepository, node_id: string, vmIds: string[]): Promise<unknown> {
+    const vms = vmIds.map((vmId) => vm(vmId));
+    return nodes.update(node_id, acceptHeartbeat(heartbeat(node_id, { vms }), 1_000));
+  }
+
+  beforeEach(async () => {
+    await inspector.flushdb();
+    connections = [];
+    jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+  });
+
+  afterEach(async () => {
+    jest.restoreAllMocks();
+    await Promise.all(connections.map((connection) => connection.onApplicationShutdown()));
+  });
+
+  it('answers what another controller on the same Redis wrote', async () => {
+    const one = await controller();
+    const other = await controller();
+    await beat(one, 'n1', ['a']);
+    expect(await other.ownersOf(['a'], 'n2')).toEqual(new Map([['a', 'n1']]));
+    await beat(other, 'n1', []);
+    expect(await one.ownersOf(['a'], 'n2')).toEqual(new Map());
+    expect(await inspector.exists(VM_HOLDERS)).toBe(0);
+  });
+
+  it('never takes a stale entry for an owner, and takes it out', async () => {
+    const nodes = await controller();
+    await beat(nodes, 'n1', ['a']);
+    expect(await nodes.ownersOf(['a'], 'n2')).toEqual(new Map([['a', 'n1']]));
+    // As a node key that expired with no sweep, or a write of an earlier version, leaves them.
+    await inspector.hset(VM_HOLDERS, 'b', 'n1', 'c', 'gone n1', 'a', 'gone n1');
+    expect(await nodes.ownersOf(['a', 'b', 'c'], 'n2')).toEqual(new Map([['a', 'n1']]));
+    expect(await inspector.hgetall(VM_HOLDERS)).toEqual({ a: 'n1' });
+  });
+
+  it('indexes a store written without the index once, and reads every node while an earlier version writes', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const nodes = await controller();
+    await beat(nodes, 'n1', ['a']);
+    await beat(nodes, 'silent', ['s']);
+    await nodes.dropStale(5_000);
+    // The store as the version before the index left it.
+    await inspector.del(VM_HOLDERS, 'ppn-fleet:vm-holders:writes');
+    const upgraded = await controller();
+    expect(await upgraded.ownersOf(['a', 's', 'x'], 'n2')).toEqual(
+      new Map([
+        ['a', 'n1'],
+        ['s', 'silent'],
+      ]),
+    );
+    expect(await inspector.hgetall(VM_HOLDERS)).toEqual({ a: 'n1', s: 'silent' });
+
+    // A controller of the earlier version, still on the same Redis, writes a node without it.
+    const written = nodeStateFromHeartbeat(heartbeat('old', { vms: [vm('o')] }), 1_000);
+    const version = await inspector.incr('ppn-fleet:version');
+    await inspector.set('ppn-fleet:node:old', `${version}\n${encodeStoredNode(written)}`);
+    await inspector.zadd('ppn-fleet:nodes', 1_000, 'old');
+    expect(await upgraded.ownersOf(['o'], 'n2')).toEqual(new Map([['o', 'old']]));
+    expect(await inspector.hget(VM_HOLDERS, 'o')).toBeNull();
+    // Indexed again at the next lookup once it has stopped writing (here: by a new process).
+    expect(await (await controller()).ownersOf(['o'], 'n2')).toEqual(new Map([['o', 'old']]));
+    expect(await inspector.hget(VM_HOLDERS, 'o')).toBe('old');
+    expect(warn).not.toHaveBeenCalled();
   });
 });
 

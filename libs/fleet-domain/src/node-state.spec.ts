@@ -26,6 +26,7 @@ import {
   silentBeyond,
   toNodeRecord,
   vmCount,
+  vmOwnersAmong,
 } from './node-state';
 
 function vm(vm_id: string, ram_alloc_mb = 512) {
@@ -254,15 +255,32 @@ describe('foreignVms', () => {
       { ...hold('h1', 512, 0), vmId: 'b1' },
       0,
     )(nodeStateFromHeartbeat(heartbeat({ node_id: 'b' }), 0)).next!;
+    const stored = [owner, dropped, dispatching];
     const claimed = [vm('c1'), vm('s1'), vm('b1'), vm('a1')];
-    expect(foreignVms('a', claimed, [owner, dropped, dispatching])).toEqual([
+    const ids = claimed.map((one) => one.vm_id);
+    expect(foreignVms(claimed, vmOwnersAmong(stored, ids, 'a'))).toEqual([
       { vm_id: 'c1', owner: 'c' },
       { vm_id: 's1', owner: 's' },
       { vm_id: 'b1', owner: 'b' },
     ]);
-    // Its own node's VMs are its own; ids it already held are not looked up.
-    expect(foreignVms('c', [vm('c1')], [owner])).toEqual([]);
-    expect(foreignVms('a', claimed, [owner], new Set(['c1']))).toEqual([]);
+    // Its own node's VMs are its own; ids it already held are never foreign.
+    expect(vmOwnersAmong(stored, ['c1'], 'c')).toEqual(new Map());
+    expect(foreignVms(claimed, vmOwnersAmong([owner], ids, 'a'), new Set(['c1']))).toEqual([]);
+  });
+
+  it('names the first of the nodes holding an id, and only the ids asked for', () => {
+    const first = nodeStateFromHeartbeat(heartbeat({ node_id: 'x', vms: [vm('v1')] }), 0);
+    const second = nodeStateFromHeartbeat(
+      heartbeat({ node_id: 'y', vms: [vm('v1'), vm('v2')] }),
+      0,
+    );
+    expect(vmOwnersAmong([first, second], ['v1'], 'a')).toEqual(new Map([['v1', 'x']]));
+    expect(vmOwnersAmong([first, second], ['v1', 'v2'], 'x')).toEqual(
+      new Map([
+        ['v1', 'y'],
+        ['v2', 'y'],
+      ]),
+    );
   });
 });
 

@@ -253,27 +253,72 @@ export function heldVmIds(node: NodeState): string[] {
   return ids;
 }
 
+/** What a change of one node's state does to the VM ids it holds (see heldVmIds). */
+export interface HeldVmIdChanges {
+  gained: string[];
+  lost: string[];
+}
+
+const NO_HELD_VM_ID_CHANGES: HeldVmIdChanges = Object.freeze({ gained: [], lost: [] });
+
 /**
- * The VMs of `nodeId`'s heartbeat whose ids another stored node (live or silent) holds: a VM id
- * belongs to the first node that listed it (Kubernetes' NodeRestriction: a kubelet modifies only
- * the pods bound to it). Such a VM is not listed twice, and nothing is routed to the claimer.
- * `known`: ids the node itself held already (none of them is looked up).
+ * The VM ids a node comes to hold and those it stops holding as its stored state goes from
+ * `before` to `after` (undefined: none stored): what a store's index of VM ids follows.
  */
-export function foreignVms(
-  nodeId: string,
-  vms: readonly HeartbeatVm[],
+export function heldVmIdChanges(
+  before: NodeState | undefined,
+  after: NodeState | undefined,
+): HeldVmIdChanges {
+  const held = before ? heldVmIds(before) : [];
+  const holds = after ? heldVmIds(after) : [];
+  // A heartbeat listing what the last one did, in the same order: the usual case, no Sets.
+  if (held.length === holds.length && held.every((vmId, index) => vmId === holds[index])) {
+    return NO_HELD_VM_ID_CHANGES;
+  }
+  const had = new Set(held);
+  const has = new Set(holds);
+  return {
+    gained: [...has].filter((vmId) => !had.has(vmId)),
+    lost: [...had].filter((vmId) => !has.has(vmId)),
+  };
+}
+
+/**
+ * Of `vmIds`, those a node of `stored` other than `exceptNodeId` holds (see heldVmIds), each
+ * with the first such node: what a store without an index of VM ids (or whose index is not
+ * complete) answers NodesRepository.ownersOf with. Reads every node.
+ */
+export function vmOwnersAmong(
   stored: readonly NodeState[],
-  known: ReadonlySet<string> = new Set(),
-): ForeignVm[] {
-  const unknown = vms.filter((vm) => !known.has(vm.vm_id));
-  if (unknown.length === 0) return [];
+  vmIds: readonly string[],
+  exceptNodeId: string,
+): Map<string, string> {
+  const wanted = new Set(vmIds);
   const owners = new Map<string, string>();
   for (const node of stored) {
-    if (node.node_id === nodeId) continue;
-    for (const vmId of heldVmIds(node)) if (!owners.has(vmId)) owners.set(vmId, node.node_id);
+    if (node.node_id === exceptNodeId) continue;
+    for (const vmId of heldVmIds(node)) {
+      if (wanted.has(vmId) && !owners.has(vmId)) owners.set(vmId, node.node_id);
+    }
   }
+  return owners;
+}
+
+/**
+ * The VMs of a heartbeat whose ids another stored node (live or silent) holds: a VM id belongs
+ * to the first node that listed it (Kubernetes' NodeRestriction: a kubelet modifies only the
+ * pods bound to it). Such a VM is not listed twice, and nothing is routed to the claimer.
+ * `owners`: for ids of `vms`, a node other than the heartbeat's holding it
+ * (NodesRepository.ownersOf); `known`: ids the node itself held already, never foreign.
+ */
+export function foreignVms(
+  vms: readonly HeartbeatVm[],
+  owners: ReadonlyMap<string, string>,
+  known: ReadonlySet<string> = new Set(),
+): ForeignVm[] {
   const foreign: ForeignVm[] = [];
-  for (const vm of unknown) {
+  for (const vm of vms) {
+    if (known.has(vm.vm_id)) continue;
     const owner = owners.get(vm.vm_id);
     if (owner !== undefined) foreign.push({ vm_id: vm.vm_id, owner });
   }

@@ -21,6 +21,16 @@ export abstract class NodesRepository {
   abstract listAll(): Promise<NodeState[]>;
 
   /**
+   * Of `vmIds`, those a stored node other than `exceptNodeId` holds (heldVmIds: listed, kept
+   * silent, or minted for a hold; the node live, silent or stale), each with such a node (the
+   * first that came to hold it): what foreignVms judges a heartbeat by. Costs what `vmIds`
+   * cost, never a read of the whole store: the store keeps an index of VM id to holding nodes
+   * with the records, written with them, and checks each node it names against that node's
+   * record, so an entry left stale never makes a VM foreign.
+   */
+  abstract ownersOf(vmIds: readonly string[], exceptNodeId: string): Promise<Map<string, string>>;
+
+  /**
    * Drops every node older than `notBeforeMs` out of the live reads and returns them: a node
    * keepsVmsWhenSilent keeps stays stored, silent (listAll, update), the others are removed.
    */

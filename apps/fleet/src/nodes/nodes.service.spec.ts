@@ -1,9 +1,10 @@
 import { Logger } from '@nestjs/common';
 import { NodeHeartbeat } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
-import { heartbeat as agentHeartbeat } from '../../../../test/support/heartbeats';
+import { heartbeat as agentHeartbeat, vmRecord } from '../../../../test/support/heartbeats';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { InMemoryNodesRepository } from './memory/in-memory-nodes.repository';
+import { VmHolderIndex } from './memory/vm-holder-index';
 import { NodeTokens } from './node-tokens';
 import { NodesService } from './nodes.service';
 
@@ -127,6 +128,43 @@ describe('NodesService', () => {
     expect(status.last_updated).toBe('2026-08-06T11:00:01.000Z');
     clock.advance(30_000);
     expect((await service.listNodes()).map((node) => node.node_id)).toEqual(['n2']);
+  });
+
+  describe("a heartbeat's VM ids", () => {
+    const vms = (...ids: string[]) => ids.map((id) => vmRecord(id));
+
+    it('are judged without reading every node, at enrollment too', async () => {
+      const listAll = jest.spyOn(repository, 'listAll');
+      const ownersOf = jest.spyOn(repository, 'ownersOf');
+      for (let index = 0; index < 50; index++) {
+        await service.acceptHeartbeat(heartbeat(`n${index}`, { vms: vms(`vm-${index}`) }));
+      }
+      // A node listing another's VM: still ignored, naming the node that holds it.
+      await service.acceptHeartbeat(heartbeat('claimer', { vms: vms('vm-7', 'vm-own') }));
+      expect(listAll).not.toHaveBeenCalled();
+      expect(ownersOf).toHaveBeenCalledTimes(51);
+      expect(ownersOf).toHaveBeenLastCalledWith(['vm-7', 'vm-own'], 'claimer');
+      expect(logs).toContainEqual(
+        expect.stringContaining('lists vm vm-7, which node n7 holds: ignored'),
+      );
+      expect((await service.getNode('claimer')).vm_count).toBe(1);
+      // Its next beat lists only ids it holds or was refused: only the refused one is looked up.
+      await service.acceptHeartbeat(heartbeat('claimer', { vms: vms('vm-7', 'vm-own') }));
+      expect(ownersOf).toHaveBeenLastCalledWith(['vm-7'], 'claimer');
+    });
+
+    it('are taken when the index names another node whose record no longer holds them', async () => {
+      const index = new VmHolderIndex();
+      repository = new InMemoryNodesRepository(index);
+      service = new NodesService(repository, clock, metrics, new NodeTokens());
+      await service.acceptHeartbeat(heartbeat('n1', { vms: vms('vm-a') }));
+      await service.acceptHeartbeat(heartbeat('n1', { vms: [] }));
+      // As an entry left stale would: n1 no longer holds vm-a.
+      jest.spyOn(index, 'holdersOf').mockReturnValue(['n1']);
+      await service.acceptHeartbeat(heartbeat('n2', { vms: vms('vm-a') }));
+      expect((await service.getNode('n2')).vm_count).toBe(1);
+      expect(logs.filter((line) => line.includes('ignored'))).toEqual([]);
+    });
   });
 
   describe('a node id used by two agents at once', () => {

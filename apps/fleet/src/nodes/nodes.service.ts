@@ -118,8 +118,9 @@ export class NodesService {
   /**
    * The heartbeat without the VMs whose ids another node holds (see foreignVms): a VM belongs
    * to the first node that listed it, so another node's heartbeat cannot list it twice, take
-   * its silent mark away or have its DELETE routed elsewhere. The store is read whole only when
-   * the heartbeat lists an id its node did not hold before (a new VM, or a first heartbeat).
+   * its silent mark away or have its DELETE routed elsewhere. Only the ids its node did not hold
+   * before (a new VM, or a first heartbeat) are looked up, those alone (NodesRepository.ownersOf),
+   * so enrolling a fleet costs what its VMs cost, not a read of the store per node.
    * Warned once per episode, naming both nodes, and counted.
    */
   private async withoutForeignVms(heartbeat: NodeHeartbeat, nowMs: number): Promise<NodeHeartbeat> {
@@ -129,8 +130,10 @@ export class NodesService {
     // A silent one too: its VMs are its own as well.
     const own = await this.nodes.findLive(heartbeat.node_id, Number.MIN_SAFE_INTEGER);
     const known = new Set(own ? heldVmIds(own) : []);
-    if (heartbeat.vms.every((vm) => known.has(vm.vm_id))) return heartbeat;
-    const foreign = foreignVms(heartbeat.node_id, heartbeat.vms, await this.nodes.listAll(), known);
+    const unknown = heartbeat.vms.filter((vm) => !known.has(vm.vm_id)).map((vm) => vm.vm_id);
+    if (unknown.length === 0) return heartbeat;
+    const owners = await this.nodes.ownersOf(unknown, heartbeat.node_id);
+    const foreign = foreignVms(heartbeat.vms, owners, known);
     if (foreign.length === 0) return heartbeat;
     for (const { vm_id, owner } of foreign) {
       if (!this.foreignVmIds.note(heartbeat.node_id, vm_id, nowMs)) continue;

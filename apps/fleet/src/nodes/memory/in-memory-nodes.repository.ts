@@ -4,10 +4,12 @@ import {
   NodeRecord,
   NodeState,
   earliestHoldDeadline,
+  heldVmIds,
   keepsVmsWhenSilent,
   silentBeyond,
 } from '@app/fleet-domain';
 import { NodesRepository } from '../nodes.repository';
+import { VmHolderIndex } from './vm-holder-index';
 
 /** Nodes examined per slice of a sweep before the event loop gets a turn. */
 const SWEEP_SLICE = 5_000;
@@ -20,6 +22,14 @@ export class InMemoryNodesRepository extends NodesRepository {
   private readonly silent = new Map<string, NodeState>();
   /** Nodes holding RAM, so the sweep looks at these only. */
   private readonly holding = new Set<string>();
+
+  /**
+   * `vmHolders`: which nodes hold each VM id, kept with every change below, what ownersOf
+   * reads (a test passes its own to see it).
+   */
+  constructor(private readonly vmHolders = new VmHolderIndex()) {
+    super();
+  }
 
   listLive(notBeforeMs: number): Promise<NodeState[]> {
     const live: NodeState[] = [];
@@ -45,6 +55,23 @@ export class InMemoryNodesRepository extends NodesRepository {
     return Promise.resolve(this.live(nodeId, notBeforeMs));
   }
 
+  ownersOf(vmIds: readonly string[], exceptNodeId: string): Promise<Map<string, string>> {
+    const owners = new Map<string, string>();
+    for (const vmId of vmIds) {
+      for (const nodeId of this.vmHolders.holdersOf(vmId)) {
+        if (nodeId === exceptNodeId) continue;
+        const state = this.nodes.get(nodeId) ?? this.silent.get(nodeId);
+        if (state && heldVmIds(state).includes(vmId)) {
+          owners.set(vmId, nodeId);
+          break;
+        }
+        // Never so while every change goes through this class; repaired should it ever be.
+        this.vmHolders.remove(vmId, nodeId);
+      }
+    }
+    return Promise.resolve(owners);
+  }
+
   /**
    * Walks the store in slices, yielding to the event loop between them, so dropping a whole
    * fleet at once never holds up heartbeats. Each node is judged when it is reached: one that
@@ -58,6 +85,7 @@ export class InMemoryNodesRepository extends NodesRepository {
         this.nodes.delete(nodeId);
         this.holding.delete(nodeId);
         if (keepsVmsWhenSilent(state)) this.silent.set(nodeId, state);
+        else this.vmHolders.replace(nodeId, state, undefined);
         dropped.push(state);
       }
       if (++examined % SWEEP_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
@@ -68,7 +96,10 @@ export class InMemoryNodesRepository extends NodesRepository {
   forgetSilentBeyond(keep: number): Promise<NodeState[]> {
     if (this.silent.size <= keep) return Promise.resolve([]);
     const forgotten = silentBeyond([...this.silent.values()], keep);
-    for (const state of forgotten) this.silent.delete(state.node_id);
+    for (const state of forgotten) {
+      this.silent.delete(state.node_id);
+      this.vmHolders.replace(state.node_id, state, undefined);
+    }
     return Promise.resolve(forgotten);
   }
 
@@ -88,7 +119,9 @@ export class InMemoryNodesRepository extends NodesRepository {
   update<T>(nodeId: string, decide: NodeChange<T>): Promise<T> {
     return new Promise((resolve) => {
       const silent = this.nodes.has(nodeId) ? undefined : this.silent.get(nodeId);
-      const { next, remove, result } = decide(this.nodes.get(nodeId) ?? silent);
+      const stored = this.nodes.get(nodeId) ?? silent;
+      const { next, remove, result } = decide(stored);
+      if (remove || next) this.vmHolders.replace(nodeId, stored, remove ? undefined : next);
       if (remove) {
         this.nodes.delete(nodeId);
         this.silent.delete(nodeId);

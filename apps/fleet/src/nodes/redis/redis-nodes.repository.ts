@@ -6,11 +6,16 @@ import {
   NodeRecord,
   NodeState,
   earliestHoldDeadline,
+  heldVmIdChanges,
+  heldVmIds,
   keepsVmsWhenSilent,
+  vmOwnersAmong,
 } from '@app/fleet-domain';
+import { performance } from 'node:perf_hooks';
 import { StoreUnavailableError } from '../store-unavailable.error';
 import { RedisConnection } from './redis-connection';
 import {
+  StoredNode,
   UnreadableStoredNodeError,
   decodeStoredNode,
   decodeStoredRecord,
@@ -31,6 +36,26 @@ const HOLD_DEADLINES = `${PREFIX}hold-deadlines`;
  * their keys are kept, with no expiry, for those VMs (see keepsVmsWhenSilent).
  */
 const SILENT = `${PREFIX}silent-nodes`;
+/**
+ * Hash of VM id → the ids of the nodes holding it (heldVmIds), space-separated (node ids have
+ * no space), first holder first: what ownersOf reads instead of every node. Every script that
+ * changes what a node holds changes it in the same script, so every controller on this Redis
+ * reads the same. An entry can only be left stale (a node key that expired with no sweep, a
+ * write by a controller of an earlier version): ownersOf checks each holder against its record.
+ */
+const VM_HOLDERS = `${PREFIX}vm-holders`;
+/** Counts the writes (PUT) that kept VM_HOLDERS, as VERSIONS counts every write. */
+const INDEXED_WRITES = `${PREFIX}vm-holders:writes`;
+/**
+ * VERSIONS - INDEXED_WRITES as it was when VM_HOLDERS was last made whole from every record.
+ * Upgrading in place: a store the version before the index wrote has neither, so the first
+ * lookup makes VM_HOLDERS whole from the records (once, in batches) and sets this. While
+ * VERSIONS - INDEXED_WRITES still equals it, every write since kept VM_HOLDERS; once it is
+ * larger, a controller of an earlier version sharing this Redis wrote without it: until
+ * VM_HOLDERS is made whole again (at most every INDEX_INTERVAL_MS), ownersOf reads every node,
+ * as that version did, so it never misses an owner.
+ */
+const UNINDEXED_WRITES = `${PREFIX}vm-holders:unindexed-writes`;
 const nodeKey = (nodeId: string) => `${PREFIX}node:${nodeId}`;
 /**
  * A node key outlives any live node, so keys nobody sweeps (every controller down) vanish;
@@ -41,8 +66,64 @@ const nodeKey = (nodeId: string) => `${PREFIX}node:${nodeId}`;
 const NODE_KEY_TTL_MS = 2 * NODE_STALE_AFTER_MS;
 const SWEEP_BATCH = 5_000;
 const WRITE_ATTEMPTS = 20;
+/** (VM id, node id) pairs per script while VM_HOLDERS is made whole. */
+const INDEX_BATCH = 2_000;
+/** At most one making-whole of VM_HOLDERS this often: each reads every node. */
+const INDEX_INTERVAL_MS = 30_000;
 /** At most one line this often about unreadable keys: every listing meets them again. */
 const UNREADABLE_LOG_INTERVAL_MS = 60_000;
+
+/**
+ * Lua for VM_HOLDERS, put before the scripts that change it: add or remove one holder of one
+ * VM id, and the VM ids a stored node's value holds (heldVmIds: listed, kept silent, minted for
+ * a hold).
+ */
+const VM_HOLDER_FUNCTIONS = `
+local function addHolder(index, vmId, nodeId)
+  local holders = redis.call('HGET', index, vmId)
+  if not holders then
+    redis.call('HSET', index, vmId, nodeId)
+    return
+  end
+  for holder in string.gmatch(holders, '%S+') do
+    if holder == nodeId then return end
+  end
+  redis.call('HSET', index, vmId, holders .. ' ' .. nodeId)
+end
+local function removeHolder(index, vmId, nodeId)
+  local holders = redis.call('HGET', index, vmId)
+  if not holders then return end
+  local rest = {}
+  for holder in string.gmatch(holders, '%S+') do
+    if holder ~= nodeId then rest[#rest + 1] = holder end
+  end
+  if #rest == 0 then
+    redis.call('HDEL', index, vmId)
+  else
+    redis.call('HSET', index, vmId, table.concat(rest, ' '))
+  end
+end
+local function heldVmIds(value)
+  local ids = {}
+  local ok, state = pcall(cjson.decode, string.match(value, '^%d+\\n[^\\n]*\\n(.*)$') or '')
+  if not ok or type(state) ~= 'table' then return ids end
+  local function add(vm)
+    if type(vm) == 'table' and type(vm.vm_id) == 'string' then ids[#ids + 1] = vm.vm_id end
+  end
+  if type(state.vms) == 'table' then
+    for _, vm in ipairs(state.vms) do add(vm) end
+  end
+  if type(state.silent_vms) == 'table' then
+    for _, silent in ipairs(state.silent_vms) do
+      if type(silent) == 'table' then add(silent.vm) end
+    end
+  end
+  if type(state.holds) == 'table' then
+    for _, hold in pairs(state.holds) do add(hold) end
+  end
+  return ids
+end
+`;
 
 /**
  * Each node is stored as "<version>\n<record json>\n<state json>" (stored-node.ts reads and
@@ -50,13 +131,19 @@ const UNREADABLE_LOG_INTERVAL_MS = 60_000;
  * the version it read and succeeds only if the record is still at it (compare-and-set in one script), so every change
  * is decided by the caller exactly as in memory, and applied atomically or not at all. A node
  * kept silent for its VMs stays so (no expiry, out of the live index) unless the write carries
- * another receive time than the one it was kept with: a heartbeat.
+ * another receive time than the one it was kept with: a heartbeat. The VM ids the node comes
+ * to hold (ARGV[7] of them, from ARGV[8]) and those it no longer holds (the rest), reckoned
+ * from the state read at the version named, change VM_HOLDERS in the same script.
  */
-const PUT = `
+const PUT = `${VM_HOLDER_FUNCTIONS}
 local current = redis.call('GET', KEYS[1])
 local version = current and string.match(current, '^(%d+)\\n') or ''
 if version ~= ARGV[1] then return 0 end
 local next = redis.call('INCR', KEYS[3])
+redis.call('INCR', KEYS[7])
+local gained = tonumber(ARGV[7])
+for i = 8, 7 + gained do addHolder(KEYS[6], ARGV[i], ARGV[4]) end
+for i = 8 + gained, #ARGV do removeHolder(KEYS[6], ARGV[i], ARGV[4]) end
 local silentAt = redis.call('ZSCORE', KEYS[5], ARGV[4])
 if silentAt then
   if tonumber(silentAt) == tonumber(ARGV[3]) then
@@ -78,22 +165,29 @@ else
 end
 return next`;
 
-/** Forgets a node altogether, if its key is still at version ARGV[1]. */
-const REMOVE = `
+/**
+ * Forgets a node altogether, if its key is still at version ARGV[1], and that it holds the VM
+ * ids from ARGV[3].
+ */
+const REMOVE = `${VM_HOLDER_FUNCTIONS}
 local current = redis.call('GET', KEYS[1])
 local version = current and string.match(current, '^(%d+)\\n') or ''
 if version ~= ARGV[1] then return 0 end
+for i = 3, #ARGV do removeHolder(KEYS[5], ARGV[i], ARGV[2]) end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[2])
 redis.call('ZREM', KEYS[3], ARGV[2])
 redis.call('ZREM', KEYS[4], ARGV[2])
 return 1`;
 
-/** Every node stored, live or silent, in one consistent snapshot. */
+/**
+ * Every node stored, live or silent, in one consistent snapshot, after the counts of writes
+ * (VERSIONS) and of those that kept VM_HOLDERS (INDEXED_WRITES) as of it.
+ */
 const LIST_ALL = `
 local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
 for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do ids[#ids + 1] = id end
-local found = {}
+local found = { redis.call('GET', KEYS[3]) or '0', redis.call('GET', KEYS[4]) or '0' }
 for first = 1, #ids, 500 do
   local keys = {}
   for i = first, math.min(first + 499, #ids) do keys[#keys + 1] = ARGV[1] .. ids[i] end
@@ -134,9 +228,10 @@ return redis.call('GET', KEYS[1])`;
  * Drops up to ARGV[3] nodes heard from before ARGV[1] out of the live index, and returns them.
  * One whose record counts VMs, or whose state keeps SilentVms, is kept, with no expiry, in the
  * silent set (keepsVmsWhenSilent: vm_count is the number of its VMs; a non-empty silent_vms is
- * the only place that key is followed by an object); the others are removed.
+ * the only place that key is followed by an object); the others are removed, with the VM ids
+ * their holds were minted (they list no VM) out of VM_HOLDERS.
  */
-const DROP_STALE = `
+const DROP_STALE = `${VM_HOLDER_FUNCTIONS}
 local stale = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'WITHSCORES', 'LIMIT', 0, ARGV[3])
 local dropped = {}
 for i = 1, #stale, 2 do
@@ -154,21 +249,32 @@ for i = 1, #stale, 2 do
       redis.call('ZADD', KEYS[3], stale[i + 1], id)
     end
   end
-  if not kept then redis.call('DEL', key) end
+  if not kept then
+    if value and string.find(value, '"vm_id"', 1, true) then
+      for _, vmId in ipairs(heldVmIds(value)) do removeHolder(KEYS[4], vmId, id) end
+    end
+    redis.call('DEL', key)
+  end
   redis.call('ZREM', KEYS[1], id)
   redis.call('ZREM', KEYS[2], id)
 end
 return dropped`;
 
-/** Forgets the nodes kept silent beyond the newest ARGV[1] (oldest first), and returns them. */
-const FORGET_SILENT = `
+/**
+ * Forgets the nodes kept silent beyond the newest ARGV[1] (oldest first), and the VM ids they
+ * hold, and returns them.
+ */
+const FORGET_SILENT = `${VM_HOLDER_FUNCTIONS}
 local excess = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[1])
 if excess <= 0 then return {} end
 local forgotten = {}
 for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, excess - 1)) do
   local key = ARGV[2] .. id
   local value = redis.call('GET', key)
-  if value then forgotten[#forgotten + 1] = value end
+  if value then
+    forgotten[#forgotten + 1] = value
+    for _, vmId in ipairs(heldVmIds(value)) do removeHolder(KEYS[2], vmId, id) end
+  end
   redis.call('DEL', key)
   redis.call('ZREM', KEYS[1], id)
 end
@@ -190,6 +296,62 @@ for i = 1, #ids do
 end
 return due`;
 
+/**
+ * The holders VM_HOLDERS names for the VM ids from ARGV[3], but node ARGV[2]: a list of (VM id,
+ * node id) pairs and a list of (node id, its key's value or '' when gone) pairs, each holder's
+ * value once, so the caller checks each against its record. Nil while VM_HOLDERS may miss a
+ * write (see UNINDEXED_WRITES).
+ */
+const OWNERS_OF = `
+local unindexed = redis.call('GET', KEYS[4])
+if not unindexed then return false end
+local writes = tonumber(redis.call('GET', KEYS[2]) or '0') - tonumber(redis.call('GET', KEYS[3]) or '0')
+if writes ~= tonumber(unindexed) then return false end
+local claims, values, seen = {}, {}, {}
+local holders = redis.call('HMGET', KEYS[1], unpack(ARGV, 3))
+for i = 1, #holders do
+  if holders[i] then
+    for holder in string.gmatch(holders[i], '%S+') do
+      if holder ~= ARGV[2] then
+        claims[#claims + 1] = ARGV[i + 2]
+        claims[#claims + 1] = holder
+        if not seen[holder] then
+          seen[holder] = true
+          values[#values + 1] = holder
+          values[#values + 1] = redis.call('GET', ARGV[1] .. holder) or ''
+        end
+      end
+    end
+  end
+end
+return { claims, values }`;
+
+/**
+ * Takes stale holders out of VM_HOLDERS: for each (VM id, node id, version) from ARGV[2], the
+ * node is no longer recorded as holding the VM if its key is still at that version ('': still
+ * gone), which ownersOf read and found not holding it.
+ */
+const REPAIR_VM_HOLDERS = `${VM_HOLDER_FUNCTIONS}
+for i = 2, #ARGV, 3 do
+  local current = redis.call('GET', ARGV[1] .. ARGV[i + 1])
+  local version = current and string.match(current, '^(%d+)\\n') or ''
+  if version == ARGV[i + 2] then removeHolder(KEYS[1], ARGV[i], ARGV[i + 1]) end
+end
+return 1`;
+
+/**
+ * Adds the (VM id, node id) pairs from ARGV[2] to VM_HOLDERS. With ARGV[1], the last batch of
+ * making it whole: UNINDEXED_WRITES is set to ARGV[1] (as counted with the records read) if no
+ * write left VM_HOLDERS out since; 0 when one did.
+ */
+const ADD_VM_HOLDERS = `${VM_HOLDER_FUNCTIONS}
+for i = 2, #ARGV, 2 do addHolder(KEYS[1], ARGV[i], ARGV[i + 1]) end
+if ARGV[1] == '' then return 1 end
+local writes = tonumber(redis.call('GET', KEYS[2]) or '0') - tonumber(redis.call('GET', KEYS[3]) or '0')
+if writes ~= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[4], ARGV[1])
+return 1`;
+
 type FleetRedis = Redis & {
   fleetPut(...args: Array<string | number>): Promise<number>;
   fleetListLive(...args: Array<string | number>): Promise<string[]>;
@@ -199,6 +361,9 @@ type FleetRedis = Redis & {
   fleetListAll(...args: Array<string | number>): Promise<string[]>;
   fleetForgetSilent(...args: Array<string | number>): Promise<string[]>;
   fleetHoldsDue(...args: Array<string | number>): Promise<string[]>;
+  fleetOwnersOf(...args: Array<string | number>): Promise<[string[], string[]] | null>;
+  fleetRepairVmHolders(...args: Array<string | number>): Promise<number>;
+  fleetAddVmHolders(...args: Array<string | number>): Promise<number>;
 };
 
 /**
@@ -211,18 +376,24 @@ export class RedisNodesRepository extends NodesRepository {
   /** Unreadable keys skipped since the last line about them, and when that line was logged. */
   private unreadableSkipped = 0;
   private unreadableLoggedAt = -Infinity;
+  /** The making-whole of VM_HOLDERS under way in this process, and when the last began. */
+  private indexing?: Promise<boolean>;
+  private indexedAt = -Infinity;
 
   constructor(private readonly connection: RedisConnection) {
     super();
     const client = connection.client;
-    client.defineCommand('fleetPut', { numberOfKeys: 5, lua: PUT });
-    client.defineCommand('fleetRemove', { numberOfKeys: 4, lua: REMOVE });
-    client.defineCommand('fleetListAll', { numberOfKeys: 2, lua: LIST_ALL });
-    client.defineCommand('fleetForgetSilent', { numberOfKeys: 1, lua: FORGET_SILENT });
+    client.defineCommand('fleetPut', { numberOfKeys: 7, lua: PUT });
+    client.defineCommand('fleetRemove', { numberOfKeys: 5, lua: REMOVE });
+    client.defineCommand('fleetListAll', { numberOfKeys: 4, lua: LIST_ALL });
+    client.defineCommand('fleetForgetSilent', { numberOfKeys: 2, lua: FORGET_SILENT });
     client.defineCommand('fleetListLive', { numberOfKeys: 1, lua: LIST_LIVE });
     client.defineCommand('fleetFindLive', { numberOfKeys: 2, lua: FIND_LIVE });
-    client.defineCommand('fleetDropStale', { numberOfKeys: 3, lua: DROP_STALE });
+    client.defineCommand('fleetDropStale', { numberOfKeys: 4, lua: DROP_STALE });
     client.defineCommand('fleetHoldsDue', { numberOfKeys: 1, lua: HOLDS_DUE });
+    client.defineCommand('fleetOwnersOf', { numberOfKeys: 4, lua: OWNERS_OF });
+    client.defineCommand('fleetRepairVmHolders', { numberOfKeys: 1, lua: REPAIR_VM_HOLDERS });
+    client.defineCommand('fleetAddVmHolders', { numberOfKeys: 4, lua: ADD_VM_HOLDERS });
     this.redis = client as FleetRedis;
   }
 
@@ -241,15 +412,136 @@ export class RedisNodesRepository extends NodesRepository {
   }
 
   async listAll(): Promise<NodeState[]> {
-    const stored = await this.connection.run(() =>
-      this.redis.fleetListAll(INDEX, SILENT, `${PREFIX}node:`),
+    return (await this.listAllWithWrites()).states;
+  }
+
+  /** listAll, with VERSIONS - INDEXED_WRITES as of the same snapshot. */
+  private async listAllWithWrites(): Promise<{ states: NodeState[]; unindexedWrites: number }> {
+    const [writes, indexedWrites, ...stored] = await this.connection.run(() =>
+      this.redis.fleetListAll(INDEX, SILENT, VERSIONS, INDEXED_WRITES, `${PREFIX}node:`),
     );
-    return this.readable(stored, decodeStoredState);
+    return {
+      states: this.readable(stored, decodeStoredState),
+      unindexedWrites: Number(writes) - Number(indexedWrites),
+    };
+  }
+
+  /**
+   * From VM_HOLDERS, each holder checked against its record; every node read instead (as the
+   * version before the index did) while VM_HOLDERS may miss a write, until it is made whole.
+   */
+  async ownersOf(vmIds: readonly string[], exceptNodeId: string): Promise<Map<string, string>> {
+    if (vmIds.length === 0) return new Map();
+    let owners = await this.ownersFromIndex(vmIds, exceptNodeId);
+    if (owners === null && (await this.indexVmHoldersOnce())) {
+      owners = await this.ownersFromIndex(vmIds, exceptNodeId);
+    }
+    return owners ?? vmOwnersAmong(await this.listAll(), vmIds, exceptNodeId);
+  }
+
+  /** null while VM_HOLDERS may miss a write. */
+  private async ownersFromIndex(
+    vmIds: readonly string[],
+    exceptNodeId: string,
+  ): Promise<Map<string, string> | null> {
+    const found = await this.connection.run(() =>
+      this.redis.fleetOwnersOf(
+        VM_HOLDERS,
+        VERSIONS,
+        INDEXED_WRITES,
+        UNINDEXED_WRITES,
+        `${PREFIX}node:`,
+        exceptNodeId,
+        ...vmIds,
+      ),
+    );
+    if (found === null) return null;
+    const [claims, values] = found;
+    // Each holder's record as read, and the VM ids it holds (none: its key is gone).
+    const holders = new Map<string, { stored: StoredNode; vmIds: ReadonlySet<string> }>();
+    for (let index = 0; index < values.length; index += 2) {
+      const [nodeId, value] = [values[index], values[index + 1]];
+      const [stored] = this.readable([value], (one) => decodeStoredNode(one || null));
+      // An unreadable key holds nothing, as listAll leaves it out; nor is it repaired.
+      if (stored)
+        holders.set(nodeId, {
+          stored,
+          vmIds: new Set(stored.state ? heldVmIds(stored.state) : []),
+        });
+    }
+    const owners = new Map<string, string>();
+    const stale: string[] = [];
+    for (let index = 0; index < claims.length; index += 2) {
+      const [vmId, nodeId] = [claims[index], claims[index + 1]];
+      const holder = holders.get(nodeId);
+      if (owners.has(vmId) || !holder) continue;
+      if (holder.vmIds.has(vmId)) owners.set(vmId, nodeId);
+      else stale.push(vmId, nodeId, holder.stored.version);
+    }
+    if (stale.length > 0) {
+      await this.connection.run(() =>
+        this.redis.fleetRepairVmHolders(VM_HOLDERS, `${PREFIX}node:`, ...stale),
+      );
+    }
+    return owners;
+  }
+
+  /**
+   * Makes VM_HOLDERS whole from every record (one at a time in this process, and at most once
+   * per INDEX_INTERVAL_MS): the first lookup after this version opens a store an earlier one
+   * wrote, or after such a version wrote to it. True when it is whole.
+   */
+  private indexVmHoldersOnce(): Promise<boolean> {
+    if (this.indexing) return this.indexing;
+    const now = performance.now();
+    if (now - this.indexedAt < INDEX_INTERVAL_MS) return Promise.resolve(false);
+    this.indexedAt = now;
+    this.indexing = this.indexVmHolders()
+      .catch((error: unknown) => {
+        // Redis went away meanwhile: tried again at the next lookup, not INDEX_INTERVAL_MS later.
+        this.indexedAt = -Infinity;
+        throw error;
+      })
+      .finally(() => (this.indexing = undefined));
+    return this.indexing;
+  }
+
+  private async indexVmHolders(): Promise<boolean> {
+    const { states, unindexedWrites } = await this.listAllWithWrites();
+    const pairs: string[] = [];
+    for (const state of states)
+      for (const vmId of heldVmIds(state)) pairs.push(vmId, state.node_id);
+    if (states.length > 0) {
+      this.logger.log(
+        `indexing the ${pairs.length / 2} VM id(s) of ${states.length} stored node(s) by the node holding each, once: the store had no such index yet, or a controller of an earlier version wrote to it`,
+      );
+    }
+    for (let first = 0; ; first += 2 * INDEX_BATCH) {
+      const last = first + 2 * INDEX_BATCH >= pairs.length;
+      const batch = pairs.slice(first, first + 2 * INDEX_BATCH);
+      const added = await this.connection.run(() =>
+        this.redis.fleetAddVmHolders(
+          VM_HOLDERS,
+          VERSIONS,
+          INDEXED_WRITES,
+          UNINDEXED_WRITES,
+          last ? unindexedWrites : '',
+          ...batch,
+        ),
+      );
+      if (!last) continue;
+      if (added !== 1) {
+        this.logger.warn(
+          `a controller of an earlier version writes to this Redis without the index of VM ids by node: until every controller on it is upgraded, a heartbeat listing a VM id its node did not hold reads every node (retried every ${INDEX_INTERVAL_MS / 1000} s)`,
+        );
+      }
+      return added === 1;
+    }
   }
 
   async forgetSilentBeyond(keep: number): Promise<NodeState[]> {
     const forgotten = await this.connection.run(() =>
-      this.redis.fleetForgetSilent(SILENT, keep, `${PREFIX}node:`),
+      this.redis.fleetForgetSilent(SILENT, VM_HOLDERS, keep, `${PREFIX}node:`),
     );
     return this.readable(forgotten, decodeStoredState);
   }
@@ -269,6 +561,7 @@ export class RedisNodesRepository extends NodesRepository {
           INDEX,
           HOLD_DEADLINES,
           SILENT,
+          VM_HOLDERS,
           notBeforeMs,
           `${PREFIX}node:`,
           SWEEP_BATCH,
@@ -326,14 +619,26 @@ export class RedisNodesRepository extends NodesRepository {
       );
       const { next, remove, result } = decide(state);
       if (remove) {
+        const held = state ? heldVmIds(state) : [];
         const removed = await this.connection.run(() =>
-          this.redis.fleetRemove(key, INDEX, HOLD_DEADLINES, SILENT, version, nodeId),
+          this.redis.fleetRemove(
+            key,
+            INDEX,
+            HOLD_DEADLINES,
+            SILENT,
+            VM_HOLDERS,
+            version,
+            nodeId,
+            ...held,
+          ),
         );
         if (removed) return result;
         continue;
       }
       if (!next) return result;
       const deadline = earliestHoldDeadline(next);
+      // Exact: the script writes only if the key is still at the version `state` was read at.
+      const { gained, lost } = heldVmIdChanges(state, next);
       const written = await this.connection.run(() =>
         this.redis.fleetPut(
           key,
@@ -341,12 +646,17 @@ export class RedisNodesRepository extends NodesRepository {
           VERSIONS,
           HOLD_DEADLINES,
           SILENT,
+          VM_HOLDERS,
+          INDEXED_WRITES,
           version,
           encodeStoredNode(next),
           next.received_at_ms,
           nodeId,
           keepsVmsWhenSilent(next) ? '' : NODE_KEY_TTL_MS,
           deadline === null ? '' : deadline,
+          gained.length,
+          ...gained,
+          ...lost,
         ),
       );
       if (written) return result;
