@@ -171,7 +171,7 @@ export interface paths {
     put?: never;
     /**
      * Stop a VM: ACPI power-down, then its process ended after timeout_s (at once when forced)
-     * @description Writes the VM's desired state `stopped` (kept across agent restarts and reboots), answers at once, then asks the guest to power down (QMP system_powerdown) and ends QEMU once timeout_s passed (quit, SIGTERM, SIGKILL); with force, ends it at once. The disk is kept; the VM is listed Stopped once its process is gone and no longer commits its RAM. A VM that should run but has no process (a restart pending, a crash loop) is stopped too: it is not started again.
+     * @description Writes the VM's desired state `stopped` (kept across agent restarts and reboots), answers at once, then asks the guest to power down (QMP system_powerdown, the ACPI button, pressed again every 5 s: a guest still booting misses a press) and ends QEMU once timeout_s passed (quit, SIGTERM, SIGKILL); with force, ends it at once. The disk is kept; the VM is listed Stopped once its process is gone and no longer commits its RAM. A VM that should run but has no process (a restart pending, a crash loop) is stopped too: it is not started again.
      */
     post: operations['stopVm'];
     delete?: never;
