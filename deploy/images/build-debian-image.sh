@@ -11,7 +11,7 @@
 # Needs root (mmdebstrap as root, a loop device to install the boot loader) and, from Debian:
 # mmdebstrap, extlinux, syslinux-common, fdisk, e2fsprogs, qemu-utils; the network to the mirror.
 # No rootless path. Without root or a tool it exits 1, naming what is missing.
-# Measured on Debian 12, 2 shared cores: 90-100 s, a qcow2 of 330 MB (4 GiB virtual).
+# Measured on Debian 12, 2 shared cores: 75-100 s, a qcow2 of 330 MB (4 GiB virtual).
 #
 #   deploy/images/build-debian-image.sh [--out FILE] [--group GROUP] [--owner USER] [--force]
 #                                       [--suite bookworm] [--include pkg,pkg] [--mirror URL]
@@ -307,6 +307,8 @@ address replace 10.0.2.15/24 dev eth0
 route replace default via 10.0.2.2
 IP
 EOF
+# Replaced, not written through: it may be a link (systemd-resolved's, with --include).
+rm -f "$root/etc/resolv.conf"
 echo 'nameserver 10.0.2.3' >"$root/etc/resolv.conf"
 chmod 0755 "$root/usr/local/sbin/vm-fleet-seed" "$root/usr/local/sbin/vm-fleet-network"
 # Network, seed and sshd first, each as soon as the root file system and the journal's socket
@@ -354,9 +356,10 @@ StartupCPUWeight=1000
 [Install]
 WantedBy=sysinit.target
 EOF
-# Debian's own unit (/lib/systemd/system/ssh.service, which an upgrade of openssh-server may
-# change) is replaced whole: its ordering after network.target and basic.target cannot be taken
-# back by a drop-in. No `sshd -t` first (another second or two).
+# Debian's own unit (/lib/systemd/system/ssh.service) is replaced whole: its ordering after
+# network.target and basic.target cannot be taken back by a drop-in. So a later openssh-server's
+# change to its unit does not reach the guests: a new image does. No `sshd -t` first (another
+# second or two).
 install_unit ssh.service sysinit.target <<'EOF'
 [Unit]
 Description=OpenBSD Secure Shell server
@@ -455,8 +458,8 @@ step cp -a "$root/." "$work/mnt/"
 # No fsck at boot (pass 0), seconds under TCG: ext4's journal, replayed at mount, covers a power
 # cut; errors found at run time remount it read-only. So the kernel mounts it read-write (rw)
 # from the start: nothing needs it read-only first. No self-tests of the kernel's crypto
-# algorithms at boot (cryptomgr.notests): a second of a TCG boot, and they test the code, which
-# every guest shares, not the machine.
+# algorithms at boot (cryptomgr.notests): a second of a TCG boot; they guard a FIPS mode this
+# guest does not run in.
 echo "UUID=$uuid / ext4 errors=remount-ro 0 0" >"$work/mnt/etc/fstab"
 mkdir -p "$work/mnt/boot/extlinux"
 cat >"$work/mnt/boot/extlinux/extlinux.conf" <<EOF

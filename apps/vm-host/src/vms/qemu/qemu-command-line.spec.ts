@@ -66,6 +66,12 @@ describe('qemuArgs', () => {
     expect(accelOf(args)).toBe('tcg');
   });
 
+  it("gives the guest a virtio RNG, bounded per second, and QEMU's default user network (the project's image sets 10.0.2.15 itself)", () => {
+    const args = qemuArgs(launch);
+    expect(option(args, '-device')).toContain('virtio-rng-pci,max-bytes=4096,period=1000');
+    expect(option(args, '-netdev')[0]).not.toMatch(/(^|,)(net|host|dhcpstart)=/);
+  });
+
   it('forwards SSH on the node address and the checked port', () => {
     expect(option(qemuArgs(launch), '-netdev')).toEqual([
       'user,id=net0,hostfwd=tcp:10.8.0.21:40022-:22',

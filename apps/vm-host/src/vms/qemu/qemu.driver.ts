@@ -413,24 +413,24 @@ export class QemuDriver extends VmDriver {
     const { pid } = qemuRecord(record);
     if (pid === null || !(await this.qemus.isAlive(pid, vmId))) return true;
     const deadline = Date.now() + withinMs;
-    for (let press = 1; ; press++) {
+    let pressed = false;
+    let refusal = '';
+    for (;;) {
       try {
-        await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) =>
-          qmp.execute('system_powerdown'),
-        );
+        // Never past the deadline waiting on QMP either.
+        const qmpMs = Math.max(1, Math.min(QMP_TIMEOUT_MS, deadline - Date.now()));
+        await withQmp(this.qmpSocket(vmId), qmpMs, (qmp) => qmp.execute('system_powerdown'));
+        pressed = true;
       } catch (error) {
-        // A later press may find QEMU ending: the wait below tells.
-        if (press === 1) {
-          this.logger.warn(
-            `vm ${vmId}: ACPI power-down could not be asked: ${error instanceof Error ? error.message : String(error)}`,
-          );
-          return false;
-        }
+        // QMP busy, or QEMU ending: the wait below tells, and the next press tries again.
+        refusal = error instanceof Error ? error.message : String(error);
       }
       const waitMs = Math.max(0, Math.min(this.powerButtonEveryMs, deadline - Date.now()));
       if ((await this.qemus.survivors([pid], vmId, waitMs)).length === 0) return true;
-      if (Date.now() >= deadline) return false;
+      if (Date.now() >= deadline) break;
     }
+    if (!pressed) this.logger.warn(`vm ${vmId}: ACPI power-down could not be asked: ${refusal}`);
+    return false;
   }
 
   async reset(vmId: string): Promise<void> {
