@@ -20,7 +20,7 @@ const launch = {
   qmpSocket: '/var/lib/vm-fleet/run/vm-0123456789abcdef/qmp.sock',
   pidFile: '/var/lib/vm-fleet/run/vm-0123456789abcdef/qemu.pid',
   serialLog: '/var/lib/vm-fleet/run/vm-0123456789abcdef/serial.log',
-  sshHost: '10.8.0.21',
+  forwardAddress: '10.8.0.21',
   forwards: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' as const }],
 };
 
@@ -76,7 +76,7 @@ describe('qemuArgs', () => {
     expect(option(qemuArgs(launch), '-netdev')).toEqual([
       'user,id=net0,hostfwd=tcp:10.8.0.21:40022-:22',
     ]);
-    expect(option(qemuArgs({ ...launch, sshHost: 'fd00::21' }), '-netdev')).toEqual([
+    expect(option(qemuArgs({ ...launch, forwardAddress: 'fd00::21' }), '-netdev')).toEqual([
       'user,id=net0,hostfwd=tcp:[fd00::21]:40022-:22',
     ]);
   });
@@ -92,7 +92,7 @@ describe('qemuArgs', () => {
       'user,id=net0,hostfwd=tcp:10.8.0.21:40022-:22,hostfwd=tcp:10.8.0.21:8080-:80,hostfwd=udp:10.8.0.21:5353-:53',
     ]);
     expect(forwardedPorts(args)).toEqual(forwards);
-    expect(forwardedPorts(qemuArgs({ ...launch, sshHost: 'fd00::21', forwards }))).toEqual(
+    expect(forwardedPorts(qemuArgs({ ...launch, forwardAddress: 'fd00::21', forwards }))).toEqual(
       forwards,
     );
   });
@@ -114,9 +114,9 @@ describe('reading a QEMU command line back', () => {
   });
 
   it('reads back the guest name, the acceleration and the SSH forward qemuArgs wrote', () => {
-    for (const sshHost of ['10.8.0.21', 'fd00::21']) {
+    for (const forwardAddress of ['10.8.0.21', 'fd00::21']) {
       for (const accel of ['kvm', 'tcg'] as const) {
-        const args = qemuArgs({ ...launch, sshHost, accel });
+        const args = qemuArgs({ ...launch, forwardAddress, accel });
         expect(guestOf(args)).toBe(launch.vmId);
         expect(accelOf(args)).toBe(accel);
         expect(forwardedPorts(args)).toEqual([

@@ -29,8 +29,8 @@ export interface QemuLaunch {
   pidFile: string;
   serialLog: string;
   /** The node's mesh address (VM_WG_IP): every forward listens there, never on all interfaces. */
-  sshHost: string;
-  /** What is forwarded from sshHost into the guest, SSH first. */
+  forwardAddress: string;
+  /** What is forwarded from forwardAddress into the guest, SSH first. */
   forwards: readonly HostPort[];
 }
 
@@ -59,7 +59,7 @@ export function qemuArgs(launch: QemuLaunch): string[] {
     // User-mode networking with QEMU's defaults (10.0.2.0/24, the guest at 10.0.2.15): the
     // project's image sets that address itself, without DHCP (deploy/images).
     '-netdev',
-    `user,id=net0,${hostForwards(launch.sshHost, launch.forwards)}`,
+    `user,id=net0,${hostForwards(launch.forwardAddress, launch.forwards)}`,
     '-device',
     'virtio-net-pci,netdev=net0',
     // Entropy from the host at boot: without, a guest's kernel took seconds under TCG to seed its

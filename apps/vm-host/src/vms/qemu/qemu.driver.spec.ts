@@ -499,7 +499,7 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
       qmpSocket: join(runDir, 'qmp.sock'),
       pidFile: join(runDir, 'qemu.pid'),
       serialLog: join(runDir, 'serial.log'),
-      sshHost: '127.0.0.1',
+      forwardAddress: '127.0.0.1',
       forwards: [{ host_port: 40_123, guest_port: 22, protocol: 'tcp' as const }],
     });
     const child = spawn(process.execPath, [join(root, 'fake-qemu.js'), ...args], {

@@ -272,7 +272,7 @@ export class QemuDriver extends VmDriver {
         qmpSocket: this.qmpSocket(vmId),
         pidFile: this.pidFile(vmId),
         serialLog: this.serialLog(vmId),
-        sshHost: this.config.wgIp,
+        forwardAddress: this.config.wgIp,
         forwards,
       });
       const { pid, accel, cpuModel, accelFallback } = run;
