@@ -11,6 +11,7 @@ import {
   keepsVmsWhenSilent,
   vmOwnersAmong,
 } from '@app/fleet-domain';
+import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { StoreUnavailableError } from '../store-unavailable.error';
 import { RedisConnection } from './redis-connection';
@@ -42,20 +43,29 @@ const SILENT = `${PREFIX}silent-nodes`;
  * changes what a node holds changes it in the same script, so every controller on this Redis
  * reads the same. An entry can only be left stale (a node key that expired with no sweep, a
  * write by a controller of an earlier version): ownersOf checks each holder against its record.
+ * Besides the VM ids it holds WHOLE_FIELD (and INDEXING_FIELD while being made whole).
  */
 const VM_HOLDERS = `${PREFIX}vm-holders`;
 /** Counts the writes (PUT) that kept VM_HOLDERS, as VERSIONS counts every write. */
 const INDEXED_WRITES = `${PREFIX}vm-holders:writes`;
 /**
- * VERSIONS - INDEXED_WRITES as it was when VM_HOLDERS was last made whole from every record.
- * Upgrading in place: a store the version before the index wrote has neither, so the first
- * lookup makes VM_HOLDERS whole from the records (once, in batches) and sets this. While
- * VERSIONS - INDEXED_WRITES still equals it, every write since kept VM_HOLDERS; once it is
- * larger, a controller of an earlier version sharing this Redis wrote without it: until
- * VM_HOLDERS is made whole again (at most every INDEX_INTERVAL_MS), ownersOf reads every node,
- * as that version did, so it never misses an owner.
+ * The field of VM_HOLDERS (no VM id has a space, see ID_PATTERN) holding VERSIONS -
+ * INDEXED_WRITES as it was when VM_HOLDERS was last made whole from every record. Inside the
+ * hash, so it goes with it: a VM_HOLDERS deleted or evicted (or never written: a store the
+ * version before the index wrote, upgraded in place) has none, and the first lookup makes it
+ * whole from the records (once, in batches) and sets it. While VERSIONS - INDEXED_WRITES still
+ * equals it, every write since kept VM_HOLDERS; once it is larger, a controller of an earlier
+ * version sharing this Redis wrote without it: until VM_HOLDERS is made whole again (at most
+ * every INDEX_INTERVAL_MS), ownersOf reads every node, as that version did, so it never misses
+ * an owner.
  */
-const UNINDEXED_WRITES = `${PREFIX}vm-holders:unindexed-writes`;
+const WHOLE_FIELD = 'index whole at unindexed writes';
+/**
+ * The field of VM_HOLDERS naming the making-whole under way: WHOLE_FIELD is set only if it is
+ * still there at the end, so a VM_HOLDERS deleted halfway (its first batches gone) is not
+ * marked whole.
+ */
+const INDEXING_FIELD = 'index being made whole by';
 const nodeKey = (nodeId: string) => `${PREFIX}node:${nodeId}`;
 /**
  * A node key outlives any live node, so keys nobody sweeps (every controller down) vanish;
@@ -300,10 +310,10 @@ return due`;
  * The holders VM_HOLDERS names for the VM ids from ARGV[3], but node ARGV[2]: a list of (VM id,
  * node id) pairs and a list of (node id, its key's value or '' when gone) pairs, each holder's
  * value once, so the caller checks each against its record. Nil while VM_HOLDERS may miss a
- * write (see UNINDEXED_WRITES).
+ * write (see WHOLE_FIELD).
  */
 const OWNERS_OF = `
-local unindexed = redis.call('GET', KEYS[4])
+local unindexed = redis.call('HGET', KEYS[1], '${WHOLE_FIELD}')
 if not unindexed then return false end
 local writes = tonumber(redis.call('GET', KEYS[2]) or '0') - tonumber(redis.call('GET', KEYS[3]) or '0')
 if writes ~= tonumber(unindexed) then return false end
@@ -340,16 +350,24 @@ end
 return 1`;
 
 /**
- * Adds the (VM id, node id) pairs from ARGV[2] to VM_HOLDERS. With ARGV[1], the last batch of
- * making it whole: UNINDEXED_WRITES is set to ARGV[1] (as counted with the records read) if no
- * write left VM_HOLDERS out since; 0 when one did.
+ * Adds the (VM id, node id) pairs from ARGV[4] to VM_HOLDERS, one batch of making it whole,
+ * the one named ARGV[1]: the first batch (ARGV[2] = 'first') names it in INDEXING_FIELD, the
+ * others go on only while it is still named there (-1 when not: VM_HOLDERS was deleted, or
+ * another controller began again). With ARGV[3], the last batch: WHOLE_FIELD is set to ARGV[3]
+ * (as counted with the records read) if no write left VM_HOLDERS out since; 0 when one did.
  */
 const ADD_VM_HOLDERS = `${VM_HOLDER_FUNCTIONS}
-for i = 2, #ARGV, 2 do addHolder(KEYS[1], ARGV[i], ARGV[i + 1]) end
-if ARGV[1] == '' then return 1 end
+if ARGV[2] == 'first' then
+  redis.call('HSET', KEYS[1], '${INDEXING_FIELD}', ARGV[1])
+elseif redis.call('HGET', KEYS[1], '${INDEXING_FIELD}') ~= ARGV[1] then
+  return -1
+end
+for i = 4, #ARGV, 2 do addHolder(KEYS[1], ARGV[i], ARGV[i + 1]) end
+if ARGV[3] == '' then return 1 end
+redis.call('HDEL', KEYS[1], '${INDEXING_FIELD}')
 local writes = tonumber(redis.call('GET', KEYS[2]) or '0') - tonumber(redis.call('GET', KEYS[3]) or '0')
-if writes ~= tonumber(ARGV[1]) then return 0 end
-redis.call('SET', KEYS[4], ARGV[1])
+if writes ~= tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], '${WHOLE_FIELD}', ARGV[3])
 return 1`;
 
 type FleetRedis = Redis & {
@@ -391,9 +409,9 @@ export class RedisNodesRepository extends NodesRepository {
     client.defineCommand('fleetFindLive', { numberOfKeys: 2, lua: FIND_LIVE });
     client.defineCommand('fleetDropStale', { numberOfKeys: 4, lua: DROP_STALE });
     client.defineCommand('fleetHoldsDue', { numberOfKeys: 1, lua: HOLDS_DUE });
-    client.defineCommand('fleetOwnersOf', { numberOfKeys: 4, lua: OWNERS_OF });
+    client.defineCommand('fleetOwnersOf', { numberOfKeys: 3, lua: OWNERS_OF });
     client.defineCommand('fleetRepairVmHolders', { numberOfKeys: 1, lua: REPAIR_VM_HOLDERS });
-    client.defineCommand('fleetAddVmHolders', { numberOfKeys: 4, lua: ADD_VM_HOLDERS });
+    client.defineCommand('fleetAddVmHolders', { numberOfKeys: 3, lua: ADD_VM_HOLDERS });
     this.redis = client as FleetRedis;
   }
 
@@ -449,7 +467,6 @@ export class RedisNodesRepository extends NodesRepository {
         VM_HOLDERS,
         VERSIONS,
         INDEXED_WRITES,
-        UNINDEXED_WRITES,
         `${PREFIX}node:`,
         exceptNodeId,
         ...vmIds,
@@ -516,6 +533,7 @@ export class RedisNodesRepository extends NodesRepository {
         `indexing the ${pairs.length / 2} VM id(s) of ${states.length} stored node(s) by the node holding each, once: the store had no such index yet, or a controller of an earlier version wrote to it`,
       );
     }
+    const making = randomUUID();
     for (let first = 0; ; first += 2 * INDEX_BATCH) {
       const last = first + 2 * INDEX_BATCH >= pairs.length;
       const batch = pairs.slice(first, first + 2 * INDEX_BATCH);
@@ -524,11 +542,14 @@ export class RedisNodesRepository extends NodesRepository {
           VM_HOLDERS,
           VERSIONS,
           INDEXED_WRITES,
-          UNINDEXED_WRITES,
+          making,
+          first === 0 ? 'first' : '',
           last ? unindexedWrites : '',
           ...batch,
         ),
       );
+      // VM_HOLDERS deleted halfway (or another controller began again): not whole, retried.
+      if (added === -1) return false;
       if (!last) continue;
       if (added !== 1) {
         this.logger.warn(
