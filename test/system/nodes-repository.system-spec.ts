@@ -670,6 +670,43 @@ describe('NodesRepository.ownersOf in Redis', () => {
   });
 });
 
+describe('NodesRepository.forgetSilentBeyond in Redis', () => {
+  it('forgets a fleet-wide drop in bounded scripts, taking their VM ids out of the index', async () => {
+    const store = await stores.find(([name]) => name === 'in Redis')![1]();
+    const nodes = store.repository;
+    const client = (nodes as unknown as { redis: Record<string, unknown> }).redis;
+    const forgetSilent = jest.spyOn(client, 'fleetForgetSilent' as never);
+    try {
+      const nodeIds = Array.from({ length: 1_200 }, (_, index) => `n${index}`);
+      for (const [index, nodeId] of nodeIds.entries()) {
+        const vms = [vm(`${nodeId}-a`), vm(`${nodeId}-b`)];
+        await nodes.update(nodeId, acceptHeartbeat(heartbeat(nodeId, { vms }), 1_000 + index));
+      }
+      await nodes.dropStale(10_000);
+      const forgotten = await nodes.forgetSilentBeyond(100);
+      expect(forgotten.map((state) => state.node_id)).toEqual(nodeIds.slice(0, 1_100));
+      // Each script forgot at most 500 nodes: it read and decoded each one's state.
+      const replies = await Promise.all(
+        forgetSilent.mock.results.map(({ value }) => value as Promise<unknown[]>),
+      );
+      expect(replies.map((reply) => reply.length - 1)).toEqual([500, 500, 100]);
+      expect((await nodes.listAll()).map((state) => state.node_id).sort()).toEqual(
+        nodeIds.slice(1_100).sort(),
+      );
+      expect(await store.indexedVmIds()).toEqual(
+        nodeIds
+          .slice(1_100)
+          .flatMap((nodeId) => [`${nodeId}-a`, `${nodeId}-b`])
+          .sort(),
+      );
+      expect(await nodes.forgetSilentBeyond(100)).toEqual([]);
+    } finally {
+      forgetSilent.mockRestore();
+      await store.close();
+    }
+  });
+});
+
 describe.each(stores)('KeyClaims %s', (_name, open) => {
   let store: Store;
   let claims: KeyClaims;

@@ -75,6 +75,13 @@ const nodeKey = (nodeId: string) => `${PREFIX}node:${nodeId}`;
  */
 const NODE_KEY_TTL_MS = 2 * NODE_STALE_AFTER_MS;
 const SWEEP_BATCH = 5_000;
+/**
+ * Silent nodes forgotten per script, and the bytes of their values read, after which a script
+ * stops: each is decoded in the script (up to 1 MiB), a fleet-wide drop leaves tens of
+ * thousands, and Redis serves nothing else while a script runs.
+ */
+const FORGET_BATCH = 500;
+const FORGET_BATCH_BYTES = 8 * 1024 * 1024;
 const WRITE_ATTEMPTS = 20;
 /** (VM id, node id) pairs per script while VM_HOLDERS is made whole. */
 const INDEX_BATCH = 2_000;
@@ -271,23 +278,30 @@ end
 return dropped`;
 
 /**
- * Forgets the nodes kept silent beyond the newest ARGV[1] (oldest first), and the VM ids they
- * hold, and returns them.
+ * Forgets nodes kept silent beyond the newest ARGV[1] (oldest first), and the VM ids they hold:
+ * at most ARGV[3] of them, and no more once ARGV[4] bytes of their values were read (each is
+ * decoded here, up to 1 MiB), so no call holds Redis for long. Returns 1 if more are beyond
+ * the newest ARGV[1] (0 if not), then the values forgotten.
  */
 const FORGET_SILENT = `${VM_HOLDER_FUNCTIONS}
 local excess = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[1])
-if excess <= 0 then return {} end
-local forgotten = {}
-for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, excess - 1)) do
+if excess <= 0 then return { 0 } end
+local count = math.min(excess, tonumber(ARGV[3]))
+local forgotten, bytes, done = { 0 }, 0, 0
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, count - 1)) do
+  if bytes >= tonumber(ARGV[4]) then break end
   local key = ARGV[2] .. id
   local value = redis.call('GET', key)
   if value then
     forgotten[#forgotten + 1] = value
+    bytes = bytes + #value
     for _, vmId in ipairs(heldVmIds(value)) do removeHolder(KEYS[2], vmId, id) end
   end
   redis.call('DEL', key)
   redis.call('ZREM', KEYS[1], id)
+  done = done + 1
 end
+if done < excess then forgotten[1] = 1 end
 return forgotten`;
 
 /**
@@ -377,7 +391,7 @@ type FleetRedis = Redis & {
   fleetDropStale(...args: Array<string | number>): Promise<string[]>;
   fleetRemove(...args: Array<string | number>): Promise<number>;
   fleetListAll(...args: Array<string | number>): Promise<string[]>;
-  fleetForgetSilent(...args: Array<string | number>): Promise<string[]>;
+  fleetForgetSilent(...args: Array<string | number>): Promise<[number, ...string[]]>;
   fleetHoldsDue(...args: Array<string | number>): Promise<string[]>;
   fleetOwnersOf(...args: Array<string | number>): Promise<[string[], string[]] | null>;
   fleetRepairVmHolders(...args: Array<string | number>): Promise<number>;
@@ -560,11 +574,23 @@ export class RedisNodesRepository extends NodesRepository {
     }
   }
 
+  /** In batches (FORGET_BATCH), each bounded, until no more are beyond `keep`. */
   async forgetSilentBeyond(keep: number): Promise<NodeState[]> {
-    const forgotten = await this.connection.run(() =>
-      this.redis.fleetForgetSilent(SILENT, VM_HOLDERS, keep, `${PREFIX}node:`),
-    );
-    return this.readable(forgotten, decodeStoredState);
+    const forgotten: NodeState[] = [];
+    for (;;) {
+      const [more, ...batch] = await this.connection.run(() =>
+        this.redis.fleetForgetSilent(
+          SILENT,
+          VM_HOLDERS,
+          keep,
+          `${PREFIX}node:`,
+          FORGET_BATCH,
+          FORGET_BATCH_BYTES,
+        ),
+      );
+      forgotten.push(...this.readable(batch, decodeStoredState));
+      if (Number(more) === 0) return forgotten;
+    }
   }
 
   async findLive(nodeId: string, notBeforeMs: number): Promise<NodeState | undefined> {
