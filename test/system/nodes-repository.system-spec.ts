@@ -575,6 +575,11 @@ describe('NodesRepository.ownersOf in Redis', () => {
     await inspector.hset(VM_HOLDERS, 'b', 'n1', 'c', 'gone n1', 'a', 'gone n1');
     expect(await nodes.ownersOf(['a', 'b', 'c'], 'n2')).toEqual(new Map([['a', 'n1']]));
     expect(await vmHolderEntries()).toEqual({ a: 'n1' });
+    // A holder whose key is no node state owns nothing, as listAll leaves it out; nor is it taken out.
+    await inspector.set('ppn-fleet:node:junk', '7\n{}\nnot json');
+    await inspector.hset(VM_HOLDERS, 'd', 'junk');
+    expect(await nodes.ownersOf(['d'], 'n2')).toEqual(new Map());
+    expect(await vmHolderEntries()).toEqual({ a: 'n1', d: 'junk' });
   });
 
   it('indexes a store written without the index once, and reads every node while an earlier version writes', async () => {
@@ -605,6 +610,36 @@ describe('NodesRepository.ownersOf in Redis', () => {
     expect(await (await controller()).ownersOf(['o'], 'n2')).toEqual(new Map([['o', 'old']]));
     expect(await inspector.hget(VM_HOLDERS, 'o')).toBe('old');
     expect(warn).not.toHaveBeenCalled();
+  });
+
+  it("answers owner ids only, never a holder's state, in scripts that each read a bounded part", async () => {
+    const nodes = await controller();
+    // Six holders of about 900 KB each: more than one script reads.
+    const holders = Array.from({ length: 6 }, (_, index) => `big${index}`);
+    for (const nodeId of holders) {
+      const vmIds = Array.from({ length: 5_000 }, (_, index) => `${nodeId}-${index}`);
+      await beat(nodes, nodeId, vmIds);
+    }
+    const stored = await Promise.all(holders.map((id) => inspector.strlen(`ppn-fleet:node:${id}`)));
+    expect(stored.reduce((sum, bytes) => sum + bytes, 0)).toBeGreaterThan(4 * 1024 * 1024);
+    // The index as a write of an earlier version leaves it: big0 named for a VM it never held.
+    await inspector.hset(VM_HOLDERS, 'elsewhere', 'big0');
+    expect(await nodes.ownersOf(['x'], 'n2')).toEqual(new Map());
+    const client = connections[0].client as unknown as Record<string, unknown>;
+    const ownersOf = jest.spyOn(client, 'fleetOwnersOf' as never);
+
+    const asked = [...holders.map((id) => `${id}-4999`), 'elsewhere', 'unknown'];
+    expect(await nodes.ownersOf(asked, 'n2')).toEqual(
+      new Map(holders.map((id) => [`${id}-4999`, id])),
+    );
+    const replies = await Promise.all(
+      ownersOf.mock.results.map(({ value }) => value as Promise<unknown[]>),
+    );
+    expect(replies.length).toBeGreaterThan(1);
+    for (const reply of replies) {
+      expect(JSON.stringify(reply).length).toBeLessThan(1_000);
+    }
+    expect(await inspector.hexists(VM_HOLDERS, 'elsewhere')).toBe(0);
   });
 
   it('never trusts an index deleted on its own (evicted, or by hand): it is made whole again', async () => {

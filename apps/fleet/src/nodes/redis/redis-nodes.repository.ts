@@ -16,7 +16,6 @@ import { performance } from 'node:perf_hooks';
 import { StoreUnavailableError } from '../store-unavailable.error';
 import { RedisConnection } from './redis-connection';
 import {
-  StoredNode,
   UnreadableStoredNodeError,
   decodeStoredNode,
   decodeStoredRecord,
@@ -83,6 +82,8 @@ const SWEEP_BATCH = 5_000;
 const FORGET_BATCH = 500;
 const FORGET_BATCH_BYTES = 8 * 1024 * 1024;
 const WRITE_ATTEMPTS = 20;
+/** Bytes of holders' states one lookup script reads (and decodes) before it stops. */
+const OWNERS_BATCH_BYTES = 4 * 1024 * 1024;
 /** (VM id, node id) pairs per script while VM_HOLDERS is made whole. */
 const INDEX_BATCH = 2_000;
 /** At most one making-whole of VM_HOLDERS this often: each reads every node. */
@@ -92,8 +93,10 @@ const UNREADABLE_LOG_INTERVAL_MS = 60_000;
 
 /**
  * Lua for VM_HOLDERS, put before the scripts that change it: add or remove one holder of one
- * VM id, and the VM ids a stored node's value holds (heldVmIds: listed, kept silent, minted for
- * a hold).
+ * VM id, and the VM ids a stored node's value holds (readHeldVmIds: nil when its state is no
+ * JSON object; heldVmIds: none then). Keep it the same as heldVmIds in @app/fleet-domain
+ * (node-state.ts: listed, kept silent, minted for a hold), which the TypeScript side of the
+ * index (heldVmIdChanges, the making whole) reads.
  */
 const VM_HOLDER_FUNCTIONS = `
 local function addHolder(index, vmId, nodeId)
@@ -120,10 +123,10 @@ local function removeHolder(index, vmId, nodeId)
     redis.call('HSET', index, vmId, table.concat(rest, ' '))
   end
 end
-local function heldVmIds(value)
-  local ids = {}
+local function readHeldVmIds(value)
   local ok, state = pcall(cjson.decode, string.match(value, '^%d+\\n[^\\n]*\\n(.*)$') or '')
-  if not ok or type(state) ~= 'table' then return ids end
+  if not ok or type(state) ~= 'table' then return nil end
+  local ids = {}
   local function add(vm)
     if type(vm) == 'table' and type(vm.vm_id) == 'string' then ids[#ids + 1] = vm.vm_id end
   end
@@ -139,6 +142,9 @@ local function heldVmIds(value)
     for _, hold in pairs(state.holds) do add(hold) end
   end
   return ids
+end
+local function heldVmIds(value)
+  return readHeldVmIds(value) or {}
 end
 `;
 
@@ -321,47 +327,54 @@ end
 return due`;
 
 /**
- * The holders VM_HOLDERS names for the VM ids from ARGV[3], but node ARGV[2]: a list of (VM id,
- * node id) pairs and a list of (node id, its key's value or '' when gone) pairs, each holder's
- * value once, so the caller checks each against its record. Nil while VM_HOLDERS may miss a
- * write (see WHOLE_FIELD).
+ * Of the VM ids from ARGV[4], each with the first holder VM_HOLDERS names but node ARGV[2]
+ * whose stored state holds it (read here, each holder once). A holder whose state does not
+ * hold it (its key gone, or written since by a controller of an earlier version) is a stale
+ * entry, taken out in the same script, so nothing writes between the check and the removal; one
+ * whose state cannot be read is neither (listAll leaves it out too). Stops once ARGV[3] bytes
+ * of states were read, so no call holds Redis for long. Returns how many of the VM ids it went
+ * through, then (VM id, node id) pairs; nil while VM_HOLDERS may miss a write (see
+ * WHOLE_FIELD).
  */
-const OWNERS_OF = `
+const OWNERS_OF = `${VM_HOLDER_FUNCTIONS}
 local unindexed = redis.call('HGET', KEYS[1], '${WHOLE_FIELD}')
 if not unindexed then return false end
 local writes = tonumber(redis.call('GET', KEYS[2]) or '0') - tonumber(redis.call('GET', KEYS[3]) or '0')
 if writes ~= tonumber(unindexed) then return false end
-local claims, values, seen = {}, {}, {}
-local holders = redis.call('HMGET', KEYS[1], unpack(ARGV, 3))
-for i = 1, #holders do
-  if holders[i] then
-    for holder in string.gmatch(holders[i], '%S+') do
-      if holder ~= ARGV[2] then
-        claims[#claims + 1] = ARGV[i + 2]
-        claims[#claims + 1] = holder
-        if not seen[holder] then
-          seen[holder] = true
-          values[#values + 1] = holder
-          values[#values + 1] = redis.call('GET', ARGV[1] .. holder) or ''
+local held, found, bytes, done = {}, { 0 }, 0, 0
+for i = 4, #ARGV do
+  if bytes >= tonumber(ARGV[3]) then break end
+  local vmId = ARGV[i]
+  local holders = redis.call('HGET', KEYS[1], vmId)
+  for holder in string.gmatch(holders or '', '%S+') do
+    if holder ~= ARGV[2] then
+      if held[holder] == nil then
+        local value = redis.call('GET', ARGV[1] .. holder)
+        local ids = {}
+        if value then
+          bytes = bytes + #value
+          ids = readHeldVmIds(value)
         end
+        local set = false
+        if ids then
+          set = {}
+          for _, id in ipairs(ids) do set[id] = true end
+        end
+        held[holder] = set
       end
+      local set = held[holder]
+      if set and set[vmId] then
+        found[#found + 1] = vmId
+        found[#found + 1] = holder
+        break
+      end
+      if set then removeHolder(KEYS[1], vmId, holder) end
     end
   end
+  done = done + 1
 end
-return { claims, values }`;
-
-/**
- * Takes stale holders out of VM_HOLDERS: for each (VM id, node id, version) from ARGV[2], the
- * node is no longer recorded as holding the VM if its key is still at that version ('': still
- * gone), which ownersOf read and found not holding it.
- */
-const REPAIR_VM_HOLDERS = `${VM_HOLDER_FUNCTIONS}
-for i = 2, #ARGV, 3 do
-  local current = redis.call('GET', ARGV[1] .. ARGV[i + 1])
-  local version = current and string.match(current, '^(%d+)\\n') or ''
-  if version == ARGV[i + 2] then removeHolder(KEYS[1], ARGV[i], ARGV[i + 1]) end
-end
-return 1`;
+found[1] = done
+return found`;
 
 /**
  * Adds the (VM id, node id) pairs from ARGV[4] to VM_HOLDERS, one batch of making it whole,
@@ -393,8 +406,7 @@ type FleetRedis = Redis & {
   fleetListAll(...args: Array<string | number>): Promise<string[]>;
   fleetForgetSilent(...args: Array<string | number>): Promise<[number, ...string[]]>;
   fleetHoldsDue(...args: Array<string | number>): Promise<string[]>;
-  fleetOwnersOf(...args: Array<string | number>): Promise<[string[], string[]] | null>;
-  fleetRepairVmHolders(...args: Array<string | number>): Promise<number>;
+  fleetOwnersOf(...args: Array<string | number>): Promise<[number, ...string[]] | null>;
   fleetAddVmHolders(...args: Array<string | number>): Promise<number>;
 };
 
@@ -424,7 +436,6 @@ export class RedisNodesRepository extends NodesRepository {
     client.defineCommand('fleetDropStale', { numberOfKeys: 4, lua: DROP_STALE });
     client.defineCommand('fleetHoldsDue', { numberOfKeys: 1, lua: HOLDS_DUE });
     client.defineCommand('fleetOwnersOf', { numberOfKeys: 3, lua: OWNERS_OF });
-    client.defineCommand('fleetRepairVmHolders', { numberOfKeys: 1, lua: REPAIR_VM_HOLDERS });
     client.defineCommand('fleetAddVmHolders', { numberOfKeys: 3, lua: ADD_VM_HOLDERS });
     this.redis = client as FleetRedis;
   }
@@ -471,48 +482,33 @@ export class RedisNodesRepository extends NodesRepository {
     return owners ?? vmOwnersAmong(await this.listAll(), vmIds, exceptNodeId);
   }
 
-  /** null while VM_HOLDERS may miss a write. */
+  /**
+   * null while VM_HOLDERS may miss a write. Redis checks each holder against its state and
+   * answers owner ids only, in scripts of at most OWNERS_BATCH_BYTES of states read each.
+   */
   private async ownersFromIndex(
     vmIds: readonly string[],
     exceptNodeId: string,
   ): Promise<Map<string, string> | null> {
-    const found = await this.connection.run(() =>
-      this.redis.fleetOwnersOf(
-        VM_HOLDERS,
-        VERSIONS,
-        INDEXED_WRITES,
-        `${PREFIX}node:`,
-        exceptNodeId,
-        ...vmIds,
-      ),
-    );
-    if (found === null) return null;
-    const [claims, values] = found;
-    // Each holder's record as read, and the VM ids it holds (none: its key is gone).
-    const holders = new Map<string, { stored: StoredNode; vmIds: ReadonlySet<string> }>();
-    for (let index = 0; index < values.length; index += 2) {
-      const [nodeId, value] = [values[index], values[index + 1]];
-      const [stored] = this.readable([value], (one) => decodeStoredNode(one || null));
-      // An unreadable key holds nothing, as listAll leaves it out; nor is it repaired.
-      if (stored)
-        holders.set(nodeId, {
-          stored,
-          vmIds: new Set(stored.state ? heldVmIds(stored.state) : []),
-        });
-    }
     const owners = new Map<string, string>();
-    const stale: string[] = [];
-    for (let index = 0; index < claims.length; index += 2) {
-      const [vmId, nodeId] = [claims[index], claims[index + 1]];
-      const holder = holders.get(nodeId);
-      if (owners.has(vmId) || !holder) continue;
-      if (holder.vmIds.has(vmId)) owners.set(vmId, nodeId);
-      else stale.push(vmId, nodeId, holder.stored.version);
-    }
-    if (stale.length > 0) {
-      await this.connection.run(() =>
-        this.redis.fleetRepairVmHolders(VM_HOLDERS, `${PREFIX}node:`, ...stale),
+    for (let first = 0; first < vmIds.length;) {
+      const found = await this.connection.run(() =>
+        this.redis.fleetOwnersOf(
+          VM_HOLDERS,
+          VERSIONS,
+          INDEXED_WRITES,
+          `${PREFIX}node:`,
+          exceptNodeId,
+          OWNERS_BATCH_BYTES,
+          ...vmIds.slice(first),
+        ),
       );
+      if (found === null) return null;
+      const [done, ...pairs] = found;
+      for (let index = 0; index < pairs.length; index += 2) {
+        owners.set(pairs[index], pairs[index + 1]);
+      }
+      first += Number(done);
     }
     return owners;
   }
