@@ -540,7 +540,7 @@ export class RedisNodesRepository extends NodesRepository {
       for (const vmId of heldVmIds(state)) pairs.push(vmId, state.node_id);
     if (states.length > 0) {
       this.logger.log(
-        `indexing the ${pairs.length / 2} VM id(s) of ${states.length} stored node(s) by the node holding each, once: the store had no such index yet, or a controller of an earlier version wrote to it`,
+        `indexing the ${pairs.length / 2} VM id(s) of ${states.length} stored node(s) by the node holding each, once: the store had no whole index yet (new, written by an earlier version, or deleted), or a controller of an earlier version wrote to it`,
       );
     }
     const making = randomUUID();
