@@ -38,11 +38,12 @@ const HOLD_DEADLINES = `${PREFIX}hold-deadlines`;
 const SILENT = `${PREFIX}silent-nodes`;
 /**
  * Hash of VM id → the ids of the nodes holding it (heldVmIds), space-separated (node ids have
- * no space), first holder first: what ownersOf reads instead of every node. Every script that
- * changes what a node holds changes it in the same script, so every controller on this Redis
- * reads the same. An entry can only be left stale (a node key that expired with no sweep, a
- * write by a controller of an earlier version): ownersOf checks each holder against its record.
- * Besides the VM ids it holds WHOLE_FIELD (and INDEXING_FIELD while being made whole).
+ * no space), first holder first (those a making-whole added: in listAll's order): what
+ * ownersOf reads instead of every node. Every script that changes what a node holds changes
+ * it in the same script, so every controller on this Redis reads the same. An entry can only
+ * be left stale (a node key that expired with no sweep, a write by a controller of an earlier
+ * version): ownersOf checks each holder against its state. Besides the VM ids, it holds
+ * WHOLE_FIELD (and INDEXING_FIELD while being made whole).
  */
 const VM_HOLDERS = `${PREFIX}vm-holders`;
 /** Counts the writes (PUT) that kept VM_HOLDERS, as VERSIONS counts every write. */
@@ -470,7 +471,7 @@ export class RedisNodesRepository extends NodesRepository {
   }
 
   /**
-   * From VM_HOLDERS, each holder checked against its record; every node read instead (as the
+   * From VM_HOLDERS, each holder checked against its state; every node read instead (as the
    * version before the index did) while VM_HOLDERS may miss a write, until it is made whole.
    */
   async ownersOf(vmIds: readonly string[], exceptNodeId: string): Promise<Map<string, string>> {
