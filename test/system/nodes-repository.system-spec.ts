@@ -45,13 +45,22 @@ interface Store {
 let redisServer: RedisServer;
 let inspector: Redis;
 
-/** Keys that count writes, left when every node is gone; the index of VM ids is not one. */
-const COUNTERS = [
-  'ppn-fleet:version',
-  'ppn-fleet:vm-holders:writes',
-  'ppn-fleet:vm-holders:unindexed-writes',
-];
+/** Keys that count writes, left when every node is gone. */
+const COUNTERS = ['ppn-fleet:version', 'ppn-fleet:vm-holders:writes'];
 const VM_HOLDERS = 'ppn-fleet:vm-holders';
+
+/** The index of VM ids as a record, without the fields of its own (no VM id has a space). */
+async function vmHolderEntries(): Promise<Record<string, string>> {
+  const entries = await inspector.hgetall(VM_HOLDERS);
+  return Object.fromEntries(Object.entries(entries).filter(([field]) => !field.includes(' ')));
+}
+
+/** Keys left in Redis besides the counters; the index of VM ids counts if it names a VM id. */
+async function leftoverRedisKeys(): Promise<number> {
+  const keys = (await inspector.keys('*')).filter((key) => !COUNTERS.includes(key));
+  const emptyIndex = Object.keys(await vmHolderEntries()).length === 0;
+  return keys.filter((key) => !(key === VM_HOLDERS && emptyIndex)).length;
+}
 
 beforeAll(async () => {
   redisServer = await RedisServer.start();
@@ -87,9 +96,8 @@ const stores: Array<[string, () => Promise<Store>]> = [
       return {
         repository: new RedisNodesRepository(connection),
         keyClaims: new RedisKeyClaims(connection),
-        leftoverKeys: async () =>
-          (await inspector.keys('*')).filter((key) => !COUNTERS.includes(key)).length,
-        indexedVmIds: async () => (await inspector.hkeys(VM_HOLDERS)).sort(),
+        leftoverKeys: leftoverRedisKeys,
+        indexedVmIds: async () => Object.keys(await vmHolderEntries()).sort(),
         close: () => connection.onApplicationShutdown(),
       };
     },
@@ -556,7 +564,7 @@ describe('NodesRepository.ownersOf in Redis', () => {
     expect(await other.ownersOf(['a'], 'n2')).toEqual(new Map([['a', 'n1']]));
     await beat(other, 'n1', []);
     expect(await one.ownersOf(['a'], 'n2')).toEqual(new Map());
-    expect(await inspector.exists(VM_HOLDERS)).toBe(0);
+    expect(await vmHolderEntries()).toEqual({});
   });
 
   it('never takes a stale entry for an owner, and takes it out', async () => {
@@ -566,7 +574,12 @@ describe('NodesRepository.ownersOf in Redis', () => {
     // As a node key that expired with no sweep, or a write of an earlier version, leaves them.
     await inspector.hset(VM_HOLDERS, 'b', 'n1', 'c', 'gone n1', 'a', 'gone n1');
     expect(await nodes.ownersOf(['a', 'b', 'c'], 'n2')).toEqual(new Map([['a', 'n1']]));
-    expect(await inspector.hgetall(VM_HOLDERS)).toEqual({ a: 'n1' });
+    expect(await vmHolderEntries()).toEqual({ a: 'n1' });
+    // A holder whose key is no node state owns nothing, as listAll leaves it out; nor is it taken out.
+    await inspector.set('ppn-fleet:node:junk', '7\n{}\nnot json');
+    await inspector.hset(VM_HOLDERS, 'd', 'junk');
+    expect(await nodes.ownersOf(['d'], 'n2')).toEqual(new Map());
+    expect(await vmHolderEntries()).toEqual({ a: 'n1', d: 'junk' });
   });
 
   it('indexes a store written without the index once, and reads every node while an earlier version writes', async () => {
@@ -584,7 +597,7 @@ describe('NodesRepository.ownersOf in Redis', () => {
         ['s', 'silent'],
       ]),
     );
-    expect(await inspector.hgetall(VM_HOLDERS)).toEqual({ a: 'n1', s: 'silent' });
+    expect(await vmHolderEntries()).toEqual({ a: 'n1', s: 'silent' });
 
     // A controller of the earlier version, still on the same Redis, writes a node without it.
     const written = nodeStateFromHeartbeat(heartbeat('old', { vms: [vm('o')] }), 1_000);
@@ -597,6 +610,135 @@ describe('NodesRepository.ownersOf in Redis', () => {
     expect(await (await controller()).ownersOf(['o'], 'n2')).toEqual(new Map([['o', 'old']]));
     expect(await inspector.hget(VM_HOLDERS, 'o')).toBe('old');
     expect(warn).not.toHaveBeenCalled();
+  });
+
+  it("answers owner ids only, never a holder's state, in scripts that each read a bounded part", async () => {
+    const nodes = await controller();
+    // Six holders of about 900 KB each: more than one script reads.
+    const holders = Array.from({ length: 6 }, (_, index) => `big${index}`);
+    for (const nodeId of holders) {
+      const vmIds = Array.from({ length: 5_000 }, (_, index) => `${nodeId}-${index}`);
+      await beat(nodes, nodeId, vmIds);
+    }
+    const stored = await Promise.all(holders.map((id) => inspector.strlen(`ppn-fleet:node:${id}`)));
+    expect(stored.reduce((sum, bytes) => sum + bytes, 0)).toBeGreaterThan(4 * 1024 * 1024);
+    // The index as a write of an earlier version leaves it: big0 named for a VM it never held.
+    await inspector.hset(VM_HOLDERS, 'elsewhere', 'big0');
+    expect(await nodes.ownersOf(['x'], 'n2')).toEqual(new Map());
+    const client = connections[0].client as unknown as Record<string, unknown>;
+    const ownersOf = jest.spyOn(client, 'fleetOwnersOf' as never);
+
+    const asked = [...holders.map((id) => `${id}-4999`), 'elsewhere', 'unknown'];
+    expect(await nodes.ownersOf(asked, 'n2')).toEqual(
+      new Map(holders.map((id) => [`${id}-4999`, id])),
+    );
+    const replies = await Promise.all(
+      ownersOf.mock.results.map(({ value }) => value as Promise<unknown[]>),
+    );
+    expect(replies.length).toBeGreaterThan(1);
+    for (const reply of replies) {
+      expect(JSON.stringify(reply).length).toBeLessThan(1_000);
+    }
+    expect(await inspector.hexists(VM_HOLDERS, 'elsewhere')).toBe(0);
+  });
+
+  it('never trusts an index deleted on its own (evicted, or by hand): it is made whole again', async () => {
+    const nodes = await controller();
+    await beat(nodes, 'n1', ['a']);
+    expect(await nodes.ownersOf(['a'], 'n2')).toEqual(new Map([['a', 'n1']]));
+    await inspector.del(VM_HOLDERS);
+    // A write in between recreates the hash with only its own entry.
+    await beat(nodes, 'n3', ['c']);
+    const both = new Map([
+      ['a', 'n1'],
+      ['c', 'n3'],
+    ]);
+    // This process made it whole a moment ago: every node read instead, until it may again.
+    expect(await nodes.ownersOf(['a', 'c'], 'n2')).toEqual(both);
+    expect(await vmHolderEntries()).toEqual({ c: 'n3' });
+    // Another (or this one INDEX_INTERVAL_MS later) makes it whole.
+    expect(await (await controller()).ownersOf(['a', 'c'], 'n2')).toEqual(both);
+    expect(await vmHolderEntries()).toEqual({ a: 'n1', c: 'n3' });
+  });
+
+  it('marks no index whole that was deleted while being made whole', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const nodes = await controller();
+    // Two batches' worth of VM ids.
+    const many = Array.from({ length: 1_500 }, (_, index) => `v${index}`);
+    await beat(nodes, 'n1', many);
+    await beat(
+      nodes,
+      'n3',
+      many.map((vmId) => `w${vmId}`),
+    );
+    await inspector.del(VM_HOLDERS);
+    const client = connections[0].client as unknown as Record<
+      string,
+      (...args: unknown[]) => Promise<unknown>
+    >;
+    const addVmHolders = client.fleetAddVmHolders.bind(client);
+    let batches = 0;
+    client.fleetAddVmHolders = async (...args) => {
+      const added = await addVmHolders(...args);
+      if (++batches === 1) await inspector.del(VM_HOLDERS);
+      return added;
+    };
+    expect(await nodes.ownersOf(['v1499', 'wv0'], 'n2')).toEqual(
+      new Map([
+        ['v1499', 'n1'],
+        ['wv0', 'n3'],
+      ]),
+    );
+    expect(batches).toBe(2);
+    expect(await inspector.hexists(VM_HOLDERS, 'v0')).toBe(0);
+    // Made whole by the next lookup (here: a new process), and trusted.
+    const next = await controller();
+    expect(await next.ownersOf(['v0', 'wv1499'], 'n2')).toEqual(
+      new Map([
+        ['v0', 'n1'],
+        ['wv1499', 'n3'],
+      ]),
+    );
+    expect(Object.keys(await vmHolderEntries())).toHaveLength(3_000);
+    expect(warn).not.toHaveBeenCalled();
+  });
+});
+
+describe('NodesRepository.forgetSilentBeyond in Redis', () => {
+  it('forgets a fleet-wide drop in bounded scripts, taking their VM ids out of the index', async () => {
+    const store = await stores.find(([name]) => name === 'in Redis')![1]();
+    const nodes = store.repository;
+    const client = (nodes as unknown as { redis: Record<string, unknown> }).redis;
+    const forgetSilent = jest.spyOn(client, 'fleetForgetSilent' as never);
+    try {
+      const nodeIds = Array.from({ length: 1_200 }, (_, index) => `n${index}`);
+      for (const [index, nodeId] of nodeIds.entries()) {
+        const vms = [vm(`${nodeId}-a`), vm(`${nodeId}-b`)];
+        await nodes.update(nodeId, acceptHeartbeat(heartbeat(nodeId, { vms }), 1_000 + index));
+      }
+      await nodes.dropStale(10_000);
+      const forgotten = await nodes.forgetSilentBeyond(100);
+      expect(forgotten.map((state) => state.node_id)).toEqual(nodeIds.slice(0, 1_100));
+      // Each script forgot at most 500 nodes: it read and decoded each one's state.
+      const replies = await Promise.all(
+        forgetSilent.mock.results.map(({ value }) => value as Promise<unknown[]>),
+      );
+      expect(replies.map((reply) => reply.length - 1)).toEqual([500, 500, 100]);
+      expect((await nodes.listAll()).map((state) => state.node_id).sort()).toEqual(
+        nodeIds.slice(1_100).sort(),
+      );
+      expect(await store.indexedVmIds()).toEqual(
+        nodeIds
+          .slice(1_100)
+          .flatMap((nodeId) => [`${nodeId}-a`, `${nodeId}-b`])
+          .sort(),
+      );
+      expect(await nodes.forgetSilentBeyond(100)).toEqual([]);
+    } finally {
+      forgetSilent.mockRestore();
+      await store.close();
+    }
   });
 });
 

@@ -22,11 +22,14 @@ export abstract class NodesRepository {
 
   /**
    * Of `vmIds`, those a stored node other than `exceptNodeId` holds (heldVmIds: listed, kept
-   * silent, or minted for a hold; the node live, silent or stale), each with such a node (the
-   * first that came to hold it): what foreignVms judges a heartbeat by. Costs what `vmIds`
-   * cost, never a read of the whole store: the store keeps an index of VM id to holding nodes
-   * with the records, written with them, and checks each node it names against that node's
-   * record, so an entry left stale never makes a VM foreign.
+   * silent, or minted for a hold; the node live, silent or stale), each with such a node (when
+   * two hold one id, the first the index names: the first that came to hold it, or, in Redis
+   * after the index was made whole again from every node, the first in listAll's order): what
+   * foreignVms judges a heartbeat by. Costs what `vmIds` cost, not a read of the whole store:
+   * the store keeps an index of VM id to holding nodes with the records, written with them,
+   * and checks each node it names against that node's state, so an entry left stale never
+   * makes a VM foreign. (Redis reads every node instead while its index is not whole: see
+   * RedisNodesRepository.)
    */
   abstract ownersOf(vmIds: readonly string[], exceptNodeId: string): Promise<Map<string, string>>;
 

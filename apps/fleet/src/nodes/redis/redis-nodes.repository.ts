@@ -11,11 +11,11 @@ import {
   keepsVmsWhenSilent,
   vmOwnersAmong,
 } from '@app/fleet-domain';
+import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { StoreUnavailableError } from '../store-unavailable.error';
 import { RedisConnection } from './redis-connection';
 import {
-  StoredNode,
   UnreadableStoredNodeError,
   decodeStoredNode,
   decodeStoredRecord,
@@ -38,24 +38,34 @@ const HOLD_DEADLINES = `${PREFIX}hold-deadlines`;
 const SILENT = `${PREFIX}silent-nodes`;
 /**
  * Hash of VM id → the ids of the nodes holding it (heldVmIds), space-separated (node ids have
- * no space), first holder first: what ownersOf reads instead of every node. Every script that
- * changes what a node holds changes it in the same script, so every controller on this Redis
- * reads the same. An entry can only be left stale (a node key that expired with no sweep, a
- * write by a controller of an earlier version): ownersOf checks each holder against its record.
+ * no space), first holder first (those a making-whole added: in listAll's order): what
+ * ownersOf reads instead of every node. Every script that changes what a node holds changes
+ * it in the same script, so every controller on this Redis reads the same. An entry can only
+ * be left stale (a node key that expired with no sweep, a write by a controller of an earlier
+ * version): ownersOf checks each holder against its state. Besides the VM ids, it holds
+ * WHOLE_FIELD (and INDEXING_FIELD while being made whole).
  */
 const VM_HOLDERS = `${PREFIX}vm-holders`;
 /** Counts the writes (PUT) that kept VM_HOLDERS, as VERSIONS counts every write. */
 const INDEXED_WRITES = `${PREFIX}vm-holders:writes`;
 /**
- * VERSIONS - INDEXED_WRITES as it was when VM_HOLDERS was last made whole from every record.
- * Upgrading in place: a store the version before the index wrote has neither, so the first
- * lookup makes VM_HOLDERS whole from the records (once, in batches) and sets this. While
- * VERSIONS - INDEXED_WRITES still equals it, every write since kept VM_HOLDERS; once it is
- * larger, a controller of an earlier version sharing this Redis wrote without it: until
- * VM_HOLDERS is made whole again (at most every INDEX_INTERVAL_MS), ownersOf reads every node,
- * as that version did, so it never misses an owner.
+ * The field of VM_HOLDERS (no VM id has a space, see ID_PATTERN) holding VERSIONS -
+ * INDEXED_WRITES as it was when VM_HOLDERS was last made whole from every record. Inside the
+ * hash, so it goes with it: a VM_HOLDERS deleted or evicted (or never written: a store the
+ * version before the index wrote, upgraded in place) has none, and the first lookup makes it
+ * whole from the records (once, in batches) and sets it. While VERSIONS - INDEXED_WRITES still
+ * equals it, every write since kept VM_HOLDERS; once it is larger, a controller of an earlier
+ * version sharing this Redis wrote without it: until VM_HOLDERS is made whole again (at most
+ * every INDEX_INTERVAL_MS), ownersOf reads every node, as that version did, so it never misses
+ * an owner.
  */
-const UNINDEXED_WRITES = `${PREFIX}vm-holders:unindexed-writes`;
+const WHOLE_FIELD = 'index whole at unindexed writes';
+/**
+ * The field of VM_HOLDERS naming the making-whole under way: WHOLE_FIELD is set only if it is
+ * still there at the end, so a VM_HOLDERS deleted halfway (its first batches gone) is not
+ * marked whole.
+ */
+const INDEXING_FIELD = 'index being made whole by';
 const nodeKey = (nodeId: string) => `${PREFIX}node:${nodeId}`;
 /**
  * A node key outlives any live node, so keys nobody sweeps (every controller down) vanish;
@@ -65,7 +75,16 @@ const nodeKey = (nodeId: string) => `${PREFIX}node:${nodeId}`;
  */
 const NODE_KEY_TTL_MS = 2 * NODE_STALE_AFTER_MS;
 const SWEEP_BATCH = 5_000;
+/**
+ * Silent nodes forgotten per script, and the bytes of their values read, after which a script
+ * stops: each is decoded in the script (up to 1 MiB), a fleet-wide drop leaves tens of
+ * thousands, and Redis serves nothing else while a script runs.
+ */
+const FORGET_BATCH = 500;
+const FORGET_BATCH_BYTES = 8 * 1024 * 1024;
 const WRITE_ATTEMPTS = 20;
+/** Bytes of holders' states one lookup script reads (and decodes) before it stops. */
+const OWNERS_BATCH_BYTES = 4 * 1024 * 1024;
 /** (VM id, node id) pairs per script while VM_HOLDERS is made whole. */
 const INDEX_BATCH = 2_000;
 /** At most one making-whole of VM_HOLDERS this often: each reads every node. */
@@ -75,8 +94,10 @@ const UNREADABLE_LOG_INTERVAL_MS = 60_000;
 
 /**
  * Lua for VM_HOLDERS, put before the scripts that change it: add or remove one holder of one
- * VM id, and the VM ids a stored node's value holds (heldVmIds: listed, kept silent, minted for
- * a hold).
+ * VM id, and the VM ids a stored node's value holds (readHeldVmIds: nil when its state is no
+ * JSON object; heldVmIds: none then). Keep it the same as heldVmIds in @app/fleet-domain
+ * (node-state.ts: listed, kept silent, minted for a hold), which the TypeScript side of the
+ * index (heldVmIdChanges, the making whole) reads.
  */
 const VM_HOLDER_FUNCTIONS = `
 local function addHolder(index, vmId, nodeId)
@@ -103,10 +124,10 @@ local function removeHolder(index, vmId, nodeId)
     redis.call('HSET', index, vmId, table.concat(rest, ' '))
   end
 end
-local function heldVmIds(value)
-  local ids = {}
+local function readHeldVmIds(value)
   local ok, state = pcall(cjson.decode, string.match(value, '^%d+\\n[^\\n]*\\n(.*)$') or '')
-  if not ok or type(state) ~= 'table' then return ids end
+  if not ok or type(state) ~= 'table' then return nil end
+  local ids = {}
   local function add(vm)
     if type(vm) == 'table' and type(vm.vm_id) == 'string' then ids[#ids + 1] = vm.vm_id end
   end
@@ -122,6 +143,9 @@ local function heldVmIds(value)
     for _, hold in pairs(state.holds) do add(hold) end
   end
   return ids
+end
+local function heldVmIds(value)
+  return readHeldVmIds(value) or {}
 end
 `;
 
@@ -261,23 +285,30 @@ end
 return dropped`;
 
 /**
- * Forgets the nodes kept silent beyond the newest ARGV[1] (oldest first), and the VM ids they
- * hold, and returns them.
+ * Forgets nodes kept silent beyond the newest ARGV[1] (oldest first), and the VM ids they hold:
+ * at most ARGV[3] of them, and no more once ARGV[4] bytes of their values were read (each is
+ * decoded here, up to 1 MiB), so no call holds Redis for long. Returns 1 if more are beyond
+ * the newest ARGV[1] (0 if not), then the values forgotten.
  */
 const FORGET_SILENT = `${VM_HOLDER_FUNCTIONS}
 local excess = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[1])
-if excess <= 0 then return {} end
-local forgotten = {}
-for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, excess - 1)) do
+if excess <= 0 then return { 0 } end
+local count = math.min(excess, tonumber(ARGV[3]))
+local forgotten, bytes, done = { 0 }, 0, 0
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, count - 1)) do
+  if bytes >= tonumber(ARGV[4]) then break end
   local key = ARGV[2] .. id
   local value = redis.call('GET', key)
   if value then
     forgotten[#forgotten + 1] = value
+    bytes = bytes + #value
     for _, vmId in ipairs(heldVmIds(value)) do removeHolder(KEYS[2], vmId, id) end
   end
   redis.call('DEL', key)
   redis.call('ZREM', KEYS[1], id)
+  done = done + 1
 end
+if done < excess then forgotten[1] = 1 end
 return forgotten`;
 
 /**
@@ -297,59 +328,74 @@ end
 return due`;
 
 /**
- * The holders VM_HOLDERS names for the VM ids from ARGV[3], but node ARGV[2]: a list of (VM id,
- * node id) pairs and a list of (node id, its key's value or '' when gone) pairs, each holder's
- * value once, so the caller checks each against its record. Nil while VM_HOLDERS may miss a
- * write (see UNINDEXED_WRITES).
+ * Of the VM ids from ARGV[4], each with the first holder VM_HOLDERS names but node ARGV[2]
+ * whose stored state holds it (read here, each holder once). A holder whose state does not
+ * hold it (its key gone, or written since by a controller of an earlier version) is a stale
+ * entry, taken out in the same script, so nothing writes between the check and the removal; one
+ * whose state cannot be read is neither (listAll leaves it out too). Stops once ARGV[3] bytes
+ * of states were read, so no call holds Redis for long. Returns how many of the VM ids it went
+ * through, then (VM id, node id) pairs; nil while VM_HOLDERS may miss a write (see
+ * WHOLE_FIELD).
  */
-const OWNERS_OF = `
-local unindexed = redis.call('GET', KEYS[4])
+const OWNERS_OF = `${VM_HOLDER_FUNCTIONS}
+local unindexed = redis.call('HGET', KEYS[1], '${WHOLE_FIELD}')
 if not unindexed then return false end
 local writes = tonumber(redis.call('GET', KEYS[2]) or '0') - tonumber(redis.call('GET', KEYS[3]) or '0')
 if writes ~= tonumber(unindexed) then return false end
-local claims, values, seen = {}, {}, {}
-local holders = redis.call('HMGET', KEYS[1], unpack(ARGV, 3))
-for i = 1, #holders do
-  if holders[i] then
-    for holder in string.gmatch(holders[i], '%S+') do
-      if holder ~= ARGV[2] then
-        claims[#claims + 1] = ARGV[i + 2]
-        claims[#claims + 1] = holder
-        if not seen[holder] then
-          seen[holder] = true
-          values[#values + 1] = holder
-          values[#values + 1] = redis.call('GET', ARGV[1] .. holder) or ''
+local held, found, bytes, done = {}, { 0 }, 0, 0
+for i = 4, #ARGV do
+  if bytes >= tonumber(ARGV[3]) then break end
+  local vmId = ARGV[i]
+  local holders = redis.call('HGET', KEYS[1], vmId)
+  for holder in string.gmatch(holders or '', '%S+') do
+    if holder ~= ARGV[2] then
+      if held[holder] == nil then
+        local value = redis.call('GET', ARGV[1] .. holder)
+        local ids = {}
+        if value then
+          bytes = bytes + #value
+          ids = readHeldVmIds(value)
         end
+        local set = false
+        if ids then
+          set = {}
+          for _, id in ipairs(ids) do set[id] = true end
+        end
+        held[holder] = set
       end
+      local set = held[holder]
+      if set and set[vmId] then
+        found[#found + 1] = vmId
+        found[#found + 1] = holder
+        break
+      end
+      if set then removeHolder(KEYS[1], vmId, holder) end
     end
   end
+  done = done + 1
 end
-return { claims, values }`;
+found[1] = done
+return found`;
 
 /**
- * Takes stale holders out of VM_HOLDERS: for each (VM id, node id, version) from ARGV[2], the
- * node is no longer recorded as holding the VM if its key is still at that version ('': still
- * gone), which ownersOf read and found not holding it.
- */
-const REPAIR_VM_HOLDERS = `${VM_HOLDER_FUNCTIONS}
-for i = 2, #ARGV, 3 do
-  local current = redis.call('GET', ARGV[1] .. ARGV[i + 1])
-  local version = current and string.match(current, '^(%d+)\\n') or ''
-  if version == ARGV[i + 2] then removeHolder(KEYS[1], ARGV[i], ARGV[i + 1]) end
-end
-return 1`;
-
-/**
- * Adds the (VM id, node id) pairs from ARGV[2] to VM_HOLDERS. With ARGV[1], the last batch of
- * making it whole: UNINDEXED_WRITES is set to ARGV[1] (as counted with the records read) if no
- * write left VM_HOLDERS out since; 0 when one did.
+ * Adds the (VM id, node id) pairs from ARGV[4] to VM_HOLDERS, one batch of making it whole,
+ * the one named ARGV[1]: the first batch (ARGV[2] = 'first') names it in INDEXING_FIELD, the
+ * others go on only while it is still named there (-1 when not: VM_HOLDERS was deleted, or
+ * another controller began again). With ARGV[3], the last batch: WHOLE_FIELD is set to ARGV[3]
+ * (as counted with the records read) if no write left VM_HOLDERS out since; 0 when one did.
  */
 const ADD_VM_HOLDERS = `${VM_HOLDER_FUNCTIONS}
-for i = 2, #ARGV, 2 do addHolder(KEYS[1], ARGV[i], ARGV[i + 1]) end
-if ARGV[1] == '' then return 1 end
+if ARGV[2] == 'first' then
+  redis.call('HSET', KEYS[1], '${INDEXING_FIELD}', ARGV[1])
+elseif redis.call('HGET', KEYS[1], '${INDEXING_FIELD}') ~= ARGV[1] then
+  return -1
+end
+for i = 4, #ARGV, 2 do addHolder(KEYS[1], ARGV[i], ARGV[i + 1]) end
+if ARGV[3] == '' then return 1 end
+redis.call('HDEL', KEYS[1], '${INDEXING_FIELD}')
 local writes = tonumber(redis.call('GET', KEYS[2]) or '0') - tonumber(redis.call('GET', KEYS[3]) or '0')
-if writes ~= tonumber(ARGV[1]) then return 0 end
-redis.call('SET', KEYS[4], ARGV[1])
+if writes ~= tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], '${WHOLE_FIELD}', ARGV[3])
 return 1`;
 
 type FleetRedis = Redis & {
@@ -359,10 +405,9 @@ type FleetRedis = Redis & {
   fleetDropStale(...args: Array<string | number>): Promise<string[]>;
   fleetRemove(...args: Array<string | number>): Promise<number>;
   fleetListAll(...args: Array<string | number>): Promise<string[]>;
-  fleetForgetSilent(...args: Array<string | number>): Promise<string[]>;
+  fleetForgetSilent(...args: Array<string | number>): Promise<[number, ...string[]]>;
   fleetHoldsDue(...args: Array<string | number>): Promise<string[]>;
-  fleetOwnersOf(...args: Array<string | number>): Promise<[string[], string[]] | null>;
-  fleetRepairVmHolders(...args: Array<string | number>): Promise<number>;
+  fleetOwnersOf(...args: Array<string | number>): Promise<[number, ...string[]] | null>;
   fleetAddVmHolders(...args: Array<string | number>): Promise<number>;
 };
 
@@ -391,9 +436,8 @@ export class RedisNodesRepository extends NodesRepository {
     client.defineCommand('fleetFindLive', { numberOfKeys: 2, lua: FIND_LIVE });
     client.defineCommand('fleetDropStale', { numberOfKeys: 4, lua: DROP_STALE });
     client.defineCommand('fleetHoldsDue', { numberOfKeys: 1, lua: HOLDS_DUE });
-    client.defineCommand('fleetOwnersOf', { numberOfKeys: 4, lua: OWNERS_OF });
-    client.defineCommand('fleetRepairVmHolders', { numberOfKeys: 1, lua: REPAIR_VM_HOLDERS });
-    client.defineCommand('fleetAddVmHolders', { numberOfKeys: 4, lua: ADD_VM_HOLDERS });
+    client.defineCommand('fleetOwnersOf', { numberOfKeys: 3, lua: OWNERS_OF });
+    client.defineCommand('fleetAddVmHolders', { numberOfKeys: 3, lua: ADD_VM_HOLDERS });
     this.redis = client as FleetRedis;
   }
 
@@ -427,7 +471,7 @@ export class RedisNodesRepository extends NodesRepository {
   }
 
   /**
-   * From VM_HOLDERS, each holder checked against its record; every node read instead (as the
+   * From VM_HOLDERS, each holder checked against its state; every node read instead (as the
    * version before the index did) while VM_HOLDERS may miss a write, until it is made whole.
    */
   async ownersOf(vmIds: readonly string[], exceptNodeId: string): Promise<Map<string, string>> {
@@ -439,49 +483,33 @@ export class RedisNodesRepository extends NodesRepository {
     return owners ?? vmOwnersAmong(await this.listAll(), vmIds, exceptNodeId);
   }
 
-  /** null while VM_HOLDERS may miss a write. */
+  /**
+   * null while VM_HOLDERS may miss a write. Redis checks each holder against its state and
+   * answers owner ids only, in scripts of at most OWNERS_BATCH_BYTES of states read each.
+   */
   private async ownersFromIndex(
     vmIds: readonly string[],
     exceptNodeId: string,
   ): Promise<Map<string, string> | null> {
-    const found = await this.connection.run(() =>
-      this.redis.fleetOwnersOf(
-        VM_HOLDERS,
-        VERSIONS,
-        INDEXED_WRITES,
-        UNINDEXED_WRITES,
-        `${PREFIX}node:`,
-        exceptNodeId,
-        ...vmIds,
-      ),
-    );
-    if (found === null) return null;
-    const [claims, values] = found;
-    // Each holder's record as read, and the VM ids it holds (none: its key is gone).
-    const holders = new Map<string, { stored: StoredNode; vmIds: ReadonlySet<string> }>();
-    for (let index = 0; index < values.length; index += 2) {
-      const [nodeId, value] = [values[index], values[index + 1]];
-      const [stored] = this.readable([value], (one) => decodeStoredNode(one || null));
-      // An unreadable key holds nothing, as listAll leaves it out; nor is it repaired.
-      if (stored)
-        holders.set(nodeId, {
-          stored,
-          vmIds: new Set(stored.state ? heldVmIds(stored.state) : []),
-        });
-    }
     const owners = new Map<string, string>();
-    const stale: string[] = [];
-    for (let index = 0; index < claims.length; index += 2) {
-      const [vmId, nodeId] = [claims[index], claims[index + 1]];
-      const holder = holders.get(nodeId);
-      if (owners.has(vmId) || !holder) continue;
-      if (holder.vmIds.has(vmId)) owners.set(vmId, nodeId);
-      else stale.push(vmId, nodeId, holder.stored.version);
-    }
-    if (stale.length > 0) {
-      await this.connection.run(() =>
-        this.redis.fleetRepairVmHolders(VM_HOLDERS, `${PREFIX}node:`, ...stale),
+    for (let first = 0; first < vmIds.length;) {
+      const found = await this.connection.run(() =>
+        this.redis.fleetOwnersOf(
+          VM_HOLDERS,
+          VERSIONS,
+          INDEXED_WRITES,
+          `${PREFIX}node:`,
+          exceptNodeId,
+          OWNERS_BATCH_BYTES,
+          ...vmIds.slice(first),
+        ),
       );
+      if (found === null) return null;
+      const [done, ...pairs] = found;
+      for (let index = 0; index < pairs.length; index += 2) {
+        owners.set(pairs[index], pairs[index + 1]);
+      }
+      first += Number(done);
     }
     return owners;
   }
@@ -513,9 +541,10 @@ export class RedisNodesRepository extends NodesRepository {
       for (const vmId of heldVmIds(state)) pairs.push(vmId, state.node_id);
     if (states.length > 0) {
       this.logger.log(
-        `indexing the ${pairs.length / 2} VM id(s) of ${states.length} stored node(s) by the node holding each, once: the store had no such index yet, or a controller of an earlier version wrote to it`,
+        `indexing the ${pairs.length / 2} VM id(s) of ${states.length} stored node(s) by the node holding each, once: the store had no whole index yet (new, written by an earlier version, or deleted), or a controller of an earlier version wrote to it`,
       );
     }
+    const making = randomUUID();
     for (let first = 0; ; first += 2 * INDEX_BATCH) {
       const last = first + 2 * INDEX_BATCH >= pairs.length;
       const batch = pairs.slice(first, first + 2 * INDEX_BATCH);
@@ -524,11 +553,14 @@ export class RedisNodesRepository extends NodesRepository {
           VM_HOLDERS,
           VERSIONS,
           INDEXED_WRITES,
-          UNINDEXED_WRITES,
+          making,
+          first === 0 ? 'first' : '',
           last ? unindexedWrites : '',
           ...batch,
         ),
       );
+      // VM_HOLDERS deleted halfway (or another controller began again): not whole, retried.
+      if (added === -1) return false;
       if (!last) continue;
       if (added !== 1) {
         this.logger.warn(
@@ -539,11 +571,23 @@ export class RedisNodesRepository extends NodesRepository {
     }
   }
 
+  /** In batches (FORGET_BATCH), each bounded, until no more are beyond `keep`. */
   async forgetSilentBeyond(keep: number): Promise<NodeState[]> {
-    const forgotten = await this.connection.run(() =>
-      this.redis.fleetForgetSilent(SILENT, VM_HOLDERS, keep, `${PREFIX}node:`),
-    );
-    return this.readable(forgotten, decodeStoredState);
+    const forgotten: NodeState[] = [];
+    for (;;) {
+      const [more, ...batch] = await this.connection.run(() =>
+        this.redis.fleetForgetSilent(
+          SILENT,
+          VM_HOLDERS,
+          keep,
+          `${PREFIX}node:`,
+          FORGET_BATCH,
+          FORGET_BATCH_BYTES,
+        ),
+      );
+      forgotten.push(...this.readable(batch, decodeStoredState));
+      if (Number(more) === 0) return forgotten;
+    }
   }
 
   async findLive(nodeId: string, notBeforeMs: number): Promise<NodeState | undefined> {
