@@ -242,7 +242,10 @@ export interface ForeignVm {
   owner: string;
 }
 
-/** Every VM id a stored node holds: those it lists, its SilentVms and its holds' minted ids. */
+/**
+ * Every VM id a stored node holds: those it lists, its SilentVms and its holds' minted ids. The
+ * Redis store's scripts say the same in Lua (redis-nodes.repository.ts, heldVmIds): change both.
+ */
 export function heldVmIds(node: NodeState): string[] {
   const ids = node.vms.map((vm) => vm.vm_id);
   for (const silent of node.silent_vms) ids.push(silent.vm.vm_id);
@@ -255,8 +258,8 @@ export function heldVmIds(node: NodeState): string[] {
 
 /** What a change of one node's state does to the VM ids it holds (see heldVmIds). */
 export interface HeldVmIdChanges {
-  gained: string[];
-  lost: string[];
+  readonly gained: readonly string[];
+  readonly lost: readonly string[];
 }
 
 const NO_HELD_VM_ID_CHANGES: HeldVmIdChanges = Object.freeze({ gained: [], lost: [] });
