@@ -8,7 +8,7 @@
  *   npm run build && ts-node -T -r tsconfig-paths/register test/bench/qemu-memory.ts
  * (as root, with the guest image built; run.ts calls it too). Prints one JSON line per accel.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { HYPERVISOR_OVERHEAD_MB, TCG_OVERHEAD_MB } from '@app/fleet-domain';
 import {
@@ -106,6 +106,7 @@ export async function measureQemuMemory(): Promise<QemuMemory[]> {
   } finally {
     await agent.stop();
     killQemusUnder(workDir);
+    rmSync(workDir, { recursive: true, force: true });
   }
   return results;
 }
