@@ -57,11 +57,21 @@ export class InMemoryNodesRepository extends NodesRepository {
 
   ownersOf(vmIds: readonly string[], exceptNodeId: string): Promise<Map<string, string>> {
     const owners = new Map<string, string>();
+    // Each holder's ids read once per call: a heartbeat may list many ids of one big node.
+    const heldBy = new Map<string, ReadonlySet<string>>();
+    const holds = (nodeId: string, vmId: string): boolean => {
+      let held = heldBy.get(nodeId);
+      if (held === undefined) {
+        const state = this.nodes.get(nodeId) ?? this.silent.get(nodeId);
+        held = new Set(state ? heldVmIds(state) : []);
+        heldBy.set(nodeId, held);
+      }
+      return held.has(vmId);
+    };
     for (const vmId of vmIds) {
       for (const nodeId of this.vmHolders.holdersOf(vmId)) {
         if (nodeId === exceptNodeId) continue;
-        const state = this.nodes.get(nodeId) ?? this.silent.get(nodeId);
-        if (state && heldVmIds(state).includes(vmId)) {
+        if (holds(nodeId, vmId)) {
           owners.set(vmId, nodeId);
           break;
         }
