@@ -39,7 +39,13 @@ describe('VmReconciliationService', () => {
     bed = await openVmBed('vm-reconciliation-');
     ({ files, driver, clock, logs } = bed);
     const config = vmHostConfig({ VM_NODE_ID: 'node-a', VM_VCPU_OVERCOMMIT: '4' });
-    ({ vms, lifecycle } = vmServices({ files, driver, clock, hostFacts: fakeHostFacts(HOST), config }));
+    ({ vms, lifecycle } = vmServices({
+      files,
+      driver,
+      clock,
+      hostFacts: fakeHostFacts(HOST),
+      config,
+    }));
   });
 
   afterEach(() => closeVmBed(bed));
