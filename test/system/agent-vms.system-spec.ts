@@ -417,6 +417,32 @@ describe('a create cut short by a power cut (agent and QEMU killed) is finished 
       expect((await agent.stop()).code).toBe(0);
     },
   );
+
+  it('killed again while it finishes the create: the next agent finishes it', async () => {
+    const nodeId = 'cut-twice';
+    const vmId = 'vm-00000000000c0172';
+    const request = { ...SMALL, vm_id: vmId };
+    const key = spawnKey('order-cut-twice', request);
+    const failAt = { VM_HOST_FAILPOINT: 'after-disk' };
+    const first = await startListeningAgent(agentEnv(nodeId, wgIp, failAt));
+    await spawnAt(wgIp, request, { 'Idempotency-Key': key }).catch(() => undefined);
+    expect(await first.waitForExit()).toEqual({ code: null, signal: 'SIGKILL' });
+    // Killed at the same step as it makes the files again, before it listens.
+    const second = startAgent(agentEnv(nodeId, wgIp, failAt));
+    await second.waitForOutput(new RegExp(`failpoint after-disk reached for vm ${vmId}`));
+    expect(await second.waitForExit()).toEqual({ code: null, signal: 'SIGKILL' });
+
+    const agent = await startListeningAgent(agentEnv(nodeId, wgIp));
+    await listedAs(wgIp, vmId, 'Running');
+    expect(qemuPidsOf(vmId)).toHaveLength(1);
+    expect(await spawnAt(wgIp, request, { 'Idempotency-Key': key })).toMatchObject({
+      status: 200,
+      body: { vm_id: vmId, state: 'Running' },
+    });
+    expect(await deleteAt(wgIp, vmId)).toBe(204);
+    expect(qemuPidsOf(vmId)).toEqual([]);
+    expect((await agent.stop()).code).toBe(0);
+  });
 });
 
 /** An agent in a mount namespace of its own, where VM_DISK_DIR is a 2 MB tmpfs almost full. */
