@@ -14,6 +14,16 @@ export const RECORD_FIELDS = [
 ] as const;
 export type RecordField = (typeof RECORD_FIELDS)[number];
 
+/** The least a VM's record may say of each field and still be taken by the wire. */
+export const LEAST_RECORD: Readonly<Pick<VmSidecar, RecordField>> = {
+  vm_type: 'unknown',
+  tenant_id: null,
+  ram_alloc_mb: 1,
+  vcpu_count: 1,
+  started_at: null,
+  host_ports: [],
+};
+
 /**
  * The fields of the sidecar that the controller's own rules for a VM's record (VmRecord, which
  * every heartbeat is validated with) refuse: a sidecar the agent reads may still hold values the

@@ -124,6 +124,19 @@ describe('VmSidecars', () => {
       expect(await vms.list()).toMatchObject([{ vm_id: vmId, ram_alloc_mb: 1, vcpu_count: 1 }]);
     });
 
+    it('lists no value of its process the wire would refuse (a command line made by hand)', async () => {
+      const ports = Array.from({ length: 100 }, (_, index) => ({
+        host_port: 40_000 + index,
+        guest_port: 22,
+        protocol: 'tcp' as const,
+      }));
+      await damaged('not JSON', { ...live, ramMb: 3e9, vcpuCount: 4, hostPorts: ports });
+      await vms.prepare();
+      expect(await vms.list()).toMatchObject([
+        { vm_id: vmId, ram_alloc_mb: 1, vcpu_count: 4, host_ports: [] },
+      ]);
+    });
+
     it('counts nothing of a VM whose sidecar is unreadable and whose process is gone', async () => {
       await damaged('not JSON');
       driver.live.clear();

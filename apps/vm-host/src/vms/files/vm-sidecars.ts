@@ -3,7 +3,7 @@ import { DesiredVmState, toRfc3339 } from '@app/fleet-domain';
 import { DriverRecord, FoundVm, VmDriver } from '../vm-driver';
 import { VmFiles, VmSidecar } from './vm-files';
 import { SidecarUnreadableError } from '../vms.errors';
-import { RECORD_FIELDS, RecordField, wireRefusals } from './sidecar-wire';
+import { LEAST_RECORD, RECORD_FIELDS, RecordField, wireRefusals } from './sidecar-wire';
 
 /** A record for a VM whose driver data is lost: the driver finds its processes by name alone. */
 export const NO_RECORD: DriverRecord = { kind: 'none' };
@@ -111,14 +111,12 @@ export class VmSidecars {
     const sized = live?.ramMb !== undefined && live.vcpuCount !== undefined;
     const sidecar: VmSidecar = {
       vm_id: vmId,
-      vm_type: 'unknown',
-      tenant_id: null,
       // Without the sidecar or a process that tells, the least the wire allows.
-      ram_alloc_mb: live?.ramMb ?? 1,
-      vcpu_count: live?.vcpuCount ?? 1,
-      host_ports: live?.hostPorts ?? [],
+      ...LEAST_RECORD,
+      ram_alloc_mb: live?.ramMb ?? LEAST_RECORD.ram_alloc_mb,
+      vcpu_count: live?.vcpuCount ?? LEAST_RECORD.vcpu_count,
+      host_ports: live?.hostPorts ?? LEAST_RECORD.host_ports,
       created_at: toRfc3339(0),
-      started_at: null,
       error: sized
         ? `${why}; its type is not known, its RAM and vCPUs are its running process's`
         : `${why}; its type, RAM and vCPUs are not known`,
@@ -138,6 +136,9 @@ export class VmSidecars {
         error: `${why}; ${fields.join(', ')} listed as ${fields.map((field) => JSON.stringify(sidecar[field])).join(', ')}`,
       });
     }
+    // A process's command line is no more trusted than a sidecar: the record stays valid.
+    for (const field of wireRefusals(sidecar))
+      Object.assign(sidecar, { [field]: LEAST_RECORD[field] });
     this.standIns.add(sidecar);
     return sidecar;
   }
