@@ -105,7 +105,8 @@ export class VmSidecars {
 
   /**
    * What is listed of a VM whose sidecar cannot be read: its id, state Error, and why; with the
-   * RAM, vCPUs and ports of its live process when the driver can tell them.
+   * RAM, vCPUs and ports of its live process when the driver can tell them. Of a sidecar the
+   * wire refuses, its valid fields too, and the reason names the others and what they became.
    */
   private standIn(vmId: string, { why, refused }: Unlisted, live: FoundVm | undefined): VmSidecar {
     const sized = live?.ramMb !== undefined && live.vcpuCount !== undefined;
@@ -128,17 +129,24 @@ export class VmSidecars {
     };
     if (refused) {
       // What the wire takes is kept; the refused fields are as for an unreadable sidecar.
-      const { sidecar: read, fields } = refused;
-      const kept = RECORD_FIELDS.filter((field) => !fields.includes(field));
-      Object.assign(sidecar, Object.fromEntries(kept.map((field) => [field, read[field]])), {
-        created_at: read.created_at,
-        idempotency_key: read.idempotency_key,
-        error: `${why}; ${fields.join(', ')} listed as ${fields.map((field) => JSON.stringify(sidecar[field])).join(', ')}`,
-      });
+      const kept = RECORD_FIELDS.filter((field) => !refused.fields.includes(field));
+      Object.assign(
+        sidecar,
+        Object.fromEntries(kept.map((field) => [field, refused.sidecar[field]])),
+        {
+          created_at: refused.sidecar.created_at,
+          idempotency_key: refused.sidecar.idempotency_key,
+        },
+      );
     }
     // A process's command line is no more trusted than a sidecar: the record stays valid.
-    for (const field of wireRefusals(sidecar))
+    for (const field of wireRefusals(sidecar)) {
       Object.assign(sidecar, { [field]: LEAST_RECORD[field] });
+    }
+    if (refused) {
+      const listed = refused.fields.map((field) => JSON.stringify(sidecar[field])).join(', ');
+      sidecar.error = `${why}; ${refused.fields.join(', ')} listed as ${listed}`;
+    }
     this.standIns.add(sidecar);
     return sidecar;
   }
