@@ -98,6 +98,7 @@ export function vmServices(parts: {
     driver,
     clock,
     restarts,
+    admission,
   );
   const actions = new VmActionsService(files, sidecars, lifecycle, admission, restarts, driver);
   const deletedDisks = new DeletedDisks(files, driver, clock, config);

@@ -317,9 +317,9 @@ describe('no QEMU process is lost, whatever the moment the agent is killed', () 
   afterEach(() => stopAllDaemons());
 
   it.each([
-    ['after-sidecar', 'Error', false],
-    ['after-disk', 'Error', false],
-    ['after-seed', 'Error', false],
+    ['after-sidecar', 'Running', false],
+    ['after-disk', 'Running', false],
+    ['after-seed', 'Running', false],
     ['after-launch-before-pid-written', 'Running', true],
     ['after-pid-written', 'Running', true],
   ] as const)(
@@ -355,6 +355,94 @@ describe('no QEMU process is lost, whatever the moment the agent is killed', () 
       expect((await agent.stop()).code).toBe(0);
     },
   );
+});
+
+describe('a create cut short by a power cut (agent and QEMU killed) is finished or rolled back', () => {
+  const wgIp = '127.0.0.28';
+
+  afterEach(() => stopAllDaemons());
+
+  /** Kills the VM's QEMU processes (if any) as a power cut would, and waits until they are gone. */
+  async function powerCut(vmId: string): Promise<void> {
+    for (const pid of qemuPidsOf(vmId)) process.kill(pid, 'SIGKILL');
+    await eventually(
+      `no QEMU of ${vmId}`,
+      () => Promise.resolve(qemuPidsOf(vmId).length === 0 || undefined),
+      5_000,
+    );
+  }
+
+  it.each([
+    // Before the intent (the sidecar): nothing is listed; the retry makes the VM anew.
+    ['before-sidecar', 201],
+    ['after-sidecar', 200],
+    ['after-disk', 200],
+    ['after-seed', 200],
+    ['after-launch-before-pid-written', 200],
+  ] as const)(
+    'killed %s: restarted, the VM runs (one VM, one QEMU); a retry with the key answers %s with it',
+    async (failpoint, retried) => {
+      const nodeId = `cut-${failpoint}`;
+      const vmId = `vm-${createHash('sha256').update(failpoint).digest('hex').slice(0, 16)}`;
+      const request = { ...SMALL, vm_id: vmId };
+      const key = spawnKey(`order-${failpoint}`, request);
+      const doomed = await startListeningAgent(
+        agentEnv(nodeId, wgIp, { VM_HOST_FAILPOINT: failpoint }),
+      );
+      await spawnAt(wgIp, request, { 'Idempotency-Key': key }).catch(() => undefined);
+      expect(await doomed.waitForExit()).toEqual({ code: null, signal: 'SIGKILL' });
+      await powerCut(vmId);
+
+      const agent = await startListeningAgent(agentEnv(nodeId, wgIp));
+      const again = await spawnAt(wgIp, request, { 'Idempotency-Key': key });
+      expect({ status: again.status, vm_id: again.body.vm_id }).toEqual({
+        status: retried,
+        vm_id: vmId,
+      });
+      expect(['Provisioning', 'Running']).toContain(again.body.state);
+      const listed = await listedAs(wgIp, vmId, 'Running');
+      expect(listed.host_ports).toHaveLength(1);
+      expect(qemuPidsOf(vmId)).toHaveLength(1);
+      expect((await vmsAt(wgIp)).map((vm) => vm.vm_id)).toEqual([vmId]);
+      const sidecar = JSON.parse(
+        readFileSync(join(workDir, nodeId, 'run', vmId, 'vm.json'), 'utf8'),
+      ) as { driver: { pid: number }; error: string | null };
+      expect(sidecar).toMatchObject({ driver: { pid: qemuPidsOf(vmId)[0] }, error: null });
+      // Answered again, not made again.
+      expect((await spawnAt(wgIp, request, { 'Idempotency-Key': key })).status).toBe(200);
+      expect(qemuPidsOf(vmId)).toHaveLength(1);
+
+      expect(await deleteAt(wgIp, vmId)).toBe(204);
+      expect(qemuPidsOf(vmId)).toEqual([]);
+      expect((await agent.stop()).code).toBe(0);
+    },
+  );
+
+  it('killed again while it finishes the create: the next agent finishes it', async () => {
+    const nodeId = 'cut-twice';
+    const vmId = 'vm-00000000000c0172';
+    const request = { ...SMALL, vm_id: vmId };
+    const key = spawnKey('order-cut-twice', request);
+    const failAt = { VM_HOST_FAILPOINT: 'after-disk' };
+    const first = await startListeningAgent(agentEnv(nodeId, wgIp, failAt));
+    await spawnAt(wgIp, request, { 'Idempotency-Key': key }).catch(() => undefined);
+    expect(await first.waitForExit()).toEqual({ code: null, signal: 'SIGKILL' });
+    // Killed at the same step as it makes the files again, before it listens.
+    const second = startAgent(agentEnv(nodeId, wgIp, failAt));
+    await second.waitForOutput(new RegExp(`failpoint after-disk reached for vm ${vmId}`));
+    expect(await second.waitForExit()).toEqual({ code: null, signal: 'SIGKILL' });
+
+    const agent = await startListeningAgent(agentEnv(nodeId, wgIp));
+    await listedAs(wgIp, vmId, 'Running');
+    expect(qemuPidsOf(vmId)).toHaveLength(1);
+    expect(await spawnAt(wgIp, request, { 'Idempotency-Key': key })).toMatchObject({
+      status: 200,
+      body: { vm_id: vmId, state: 'Running' },
+    });
+    expect(await deleteAt(wgIp, vmId)).toBe(204);
+    expect(qemuPidsOf(vmId)).toEqual([]);
+    expect((await agent.stop()).code).toBe(0);
+  });
 });
 
 /** An agent in a mount namespace of its own, where VM_DISK_DIR is a 2 MB tmpfs almost full. */

@@ -269,7 +269,7 @@ describe('VM_HOST_FAILPOINT (test-only)', () => {
       'after-disk',
     );
     expect(errorOf({ ...required, VM_HOST_FAILPOINT: 'sometimes' })).toContain(
-      'VM_HOST_FAILPOINT must be one of after-sidecar, after-disk',
+      'VM_HOST_FAILPOINT must be one of before-sidecar, after-sidecar, after-disk',
     );
   });
 });

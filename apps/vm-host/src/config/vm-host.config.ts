@@ -73,6 +73,7 @@ function IsHeartbeatInterval(): PropertyDecorator {
  * proves no VM and no QEMU process is lost whatever the moment. Test-only: not for operators.
  */
 export const FAILPOINTS = [
+  'before-sidecar',
   'after-sidecar',
   'after-disk',
   'after-seed',

@@ -299,6 +299,25 @@ describe('VM life cycle: desired state, restarts and actions', () => {
     );
   });
 
+  it('makes the files of a VM never started before starting it (an earlier agent was killed in its create)', async () => {
+    await bed.leftBehind(VM, { error: 'agent stopped before the VM was started' });
+    expect(await services.actions.start(VM)).toMatchObject({ state: VmState.Provisioning });
+    await until(() => driver.creates.length === 1);
+    expect(driver.filesMade).toEqual([expect.objectContaining({ vmId: VM, ramMb: 1_024 })]);
+    await startSucceeds();
+    expect(await services.actions.lifeCycle(VM)).toMatchObject({
+      state: VmState.Running,
+      reason: null,
+    });
+    // A VM that ran keeps its disk: nothing is made again.
+    await services.actions.stop(VM, { force: true, timeout_s: 1 });
+    await until(() => services.lifecycle.operationOf(VM) === null);
+    killed();
+    await services.actions.start(VM);
+    await startSucceeds();
+    expect(driver.filesMade).toHaveLength(1);
+  });
+
   it('restarts a running VM in a new process; forced, resets it in place', async () => {
     await ranBefore();
     alive();

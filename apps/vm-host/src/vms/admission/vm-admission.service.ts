@@ -161,6 +161,7 @@ export class VmAdmissionService {
       last_exit: null,
     };
     try {
+      this.failpoint.reached('before-sidecar', vmId);
       await this.files.writeSidecar(sidecar);
       this.failpoint.reached('after-sidecar', vmId);
       await this.driver.makeFiles(specOf(sidecar), record);
@@ -188,6 +189,35 @@ export class VmAdmissionService {
     this.lifecycle.provision(sidecar);
     this.lifecycle.announce();
     return { vm: this.lifecycle.recordOf(sidecar, VmState.Provisioning), created: true };
+  }
+
+  /**
+   * Finishes, in the background, a create an agent was killed in after writing its sidecar (the
+   * recorded intent) and before the VM's first start: its files made again (the disk was never
+   * booted, so nothing is lost), then started as a create is, listed Provisioning meanwhile. A
+   * full or unwritable VM_DISK_DIR rolls it back instead (nothing of it is left, so a retry of
+   * its spawn makes it anew); a failing tool lists it Error with the step, as a create's failure.
+   */
+  resume(sidecar: VmSidecar): void {
+    const vmId = sidecar.vm_id;
+    this.logger.warn(
+      `vm ${vmId}: its create was cut short (the agent stopped before the VM's first start); making its files and starting it`,
+    );
+    this.lifecycle.provision(sidecar, async () => {
+      try {
+        await this.driver.makeFiles(specOf(sidecar), sidecar.driver);
+        return true;
+      } catch (error) {
+        const problem = diskProblemOf(error);
+        if (!problem) throw error;
+        await this.files.removeAll(vmId);
+        this.sidecars.forget(vmId);
+        const refusal = new VmDiskError(this.files.root, problem, 'making its files again');
+        this.logger.error(`vm ${vmId}: create rolled back: ${refusal.message}`);
+        return false;
+      }
+    });
+    this.lifecycle.announce();
   }
 
   /**

@@ -1,6 +1,16 @@
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CreateVmRequest, VmState } from '@app/fleet-domain';
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import {
+  CreateVmRequest,
+  DesiredVmState,
+  NodeHeartbeat,
+  VmState,
+  toRfc3339,
+} from '@app/fleet-domain';
+import { heartbeat } from '../../../../../test/support/heartbeats';
+import { VmActionsService } from '../actions/vm-actions.service';
 import { FakeClock } from '../../../../../test/support/fake-clock';
 import { FakeVmDriver, fakeHostFacts } from '../../../../../test/support/fake-vm-driver';
 import { VmBed, closeVmBed, openVmBed, vmServices } from '../../../../../test/support/vm-services';
@@ -24,13 +34,20 @@ describe('VmSidecars', () => {
   let driver: FakeVmDriver;
   let clock: FakeClock;
   let vms: VmsService;
+  let actions: VmActionsService;
   let logs: string[];
 
   beforeEach(async () => {
     bed = await openVmBed('vm-sidecars-');
     ({ root, files, driver, clock, logs } = bed);
     const config = vmHostConfig({ VM_NODE_ID: 'node-a', VM_VCPU_OVERCOMMIT: '4' });
-    ({ vms } = vmServices({ files, driver, clock, hostFacts: fakeHostFacts(HOST), config }));
+    ({ vms, actions } = vmServices({
+      files,
+      driver,
+      clock,
+      hostFacts: fakeHostFacts(HOST),
+      config,
+    }));
   });
 
   afterEach(() => closeVmBed(bed));
@@ -107,6 +124,19 @@ describe('VmSidecars', () => {
       expect(await vms.list()).toMatchObject([{ vm_id: vmId, ram_alloc_mb: 1, vcpu_count: 1 }]);
     });
 
+    it('lists no value of its process the wire would refuse (a command line made by hand)', async () => {
+      const ports = Array.from({ length: 100 }, (_, index) => ({
+        host_port: 40_000 + index,
+        guest_port: 22,
+        protocol: 'tcp' as const,
+      }));
+      await damaged('not JSON', { ...live, ramMb: 3e9, vcpuCount: 4, hostPorts: ports });
+      await vms.prepare();
+      expect(await vms.list()).toMatchObject([
+        { vm_id: vmId, ram_alloc_mb: 1, vcpu_count: 4, host_ports: [] },
+      ]);
+    });
+
     it('counts nothing of a VM whose sidecar is unreadable and whose process is gone', async () => {
       await damaged('not JSON');
       driver.live.clear();
@@ -126,6 +156,101 @@ describe('VmSidecars', () => {
       // Its disk waits out VM_DISK_RETENTION_S (a day by default) in deleted/.
       expect(await readdir(join(root, 'disks'))).toEqual([]);
       expect(await readdir(join(root, 'deleted'))).toEqual([`${clock.wallNow()}.${vmId}.qcow2`]);
+    });
+  });
+
+  describe('a sidecar whose values the wire refuses', () => {
+    const vmId = 'vm-00000000000000ee';
+    const key = `${'a'.repeat(64)}.${'b'.repeat(64)}`;
+
+    it.each([
+      ['vm_type', 'bad type!', 'unknown'],
+      ['tenant_id', 'a b', null],
+      ['ram_alloc_mb', 3e9, 1],
+      ['vcpu_count', 70_000, 1],
+      ['started_at', 'yesterday', null],
+    ] as const)(
+      'with %s %j: listed Error naming it, the rest kept, its heartbeat valid',
+      async (field, value, listedAs) => {
+        await bed.leftBehind(vmId, {
+          tenant_id: 'acme',
+          started_at: '2026-08-06T11:00:01.000Z',
+          idempotency_key: key,
+          created_at: toRfc3339(clock.wallNow()),
+          [field]: value,
+        });
+        await bed.leftBehind('vm-00000000000000ef', {
+          started_at: '2026-08-06T11:00:01.000Z',
+          desired_state: DesiredVmState.Stopped,
+        });
+        driver.runState = 'stopped';
+        await vms.prepare();
+        const { vms: reported } = await vms.report();
+        const kept = {
+          vm_type: 'web',
+          tenant_id: 'acme',
+          ram_alloc_mb: 1_024,
+          vcpu_count: 2,
+          started_at: '2026-08-06T11:00:01.000Z',
+        };
+        expect(reported).toEqual([
+          expect.objectContaining({
+            vm_id: vmId,
+            state: VmState.Error,
+            ...kept,
+            [field]: listedAs,
+            idempotency_key: key,
+          }),
+          expect.objectContaining({ vm_id: 'vm-00000000000000ef', state: VmState.Stopped }),
+        ]);
+        const beat = plainToInstance(
+          NodeHeartbeat,
+          heartbeat({ node_id: 'node-a', vms: reported }),
+        );
+        expect(validateSync(beat, { forbidUnknownValues: true })).toEqual([]);
+        const [lifeCycle] = await actions.lifeCycles();
+        expect(lifeCycle.reason).toBe(
+          `sidecar holds values the fleet's wire refuses (${field}); ${field} listed as ${JSON.stringify(listedAs)}`,
+        );
+        // Nothing is started for it, nor is its sidecar rewritten.
+        expect(driver.creates).toEqual([]);
+        expect((await files.readSidecar(vmId))?.[field]).toEqual(value);
+        expect(logs.filter((line) => line.startsWith('error'))).toEqual([
+          `error vm ${vmId}: sidecar holds values the fleet's wire refuses (${field}): kept and listed as Error, its process and files left alone until it is deleted`,
+        ]);
+      },
+    );
+
+    it('keeps the RAM and vCPUs of its running process in place of refused ones, committed', async () => {
+      await bed.leftBehind(vmId, { ram_alloc_mb: 3e9, vcpu_count: 70_000 });
+      driver.live.set(vmId, {
+        record: { kind: 'fake', pid: 881 },
+        hostPorts: [],
+        rssMb: 50,
+        ramMb: 2_048,
+        vcpuCount: 2,
+        summary: 'fake pid 881',
+      });
+      await vms.prepare();
+      const { vms: reported, committed } = await vms.report();
+      expect(reported).toMatchObject([{ vm_id: vmId, ram_alloc_mb: 2_048, vcpu_count: 2 }]);
+      expect(committed).toEqual([{ ramAllocMb: 2_048, vcpuCount: 2, rssMb: 50 }]);
+      expect(driver.stopped).toEqual([]);
+    });
+
+    it('answers a retry of its spawn with it rather than making another VM', async () => {
+      await bed.leftBehind(vmId, {
+        tenant_id: 'a b',
+        idempotency_key: key,
+        created_at: toRfc3339(clock.wallNow()),
+      });
+      const outcome = await vms.spawn(request(1_024, 2), {
+        value: key,
+        keyHash: 'a'.repeat(64),
+        requestHash: 'b'.repeat(64),
+      });
+      expect(outcome).toMatchObject({ created: false, vm: { vm_id: vmId, state: VmState.Error } });
+      expect(await runFolders()).toEqual([vmId]);
     });
   });
 });

@@ -3,15 +3,24 @@ import { DesiredVmState, toRfc3339 } from '@app/fleet-domain';
 import { DriverRecord, FoundVm, VmDriver } from '../vm-driver';
 import { VmFiles, VmSidecar } from './vm-files';
 import { SidecarUnreadableError } from '../vms.errors';
+import { LEAST_RECORD, RECORD_FIELDS, RecordField, wireRefusals } from './sidecar-wire';
 
 /** A record for a VM whose driver data is lost: the driver finds its processes by name alone. */
 export const NO_RECORD: DriverRecord = { kind: 'none' };
+
+/** Why a VM's sidecar cannot be listed as it is; with the sidecar when it was read but refused. */
+interface Unlisted {
+  why: string;
+  refused?: { sidecar: VmSidecar; fields: RecordField[] };
+}
 
 /**
  * The VMs' sidecars as the services read them: one that cannot be read becomes a stand-in
  * listed as Error (logged once per reason), so the VM is neither dropped nor its files removed.
  * While its process lives, the stand-in has the RAM, vCPUs and ports the process was started
- * with, so the VM stays committed with all it holds.
+ * with, so the VM stays committed with all it holds. So does one whose values the wire refuses
+ * (wireRefusals): its stand-in keeps what is valid, so every heartbeat is taken whatever one
+ * sidecar holds.
  */
 @Injectable()
 export class VmSidecars {
@@ -29,16 +38,16 @@ export class VmSidecars {
   /** Every VM's sidecar (or stand-in), in vm id order; the stand-ins' processes found at once. */
   async all(): Promise<VmSidecar[]> {
     const sidecars: VmSidecar[] = [];
-    const unreadable: Array<{ vmId: string; why: string }> = [];
+    const unlisted: Array<{ vmId: string; read: Unlisted }> = [];
     for (const vmId of await this.files.listVmIds()) {
       const read = await this.read(vmId);
-      if (typeof read === 'string') unreadable.push({ vmId, why: read });
+      if (read && 'why' in read) unlisted.push({ vmId, read });
       else if (read) sidecars.push(read);
     }
-    if (unreadable.length === 0) return sidecars;
-    const found = await this.driver.find(unreadable.map(({ vmId }) => vmId));
-    for (const { vmId, why } of unreadable) {
-      sidecars.push(this.standIn(vmId, why, found.get(vmId)));
+    if (unlisted.length === 0) return sidecars;
+    const found = await this.driver.find(unlisted.map(({ vmId }) => vmId));
+    for (const { vmId, read } of unlisted) {
+      sidecars.push(this.standIn(vmId, read, found.get(vmId)));
     }
     return sidecars.sort((a, b) => (a.vm_id < b.vm_id ? -1 : a.vm_id > b.vm_id ? 1 : 0));
   }
@@ -49,7 +58,7 @@ export class VmSidecars {
    */
   async of(vmId: string, live?: FoundVm): Promise<VmSidecar | undefined> {
     const read = await this.read(vmId);
-    if (typeof read !== 'string') return read;
+    if (!read || !('why' in read)) return read;
     return this.standIn(vmId, read, live ?? (await this.driver.find([vmId])).get(vmId));
   }
 
@@ -63,40 +72,52 @@ export class VmSidecars {
     this.unreadable.delete(vmId);
   }
 
-  /** The sidecar, undefined when there is none, or why it cannot be read (logged once). */
-  private async read(vmId: string): Promise<VmSidecar | undefined | string> {
+  /**
+   * The sidecar, undefined when there is none, or why it cannot be listed as it is (logged
+   * once): it cannot be read, or the wire refuses some of its values.
+   */
+  private async read(vmId: string): Promise<VmSidecar | undefined | Unlisted> {
+    let sidecar: VmSidecar | undefined;
     try {
-      const sidecar = await this.files.readSidecar(vmId);
-      this.unreadable.delete(vmId);
-      return sidecar;
+      sidecar = await this.files.readSidecar(vmId);
     } catch (error) {
       if (!(error instanceof SidecarUnreadableError)) throw error;
-      if (this.unreadable.get(vmId) !== error.message) {
-        this.unreadable.set(vmId, error.message);
-        this.logger.error(
-          `${error.message}: kept and listed as Error, its process and files left alone until it is deleted`,
-        );
-      }
-      return `sidecar unreadable (${error.reason})`;
+      this.logOnce(vmId, error.message);
+      return { why: `sidecar unreadable (${error.reason})` };
     }
+    const fields = sidecar ? wireRefusals(sidecar) : [];
+    if (!sidecar || fields.length === 0) {
+      this.unreadable.delete(vmId);
+      return sidecar;
+    }
+    const why = `sidecar holds values the fleet's wire refuses (${fields.join(', ')})`;
+    this.logOnce(vmId, `vm ${vmId}: ${why}`);
+    return { why, refused: { sidecar, fields } };
+  }
+
+  private logOnce(vmId: string, problem: string): void {
+    if (this.unreadable.get(vmId) === problem) return;
+    this.unreadable.set(vmId, problem);
+    this.logger.error(
+      `${problem}: kept and listed as Error, its process and files left alone until it is deleted`,
+    );
   }
 
   /**
    * What is listed of a VM whose sidecar cannot be read: its id, state Error, and why; with the
-   * RAM, vCPUs and ports of its live process when the driver can tell them.
+   * RAM, vCPUs and ports of its live process when the driver can tell them. Of a sidecar the
+   * wire refuses, its valid fields too, and the reason names the others and what they became.
    */
-  private standIn(vmId: string, why: string, live: FoundVm | undefined): VmSidecar {
+  private standIn(vmId: string, { why, refused }: Unlisted, live: FoundVm | undefined): VmSidecar {
     const sized = live?.ramMb !== undefined && live.vcpuCount !== undefined;
     const sidecar: VmSidecar = {
       vm_id: vmId,
-      vm_type: 'unknown',
-      tenant_id: null,
       // Without the sidecar or a process that tells, the least the wire allows.
-      ram_alloc_mb: live?.ramMb ?? 1,
-      vcpu_count: live?.vcpuCount ?? 1,
-      host_ports: live?.hostPorts ?? [],
+      ...LEAST_RECORD,
+      ram_alloc_mb: live?.ramMb ?? LEAST_RECORD.ram_alloc_mb,
+      vcpu_count: live?.vcpuCount ?? LEAST_RECORD.vcpu_count,
+      host_ports: live?.hostPorts ?? LEAST_RECORD.host_ports,
       created_at: toRfc3339(0),
-      started_at: null,
       error: sized
         ? `${why}; its type is not known, its RAM and vCPUs are its running process's`
         : `${why}; its type, RAM and vCPUs are not known`,
@@ -106,6 +127,26 @@ export class VmSidecars {
       desired_state: DesiredVmState.Running,
       last_exit: null,
     };
+    if (refused) {
+      // What the wire takes is kept; the refused fields are as for an unreadable sidecar.
+      const kept = RECORD_FIELDS.filter((field) => !refused.fields.includes(field));
+      Object.assign(
+        sidecar,
+        Object.fromEntries(kept.map((field) => [field, refused.sidecar[field]])),
+        {
+          created_at: refused.sidecar.created_at,
+          idempotency_key: refused.sidecar.idempotency_key,
+        },
+      );
+    }
+    // A process's command line is no more trusted than a sidecar: the record stays valid.
+    for (const field of wireRefusals(sidecar)) {
+      Object.assign(sidecar, { [field]: LEAST_RECORD[field] });
+    }
+    if (refused) {
+      const listed = refused.fields.map((field) => JSON.stringify(sidecar[field])).join(', ');
+      sidecar.error = `${why}; ${refused.fields.join(', ')} listed as ${listed}`;
+    }
     this.standIns.add(sidecar);
     return sidecar;
   }

@@ -145,10 +145,14 @@ export class VmLifecycle {
     if (pending) await pending;
   }
 
-  /** Starts an accepted VM in the background; announces the change once it settles. */
-  provision(sidecar: VmSidecar): void {
+  /**
+   * Starts an accepted VM in the background; announces the change once it settles. `makeFiles`,
+   * for a create an agent was killed in, makes the VM's files first; false: it rolled the VM
+   * back (nothing is left to start).
+   */
+  provision(sidecar: VmSidecar, makeFiles?: () => Promise<boolean>): void {
     const vmId = sidecar.vm_id;
-    const task = this.start(sidecar).finally(() => {
+    const task = this.start(sidecar, makeFiles).finally(() => {
       this.provisioning.delete(vmId);
       this.announce();
     });
@@ -252,8 +256,9 @@ export class VmLifecycle {
       });
   }
 
-  private async start(sidecar: VmSidecar): Promise<void> {
+  private async start(sidecar: VmSidecar, makeFiles?: () => Promise<boolean>): Promise<void> {
     try {
+      if (makeFiles && !(await makeFiles())) return;
       await this.launch(sidecar);
     } catch (error) {
       await this.fail(sidecar, error);

@@ -8,6 +8,8 @@ import { vmHostConfig } from '../../../../../test/support/configs';
 import type { HostCapacity } from '../../host-facts/host-facts.service';
 import { StartedVm } from '../vm-driver';
 import { VmFiles } from '../files/vm-files';
+import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmCreateError } from '../vms.errors';
 import { VmsService } from '../vms.service';
 
 const HOST: HostCapacity = { ram_total_mb: 24_576, ram_used_mb: 3_000, cpu_cores: 8 };
@@ -30,13 +32,20 @@ describe('VmReconciliationService', () => {
   let driver: FakeVmDriver;
   let clock: FakeClock;
   let vms: VmsService;
+  let lifecycle: VmLifecycle;
   let logs: string[];
 
   beforeEach(async () => {
     bed = await openVmBed('vm-reconciliation-');
     ({ files, driver, clock, logs } = bed);
     const config = vmHostConfig({ VM_NODE_ID: 'node-a', VM_VCPU_OVERCOMMIT: '4' });
-    ({ vms } = vmServices({ files, driver, clock, hostFacts: fakeHostFacts(HOST), config }));
+    ({ vms, lifecycle } = vmServices({
+      files,
+      driver,
+      clock,
+      hostFacts: fakeHostFacts(HOST),
+      config,
+    }));
   });
 
   afterEach(() => closeVmBed(bed));
@@ -87,17 +96,51 @@ describe('VmReconciliationService', () => {
       expect(logs.filter((line) => line.includes('adopted'))).toHaveLength(1);
     });
 
-    it('marks a VM never started and with no process as Error, once, saying why', async () => {
+    it('finishes a create cut short: its files made again, started, Provisioning meanwhile', async () => {
       await leftBehind(vmId);
+      const { vms: reported } = await vms.report();
+      expect(reported).toMatchObject([{ vm_id: vmId, state: VmState.Provisioning }]);
       await vms.report();
+      expect(driver.filesMade).toEqual([expect.objectContaining({ vmId, ramMb: 1_024 })]);
+      const done = firstValueFrom(vms.changes);
+      driver.creates[0].settle(started(4243));
+      await done;
+      expect(driver.creates).toHaveLength(1);
+      expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Running }]);
+      expect(await files.readSidecar(vmId)).toMatchObject({
+        error: null,
+        started_at: '2026-08-06T12:00:00.000Z',
+        driver: { pid: 4243 },
+      });
+      expect(logs).toContain(
+        `warn vm ${vmId}: its create was cut short (the agent stopped before the VM's first start); making its files and starting it`,
+      );
+    });
+
+    it('rolls a create cut short back when VM_DISK_DIR will not take its files', async () => {
+      await leftBehind(vmId);
+      driver.filesFailure = Object.assign(new Error('ENOSPC: no space left on device'), {
+        code: 'ENOSPC',
+      });
+      await vms.report();
+      await lifecycle.provisioned(vmId);
+      expect(await vms.list()).toEqual([]);
+      expect(await runFolders()).toEqual([]);
+      expect(driver.creates).toEqual([]);
+      expect(logs.filter((line) => line.startsWith('error'))).toEqual([
+        `error vm ${vmId}: create rolled back: VM_DISK_DIR ${bed.root}: no space left on device (ENOSPC) while making its files again; nothing of the VM was kept`,
+      ]);
+    });
+
+    it('lists a create cut short Error, saying why, when a tool fails as it is finished', async () => {
+      await leftBehind(vmId);
+      driver.filesFailure = new VmCreateError('seed ISO', 'genisoimage: not found');
+      await vms.report();
+      await lifecycle.provisioned(vmId);
       await vms.report();
       expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Error }]);
-      expect((await files.readSidecar(vmId))?.error).toBe(
-        'agent stopped before the VM was started',
-      );
-      expect(logs.filter((line) => line.startsWith('error'))).toEqual([
-        `error vm ${vmId} failed: agent stopped before the VM was started; listed as Error until deleted`,
-      ]);
+      expect((await files.readSidecar(vmId))?.error).toBe('seed ISO: genisoimage: not found');
+      expect(driver.creates).toEqual([]);
     });
 
     it('leaves a VM it is provisioning to its provisioning', async () => {
@@ -170,9 +213,7 @@ describe('VmReconciliationService', () => {
       await vms.prepare();
       expect(await runFolders()).toEqual([vmId]);
       expect(driver.stopped).toEqual([{ vmId: orphan, record: { kind: 'none' } }]);
-      expect((await files.readSidecar(vmId))?.error).toBe(
-        'agent stopped before the VM was started',
-      );
+      expect((await vms.list())[0]).toMatchObject({ vm_id: vmId, state: VmState.Provisioning });
     });
   });
 });

@@ -5,6 +5,7 @@ import { VmLifecycle } from '../life-cycle/vm-lifecycle';
 import { DriverRecord, FoundVm, VmDriver } from '../vm-driver';
 import { VmFiles, VmSidecar } from '../files/vm-files';
 import { NO_RECORD, VmSidecars } from '../files/vm-sidecars';
+import { VmAdmissionService } from '../admission/vm-admission.service';
 import { VmRestartService } from './vm-restart.service';
 import { messageOf } from '../vms.errors';
 
@@ -25,10 +26,11 @@ function sameRecord(a: DriverRecord, b: DriverRecord): boolean {
 /**
  * Makes the sidecars agree with the processes that run, and the processes with the desired
  * states, one reconciliation at a time: a live process of a VM is adopted (its record kept, also
- * when the old agent was killed before writing it); a VM never started and not provisioning here
- * is marked Error. A VM that should run and has no process is started again from its own disk:
- * at once at start-up (a reboot, a power cut), after the restart backoff when its process ended
- * under a running agent (a crash); one an operator stopped that runs anyway is stopped. At
+ * when the old agent was killed before writing it); a create cut short (a sidecar, never started,
+ * not provisioning here) is finished (VmAdmissionService.resume). A VM that should run and has
+ * no process is started again from its own disk: at once at start-up (a reboot, a power cut),
+ * after the restart backoff when its process ended under a running agent (a crash); one an
+ * operator stopped that runs anyway is stopped. At
  * start-up, a run folder without a sidecar (an agent killed while accepting) has any process
  * stopped and is removed. So the agent survives being killed at any moment.
  */
@@ -43,6 +45,7 @@ export class VmReconciliationService {
     private readonly driver: VmDriver,
     private readonly clock: Clock,
     private readonly restarts: VmRestartService,
+    private readonly admission: VmAdmissionService,
   ) {}
 
   /** At start-up, before the agent listens: also clears what an agent killed mid-accept left. */
@@ -100,6 +103,8 @@ export class VmReconciliationService {
     } else if (this.shouldRunAgain(sidecar)) {
       await this.noteExit(sidecar, startUp);
       if (this.lifecycle.restarts.due(vmId, this.clock.now())) due.push(sidecar);
+    } else if (this.createCutShort(sidecar)) {
+      this.admission.resume(sidecar);
     } else if (sidecar.started_at === null && sidecar.error === null) {
       sidecar.error = 'agent stopped before the VM was started';
       await this.write(sidecar);
@@ -121,6 +126,19 @@ export class VmReconciliationService {
     sidecar.error = null;
     await this.write(sidecar);
     this.logger.warn(`vm ${sidecar.vm_id}: adopted its running process (${live.summary})`);
+  }
+
+  /**
+   * A create an agent was killed in: its sidecar (the recorded intent) written, the VM never
+   * started nor failed, and no process (a live one is adopted instead).
+   */
+  private createCutShort(sidecar: VmSidecar): boolean {
+    return (
+      sidecar.desired_state === DesiredVmState.Running &&
+      sidecar.started_at === null &&
+      sidecar.error === null &&
+      !this.lifecycle.restarts.planned(sidecar.vm_id)
+    );
   }
 
   /**

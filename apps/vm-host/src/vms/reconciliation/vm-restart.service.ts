@@ -5,7 +5,7 @@ import { HostMetrics } from '../../metrics/host-metrics.service';
 import { VmAdmissionService } from '../admission/vm-admission.service';
 import { VmDriver } from '../vm-driver';
 import { VmSidecar } from '../files/vm-files';
-import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmLifecycle, specOf } from '../life-cycle/vm-lifecycle';
 import { VmSidecars } from '../files/vm-sidecars';
 import { VmCreateError, messageOf } from '../vms.errors';
 
@@ -74,6 +74,9 @@ export class VmRestartService {
     const refusal = await this.admission.refusalToStart(sidecar);
     try {
       if (refusal) throw new VmCreateError('admission', refusal);
+      // Never started (its create failed, or an earlier agent was killed in it): files may be
+      // missing or half made; a disk no guest has booted loses nothing by being made again.
+      if (sidecar.started_at === null) await this.driver.makeFiles(specOf(sidecar), sidecar.driver);
       await this.lifecycle.launch(sidecar, sidecar.host_ports);
       if (cause !== 'operator') {
         const { failures } = this.lifecycle.restarts.of(vmId);
