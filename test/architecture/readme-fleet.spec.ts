@@ -86,8 +86,20 @@ describe("README's fleet of three machines", () => {
     // The guest image from the builder the controller's package installs (its Recommends left
     // out, the builder's tools are in the block's first apt line).
     expect(controller).toMatch(/^ppn-fleet image build\b/m);
+    const firstInstall = controller.split('\n').find((line) => /apt(-get)? install/.test(line));
     for (const tool of ['mmdebstrap', 'extlinux', 'syslinux-common', 'fdisk', 'qemu-utils']) {
-      expect(controller.split('\n')[0]).toContain(tool);
+      expect(firstInstall).toContain(tool);
+    }
+  });
+
+  it('runs the controller and node blocks whole in a subshell that stops at the first failure', () => {
+    for (const block of [controller, node]) {
+      const lines = block.trimEnd().split('\n');
+      expect(lines[0]).toMatch(/^\( set -eu\b/);
+      expect(lines[lines.length - 1]).toBe(')');
+      // `set -e` ignores a failure left of `&&` (a failed `npm ci && npm run package` went on to
+      // send empty tokens): one command a line.
+      expect(lines.filter((line) => line.includes('&&'))).toEqual([]);
     }
   });
 });
