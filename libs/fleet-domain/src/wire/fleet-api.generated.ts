@@ -807,6 +807,7 @@ export interface operations {
       };
       /**
        * @description - Another controller was still making a VM with this Idempotency-Key after 30 s; retry with the same key.
+       *     - This Idempotency-Key's first dispatch went to a node that never answered and has stopped heartbeating: it may still make the VM until the spawn's deadline (plus 10 s for its clock), so no other node is asked before; retry with the same key then.
        *     - No live node has room for ram_mb + 512 MB: every node considered, and why each was passed over.
        *     - Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed.
        */
