@@ -60,7 +60,8 @@ describe('two controller processes on one Redis', () => {
       startAgent({
         VM_FLEET_ENDPOINT: `http://${hostA.address}:9203`,
         VM_NODE_ID: 'shared-node',
-        VM_WG_IP: '127.0.0.2',
+        // Its own address as controller A sees it: a loopback one is taken only over loopback.
+        VM_WG_IP: hostA.hostAddress,
         VM_HEARTBEAT_INTERVAL_S: '1',
         VM_DISK_DIR: diskDir,
       }),
@@ -70,7 +71,7 @@ describe('two controller processes on one Redis', () => {
       async () => (await nodesOn(hostB)).find((node) => node.node_id === 'shared-node'),
       5_000,
     );
-    expect(onB).toMatchObject({ node_id: 'shared-node', wg_ip: '127.0.0.2' });
+    expect(onB).toMatchObject({ node_id: 'shared-node', wg_ip: hostA.hostAddress });
     expect(await nodesOn(hostA)).toEqual(await nodesOn(hostB));
 
     expect(await controllerA.stop()).toEqual({ code: 0, signal: null });

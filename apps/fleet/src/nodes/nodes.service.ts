@@ -16,6 +16,7 @@ import {
   endExpiredHolds,
   foreignVms,
   heldVmIds,
+  isLoopbackAddress,
   keepsVmsWhenSilent,
   liveSince,
   toRfc3339,
@@ -24,7 +25,7 @@ import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { FOREIGN_VM_EPISODE_QUIET_MS, ForeignVmIds } from './foreign-vm-ids.tracker';
 import { NodeIdConflicts } from './node-id-conflicts.tracker';
 import { NodeCredential, NodeTokens } from './node-tokens';
-import { NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
+import { LoopbackWgIpError, NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
 import { NodesRepository } from './nodes.repository';
 
 /** Nodes named one by one per sweep; beyond that, one summary line. */
@@ -80,6 +81,7 @@ export class NodesService {
     from?: string,
   ): Promise<HeartbeatAnswer> {
     const credential = this.checkSpeaksForItself(heartbeat.node_id, token, from);
+    this.checkWgIp(heartbeat, from);
     const receivedAtMs = this.clock.now();
     const owned = await this.withoutForeignVms(heartbeat, receivedAtMs);
     const verdict = await this.nodes.update(
@@ -185,6 +187,21 @@ export class NodesService {
       this.logger.log(`node ${nodeId} now heartbeats with its own token`);
     }
     return credential;
+  }
+
+  /**
+   * A loopback wg_ip only from a heartbeat whose TCP peer is loopback too: the agent is on the
+   * controller's own machine (`npm start`, the tests), and calling it there is calling it. From
+   * anywhere else it would aim the controller's calls at its own loopback services (Redis, the
+   * operations listener). Unspecified, multicast and link-local addresses the wire refuses.
+   */
+  private checkWgIp(heartbeat: NodeHeartbeat, from: string | undefined): void {
+    if (!isLoopbackAddress(heartbeat.wg_ip)) return;
+    if (from !== undefined && isLoopbackAddress(from)) return;
+    this.logger.warn(
+      `node ${heartbeat.node_id}: heartbeat refused, its wg_ip ${heartbeat.wg_ip} is loopback but it came from ${from ?? 'an unknown address'}`,
+    );
+    throw new LoopbackWgIpError(heartbeat.wg_ip, from);
   }
 
   /**

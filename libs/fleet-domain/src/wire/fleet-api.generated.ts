@@ -471,6 +471,7 @@ export interface operations {
        * @description - The body is not valid JSON.
        *     - The body nests or holds more than any valid request could (depth, values, field names).
        *     - A field is missing or out of its range; the message names each one.
+       *     - wg_ip is a loopback address (127.0.0.0/8, ::1) but the heartbeat did not come over loopback: only an agent on the controller's own machine may name one. Judged after the token; nothing is stored.
        */
       400: {
         headers: {
