@@ -7,6 +7,7 @@ import { InMemoryNodesRepository } from './memory/in-memory-nodes.repository';
 import { VmHolderIndex } from './memory/vm-holder-index';
 import { NodeTokens } from './node-tokens';
 import { LoopbackWgIpError } from './nodes.errors';
+import { VmIdsHeldElsewhereError } from './nodes.repository';
 import { NodesService } from './nodes.service';
 
 /** Node `node_id` at 10.8.0.1, 4096 MB of which 1024 used, stamped 12:00:00. */
@@ -178,6 +179,34 @@ describe('NodesService', () => {
       // Its next beat lists only ids it holds or was refused: only the refused one is looked up.
       await service.acceptHeartbeat(heartbeat('claimer', { vms: vms('vm-7', 'vm-own') }));
       expect(ownersOf).toHaveBeenLastCalledWith(['vm-7'], 'claimer');
+    });
+
+    it('are claimed for one node in the write itself: two nodes listing a new id at the same instant never both hold it', async () => {
+      // Both looked the id up before either heartbeat was stored (two controllers at once).
+      jest.spyOn(repository, 'ownersOf').mockResolvedValue(new Map());
+      await service.acceptHeartbeat(heartbeat('x', { vms: vms('vm-new', 'vm-x') }));
+      await service.acceptHeartbeat(heartbeat('y', { vms: vms('vm-new', 'vm-y') }));
+      expect(logs).toContainEqual(
+        expect.stringContaining(
+          'node y (10.8.0.1 (host y, boot boot-1)) lists vm vm-new, which node x holds: ignored',
+        ),
+      );
+      const held = (await repository.listAll()).map((node) => [
+        node.node_id,
+        node.vms.map((vm) => vm.vm_id),
+      ]);
+      expect(held).toEqual([
+        ['x', ['vm-new', 'vm-x']],
+        ['y', ['vm-y']],
+      ]);
+      // The store refuses such a write whoever asks for it, naming the holder.
+      const stored = (await repository.listAll())[1];
+      await expect(
+        repository.update('y', () => ({
+          next: { ...stored, vms: [...stored.vms, vmRecord('vm-x')] },
+          result: undefined,
+        })),
+      ).rejects.toThrow(new VmIdsHeldElsewhereError('y', new Map([['vm-x', 'x']])));
     });
 
     it('are taken when the index names another node whose record no longer holds them', async () => {
