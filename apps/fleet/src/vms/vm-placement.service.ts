@@ -244,13 +244,13 @@ export class VmPlacementService {
     const keyHash = keyHashOf(spawnKey);
     const dispatched = await this.keyClaims.dispatchOf(keyHash);
     if (!dispatched) return this.placeAndDispatch(request, spawnKey, true);
-    if (dispatched.spawnKey !== spawnKey) throw new IdempotencyKeyReusedError();
     // Silent nodes too: a VM made for the key on a node that dropped out is still that VM
     // (answered with node_silent_since).
     const stored = await this.nodes.listAll();
     const now = this.clock.now();
     const earlier = findEarlierCreate(stored, now, dispatched);
     if (!earlier) return this.placeAndDispatch(request, spawnKey, true);
+    if (earlier.spawn_key !== spawnKey) throw new IdempotencyKeyReusedError();
     if (earlier.kind === 'unresolved') {
       const retryAfterS = Math.max(1, Math.ceil((earlier.until_ms - now) / 1000));
       this.logger.warn(
