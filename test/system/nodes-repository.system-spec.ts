@@ -813,6 +813,26 @@ describe.each(stores)('KeyClaims %s', (_name, open) => {
       spawnKey: otherBody,
     });
   });
+
+  it('keeps a dispatch unresolved until recorded again, and forgets it only while it names that VM', async () => {
+    const unresolved = {
+      spawnKey,
+      nodeId: 'n1',
+      vmId: 'vm-1',
+      unresolvedUntilMs: 1_786_017_620_000,
+    };
+    await claims.recordDispatch(keyHash, unresolved, 60_000);
+    expect(await claims.dispatchOf(keyHash)).toEqual(unresolved);
+    // The agent accepted it: resolved.
+    await claims.recordDispatch(keyHash, { spawnKey, nodeId: 'n1', vmId: 'vm-1' }, 60_000);
+    expect(await claims.dispatchOf(keyHash)).toEqual({ spawnKey, nodeId: 'n1', vmId: 'vm-1' });
+    // A refusal of another dispatch (an earlier one's) leaves it; this one's forgets it.
+    await claims.forgetDispatch(keyHash, 'vm-0');
+    expect(await claims.dispatchOf(keyHash)).toMatchObject({ vmId: 'vm-1' });
+    await claims.forgetDispatch(keyHash, 'vm-1');
+    expect(await claims.dispatchOf(keyHash)).toBeUndefined();
+    expect(await store.leftoverKeys()).toBe(0);
+  });
 });
 
 describe('NodesRepository in Redis, with no controller to sweep', () => {
