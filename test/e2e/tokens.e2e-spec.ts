@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { renderFleetDocument, renderVmHostDocument } from '../../openapi/documents';
 import { FleetConfigError, loadFleetConfig } from '../../apps/fleet/src/config/fleet.config';
+import { FakeClock } from '../support/fake-clock';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { heartbeat, vmRecord } from '../support/heartbeats';
 import { RunningVmHost, startVmHostApp } from '../support/vm-host-app';
@@ -36,7 +37,8 @@ describe('fleet controller with VM_FLEET_NODE_TOKEN and VM_FLEET_API_TOKEN', () 
   let agent: RunningVmHost;
 
   beforeEach(async () => {
-    fleet = await startFleet({ env: TOKENS });
+    // The agent's clock is the machine's: the controller's agrees, or every spawn is past its deadline.
+    fleet = await startFleet({ env: TOKENS, clock: new FakeClock(Date.now()) });
     // A missing base image: a spawn that passes the agent's guard answers 503 and starts nothing.
     agent = await startVmHostApp({
       VM_FLEET_NODE_TOKEN: NODE_TOKEN,

@@ -8,9 +8,11 @@ import {
   IDEMPOTENCY_KEY_TTL_MS,
   NODE_STALE_AFTER_MS,
   RAM_HOLD_MARGIN_MS,
+  SPAWN_DEADLINE_SKEW_MS,
   VmRecord,
   holdRam,
   liveSince,
+  toRfc3339,
 } from '@app/fleet-domain';
 import { KeyClaims, OwnKeyClaim } from '../../apps/fleet/src/nodes/key-claims.repository';
 import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
@@ -107,7 +109,14 @@ describe('fleet controller: VMs', () => {
       {
         method: 'POST',
         url: '/v1/spawn',
-        body: { ...small, prefer_kvm: false, tenant_id: 'acme', vm_id: minted },
+        body: {
+          ...small,
+          prefer_kvm: false,
+          tenant_id: 'acme',
+          vm_id: minted,
+          // The end of the controller's wait, by its clock: the agent refuses it after.
+          deadline: toRfc3339(fleet.clock.wallNow() + AGENT_REQUEST_TIMEOUT_MS),
+        },
       },
     ]);
 
@@ -812,7 +821,7 @@ describe('fleet controller: VMs', () => {
       expect(stub.calls).toHaveLength(0);
     });
 
-    it('answers a retry after a restart with the VM the agent made for the key, and never shows the key', async () => {
+    it('never answers a retry after an in-memory restart with a VM only the agent knows of the key', async () => {
       let spawnKey: string | undefined;
       let made: VmRecord | undefined;
       // As an agent of ours answers: the VM its key made (200), else a new one.
@@ -826,7 +835,8 @@ describe('fleet controller: VMs', () => {
       const first = await create(small, 'survives-restart').expect(201);
       expect(first.body).not.toHaveProperty('idempotency_key');
 
-      // In memory, a restarted controller knows nothing until the agent beats again.
+      // In memory, a restarted controller has no record of the key, and what a node answers
+      // or lists for it is no record: its VM is not taken for the key's (one node: 502).
       await fleet.close();
       fleet = await startFleet();
       // The agent reports the VM without node_id: only the controller adds it.
@@ -836,14 +846,12 @@ describe('fleet controller: VMs', () => {
         ram_used_mb: 5120,
         vms: [{ ...reported, idempotency_key: spawnKey }],
       });
-      // The restarted controller has no record of the key: the agent's own answers the retry.
-      const retry = await create(small, 'survives-restart').expect(200);
-      expect(retry.body).toEqual(first.body);
+      const retry = await create(small, 'survives-restart').expect(502);
+      expect(retry.body.message).toBe('agent of node n1 answered unusably');
       expect(stub.calls).toHaveLength(2);
       const { body: listed } = await request(fleet.url).get('/v1/vms').expect(200);
       expect(listed).toEqual([first.body]);
       expect(JSON.stringify(listed)).not.toContain(spawnKey);
-      await create({ ...small, ram_mb: 64 }, 'survives-restart').expect(422);
     });
 
     describe('held by another controller (its claim on the key, in the shared store)', () => {
@@ -974,6 +982,96 @@ describe('fleet controller: VMs', () => {
       expect(retry.body).toEqual(body);
       expect(honest.calls).toHaveLength(1);
       expect(squatter.calls).toHaveLength(0);
+    });
+    it('never answers a fresh key with a VM a node pre-listed for it and answers a spawn with (squatting)', async () => {
+      const squatKey = spawnKeyFor({ ...small, prefer_kvm: false }, 'order-K2');
+      const premade = { ...vmRecord('vm-5a77e40000000002'), idempotency_key: squatKey };
+      // node-a lists a VM keyed for order-K2 and answers any spawn naming that key with it.
+      const squatter = await agent((_call, res) => {
+        const { idempotency_key: _key, ...vm } = premade;
+        json(res, 200, vm);
+      });
+      const honest = await agent((call, res) => json(res, 201, spawned(call)));
+      await enroll('node-a', squatter, { ram_total_mb: 65536, ram_used_mb: 1024, vms: [premade] });
+      await enroll('node-b', honest, { ram_total_mb: 16384, ram_used_mb: 0 });
+      const { status, body } = await create(small, 'order-K2');
+      // Placement asked node-a first; its answer is refused and node-b makes a new VM.
+      expect(squatter.calls).toHaveLength(1);
+      expect([status, body.node_id]).toEqual([201, 'node-b']);
+      expect(body.vm_id).toBe((honest.calls[0].body as { vm_id: string }).vm_id);
+      // The key now answers the VM the controller dispatched.
+      const retry = await create(small, 'order-K2').expect(200);
+      expect(retry.body).toEqual(body);
+      expect(honest.calls).toHaveLength(1);
+    });
+
+    describe('a dispatch its agent never answered (frozen)', () => {
+      const frozenFor = async () => {
+        waitForAgentsMs(300);
+        const frozen = await agent(() => undefined); // never answers
+        const other = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('frozen', frozen, { ram_total_mb: 65536, ram_used_mb: 0 });
+        await enroll('other', other);
+        await create(small, 'frozen-1').expect(502);
+        return { frozen, other };
+      };
+      /** When the first dispatch resolves: its spawn's deadline, plus the agent's clock's margin. */
+      const UNRESOLVED_MS = 300 + SPAWN_DEADLINE_SKEW_MS;
+
+      it('sends the spawn a deadline the agent judges by, and asks no other node before it has passed', async () => {
+        const { frozen, other } = await frozenFor();
+        const sent = frozen.calls[0].body as { deadline: string };
+        expect(sent.deadline).toBe(toRfc3339(fleet.clock.wallNow() + 300));
+        // The node still beats: the retry asks it again, with the same id and key.
+        fleet.clock.advance(UNRESOLVED_MS - 1);
+        await enroll('frozen', frozen, { ram_total_mb: 65536, ram_used_mb: 0 });
+        await enroll('other', other);
+        await create(small, 'frozen-1').expect(502);
+        expect(frozen.calls).toHaveLength(2);
+        expect((frozen.calls[1].body as { vm_id: string }).vm_id).toBe(
+          (frozen.calls[0].body as { vm_id: string }).vm_id,
+        );
+        expect(other.calls).toHaveLength(0);
+      });
+
+      it('answers 503 with when to retry while its node is silent, then places anew once it has passed', async () => {
+        waitForAgentsMs(300);
+        const frozen = await agent(() => undefined); // never answers
+        const other = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('frozen', frozen, { ram_total_mb: 65536, ram_used_mb: 0 });
+        // Its last beat 25 s before the create: it drops out before its dispatch resolves.
+        fleet.clock.advance(25_000);
+        await enroll('other', other);
+        await create(small, 'frozen-1').expect(502);
+        const silentAfterMs = NODE_STALE_AFTER_MS - 25_000 + 1;
+        fleet.clock.advance(silentAfterMs);
+        await enroll('other', other);
+        const { body } = await create(small, 'frozen-1').expect(503);
+        const leftS = Math.ceil((UNRESOLVED_MS - silentAfterMs) / 1000);
+        expect(body.message).toBe(
+          `the first dispatch of this Idempotency-Key, to node frozen, is unanswered and that node is silent: it may still make the VM until its deadline; retry with the same key in ${leftS} s`,
+        );
+        expect(other.calls).toHaveLength(0);
+        // Past it, the agent refuses the spawn by its deadline: a new VM elsewhere.
+        fleet.clock.advance(leftS * 1000);
+        await enroll('other', other);
+        const made = await create(small, 'frozen-1').expect(201);
+        expect(made.body.node_id).toBe('other');
+        expect(frozen.calls).toHaveLength(1);
+        await create(small, 'frozen-1').expect(200);
+      });
+
+      it('places anew at once when the agent refused the spawn: it made nothing', async () => {
+        const refusing = await agent((_call, res) =>
+          json(res, 409, { statusCode: 409, error: 'Conflict', message: 'deadline passed' }),
+        );
+        const other = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('refusing', refusing, { ram_total_mb: 65536, ram_used_mb: 0 });
+        await enroll('other', other);
+        const { body } = await create(small, 'refused-1').expect(201);
+        expect(body.node_id).toBe('other');
+        expect(refusing.calls).toHaveLength(1);
+      });
     });
   });
 

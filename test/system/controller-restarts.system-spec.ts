@@ -208,7 +208,7 @@ describe('a restarted controller process (in memory)', () => {
     await stub.stop();
   });
 
-  it('answers a retry after the restart with the VM the agent made for the key: no second VM', async () => {
+  it('takes no VM for a key from an agent after the restart (the record is gone): the retry is refused, no second VM', async () => {
     let spawnKey: string | undefined;
     let made: ReturnType<typeof spawnedVm> | undefined;
     // As an agent of ours answers: the VM its key made (200), else a new one.
@@ -235,13 +235,17 @@ describe('a restarted controller process (in memory)', () => {
         vms: [{ ...vm, idempotency_key: spawnKey } as never],
       }),
     );
+    // The restarted controller has no record of the key, and what a node answers or lists for
+    // it is none: the agent's VM is refused (the only node: 502), and no other VM is made.
     const retry = await postVm(big, 'order-9');
     if (retry instanceof Error) throw retry;
-    expect(retry.status).toBe(200);
-    expect(await retry.json()).toEqual(vm);
-    // The restarted controller has no record of the key: the agent's own answers the retry.
+    expect(retry.status).toBe(502);
     expect(stub.calls).toHaveLength(2);
-    expect(controller.output).toContain('already made for this Idempotency-Key');
+    expect(controller.output).toContain(
+      `answered 200 with vm ${vm.vm_id}, not the vm ${(stub.calls[1].body as { vm_id: string }).vm_id} it was asked to make`,
+    );
     expect(controller.output).not.toContain('order-9');
+    const listed = (await (await fetch(`${FLEET_URL}/v1/vms`)).json()) as Array<{ vm_id: string }>;
+    expect(listed.map((one) => one.vm_id)).toEqual([vm.vm_id]);
   });
 });

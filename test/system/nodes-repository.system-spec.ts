@@ -19,7 +19,10 @@ import { KeyClaims } from '../../apps/fleet/src/nodes/key-claims.repository';
 import { InMemoryKeyClaims } from '../../apps/fleet/src/nodes/memory/in-memory-key-claims.repository';
 import { InMemoryNodesRepository } from '../../apps/fleet/src/nodes/memory/in-memory-nodes.repository';
 import { VmHolderIndex } from '../../apps/fleet/src/nodes/memory/vm-holder-index';
-import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
+import {
+  NodesRepository,
+  VmIdsHeldElsewhereError,
+} from '../../apps/fleet/src/nodes/nodes.repository';
 import { RedisNodesRepository } from '../../apps/fleet/src/nodes/redis/redis-nodes.repository';
 import { RedisConnection } from '../../apps/fleet/src/nodes/redis/redis-connection';
 import { RedisKeyClaims } from '../../apps/fleet/src/nodes/redis/redis-key-claims.repository';
@@ -519,13 +522,16 @@ describe.each(stores)('NodesRepository.ownersOf %s', (_name, open) => {
     expect(await store.leftoverKeys()).toBe(0);
   });
 
-  it('names the first of two nodes holding one id, and the other once the first lets it go', async () => {
-    // Both listed it at once, before either heartbeat was stored (the service judges before it writes).
+  it('refuses a write that would have a second node hold an id (claimed for the first), until the first lets it go', async () => {
+    // Both listed it at once, before either heartbeat was stored: the store judges the write.
     await beat('first', 1_000, ['v']);
-    await beat('second', 1_000, ['v']);
-    expect(await owners(['v'])).toEqual({ v: 'first' });
-    expect(await owners(['v'], 'first')).toEqual({ v: 'second' });
+    await expect(beat('second', 1_000, ['v', 'w'])).rejects.toThrow(
+      new VmIdsHeldElsewhereError('second', new Map([['v', 'first']])),
+    );
+    expect(await owners(['v', 'w'])).toEqual({ v: 'first' });
+    expect(await owners(['v'], 'first')).toEqual({});
     await beat('first', 2_000, []);
+    await beat('second', 2_000, ['v']);
     expect(await owners(['v'])).toEqual({ v: 'second' });
   });
 });
@@ -806,6 +812,26 @@ describe.each(stores)('KeyClaims %s', (_name, open) => {
       kind: 'others',
       spawnKey: otherBody,
     });
+  });
+
+  it('keeps a dispatch unresolved until recorded again, and forgets it only while it names that VM', async () => {
+    const unresolved = {
+      spawnKey,
+      nodeId: 'n1',
+      vmId: 'vm-1',
+      unresolvedUntilMs: 1_786_017_620_000,
+    };
+    await claims.recordDispatch(keyHash, unresolved, 60_000);
+    expect(await claims.dispatchOf(keyHash)).toEqual(unresolved);
+    // The agent accepted it: resolved.
+    await claims.recordDispatch(keyHash, { spawnKey, nodeId: 'n1', vmId: 'vm-1' }, 60_000);
+    expect(await claims.dispatchOf(keyHash)).toEqual({ spawnKey, nodeId: 'n1', vmId: 'vm-1' });
+    // A refusal of another dispatch (an earlier one's) leaves it; this one's forgets it.
+    await claims.forgetDispatch(keyHash, 'vm-0');
+    expect(await claims.dispatchOf(keyHash)).toMatchObject({ vmId: 'vm-1' });
+    await claims.forgetDispatch(keyHash, 'vm-1');
+    expect(await claims.dispatchOf(keyHash)).toBeUndefined();
+    expect(await store.leftoverKeys()).toBe(0);
   });
 });
 

@@ -1,5 +1,6 @@
 import request from 'supertest';
 import type { SpawnVmRequest } from '@app/fleet-domain';
+import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
 import { RedisConnection } from '../../apps/fleet/src/nodes/redis/redis-connection';
 import { RedisClock } from '../../apps/fleet/src/nodes/redis/redis.clock';
 import { eventually } from '../support/daemons';
@@ -158,6 +159,34 @@ describe('fleet state shared in Redis', () => {
     } finally {
       release();
       await agent.stop();
+    }
+  });
+
+  it('claims a new VM id for one node when two nodes list it through two controllers at the same instant, round after round', async () => {
+    const [a, b] = await twoControllers();
+    const repository = a.app.get(NodesRepository);
+    const rounds = 150;
+    for (let round = 0; round < rounds; round++) {
+      const vmId = `vm-race-${round}`;
+      // Both nodes live and beating, then both list the new id at once, each to its controller.
+      const [fromA, fromB] = await Promise.all([
+        request(a.url)
+          .post('/v1/nodes/heartbeat')
+          .send(heartbeat({ node_id: 'node-x', vms: [vmRecord(vmId)] })),
+        request(b.url)
+          .post('/v1/nodes/heartbeat')
+          .send(heartbeat({ node_id: 'node-y', vms: [vmRecord(vmId)] })),
+      ]);
+      expect([fromA.status, fromB.status]).toEqual([200, 200]);
+      const holders = (await repository.listAll()).filter((node) =>
+        node.vms.some((vm) => vm.vm_id === vmId),
+      );
+      expect(holders).toHaveLength(1);
+    }
+    // Listed once, on one node, by either controller.
+    for (const fleet of [a, b]) {
+      const { body } = await request(fleet.url).get('/v1/vms').expect(200);
+      expect(body.map((vm: { vm_id: string }) => vm.vm_id)).toEqual([`vm-race-${rounds - 1}`]);
     }
   });
 

@@ -7,6 +7,7 @@ import {
   startAgent,
   stopAllDaemons,
 } from '../support/daemons';
+import { heartbeat } from '../support/heartbeats';
 import { TestHost } from '../support/netns';
 import { RedisServer } from '../support/redis-server';
 import { scratchFolder } from '../support/scratch-folders';
@@ -55,12 +56,31 @@ describe('two controller processes on one Redis', () => {
     hostB.remove();
   });
 
+  it("refuses a loopback wg_ip from a node on another host (400 naming wg_ip): its calls would go to the controller's own services", async () => {
+    const beat = (wg_ip: string) =>
+      fetch(`http://${hostA.address}:9203/v1/nodes/heartbeat`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(heartbeat({ node_id: 'squatter', wg_ip, spawn_port: 6379 })),
+      });
+    for (const wgIp of ['127.0.0.1', '::1', '::ffff:127.0.0.1']) {
+      const refused = await beat(wgIp);
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as { message: string }).message).toBe(
+        `wg_ip ${wgIp} is a loopback address, taken only from an agent on the controller's own machine (a heartbeat over loopback); this one came from ${hostA.hostAddress}: set VM_WG_IP to the node's WireGuard address`,
+      );
+    }
+    // Nothing stored (its own mesh address is taken: the next test's agent beats so).
+    expect((await nodesOn(hostA)).map((node) => node.node_id)).not.toContain('squatter');
+  });
+
   it('lists on one controller the node that beats to the other, and loses nothing when one restarts', async () => {
     await enrolled(
       startAgent({
         VM_FLEET_ENDPOINT: `http://${hostA.address}:9203`,
         VM_NODE_ID: 'shared-node',
-        VM_WG_IP: '127.0.0.2',
+        // Its own address as controller A sees it: a loopback one is taken only over loopback.
+        VM_WG_IP: hostA.hostAddress,
         VM_HEARTBEAT_INTERVAL_S: '1',
         VM_DISK_DIR: diskDir,
       }),
@@ -70,7 +90,7 @@ describe('two controller processes on one Redis', () => {
       async () => (await nodesOn(hostB)).find((node) => node.node_id === 'shared-node'),
       5_000,
     );
-    expect(onB).toMatchObject({ node_id: 'shared-node', wg_ip: '127.0.0.2' });
+    expect(onB).toMatchObject({ node_id: 'shared-node', wg_ip: hostA.hostAddress });
     expect(await nodesOn(hostA)).toEqual(await nodesOn(hostB));
 
     expect(await controllerA.stop()).toEqual({ code: 0, signal: null });

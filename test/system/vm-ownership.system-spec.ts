@@ -201,7 +201,8 @@ describe('VMs that belong to their node', () => {
     expect(first.stderr).toContain('the VM may exist');
     expect(key).toMatch(/^[0-9a-f-]{36}$/);
 
-    // The thawed agent makes the VM it was asked for; the retry answers it, making no other.
+    // The thawed agent refuses the spawn it reads past its deadline; the retry, to the same
+    // node with the same key and id while that first dispatch is unresolved, makes the one VM.
     const retry = await eventually(
       'the retry answered',
       async () => {

@@ -45,6 +45,13 @@ export const AGENT_REQUEST_TIMEOUT_MS = 10_000;
 export const AGENT_CONNECT_TIMEOUT_MS = 2_500;
 
 /**
+ * How far behind the controller's an agent's clock may be: a spawn carries a deadline (the
+ * controller's clock, the end of its wait), which the agent judges by its own clock, so a
+ * keyed create's dispatch the agent never answered stays unresolved this long past it.
+ */
+export const SPAWN_DEADLINE_SKEW_MS = 10_000;
+
+/**
  * A create without preferred_node whose dispatch fails for the node's own reasons (unreachable,
  * reset, timeout, 5xx) tries the next best node, up to this many nodes in all...
  */

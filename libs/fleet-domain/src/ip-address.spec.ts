@@ -3,6 +3,7 @@ import {
   effectiveAddress,
   ipAddressBytes,
   isLinkLocalAddress,
+  isLoopbackAddress,
   isUnicastAddress,
 } from './ip-address';
 
@@ -88,4 +89,20 @@ describe('every spelling of an address is judged as the address it is', () => {
     expect(effectiveAddress('::10.0.0.2')).toEqual({ family: 4, bytes: [10, 0, 0, 2] });
     expect(effectiveAddress('::1')?.family).toBe(6);
   });
+});
+
+describe('isLoopbackAddress', () => {
+  it.each([
+    '127.0.0.1',
+    '127.255.0.9',
+    '::1',
+    '0:0:0:0:0:0:0:1',
+    '::ffff:127.0.0.1',
+    '::127.0.0.2',
+  ])('names the machine itself: %s', (text) => expect(isLoopbackAddress(text)).toBe(true));
+
+  it.each(['10.8.0.1', '128.0.0.1', '::2', 'fd00::1', '::ffff:10.0.0.1', 'localhost'])(
+    'names another machine (or is no address): %s',
+    (text) => expect(isLoopbackAddress(text)).toBe(false),
+  );
 });

@@ -107,3 +107,15 @@ export function isLinkLocalAddress(value: string): boolean {
   if (family === 4) return bytes[0] === 169 && bytes[1] === 254;
   return bytes[0] === 0xfe && (bytes[1] & 0xc0) === 0x80;
 }
+
+/**
+ * Loopback (127.0.0.0/8, ::1), in any spelling (`::ffff:127.0.0.1` too): an address that
+ * names whichever machine uses it, so from the controller its own services.
+ */
+export function isLoopbackAddress(value: string): boolean {
+  const address = effectiveAddress(value);
+  if (!address) return false;
+  const { family, bytes } = address;
+  if (family === 4) return bytes[0] === 127;
+  return zero(bytes, 0, 15) && bytes[15] === 1;
+}

@@ -293,15 +293,17 @@ describe('findEarlierCreate', () => {
       heartbeat({ node_id: 'n2', vms: [vm('a'), { ...vm('made'), idempotency_key: key }] }),
       0,
     );
-    const keyHash = key.split('.')[0];
     const dispatched = { spawnKey: key, nodeId: 'n2', vmId: 'made' };
-    expect(findEarlierCreate([n1, n2], keyHash, 0, dispatched)).toMatchObject({
+    expect(findEarlierCreate([n1, n2], 0, dispatched)).toMatchObject({
       kind: 'vm',
       node: { node_id: 'n2' },
       vm: { vm_id: 'made' },
       spawn_key: key,
     });
-    expect(findEarlierCreate([n1, n2], spawnKey('other').split('.')[0], 0)).toBeUndefined();
+    // Still unresolved, it is the VM all the same once listed.
+    expect(
+      findEarlierCreate([n1, n2], 0, { ...dispatched, unresolvedUntilMs: 20_000 }),
+    ).toMatchObject({ kind: 'vm', vm: { vm_id: 'made' } });
   });
 
   it('never finds a VM a node merely reports with the key (squatting a guessable key)', () => {
@@ -309,29 +311,59 @@ describe('findEarlierCreate', () => {
       heartbeat({ node_id: 'n2', vms: [{ ...vm('squat'), idempotency_key: key }] }),
       0,
     );
-    const keyHash = key.split('.')[0];
-    expect(findEarlierCreate([squatter], keyHash, 0)).toBeUndefined();
-    // Nor when the controller's record names another node or VM.
+    // Not when the controller's record names another node or VM.
     for (const dispatched of [
       { spawnKey: key, nodeId: 'n1', vmId: 'squat' },
       { spawnKey: key, nodeId: 'n2', vmId: 'made' },
     ]) {
-      expect(findEarlierCreate([squatter], keyHash, 0, dispatched)).toBeUndefined();
+      expect(findEarlierCreate([squatter], 0, dispatched)).toBeUndefined();
     }
   });
 
-  it('finds a hold still in flight for the key, until its deadline', () => {
+  it('finds an unanswered dispatch in flight on its live node until it resolves, with its hold', () => {
     const held = after(
       nodeStateFromHeartbeat(heartbeat(), 0),
-      holdRam({ ...hold('h1', 1024, 0), spawnKey: key }, 0),
+      holdRam({ ...hold('h1', 1024, 0), spawnKey: key, vmId: 'v1' }, 0),
     )!;
-    const keyHash = key.split('.')[0];
-    expect(findEarlierCreate([held], keyHash, 14_999)).toMatchObject({
+    const dispatched = {
+      spawnKey: key,
+      nodeId: held.node_id,
+      vmId: 'v1',
+      unresolvedUntilMs: 20_000,
+    };
+    expect(findEarlierCreate([held], 14_999, dispatched)).toMatchObject({
       kind: 'in-flight',
       hold_id: 'h1',
+      vm_id: 'v1',
       spawn_key: key,
     });
-    expect(findEarlierCreate([held], keyHash, 15_000)).toBeUndefined();
+    // The hold ended at its deadline: still in flight, without it.
+    const late = findEarlierCreate([held], 15_000, dispatched);
+    expect(late).toMatchObject({ kind: 'in-flight', vm_id: 'v1' });
+    expect(late).not.toHaveProperty('hold_id');
+    expect(findEarlierCreate([held], 20_000, dispatched)).toBeUndefined();
+    // Resolved (the agent answered) and not listed: gone, whatever the node holds for the key.
+    expect(
+      findEarlierCreate([held], 0, { spawnKey: key, nodeId: held.node_id, vmId: 'v1' }),
+    ).toBeUndefined();
+  });
+
+  it('says an unanswered dispatch to a node that is not live is unresolved, until when', () => {
+    const silent = nodeStateFromHeartbeat(heartbeat(), 0);
+    const dispatched = {
+      spawnKey: key,
+      nodeId: silent.node_id,
+      vmId: 'v1',
+      unresolvedUntilMs: 45_000,
+    };
+    expect(findEarlierCreate([silent], 40_000, dispatched)).toEqual({
+      kind: 'unresolved',
+      node_id: silent.node_id,
+      spawn_key: key,
+      until_ms: 45_000,
+    });
+    expect(findEarlierCreate([], 40_000, dispatched)).toMatchObject({ kind: 'unresolved' });
+    expect(findEarlierCreate([silent], 45_000, dispatched)).toBeUndefined();
   });
 });
 
@@ -629,19 +661,23 @@ describe('a node that drops out while listing VMs', () => {
     ]);
   });
 
-  it('is no in-flight create for a key: its holds are no agent making a VM', () => {
+  it('is no in-flight create for a key: its VM made with the key is still that VM, marked silent', () => {
     const key = spawnKey('k', 'body');
     const held = holdRam(
-      { ...hold('h1', 1024, 0, 10_000), expiresAtMs: 100_000, spawnKey: key },
+      { ...hold('h1', 1024, 0, 10_000), expiresAtMs: 100_000, spawnKey: key, vmId: 'm' },
       0,
     )(stored).next!;
-    const keyHash = key.split('.')[0];
-    expect(findEarlierCreate([held], keyHash, 39_000)).toMatchObject({ kind: 'in-flight' });
-    expect(findEarlierCreate([held], keyHash, later)).toBeUndefined();
-    // Its VM made with the key is still that VM, marked silent.
+    const pending = {
+      spawnKey: key,
+      nodeId: held.node_id,
+      vmId: 'm',
+      unresolvedUntilMs: later + 1,
+    };
+    expect(findEarlierCreate([held], 39_000, pending)).toMatchObject({ kind: 'in-flight' });
+    expect(findEarlierCreate([held], later, pending)).toMatchObject({ kind: 'unresolved' });
     const made = recordDispatchedVm('h1', { ...vm('m'), idempotency_key: key })(held).next!;
     const dispatched = { spawnKey: key, nodeId: made.node_id, vmId: 'm' };
-    expect(findEarlierCreate([made], keyHash, later, dispatched)).toMatchObject({
+    expect(findEarlierCreate([made], later, dispatched)).toMatchObject({
       kind: 'vm',
       vm: { vm_id: 'm' },
       silent_since_wall_ms: 1_000_010_000,

@@ -6,7 +6,6 @@ import {
 } from './fleet.constants';
 import { DispatchFailures, withDispatchFailure } from './dispatch-health';
 import { rfc3339ToEpochNanos, toRfc3339 } from './rfc3339';
-import { keyHashOf } from './idempotency';
 import { compareIds } from './ids';
 import { HeartbeatVm } from './wire/heartbeat-vm';
 import { NodeHeartbeat } from './wire/node-heartbeat';
@@ -749,14 +748,20 @@ export function endExpiredHolds(nowMs: number): NodeChange<EndedHold[]> {
 }
 
 /**
- * A VM the controller itself dispatched with an Idempotency-Key (recorded when its agent
- * accepted it): the only VM that key can answer. A VM a node merely reports with a key never
- * does, or any node could squat a guessable key.
+ * A VM the controller itself dispatched with an Idempotency-Key (recorded before its agent is
+ * asked, and again once it accepted): the only VM that key can answer. A VM a node merely
+ * reports with a key never does, or any node could squat a guessable key.
  */
 export interface KeyedDispatch {
   spawnKey: string;
   nodeId: string;
   vmId: string;
+  /**
+   * Set while the agent has not answered (on the store's clock, like `now()`): until then it
+   * may still make the VM, at the latest by the spawn's deadline as its clock reads it
+   * (SPAWN_DEADLINE_SKEW_MS covers a clock behind), so no other node is asked for the key.
+   */
+  unresolvedUntilMs?: number;
 }
 
 /** What an earlier create with the same Idempotency-Key left on the fleet. */
@@ -773,51 +778,44 @@ export type EarlierCreate =
       silent_since_wall_ms?: number;
     }
   /**
-   * Its RAM is held on a node whose agent may be making the VM right now, under `vm_id` (the
-   * id the controller minted for it; absent in a hold stored before ids were minted).
+   * Its dispatch to a live node is unresolved: that agent may be making the VM right now,
+   * under `vm_id`; `hold_id`: the hold still counting its RAM there, if any.
    */
-  | { kind: 'in-flight'; node: NodeState; hold_id: string; spawn_key: string; vm_id?: string };
+  | { kind: 'in-flight'; node: NodeState; hold_id?: string; spawn_key: string; vm_id: string }
+  /**
+   * Its dispatch is unanswered and its node is not live (frozen, cut off): nothing can be
+   * asked of it, and no other node may be, until `until_ms` (the store's clock).
+   */
+  | { kind: 'unresolved'; node_id: string; spawn_key: string; until_ms: number };
 
 /**
- * Finds what an earlier create with this key (`keyHash`, the first half of a spawn key) left
- * on the stored nodes: the VM the controller recorded dispatching with it (`dispatched`), if
- * its node still lists it (see listedVms: a silent node too), else a hold still live at `nowMs`
- * on a live node (a silent node's agent is making no VM). Keys nodes report with their VMs are
- * not looked at: only what the controller itself did answers a client's key.
+ * What the earlier create with a key left, as the controller recorded it (`dispatched`): its
+ * VM, if the node it was dispatched to still lists it (see listedVms: a silent node too); else
+ * that dispatch while it is unresolved at `nowMs`; else nothing (the agent refused it, or its
+ * VM is gone). Keys nodes report with their VMs are never looked at: only what the controller
+ * itself did answers a client's key.
  */
 export function findEarlierCreate(
   nodes: readonly NodeState[],
-  keyHash: string,
   nowMs: number,
-  dispatched?: KeyedDispatch,
+  dispatched: KeyedDispatch,
 ): EarlierCreate | undefined {
   const notBeforeMs = liveSince(nowMs);
-  if (dispatched !== undefined && keyHashOf(dispatched.spawnKey) === keyHash) {
-    for (const { vm, node, silent_since_wall_ms } of listedVms(nodes, notBeforeMs)) {
-      if (vm.vm_id === dispatched.vmId && node.node_id === dispatched.nodeId) {
-        const found: EarlierCreate = { kind: 'vm', node, vm, spawn_key: dispatched.spawnKey };
-        if (silent_since_wall_ms !== undefined) found.silent_since_wall_ms = silent_since_wall_ms;
-        return found;
-      }
+  const { spawnKey, nodeId, vmId, unresolvedUntilMs: until } = dispatched;
+  for (const { vm, node, silent_since_wall_ms } of listedVms(nodes, notBeforeMs)) {
+    if (vm.vm_id === vmId && node.node_id === nodeId) {
+      const found: EarlierCreate = { kind: 'vm', node, vm, spawn_key: spawnKey };
+      if (silent_since_wall_ms !== undefined) found.silent_since_wall_ms = silent_since_wall_ms;
+      return found;
     }
   }
-  for (const node of nodes) {
-    if (!isLive(node, notBeforeMs)) continue;
-    for (const holdId in node.holds) {
-      const hold = node.holds[holdId];
-      if (keyHashOf(hold.spawn_key) === keyHash && isHoldLive(hold, nowMs)) {
-        const inFlight: EarlierCreate = {
-          kind: 'in-flight',
-          node,
-          hold_id: holdId,
-          spawn_key: hold.spawn_key,
-        };
-        if (hold.vm_id !== undefined) inFlight.vm_id = hold.vm_id;
-        return inFlight;
-      }
-    }
-  }
-  return undefined;
+  if (until === undefined || nowMs >= until) return undefined;
+  const node = nodes.find((stored) => stored.node_id === nodeId && isLive(stored, notBeforeMs));
+  if (!node) return { kind: 'unresolved', node_id: nodeId, spawn_key: spawnKey, until_ms: until };
+  const inFlight: EarlierCreate = { kind: 'in-flight', node, spawn_key: spawnKey, vm_id: vmId };
+  const holdId = Object.keys(node.holds).find((id) => node.holds[id].vm_id === vmId);
+  if (holdId !== undefined && isHoldLive(node.holds[holdId], nowMs)) inFlight.hold_id = holdId;
+  return inFlight;
 }
 
 /** A change that only applies to a node still stored (a dropped node is not brought back). */

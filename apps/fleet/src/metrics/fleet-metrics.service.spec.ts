@@ -26,10 +26,10 @@ import { LiveNodeReading, NodesReading } from './live-nodes.source';
 
 const MIB = 1024 * 1024;
 
-/** n's heartbeat stamped `second` seconds past 12:00 (the order the controller judges by). */
+/** n's heartbeat, from 10.8.0.1, stamped `second` seconds past 12:00 (the order the controller judges by). */
 function heartbeat(node_id: string, second: number, extra: Partial<NodeHeartbeat> = {}) {
   const timestamp_utc = `2026-08-06T12:00:${String(second).padStart(2, '0')}Z`;
-  return agentHeartbeat({ node_id, timestamp_utc, ...extra });
+  return agentHeartbeat({ node_id, wg_ip: '10.8.0.1', timestamp_utc, ...extra });
 }
 
 /** A live node as the store would give it to the metrics. */

@@ -17,12 +17,14 @@ export type KeyClaim = OwnKeyClaim | OthersKeyClaim;
 
 /**
  * A VM the controller itself dispatched with an Idempotency-Key: the only VM that key can
- * answer (a VM a node merely reports with the key never does).
+ * answer (a VM a node merely reports with the key never does). Recorded before the agent is
+ * asked, with `unresolvedUntilMs` (see KeyedDispatch), and again without it once it accepted.
  */
 export interface KeyDispatch {
   spawnKey: string;
   nodeId: string;
   vmId: string;
+  unresolvedUntilMs?: number;
 }
 
 /**
@@ -44,22 +46,33 @@ export abstract class KeyClaims {
   abstract release(claim: OwnKeyClaim): Promise<void>;
 
   /**
-   * Records the VM a keyed create dispatched (its agent accepted it), for `keepMs` (a day: as
-   * long as the agent honours the key): a retry with the key finds it there, and nowhere else.
+   * Records the VM a keyed create dispatches (about to ask its agent: unresolved; or its agent
+   * accepted it), for `keepMs` (a day: as long as the agent honours the key): a retry with the
+   * key finds it there, and nowhere else.
    */
   abstract recordDispatch(keyHash: string, dispatch: KeyDispatch, keepMs: number): Promise<void>;
+
+  /** Forgets the record, if it still names `vmId`: its agent made nothing (it refused). */
+  abstract forgetDispatch(keyHash: string, vmId: string): Promise<void>;
 
   /** The VM the controller dispatched for `keyHash`, if it recorded one still kept. */
   abstract dispatchOf(keyHash: string): Promise<KeyDispatch | undefined>;
 }
 
-/** `<spawn key>\n<node id>\n<vm id>`: none of the three holds a newline. */
+/**
+ * `<spawn key>\n<node id>\n<vm id>`, then `\n<unresolved until, ms>` while unresolved: none
+ * of them holds a newline. A record of an earlier version (three lines) reads as resolved.
+ */
 export function encodeKeyDispatch(dispatch: KeyDispatch): string {
-  return `${dispatch.spawnKey}\n${dispatch.nodeId}\n${dispatch.vmId}`;
+  const text = `${dispatch.spawnKey}\n${dispatch.nodeId}\n${dispatch.vmId}`;
+  const until = dispatch.unresolvedUntilMs;
+  return until === undefined ? text : `${text}\n${Math.ceil(until)}`;
 }
 
 export function decodeKeyDispatch(text: string | null | undefined): KeyDispatch | undefined {
-  const [spawnKey, nodeId, vmId, ...rest] = (text ?? '').split('\n');
+  const [spawnKey, nodeId, vmId, until, ...rest] = (text ?? '').split('\n');
   if (!spawnKey || !nodeId || !vmId || rest.length > 0) return undefined;
-  return { spawnKey, nodeId, vmId };
+  if (until === undefined) return { spawnKey, nodeId, vmId };
+  if (!/^[0-9]{1,16}$/.test(until)) return undefined;
+  return { spawnKey, nodeId, vmId, unresolvedUntilMs: Number(until) };
 }

@@ -1,12 +1,17 @@
 import { Logger } from '@nestjs/common';
 import { deriveNodeToken } from '@app/daemon';
 import { FakeClock } from '../../../../test/support/fake-clock';
-import { heartbeat } from '../../../../test/support/heartbeats';
+import { NodeHeartbeat } from '@app/fleet-domain';
+import { heartbeat as agentHeartbeat } from '../../../../test/support/heartbeats';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { InMemoryNodesRepository } from './memory/in-memory-nodes.repository';
 import { NodeTokens } from './node-tokens';
 import { NotThisNodesTokenError } from './nodes.errors';
 import { NodesService } from './nodes.service';
+
+/** A node at a mesh address (a loopback wg_ip is taken only over loopback, not in-process). */
+const heartbeat = (fields: Partial<NodeHeartbeat> & { node_id: string }): NodeHeartbeat =>
+  agentHeartbeat({ wg_ip: '10.8.0.1', ...fields });
 
 const SECRET = 'fleet-secret-0123456789abcdef0123456789';
 const PREVIOUS = 'fleet-secret-previous-fedcba9876543210ab';

@@ -18,7 +18,7 @@ import {
   NodeRecord,
 } from '@app/fleet-domain';
 import { ApiFleetStateErrors, NODES_ERROR_STATUSES } from './nodes.error-statuses';
-import { NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
+import { LoopbackWgIpError, NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
 import { NodesService } from './nodes.service';
 
 @ApiTags('nodes')
@@ -50,6 +50,11 @@ export class NodesController {
       'A field is missing or out of its range; the message names each one.',
       'vms.0.started_at must be an RFC 3339 date-time such as 2026-08-06T12:00:00.123456789Z, or null',
     ),
+    {
+      name: 'loopback-wg-ip',
+      when: "wg_ip is a loopback address (127.0.0.0/8, ::1) but the heartbeat did not come over loopback: only an agent on the controller's own machine may name one. Judged after the token; nothing is stored.",
+      error: new LoopbackWgIpError('127.0.0.1', '192.0.2.7'),
+    },
   )
   heartbeat(
     @Body() heartbeat: NodeHeartbeat,

@@ -1,11 +1,12 @@
 import { ApiErrors, DomainErrorStatuses, ErrorCase } from '@app/daemon';
-import { NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
+import { LoopbackWgIpError, NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
 import { StoreUnavailableError } from './store-unavailable.error';
 
 /** The nodes feature's errors and their statuses; the app's table gathers every feature's. */
 export const NODES_ERROR_STATUSES: DomainErrorStatuses = [
   [NodeNotFoundError, 404],
   [NotThisNodesTokenError, 401],
+  [LoopbackWgIpError, 400],
 ];
 
 /** The store of fleet state unreachable: any route that reads or writes that state. */

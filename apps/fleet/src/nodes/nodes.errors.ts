@@ -15,3 +15,16 @@ export class NotThisNodesTokenError extends Error {
     );
   }
 }
+
+/**
+ * A heartbeat named a loopback wg_ip but did not come from the controller's own machine: the
+ * controller would call its own loopback services as that node's agent. Only an agent on the
+ * controller's machine (the local developer route, `npm start`) heartbeats from loopback.
+ */
+export class LoopbackWgIpError extends Error {
+  constructor(wgIp: string, from: string | undefined) {
+    super(
+      `wg_ip ${wgIp} is a loopback address, taken only from an agent on the controller's own machine (a heartbeat over loopback); this one came from ${from ?? 'an unknown address'}: set VM_WG_IP to the node's WireGuard address`,
+    );
+  }
+}

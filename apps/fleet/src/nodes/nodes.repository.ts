@@ -1,6 +1,24 @@
 import { NodeChange, NodeRecord, NodeState } from '@app/fleet-domain';
 
 /**
+ * A change would have its node come to hold VM ids (heldVmIds) that another stored node holds:
+ * nothing was written. `owners`: each such VM id with a node holding it. Checked in the same
+ * atomic step as the write, so of two nodes listing one new id at the same instant (through
+ * two controllers), one holds it and the other's change is refused: a VM id is claimed for one
+ * node. The heartbeat's service leaves those VMs out and tries again (see foreignVms).
+ */
+export class VmIdsHeldElsewhereError extends Error {
+  constructor(
+    readonly nodeId: string,
+    readonly owners: ReadonlyMap<string, string>,
+  ) {
+    super(
+      `node ${nodeId} would hold ${[...owners].map(([vmId, owner]) => `vm ${vmId} (held by node ${owner})`).join(', ')}; nothing written`,
+    );
+  }
+}
+
+/**
  * Where the controller keeps its nodes: reads, the staleness sweep, and one atomic
  * read-decide-write. The store knows no rules; callers pass the change (see NodeChange in
  * @app/fleet-domain), so both stores apply exactly the same decisions.
@@ -55,7 +73,9 @@ export abstract class NodesRepository {
    * there is none), stores the `next` it returns (if any; none at all with `remove`) and
    * answers its `result`, atomically: no other write to the node lands in between. `decide`
    * may be called again when one did. A node kept silent stays so unless `next` was received
-   * later (a heartbeat): the other changes leave it out of the live reads.
+   * later (a heartbeat): the other changes leave it out of the live reads. A `next` holding a
+   * VM id its node did not hold that another stored node holds (as ownersOf judges) is not
+   * written: VmIdsHeldElsewhereError, judged in the same atomic step.
    */
   abstract update<T>(nodeId: string, decide: NodeChange<T>): Promise<T>;
 }

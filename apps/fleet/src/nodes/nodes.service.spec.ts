@@ -6,6 +6,8 @@ import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { InMemoryNodesRepository } from './memory/in-memory-nodes.repository';
 import { VmHolderIndex } from './memory/vm-holder-index';
 import { NodeTokens } from './node-tokens';
+import { LoopbackWgIpError } from './nodes.errors';
+import { VmIdsHeldElsewhereError } from './nodes.repository';
 import { NodesService } from './nodes.service';
 
 /** Node `node_id` at 10.8.0.1, 4096 MB of which 1024 used, stamped 12:00:00. */
@@ -43,6 +45,32 @@ describe('NodesService', () => {
   });
 
   afterEach(() => jest.restoreAllMocks());
+
+  it('takes a loopback wg_ip only from a heartbeat over loopback: else 400 naming wg_ip, nothing stored', async () => {
+    for (const wg_ip of ['127.0.0.1', '127.8.0.9', '::1', '::ffff:127.0.0.1']) {
+      await expect(
+        service.acceptHeartbeat(heartbeat('n1', { wg_ip }), undefined, '192.0.2.7'),
+      ).rejects.toThrow(new LoopbackWgIpError(wg_ip, '192.0.2.7'));
+      // No address known (never from a socket): not taken either.
+      await expect(service.acceptHeartbeat(heartbeat('n1', { wg_ip }))).rejects.toThrow(
+        LoopbackWgIpError,
+      );
+    }
+    expect(await repository.listAll()).toEqual([]);
+    expect(logs).toContain(
+      'node n1: heartbeat refused, its wg_ip 127.0.0.1 is loopback but it came from 192.0.2.7',
+    );
+    // The agent on the controller's own machine (npm start, the tests), in any spelling.
+    for (const from of ['127.0.0.1', '::1', '::ffff:127.0.0.1']) {
+      await service.acceptHeartbeat(heartbeat('n1', { wg_ip: '127.0.0.2' }), undefined, from);
+    }
+    // A node's own address, from anywhere.
+    await service.acceptHeartbeat(heartbeat('n2', { wg_ip: '10.8.0.2' }), undefined, '192.0.2.7');
+    expect((await repository.listAll()).map((node) => [node.node_id, node.wg_ip])).toEqual([
+      ['n1', '127.0.0.2'],
+      ['n2', '10.8.0.2'],
+    ]);
+  });
 
   it('sweeps a node out of the store after 30 s of silence, logging how long it was silent', async () => {
     await service.acceptHeartbeat(heartbeat('n1'));
@@ -151,6 +179,34 @@ describe('NodesService', () => {
       // Its next beat lists only ids it holds or was refused: only the refused one is looked up.
       await service.acceptHeartbeat(heartbeat('claimer', { vms: vms('vm-7', 'vm-own') }));
       expect(ownersOf).toHaveBeenLastCalledWith(['vm-7'], 'claimer');
+    });
+
+    it('are claimed for one node in the write itself: two nodes listing a new id at the same instant never both hold it', async () => {
+      // Both looked the id up before either heartbeat was stored (two controllers at once).
+      jest.spyOn(repository, 'ownersOf').mockResolvedValue(new Map());
+      await service.acceptHeartbeat(heartbeat('x', { vms: vms('vm-new', 'vm-x') }));
+      await service.acceptHeartbeat(heartbeat('y', { vms: vms('vm-new', 'vm-y') }));
+      expect(logs).toContainEqual(
+        expect.stringContaining(
+          'node y (10.8.0.1 (host y, boot boot-1)) lists vm vm-new, which node x holds: ignored',
+        ),
+      );
+      const held = (await repository.listAll()).map((node) => [
+        node.node_id,
+        node.vms.map((vm) => vm.vm_id),
+      ]);
+      expect(held).toEqual([
+        ['x', ['vm-new', 'vm-x']],
+        ['y', ['vm-y']],
+      ]);
+      // The store refuses such a write whoever asks for it, naming the holder.
+      const stored = (await repository.listAll())[1];
+      await expect(
+        repository.update('y', () => ({
+          next: { ...stored, vms: [...stored.vms, vmRecord('vm-x')] },
+          result: undefined,
+        })),
+      ).rejects.toThrow(new VmIdsHeldElsewhereError('y', new Map([['vm-x', 'x']])));
     });
 
     it('are taken when the index names another node whose record no longer holds them', async () => {

@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { Clock } from '@app/daemon';
 import {
   FleetStatus,
+  ForeignVm,
   HeartbeatAnswer,
   NodeHeartbeat,
   NodeRecord,
@@ -16,6 +17,7 @@ import {
   endExpiredHolds,
   foreignVms,
   heldVmIds,
+  isLoopbackAddress,
   keepsVmsWhenSilent,
   liveSince,
   toRfc3339,
@@ -24,8 +26,8 @@ import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { FOREIGN_VM_EPISODE_QUIET_MS, ForeignVmIds } from './foreign-vm-ids.tracker';
 import { NodeIdConflicts } from './node-id-conflicts.tracker';
 import { NodeCredential, NodeTokens } from './node-tokens';
-import { NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
-import { NodesRepository } from './nodes.repository';
+import { LoopbackWgIpError, NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
+import { NodesRepository, VmIdsHeldElsewhereError } from './nodes.repository';
 
 /** Nodes named one by one per sweep; beyond that, one summary line. */
 const DROP_LINES_PER_SWEEP = 20;
@@ -80,12 +82,28 @@ export class NodesService {
     from?: string,
   ): Promise<HeartbeatAnswer> {
     const credential = this.checkSpeaksForItself(heartbeat.node_id, token, from);
+    this.checkWgIp(heartbeat, from);
     const receivedAtMs = this.clock.now();
-    const owned = await this.withoutForeignVms(heartbeat, receivedAtMs);
-    const verdict = await this.nodes.update(
-      heartbeat.node_id,
-      acceptHeartbeat(owned, receivedAtMs, this.clock.wallNow(), credential),
-    );
+    let owned = await this.withoutForeignVms(heartbeat, receivedAtMs);
+    let verdict;
+    for (;;) {
+      try {
+        verdict = await this.nodes.update(
+          heartbeat.node_id,
+          acceptHeartbeat(owned, receivedAtMs, this.clock.wallNow(), credential),
+        );
+        break;
+      } catch (error) {
+        // Another node came to hold one of its new VM ids since ownersOf looked (it listed it
+        // at the same instant, through another controller): the store claimed the id for that
+        // node, so this one's listing of it is ignored, as any foreign VM. Each time round
+        // leaves out at least one VM, so this ends.
+        if (!(error instanceof VmIdsHeldElsewhereError)) throw error;
+        const foreign = foreignVms(owned.vms, error.owners);
+        if (foreign.length === 0) throw error;
+        owned = this.ignoreForeign(owned, foreign, receivedAtMs);
+      }
+    }
     if (verdict.kind !== 'out-of-order') {
       if (this.knownVmIds.size >= KNOWN_VM_IDS_NODES) this.knownVmIds.clear();
       this.knownVmIds.set(owned.node_id, new Set(owned.vms.map((vm) => vm.vm_id)));
@@ -133,7 +151,15 @@ export class NodesService {
     const unknown = heartbeat.vms.filter((vm) => !known.has(vm.vm_id)).map((vm) => vm.vm_id);
     if (unknown.length === 0) return heartbeat;
     const owners = await this.nodes.ownersOf(unknown, heartbeat.node_id);
-    const foreign = foreignVms(heartbeat.vms, owners, known);
+    return this.ignoreForeign(heartbeat, foreignVms(heartbeat.vms, owners, known), nowMs);
+  }
+
+  /** The heartbeat without the `foreign` VMs, each warned once per episode and counted. */
+  private ignoreForeign(
+    heartbeat: NodeHeartbeat,
+    foreign: readonly ForeignVm[],
+    nowMs: number,
+  ): NodeHeartbeat {
     if (foreign.length === 0) return heartbeat;
     for (const { vm_id, owner } of foreign) {
       if (!this.foreignVmIds.note(heartbeat.node_id, vm_id, nowMs)) continue;
@@ -185,6 +211,21 @@ export class NodesService {
       this.logger.log(`node ${nodeId} now heartbeats with its own token`);
     }
     return credential;
+  }
+
+  /**
+   * A loopback wg_ip only from a heartbeat whose TCP peer is loopback too: the agent is on the
+   * controller's own machine (`npm start`, the tests), and calling it there is calling it. From
+   * anywhere else it would aim the controller's calls at its own loopback services (Redis, the
+   * operations listener). Unspecified, multicast and link-local addresses the wire refuses.
+   */
+  private checkWgIp(heartbeat: NodeHeartbeat, from: string | undefined): void {
+    if (!isLoopbackAddress(heartbeat.wg_ip)) return;
+    if (from !== undefined && isLoopbackAddress(from)) return;
+    this.logger.warn(
+      `node ${heartbeat.node_id}: heartbeat refused, its wg_ip ${heartbeat.wg_ip} is loopback but it came from ${from ?? 'an unknown address'}`,
+    );
+    throw new LoopbackWgIpError(heartbeat.wg_ip, from);
   }
 
   /**

@@ -235,6 +235,12 @@ export interface components {
       timeout_s: number;
     };
     SpawnVmRequest: {
+      /**
+       * Format: date-time
+       * @description When the controller stops waiting for this spawn (its clock): an agent whose clock is past it refuses the spawn (409) and makes nothing, so a spawn delivered late (the agent frozen, the request held up) never makes a VM the controller has given up on. Absent: no deadline.
+       * @example 2026-08-06T12:00:10.000Z
+       */
+      deadline?: string;
       /** @description Guest ports to publish on the node's mesh address (VM_WG_IP) beside SSH, which is always there and first in host_ports. Absent: SSH only. */
       ports?: components['schemas']['PublishedPortRequest'][];
       /**
@@ -418,19 +424,15 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description The vm_id the controller minted is already taken on this node (a VM, its run folder or its disk has it); nothing was made. */
+      /**
+       * @description - The vm_id the controller minted is already taken on this node (a VM, its run folder or its disk has it); nothing was made.
+       *     - The spawn's deadline had passed by this agent's clock when it was read (the agent was frozen, or the request held up): the controller no longer waits for it; nothing was made.
+       */
       409: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          /**
-           * @example {
-           *       "error": "Conflict",
-           *       "message": "vm_id vm-0123456789abcdef is already taken on this node; no VM was made",
-           *       "statusCode": 409
-           *     }
-           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };

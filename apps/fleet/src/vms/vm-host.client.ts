@@ -420,7 +420,8 @@ function failure(node: AgentAddress, status: number, body: unknown): AgentCallEr
     'failed',
     // The agent's 503: it could not make VMs at all (no base image), so it made none. Its 401:
     // its guard refused the token before anything was done (whatever listens there does not
-    // take the token this node heartbeats with).
-    status === 503 || status === 401,
+    // take the token this node heartbeats with). Its 409 to a spawn: the vm_id is taken there,
+    // or the spawn's deadline had passed by its clock; either way nothing was made.
+    status === 503 || status === 401 || status === 409,
   );
 }

@@ -10,10 +10,10 @@ import {
   IDEMPOTENCY_KEY_TTL_MS,
   NodeState,
   RAM_HOLD_MARGIN_MS,
+  SPAWN_DEADLINE_SKEW_MS,
   findEarlierCreate,
   holdRam,
   keyHashOf,
-  listedVms,
   liveSince,
   noteDispatchFailure,
   placeVm,
@@ -34,6 +34,7 @@ import { AgentCallError, Spawned, VmHostClient, VmHostClientSettings } from './v
 import {
   IdempotencyKeyClaimWaitError,
   IdempotencyKeyReusedError,
+  IdempotencyKeyUnresolvedError,
   NodeRefusedVmError,
   PlacementRefusedError,
 } from './vms.errors';
@@ -231,23 +232,32 @@ export class VmPlacementService {
   }
 
   /**
-   * A keyed create, holding the key's claim: what an earlier one with the key left decides.
-   * Its VM listed: that VM. Its RAM still held (its controller may have died mid-dispatch): the
-   * same node is asked again with the same key, and its agent answers with the VM the key made,
-   * not a second one.
+   * A keyed create, holding the key's claim: the controller's own record of the key's dispatch
+   * decides (never what a node lists). Its VM listed: that VM. Its dispatch unresolved (the
+   * agent never answered, and may still make the VM until the spawn's deadline): that node is
+   * asked again with the same key and id, and answers with the VM the key made, not a second
+   * one; a node that cannot be asked (silent) is waited for. No record, or one resolved with its
+   * VM gone or one whose deadline has passed unanswered: placed anew. Only a create with a record
+   * reads every node.
    */
   private async createKeyed(request: CreateVmRequest, spawnKey: string): Promise<CreatedVm> {
-    const now = this.clock.now();
-    // Silent nodes too: a VM made for the key on a node that dropped out is still that VM
-    // (answered with node_silent_since); only live nodes' holds are creates in flight.
     const keyHash = keyHashOf(spawnKey);
-    const [stored, dispatched] = await Promise.all([
-      this.nodes.listAll(),
-      this.keyClaims.dispatchOf(keyHash),
-    ]);
-    const earlier = findEarlierCreate(stored, keyHash, now, dispatched);
+    const dispatched = await this.keyClaims.dispatchOf(keyHash);
+    if (!dispatched) return this.placeAndDispatch(request, spawnKey, true);
+    // Silent nodes too: a VM made for the key on a node that dropped out is still that VM
+    // (answered with node_silent_since).
+    const stored = await this.nodes.listAll();
+    const now = this.clock.now();
+    const earlier = findEarlierCreate(stored, now, dispatched);
     if (!earlier) return this.placeAndDispatch(request, spawnKey, true);
     if (earlier.spawn_key !== spawnKey) throw new IdempotencyKeyReusedError();
+    if (earlier.kind === 'unresolved') {
+      const retryAfterS = Math.max(1, Math.ceil((earlier.until_ms - now) / 1000));
+      this.logger.warn(
+        `vm create: the first dispatch of an Idempotency-Key to node ${earlier.node_id} is unanswered and the node is silent; answered 503, retry in ${retryAfterS} s`,
+      );
+      throw new IdempotencyKeyUnresolvedError(earlier.node_id, retryAfterS);
+    }
     if (earlier.kind === 'vm') {
       this.logger.log(
         `vm ${earlier.vm.vm_id} on node ${earlier.node.node_id} answered again for a retried create with the same Idempotency-Key`,
@@ -261,9 +271,10 @@ export class VmPlacementService {
     const created = await this.dispatch(
       {
         node: earlier.node,
-        holdId: earlier.hold_id,
+        // No hold left (it ended at its deadline): the VM is recorded all the same.
+        holdId: earlier.hold_id ?? randomUUID(),
         ownHold: false,
-        vmId: earlier.vm_id ?? mintVmId(),
+        vmId: earlier.vm_id,
       },
       request,
       spawnKey,
@@ -342,24 +353,43 @@ export class VmPlacementService {
   }
 
   /**
-   * Asks the node's agent to start the VM. A failed dispatch gives its own hold back. Once
-   * the agent accepted, the client gets the VM even if its record cannot be written (the
-   * store is down): the node's next heartbeat records it.
+   * Asks the node's agent to start the VM, by a deadline (the end of this wait, by the
+   * controller's clock) past which the agent refuses it. A keyed create records the dispatch
+   * first, unresolved until that deadline (plus SPAWN_DEADLINE_SKEW_MS for the agent's clock),
+   * so a retry never asks another node while this agent may still make the VM. A failed
+   * dispatch gives its own hold back. Once the agent accepted, the client gets the VM even if
+   * its record cannot be written (the store is down): the node's next heartbeat records it.
    */
   private async dispatch(
     target: Dispatch,
     request: CreateVmRequest,
     spawnKey: string,
     keyed: boolean,
-    timeoutMs?: number,
+    timeoutMs = this.vmHostSettings.timeoutMs,
   ): Promise<CreatedVm> {
     const { node, holdId, vmId, passedOver = [] } = target;
+    const keyHash = keyHashOf(spawnKey);
+    if (keyed) {
+      const unresolvedUntilMs = this.clock.now() + timeoutMs + SPAWN_DEADLINE_SKEW_MS;
+      // Not recorded, not asked: a retry could not know this agent may be making the VM.
+      await this.keyClaims
+        .recordDispatch(
+          keyHash,
+          { spawnKey, nodeId: node.node_id, vmId, unresolvedUntilMs },
+          IDEMPOTENCY_KEY_TTL_MS,
+        )
+        .catch(async (storeError: unknown) => {
+          await this.giveBack(target);
+          throw storeError;
+        });
+    }
+    const deadline = toRfc3339(this.clock.wallNow() + timeoutMs);
     let spawned;
     try {
       spawned = await this.metrics.timeDispatch(
-        this.vmHost.spawn(node, { ...request, vm_id: vmId }, spawnKey, timeoutMs),
+        this.vmHost.spawn(node, { ...request, vm_id: vmId, deadline }, spawnKey, timeoutMs),
       );
-      await this.checkSpawnedId(node, vmId, spawned, keyed ? spawnKey : undefined);
+      await this.checkSpawnedId(node, vmId, spawned);
     } catch (error) {
       this.logger.warn(`spawn on node ${node.node_id} failed: ${(error as Error).message}`);
       const failure = nodeFailure(error, !request.preferred_node);
@@ -367,10 +397,12 @@ export class VmPlacementService {
         await this.noteNodeFailure(node.node_id, failure.reason);
       }
       // An agent that got the request may still be making the VM (a timeout, a reset): its
-      // RAM stays held until the hold's deadline or the heartbeat that lists it.
-      if (!failure?.mayHaveMadeIt) await this.giveBack(target);
-      // Whatever it made, it made under this id for this key: a retry with the key finds it.
-      else if (keyed) await this.recordKeyDispatch(spawnKey, node.node_id, vmId);
+      // RAM stays held until the hold's deadline or the heartbeat that lists it, and the key's
+      // record stays unresolved until the spawn's deadline.
+      if (!failure?.mayHaveMadeIt) {
+        await this.giveBack(target);
+        if (keyed) await this.forgetKeyDispatch(keyHash, node.node_id, vmId);
+      }
       throw error;
     }
     // The agent keeps the tenant; an agent that does not echo it still gets it recorded.
@@ -401,65 +433,73 @@ export class VmPlacementService {
     return { vm, replayed: spawned.replayed };
   }
 
-  /** Records the VM a keyed create dispatched (see KeyClaims.recordDispatch); a store error logs. */
+  /** Records the VM a keyed create's agent accepted (see KeyClaims.recordDispatch); a store error logs. */
   private async recordKeyDispatch(spawnKey: string, nodeId: string, vmId: string): Promise<void> {
     await this.keyClaims
       .recordDispatch(keyHashOf(spawnKey), { spawnKey, nodeId, vmId }, IDEMPOTENCY_KEY_TTL_MS)
       .catch((storeError: Error) =>
         this.logger.warn(
-          `vm ${vmId} on node ${nodeId}: its Idempotency-Key could not be recorded (${storeError.message}); a retry with the key may make another VM`,
+          `vm ${vmId} on node ${nodeId}: its Idempotency-Key could not be recorded (${storeError.message}); a retry with the key waits until the spawn's deadline, then may make another VM`,
+        ),
+      );
+  }
+
+  /** The agent made nothing: a retry with the key places anew at once; a store error logs. */
+  private async forgetKeyDispatch(keyHash: string, nodeId: string, vmId: string): Promise<void> {
+    await this.keyClaims
+      .forgetDispatch(keyHash, vmId)
+      .catch((storeError: Error) =>
+        this.logger.warn(
+          `vm ${vmId} on node ${nodeId}: the refused dispatch of its Idempotency-Key stays recorded (${storeError.message}); a retry with the key waits until the spawn's deadline`,
         ),
       );
   }
 
   /**
    * The agent made the VM under the id the controller minted, and no other node holds that id:
-   * anything else (an agent of the original services minting its own ids, or one answering
-   * with another node's VM) is refused as answered unusably, nothing recorded; both ids logged.
-   * One exception: a replay (200) of the spawn key by an agent that already lists that VM
-   * itself (the controller forgot its own record of the key: an in-memory one restarted).
+   * anything else is refused as answered unusably, nothing recorded; both ids logged. An agent
+   * of the original services mints its own ids (it made a VM: the create ends there). A replay
+   * (200) naming another VM says the agent made nothing now, holding a VM for the spawn key
+   * that this controller never dispatched (a node squatting a guessable key, or a record the
+   * controller lost): never taken as the key's VM, whatever the node lists, and another node
+   * may be asked.
    */
   private async checkSpawnedId(
     node: NodeState,
     asked: string,
     { vm, replayed }: Spawned,
-    clientSpawnKey: string | undefined,
   ): Promise<void> {
     const answered = vm.vm_id;
-    // The store down now: the id asked for, which this controller minted, is taken as it is
-    // (the VM was made; its record waits for the node's next heartbeat), anything else refused.
-    const stored = await this.nodes.listAll().catch((storeError: Error) => {
-      this.logger.warn(
-        `node ${node.node_id}: vm ${answered} not checked against the other nodes' VMs (${storeError.message})`,
-      );
-      return undefined;
-    });
-    if (stored === undefined && answered === asked) return;
-    const listed = listedVms(stored ?? [], Number.MIN_SAFE_INTEGER);
-    const holder = listed.find(
-      (other) => other.vm.vm_id === answered && other.node.node_id !== node.node_id,
-    );
-    let problem: string | undefined;
-    if (holder) {
-      problem = `answered vm ${answered} (asked for vm ${asked}), which node ${holder.node.node_id} already holds`;
+    // The index of VM ids answers, not a read of every node. The store down now: the id asked
+    // for, which this controller minted, is taken as it is (the VM was made; its record waits
+    // for the node's next heartbeat), anything else refused.
+    const owners = await this.nodes
+      .ownersOf([answered], node.node_id)
+      .catch((storeError: Error) => {
+        this.logger.warn(
+          `node ${node.node_id}: vm ${answered} not checked against the other nodes' VMs (${storeError.message})`,
+        );
+        return undefined;
+      });
+    if (owners === undefined && answered === asked) return;
+    const holder = owners?.get(answered);
+    let problem: string;
+    if (holder !== undefined) {
+      problem = `answered vm ${answered} (asked for vm ${asked}), which node ${holder} already holds`;
+    } else if (answered !== asked && replayed) {
+      problem = `answered 200 with vm ${answered}, not the vm ${asked} it was asked to make: a VM for this spawn key that this controller never dispatched there`;
     } else if (answered !== asked) {
-      // A replay of a client's keyed create only, with a VM this node lists as made for that
-      // very key (request and tenant included): never another tenant's VM, never for a create
-      // without a key (nothing to replay).
-      const itsOwn = listed.some(
-        (own) =>
-          own.vm.vm_id === answered &&
-          own.node.node_id === node.node_id &&
-          clientSpawnKey !== undefined &&
-          own.vm.idempotency_key === clientSpawnKey,
-      );
-      if (!replayed || !itsOwn) {
-        problem = `answered vm ${answered}, not the vm ${asked} it was asked to make (an agent that mints its own ids, or a hostile one)`;
-      }
+      problem = `answered vm ${answered}, not the vm ${asked} it was asked to make (an agent that mints its own ids, or a hostile one)`;
+    } else {
+      return;
     }
-    if (problem === undefined) return;
     this.logger.warn(`node ${node.node_id}: /v1/spawn ${problem}; nothing recorded`);
-    throw new AgentCallError(`agent of node ${node.node_id} answered unusably`, 'failed', false);
+    throw new AgentCallError(
+      `agent of node ${node.node_id} answered unusably`,
+      'failed',
+      // A replay of another VM: by the agent's own answer, it made nothing for this dispatch.
+      holder === undefined && replayed,
+    );
   }
 
   /** Gives the dispatch's own hold back (not another create's); a store error only logs. */

@@ -40,6 +40,7 @@ import { AgentCallError } from './vm-host.client';
 import {
   IdempotencyKeyClaimWaitError,
   IdempotencyKeyReusedError,
+  IdempotencyKeyUnresolvedError,
   NodeRefusedVmError,
   PlacementRefusedError,
   VmNodeIsBackError,
@@ -186,6 +187,11 @@ export class VmsController {
       name: 'idempotency-key-in-progress',
       when: 'Another controller was still making a VM with this Idempotency-Key after 30 s; retry with the same key.',
       error: new IdempotencyKeyClaimWaitError(),
+    },
+    {
+      name: 'idempotency-key-unresolved',
+      when: "This Idempotency-Key's first dispatch went to a node that never answered and has stopped heartbeating: it may still make the VM until the spawn's deadline (plus 10 s for its clock), so no other node is asked before; retry with the same key then.",
+      error: new IdempotencyKeyUnresolvedError('node-a', 12),
     },
     refusal(
       'no-room',

@@ -4,6 +4,7 @@ import { AgentCallError } from './vm-host.client';
 import {
   IdempotencyKeyClaimWaitError,
   IdempotencyKeyReusedError,
+  IdempotencyKeyUnresolvedError,
   NodeRefusedVmError,
   PlacementRefusedError,
   VmNodeIsBackError,
@@ -23,6 +24,7 @@ export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
   ],
   [IdempotencyKeyReusedError, 422],
   [IdempotencyKeyClaimWaitError, 503],
+  [IdempotencyKeyUnresolvedError, 503],
   // What the agent answered is passed on, except that its own failure is a bad gateway here.
   [
     NodeRefusedVmError,

@@ -76,6 +76,23 @@ export class IdempotencyKeyClaimWaitError extends Error {
 }
 
 /**
+ * The first dispatch of the client's Idempotency-Key went to a node that has neither answered
+ * nor can be asked now (it stopped heartbeating): until its spawn's deadline has passed, as
+ * that agent's clock may read it, it may still make the VM, so no other node is asked. The
+ * client retries with the same key after `retryAfterS`.
+ */
+export class IdempotencyKeyUnresolvedError extends Error {
+  constructor(
+    readonly nodeId: string,
+    readonly retryAfterS: number,
+  ) {
+    super(
+      `the first dispatch of this Idempotency-Key, to node ${nodeId}, is unanswered and that node is silent: it may still make the VM until its deadline; retry with the same key in ${retryAfterS} s`,
+    );
+  }
+}
+
+/**
  * The node's agent refused the VM and said why in a JSON error body: the host cannot hold it
  * (422), its disk folder has no room (507), or it failed (500). The message passes on the
  * agent's own, cleaned and shortened (see agentErrorMessage).

@@ -27,6 +27,7 @@ import {
   VmCreationUnavailableError,
   VmDiskError,
   VmDoesNotFitError,
+  SpawnDeadlinePassedError,
   VmIdTakenError,
   VmNotOnNodeError,
   VmStillRunningError,
@@ -99,6 +100,14 @@ export class VmsController {
       name: 'vm-id-taken',
       when: 'The vm_id the controller minted is already taken on this node (a VM, its run folder or its disk has it); nothing was made.',
       error: new VmIdTakenError(EXAMPLE_VM_ID),
+    },
+    {
+      name: 'spawn-deadline-passed',
+      when: "The spawn's deadline had passed by this agent's clock when it was read (the agent was frozen, or the request held up): the controller no longer waits for it; nothing was made.",
+      error: new SpawnDeadlinePassedError(
+        '2026-08-06T12:00:10.000Z',
+        Date.UTC(2026, 7, 6, 12, 0, 41),
+      ),
     },
     {
       name: 'disk-full',

@@ -5,6 +5,7 @@ import {
   HostPortsExhaustedError,
   IdempotencyKeyInvalidError,
   IdempotencyKeyReusedError,
+  SpawnDeadlinePassedError,
   VmCreationUnavailableError,
   VmDiskError,
   VmActionConflictError,
@@ -26,6 +27,7 @@ export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
   [HostPortsExhaustedError, 422],
   [VmActionConflictError, 409],
   [VmIdTakenError, 409],
+  [SpawnDeadlinePassedError, 409],
   // Full: 507 Insufficient Storage; a folder the agent may not write is its own fault.
   [VmDiskError, (error) => ((error as VmDiskError).full ? 507 : 500)],
   [VmStillRunningError, 500],

@@ -13,6 +13,18 @@ export class VmIdTakenError extends Error {
   }
 }
 
+/**
+ * The spawn's deadline (the controller's, when it stops waiting) had passed by this agent's
+ * clock when the spawn was read (the agent was frozen, the request held up): a 409, nothing made.
+ */
+export class SpawnDeadlinePassedError extends Error {
+  constructor(deadline: string, nowMs: number) {
+    super(
+      `deadline ${deadline} had passed (this agent's clock reads ${new Date(nowMs).toISOString()}); the controller no longer waits for this spawn, so no VM was made`,
+    );
+  }
+}
+
 export class VmNotOnNodeError extends Error {
   constructor(readonly vmId: string) {
     super(`vm ${vmId} is not on this node`);

@@ -16,7 +16,7 @@ import {
 import { VmHostConfigError } from '../config/vm-host.config';
 import { StartedVm } from './vm-driver';
 import { VmFiles } from './files/vm-files';
-import { VmNotOnNodeError } from './vms.errors';
+import { SpawnDeadlinePassedError, VmNotOnNodeError } from './vms.errors';
 import { VmsService } from './vms.service';
 import { vmHostConfig } from '../../../../test/support/configs';
 
@@ -45,6 +45,21 @@ describe('VmsService', () => {
     driver.creates.shift()!.settle(outcome);
     await done;
   }
+
+  it('refuses a spawn read past its deadline by its clock (409, naming it), making nothing; takes one before', async () => {
+    const deadline = new Date(clock.wallNow() + 1_000).toISOString();
+    clock.advance(1_001);
+    await expect(vms.spawn({ ...createRequest(), deadline })).rejects.toThrow(
+      new SpawnDeadlinePassedError(deadline, clock.wallNow()),
+    );
+    expect(driver.creates).toEqual([]);
+    expect(await vms.list()).toEqual([]);
+    // To the nanosecond: a deadline a fraction of a millisecond ahead still takes it.
+    const justAhead = `${new Date(clock.wallNow()).toISOString().slice(0, -1)}000001Z`;
+    const { created } = await vms.spawn({ ...createRequest(), deadline: justAhead });
+    expect(created).toBe(true);
+    expect(driver.creates).toHaveLength(1);
+  });
 
   it('refuses to destroy a VM this node does not have', async () => {
     await expect(vms.destroy('vm-0123456789abcdef')).rejects.toThrow(

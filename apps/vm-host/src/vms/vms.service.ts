@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { Clock } from '@app/daemon';
-import { DesiredVmState, SpawnVmRequest, VmRecord } from '@app/fleet-domain';
+import { DesiredVmState, SpawnVmRequest, VmRecord, rfc3339ToEpochNanos } from '@app/fleet-domain';
 import { VmHostConfigError } from '../config/vm-host.config';
 import { SpawnKey, keptKey } from './admission/idempotency-key';
 import { NodeVmsReport, NodeVmsSource, ReportedVm } from './node-vms.source';
@@ -12,7 +12,7 @@ import { VmLifecycle } from './life-cycle/vm-lifecycle';
 import { VmReconciliationService } from './reconciliation/vm-reconciliation.service';
 import { VmSidecars } from './files/vm-sidecars';
 import { DeletedDisks } from './files/deleted-disks.service';
-import { VmNotOnNodeError, messageOf } from './vms.errors';
+import { SpawnDeadlinePassedError, VmNotOnNodeError, messageOf } from './vms.errors';
 
 /**
  * This node's VMs, as the agent's API and its heartbeat see them: admits them (VmAdmissionService),
@@ -60,9 +60,21 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
 
   /**
    * Admits the VM (state Provisioning) once its files are made, and starts it after answering.
-   * With a key a spawn made before (within a day), it answers that VM and makes none.
+   * With a key a spawn made before (within a day), it answers that VM and makes none. Past its
+   * `deadline` by this agent's clock, it is refused before anything is looked at or made: the
+   * controller has stopped waiting, and may have asked another node.
    */
   spawn(request: SpawnVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
+    if (request.deadline !== undefined) {
+      const nowMs = this.clock.wallNow();
+      // Validated as RFC 3339 already; to the nanosecond, as the agent reads every stamp.
+      if (BigInt(nowMs) * 1_000_000n > (rfc3339ToEpochNanos(request.deadline) ?? 0n)) {
+        this.logger.warn(
+          `vm ${request.vm_id ?? '(no id)'}: spawn refused, its deadline ${request.deadline} had passed (the agent was frozen or the request held up); nothing made`,
+        );
+        return Promise.reject(new SpawnDeadlinePassedError(request.deadline, nowMs));
+      }
+    }
     return this.admission.spawn(request, key);
   }
 

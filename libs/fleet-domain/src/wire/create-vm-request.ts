@@ -11,6 +11,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { ID_SCHEMA, IsFleetId, IsVmType, VM_TYPE_SCHEMA } from '../ids';
+import { IsRfc3339, RFC3339_MAX_LENGTH } from '../rfc3339';
 import { EXAMPLE_TENANT_ID, EXAMPLE_VM_ID } from './examples';
 import { MAX_PUBLISHED_PORTS, PublishedPortRequest } from './published-port';
 
@@ -93,4 +94,17 @@ export class SpawnVmRequest extends CreateVmRequest {
   @IsOptional()
   @IsFleetId()
   vm_id?: string;
+
+  @ApiProperty({
+    type: String,
+    format: 'date-time',
+    maxLength: RFC3339_MAX_LENGTH,
+    required: false,
+    example: '2026-08-06T12:00:10.000Z',
+    description:
+      'When the controller stops waiting for this spawn (its clock): an agent whose clock is past it refuses the spawn (409) and makes nothing, so a spawn delivered late (the agent frozen, the request held up) never makes a VM the controller has given up on. Absent: no deadline.',
+  })
+  @IsOptional()
+  @IsRfc3339()
+  deadline?: string;
 }

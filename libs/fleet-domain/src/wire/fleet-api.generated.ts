@@ -471,6 +471,7 @@ export interface operations {
        * @description - The body is not valid JSON.
        *     - The body nests or holds more than any valid request could (depth, values, field names).
        *     - A field is missing or out of its range; the message names each one.
+       *     - wg_ip is a loopback address (127.0.0.0/8, ::1) but the heartbeat did not come over loopback: only an agent on the controller's own machine may name one. Judged after the token; nothing is stored.
        */
       400: {
         headers: {
@@ -807,6 +808,7 @@ export interface operations {
       };
       /**
        * @description - Another controller was still making a VM with this Idempotency-Key after 30 s; retry with the same key.
+       *     - This Idempotency-Key's first dispatch went to a node that never answered and has stopped heartbeating: it may still make the VM until the spawn's deadline (plus 10 s for its clock), so no other node is asked before; retry with the same key then.
        *     - No live node has room for ram_mb + 512 MB: every node considered, and why each was passed over.
        *     - Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed.
        */

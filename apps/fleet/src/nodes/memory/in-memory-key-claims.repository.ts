@@ -53,6 +53,11 @@ export class InMemoryKeyClaims extends KeyClaims {
     return Promise.resolve();
   }
 
+  forgetDispatch(keyHash: string, vmId: string): Promise<void> {
+    if (this.dispatches.get(keyHash)?.dispatch.vmId === vmId) this.dispatches.delete(keyHash);
+    return Promise.resolve();
+  }
+
   dispatchOf(keyHash: string): Promise<KeyDispatch | undefined> {
     const kept = this.dispatches.get(keyHash);
     return Promise.resolve(

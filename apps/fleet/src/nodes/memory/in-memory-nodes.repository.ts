@@ -4,11 +4,12 @@ import {
   NodeRecord,
   NodeState,
   earliestHoldDeadline,
+  heldVmIdChanges,
   heldVmIds,
   keepsVmsWhenSilent,
   silentBeyond,
 } from '@app/fleet-domain';
-import { NodesRepository } from '../nodes.repository';
+import { NodesRepository, VmIdsHeldElsewhereError } from '../nodes.repository';
 import { VmHolderIndex } from './vm-holder-index';
 
 /** Nodes examined per slice of a sweep before the event loop gets a turn. */
@@ -56,6 +57,10 @@ export class InMemoryNodesRepository extends NodesRepository {
   }
 
   ownersOf(vmIds: readonly string[], exceptNodeId: string): Promise<Map<string, string>> {
+    return Promise.resolve(this.owners(vmIds, exceptNodeId));
+  }
+
+  private owners(vmIds: readonly string[], exceptNodeId: string): Map<string, string> {
     const owners = new Map<string, string>();
     // Each holder's ids read once per call: a heartbeat may list many ids of one big node.
     const heldBy = new Map<string, ReadonlySet<string>>();
@@ -79,7 +84,7 @@ export class InMemoryNodesRepository extends NodesRepository {
         this.vmHolders.remove(vmId, nodeId);
       }
     }
-    return Promise.resolve(owners);
+    return owners;
   }
 
   /**
@@ -131,6 +136,10 @@ export class InMemoryNodesRepository extends NodesRepository {
       const silent = this.nodes.has(nodeId) ? undefined : this.silent.get(nodeId);
       const stored = this.nodes.get(nodeId) ?? silent;
       const { next, remove, result } = decide(stored);
+      if (next && !remove) {
+        const taken = this.owners(heldVmIdChanges(stored, next).gained, nodeId);
+        if (taken.size > 0) throw new VmIdsHeldElsewhereError(nodeId, taken);
+      }
       if (remove || next) this.vmHolders.replace(nodeId, stored, remove ? undefined : next);
       if (remove) {
         this.nodes.delete(nodeId);

@@ -1,12 +1,16 @@
 import { Logger } from '@nestjs/common';
-import { liveSince } from '@app/fleet-domain';
-import { heartbeat } from '../../../../../test/support/heartbeats';
+import { NodeHeartbeat, liveSince } from '@app/fleet-domain';
+import { heartbeat as agentHeartbeat } from '../../../../../test/support/heartbeats';
 import { loadFleetConfig } from '../../config/fleet.config';
 import { FleetMetrics } from '../../metrics/fleet-metrics.service';
 import { NodeTokens } from '../node-tokens';
 import { NodeNotFoundError } from '../nodes.errors';
 import { NodesService } from '../nodes.service';
 import { IN_MEMORY_NODES_STORE } from './in-memory-nodes.store';
+
+/** A node at a mesh address (a loopback wg_ip is taken only over loopback, not in-process). */
+const heartbeat = (fields: Partial<NodeHeartbeat> & { node_id: string }): NodeHeartbeat =>
+  agentHeartbeat({ wg_ip: '10.8.0.1', ...fields });
 
 const HOUR_MS = 3_600_000;
 

@@ -12,7 +12,7 @@ import { RedisConnection } from './redis-connection';
 
 /** One key per claimed Idempotency-Key: "<token>\n<spawn key>", expiring with the claim (PX). */
 const claimKey = (keyHash: string) => `ppn-fleet:key-claim:${keyHash}`;
-/** The VM a keyed create dispatched: "<spawn key>\n<node id>\n<vm id>", expiring after a day. */
+/** The VM a keyed create dispatched (see encodeKeyDispatch), expiring after a day. */
 const dispatchKey = (keyHash: string) => `ppn-fleet:key-dispatch:${keyHash}`;
 
 /**
@@ -33,9 +33,18 @@ if current and string.sub(current, 1, #ARGV[1] + 1) == ARGV[1] .. '\\n' then
 end
 return 0`;
 
+/** Deletes the dispatch record only if it still names vm ARGV[1] (its third line). */
+const FORGET_DISPATCH = `
+local current = redis.call('GET', KEYS[1])
+if not current then return 0 end
+local _, _, vm = string.find(current, '^[^\\n]*\\n[^\\n]*\\n([^\\n]*)')
+if vm == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
 type ClaimsRedis = Redis & {
   fleetClaimKey(key: string, value: string, holdMs: number): Promise<[string, number]>;
   fleetReleaseKey(key: string, token: string): Promise<number>;
+  fleetForgetDispatch(key: string, vmId: string): Promise<number>;
 };
 
 /** Claims in the Redis every controller shares; Redis ends a claim nobody released. */
@@ -47,6 +56,7 @@ export class RedisKeyClaims extends KeyClaims {
     const client = connection.client;
     client.defineCommand('fleetClaimKey', { numberOfKeys: 1, lua: CLAIM });
     client.defineCommand('fleetReleaseKey', { numberOfKeys: 1, lua: RELEASE });
+    client.defineCommand('fleetForgetDispatch', { numberOfKeys: 1, lua: FORGET_DISPATCH });
     this.redis = client as ClaimsRedis;
   }
 
@@ -70,6 +80,10 @@ export class RedisKeyClaims extends KeyClaims {
     await this.connection.run(() =>
       this.redis.set(dispatchKey(keyHash), encodeKeyDispatch(dispatch), 'PX', Math.ceil(keepMs)),
     );
+  }
+
+  async forgetDispatch(keyHash: string, vmId: string): Promise<void> {
+    await this.connection.run(() => this.redis.fleetForgetDispatch(dispatchKey(keyHash), vmId));
   }
 
   async dispatchOf(keyHash: string): Promise<KeyDispatch | undefined> {

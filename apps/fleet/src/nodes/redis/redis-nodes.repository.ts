@@ -22,7 +22,7 @@ import {
   decodeStoredState,
   encodeStoredNode,
 } from './stored-node';
-import { NodesRepository } from '../nodes.repository';
+import { NodesRepository, VmIdsHeldElsewhereError } from '../nodes.repository';
 
 const PREFIX = 'ppn-fleet:';
 /** Sorted set of node ids by receive time: what is live, and what the sweep drops. */
@@ -156,18 +156,41 @@ end
  * is decided by the caller exactly as in memory, and applied atomically or not at all. A node
  * kept silent for its VMs stays so (no expiry, out of the live index) unless the write carries
  * another receive time than the one it was kept with: a heartbeat. The VM ids the node comes
- * to hold (ARGV[7] of them, from ARGV[8]) and those it no longer holds (the rest), reckoned
- * from the state read at the version named, change VM_HOLDERS in the same script.
+ * to hold (ARGV[8] of them, from ARGV[9]) and those it no longer holds (the rest), reckoned
+ * from the state read at the version named, change VM_HOLDERS in the same script. A VM id it
+ * comes to hold that another node's stored state holds (named by VM_HOLDERS, checked against
+ * that state as OWNERS_OF does; node keys under ARGV[7]) is claimed already: nothing is
+ * written, and the script answers those (VM id, node id) pairs instead of the new version.
  */
 const PUT = `${VM_HOLDER_FUNCTIONS}
 local current = redis.call('GET', KEYS[1])
 local version = current and string.match(current, '^(%d+)\\n') or ''
 if version ~= ARGV[1] then return 0 end
+local gained = tonumber(ARGV[8])
+local taken, held = {}, {}
+for i = 9, 8 + gained do
+  local vmId = ARGV[i]
+  for holder in string.gmatch(redis.call('HGET', KEYS[6], vmId) or '', '%S+') do
+    if holder ~= ARGV[4] then
+      if held[holder] == nil then
+        local value = redis.call('GET', ARGV[7] .. holder)
+        local set = {}
+        for _, id in ipairs(value and heldVmIds(value) or {}) do set[id] = true end
+        held[holder] = set
+      end
+      if held[holder][vmId] then
+        taken[#taken + 1] = vmId
+        taken[#taken + 1] = holder
+        break
+      end
+    end
+  end
+end
+if #taken > 0 then return taken end
 local next = redis.call('INCR', KEYS[3])
 redis.call('INCR', KEYS[7])
-local gained = tonumber(ARGV[7])
-for i = 8, 7 + gained do addHolder(KEYS[6], ARGV[i], ARGV[4]) end
-for i = 8 + gained, #ARGV do removeHolder(KEYS[6], ARGV[i], ARGV[4]) end
+for i = 9, 8 + gained do addHolder(KEYS[6], ARGV[i], ARGV[4]) end
+for i = 9 + gained, #ARGV do removeHolder(KEYS[6], ARGV[i], ARGV[4]) end
 local silentAt = redis.call('ZSCORE', KEYS[5], ARGV[4])
 if silentAt then
   if tonumber(silentAt) == tonumber(ARGV[3]) then
@@ -399,7 +422,7 @@ redis.call('HSET', KEYS[1], '${WHOLE_FIELD}', ARGV[3])
 return 1`;
 
 type FleetRedis = Redis & {
-  fleetPut(...args: Array<string | number>): Promise<number>;
+  fleetPut(...args: Array<string | number>): Promise<number | string[]>;
   fleetListLive(...args: Array<string | number>): Promise<string[]>;
   fleetFindLive(...args: Array<string | number>): Promise<string | null>;
   fleetDropStale(...args: Array<string | number>): Promise<string[]>;
@@ -698,11 +721,19 @@ export class RedisNodesRepository extends NodesRepository {
           nodeId,
           keepsVmsWhenSilent(next) ? '' : NODE_KEY_TTL_MS,
           deadline === null ? '' : deadline,
+          `${PREFIX}node:`,
           gained.length,
           ...gained,
           ...lost,
         ),
       );
+      if (Array.isArray(written)) {
+        const owners = new Map<string, string>();
+        for (let index = 0; index < written.length; index += 2) {
+          owners.set(written[index], written[index + 1]);
+        }
+        throw new VmIdsHeldElsewhereError(nodeId, owners);
+      }
       if (written) return result;
     }
     throw new StoreUnavailableError(

@@ -3,7 +3,6 @@ import {
   beatIntervalMs,
   earliestHoldDeadline,
   endExpiredHolds,
-  findEarlierCreate,
   holdRam,
   nodeStateFromHeartbeat,
   ramAvailableMb,
@@ -83,11 +82,10 @@ describe('stored node (Redis)', () => {
       spawn_key: '',
       vm_id: 'vm-1',
     });
-    // Never counted against the node, due at once for the sweep, and no create in flight.
+    // Never counted against the node, and due at once for the sweep.
     expect(ramAvailableMb(read, 10_000)).toBe(12_288);
     expect(earliestHoldDeadline(read)).toBe(10_000);
     expect(endExpiredHolds(10_000)(read).result).toEqual([{ holdId: 'old', hold: read.holds.old }]);
-    expect(findEarlierCreate([read], '', 10_000)).toBeUndefined();
   });
 
   it('keeps the record as stored, and derives one for a state stored without it', () => {
