@@ -453,8 +453,11 @@ export class QemuDriver extends VmDriver {
     this.failpoint.reached('after-launch-before-pid-written', launch.vmId);
     const pid = Number((await readFile(launch.pidFile, 'utf8')).trim());
     if (!Number.isInteger(pid) || pid <= 0) throw new Error(`unreadable pidfile ${launch.pidFile}`);
-    const sockets = [launch.qmpSocket, join(this.files.runDir(launch.vmId), COPY_QMP_SOCKET)];
-    await Promise.all(sockets.map((socket) => chmod(socket, PRIVATE_FILE_MODE))).catch((error: unknown) => {
+    // The copies' socket too, quietly: the run folder is 0700 anyway.
+    await chmod(join(this.files.runDir(launch.vmId), COPY_QMP_SOCKET), PRIVATE_FILE_MODE).catch(
+      () => undefined,
+    );
+    await chmod(launch.qmpSocket, PRIVATE_FILE_MODE).catch((error: unknown) => {
       // QEMU runs: not a reason to fail the VM; the run folder is 0700 anyway.
       this.logger.warn(
         `vm ${launch.vmId}: could not make its QMP socket private: ${error instanceof Error ? error.message : String(error)}`,
