@@ -71,7 +71,10 @@ export class BackupFolder {
   async newChain(vmId: string, nowMs: number): Promise<{ id: string; dir: string }> {
     await mkdir(this.root, { recursive: true, mode: PRIVATE_DIR_MODE });
     await mkdir(this.vmDir(vmId), { recursive: true, mode: PRIVATE_DIR_MODE });
-    const stamp = new Date(nowMs).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+    const stamp = new Date(nowMs)
+      .toISOString()
+      .replace(/[-:]/g, '')
+      .replace(/\.\d+Z$/, 'Z');
     const id = `${stamp}-${randomBytes(2).toString('hex')}`;
     const dir = join(this.vmDir(vmId), id);
     await mkdir(dir, { mode: PRIVATE_DIR_MODE });

@@ -34,7 +34,10 @@ export function isoWeek(ms: number): string {
  * The points kept, as Proxmox Backup Server prunes: the rules in order, each over the points
  * the ones before left; a period (day, week) that already has a kept point counts as covered.
  */
-export function pointsToKeep(points: readonly BackupPoint[], rules: RetentionRules): Set<BackupPoint> {
+export function pointsToKeep(
+  points: readonly BackupPoint[],
+  rules: RetentionRules,
+): Set<BackupPoint> {
   const newestFirst = [...points].sort((a, b) => b.takenAtMs - a.takenAtMs);
   const kept = new Set<BackupPoint>();
   const select = (count: number, period: (point: BackupPoint) => string): void => {

@@ -40,10 +40,7 @@ export class QemuCopier extends VmCopier {
   }
 
   /** A QEMU started before copies has no copy socket: it is copied once it starts again. */
-  private async session<T>(
-    vmId: string,
-    work: Parameters<typeof withQmp<T>>[2],
-  ): Promise<T> {
+  private async session<T>(vmId: string, work: Parameters<typeof withQmp<T>>[2]): Promise<T> {
     const socket = this.socket(vmId);
     const found = await stat(socket).then(
       (entry) => entry.isSocket(),

@@ -56,7 +56,10 @@ class FakeQemu {
               device: 'virtio1',
               inserted: {
                 'node-name': '#block361',
-                image: { filename: '/var/lib/vm-fleet/run/vm-0123456789abcdef/seed.iso', 'virtual-size': 1 },
+                image: {
+                  filename: '/var/lib/vm-fleet/run/vm-0123456789abcdef/seed.iso',
+                  'virtual-size': 1,
+                },
               },
             },
           ],
@@ -132,7 +135,7 @@ describe('the QMP sequences of a copy', () => {
     );
   });
 
-  it("says a copy must be full without a chain, its bitmap, or with it inconsistent (QEMU killed)", () => {
+  it('says a copy must be full without a chain, its bitmap, or with it inconsistent (QEMU killed)', () => {
     const disk = (bitmaps: Array<{ name: string; inconsistent?: boolean }>) => ({
       node: '#block149',
       virtualSize: 1,
@@ -146,7 +149,7 @@ describe('the QMP sequences of a copy', () => {
     expect(whyFull(disk([{ name: 'ppn-copy-a' }]), 'ppn-copy-a')).toBeNull();
   });
 
-  it('copies full with the chain\'s persistent bitmap added in the same transaction, the older ones removed', async () => {
+  it("copies full with the chain's persistent bitmap added in the same transaction, the older ones removed", async () => {
     qemu.bitmaps = [{ name: 'ppn-copy-old' }, { name: 'someone-elses' }];
     await session(async (qmp) => fullCopy(qmp, await diskNode(qmp, DISK), TARGET, 'ppn-copy-new'));
     const commands = sent();
@@ -192,7 +195,9 @@ describe('the QMP sequences of a copy', () => {
 
   it('copies the changes the bitmap marks, incrementally', async () => {
     qemu.bitmaps = [{ name: 'ppn-copy-a' }];
-    await session(async (qmp) => incrementalCopy(qmp, await diskNode(qmp, DISK), TARGET, 'ppn-copy-a'));
+    await session(async (qmp) =>
+      incrementalCopy(qmp, await diskNode(qmp, DISK), TARGET, 'ppn-copy-a'),
+    );
     const backup = sent().find(({ execute }) => execute === 'blockdev-backup');
     expect(backup?.arguments).toEqual({
       'job-id': COPY_JOB_ID,

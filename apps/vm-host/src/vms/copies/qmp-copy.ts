@@ -117,7 +117,10 @@ export async function fullCopy(
   await withTarget(qmp, target, async () => {
     await qmp.execute('transaction', {
       actions: [
-        { type: 'block-dirty-bitmap-add', data: { node: disk.node, name: bitmap, persistent: true } },
+        {
+          type: 'block-dirty-bitmap-add',
+          data: { node: disk.node, name: bitmap, persistent: true },
+        },
         { type: 'blockdev-backup', data: backupJob(disk, 'full') },
       ],
     });

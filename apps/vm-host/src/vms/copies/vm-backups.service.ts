@@ -33,8 +33,7 @@ export const MAX_CHAIN_FILES = 64;
 
 /** How a backup went: the file taken into the chain, or why none was taken. */
 export type BackupOutcome =
-  | { taken: ChainFile; chainId: string; fullBecause: string | null }
-  | { skipped: string };
+  { taken: ChainFile; chainId: string; fullBecause: string | null } | { skipped: string };
 
 /**
  * Backups of this node's VMs to VM_BACKUP_DIR: chains of qcow2 files (the first full, then
@@ -183,7 +182,7 @@ export class VmBackupsService {
       vmId,
       chain ? copyBitmapName(chain.id) : null,
     );
-    const fullBecause = chain ? this.whyNewChain(chain) ?? copierSays : copierSays;
+    const fullBecause = chain ? (this.whyNewChain(chain) ?? copierSays) : copierSays;
     if (fullBecause !== null || !chain) {
       return this.fullCopy(folder, sidecar, 'running', fullBecause, (target, bitmap) =>
         this.copier.copyRunningFull(vmId, target, bitmap),
@@ -209,7 +208,8 @@ export class VmBackupsService {
     const last = await this.lastPoint(folder, vmId);
     if (why === 'scheduled' && last?.vmState === 'stopped') {
       const changedMs = (await stat(this.files.disk(vmId))).mtimeMs;
-      if (changedMs <= last.takenAtMs) return { skipped: 'stopped, unchanged since its last backup' };
+      if (changedMs <= last.takenAtMs)
+        return { skipped: 'stopped, unchanged since its last backup' };
     }
     return this.fullCopy(folder, sidecar, 'stopped', 'the VM is stopped', (target, bitmap) =>
       this.copier.copyStopped(vmId, target, bitmap),
@@ -282,7 +282,15 @@ export class VmBackupsService {
       await this.copier.check(partial);
       const { size, sha256 } = await fileDigest(partial);
       await rename(partial, join(dir, file));
-      return { file, kind, backing, taken_at: takenAt, vm_state: vmState, size_bytes: size, sha256 };
+      return {
+        file,
+        kind,
+        backing,
+        taken_at: takenAt,
+        vm_state: vmState,
+        size_bytes: size,
+        sha256,
+      };
     } catch (error) {
       await this.folder?.remove(partial);
       throw error;
