@@ -13,7 +13,7 @@ import {
 } from 'class-validator';
 import { ID_SCHEMA, IsFleetId, IsPrintableText } from '../ids';
 import { IsRfc3339, RFC3339_MAX_LENGTH } from '../rfc3339';
-import { EXAMPLE_VM_ID } from './examples';
+import { EXAMPLE_NODE_ID, EXAMPLE_VM_ID } from './examples';
 
 /** Longest path of a backup file an agent reports, and of its reasons. */
 export const MAX_BACKUP_TEXT = 1024;
@@ -36,7 +36,7 @@ export class VmBackup {
   @ApiProperty({
     enum: ['full', 'incremental'],
     description:
-      'full: the whole disk in one file; incremental: the clusters written since the chain\'s previous backup, in a file whose backing is that one.',
+      "full: the whole disk in one file; incremental: the clusters written since the chain's previous backup, in a file whose backing is that one.",
   })
   @IsIn(['full', 'incremental'])
   kind!: 'full' | 'incremental';
@@ -100,4 +100,15 @@ export class VmBackups {
   @nullable
   @IsPrintableText(MAX_BACKUP_TEXT)
   last_error!: string | null;
+}
+
+/** A VM's backups as the controller's operations listener answers: with the node they are on. */
+export class FleetVmBackups extends VmBackups {
+  @ApiProperty({
+    example: EXAMPLE_NODE_ID,
+    ...ID_SCHEMA,
+    description: "The VM's node, whose VM_BACKUP_DIR holds these backups.",
+  })
+  @IsFleetId()
+  node_id!: string;
 }
