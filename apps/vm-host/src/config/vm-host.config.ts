@@ -78,6 +78,8 @@ export const FAILPOINTS = [
   'after-seed',
   'after-launch-before-pid-written',
   'after-pid-written',
+  // A backup's QEMU job started, not ended (apps/vm-host/src/vms/copies/).
+  'during-copy',
 ] as const;
 export type Failpoint = (typeof FAILPOINTS)[number];
 

@@ -4,6 +4,7 @@ import { chmod, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
+import { CrashFailpoint } from '../life-cycle/crash-failpoint';
 import { COPY_QMP_SOCKET } from '../qemu/qemu-command-line';
 import { withQmp } from '../qemu/qmp.client';
 import { runTool } from '../qemu/run-tool';
@@ -31,8 +32,16 @@ const exec = promisify(execFile);
  */
 @Injectable()
 export class QemuCopier extends VmCopier {
-  constructor(private readonly files: VmFiles) {
+  constructor(
+    private readonly files: VmFiles,
+    private readonly failpoint: CrashFailpoint,
+  ) {
     super();
+  }
+
+  /** Test-only: the agent killed while QEMU's job runs (VM_HOST_FAILPOINT=during-copy). */
+  private started(vmId: string): () => void {
+    return () => this.failpoint.reached('during-copy', vmId);
   }
 
   private socket(vmId: string): string {
@@ -65,7 +74,7 @@ export class QemuCopier extends VmCopier {
       const disk = await diskNode(qmp, this.files.disk(vmId));
       await qemuImg(['create', '-q', '-f', 'qcow2', target, String(disk.virtualSize)]);
       await chmod(target, PRIVATE_FILE_MODE);
-      await fullCopy(qmp, disk, target, bitmap);
+      await fullCopy(qmp, disk, target, bitmap, this.started(vmId));
     });
   }
 
@@ -80,7 +89,7 @@ export class QemuCopier extends VmCopier {
       // The backing by its name alone: qemu-img finds it beside the file, wherever the folder goes.
       await qemuImg(['create', '-q', '-f', 'qcow2', '-b', backing, '-F', 'qcow2', target]);
       await chmod(target, PRIVATE_FILE_MODE);
-      await incrementalCopy(qmp, disk, target, bitmap);
+      await incrementalCopy(qmp, disk, target, bitmap, this.started(vmId));
     });
   }
 

@@ -108,6 +108,7 @@ export async function fullCopy(
   disk: DiskNode,
   target: string,
   bitmap: string,
+  started: () => void = () => undefined,
 ): Promise<void> {
   for (const { name } of disk.bitmaps) {
     if (name.startsWith(COPY_BITMAP_PREFIX)) {
@@ -124,6 +125,7 @@ export async function fullCopy(
         { type: 'blockdev-backup', data: backupJob(disk, 'full') },
       ],
     });
+    started();
     await jobDone(qmp);
   });
 }
@@ -138,9 +140,11 @@ export async function incrementalCopy(
   disk: DiskNode,
   target: string,
   bitmap: string,
+  started: () => void = () => undefined,
 ): Promise<void> {
   await withTarget(qmp, target, async () => {
     await qmp.execute('blockdev-backup', { ...backupJob(disk, 'incremental'), bitmap });
+    started();
     await jobDone(qmp);
   });
 }
