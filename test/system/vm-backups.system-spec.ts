@@ -42,7 +42,13 @@ interface ListedVm {
 interface Manifest {
   chain_id: string;
   vm_id: string;
-  files: Array<{ file: string; kind: string; backing: string | null; size_bytes: number; sha256: string }>;
+  files: Array<{
+    file: string;
+    kind: string;
+    backing: string | null;
+    size_bytes: number;
+    sha256: string;
+  }>;
   create_request: { ram_mb: number };
 }
 
@@ -82,7 +88,9 @@ function chains(vmId: string): string[] {
 }
 
 function manifestOf(vmId: string, chain: string): Manifest {
-  return JSON.parse(readFileSync(join(backupDir, vmId, chain, 'manifest.json'), 'utf8')) as Manifest;
+  return JSON.parse(
+    readFileSync(join(backupDir, vmId, chain, 'manifest.json'), 'utf8'),
+  ) as Manifest;
 }
 
 /** `ppn-fleet vm backup --wait`: the line saying what was taken. */
@@ -115,7 +123,17 @@ describe('backups of a real guest to VM_BACKUP_DIR', () => {
 
   it('takes full then incremental copies, keeps the last good one through a cut copy and a power cut, and its chain reads as the stopped disk', async () => {
     const createdAt = Date.now();
-    const created = await ppnFleet(['vm', 'create', '--type', 'bk', '--ram', '512', '--vcpus', '1', '--json']);
+    const created = await ppnFleet([
+      'vm',
+      'create',
+      '--type',
+      'bk',
+      '--ram',
+      '512',
+      '--vcpus',
+      '1',
+      '--json',
+    ]);
     expect(created.code).toBe(0);
     const vmId = (JSON.parse(created.stdout) as { vm_id: string }).vm_id;
     const vm = await listed(vmId, 'Running');
@@ -131,7 +149,9 @@ describe('backups of a real guest to VM_BACKUP_DIR', () => {
       deadlineMs: GUEST_SSH_DEADLINE_MS,
       serialLog,
     });
-    expect(await backUp(vmId)).toMatch(new RegExp(`^backing up ${vmId} on node ${NODE_ID}.*\n${vmId}: full backup \\S+/0000 taken`));
+    expect(await backUp(vmId)).toMatch(
+      new RegExp(`^backing up ${vmId} on node ${NODE_ID}.*\n${vmId}: full backup \\S+/0000 taken`),
+    );
     await ssh(write('b'));
     expect(await backUp(vmId)).toMatch(/: incremental backup \S+\/0001 taken/);
     const [first] = chains(vmId);
@@ -144,12 +164,19 @@ describe('backups of a real guest to VM_BACKUP_DIR', () => {
     // The incremental holds what changed (4 MiB and the guest's own writes), not the disk again.
     expect(firstManifest.files[1].size_bytes).toBeLessThan(firstManifest.files[0].size_bytes / 4);
     for (const file of ['0000-full.qcow2', '0001-incremental.qcow2', 'manifest.json']) {
-      expect({ file, mode: statSync(join(backupDir, vmId, first, file)).mode & 0o777 }).toEqual({ file, mode: 0o600 });
+      expect({ file, mode: statSync(join(backupDir, vmId, first, file)).mode & 0o777 }).toEqual({
+        file,
+        mode: 0o600,
+      });
     }
     expect(statSync(join(backupDir, vmId)).mode & 0o777).toBe(0o700);
     const copies = await ppnFleet(['vm', 'copies', vmId]);
     expect(copies.code).toBe(0);
-    expect(copies.stdout).toMatch(new RegExp(`${first}/0001 +incremental .*${NODE_ID}:${join(backupDir, vmId, first)}/0001-incremental\\.qcow2`));
+    expect(copies.stdout).toMatch(
+      new RegExp(
+        `${first}/0001 +incremental .*${NODE_ID}:${join(backupDir, vmId, first)}/0001-incremental\\.qcow2`,
+      ),
+    );
     expect(copies.stdout).toMatch(new RegExp(`${first}/0000 +full `));
 
     // A copy cut midway: the agent killed while QEMU's job runs.
@@ -166,13 +193,20 @@ describe('backups of a real guest to VM_BACKUP_DIR', () => {
       'manifest.json',
     ]);
     expect(manifestOf(vmId, first)).toEqual(firstManifest);
-    execFileSync('qemu-img', ['check', '-q', join(backupDir, vmId, first, '0001-incremental.qcow2')]);
+    execFileSync('qemu-img', [
+      'check',
+      '-q',
+      join(backupDir, vmId, first, '0001-incremental.qcow2'),
+    ]);
 
     // The next one completes, full: the cut job may have cleared the bitmap as it ended.
     agent = await startNodeAgent(pubkey);
     await listed(vmId, 'Running');
     expect(await backUp(vmId)).toMatch(/: full backup \S+\/0000 taken/);
-    await agent.waitForOutput(new RegExp(`vm ${vmId}: asked backup taken: full .*\\(full: the last copy was cut short\\)`), 5_000);
+    await agent.waitForOutput(
+      new RegExp(`vm ${vmId}: asked backup taken: full .*\\(full: the last copy was cut short\\)`),
+      5_000,
+    );
     expect(readdirSync(join(backupDir, vmId, first)).sort()).toEqual([
       '0000-full.qcow2',
       '0001-incremental.qcow2',
@@ -198,7 +232,10 @@ describe('backups of a real guest to VM_BACKUP_DIR', () => {
     });
     expect(b).toBe(a);
     expect(await backUp(vmId)).toMatch(/: full backup \S+\/0000 taken/);
-    await agent.waitForOutput(new RegExp(`vm ${vmId}: asked backup taken: full .*\\(full: QEMU has no bitmap`), 5_000);
+    await agent.waitForOutput(
+      new RegExp(`vm ${vmId}: asked backup taken: full .*\\(full: QEMU has no bitmap`),
+      5_000,
+    );
     const last = chains(vmId).at(-1)!;
 
     // The guest's file system frozen, so nothing changes after the last copy: the chain then
@@ -208,10 +245,20 @@ describe('backups of a real guest to VM_BACKUP_DIR', () => {
     const stopped = await ppnFleet(['vm', 'stop', vmId, '--force', '--wait'], {}, 120_000);
     expect(stopped.code).toBe(0);
     const restored = join(workDir, 'restored.qcow2');
-    execFileSync('qemu-img', ['convert', '-O', 'qcow2', join(backupDir, vmId, last, '0001-incremental.qcow2'), restored]);
-    const compared = execFileSync('qemu-img', ['compare', join(diskDir, 'disks', `${vmId}.qcow2`), restored], {
-      encoding: 'utf8',
-    });
+    execFileSync('qemu-img', [
+      'convert',
+      '-O',
+      'qcow2',
+      join(backupDir, vmId, last, '0001-incremental.qcow2'),
+      restored,
+    ]);
+    const compared = execFileSync(
+      'qemu-img',
+      ['compare', join(diskDir, 'disks', `${vmId}.qcow2`), restored],
+      {
+        encoding: 'utf8',
+      },
+    );
     expect(compared.trim()).toBe('Images are identical.');
 
     expect((await fetch(`${FLEET_URL}/v1/vms/${vmId}`, { method: 'DELETE' })).status).toBe(204);
