@@ -67,10 +67,21 @@ export class BackupFolder {
     return join(this.root, vmId);
   }
 
-  /** A new chain's folder, made private; its id sorts after every older chain's. */
+  /**
+   * A new chain's folder, made private; its id sorts after every older chain's. VM_BACKUP_DIR
+   * itself must exist: a USB disk or NAS not mounted leaves an empty mount point, or none, and
+   * a backup must not fill the disk under it instead.
+   */
   async newChain(vmId: string, nowMs: number): Promise<{ id: string; dir: string }> {
-    await mkdir(this.root, { recursive: true, mode: PRIVATE_DIR_MODE });
-    await mkdir(this.vmDir(vmId), { recursive: true, mode: PRIVATE_DIR_MODE });
+    const root = await stat(this.root).catch(() => undefined);
+    if (!root?.isDirectory()) {
+      throw new Error(`VM_BACKUP_DIR ${this.root} is not a folder (is its disk mounted?)`);
+    }
+    await mkdir(this.vmDir(vmId), { mode: PRIVATE_DIR_MODE }).catch(
+      (error: NodeJS.ErrnoException) => {
+        if (error.code !== 'EEXIST') throw error;
+      },
+    );
     const stamp = new Date(nowMs)
       .toISOString()
       .replace(/[-:]/g, '')

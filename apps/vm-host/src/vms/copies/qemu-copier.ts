@@ -102,7 +102,10 @@ export class QemuCopier extends VmCopier {
     await qemuImg(['convert', '-q', '-O', 'qcow2', disk, target]);
     await chmod(target, PRIVATE_FILE_MODE);
     for (const name of await diskBitmaps(disk)) {
-      if (name.startsWith(COPY_BITMAP_PREFIX)) await qemuImg(['bitmap', '--remove', disk, name]);
+      // One that cannot be removed is left: only the chain's own is ever used.
+      if (name.startsWith(COPY_BITMAP_PREFIX)) {
+        await qemuImg(['bitmap', '--remove', disk, name]).catch(() => undefined);
+      }
     }
     await qemuImg(['bitmap', '--add', disk, bitmap]);
   }

@@ -325,6 +325,16 @@ describe('VmBackupsService: chains of copies in VM_BACKUP_DIR', () => {
     await expect(backups.request(VM)).rejects.toThrow(`vm ${VM} is already being backed up`);
   });
 
+  it('writes nothing when VM_BACKUP_DIR is gone (a USB disk not mounted)', async () => {
+    const unmounted = join(backupDir, 'usb');
+    backups = service({ VM_BACKUP_DIR: unmounted });
+    await expect(backups.backUpNow(VM)).rejects.toThrow(
+      `VM_BACKUP_DIR ${unmounted} is not a folder (is its disk mounted?)`,
+    );
+    expect(await readdir(backupDir)).toEqual([]);
+    expect(copier.asked).toEqual(['prepare null']);
+  });
+
   it('refuses a VM neither running nor stopped, saying so in last_error', async () => {
     await bed.leftBehind('vm-00000000000000b2', { error: 'disk: full' });
     await expect(backups.backUpNow('vm-00000000000000b2')).rejects.toThrow(
