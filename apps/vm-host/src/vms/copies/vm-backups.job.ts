@@ -20,7 +20,14 @@ export class VmBackupsJob implements OnApplicationBootstrap {
   ) {}
 
   onApplicationBootstrap(): void {
-    if (!this.config.backupDir || this.config.backupEveryS === 0) return;
+    const { backupDir, backupEveryS, backupKeepLast, backupKeepDaily, backupKeepWeekly } =
+      this.config;
+    if (!backupDir) return;
+    const keep = `keep-last ${backupKeepLast}, keep-daily ${backupKeepDaily}, keep-weekly ${backupKeepWeekly}`;
+    this.logger.log(
+      `node ${this.config.nodeId}: VMs backed up to ${backupDir} ${backupEveryS === 0 ? 'when asked only' : `every ${backupEveryS} s`} (${keep})`,
+    );
+    if (backupEveryS === 0) return;
     this.scheduler.addInterval(
       'vm-backups',
       setInterval(() => void this.tick(), BACKUP_SCHEDULE_TICK_MS),
