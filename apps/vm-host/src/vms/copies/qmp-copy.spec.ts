@@ -1,9 +1,13 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QmpCommand, qmpServer } from '../../../../../test/support/fake-qmp-server';
+import { vmHostConfig } from '../../../../../test/support/configs';
+import { VmFiles } from '../files/vm-files';
+import { CrashFailpoint } from '../life-cycle/crash-failpoint';
 import { withQmp } from '../qemu/qmp.client';
+import { QemuCopier } from './qemu-copier';
 import {
   COPY_JOB_ID,
   COPY_TARGET_NODE,
@@ -28,6 +32,8 @@ interface FakeJob {
  * nodes added, one job that concludes on the next query (with `jobError` if set).
  */
 class FakeQemu {
+  constructor(private readonly disk = DISK) {}
+
   bitmaps: Array<{ name: string; inconsistent?: boolean }> = [];
   nodes = new Set<string>();
   jobs: FakeJob[] = [];
@@ -48,7 +54,7 @@ class FakeQemu {
               device: 'virtio0',
               inserted: {
                 'node-name': '#block149',
-                image: { filename: DISK, 'virtual-size': 4294967296 },
+                image: { filename: this.disk, 'virtual-size': 4294967296 },
                 'dirty-bitmaps': this.bitmaps,
               },
             },
@@ -248,5 +254,44 @@ describe('the QMP sequences of a copy', () => {
     qemu.nodes.add('#block149');
     expect(await session(clearLeftovers)).toBe(false);
     expect(sent().map(({ execute }) => execute)).toEqual(['query-jobs', 'query-named-block-nodes']);
+  });
+});
+
+describe('QemuCopier before a copy of a running VM', () => {
+  const VM = 'vm-0123456789abcdef';
+  let root: string;
+  let copier: QemuCopier;
+  let files: VmFiles;
+  let server: Server | undefined;
+
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'qemu-copier-'));
+    const config = vmHostConfig({ VM_DISK_DIR: root });
+    files = new VmFiles(config);
+    await files.prepare();
+    await mkdir(files.runDir(VM));
+    copier = new QemuCopier(files, new CrashFailpoint(config));
+  });
+
+  afterEach(async () => {
+    await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+    server = undefined;
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('refuses a VM whose QEMU was started before copies (no copy socket), asking nothing of it', async () => {
+    await expect(copier.prepareRunning(VM, 'ppn-copy-a')).rejects.toThrow(
+      `vm ${VM} runs in a QEMU started before copies (it has no copy socket); it is backed up once stopped or restarted`,
+    );
+  });
+
+  it('asks over the copy socket, and wants a full copy after a job cut short even with its bitmap there', async () => {
+    const qemu = new FakeQemu(files.disk(VM));
+    qemu.bitmaps = [{ name: 'ppn-copy-a' }];
+    ({ server } = await qmpServer(join(files.runDir(VM), 'copy-qmp.sock'), qemu.answer));
+    expect(await copier.prepareRunning(VM, 'ppn-copy-a')).toBeNull();
+    qemu.jobs = [{ id: COPY_JOB_ID, status: 'concluded' }];
+    expect(await copier.prepareRunning(VM, 'ppn-copy-a')).toBe('the last copy was cut short');
+    expect(qemu.jobs).toEqual([]);
   });
 });
