@@ -10,6 +10,8 @@ const MANIFEST = 'manifest.json';
 /** `20261205T041700Z-3f2a`: when its full copy began (so names sort by age), then random. */
 const CHAIN_ID = /^\d{8}T\d{6}Z-[0-9a-f]{4}$/;
 const CHAIN_FILE = /^(\d{4})-(full|incremental)\.qcow2$/;
+/** What a copy cut short may leave in a chain's folder: its file, before or after its rename. */
+const OWN_FILE = /^(?:\d{4}(?:-full|-incremental|\.partial)\.qcow2|manifest\.json\.tmp)$/;
 
 export type BackupKind = 'full' | 'incremental';
 
@@ -93,8 +95,10 @@ export class BackupFolder {
   }
 
   /**
-   * The VM's chains, oldest first. A chain folder without a readable manifest is a first copy
-   * cut short (or not ours): `broken` lists those, for the caller to remove.
+   * The VM's chains, oldest first, each with the files of ours its manifest does not list (a
+   * copy cut short); anything else in the folder is left alone. A chain folder without a
+   * manifest that holds only such files is a first copy cut short: `broken` lists those, for
+   * the caller to remove. One with a manifest that cannot be read is neither: it is kept.
    */
   async chains(vmId: string): Promise<{ chains: Chain[]; broken: string[] }> {
     const entries = await readdir(this.vmDir(vmId), { withFileTypes: true }).catch(() => []);
@@ -102,15 +106,16 @@ export class BackupFolder {
     const broken: string[] = [];
     for (const entry of entries.filter((e) => e.isDirectory() && CHAIN_ID.test(e.name)).sort()) {
       const dir = join(this.vmDir(vmId), entry.name);
+      const names = await readdir(dir);
       const manifest = await readManifest(join(dir, MANIFEST), vmId, entry.name);
       if (!manifest) {
-        broken.push(dir);
+        if (!names.includes(MANIFEST) && names.every((name) => OWN_FILE.test(name))) {
+          broken.push(dir);
+        }
         continue;
       }
       const listed = new Set(manifest.files.map(({ file }) => file));
-      const leftovers = (await readdir(dir)).filter(
-        (name) => name !== MANIFEST && !listed.has(name),
-      );
+      const leftovers = names.filter((name) => OWN_FILE.test(name) && !listed.has(name));
       chains.push({ id: entry.name, dir, manifest, leftovers });
     }
     return { chains, broken };

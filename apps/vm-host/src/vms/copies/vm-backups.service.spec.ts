@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { vmHostConfig } from '../../../../../test/support/configs';
@@ -237,12 +237,36 @@ describe('VmBackupsService: chains of copies in VM_BACKUP_DIR', () => {
     const dir = join(backupDir, VM, first.chainId);
     // What a killed agent leaves: the copy's file, never taken into the manifest.
     await writeFile(join(dir, '0001.partial.qcow2'), 'half');
+    // And what is not ours stays.
+    await writeFile(join(dir, 'NOTES.txt'), "the operator's");
     backups = service();
     bed.clock.advance(HOUR);
     const next = taken(await backups.backUpNow(VM));
     expect(next).toMatchObject({ fullBecause: 'the last copy was cut short' });
     expect(next.taken.kind).toBe('full');
-    expect((await readdir(dir)).sort()).toEqual(['0000-full.qcow2', 'manifest.json']);
+    expect((await readdir(dir)).sort()).toEqual(['0000-full.qcow2', 'NOTES.txt', 'manifest.json']);
+  });
+
+  it("removes a first copy an agent's kill cut short (its folder holding only the copy's file)", async () => {
+    const cut = join(backupDir, VM, '20260806T110000Z-abcd');
+    await mkdir(join(backupDir, VM));
+    await mkdir(cut);
+    await writeFile(join(cut, '0000.partial.qcow2'), 'half');
+    const next = taken(await backups.backUpNow(VM));
+    expect(await chains()).toEqual([next.chainId]);
+  });
+
+  it('keeps a chain whose manifest cannot be read, and a folder that is not a copy cut short', async () => {
+    const first = taken(await backups.backUpNow(VM));
+    await writeFile(join(backupDir, VM, first.chainId, 'manifest.json'), '{ damaged');
+    const foreign = join(backupDir, VM, '20260101T000000Z-abcd');
+    await mkdir(foreign);
+    await writeFile(join(foreign, 'disk.img'), 'not ours');
+    bed.clock.advance(HOUR);
+    taken(await backups.backUpNow(VM));
+    expect(await chains()).toHaveLength(3);
+    expect(await readdir(join(backupDir, VM, first.chainId))).toContain('0000-full.qcow2');
+    expect(await readdir(foreign)).toEqual(['disk.img']);
   });
 
   it(`starts a new chain on a new UTC day and after ${MAX_CHAIN_FILES} files`, async () => {
