@@ -87,6 +87,8 @@ describe('controller operations listener', () => {
         ['post', `/v1/vms/${VM}/start`],
         ['post', `/v1/vms/${VM}/restart`],
         ['get', `/v1/vms/${VM}/console`],
+        ['post', `/v1/vms/${VM}/backups`],
+        ['get', `/v1/vms/${VM}/backups`],
       ] as const) {
         const { body, headers } = await ops(method, path, token).expect(401);
         expect(body.message).toContain('VM_FLEET_API_TOKEN');
@@ -207,6 +209,88 @@ describe('controller operations listener', () => {
       expect(owner.calls.map(({ url }) => url)).toEqual([
         `/v1/vms/${VM}/console?from=100&max_bytes=4096`,
       ]);
+    });
+
+    it("takes and lists a VM's backups through its node's agent, with the node's id", async () => {
+      const backups = {
+        vm_id: VM,
+        backups: [
+          {
+            backup_id: '20260806T110000Z-3f2a/0000',
+            kind: 'full',
+            taken_at: '2026-08-06T11:00:00.000Z',
+            size_bytes: 1_048_576,
+            path: `/mnt/usb/${VM}/20260806T110000Z-3f2a/0000-full.qcow2`,
+          },
+        ],
+        in_progress_since: null,
+        last_error: null,
+      };
+      const owner = await agent((call, res) =>
+        call.method === 'POST'
+          ? json(res, 202, { ...backups, in_progress_since: '2026-08-06T12:00:00.000Z' })
+          : json(res, 200, backups),
+      );
+      await enroll('owner', owner);
+      const begun = await ops('post', `/v1/vms/${VM}/backups`).expect(202);
+      expect(begun.body).toEqual({
+        ...backups,
+        in_progress_since: '2026-08-06T12:00:00.000Z',
+        node_id: 'owner',
+      });
+      const listed = await ops('get', `/v1/vms/${VM}/backups`).expect(200);
+      expect(listed.body).toEqual({ ...backups, node_id: 'owner' });
+      expect(owner.calls.map(({ method, url }) => `${method} ${url}`)).toEqual([
+        `POST /v1/vms/${VM}/backups`,
+        `GET /v1/vms/${VM}/backups`,
+      ]);
+    });
+
+    it("words the agent's backup refusals itself, and refuses a path from the agent that is not text", async () => {
+      const replies = [
+        {
+          status: 409,
+          body: {
+            statusCode: 409,
+            message: 'backups are off on this node (VM_BACKUP_DIR is not set)',
+          },
+        },
+        { status: 409, body: { statusCode: 409, message: `vm ${VM} is already being backed up` } },
+        {
+          status: 200,
+          body: {
+            vm_id: VM,
+            backups: [
+              {
+                backup_id: '20260806T110000Z-3f2a/0000',
+                kind: 'full',
+                taken_at: '2026-08-06T11:00:00.000Z',
+                size_bytes: 1,
+                path: '/mnt/\u001b[2J',
+              },
+            ],
+            in_progress_since: null,
+            last_error: null,
+          },
+        },
+      ];
+      const owner = await agent((_call, res) => {
+        const reply = replies.shift()!;
+        json(res, reply.status, reply.body);
+      });
+      await enroll('owner', owner);
+      const off = await ops('post', `/v1/vms/${VM}/backups`).expect(409);
+      expect(off.body.message).toBe(
+        "node owner keeps no backups (its agent's VM_BACKUP_DIR is not set)",
+      );
+      const busy = await ops('post', `/v1/vms/${VM}/backups`).expect(409);
+      expect(busy.body.message).toBe(
+        `vm ${VM} on node owner is already being backed up; ppn-fleet vm copies ${VM} shows when it is taken`,
+      );
+      const hostile = await ops('get', `/v1/vms/${VM}/backups`).expect(502);
+      expect(hostile.body.message).toBe(
+        `vm ${VM}: the agent of node owner answered the backups read unusably`,
+      );
     });
 
     it('gets one VM with its life cycle, null when its agent does not know it', async () => {
@@ -366,6 +450,7 @@ describe('controller operations listener', () => {
       expect(Object.keys(docs.body.paths).sort()).toEqual([
         '/v1/vms',
         '/v1/vms/{vm_id}',
+        '/v1/vms/{vm_id}/backups',
         '/v1/vms/{vm_id}/console',
         '/v1/vms/{vm_id}/restart',
         '/v1/vms/{vm_id}/start',

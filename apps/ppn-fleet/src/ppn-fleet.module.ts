@@ -13,6 +13,7 @@ import {
   VmStartCommand,
   VmStopCommand,
 } from './vms/vm-actions.command';
+import { VmBackupCommand, VmCopiesCommand } from './vms/vm-backups.command';
 import { VmCommand, VmCreateCommand, VmDeleteCommand } from './vms/vm.command';
 import { VmsCommand } from './vms/vms.command';
 
@@ -38,6 +39,8 @@ export class PpnFleetModule {
         VmStartCommand,
         VmRestartCommand,
         VmConsoleCommand,
+        VmBackupCommand,
+        VmCopiesCommand,
         NodeTokenCommand,
         ImageCommand,
         ImageBuildCommand,

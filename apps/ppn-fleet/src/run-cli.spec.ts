@@ -149,6 +149,8 @@ describe('ppn-fleet arguments', () => {
       ['vm', 'start'],
       ['vm', 'restart'],
       ['vm', 'console'],
+      ['vm', 'backup'],
+      ['vm', 'copies'],
       ['node-token'],
       ['image'],
       ['image', 'build'],
@@ -227,11 +229,11 @@ describe('ppn-fleet arguments', () => {
     for (const [args, says] of [
       [
         ['vm', 'list'],
-        'ppn-fleet: vm has no command list: it takes create, delete, stop, start, restart or console (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
+        'ppn-fleet: vm has no command list: it takes create, delete, stop, start, restart, console, backup or copies (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
       ],
       [
         ['vm'],
-        'ppn-fleet: vm needs a command: create, delete, stop, start, restart or console (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
+        'ppn-fleet: vm needs a command: create, delete, stop, start, restart, console, backup or copies (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
       ],
     ] as const) {
       const io = new FakeIo({}, fleetOfOne);
@@ -901,10 +903,11 @@ function lifeCycle(overrides: object = {}) {
 
 const OPS = 'http://127.0.0.1:9206';
 
-describe('ppn-fleet vm stop|start|restart|console (the operations listener)', () => {
-  const sent = (io: FakeIo) =>
-    io.requests.map((request) => `${request.method} ${request.url.replace(OPS, '')}`);
+/** The requests a command sent to the operations listener, as `METHOD /path`. */
+const sent = (io: FakeIo) =>
+  io.requests.map((request) => `${request.method} ${request.url.replace(OPS, '')}`);
 
+describe('ppn-fleet vm stop|start|restart|console (the operations listener)', () => {
   it('stop sends force and timeout_s to the operations listener, by default at 127.0.0.1:9206', async () => {
     const bodies: unknown[] = [];
     const io = new FakeIo({}, async (request) => {
@@ -1089,6 +1092,96 @@ describe('ppn-fleet vm stop|start|restart|console (the operations listener)', ()
     expect(io.stdout.text).toBe('hello\nnew\n');
     expect(io.stderr.text).toBe(
       '--- vm-1: the console began again ---\nppn-fleet: vm vm-1 is not listed on any live node\n',
+    );
+  });
+});
+
+describe('ppn-fleet vm backup and vm copies', () => {
+  const full = {
+    backup_id: '20260806T110000Z-3f2a/0000',
+    kind: 'full',
+    taken_at: '2026-08-06T11:00:00.000Z',
+    size_bytes: 1_503_238_553,
+    path: '/mnt/usb/vm-backups/vm-1/20260806T110000Z-3f2a/0000-full.qcow2',
+  };
+  const incremental = {
+    ...full,
+    backup_id: '20260806T110000Z-3f2a/0001',
+    kind: 'incremental',
+    taken_at: '2026-08-06T11:58:00.000Z',
+    size_bytes: 3_355_443,
+    path: '/mnt/usb/vm-backups/vm-1/20260806T110000Z-3f2a/0001-incremental.qcow2',
+  };
+  const backups = (list: object[], fields: object = {}) => ({
+    vm_id: 'vm-1',
+    node_id: 'node-a',
+    backups: list,
+    in_progress_since: null,
+    last_error: null,
+    ...fields,
+  });
+
+  it('copies lists every backup, newest first: where, when, size, full or incremental', async () => {
+    const io = new FakeIo({}, () =>
+      json(backups([incremental, full], { last_error: 'disk full\u001b[2J' })),
+    );
+    expect(await run(['vm', 'copies', 'vm-1'], io)).toBe(ExitCode.Ok);
+    expect(sent(io)).toEqual(['GET /v1/vms/vm-1/backups']);
+    expect(io.stdout.text.split('\n')).toEqual([
+      'BACKUP                      KIND         TAKEN                        AGE     SIZE  WHERE',
+      '20260806T110000Z-3f2a/0001  incremental  2026-08-06T11:58:00.000Z   2 min  3.2 MiB  node-a:/mnt/usb/vm-backups/vm-1/20260806T110000Z-3f2a/0001-incremental.qcow2',
+      '20260806T110000Z-3f2a/0000  full         2026-08-06T11:00:00.000Z  60 min  1.4 GiB  node-a:/mnt/usb/vm-backups/vm-1/20260806T110000Z-3f2a/0000-full.qcow2',
+      'the last backup failed: disk full?[2J',
+      '',
+    ]);
+  });
+
+  it('copies says when there is none, and a backup under way', async () => {
+    const io = new FakeIo({}, () =>
+      json(backups([], { in_progress_since: '2026-08-06T11:59:30.000Z' })),
+    );
+    expect(await run(['vm', 'copies', 'vm-1'], io)).toBe(ExitCode.Ok);
+    expect(io.stdout.text).toBe(
+      'vm-1 has no backup on node node-a\na backup is under way since 2026-08-06T11:59:30.000Z (30 s ago)\n',
+    );
+  });
+
+  it('backup asks the listener and, with --wait, follows it until taken', async () => {
+    const answers = [
+      backups([full], { in_progress_since: '2026-08-06T12:00:00.000Z' }),
+      backups([full], { in_progress_since: '2026-08-06T12:00:00.000Z' }),
+      backups([incremental, full]),
+    ];
+    const io = new FakeIo({}, () => json(answers.shift()));
+    expect(await run(['vm', 'backup', 'vm-1', '--wait'], io)).toBe(ExitCode.Ok);
+    expect(sent(io)).toEqual([
+      'POST /v1/vms/vm-1/backups',
+      'GET /v1/vms/vm-1/backups',
+      'GET /v1/vms/vm-1/backups',
+    ]);
+    expect(io.stdout.text).toBe(
+      'backing up vm-1 on node node-a to its VM_BACKUP_DIR\nvm-1: incremental backup 20260806T110000Z-3f2a/0001 taken, 3.2 MiB: node-a:/mnt/usb/vm-backups/vm-1/20260806T110000Z-3f2a/0001-incremental.qcow2\n',
+    );
+  });
+
+  it('backup --wait exits 1 with why the backup failed; a refusal is printed as it is', async () => {
+    const answers = [
+      backups([full], { in_progress_since: '2026-08-06T12:00:00.000Z' }),
+      backups([full], {
+        last_error: 'vm vm-1 is Error; only a Running or Stopped VM is backed up',
+      }),
+    ];
+    const failed = new FakeIo({}, () => json(answers.shift()));
+    expect(await run(['vm', 'backup', 'vm-1', '--wait'], failed)).toBe(ExitCode.Refused);
+    expect(failed.stderr.text).toContain(
+      'ppn-fleet: vm-1: the backup failed: vm vm-1 is Error; only a Running or Stopped VM is backed up',
+    );
+    const off = new FakeIo({}, () =>
+      refusal(409, "node node-a keeps no backups (its agent's VM_BACKUP_DIR is not set)"),
+    );
+    expect(await run(['vm', 'backup', 'vm-1'], off)).toBe(ExitCode.Refused);
+    expect(off.stderr.text).toBe(
+      "ppn-fleet: node node-a keeps no backups (its agent's VM_BACKUP_DIR is not set)\n",
     );
   });
 });

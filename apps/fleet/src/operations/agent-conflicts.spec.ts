@@ -27,11 +27,27 @@ describe("an agent's 409, in the controller's words", () => {
   });
 
   it.each([
+    [
+      'backups are off on this node (VM_BACKUP_DIR is not set)',
+      "node n1 keeps no backups (its agent's VM_BACKUP_DIR is not set)",
+    ],
+    [
+      `vm ${VM} is already being backed up`,
+      `vm ${VM} on node n1 is already being backed up; ppn-fleet vm copies ${VM} shows when it is taken`,
+    ],
+  ])('maps a backup\'s "%s" to a fixed answer', (agentMessage, answer) => {
+    expect(describeAgentConflict(VM, 'n1', 'backup', agentConflictOf(VM, agentMessage))).toBe(
+      answer,
+    );
+  });
+
+  it.each([
     ['another VM', 'vm vm-other is already stopped'],
     ['other words', `vm ${VM} is already stopped; \u001b[31mrm -rf /`],
     ['an operation it does not have', `vm ${VM} is already dancing`],
     ['a prefix only', `vm ${VM} is already stopped, and more`],
     ['no message', undefined],
+    ['backups off, with more', 'backups are off on this node (VM_BACKUP_DIR is not set); ls /'],
   ])('answers anything else (%s) with the generic text, nothing of it passed on', (_, message) => {
     expect(describeAgentConflict(VM, 'n1', 'start', agentConflictOf(VM, message))).toBe(
       `vm ${VM} on node n1: its agent refused the start as conflicting with the VM's state there`,

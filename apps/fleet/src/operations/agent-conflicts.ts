@@ -7,6 +7,8 @@ export type AgentConflict =
   | { kind: 'being-created' }
   | { kind: 'operation-under-way'; operation: VmOperation | 'being changed' }
   | { kind: 'unreadable' }
+  | { kind: 'backups-off' }
+  | { kind: 'backup-under-way' }
   | { kind: 'other' };
 
 const ID = '[A-Za-z0-9][A-Za-z0-9._-]{0,127}';
@@ -40,7 +42,14 @@ const CONFLICTS: ReadonlyArray<{
     ),
     conflict: () => ({ kind: 'unreadable' }),
   },
+  {
+    pattern: vmMessage('is already being backed up'),
+    conflict: () => ({ kind: 'backup-under-way' }),
+  },
 ];
+
+/** The agent's one 409 that names no VM: a backup asked of a node without VM_BACKUP_DIR. */
+const BACKUPS_OFF = 'backups are off on this node (VM_BACKUP_DIR is not set)';
 
 /**
  * What an agent's 409 message says, matched whole against its fixed forms and for `vmId`
@@ -49,6 +58,7 @@ const CONFLICTS: ReadonlyArray<{
  */
 export function agentConflictOf(vmId: string, message: string | undefined): AgentConflict {
   if (message === undefined) return { kind: 'other' };
+  if (message === BACKUPS_OFF) return { kind: 'backups-off' };
   for (const { pattern, conflict } of CONFLICTS) {
     const match = pattern.exec(message);
     if (match && match[1] === vmId) return conflict(match[2]);
@@ -75,6 +85,10 @@ export function describeAgentConflict(
       return `${vm} is already ${conflict.operation}; try the ${action} again once that has ended`;
     case 'unreadable':
       return `${vm} cannot be read by its agent (its record on the node is unreadable); only a delete acts on it`;
+    case 'backups-off':
+      return `node ${nodeId} keeps no backups (its agent's VM_BACKUP_DIR is not set)`;
+    case 'backup-under-way':
+      return `${vm} is already being backed up; ppn-fleet vm copies ${vmId} shows when it is taken`;
     case 'other':
       return `${vm}: its agent refused the ${action} as conflicting with the VM's state there`;
   }

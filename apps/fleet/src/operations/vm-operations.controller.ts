@@ -7,6 +7,7 @@ import {
   ApiTags,
   EXAMPLE_NODE_ID,
   EXAMPLE_VM_ID,
+  FleetVmBackups,
   FleetVmWithLifeCycle,
   RestartVmRequest,
   StopVmRequest,
@@ -60,35 +61,40 @@ function actionErrors(action: VmAction): ErrorCase[] {
       ),
     ),
   });
-  // A console read changes nothing: the agent has no state to refuse it for.
+  // A read changes nothing: the agent has no state to refuse it for.
   const conflicts: ErrorCase[] =
-    action === 'console read'
+    action === 'console read' || action === 'backups read'
       ? []
-      : [
-          ...(action === 'stop'
-            ? [conflict('already-stopped', `vm ${EXAMPLE_VM_ID} is already stopped`)]
-            : action === 'start'
-              ? [conflict('already-running', `vm ${EXAMPLE_VM_ID} is already running`)]
-              : []),
-          conflict(
-            'being-created',
-            `vm ${EXAMPLE_VM_ID} is being created; try again once it is Running`,
-          ),
-          conflict('operation-under-way', `vm ${EXAMPLE_VM_ID} is already stopping`),
-          conflict(
-            'unreadable',
-            `vm ${EXAMPLE_VM_ID} cannot be read on its node (sidecar unreadable); only a delete acts on it`,
-          ),
-          {
-            name: 'agent-conflict',
-            when: 'The agent refused with a 409 in other words: the answer does not quote it.',
-            error: new VmActionConflictError(
-              EXAMPLE_VM_ID,
-              EXAMPLE_NODE_ID,
-              describeAgentConflict(EXAMPLE_VM_ID, EXAMPLE_NODE_ID, action, { kind: 'other' }),
+      : action === 'backup'
+        ? [
+            conflict('backups-off', 'backups are off on this node (VM_BACKUP_DIR is not set)'),
+            conflict('backup-under-way', `vm ${EXAMPLE_VM_ID} is already being backed up`),
+          ]
+        : [
+            ...(action === 'stop'
+              ? [conflict('already-stopped', `vm ${EXAMPLE_VM_ID} is already stopped`)]
+              : action === 'start'
+                ? [conflict('already-running', `vm ${EXAMPLE_VM_ID} is already running`)]
+                : []),
+            conflict(
+              'being-created',
+              `vm ${EXAMPLE_VM_ID} is being created; try again once it is Running`,
             ),
-          },
-        ];
+            conflict('operation-under-way', `vm ${EXAMPLE_VM_ID} is already stopping`),
+            conflict(
+              'unreadable',
+              `vm ${EXAMPLE_VM_ID} cannot be read on its node (sidecar unreadable); only a delete acts on it`,
+            ),
+            {
+              name: 'agent-conflict',
+              when: 'The agent refused with a 409 in other words: the answer does not quote it.',
+              error: new VmActionConflictError(
+                EXAMPLE_VM_ID,
+                EXAMPLE_NODE_ID,
+                describeAgentConflict(EXAMPLE_VM_ID, EXAMPLE_NODE_ID, action, { kind: 'other' }),
+              ),
+            },
+          ];
   return [
     VM_NOT_FOUND,
     {
@@ -252,5 +258,35 @@ export class VmOperationsController {
   )
   readConsole(@Param() { vm_id }: VmIdParams, @Query() query: VmConsoleQuery): Promise<VmConsole> {
     return this.operations.readConsole(vm_id, query);
+  }
+
+  @Post(':vm_id/backups')
+  @HttpCode(202)
+  @ApiOperation({
+    operationId: 'backUpVm',
+    summary: "Have the VM's node back it up to its VM_BACKUP_DIR now",
+    description:
+      "Sent to the agent of the VM's node, which answers at once (in_progress_since set) and copies the VM after any other backup under way there: a running VM by QEMU while it runs (full, or the clusters written since its chain's last backup), a stopped one from its file. GET .../backups shows it once taken, or last_error.",
+  })
+  @ApiAcceptedResponse({
+    type: FleetVmBackups,
+    description: 'The backup was taken on by the agent.',
+  })
+  @ApiFleetStateErrors(STATUSES, INVALID_VM_ID, ...actionErrors('backup'))
+  backUpVm(@Param() { vm_id }: VmIdParams): Promise<FleetVmBackups> {
+    return this.operations.backUpVm(vm_id);
+  }
+
+  @Get(':vm_id/backups')
+  @ApiOperation({
+    operationId: 'listVmBackups',
+    summary: "The VM's backups on its node, newest first",
+    description:
+      "Read by the agent of the VM's node from its VM_BACKUP_DIR: each backup (a file of a qcow2 chain, full or incremental), where, when and how large; the backup under way and the last failure.",
+  })
+  @ApiOkResponse({ type: FleetVmBackups })
+  @ApiFleetStateErrors(STATUSES, INVALID_VM_ID, ...actionErrors('backups read'))
+  listBackups(@Param() { vm_id }: VmIdParams): Promise<FleetVmBackups> {
+    return this.operations.listBackups(vm_id);
   }
 }

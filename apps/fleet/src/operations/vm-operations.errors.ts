@@ -1,5 +1,5 @@
 /** What an operator asked of a VM, in the words the answers use. */
-export type VmAction = 'stop' | 'start' | 'restart' | 'console read';
+export type VmAction = 'stop' | 'start' | 'restart' | 'console read' | 'backup' | 'backups read';
 
 /**
  * The VM is listed with node_silent_since: no live agent manages it, so none is asked (its

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import {
+  FleetVmBackups,
   FleetVmWithLifeCycle,
   RestartVmRequest,
   StopVmRequest,
@@ -125,6 +126,31 @@ export class VmOperationsService {
     return this.act(vmId, 'console read', (listed) =>
       this.vmHost.console(listed.node, vmId, query),
     );
+  }
+
+  /** A backup of the VM to its node's VM_BACKUP_DIR, begun by its agent. */
+  async backUpVm(vmId: string): Promise<FleetVmBackups> {
+    let nodeId = '';
+    const backups = await this.act(
+      vmId,
+      'backup',
+      (listed) => {
+        nodeId = listed.node.node_id;
+        return this.vmHost.backUp(listed.node, vmId);
+      },
+      '',
+    );
+    return { ...backups, node_id: nodeId };
+  }
+
+  /** The VM's backups on its node, newest first. */
+  async listBackups(vmId: string): Promise<FleetVmBackups> {
+    let nodeId = '';
+    const backups = await this.act(vmId, 'backups read', (listed) => {
+      nodeId = listed.node.node_id;
+      return this.vmHost.backups(listed.node, vmId);
+    });
+    return { ...backups, node_id: nodeId };
   }
 
   /**

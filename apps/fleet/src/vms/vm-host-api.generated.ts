@@ -100,6 +100,30 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/vms/{vm_id}/backups': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A VM's backups in this node's VM_BACKUP_DIR, newest first
+     * @description Each backup is a point in time: a file of a qcow2 chain (the first file full, each next one incremental, backed by the one before) with a manifest.json beside it. in_progress_since: a backup under way; last_error: why the last one failed. [] when VM_BACKUP_DIR is unset.
+     */
+    get: operations['listVmBackups'];
+    put?: never;
+    /**
+     * Back a VM up to VM_BACKUP_DIR now
+     * @description Answers at once (in_progress_since set); the backup runs after any other under way on this node. A running VM is copied by QEMU while it runs: a full copy when its chain has no usable bitmap (the first backup, a new UTC day, after a crash or a power cut, after a copy cut short), else the clusters written since the chain's last backup. A stopped VM is copied from its file, full. The new file joins its chain only once the copy completed and `qemu-img check` passed.
+     */
+    post: operations['backUpVm'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/vms/{vm_id}/console': {
     parameters: {
       query?: never;
@@ -275,6 +299,44 @@ export interface components {
        * @default 60
        */
       timeout_s: number;
+    };
+    VmBackup: {
+      /**
+       * @description The chain (its folder) and the file in it: `<chain_id>/<index>`.
+       * @example 20261205T041700Z-3f2a/0001
+       */
+      backup_id: string;
+      /**
+       * @description full: the whole disk in one file; incremental: the clusters written since the chain's previous backup, in a file whose backing is that one.
+       * @enum {string}
+       */
+      kind: 'full' | 'incremental';
+      /**
+       * @description The file on the node: `qemu-img convert -O qcow2 <path> disk.qcow2` makes the VM's whole disk as of taken_at from it and the files before it in its folder.
+       * @example /mnt/usb/vm-backups/vm-0123456789abcdef/20261205T041700Z-3f2a/0001-incremental.qcow2
+       */
+      path: string;
+      /** @description This file's size on disk, in bytes. */
+      size_bytes: number;
+      /** Format: date-time */
+      taken_at: string;
+    };
+    VmBackups: {
+      /** @description Newest first. */
+      backups: components['schemas']['VmBackup'][];
+      /**
+       * Format: date-time
+       * @description When the backup under way began; null when none is.
+       * @example null
+       */
+      in_progress_since: string | null;
+      /**
+       * @description Why this agent's last backup of the VM failed; null once one succeeded.
+       * @example null
+       */
+      last_error: string | null;
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
     };
     VmConsole: {
       /** @description Byte offset of the first byte of text in the log of the current boot. */
@@ -731,6 +793,155 @@ export interface operations {
            *       "error": "Internal Server Error",
            *       "message": "vm vm-0123456789abcdef: QEMU pid 4242 still runs after quit, SIGTERM and SIGKILL; the VM is kept",
            *       "statusCode": 500
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  listVmBackups: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmBackups'];
+        };
+      };
+      /** @description vm_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description This node has no VM with this id. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-0123456789abcdef is not on this node",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  backUpVm: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The VM's backups as of now. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmBackups'];
+        };
+      };
+      /** @description vm_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description This node has no VM with this id. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-0123456789abcdef is not on this node",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The message is one of: "backups are off on this node (VM_BACKUP_DIR is not set)", "vm <id> is already being backed up". Nothing was started. (A VM neither Running nor Stopped, or running in a QEMU started before copies, is refused once its turn comes: see last_error.) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "backups are off on this node (VM_BACKUP_DIR is not set)",
+           *       "statusCode": 409
            *     }
            */
           'application/json': components['schemas']['ErrorBody'];

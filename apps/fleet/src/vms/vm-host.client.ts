@@ -14,6 +14,7 @@ import {
   RestartVmRequest,
   SpawnVmRequest,
   StopVmRequest,
+  VmBackups,
   VmConsole,
   VmConsoleQuery,
   VmLifeCycle,
@@ -273,6 +274,28 @@ export class VmHostClient {
           path: { vm_id: vmId },
           query: { from: query.from, max_bytes: query.max_bytes },
         },
+        signal,
+        parseAs: 'text',
+      }),
+    );
+  }
+
+  /** POST /v1/vms/{vm_id}/backups: a backup to the node's VM_BACKUP_DIR, begun. */
+  backUp(node: AgentAddress, vmId: string): Promise<AgentAnswer<VmBackups>> {
+    return this.operate(node, `/v1/vms/${vmId}/backups`, VmBackups, (client, signal) =>
+      client.POST('/v1/vms/{vm_id}/backups', {
+        params: { path: { vm_id: vmId } },
+        signal,
+        parseAs: 'text',
+      }),
+    );
+  }
+
+  /** GET /v1/vms/{vm_id}/backups: the VM's backups on the node, newest first. */
+  backups(node: AgentAddress, vmId: string): Promise<AgentAnswer<VmBackups>> {
+    return this.operate(node, `/v1/vms/${vmId}/backups`, VmBackups, (client, signal) =>
+      client.GET('/v1/vms/{vm_id}/backups', {
+        params: { path: { vm_id: vmId } },
         signal,
         parseAs: 'text',
       }),

@@ -1,6 +1,11 @@
 import { DesiredVmState, ID_PATTERN, VmOperation, VmState } from '@app/fleet-domain';
 import type { FleetStatus, FleetVm, NodeRecord } from './fleet-api.client';
-import type { FleetVmWithLifeCycle, VmConsole, VmLifeCycle } from './fleet-ops-api.client';
+import type {
+  FleetVmBackups,
+  FleetVmWithLifeCycle,
+  VmConsole,
+  VmLifeCycle,
+} from './fleet-ops-api.client';
 
 /**
  * Checks of the answers' shapes, as far as the commands read them: an answer that is JSON but
@@ -121,5 +126,30 @@ export function isVmConsole(value: unknown): value is VmConsole {
     isCount(value.next) &&
     typeof value.text === 'string' &&
     typeof value.reset === 'boolean'
+  );
+}
+
+const BACKUP_KINDS: ReadonlySet<unknown> = new Set(['full', 'incremental']);
+
+function isBackup(value: unknown): boolean {
+  return (
+    isObject(value) &&
+    typeof value.backup_id === 'string' &&
+    BACKUP_KINDS.has(value.kind) &&
+    typeof value.taken_at === 'string' &&
+    isCount(value.size_bytes) &&
+    typeof value.path === 'string'
+  );
+}
+
+export function isFleetVmBackups(value: unknown): value is FleetVmBackups {
+  return (
+    isObject(value) &&
+    typeof value.vm_id === 'string' &&
+    typeof value.node_id === 'string' &&
+    Array.isArray(value.backups) &&
+    value.backups.every(isBackup) &&
+    (value.in_progress_since === null || typeof value.in_progress_since === 'string') &&
+    (value.last_error === null || typeof value.last_error === 'string')
   );
 }

@@ -1,6 +1,7 @@
 import createClient, { Client } from 'openapi-fetch';
 import { FleetOpsApi } from '@app/fleet-domain';
 import {
+  isFleetVmBackups,
   isFleetVmWithLifeCycle,
   isFleetVmWithLifeCycleList,
   isVmConsole,
@@ -11,12 +12,13 @@ import { Answer, AnswerReader, clientOptions, timeout } from './fleet-api.client
 export type FleetVmWithLifeCycle = FleetOpsApi.components['schemas']['FleetVmWithLifeCycle'];
 export type VmLifeCycle = FleetOpsApi.components['schemas']['VmLifeCycle'];
 export type VmConsole = FleetOpsApi.components['schemas']['VmConsole'];
+export type FleetVmBackups = FleetOpsApi.components['schemas']['FleetVmBackups'];
 /** What a stop or restart asks: force, and the guest's time to power down. */
 export type StopVmRequest = FleetOpsApi.components['schemas']['StopVmRequest'];
 
 /**
  * The controller's operations listener, typed from openapi/fleet-ops.openapi.json
- * (FleetOpsApi): VMs with their life cycles, stop, start, restart and the serial console.
+ * (FleetOpsApi): VMs with their life cycles, stop, start, restart, the serial console and backups.
  */
 export class FleetOpsApiClient {
   private readonly client: Client<FleetOpsApi.paths>;
@@ -105,6 +107,31 @@ export class FleetOpsApiClient {
           signal: timeout(),
         }),
       isVmConsole,
+    );
+  }
+
+  /** A backup to the VM's node's VM_BACKUP_DIR, begun. */
+  backUp(vmId: string): Promise<Answer<FleetVmBackups>> {
+    return this.reader.call(
+      () =>
+        this.client.POST('/v1/vms/{vm_id}/backups', {
+          params: { path: { vm_id: vmId } },
+          parseAs: 'text',
+          signal: timeout(),
+        }),
+      isFleetVmBackups,
+    );
+  }
+
+  backups(vmId: string): Promise<Answer<FleetVmBackups>> {
+    return this.reader.call(
+      () =>
+        this.client.GET('/v1/vms/{vm_id}/backups', {
+          params: { path: { vm_id: vmId } },
+          parseAs: 'text',
+          signal: timeout(),
+        }),
+      isFleetVmBackups,
     );
   }
 }

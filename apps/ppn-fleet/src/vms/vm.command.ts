@@ -32,6 +32,7 @@ import {
   VmStartCommand,
   VmStopCommand,
 } from './vm-actions.command';
+import { VmBackupCommand, VmCopiesCommand } from './vm-backups.command';
 import { DEFAULT_WAIT_TIMEOUT_S, WAIT_POLL_MS } from './vm-life-cycle.view';
 import { DEFAULT_SSH_USER, sshTarget } from './vms.view';
 import { parsePortFlag } from './port-flag';
@@ -336,7 +337,8 @@ export class VmDeleteCommand extends ApiCommand {
 
 @Command({
   name: 'vm',
-  description: 'create, delete, stop, start or restart a VM, or show its console',
+  description:
+    'create, delete, stop, start, restart or back up a VM, show its console or list its backups',
   subCommands: [
     VmCreateCommand,
     VmDeleteCommand,
@@ -344,12 +346,15 @@ export class VmDeleteCommand extends ApiCommand {
     VmStartCommand,
     VmRestartCommand,
     VmConsoleCommand,
+    VmBackupCommand,
+    VmCopiesCommand,
   ],
 })
 export class VmCommand extends CommandRunner {
   /** Reached only without one of its commands: none, or one it does not have (`vm list`). */
   run([given]: string[] = []): Promise<void> {
-    const commands = 'create, delete, stop, start, restart or console (see ppn-fleet vm --help)';
+    const commands =
+      'create, delete, stop, start, restart, console, backup or copies (see ppn-fleet vm --help)';
     return Promise.reject(
       new CliFailure(
         given === undefined

@@ -35,6 +35,11 @@ describe('loadVmHostConfig', () => {
       accel: 'auto',
       failpoint: undefined,
       kvmDevice: undefined,
+      backupDir: undefined,
+      backupEveryS: 86_400,
+      backupKeepLast: 3,
+      backupKeepDaily: 7,
+      backupKeepWeekly: 4,
     });
   });
 
@@ -71,6 +76,14 @@ describe('loadVmHostConfig', () => {
     ['VM_DISK_DIR', 'relative/dir'],
     ['VM_ACCEL', 'hvf'],
     ['VM_ACCEL', 'KVM-please'],
+    ['VM_BACKUP_DIR', 'mnt/usb'],
+    ['VM_BACKUP_DIR', '/mnt/usb/../../etc'],
+    ['VM_BACKUP_EVERY_S', '45'],
+    ['VM_BACKUP_EVERY_S', '2592001'],
+    ['VM_BACKUP_EVERY_S', '1h'],
+    ['VM_BACKUP_KEEP_LAST', 'none'],
+    ['VM_BACKUP_KEEP_DAILY', '1001'],
+    ['VM_BACKUP_KEEP_WEEKLY', '-1'],
   ])('refuses %s=%s, naming the variable but not echoing the value', (name, value) => {
     const message = errorOf({ ...required, [name]: value });
     expect(message).toContain(name);
@@ -90,6 +103,27 @@ describe('loadVmHostConfig', () => {
 
   it.each(['auto', 'kvm', 'tcg'] as const)('takes VM_ACCEL=%s', (accel) => {
     expect(loadVmHostConfig({ ...required, VM_ACCEL: accel }).accel).toBe(accel);
+  });
+
+  it('takes a backup folder, its schedule (0: only when asked) and its retention', () => {
+    const config = loadVmHostConfig({
+      ...required,
+      VM_BACKUP_DIR: '/mnt/usb/vm-backups',
+      VM_BACKUP_EVERY_S: '0',
+      VM_BACKUP_KEEP_LAST: '1',
+      VM_BACKUP_KEEP_DAILY: '0',
+      VM_BACKUP_KEEP_WEEKLY: '52',
+    });
+    expect(config).toMatchObject({
+      backupDir: '/mnt/usb/vm-backups',
+      backupEveryS: 0,
+      backupKeepLast: 1,
+      backupKeepDaily: 0,
+      backupKeepWeekly: 52,
+    });
+    expect(errorOf({ ...required, VM_BACKUP_EVERY_S: '30' })).toContain(
+      'VM_BACKUP_EVERY_S must be 0 (backups only when asked) or a whole number of seconds from 60',
+    );
   });
 
   it('says which values VM_ACCEL takes', () => {

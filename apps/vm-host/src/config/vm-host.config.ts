@@ -79,6 +79,8 @@ export const FAILPOINTS = [
   'after-seed',
   'after-launch-before-pid-written',
   'after-pid-written',
+  // A backup's QEMU job started, not ended (apps/vm-host/src/vms/copies/).
+  'during-copy',
 ] as const;
 export type Failpoint = (typeof FAILPOINTS)[number];
 
@@ -147,6 +149,56 @@ function IsPortList(): PropertyDecorator {
  * documented default (docs/reference.md's "Agent settings" and deploy/systemd/vm-host.env.example list
  * them; a test checks).
  */
+/**
+ * How often each VM is backed up to VM_BACKUP_DIR by default: once a day, as vzdump's usual
+ * schedule; 0 backs up only when asked (ppn-fleet vm backup).
+ */
+export const DEFAULT_BACKUP_EVERY_S = 86_400;
+/** At least a minute between scheduled backups, at most 30 days. */
+export const MIN_BACKUP_EVERY_S = 60;
+export const MAX_BACKUP_EVERY_S = 30 * 86_400;
+/** Retention's defaults, as `keep-last`, `keep-daily`, `keep-weekly` of vzdump. */
+export const DEFAULT_BACKUP_KEEP_LAST = 3;
+export const DEFAULT_BACKUP_KEEP_DAILY = 7;
+export const DEFAULT_BACKUP_KEEP_WEEKLY = 4;
+export const MAX_BACKUP_KEEP = 1000;
+
+/** 0, or a whole number of seconds from MIN_BACKUP_EVERY_S to MAX_BACKUP_EVERY_S. */
+function IsBackupEvery(): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isBackupEvery',
+      validator: {
+        validate: (value: unknown) =>
+          typeof value === 'string' &&
+          /^(?:0|[1-9]\d{0,7})$/.test(value) &&
+          (Number(value) === 0 ||
+            (Number(value) >= MIN_BACKUP_EVERY_S && Number(value) <= MAX_BACKUP_EVERY_S)),
+      },
+    },
+    {
+      message: `$property must be 0 (backups only when asked) or a whole number of seconds from ${MIN_BACKUP_EVERY_S} to ${MAX_BACKUP_EVERY_S} (30 days)`,
+    },
+  );
+}
+
+/** A whole number of backups from `min` to MAX_BACKUP_KEEP. */
+function IsBackupKeep(min: number): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isBackupKeep',
+      validator: {
+        validate: (value: unknown) =>
+          typeof value === 'string' &&
+          /^\d{1,4}$/.test(value) &&
+          Number(value) >= min &&
+          Number(value) <= MAX_BACKUP_KEEP,
+      },
+    },
+    { message: `$property must be a whole number from ${min} to ${MAX_BACKUP_KEEP}` },
+  );
+}
+
 export class VmHostConfig extends DaemonConfig {
   @EnvironmentVariable('VM_FLEET_ENDPOINT', {
     required: true,
@@ -277,6 +329,45 @@ export class VmHostConfig extends DaemonConfig {
     validate: Matches(/^\//, { message: '$property must be an absolute path' }),
   })
   kvmDevice?: string;
+
+  /**
+   * Where VM backups go (a USB disk or a NAS mount); unset: no backups. Not under VM_DISK_DIR:
+   * a backup on the disk that dies with the VMs protects nothing.
+   */
+  @EnvironmentVariable('VM_BACKUP_DIR', {
+    validate: Matches(/^\/(?!.*(?:^|\/)\.\.?(?:\/|$))/, {
+      message: '$property must be an absolute path without . or .. parts',
+    }),
+  })
+  backupDir?: string;
+
+  @EnvironmentVariable('VM_BACKUP_EVERY_S', {
+    validate: IsBackupEvery(),
+    read: Number,
+    default: DEFAULT_BACKUP_EVERY_S,
+  })
+  backupEveryS!: number;
+
+  @EnvironmentVariable('VM_BACKUP_KEEP_LAST', {
+    validate: IsBackupKeep(1),
+    read: Number,
+    default: DEFAULT_BACKUP_KEEP_LAST,
+  })
+  backupKeepLast!: number;
+
+  @EnvironmentVariable('VM_BACKUP_KEEP_DAILY', {
+    validate: IsBackupKeep(0),
+    read: Number,
+    default: DEFAULT_BACKUP_KEEP_DAILY,
+  })
+  backupKeepDaily!: number;
+
+  @EnvironmentVariable('VM_BACKUP_KEEP_WEEKLY', {
+    validate: IsBackupKeep(0),
+    read: Number,
+    default: DEFAULT_BACKUP_KEEP_WEEKLY,
+  })
+  backupKeepWeekly!: number;
 
   /** Where GET /metrics listens; unset means no metrics at all. */
   @EnvironmentVariable('VM_METRICS_ADDR', { validate: IsListenAddress(), read: parseListenAddress })

@@ -30,6 +30,8 @@ export function buildVmHostOpenApiDocument(app: NestExpressApplication): OpenAPI
       vms: "This node's VMs: spawn, list, destroy.",
       'vm-actions':
         "An operator's actions on this node's VMs, through the controller's operations listener: stop, start, restart, the serial console, each VM's life cycle.",
+      'vm-backups':
+        "A VM's backups to this node's VM_BACKUP_DIR, through the controller's operations listener: take one now, list them.",
     },
   });
   return createDaemonDocument(

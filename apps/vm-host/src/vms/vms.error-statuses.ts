@@ -14,6 +14,7 @@ import {
   VmNotOnNodeError,
   VmStillRunningError,
 } from './vms.errors';
+import { VmBackupRefusedError } from './copies/vm-backups.errors';
 
 /** Every domain error the VM services throw, and the HTTP status it answers with. */
 export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
@@ -28,6 +29,7 @@ export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
   [VmActionConflictError, 409],
   [VmIdTakenError, 409],
   [SpawnDeadlinePassedError, 409],
+  [VmBackupRefusedError, 409],
   // Full: 507 Insufficient Storage; a folder the agent may not write is its own fault.
   [VmDiskError, (error) => ((error as VmDiskError).full ? 507 : 500)],
   [VmStillRunningError, 500],

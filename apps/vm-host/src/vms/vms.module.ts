@@ -18,10 +18,15 @@ import { VmSidecars } from './files/vm-sidecars';
 import { HostPorts } from './ports/host-ports';
 import { VmsController } from './vms.controller';
 import { VmsService } from './vms.service';
+import { QemuCopier } from './copies/qemu-copier';
+import { VmBackupsController } from './copies/vm-backups.controller';
+import { VmBackupsJob } from './copies/vm-backups.job';
+import { VmBackupsService } from './copies/vm-backups.service';
+import { VmCopier } from './copies/vm-copier';
 
 @Module({
   imports: [HostFactsModule],
-  controllers: [VmsController, VmActionsController],
+  controllers: [VmsController, VmActionsController, VmBackupsController],
   providers: [
     VmsService,
     VmAdmissionService,
@@ -37,6 +42,10 @@ import { VmsService } from './vms.service';
     CrashFailpoint,
     HostPorts,
     VM_DRIVER_PROVIDER,
+    VmBackupsService,
+    VmBackupsJob,
+    // QEMU's copies, as QEMU is the only driver (vm-driver.provider.ts).
+    { provide: VmCopier, useClass: QemuCopier },
     { provide: NodeVmsSource, useExisting: VmsService },
     {
       // list(), not the heartbeat's report(): a scrape reads, it never reconciles.

@@ -40,6 +40,30 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/vms/{vm_id}/backups': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The VM's backups on its node, newest first
+     * @description Read by the agent of the VM's node from its VM_BACKUP_DIR: each backup (a file of a qcow2 chain, full or incremental), where, when and how large; the backup under way and the last failure.
+     */
+    get: operations['listVmBackups'];
+    put?: never;
+    /**
+     * Have the VM's node back it up to its VM_BACKUP_DIR now
+     * @description Sent to the agent of the VM's node, which answers at once (in_progress_since set) and copies the VM after any other backup under way there: a running VM by QEMU while it runs (full, or the clusters written since its chain's last backup), a stopped one from its file. GET .../backups shows it once taken, or last_error.
+     */
+    post: operations['backUpVm'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/vms/{vm_id}/console': {
     parameters: {
       query?: never;
@@ -137,6 +161,28 @@ export interface components {
       /** @description The HTTP status again. */
       statusCode: number;
     };
+    FleetVmBackups: {
+      /** @description Newest first. */
+      backups: components['schemas']['VmBackup'][];
+      /**
+       * Format: date-time
+       * @description When the backup under way began; null when none is.
+       * @example null
+       */
+      in_progress_since: string | null;
+      /**
+       * @description Why this agent's last backup of the VM failed; null once one succeeded.
+       * @example null
+       */
+      last_error: string | null;
+      /**
+       * @description The VM's node, whose VM_BACKUP_DIR holds these backups.
+       * @example example-node-01
+       */
+      node_id: string;
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
+    };
     FleetVmWithLifeCycle: {
       /**
        * @description How the VM runs on its node: kvm (hardware virtualization) or tcg (QEMU's emulation, slower). Chosen by the node's agent (VM_ACCEL; prefer_kvm only steers placement), tcg when KVM failed there. Null while the VM has not (yet) been started, and from agents that do not report it.
@@ -211,6 +257,27 @@ export interface components {
        * @default 60
        */
       timeout_s: number;
+    };
+    VmBackup: {
+      /**
+       * @description The chain (its folder) and the file in it: `<chain_id>/<index>`.
+       * @example 20261205T041700Z-3f2a/0001
+       */
+      backup_id: string;
+      /**
+       * @description full: the whole disk in one file; incremental: the clusters written since the chain's previous backup, in a file whose backing is that one.
+       * @enum {string}
+       */
+      kind: 'full' | 'incremental';
+      /**
+       * @description The file on the node: `qemu-img convert -O qcow2 <path> disk.qcow2` makes the VM's whole disk as of taken_at from it and the files before it in its folder.
+       * @example /mnt/usb/vm-backups/vm-0123456789abcdef/20261205T041700Z-3f2a/0001-incremental.qcow2
+       */
+      path: string;
+      /** @description This file's size on disk, in bytes. */
+      size_bytes: number;
+      /** Format: date-time */
+      taken_at: string;
     };
     VmConsole: {
       /** @description Byte offset of the first byte of text in the log of the current boot. */
@@ -405,6 +472,216 @@ export interface operations {
            *       "statusCode": 404
            *     }
            */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  listVmBackups: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['FleetVmBackups'];
+        };
+      };
+      /** @description vm_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - No node lists a VM with this id.
+       *     - The node's agent does not know the VM (deleted meanwhile): it leaves the listing at the next heartbeat.
+       */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The VM is listed with node_silent_since: no live agent manages it, so none is asked. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "vm vm-0123456789abcdef is on node example-node-01, whose agent has not listed it since 2026-08-06T12:00:00.000Z: no agent can be asked for the backups read. Start the node's agent again with the same VM_NODE_ID and VM_DISK_DIR, then try again",
+           *       "statusCode": 409
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The node's agent could not be reached, or did not answer within 10 s. The answer is the same whatever is at the node's address; the controller's log has the detail.
+       *     - The node's agent answered what its API does not give (another status, a body that is not its answer). Nothing of it is passed on; the controller's log has the detail.
+       */
+      502: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  backUpVm: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The backup was taken on by the agent. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['FleetVmBackups'];
+        };
+      };
+      /** @description vm_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - No node lists a VM with this id.
+       *     - The node's agent does not know the VM (deleted meanwhile): it leaves the listing at the next heartbeat.
+       */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The VM is listed with node_silent_since: no live agent manages it, so none is asked.
+       *     - The agent refused: backups are off on this node (VM_BACKUP_DIR is not set).
+       *     - The agent refused: vm <vm_id> is already being backed up.
+       */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The node's agent could not be reached, or did not answer within 10 s. The answer is the same whatever is at the node's address; the controller's log has the detail.
+       *     - The node's agent answered what its API does not give (another status, a body that is not its answer). Nothing of it is passed on; the controller's log has the detail.
+       */
+      502: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
           'application/json': components['schemas']['ErrorBody'];
         };
       };

@@ -29,12 +29,15 @@ function option(args: string[], flag: string): string[] {
 }
 
 describe('qemuArgs', () => {
-  it('sizes the VM from the request and daemonizes with a pidfile and a QMP socket', () => {
+  it('sizes the VM from the request and daemonizes with a pidfile and two QMP sockets (the copies their own)', () => {
     const args = qemuArgs(launch);
     expect(option(args, '-m')).toEqual(['128M']);
     expect(option(args, '-smp')).toEqual(['2']);
     expect(option(args, '-pidfile')).toEqual([launch.pidFile]);
-    expect(option(args, '-qmp')).toEqual([`unix:${launch.qmpSocket},server=on,wait=off`]);
+    expect(option(args, '-qmp')).toEqual([
+      `unix:${launch.qmpSocket},server=on,wait=off`,
+      'unix:/var/lib/vm-fleet/run/vm-0123456789abcdef/copy-qmp.sock,server=on,wait=off',
+    ]);
     expect(args).toContain('-daemonize');
   });
 

@@ -1,4 +1,8 @@
+import { dirname, join } from 'node:path';
 import { MAX_HOST_PORTS_PER_VM, TCG_TRANSLATION_CACHE_MB, type HostPort } from '@app/fleet-domain';
+
+/** The second QMP socket, beside the first: the copies' own (apps/vm-host/src/vms/copies/). */
+export const COPY_QMP_SOCKET = 'copy-qmp.sock';
 
 /** How QEMU runs a guest: KVM when asked for and usable, else TCG (emulation). */
 export type QemuAccel = 'kvm' | 'tcg';
@@ -69,6 +73,8 @@ export function qemuArgs(launch: QemuLaunch): string[] {
     `virtio-rng-pci,max-bytes=${GUEST_ENTROPY_BYTES_PER_S},period=1000`,
     '-qmp',
     `unix:${optionValue(launch.qmpSocket)},server=on,wait=off`,
+    '-qmp',
+    `unix:${optionValue(join(dirname(launch.qmpSocket), COPY_QMP_SOCKET))},server=on,wait=off`,
     '-pidfile',
     launch.pidFile,
     // Appended to, so the agent can cut a log a guest grows without bound (capConsoleLog).

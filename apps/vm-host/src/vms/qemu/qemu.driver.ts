@@ -32,6 +32,7 @@ import { SOCKET_PORT_PROBE, firstTakenPort } from '../ports/port-probe';
 import { makeSeedIso } from './cloud-init';
 import { BROKEN_RUN_STATES, KvmStarts } from './kvm-starts';
 import {
+  COPY_QMP_SOCKET,
   QemuAccel,
   KvmCpuModel,
   QemuLaunch,
@@ -180,7 +181,8 @@ export class QemuDriver extends VmDriver {
   }
 
   checkDiskDir(): void {
-    if (this.qmpSocket(LONGEST_VM_ID).length > MAX_SOCKET_PATH) {
+    const longest = join(this.files.runDir(LONGEST_VM_ID), COPY_QMP_SOCKET);
+    if (Math.max(longest.length, this.qmpSocket(LONGEST_VM_ID).length) > MAX_SOCKET_PATH) {
       throw new Error(`too long: QMP socket paths under it would exceed ${MAX_SOCKET_PATH} bytes`);
     }
   }
@@ -451,6 +453,10 @@ export class QemuDriver extends VmDriver {
     this.failpoint.reached('after-launch-before-pid-written', launch.vmId);
     const pid = Number((await readFile(launch.pidFile, 'utf8')).trim());
     if (!Number.isInteger(pid) || pid <= 0) throw new Error(`unreadable pidfile ${launch.pidFile}`);
+    // The copies' socket too, quietly: the run folder is 0700 anyway.
+    await chmod(join(this.files.runDir(launch.vmId), COPY_QMP_SOCKET), PRIVATE_FILE_MODE).catch(
+      () => undefined,
+    );
     await chmod(launch.qmpSocket, PRIVATE_FILE_MODE).catch((error: unknown) => {
       // QEMU runs: not a reason to fail the VM; the run folder is 0700 anyway.
       this.logger.warn(

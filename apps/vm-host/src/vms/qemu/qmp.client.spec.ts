@@ -1,37 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import { Server, Socket, createServer } from 'node:net';
+import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { qmpServer } from '../../../../../test/support/fake-qmp-server';
 import { withQmp } from './qmp.client';
-
-/**
- * A QMP server on a unix socket, as QEMU speaks it: a greeting, then one JSON line per
- * command, with events in between. `answer` says what each command gets (undefined: nothing).
- */
-async function qmpServer(
-  path: string,
-  answer: (command: { execute: string }, socket: Socket) => object | undefined,
-): Promise<{ server: Server; commands: string[] }> {
-  const commands: string[] = [];
-  const server = createServer((socket) => {
-    socket.setEncoding('utf8');
-    socket.write(JSON.stringify({ QMP: { version: {}, capabilities: [] } }) + '\n');
-    let buffer = '';
-    socket.on('data', (chunk: string) => {
-      buffer += chunk;
-      let newline: number;
-      while ((newline = buffer.indexOf('\n')) >= 0) {
-        const command = JSON.parse(buffer.slice(0, newline)) as { execute: string };
-        buffer = buffer.slice(newline + 1);
-        commands.push(command.execute);
-        const reply = answer(command, socket);
-        if (reply) socket.write(JSON.stringify(reply) + '\n');
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(path, resolve));
-  return { server, commands };
-}
 
 describe('withQmp', () => {
   let root: string;
