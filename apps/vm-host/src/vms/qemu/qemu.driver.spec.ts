@@ -214,6 +214,7 @@ describe('QemuDriver', () => {
         await writeFile(args[args.indexOf('-pidfile') + 1], `${process.pid}\n`);
         // Where QEMU's QMP socket would be (nothing answers on it).
         await writeFile(/^unix:([^,]+),/.exec(args[args.indexOf('-qmp') + 1])![1], '');
+        return '';
       });
     }
 
