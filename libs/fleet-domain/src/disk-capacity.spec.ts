@@ -54,9 +54,9 @@ describe('diskRefusal', () => {
   });
 
   it('names VM_DISK_OVERCOMMIT when it is set', () => {
-    expect(
-      diskRefusal({ virtualBytes: 100 * GIB, allocatedBytes: 0 }, space, [], 2.5),
-    ).toContain('x VM_DISK_OVERCOMMIT 2.5');
+    expect(diskRefusal({ virtualBytes: 100 * GIB, allocatedBytes: 0 }, space, [], 2.5)).toContain(
+      'x VM_DISK_OVERCOMMIT 2.5',
+    );
   });
 });
 

@@ -259,7 +259,7 @@ export class VmHostConfig extends DaemonConfig {
   @EnvironmentVariable('VM_DISK_OVERCOMMIT', {
     validate: Matches(/^(?:[1-9]\d?(?:\.\d{1,2})?|100)$/, {
       message:
-        '$property must be a ratio of VM disks\' virtual sizes to the disk room, from 1 (no thin provisioning) to 100 (e.g. 1.5)',
+        "$property must be a ratio of VM disks' virtual sizes to the disk room, from 1 (no thin provisioning) to 100 (e.g. 1.5)",
     }),
     read: Number,
     default: DEFAULT_DISK_OVERCOMMIT,

@@ -328,9 +328,9 @@ describe('VM life cycle: desired state, restarts and actions', () => {
       diskRoom = new VmDiskRoom(files, driver, config);
       room = false;
       // VM_DISK_DIR full or not, as the test says (the real one is the test's /tmp).
-      jest.spyOn(VmDiskRoom.prototype, 'hasRoomAgain').mockImplementation(() =>
-        Promise.resolve(room),
-      );
+      jest
+        .spyOn(VmDiskRoom.prototype, 'hasRoomAgain')
+        .mockImplementation(() => Promise.resolve(room));
       pauses = new DiskFullPauses(services.lifecycle, driver, diskRoom, config);
       await ranBefore();
       alive();

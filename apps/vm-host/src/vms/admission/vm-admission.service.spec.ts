@@ -313,7 +313,7 @@ describe('VmAdmissionService', () => {
       await expect(admission.spawn(request())).rejects.toThrow('x VM_DISK_OVERCOMMIT 2 (reserve');
     });
 
-    it('counts a stopped VM\'s disk too, and its disk_gb when it has one', async () => {
+    it("counts a stopped VM's disk too, and its disk_gb when it has one", async () => {
       const gib = 1024 ** 3;
       driver.imageBytes = gib;
       const roomGb = Math.floor((await availableBytes()) / gib);

@@ -241,11 +241,7 @@ export class VmAdmissionService {
   refusalToStart(sidecar: VmSidecar): Promise<string | undefined> {
     return this.lifecycle.locks.run(ADMISSION, async () => {
       const others = (await this.sidecars.all()).filter(({ vm_id }) => vm_id !== sidecar.vm_id);
-      const capacity = await this.capacityRefusal(
-        sidecar.ram_alloc_mb,
-        sidecar.vcpu_count,
-        others,
-      );
+      const capacity = await this.capacityRefusal(sidecar.ram_alloc_mb, sidecar.vcpu_count, others);
       if (capacity) return capacity;
       return this.diskRoom
         .refusal({ vmId: sidecar.vm_id, diskGb: sidecar.disk_gb }, others)

@@ -114,7 +114,9 @@ function upgradeSidecar(stored: StoredSidecar): VmSidecar {
   const forwards = validForwards(stored.forwards);
   // A size that is no create's is none: it reaches qemu-img's command line.
   const disk_gb =
-    positiveInteger(stored.disk_gb) && stored.disk_gb! <= MAX_VM_DISK_GB ? stored.disk_gb : undefined;
+    positiveInteger(stored.disk_gb) && stored.disk_gb! <= MAX_VM_DISK_GB
+      ? stored.disk_gb
+      : undefined;
   if ('driver' in stored) return { ...stored, ...later, forwards, disk_gb };
   const { accel, pid, ...rest } = stored;
   return { ...rest, driver: { kind: 'qemu', accel, pid }, ...later, forwards, disk_gb };

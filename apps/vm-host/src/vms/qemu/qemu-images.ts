@@ -51,9 +51,9 @@ export class QemuImages {
     const modifiedMs = (await stat(image)).mtimeMs;
     const known = this.sizes.get(image);
     if (known?.modifiedMs === modifiedMs) return known.bytes;
-    const info = JSON.parse(
-      await runTool('qemu-img', ['info', '--output=json', '-U', image]),
-    ) as { 'virtual-size'?: unknown };
+    const info = JSON.parse(await runTool('qemu-img', ['info', '--output=json', '-U', image])) as {
+      'virtual-size'?: unknown;
+    };
     const bytes = info['virtual-size'];
     if (typeof bytes !== 'number' || !Number.isSafeInteger(bytes) || bytes <= 0) {
       throw new Error(`qemu-img info ${image}: no virtual size`);

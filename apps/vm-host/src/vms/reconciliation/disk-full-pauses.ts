@@ -27,9 +27,7 @@ export class DiskFullPauses {
   async resumeWhereRoom(sidecars: readonly VmSidecar[]): Promise<void> {
     const paused = new Set(this.lifecycle.pausedOnFullDisk(sidecars.map(({ vm_id }) => vm_id)));
     // An operator's stop, restart or delete under way acts on it instead.
-    const due = sidecars.filter(
-      ({ vm_id }) => paused.has(vm_id) && !this.lifecycle.owned(vm_id),
-    );
+    const due = sidecars.filter(({ vm_id }) => paused.has(vm_id) && !this.lifecycle.owned(vm_id));
     if (due.length === 0 || !(await this.diskRoom.hasRoomAgain())) return;
     for (const sidecar of due) {
       const vmId = sidecar.vm_id;
