@@ -371,6 +371,19 @@ describe('VM life cycle: desired state, restarts and actions', () => {
       expect(driver.resumed).toEqual([VM]);
     });
 
+    it('is stopped by ending its process at once, and listed Stopped', async () => {
+      await services.actions.stop(VM, { force: false, timeout_s: 60 });
+      await until(() => services.lifecycle.operationOf(VM) === null);
+      expect(driver.poweredDown).toEqual([]);
+      expect(driver.stopped.map(({ vmId }) => vmId)).toEqual([VM]);
+      driver.runState = 'stopped';
+      expect(await services.actions.lifeCycle(VM)).toMatchObject({
+        state: VmState.Stopped,
+        desired_state: DesiredVmState.Stopped,
+      });
+      expect(await services.vms.pausedOnFullDisk()).toBe(0);
+    });
+
     it('is restarted by ending its process at once (no power button it could hear), then started from its disk', async () => {
       await services.actions.restart(VM, { force: false, timeout_s: 60 });
       await startSucceeds();

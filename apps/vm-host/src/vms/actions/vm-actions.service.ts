@@ -65,13 +65,19 @@ export class VmActionsService {
         throw VmActionConflictError.alreadyStopped(vmId);
       }
       await this.desire(sidecar, DesiredVmState.Stopped);
+      // A guest paused on a full disk hears no power button: its process is ended at once.
+      const paused = live && (await this.driver.inspect(vmId, sidecar.driver)) === 'io-error';
+      const halt = paused ? { ...request, force: true } : request;
       this.logger.log(
-        `vm ${vmId}: stop asked${request.force ? ' (forced)' : `, ${request.timeout_s} s to power down`}`,
+        `vm ${vmId}: stop asked${request.force ? ' (forced)' : paused ? ' (paused on a full disk: its process is ended at once)' : `, ${request.timeout_s} s to power down`}`,
       );
       if (live) {
         const record = sidecar.driver;
         this.lifecycle.operate(vmId, VmOperation.Stopping, () =>
-          this.lifecycle.locks.run(vmId, () => this.halt(vmId, record, request)),
+          this.lifecycle.locks.run(vmId, async () => {
+            await this.halt(vmId, record, halt);
+            this.lifecycle.resumedFromDiskFull(vmId);
+          }),
         );
       }
     });
