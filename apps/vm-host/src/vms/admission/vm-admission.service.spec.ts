@@ -330,6 +330,17 @@ describe('VmAdmissionService', () => {
       expect(logs.some((line) => line.includes('96 MB, 1 vCPU, 2 GiB disk'))).toBe(true);
     });
 
+    it("judges no disk when the base image's size cannot be read: making its disk says why, as before", async () => {
+      jest
+        .spyOn(driver, 'imageDiskBytes')
+        .mockRejectedValue(new Error('qemu-img failed: Image is not in qcow2 format'));
+      const { vm } = await admission.spawn(request({ disk_gb: 2 }));
+      expect(vm.state).toBe(VmState.Provisioning);
+      expect(logs).toContain(
+        "warn node node-a: the base image's size cannot be read (qemu-img failed: Image is not in qcow2 format); disks not judged against the disk room",
+      );
+    });
+
     it("refuses (422) a disk_gb below the base image's size, naming both, making nothing", async () => {
       driver.imageBytes = 4 * 1024 ** 3;
       const refusal = admission.spawn(request({ disk_gb: 2 }));

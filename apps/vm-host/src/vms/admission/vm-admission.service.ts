@@ -220,7 +220,7 @@ export class VmAdmissionService {
   private async checkDiskRoom(request: CreateVmRequest, sidecars: VmSidecar[]): Promise<void> {
     const diskGb = request.disk_gb ?? undefined;
     try {
-      await this.diskRoom.virtualBytes(diskGb);
+      await this.diskRoom.checkSize(diskGb);
     } catch (error) {
       this.logger.warn(`node ${this.config.nodeId} refused a VM: ${messageOf(error)}`);
       throw error;
@@ -243,9 +243,7 @@ export class VmAdmissionService {
       const others = (await this.sidecars.all()).filter(({ vm_id }) => vm_id !== sidecar.vm_id);
       const capacity = await this.capacityRefusal(sidecar.ram_alloc_mb, sidecar.vcpu_count, others);
       if (capacity) return capacity;
-      return this.diskRoom
-        .refusal({ vmId: sidecar.vm_id, diskGb: sidecar.disk_gb }, others)
-        .catch(() => undefined); // No base image to size it by: the start itself says so.
+      return this.diskRoom.refusal({ vmId: sidecar.vm_id, diskGb: sidecar.disk_gb }, others);
     });
   }
 

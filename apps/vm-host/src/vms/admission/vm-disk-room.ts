@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { stat, statfs } from 'node:fs/promises';
 import {
   CommittedDisk,
@@ -11,7 +11,7 @@ import {
 import { VmHostConfig } from '../../config/vm-host.config';
 import { VmDriver } from '../vm-driver';
 import { VmFiles } from '../files/vm-files';
-import { VmDiskTooSmallError } from '../vms.errors';
+import { VmDiskTooSmallError, messageOf } from '../vms.errors';
 
 /**
  * VM_DISK_DIR's room for VM disks: what the file system has, what each VM's disk holds and
@@ -19,6 +19,7 @@ import { VmDiskTooSmallError } from '../vms.errors';
  */
 @Injectable()
 export class VmDiskRoom {
+  private readonly logger = new Logger('Vms');
   constructor(
     private readonly files: VmFiles,
     private readonly driver: VmDriver,
@@ -34,16 +35,30 @@ export class VmDiskRoom {
     };
   }
 
-  /** The virtual size a disk of `diskGb` has (the base image's without), refused below it. */
-  async virtualBytes(diskGb: number | undefined): Promise<number> {
-    const imageBytes = await this.driver.imageDiskBytes();
-    if (diskGb === undefined) return imageBytes;
+  /**
+   * The base image's virtual size, or undefined (said once per failure) when it cannot be read:
+   * then no disk is judged, and making the VM's disk says what is wrong with the image.
+   */
+  private async imageBytes(): Promise<number | undefined> {
+    try {
+      return await this.driver.imageDiskBytes();
+    } catch (error) {
+      this.logger.warn(
+        `node ${this.config.nodeId}: the base image's size cannot be read (${messageOf(error)}); disks not judged against the disk room`,
+      );
+      return undefined;
+    }
+  }
+
+  /** Refuses a disk of `diskGb` smaller than the base image. */
+  async checkSize(diskGb: number | undefined): Promise<void> {
+    const imageBytes = await this.imageBytes();
+    if (diskGb === undefined || imageBytes === undefined) return;
     if (diskGb * GIB < imageBytes) {
       throw new VmDiskTooSmallError(
         `disk_gb: ${diskGb} GiB is smaller than the base image (${gibText(imageBytes)}); ask for at least ${Math.ceil(imageBytes / GIB)}`,
       );
     }
-    return diskGb * GIB;
   }
 
   /**
@@ -54,7 +69,8 @@ export class VmDiskRoom {
     wanted: { vmId?: string; diskGb?: number },
     others: ReadonlyArray<{ vm_id: string; disk_gb?: number }>,
   ): Promise<string | undefined> {
-    const imageBytes = await this.driver.imageDiskBytes();
+    const imageBytes = await this.imageBytes();
+    if (imageBytes === undefined) return undefined;
     const [space, own, disks] = await Promise.all([
       this.space(),
       wanted.vmId === undefined ? 0 : this.allocatedBytes(wanted.vmId),
