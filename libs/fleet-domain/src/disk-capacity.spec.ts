@@ -1,4 +1,11 @@
-import { GIB, diskHasRoomAgain, diskRefusal, diskReserveBytes, diskRoom } from './disk-capacity';
+import {
+  GIB,
+  diskHasRoomAgain,
+  diskRefusal,
+  diskReserveBytes,
+  diskRoom,
+  gibText,
+} from './disk-capacity';
 
 describe('diskReserveBytes', () => {
   it('keeps 5% of a small file system and at most 2 GiB of a large one', () => {
@@ -57,6 +64,15 @@ describe('diskRefusal', () => {
     expect(diskRefusal({ virtualBytes: 100 * GIB, allocatedBytes: 0 }, space, [], 2.5)).toContain(
       'x VM_DISK_OVERCOMMIT 2.5',
     );
+  });
+});
+
+describe('gibText', () => {
+  it('prints GiB with one decimal, rounded down, and MiB below 1 GiB', () => {
+    expect(gibText(4 * GIB)).toBe('4.0 GiB');
+    expect(gibText(12.49 * GIB)).toBe('12.4 GiB');
+    expect(gibText(64 * 1024 * 1024)).toBe('64 MiB');
+    expect(gibText(0)).toBe('0 MiB');
   });
 });
 

@@ -72,8 +72,9 @@ export function diskRoom(
   return { roomBytes, reserveBytes, overcommit, committedBytes, committableBytes };
 }
 
-/** Bytes as GiB with one decimal, as the refusals print them. */
+/** Bytes as GiB with one decimal (rounded down), as the refusals print them; MiB below 1 GiB. */
 export function gibText(bytes: number): string {
+  if (bytes < GIB) return `${Math.floor(bytes / (1024 * 1024))} MiB`;
   return `${(Math.floor((bytes / GIB) * 10) / 10).toFixed(1)} GiB`;
 }
 
