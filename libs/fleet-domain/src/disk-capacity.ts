@@ -26,9 +26,10 @@ export interface CommittedDisk {
 
 /**
  * Room VM_DISK_DIR keeps beyond every VM disk at its virtual size: 5% of its file system, at
- * most 2 GiB. It takes what no disk's virtual size counts: qcow2's own tables (under 0.1% of a
- * disk), the seed ISOs, the serial logs (8 MiB each, and the previous boot's), the sidecars;
- * 2 GiB is plenty of that for hundreds of VMs, and 5% keeps a small test file system usable.
+ * most 2 GiB. It takes what no disk's virtual size counts: qcow2's own tables (about 0.02% of a
+ * disk), the seed ISOs, the serial logs (8 MiB each, and the previous boot's), the sidecars: at
+ * worst about 17 MiB per VM, so 2 GiB for about 120 VMs all at once; 5% keeps a small file
+ * system usable.
  */
 export function diskReserveBytes(totalBytes: number): number {
   return Math.min(Math.floor(totalBytes * RESERVE_SHARE), RESERVE_MAX_BYTES);
