@@ -140,7 +140,7 @@ describe('disk room: a guest cannot take its neighbour’s', () => {
     const third = await createVm({ vm_type: 'third', ram_mb: 512, vcpu_count: 1 });
     expect(third.status).toBe(422);
     expect(((await third.json()) as { message: string }).message).toMatch(
-      /^node disk-node refused the VM: disk_gb: 4\.0 GiB does not fit in this node's disk room: [\d.]+ GiB committable of [\d.]+ GiB room in VM_DISK_DIR \(reserve [\d.]+ GiB, 8\.0 GiB committed to 2 other VM disk\(s\)\)$/,
+      /^node disk-node refused the VM: disk_gb: 4\.0 GiB does not fit in this node's disk room: [\d.]+ GiB committable of [\d.]+ GiB room in VM_DISK_DIR \(reserve [\d.]+ [GM]iB, 8\.0 GiB committed to 2 other VM disk\(s\)\)$/,
     );
     for (const name of ['writer', 'neighbour'] as const) {
       const { vmId } = guests[name];
