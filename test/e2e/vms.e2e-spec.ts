@@ -432,6 +432,14 @@ describe('fleet controller: VMs', () => {
             'no free tcp host port for vm vm-00000000000000c1 on node refusing (10.0.0.1) in 32768-60999 (net.ipv4.ip_local_port_range): every port in it is bound; no VM was made',
         },
       ],
+      [
+        422,
+        'no disk room for the VM (422)',
+        {
+          message:
+            "disk_gb: 4.0 GiB does not fit in this node's disk room: 1.2 GiB committable of 9.2 GiB room in VM_DISK_DIR (reserve 0.5 GiB, 8.0 GiB committed to 2 other VM disk(s))",
+        },
+      ],
     ])(
       'moves a create on from an agent answering %i, and passes that node over for a while, naming why',
       async (status, reason, answer) => {
@@ -453,6 +461,36 @@ describe('fleet controller: VMs', () => {
         );
       },
     );
+
+    describe('disk_gb', () => {
+      it('sends disk_gb to the agent, and the Idempotency-Key hashes it', async () => {
+        const node = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('node', node);
+        await create({ ...small, disk_gb: 20 }, 'disk-20').expect(201);
+        expect((node.calls[0].body as { disk_gb: unknown }).disk_gb).toBe(20);
+        // The same key with another disk is another request.
+        await create({ ...small, disk_gb: 30 }, 'disk-20').expect(422);
+      });
+
+      it('refuses a disk_gb out of its bounds (400), naming it', async () => {
+        for (const disk_gb of [0, 16_385, 1.5, '20']) {
+          const { body } = await create({ ...small, disk_gb }).expect(400);
+          expect(JSON.stringify(body.message)).toContain('disk_gb');
+        }
+      });
+
+      it("passes an agent's disk_gb below its base image (422) on, trying no other node", async () => {
+        const message =
+          'disk_gb: 2 GiB is smaller than the base image (4.0 GiB); ask for at least 4';
+        const smallImage = await agent((_call, res) => json(res, 422, { message }));
+        await enroll('first', smallImage, { ram_total_mb: 65536, ram_used_mb: 0 });
+        const other = await agent((call, res) => json(res, 201, spawned(call)));
+        await enroll('other', other);
+        const { body } = await create({ ...small, disk_gb: 2 }).expect(422);
+        expect(body.message).toBe(`node first refused the VM: ${message}`);
+        expect(other.calls).toHaveLength(0);
+      });
+    });
 
     describe('published ports', () => {
       const web = { ...small, ports: [{ guest_port: 80, protocol: 'tcp', host_port: 8080 }] };

@@ -78,6 +78,21 @@ export class FakeVmDriver extends VmDriver {
     return Promise.resolve(this.runState);
   }
 
+  /** The base image's virtual size, as imageDiskBytes reports it: small, so any /tmp has room. */
+  imageBytes = 1024 * 1024;
+  readonly resumed: string[] = [];
+
+  imageDiskBytes(): Promise<number> {
+    return Promise.resolve(this.imageBytes);
+  }
+
+  /** A resumed VM runs again. */
+  resume(vmId: string): Promise<void> {
+    this.resumed.push(vmId);
+    this.runState = 'running';
+    return Promise.resolve();
+  }
+
   find(vmIds: readonly string[]): Promise<Map<string, FoundVm>> {
     return Promise.resolve(new Map([...this.live].filter(([vmId]) => vmIds.includes(vmId))));
   }

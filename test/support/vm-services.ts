@@ -11,6 +11,7 @@ import type { HostMetrics } from '../../apps/vm-host/src/metrics/host-metrics.se
 import { CrashFailpoint } from '../../apps/vm-host/src/vms/life-cycle/crash-failpoint';
 import { DeletedDisks } from '../../apps/vm-host/src/vms/files/deleted-disks.service';
 import { VmAdmissionService } from '../../apps/vm-host/src/vms/admission/vm-admission.service';
+import { VmDiskRoom } from '../../apps/vm-host/src/vms/admission/vm-disk-room';
 import type { StartedVm, VmDriver } from '../../apps/vm-host/src/vms/vm-driver';
 import { VmFiles, VmSidecar } from '../../apps/vm-host/src/vms/files/vm-files';
 import { VmLifecycle } from '../../apps/vm-host/src/vms/life-cycle/vm-lifecycle';
@@ -71,7 +72,8 @@ export function vmServices(parts: {
   const { files, driver, clock, hostFacts, config } = parts;
   const failpoint = new CrashFailpoint(config);
   const sidecars = new VmSidecars(files, driver);
-  const lifecycle = new VmLifecycle(files, driver, clock, failpoint, parts.metrics);
+  const lifecycle = new VmLifecycle(files, driver, clock, failpoint, parts.metrics, config);
+  const diskRoom = new VmDiskRoom(files, driver, config);
   const admission = new VmAdmissionService(
     files,
     sidecars,
@@ -82,6 +84,7 @@ export function vmServices(parts: {
     config,
     failpoint,
     new HostPorts(config),
+    diskRoom,
   );
   const restarts = new VmRestartService(
     sidecars,
@@ -100,7 +103,16 @@ export function vmServices(parts: {
     restarts,
     admission,
   );
-  const actions = new VmActionsService(files, sidecars, lifecycle, admission, restarts, driver);
+  const actions = new VmActionsService(
+    files,
+    sidecars,
+    lifecycle,
+    admission,
+    restarts,
+    driver,
+    diskRoom,
+    config,
+  );
   const deletedDisks = new DeletedDisks(files, driver, clock, config);
   const vms = new VmsService(
     files,

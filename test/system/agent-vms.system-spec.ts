@@ -485,7 +485,7 @@ class AgentOnFullDisk {
 }
 
 describe('a full VM_DISK_DIR', () => {
-  it('is a 507 naming the folder and ENOSPC, and leaves no run folder and no disk', async () => {
+  it("is refused before anything is written: a 422 naming disk_gb and the node's disk room, no run folder and no disk", async () => {
     const wgIp = '127.0.0.24';
     const diskDir = join(workDir, 'full-disk');
     rmSync(diskDir, { recursive: true, force: true });
@@ -497,10 +497,12 @@ describe('a full VM_DISK_DIR', () => {
         () => Promise.resolve(/listening on 127\.0\.0\.24/.test(agent.output) || undefined),
         10_000,
       );
+      // 64 KiB free on 2 MiB, less the reserve (5%): no room for a 64 MiB disk. (A disk that
+      // fills between this judgement and the writes is a 507: the admission's unit spec.)
       const answer = await spawnAt(wgIp, SMALL);
-      expect(answer.status).toBe(507);
+      expect(answer.status).toBe(422);
       expect(answer.body.message).toBe(
-        `VM_DISK_DIR ${diskDir}: no space left on device (ENOSPC) while making the VM's disk; nothing of the VM was kept`,
+        "disk_gb: 64 MiB does not fit in this node's disk room: 0 MiB committable of 0 MiB room in VM_DISK_DIR (reserve 0 MiB, 0 MiB committed to 0 other VM disk(s))",
       );
       expect(readdirSync(agent.inside(join(diskDir, 'run')))).toEqual([]);
       expect(readdirSync(agent.inside(join(diskDir, 'disks')))).toEqual([]);

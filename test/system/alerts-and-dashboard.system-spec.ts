@@ -36,6 +36,7 @@ describe('the alert rules', () => {
         'PpnFleetAgentsFailing',
         'PpnFleetAgentHeartbeatsFailing',
         'PpnFleetVmCrashLoop',
+        'PpnFleetVmPausedDiskFull',
         'PpnFleetNodeIdTakenOver',
         'PpnFleetSilentNodeVms',
         'PpnFleetControllerDown',

@@ -22,8 +22,9 @@ import { scratchFolder } from '../support/scratch-folders';
  * controller with per-node tokens, real agents and QEMU guests (TCG, 64 MB, a blank base image).
  * A node heartbeating with its own valid token and another node's VM id changes nothing that
  * node's operator sees, and the DELETE ends that node's QEMU; an agent whose VM_DISK_DIR (a
- * tmpfs) is full answers 507 and the creates land elsewhere; a frozen agent's timed-out create
- * has `ppn-fleet` print its --key, and the retry with it answers the one VM it made.
+ * tmpfs) is full refuses them (no disk room, 422) and the creates land elsewhere; a frozen
+ * agent's timed-out create has `ppn-fleet` print its --key, and the retry with it answers the one
+ * VM it made.
  */
 jest.setTimeout(180_000);
 
@@ -154,7 +155,7 @@ describe('VMs that belong to their node', () => {
     );
   });
 
-  it('moves creates on from an agent whose VM_DISK_DIR is full (507): five in a row land elsewhere', async () => {
+  it('moves creates on from an agent whose VM_DISK_DIR is full (no disk room, 422): five in a row land elsewhere', async () => {
     mkdirSync(fullDir, { recursive: true });
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', fullDir]);
     // "a-full" sorts first: with the same RAM as the others, placement tries it first.
@@ -174,9 +175,11 @@ describe('VMs that belong to their node', () => {
       placed.push(vm);
     }
     expect(placed.filter((vm) => vm.node_id === 'a-full')).toEqual([]);
-    await fleet.waitForOutput(/spawn on node a-full failed: node a-full refused the VM: .*full/);
     await fleet.waitForOutput(
-      /node a-full failed \(disk full \(507\)\); trying the next best node/,
+      /spawn on node a-full failed: node a-full refused the VM: disk_gb: .* does not fit in this node's disk room/,
+    );
+    await fleet.waitForOutput(
+      /node a-full failed \(no disk room for the VM \(422\)\); trying the next best node/,
     );
     for (const vm of placed) {
       await fetch(`${FLEET_URL}/v1/vms/${vm.vm_id}`, { method: 'DELETE', headers: asOperator });

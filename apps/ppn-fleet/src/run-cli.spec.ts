@@ -421,6 +421,16 @@ describe('ppn-fleet vm create', () => {
     expect(keyed.requests[0].headers.get('idempotency-key')).toBe('deploy-42');
   });
 
+  it('sends --disk as disk_gb, and refuses one out of its bounds before asking', async () => {
+    const io = new FakeIo({}, () => json(vm('Provisioning'), 201));
+    expect(await run([...ARGS, '--disk', '20'], io)).toBe(ExitCode.Ok);
+    expect(await io.requests[0].json()).toMatchObject({ disk_gb: 20 });
+    const bad = new FakeIo({}, () => json(vm('Provisioning'), 201));
+    expect(await run([...ARGS, '--disk', '0'], bad)).toBe(ExitCode.Usage);
+    expect(bad.stderr.text).toContain("option '--disk <gb>' argument '0' is invalid");
+    expect(bad.requests).toHaveLength(0);
+  });
+
   it('retries a lost connection with the same key', async () => {
     let calls = 0;
     const io = new FakeIo({}, () =>

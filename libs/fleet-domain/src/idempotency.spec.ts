@@ -15,6 +15,16 @@ describe('canonicalCreateRequest', () => {
       canonicalCreateRequest(short),
     );
   });
+
+  it('names disk_gb only when it is given, after the other fields', () => {
+    const short = { vm_type: 'web', ram_mb: 2048, vcpu_count: 2, prefer_kvm: false };
+    expect(canonicalCreateRequest({ ...short, disk_gb: 20 })).toBe(
+      '{"vm_type":"web","ram_mb":2048,"vcpu_count":2,"prefer_kvm":false,"preferred_node":null,"tenant_id":null,"disk_gb":20}',
+    );
+    expect(canonicalCreateRequest({ ...short, disk_gb: 20 })).not.toBe(
+      canonicalCreateRequest({ ...short, disk_gb: 30 }),
+    );
+  });
 });
 
 describe('idempotency keys', () => {

@@ -21,7 +21,8 @@ export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
 /**
  * The request as both sides hash it: the CreateVmRequest fields in contract order, defaults
  * applied, so that `{"prefer_kvm":false}` and an absent `prefer_kvm` are the same request.
- * `ports` only when some are asked for, so a create without them hashes as it always did.
+ * `ports` only when some are asked for, and `disk_gb` only when given, so a create without
+ * them hashes as it always did.
  */
 export function canonicalCreateRequest(request: CreateVmRequest): string {
   const ports = (request.ports ?? []).map(({ guest_port, protocol, host_port }) => ({
@@ -37,6 +38,9 @@ export function canonicalCreateRequest(request: CreateVmRequest): string {
     preferred_node: request.preferred_node ?? null,
     tenant_id: request.tenant_id ?? null,
     ...(ports.length > 0 ? { ports } : {}),
+    ...(request.disk_gb === undefined || request.disk_gb === null
+      ? {}
+      : { disk_gb: request.disk_gb }),
   });
 }
 

@@ -8,6 +8,7 @@ export * from './dispatch-health';
 export * from './idempotency';
 export * from './agent-refusal';
 export * from './vm-capacity';
+export * from './disk-capacity';
 export * from './heartbeat-interval';
 export * from './restart-policy';
 export * from './wire/vm-life-cycle';

@@ -265,6 +265,11 @@ export interface components {
        * @example 2026-08-06T12:00:10.000Z
        */
       deadline?: string;
+      /**
+       * @description The VM's disk in GiB (its virtual size), at least the base image's. Absent: the base image's size. Counted whole against the node's disk room (see docs/vms.md).
+       * @example 20
+       */
+      disk_gb?: number;
       /** @description Guest ports to publish on the node's mesh address (VM_WG_IP) beside SSH, which is always there and first in host_ports. Absent: SSH only. */
       ports?: components['schemas']['PublishedPortRequest'][];
       /**
@@ -528,6 +533,8 @@ export interface operations {
       };
       /**
        * @description - The node cannot hold the VM: the message names ram_mb or vcpu_count and the numbers, or the number of VMs it holds and the limit (MAX_VMS_PER_HEARTBEAT, 1024).
+       *     - The VM's disk (disk_gb, else the base image's size) does not fit in the node's disk room: every VM disk counted at its virtual size against VM_DISK_DIR's room less its reserve (times VM_DISK_OVERCOMMIT); the message names disk_gb and the numbers.
+       *     - disk_gb is smaller than the base image's virtual size.
        *     - No free host port is left on VM_WG_IP for the VM's forwards (the kernel's range bound, or held by this node's VMs); nothing was made.
        *     - The Idempotency-Key was used for another request.
        */

@@ -91,12 +91,16 @@ function nodeFailure(
               }
             : undefined;
         }
-        // Out of host ports, as out of room: the node's state, passed over for a while.
+        // A disk_gb below the base image's: the request's, and every node has that image.
+        if (error.diskTooSmall) return undefined;
+        // Out of host ports or disk room, as out of RAM: the node's state, passed over a while.
         if (!movesOn) return undefined;
         return {
           reason: error.hostPortsExhausted
             ? 'out of free host ports (422)'
-            : 'refused the VM as too big (422)',
+            : error.diskRoom
+              ? 'no disk room for the VM (422)'
+              : 'refused the VM as too big (422)',
           retry: true,
           mayHaveMadeIt: false,
         };

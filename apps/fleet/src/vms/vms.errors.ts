@@ -102,6 +102,10 @@ export class NodeRefusedVmError extends Error {
   readonly hostPortTaken: boolean;
   /** A 422 saying the node has no free host port left for any VM (its range all bound or held). */
   readonly hostPortsExhausted: boolean;
+  /** A 422 saying the VM's disk does not fit in the node's disk room (VM_DISK_DIR). */
+  readonly diskRoom: boolean;
+  /** A 422 saying disk_gb is below the base image's size: the request's problem, not the node's. */
+  readonly diskTooSmall: boolean;
 
   constructor(
     readonly nodeId: string,
@@ -112,5 +116,10 @@ export class NodeRefusedVmError extends Error {
     this.hostPortTaken = agentStatus === 422 && /^ports\[\d+\]\.host_port: /.test(agentMessage);
     this.hostPortsExhausted =
       agentStatus === 422 && /^no free (tcp|udp) host port /.test(agentMessage);
+    this.diskRoom =
+      agentStatus === 422 &&
+      /(^|; )disk_gb: .* does not fit in this node's disk room/.test(agentMessage);
+    this.diskTooSmall =
+      agentStatus === 422 && /^disk_gb: .* is smaller than the base image/.test(agentMessage);
   }
 }

@@ -3,6 +3,7 @@ import {
   IDEMPOTENCY_KEY_PATTERN,
   IDEMPOTENCY_KEY_RULE,
   MAX_PUBLISHED_PORTS,
+  MAX_VM_DISK_GB,
   MAX_VM_RAM_MB,
   MAX_VM_VCPUS,
   VM_TYPE_PATTERN,
@@ -49,6 +50,7 @@ interface VmCreateOptions extends ApiOptions, WaitFlags {
   type: string;
   ram: number;
   vcpus: number;
+  disk?: number;
   tenant?: string;
   node?: string;
   kvm?: boolean;
@@ -90,6 +92,14 @@ export class VmCreateCommand extends JsonApiCommand {
   @Option({ flags: '--vcpus <n>', description: 'required: its virtual CPUs', required: true })
   parseVcpus(value: string): number {
     return parseInteger(value, 1, MAX_VM_VCPUS);
+  }
+
+  @Option({
+    flags: '--disk <gb>',
+    description: `its disk in GiB (disk_gb, 1-${MAX_VM_DISK_GB}, at least the base image's); the base image's size when absent`,
+  })
+  parseDisk(value: string): number {
+    return parseInteger(value, 1, MAX_VM_DISK_GB);
   }
 
   @Option({ flags: '--tenant <tenant_id>', description: 'the tenant it belongs to' })
@@ -196,6 +206,7 @@ export class VmCreateCommand extends JsonApiCommand {
           tenant_id: options.tenant ?? null,
           // Absent, not [], without --port: the body stays what it always was.
           ...(ports.length > 0 ? { ports } : {}),
+          ...(options.disk === undefined ? {} : { disk_gb: options.disk }),
         },
         key,
       );

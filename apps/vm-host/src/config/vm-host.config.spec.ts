@@ -32,6 +32,7 @@ describe('loadVmHostConfig', () => {
       baseImage: undefined,
       sshPubkey: undefined,
       vcpuOvercommit: 4,
+      diskOvercommit: 1,
       accel: 'auto',
       failpoint: undefined,
       kvmDevice: undefined,
@@ -248,6 +249,23 @@ describe('VM_VCPU_OVERCOMMIT', () => {
     (value) => {
       expect(errorOf({ ...required, VM_VCPU_OVERCOMMIT: value })).toBe(
         'VM_VCPU_OVERCOMMIT must be a number of vCPUs per logical core, from 0.01 to 999 (e.g. 4 or 1.5)',
+      );
+    },
+  );
+});
+
+describe('VM_DISK_OVERCOMMIT', () => {
+  it('is 1 (no thin provisioning) unless set', () => {
+    expect(loadVmHostConfig(required).diskOvercommit).toBe(1);
+    expect(loadVmHostConfig({ ...required, VM_DISK_OVERCOMMIT: '2.5' }).diskOvercommit).toBe(2.5);
+    expect(loadVmHostConfig({ ...required, VM_DISK_OVERCOMMIT: '100' }).diskOvercommit).toBe(100);
+  });
+
+  it.each(['0', '0.5', '-1', 'two', '1e2', '101', '1.505'])(
+    'refuses VM_DISK_OVERCOMMIT=%s, naming it',
+    (value) => {
+      expect(errorOf({ ...required, VM_DISK_OVERCOMMIT: value })).toBe(
+        "VM_DISK_OVERCOMMIT must be a ratio of VM disks' virtual sizes to the disk room, from 1 (no thin provisioning) to 100 (e.g. 1.5)",
       );
     },
   );

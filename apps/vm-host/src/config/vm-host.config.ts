@@ -95,6 +95,8 @@ export const DEFAULT_VM_ACCEL: VmAccelMode = 'auto';
 
 /** vCPUs the agent lets its VMs have per logical core, unless VM_VCPU_OVERCOMMIT says otherwise. */
 export const DEFAULT_VCPU_OVERCOMMIT = 4;
+/** No thin provisioning: every VM disk's virtual size fits the node's disk room. */
+export const DEFAULT_DISK_OVERCOMMIT = 1;
 
 /**
  * Seconds a deleted VM's disk is kept (for an operator to recover it) before the agent removes
@@ -301,6 +303,21 @@ export class VmHostConfig extends DaemonConfig {
     default: DEFAULT_VCPU_OVERCOMMIT,
   })
   vcpuOvercommit!: number;
+
+  /**
+   * Thin provisioning: VM disks' virtual sizes may add up to this many times the room in
+   * VM_DISK_DIR. 1 (the default) never over-commits; above, a full file system pauses the VM
+   * that writes (listed Error, resumed once there is room).
+   */
+  @EnvironmentVariable('VM_DISK_OVERCOMMIT', {
+    validate: Matches(/^(?:[1-9]\d?(?:\.\d{1,2})?|100)$/, {
+      message:
+        "$property must be a ratio of VM disks' virtual sizes to the disk room, from 1 (no thin provisioning) to 100 (e.g. 1.5)",
+    }),
+    read: Number,
+    default: DEFAULT_DISK_OVERCOMMIT,
+  })
+  diskOvercommit!: number;
 
   /** KVM or TCG for this node's VMs (see VM_ACCEL_MODES); prefer_kvm only steers placement. */
   @EnvironmentVariable('VM_ACCEL', {

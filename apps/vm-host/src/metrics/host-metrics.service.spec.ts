@@ -40,6 +40,22 @@ describe('HostMetrics', () => {
     expect(sampleValue(text, 'ppn_host_vms{state="Stopped"}')).toBe(1);
   });
 
+  it('counts VMs paused on a full disk when scraped, and each pause found', async () => {
+    let paused = 2;
+    const withPauses = new HostMetrics({
+      prometheus,
+      listVmStates: () => Promise.resolve([]),
+      countPausedOnFullDisk: () => Promise.resolve(paused),
+    });
+    withPauses.countDiskFullPause();
+    let text = (await withPauses.scrape()).body;
+    expect(sampleValue(text, 'ppn_host_vms_paused_disk_full')).toBe(2);
+    expect(sampleValue(text, 'ppn_host_vm_disk_full_pauses_total')).toBe(1);
+    paused = 0;
+    text = (await withPauses.scrape()).body;
+    expect(sampleValue(text, 'ppn_host_vms_paused_disk_full')).toBe(0);
+  });
+
   it('says NaN for the VM states it cannot read, and still scrapes', async () => {
     const unreadable = new HostMetrics({
       prometheus,
@@ -84,6 +100,8 @@ describe('HostMetrics', () => {
       ppn_host_vm_restarts_total: 'counter',
       ppn_host_vm_start_failures_total: 'counter',
       ppn_host_vms_crash_looping: 'gauge',
+      ppn_host_vms_paused_disk_full: 'gauge',
+      ppn_host_vm_disk_full_pauses_total: 'counter',
     });
     expect(types.get('process_resident_memory_bytes')).toBe('gauge');
   });

@@ -11,6 +11,7 @@ interface HostInstruments {
   spawn: Prometheus.Histogram<'outcome'>;
   restarts: Prometheus.Counter<'reason'>;
   startFailures: Prometheus.Counter;
+  diskFullPauses: Prometheus.Counter;
   ramCommitted: Prometheus.Gauge;
   ramTotal: Prometheus.Gauge;
 }
@@ -31,6 +32,8 @@ export class HostMetrics {
     listVmStates: () => Promise<string[]>;
     /** How many VMs are in a crash loop now, read at scrape time. */
     countCrashLooping?: () => Promise<number>;
+    /** How many VMs are paused on a full disk now, read at scrape time. */
+    countPausedOnFullDisk?: () => Promise<number>;
     /** What ppn_host_build_info shows; by default the version of the package.json above. */
     version?: string;
   }) {
@@ -39,6 +42,7 @@ export class HostMetrics {
       prometheus,
       listVmStates,
       countCrashLooping = () => Promise.resolve(0),
+      countPausedOnFullDisk = () => Promise.resolve(0),
       version = packageVersion(),
     } = enabled;
     const registry = new prometheus.Registry();
@@ -71,8 +75,21 @@ export class HostMetrics {
         this.set(await countCrashLooping().catch(() => Number.NaN));
       },
     });
+    new prometheus.Gauge({
+      name: 'ppn_host_vms_paused_disk_full',
+      help: 'VMs their hypervisor paused on a failed write because VM_DISK_DIR is full (listed Error, resumed by the agent once there is room), as last inspected; counted at scrape time.',
+      registers,
+      async collect() {
+        this.set(await countPausedOnFullDisk().catch(() => Number.NaN));
+      },
+    });
     this.instruments = {
       registry,
+      diskFullPauses: new prometheus.Counter({
+        name: 'ppn_host_vm_disk_full_pauses_total',
+        help: 'Times the agent found a VM paused by its hypervisor on a failed write (VM_DISK_DIR full).',
+        registers,
+      }),
       restarts: new prometheus.Counter({
         name: 'ppn_host_vm_restarts_total',
         help: 'VMs the agent started again without an operator asking, by reason: crashed (its process ended while it should run) or agent_start (not running when the agent started: a reboot, a power cut).',
@@ -130,6 +147,11 @@ export class HostMetrics {
   /** A VM started again without an operator asking. */
   countRestart(reason: 'crashed' | 'agent_start'): void {
     this.instruments?.restarts.inc({ reason });
+  }
+
+  /** A VM found paused on a full disk (once per pause). */
+  countDiskFullPause(): void {
+    this.instruments?.diskFullPauses.inc();
   }
 
   countStartFailure(): void {

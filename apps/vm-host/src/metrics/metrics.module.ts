@@ -25,6 +25,8 @@ export class MetricsModule {
                 listVmStates: async () => moduleRef.get(VmStatesSource, { strict: false }).states(),
                 countCrashLooping: async () =>
                   moduleRef.get(VmStatesSource, { strict: false }).crashLooping(),
+                countPausedOnFullDisk: async () =>
+                  moduleRef.get(VmStatesSource, { strict: false }).pausedOnFullDisk(),
               }),
             inject: [ModuleRef],
           },

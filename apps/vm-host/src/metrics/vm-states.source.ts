@@ -8,4 +8,7 @@ export abstract class VmStatesSource {
 
   /** How many VMs are in a crash loop now (listed Error, retried at the backoff pace). */
   abstract crashLooping(): Promise<number>;
+
+  /** How many VMs are paused on a full disk now (listed Error, resumed once there is room). */
+  abstract pausedOnFullDisk(): Promise<number>;
 }

@@ -11,6 +11,8 @@ export interface VmSpec {
    * admitted before published ports (its SSH port kept where free, see `start`).
    */
   forwards?: readonly HostPort[];
+  /** Its disk's virtual size in GiB, as the create asked; absent: the base image's size. */
+  diskGb?: number;
 }
 
 /**
@@ -56,9 +58,10 @@ export interface FoundVm {
 
 /**
  * Whether a started VM runs: `unknown` when its process lives but does not answer (yet),
- * `stopped` when it is gone or halted.
+ * `stopped` when it is gone or halted, `io-error` when its process lives but the hypervisor
+ * paused it because a write to its disk failed (a full VM_DISK_DIR).
  */
-export type VmRunState = 'running' | 'stopped' | 'unknown';
+export type VmRunState = 'running' | 'stopped' | 'unknown' | 'io-error';
 
 /**
  * The hypervisor under the agent, chosen in vm-driver.provider.ts. The agent keeps each VM's
@@ -97,6 +100,15 @@ export abstract class VmDriver {
   ): Promise<StartedVm>;
 
   abstract inspect(vmId: string, record: DriverRecord): Promise<VmRunState>;
+
+  /**
+   * The virtual size, in bytes, of the disk a VM gets without disk_gb (the base image's); throws
+   * VmCreationUnavailableError when that image cannot be read.
+   */
+  abstract imageDiskBytes(): Promise<number>;
+
+  /** Resumes a VM the hypervisor paused on an I/O error (`io-error`), its writes tried again. */
+  abstract resume(vmId: string, record: DriverRecord): Promise<void>;
 
   /**
    * Every live process of these VMs on the host, by vm id, found by name in one look whatever

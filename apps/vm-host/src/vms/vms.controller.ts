@@ -28,6 +28,7 @@ import {
   VmDiskError,
   VmDoesNotFitError,
   SpawnDeadlinePassedError,
+  VmDiskTooSmallError,
   VmIdTakenError,
   VmNotOnNodeError,
   VmStillRunningError,
@@ -80,6 +81,20 @@ export class VmsController {
       when: 'The node cannot hold the VM: the message names ram_mb or vcpu_count and the numbers, or the number of VMs it holds and the limit (MAX_VMS_PER_HEARTBEAT, 1024).',
       error: new VmDoesNotFitError(
         'ram_mb: 1048576 MB does not fit on this node: 20480 MB committable of 24576 MB (margin 512 MB)',
+      ),
+    },
+    {
+      name: 'disk-room',
+      when: "The VM's disk (disk_gb, else the base image's size) does not fit in the node's disk room: every VM disk counted at its virtual size against VM_DISK_DIR's room less its reserve (times VM_DISK_OVERCOMMIT); the message names disk_gb and the numbers.",
+      error: new VmDoesNotFitError(
+        "disk_gb: 20.0 GiB does not fit in this node's disk room: 12.4 GiB committable of 60.4 GiB room in VM_DISK_DIR (reserve 2.0 GiB, 48.0 GiB committed to 12 other VM disk(s))",
+      ),
+    },
+    {
+      name: 'disk-too-small',
+      when: "disk_gb is smaller than the base image's virtual size.",
+      error: new VmDiskTooSmallError(
+        'disk_gb: 2 GiB is smaller than the base image (4.0 GiB); ask for at least 4',
       ),
     },
     {

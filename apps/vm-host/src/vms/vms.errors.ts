@@ -88,8 +88,14 @@ export class HostPortUnavailableError extends Error {}
  */
 export class HostPortsExhaustedError extends Error {}
 
-/** The node cannot hold the VM (RAM after the margin, vCPUs beyond the overcommit): a 422. */
+/**
+ * The node cannot hold the VM (RAM after the margin, vCPUs beyond the overcommit, its disk
+ * beyond the disk room): a 422.
+ */
 export class VmDoesNotFitError extends Error {}
+
+/** A disk_gb below the base image's size (the image would not fit its disk): a 422 naming both. */
+export class VmDiskTooSmallError extends Error {}
 
 /** What the file system said, for the errors that mean VM_DISK_DIR cannot take a VM. */
 export const DISK_PROBLEMS = {

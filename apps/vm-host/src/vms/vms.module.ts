@@ -12,6 +12,8 @@ import { VmLifecycle } from './life-cycle/vm-lifecycle';
 import { VmReconciliationService } from './reconciliation/vm-reconciliation.service';
 import { VmRestartService } from './reconciliation/vm-restart.service';
 import { VmWatchJob } from './reconciliation/vm-watch.job';
+import { DiskFullPauses } from './reconciliation/disk-full-pauses';
+import { VmDiskRoom } from './admission/vm-disk-room';
 import { VmActionsService } from './actions/vm-actions.service';
 import { VmActionsController } from './actions/vm-actions.controller';
 import { VmSidecars } from './files/vm-sidecars';
@@ -39,6 +41,8 @@ import { VmCopier } from './copies/vm-copier';
     DeletedDisks,
     DeletedDisksJob,
     VmWatchJob,
+    VmDiskRoom,
+    DiskFullPauses,
     CrashFailpoint,
     HostPorts,
     VM_DRIVER_PROVIDER,
@@ -53,6 +57,7 @@ import { VmCopier } from './copies/vm-copier';
       useFactory: (vms: VmsService): VmStatesSource => ({
         states: async () => (await vms.list()).map((vm) => vm.state),
         crashLooping: () => vms.crashLooping(),
+        pausedOnFullDisk: () => vms.pausedOnFullDisk(),
       }),
       inject: [VmsService],
     },

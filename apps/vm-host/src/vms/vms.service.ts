@@ -92,6 +92,12 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
     ).length;
   }
 
+  /** How many VMs are paused on a full disk, as last inspected. */
+  async pausedOnFullDisk(): Promise<number> {
+    const sidecars = await this.sidecars.all();
+    return this.lifecycle.pausedOnFullDisk(sidecars.map(({ vm_id }) => vm_id)).length;
+  }
+
   /** Every VM; their states are asked of the driver all at once, so one slow VM costs one wait. */
   async list(): Promise<VmRecord[]> {
     const sidecars = await this.sidecars.all();

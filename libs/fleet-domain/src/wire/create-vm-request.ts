@@ -14,6 +14,7 @@ import { ID_SCHEMA, IsFleetId, IsVmType, VM_TYPE_SCHEMA } from '../ids';
 import { IsRfc3339, RFC3339_MAX_LENGTH } from '../rfc3339';
 import { EXAMPLE_TENANT_ID, EXAMPLE_VM_ID } from './examples';
 import { MAX_PUBLISHED_PORTS, PublishedPortRequest } from './published-port';
+import { MAX_VM_DISK_GB } from '../disk-capacity';
 
 /** Largest VM either daemon accepts: 1 TiB of RAM, 256 vCPUs. */
 export const MAX_VM_RAM_MB = 1024 * 1024;
@@ -75,6 +76,21 @@ export class CreateVmRequest {
   @IsArray()
   @Type(() => PublishedPortRequest)
   ports?: PublishedPortRequest[];
+
+  @ApiProperty({
+    type: 'integer',
+    required: false,
+    minimum: 1,
+    maximum: MAX_VM_DISK_GB,
+    example: 20,
+    description:
+      "The VM's disk in GiB (its virtual size), at least the base image's. Absent: the base image's size. Counted whole against the node's disk room (see docs/vms.md).",
+  })
+  @IsOptional()
+  @Min(1)
+  @Max(MAX_VM_DISK_GB)
+  @IsInt()
+  disk_gb?: number;
 }
 
 /**

@@ -129,6 +129,11 @@ export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
     CreateVmRequest: {
+      /**
+       * @description The VM's disk in GiB (its virtual size), at least the base image's. Absent: the base image's size. Counted whole against the node's disk room (see docs/vms.md).
+       * @example 20
+       */
+      disk_gb?: number;
       /** @description Guest ports to publish on the node's mesh address (VM_WG_IP) beside SSH, which is always there and first in host_ports. Absent: SSH only. */
       ports?: components['schemas']['PublishedPortRequest'][];
       /**

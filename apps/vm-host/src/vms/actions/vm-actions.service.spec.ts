@@ -13,6 +13,8 @@ import {
 } from '../../../../../test/support/vm-services';
 import { vmHostConfig } from '../../../../../test/support/configs';
 import { VmFiles } from '../files/vm-files';
+import { VmDiskRoom } from '../admission/vm-disk-room';
+import { DiskFullPauses } from '../reconciliation/disk-full-pauses';
 import {
   VmActionConflictError,
   VmDoesNotFitError,
@@ -333,6 +335,82 @@ describe('VM life cycle: desired state, restarts and actions', () => {
     await until(() => services.lifecycle.operationOf(VM) === null);
     expect(driver.resets).toEqual([VM]);
     expect(driver.creates).toHaveLength(0);
+  });
+
+  describe('a VM its hypervisor paused on a full disk (io-error)', () => {
+    let diskRoom: VmDiskRoom;
+    let pauses: DiskFullPauses;
+    let room: boolean;
+
+    beforeEach(async () => {
+      const config = vmHostConfig({ VM_NODE_ID: 'node-a' });
+      diskRoom = new VmDiskRoom(files, driver, config);
+      room = false;
+      // VM_DISK_DIR full or not, as the test says (the real one is the test's /tmp).
+      jest
+        .spyOn(VmDiskRoom.prototype, 'hasRoomAgain')
+        .mockImplementation(() => Promise.resolve(room));
+      pauses = new DiskFullPauses(services.lifecycle, driver, diskRoom, config);
+      await ranBefore();
+      alive();
+      driver.runState = 'io-error';
+    });
+
+    afterEach(() => jest.restoreAllMocks());
+
+    it('is listed Error with the reason, not Stopped, and resumed once there is room, without an operator', async () => {
+      expect(await services.actions.lifeCycle(VM)).toMatchObject({
+        state: VmState.Error,
+        desired_state: DesiredVmState.Running,
+        reason: expect.stringMatching(/^paused: disk full on node-a /) as unknown,
+      });
+      expect(await services.vms.pausedOnFullDisk()).toBe(1);
+      await pauses.resumeWhereRoom(await services.sidecars.all());
+      expect(driver.resumed).toEqual([]);
+      room = true;
+      await pauses.resumeWhereRoom(await services.sidecars.all());
+      expect(driver.resumed).toEqual([VM]);
+      expect(await services.actions.lifeCycle(VM)).toMatchObject({
+        state: VmState.Running,
+        reason: null,
+      });
+      expect(await services.vms.pausedOnFullDisk()).toBe(0);
+    });
+
+    it('is resumed by a start once there is room (never "already running"), refused (422) while full', async () => {
+      await services.actions.lifeCycle(VM);
+      const refusal = services.actions.start(VM);
+      await expect(refusal).rejects.toThrow(VmDoesNotFitError);
+      await expect(refusal).rejects.toThrow(
+        `vm ${VM} is paused: VM_DISK_DIR on node node-a is full`,
+      );
+      expect(driver.resumed).toEqual([]);
+      room = true;
+      expect(await services.actions.start(VM)).toMatchObject({ state: VmState.Running });
+      expect(driver.resumed).toEqual([VM]);
+    });
+
+    it('is stopped by ending its process at once, and listed Stopped', async () => {
+      await services.actions.stop(VM, { force: false, timeout_s: 60 });
+      await until(() => services.lifecycle.operationOf(VM) === null);
+      expect(driver.poweredDown).toEqual([]);
+      expect(driver.stopped.map(({ vmId }) => vmId)).toEqual([VM]);
+      driver.runState = 'stopped';
+      expect(await services.actions.lifeCycle(VM)).toMatchObject({
+        state: VmState.Stopped,
+        desired_state: DesiredVmState.Stopped,
+      });
+      expect(await services.vms.pausedOnFullDisk()).toBe(0);
+    });
+
+    it('is restarted by ending its process at once (no power button it could hear), then started from its disk', async () => {
+      await services.actions.restart(VM, { force: false, timeout_s: 60 });
+      await startSucceeds();
+      await until(() => services.lifecycle.operationOf(VM) === null);
+      expect(driver.poweredDown).toEqual([]);
+      expect(driver.stopped.map(({ vmId }) => vmId)).toEqual([VM]);
+      expect(await services.actions.lifeCycle(VM)).toMatchObject({ state: VmState.Running });
+    });
   });
 
   it("keeps in vm.json the accelerator fallback of the VM's last start only", async () => {

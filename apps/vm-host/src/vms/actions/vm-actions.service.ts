@@ -8,7 +8,9 @@ import {
   VmLifeCycle,
   VmOperation,
 } from '@app/fleet-domain';
+import { VmHostConfig } from '../../config/vm-host.config';
 import { VmAdmissionService } from '../admission/vm-admission.service';
+import { VmDiskRoom } from '../admission/vm-disk-room';
 import { DriverRecord, VmDriver } from '../vm-driver';
 import { VmFiles, VmSidecar } from '../files/vm-files';
 import { VmLifecycle } from '../life-cycle/vm-lifecycle';
@@ -40,6 +42,8 @@ export class VmActionsService {
     private readonly admission: VmAdmissionService,
     private readonly restarts: VmRestartService,
     private readonly driver: VmDriver,
+    private readonly diskRoom: VmDiskRoom,
+    private readonly config: VmHostConfig,
   ) {}
 
   /** Every VM's life cycle. */
@@ -61,13 +65,19 @@ export class VmActionsService {
         throw VmActionConflictError.alreadyStopped(vmId);
       }
       await this.desire(sidecar, DesiredVmState.Stopped);
+      // A guest paused on a full disk hears no power button: its process is ended at once.
+      const paused = live && (await this.driver.inspect(vmId, sidecar.driver)) === 'io-error';
+      const halt = paused ? { ...request, force: true } : request;
       this.logger.log(
-        `vm ${vmId}: stop asked${request.force ? ' (forced)' : `, ${request.timeout_s} s to power down`}`,
+        `vm ${vmId}: stop asked${request.force ? ' (forced)' : paused ? ' (paused on a full disk: its process is ended at once)' : `, ${request.timeout_s} s to power down`}`,
       );
       if (live) {
         const record = sidecar.driver;
         this.lifecycle.operate(vmId, VmOperation.Stopping, () =>
-          this.lifecycle.locks.run(vmId, () => this.halt(vmId, record, request)),
+          this.lifecycle.locks.run(vmId, async () => {
+            await this.halt(vmId, record, halt);
+            this.lifecycle.resumedFromDiskFull(vmId);
+          }),
         );
       }
     });
@@ -84,16 +94,21 @@ export class VmActionsService {
       if (!(await this.isLive(vmId))) return this.startLocked(sidecar);
       await this.desire(sidecar, DesiredVmState.Running);
       const record = sidecar.driver;
+      // A guest paused on a full disk hears no power button: its process is ended at once.
+      const paused = (await this.driver.inspect(vmId, record)) === 'io-error';
       this.logger.log(
-        `vm ${vmId}: restart asked${request.force ? ' (forced: reset in place)' : ''}`,
+        `vm ${vmId}: restart asked${request.force ? ' (forced: reset in place)' : paused ? ' (paused on a full disk: its process is ended, then it starts from its disk)' : ''}`,
       );
       this.lifecycle.operate(vmId, VmOperation.Restarting, async () => {
         if (request.force) {
           await this.lifecycle.locks.run(vmId, () => this.driver.reset(vmId, record));
+          this.lifecycle.resumedFromDiskFull(vmId);
           this.logger.log(`vm ${vmId} reset`);
           return;
         }
-        await this.lifecycle.locks.run(vmId, () => this.halt(vmId, record, request));
+        const halt = paused ? { ...request, force: true } : request;
+        await this.lifecycle.locks.run(vmId, () => this.halt(vmId, record, halt));
+        this.lifecycle.resumedFromDiskFull(vmId);
         const fresh = await this.sidecars.of(vmId);
         // Deleted or stopped meanwhile: nothing more to do. (Still 'restarting' here, so no
         // reconciliation takes the VM for crashed in between.)
@@ -198,10 +213,18 @@ export class VmActionsService {
     if (operation !== null) throw VmActionConflictError.busy(vmId, operation);
   }
 
-  /** Start's work, under the VM's lock: admitted, the desired state written, then started. */
+  /**
+   * Start's work, under the VM's lock: admitted, the desired state written, then started. A VM
+   * paused on a full disk is resumed instead, when there is room again.
+   */
   private async startLocked(sidecar: VmSidecar): Promise<void> {
     const vmId = sidecar.vm_id;
-    if (await this.isLive(vmId)) throw VmActionConflictError.alreadyRunning(vmId);
+    if (await this.isLive(vmId)) {
+      if ((await this.driver.inspect(vmId, sidecar.driver)) !== 'io-error') {
+        throw VmActionConflictError.alreadyRunning(vmId);
+      }
+      return this.resumeLocked(sidecar);
+    }
     const refusal = await this.admission.refusalToStart(sidecar);
     if (refusal) {
       this.logger.warn(`vm ${vmId}: start refused: ${refusal}`);
@@ -210,6 +233,20 @@ export class VmActionsService {
     await this.desire(sidecar, DesiredVmState.Running);
     this.logger.log(`vm ${vmId}: start asked`);
     this.restarts.startAgain(sidecar, 'operator');
+  }
+
+  /** Resumes a VM paused on a full disk; refused (422) while VM_DISK_DIR has no room. */
+  private async resumeLocked(sidecar: VmSidecar): Promise<void> {
+    const vmId = sidecar.vm_id;
+    if (!(await this.diskRoom.hasRoomAgain())) {
+      const refusal = `vm ${vmId} is paused: VM_DISK_DIR on node ${this.config.nodeId} is full (no more than its reserve free); free room there and it is resumed without a start`;
+      this.logger.warn(`vm ${vmId}: start refused: ${refusal}`);
+      throw new VmDoesNotFitError(refusal);
+    }
+    await this.desire(sidecar, DesiredVmState.Running);
+    await this.driver.resume(vmId, sidecar.driver);
+    this.lifecycle.resumedFromDiskFull(vmId);
+    this.logger.log(`vm ${vmId}: resumed (start asked; it was paused on a full disk)`);
   }
 
   private async isLive(vmId: string): Promise<boolean> {

@@ -1,4 +1,4 @@
-import { readdir, writeFile } from 'node:fs/promises';
+import { readdir, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   CreateVmRequest,
@@ -22,6 +22,7 @@ import {
   VmCreateError,
   VmCreationUnavailableError,
   VmDiskError,
+  VmDiskTooSmallError,
   VmDoesNotFitError,
 } from '../vms.errors';
 import { VMS_ERROR_STATUSES } from '../vms.error-statuses';
@@ -58,10 +59,14 @@ describe('VmAdmissionService', () => {
   let logs: string[];
 
   /** The services of an agent (a restarted one when called again) on the same disk and host. */
-  function service(vcpuOvercommit = 4): { admission: VmAdmissionService; vms: VmsService } {
+  function service(
+    vcpuOvercommit = 4,
+    diskOvercommit = 1,
+  ): { admission: VmAdmissionService; vms: VmsService } {
     const config = vmHostConfig({
       VM_NODE_ID: 'node-a',
       VM_VCPU_OVERCOMMIT: String(vcpuOvercommit),
+      VM_DISK_OVERCOMMIT: String(diskOvercommit),
     });
     // The host as the test has set it by the time capacity is asked for.
     const hostFacts = { capacity: () => fakeHostFacts(host).capacity() } as HostFactsService;
@@ -275,6 +280,77 @@ describe('VmAdmissionService', () => {
         ]),
       );
       expect(committed).toHaveLength(2);
+    });
+  });
+
+  describe('disk room', () => {
+    /** What VM_DISK_DIR's file system (the test's /tmp) has free now. */
+    async function availableBytes(): Promise<number> {
+      const found = await statfs(root);
+      return found.bavail * found.bsize;
+    }
+
+    it("counts each VM's disk at its virtual size: a second disk of 60% of the room is refused (422), naming disk_gb and the room", async () => {
+      driver.imageBytes = Math.floor((await availableBytes()) * 0.6);
+      await admission.spawn(request());
+      const refusal = admission.spawn(request());
+      await expect(refusal).rejects.toThrow(VmDoesNotFitError);
+      const error = (await refusal.catch((caught: Error) => caught)) as Error;
+      expect(statusOf(error)).toBe(422);
+      expect(error.message).toMatch(
+        /^disk_gb: [\d.]+ GiB does not fit in this node's disk room: [\d.]+ GiB committable of [\d.]+ GiB room in VM_DISK_DIR \(reserve [\d.]+ GiB, [\d.]+ GiB committed to 1 other VM disk\(s\)\)$/,
+      );
+      expect(logs).toContain(`warn node node-a refused a VM: ${error.message}`);
+      expect(await runFolders()).toHaveLength(1);
+    });
+
+    it('admits it with thin provisioning (VM_DISK_OVERCOMMIT 2), and names the ratio past it', async () => {
+      ({ admission, vms } = service(4, 2));
+      // Two fit in twice the room, a third does not.
+      driver.imageBytes = Math.floor((await availableBytes()) * 0.7);
+      await admission.spawn(request());
+      await admission.spawn(request());
+      await expect(admission.spawn(request())).rejects.toThrow('x VM_DISK_OVERCOMMIT 2 (reserve');
+    });
+
+    it("counts a stopped VM's disk too, and its disk_gb when it has one", async () => {
+      const gib = 1024 ** 3;
+      driver.imageBytes = gib;
+      const roomGb = Math.floor((await availableBytes()) / gib);
+      await leftBehind('vm-00000000000000a1', { disk_gb: roomGb - 1, error: 'failed' });
+      await expect(admission.spawn(request())).rejects.toThrow(/committed to 1 other VM disk/);
+    });
+
+    it('makes the disk at disk_gb, kept in the sidecar for every start', async () => {
+      driver.imageBytes = 1024 ** 3;
+      const { vm } = await admission.spawn(request({ disk_gb: 2 }));
+      expect(driver.filesMade.map((spec) => spec.diskGb)).toEqual([2]);
+      expect(driver.creates[0].spec.diskGb).toBe(2);
+      expect((await files.readSidecar(vm.vm_id))?.disk_gb).toBe(2);
+      expect(logs.some((line) => line.includes('96 MB, 1 vCPU, 2 GiB disk'))).toBe(true);
+    });
+
+    it("judges no disk when the base image's size cannot be read: making its disk says why, as before", async () => {
+      jest
+        .spyOn(driver, 'imageDiskBytes')
+        .mockRejectedValue(new Error('qemu-img failed: Image is not in qcow2 format'));
+      const { vm } = await admission.spawn(request({ disk_gb: 2 }));
+      expect(vm.state).toBe(VmState.Provisioning);
+      expect(logs).toContain(
+        "warn node node-a: the base image's size cannot be read (qemu-img failed: Image is not in qcow2 format); disks not judged against the disk room",
+      );
+    });
+
+    it("refuses (422) a disk_gb below the base image's size, naming both, making nothing", async () => {
+      driver.imageBytes = 4 * 1024 ** 3;
+      const refusal = admission.spawn(request({ disk_gb: 2 }));
+      await expect(refusal).rejects.toThrow(
+        new VmDiskTooSmallError(
+          'disk_gb: 2 GiB is smaller than the base image (4.0 GiB); ask for at least 4',
+        ),
+      );
+      expect(statusOf((await refusal.catch((caught: Error) => caught)) as Error)).toBe(422);
+      expect(await runFolders()).toEqual([]);
     });
   });
 

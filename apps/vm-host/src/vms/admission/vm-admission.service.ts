@@ -17,6 +17,7 @@ import { HostFactsService } from '../../host-facts/host-facts.service';
 import { CrashFailpoint } from '../life-cycle/crash-failpoint';
 import { HostPorts } from '../ports/host-ports';
 import { diskProblemOf } from './disk-problem';
+import { VmDiskRoom } from './vm-disk-room';
 import { SpawnKey, keptKey } from './idempotency-key';
 import { VmLifecycle, specOf } from '../life-cycle/vm-lifecycle';
 import { DriverRecord, VmDriver } from '../vm-driver';
@@ -65,6 +66,7 @@ export class VmAdmissionService {
     private readonly config: VmHostConfig,
     private readonly failpoint: CrashFailpoint,
     private readonly hostPorts: HostPorts,
+    private readonly diskRoom: VmDiskRoom,
   ) {}
 
   /**
@@ -99,6 +101,7 @@ export class VmAdmissionService {
     const plan = await this.refusingDiskProblems('making the base image', () =>
       this.driver.plan({ preferKvm: request.prefer_kvm }),
     );
+    await this.checkDiskRoom(request, sidecars);
     const vmId = await this.refusingDiskProblems('making the run folder', () =>
       this.takeVmId(request.vm_id),
     );
@@ -159,6 +162,9 @@ export class VmAdmissionService {
       idempotency_key: key?.value ?? null,
       desired_state: DesiredVmState.Running,
       last_exit: null,
+      ...(request.disk_gb === undefined || request.disk_gb === null
+        ? {}
+        : { disk_gb: request.disk_gb }),
     };
     try {
       this.failpoint.reached('before-sidecar', vmId);
@@ -184,7 +190,7 @@ export class VmAdmissionService {
       throw refusal;
     }
     this.logger.log(
-      `vm ${vmId} accepted: ${request.vm_type}, ${request.ram_mb} MB, ${request.vcpu_count} vCPU, ${summary}${publishedText(request, forwards)}${sidecar.tenant_id ? `, tenant ${sidecar.tenant_id}` : ''}`,
+      `vm ${vmId} accepted: ${request.vm_type}, ${request.ram_mb} MB, ${request.vcpu_count} vCPU${sidecar.disk_gb === undefined ? '' : `, ${sidecar.disk_gb} GiB disk`}, ${summary}${publishedText(request, forwards)}${sidecar.tenant_id ? `, tenant ${sidecar.tenant_id}` : ''}`,
     );
     this.lifecycle.provision(sidecar);
     this.lifecycle.announce();
@@ -238,14 +244,36 @@ export class VmAdmissionService {
   }
 
   /**
+   * Refuses, naming disk_gb and the node's disk room, a VM whose disk (at its virtual size)
+   * does not fit beside every VM disk here (any state: a stopped VM keeps its disk).
+   */
+  private async checkDiskRoom(request: CreateVmRequest, sidecars: VmSidecar[]): Promise<void> {
+    const diskGb = request.disk_gb ?? undefined;
+    try {
+      await this.diskRoom.checkSize(diskGb);
+    } catch (error) {
+      this.logger.warn(`node ${this.config.nodeId} refused a VM: ${messageOf(error)}`);
+      throw error;
+    }
+    const refusal = await this.diskRoom.refusal({ diskGb }, sidecars);
+    if (refusal) {
+      this.logger.warn(`node ${this.config.nodeId} refused a VM: ${refusal}`);
+      throw new VmDoesNotFitError(refusal);
+    }
+  }
+
+  /**
    * Why the node cannot start this existing VM again now (its RAM and vCPUs beside every VM
-   * committed, as for a create), or undefined when it can. Judged one at a time with admissions,
-   * so two starts or a start and a create never both take the last room.
+   * committed, and its disk beside every other disk, as for a create), or undefined when it
+   * can. Judged one at a time with admissions, so two starts or a start and a create never both
+   * take the last room.
    */
   refusalToStart(sidecar: VmSidecar): Promise<string | undefined> {
     return this.lifecycle.locks.run(ADMISSION, async () => {
       const others = (await this.sidecars.all()).filter(({ vm_id }) => vm_id !== sidecar.vm_id);
-      return this.capacityRefusal(sidecar.ram_alloc_mb, sidecar.vcpu_count, others);
+      const capacity = await this.capacityRefusal(sidecar.ram_alloc_mb, sidecar.vcpu_count, others);
+      if (capacity) return capacity;
+      return this.diskRoom.refusal({ vmId: sidecar.vm_id, diskGb: sidecar.disk_gb }, others);
     });
   }
 

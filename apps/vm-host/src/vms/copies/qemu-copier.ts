@@ -129,8 +129,8 @@ export class QemuCopier extends VmCopier {
 /** qemu-img's version line, asked once. */
 let qemuImgVersion: Promise<string> | undefined;
 
-function qemuImg(args: string[]): Promise<void> {
-  return runTool('qemu-img', args, QEMU_IMG_TIMEOUT_MS);
+async function qemuImg(args: string[]): Promise<void> {
+  await runTool('qemu-img', args, QEMU_IMG_TIMEOUT_MS);
 }
 
 interface ImageInfo {

@@ -2,7 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DesiredVmState, HostPort, ID_PATTERN, MAX_HOST_PORTS_PER_VM } from '@app/fleet-domain';
+import {
+  DesiredVmState,
+  HostPort,
+  ID_PATTERN,
+  MAX_HOST_PORTS_PER_VM,
+  MAX_VM_DISK_GB,
+} from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import type { DriverRecord } from '../vm-driver';
 import { SidecarUnreadableError } from '../vms.errors';
@@ -49,6 +55,8 @@ export interface VmSidecar {
   desired_state: DesiredVmState;
   /** How its process last ended without an operator asking; null if it never did. */
   last_exit: string | null;
+  /** Its disk's virtual size in GiB as its create asked; absent: the base image's size. */
+  disk_gb?: number;
 }
 
 /**
@@ -104,9 +112,14 @@ function upgradeSidecar(stored: StoredSidecar): VmSidecar {
     last_exit: typeof stored.last_exit === 'string' ? stored.last_exit : null,
   };
   const forwards = validForwards(stored.forwards);
-  if ('driver' in stored) return { ...stored, ...later, forwards };
+  // A size that is no create's is none: it reaches qemu-img's command line.
+  const disk_gb =
+    positiveInteger(stored.disk_gb) && stored.disk_gb! <= MAX_VM_DISK_GB
+      ? stored.disk_gb
+      : undefined;
+  if ('driver' in stored) return { ...stored, ...later, forwards, disk_gb };
   const { accel, pid, ...rest } = stored;
-  return { ...rest, driver: { kind: 'qemu', accel, pid }, ...later, forwards };
+  return { ...rest, driver: { kind: 'qemu', accel, pid }, ...later, forwards, disk_gb };
 }
 
 /** Stored forwards that make sense (ports and a protocol), else none: they reach QEMU's command line. */

@@ -15,6 +15,7 @@ import {
   VmState,
   toRfc3339,
 } from '@app/fleet-domain';
+import { VmHostConfig } from '../../config/vm-host.config';
 import { HostMetrics } from '../../metrics/host-metrics.service';
 import { CrashFailpoint } from './crash-failpoint';
 import { KeyedMutex } from './keyed-mutex';
@@ -28,6 +29,8 @@ const RUN_STATES: Record<VmRunState, VmState> = {
   stopped: VmState.Stopped,
   // Alive but not answering (yet): not known to run.
   unknown: VmState.Provisioning,
+  // Paused by its hypervisor on a failed write: it does not run, and no operator stopped it.
+  'io-error': VmState.Error,
 };
 
 /**
@@ -56,6 +59,11 @@ export class VmLifecycle {
    * that reason) rather than Stopped, while starts are tried again at the backoff's pace.
    */
   private readonly portBlocked = new Set<string>();
+  /**
+   * VMs their hypervisor paused on a failed write (VM_DISK_DIR full), as last inspected: listed
+   * Error with the reason, resumed once there is room again (DiskFullPauses).
+   */
+  private readonly pausedOnDiskFull = new Set<string>();
   /** The restart policy's memory of each VM (failures in a row, the next start). */
   readonly restarts = new VmRestarts();
   /**
@@ -71,7 +79,13 @@ export class VmLifecycle {
     private readonly clock: Clock,
     private readonly failpoint: CrashFailpoint,
     private readonly metrics: HostMetrics = new HostMetrics(),
+    private readonly config?: VmHostConfig,
   ) {}
+
+  /** The VMs paused on a full disk when last inspected, of these. */
+  pausedOnFullDisk(vmIds: readonly string[]): string[] {
+    return vmIds.filter((vmId) => this.pausedOnDiskFull.has(vmId));
+  }
 
   /** Runs the admission of a VM: Provisioning, and committed, until it is answered. */
   async admitting<T>(vmId: string, admission: () => Promise<T>): Promise<T> {
@@ -185,7 +199,10 @@ export class VmLifecycle {
     if (sidecar.error !== null) return VmState.Error;
     // Never started and no provisioning here: an agent was stopped mid-provisioning.
     if (sidecar.started_at === null) return VmState.Error;
-    const state = RUN_STATES[await this.driver.inspect(vmId, sidecar.driver)];
+    const run = await this.driver.inspect(vmId, sidecar.driver);
+    if (run === 'io-error') this.notePausedOnDiskFull(vmId);
+    else this.pausedOnDiskFull.delete(vmId);
+    const state = RUN_STATES[run];
     // It should run but cannot: a host port of its own is taken (the reason names it).
     if (
       state === VmState.Stopped &&
@@ -205,6 +222,21 @@ export class VmLifecycle {
     return state;
   }
 
+  /** Seen paused on a full disk: said once per pause, counted in the metrics. */
+  private notePausedOnDiskFull(vmId: string): void {
+    if (this.pausedOnDiskFull.has(vmId)) return;
+    this.pausedOnDiskFull.add(vmId);
+    this.metrics.countDiskFullPause();
+    this.logger.error(
+      `vm ${vmId}: paused by its hypervisor on a failed write: VM_DISK_DIR on node ${this.config?.nodeId ?? '(this node)'} is full; listed Error, resumed once there is room`,
+    );
+  }
+
+  /** Resumed (or gone): no longer listed paused. */
+  resumedFromDiskFull(vmId: string): void {
+    this.pausedOnDiskFull.delete(vmId);
+  }
+
   /** The VM as answers and heartbeats show it, with the accelerator it (last) ran under. */
   recordOf(sidecar: VmSidecar, state: VmState): VmRecord {
     const accel = sidecar.started_at === null ? null : this.driver.accel(sidecar.driver);
@@ -220,7 +252,12 @@ export class VmLifecycle {
       this.restarts.crashLooping(vmId) && state === VmState.Error
         ? `failed ${track.failures} times in a row${track.reason ? `; last: ${track.reason}` : ''}`
         : null;
-    const reason = sidecar.error ?? loop ?? (state === VmState.Running ? null : track.reason);
+    const paused =
+      state === VmState.Error && this.pausedOnDiskFull.has(vmId)
+        ? `paused: disk full on ${this.config?.nodeId ?? 'this node'} (VM_DISK_DIR has no room for its writes; resumed once it has)`
+        : null;
+    const reason =
+      sidecar.error ?? paused ?? loop ?? (state === VmState.Running ? null : track.reason);
     return {
       vm_id: vmId,
       state,
@@ -313,6 +350,7 @@ export function specOf(sidecar: VmSidecar): VmSpec {
     ramMb: sidecar.ram_alloc_mb,
     vcpuCount: sidecar.vcpu_count,
     ...(sidecar.forwards ? { forwards: sidecar.forwards } : {}),
+    ...(sidecar.disk_gb === undefined ? {} : { diskGb: sidecar.disk_gb }),
   };
 }
 

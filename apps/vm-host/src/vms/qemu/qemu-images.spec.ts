@@ -63,4 +63,13 @@ describe('QemuImages', () => {
     expect(qemuImgInfo(disk)).toMatchObject({ format: 'qcow2', 'backing-filename': base });
     expect(await readdir(join(root, 'disks'))).toEqual(['vm-0123456789abcdef.qcow2']);
   });
+
+  it("makes a disk of disk_gb GiB, and reads an image's virtual size", async () => {
+    const images = new QemuImages(undefined, files);
+    const base = await images.base();
+    expect(await images.virtualBytes(base)).toBe(1024 ** 3);
+    const disk = await images.overlay('vm-0123456789abcdef', base, 3);
+    expect(qemuImgInfo(disk)).toMatchObject({ 'virtual-size': 3 * 1024 ** 3 });
+    expect(await images.virtualBytes(disk)).toBe(3 * 1024 ** 3);
+  });
 });

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { constants } from 'node:fs';
-import { access, chmod, rename, rm } from 'node:fs/promises';
+import { access, chmod, rename, rm, stat } from 'node:fs/promises';
 import { PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
 import { VmCreationUnavailableError } from '../vms.errors';
 import { runTool } from './run-tool';
@@ -15,6 +15,7 @@ const BLANK_BASE_IMAGE_SIZE = '1G';
 export class QemuImages {
   private readonly logger = new Logger('QemuDriver');
   private blankImage?: Promise<string>;
+  private readonly sizes = new Map<string, { modifiedMs: number; bytes: number }>();
 
   constructor(
     /** VM_BASE_IMAGE; undefined when it is unset. */
@@ -42,8 +43,30 @@ export class QemuImages {
     return this.blankImage;
   }
 
-  /** The VM's disk: a qcow2 overlay on the base image, private to the agent. */
-  async overlay(vmId: string, baseImage: string): Promise<string> {
+  /**
+   * The virtual size of an image in bytes, as qemu-img reports it; remembered per path and
+   * modification time, so an admission asks qemu-img once per base image.
+   */
+  async virtualBytes(image: string): Promise<number> {
+    const modifiedMs = (await stat(image)).mtimeMs;
+    const known = this.sizes.get(image);
+    if (known?.modifiedMs === modifiedMs) return known.bytes;
+    const info = JSON.parse(await runTool('qemu-img', ['info', '--output=json', '-U', image])) as {
+      'virtual-size'?: unknown;
+    };
+    const bytes = info['virtual-size'];
+    if (typeof bytes !== 'number' || !Number.isSafeInteger(bytes) || bytes <= 0) {
+      throw new Error(`qemu-img info ${image}: no virtual size`);
+    }
+    this.sizes.set(image, { modifiedMs, bytes });
+    return bytes;
+  }
+
+  /**
+   * The VM's disk: a qcow2 overlay on the base image, private to the agent; `sizeGb` GiB when
+   * given (at least the base image's size), else the base image's size.
+   */
+  async overlay(vmId: string, baseImage: string, sizeGb?: number): Promise<string> {
     const disk = this.files.disk(vmId);
     await runTool('qemu-img', [
       'create',
@@ -55,6 +78,7 @@ export class QemuImages {
       '-b',
       baseImage,
       disk,
+      ...(sizeGb === undefined ? [] : [`${sizeGb}G`]),
     ]);
     await chmod(disk, PRIVATE_FILE_MODE);
     return disk;

@@ -214,6 +214,7 @@ describe('QemuDriver', () => {
         await writeFile(args[args.indexOf('-pidfile') + 1], `${process.pid}\n`);
         // Where QEMU's QMP socket would be (nothing answers on it).
         await writeFile(/^unix:([^,]+),/.exec(args[args.indexOf('-qmp') + 1])![1], '');
+        return '';
       });
     }
 
@@ -380,11 +381,12 @@ describe('QemuDriver', () => {
 /**
  * A process that looks like a QEMU the driver started (same command line), but is a small
  * node script: with `ignoreTerm` it ignores SIGTERM too; with QMP_STATUS it answers QMP on its
- * socket as QEMU does (query-status with that status; quit ends it), else it never answers.
+ * socket as QEMU does (query-status with that status, cont and system_reset changing it; quit
+ * ends it), else it never answers.
  */
 const FAKE_QEMU = `
 if (process.env.IGNORE_TERM) process.on('SIGTERM', () => {});
-const status = process.env.QMP_STATUS;
+let status = process.env.QMP_STATUS;
 let presses = 0;
 const ready = () => process.stdout.write('ready\\n');
 if (status) {
@@ -396,6 +398,9 @@ if (status) {
         const { execute } = JSON.parse(line);
         const answer = execute === 'query-status' ? { status, running: status === 'running' } : {};
         socket.write(JSON.stringify({ return: answer }) + '\\n');
+        // As QEMU: cont runs a paused guest; a reset leaves a guest paused on io-error in prelaunch.
+        if (execute === 'cont') status = 'running';
+        if (execute === 'system_reset' && status === 'io-error') status = 'prelaunch';
         if (execute === 'quit') process.exit(0);
         // A guest that powers down at the POWER_DOWN_AT-th press of its button.
         if (execute === 'system_powerdown') {
@@ -575,6 +580,22 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
     await eventually(async () => (await table.get(pid)) === undefined);
     expect(await hostFacts.kvmUsable()).toBe(true);
     expect(hostFacts.kvmFailureReason()).toBeNull();
+  });
+
+  it('sees a guest QEMU paused on a failed write as io-error, and runs it again with cont', async () => {
+    const vmId = 'vm-00000000000000e4';
+    const pid = await fakeQemu(vmId, { qmpStatus: 'io-error' });
+    const record = { kind: 'qemu', accel: 'tcg', pid };
+    expect(await qemu.inspect(vmId, record)).toBe('io-error');
+    await qemu.resume(vmId);
+    expect(await qemu.inspect(vmId, record)).toBe('running');
+  });
+
+  it('resets a guest paused on io-error into running, not into prelaunch', async () => {
+    const vmId = 'vm-00000000000000e5';
+    const pid = await fakeQemu(vmId, { qmpStatus: 'io-error' });
+    await qemu.reset(vmId);
+    expect(await qemu.inspect(vmId, { kind: 'qemu', accel: 'tcg', pid })).toBe('running');
   });
 
   it('sees a running guest as running, and leaves KVM be', async () => {

@@ -48,6 +48,8 @@ import { QemuProcesses } from './qemu-processes';
 import { QmpStatus, withQmp } from './qmp.client';
 import { runTool } from './run-tool';
 
+/** QMP's run state of a VM QEMU paused because a write to its disk failed. */
+const IO_ERROR_STATUS = 'io-error';
 /** See QemuDriver.powerButtonEveryMs. */
 const POWER_BUTTON_EVERY_MS = 5_000;
 const QMP_TIMEOUT_MS = 2_000;
@@ -233,7 +235,9 @@ export class QemuDriver extends VmDriver {
   /** A qcow2 overlay on the base image, then a cloud-init seed ISO, both private to the agent. */
   async makeFiles(spec: VmSpec): Promise<void> {
     const { vmId } = spec;
-    await step('disk', async () => this.images.overlay(vmId, await this.images.base()));
+    await step('disk', async () =>
+      this.images.overlay(vmId, await this.images.base(), spec.diskGb),
+    );
     this.failpoint.reached('after-disk', vmId);
     await step('seed ISO', () =>
       makeSeedIso({
@@ -312,11 +316,22 @@ export class QemuDriver extends VmDriver {
     try {
       const status = await this.status(vmId);
       if (BROKEN_RUN_STATES.includes(status.status)) this.brokenGuest(vmId, record, status.status);
+      // Paused by QEMU on a failed write (werror's default stops on ENOSPC): alive, not stopped.
+      if (status.status === IO_ERROR_STATUS) return 'io-error';
       return status.running ? 'running' : 'stopped';
     } catch {
       // Alive but QMP not answering (yet): not known to run.
       return 'unknown';
     }
+  }
+
+  async imageDiskBytes(): Promise<number> {
+    return this.images.virtualBytes(await this.images.base());
+  }
+
+  /** QMP cont: QEMU tries the failed write again, and pauses again if it fails again. */
+  async resume(vmId: string): Promise<void> {
+    await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) => qmp.execute('cont'));
   }
 
   /**
@@ -435,8 +450,16 @@ export class QemuDriver extends VmDriver {
     return false;
   }
 
+  /**
+   * system_reset, then cont when QEMU is left paused (a VM paused on an I/O error is reset into
+   * QEMU's prelaunch state, where its guest never runs until told).
+   */
   async reset(vmId: string): Promise<void> {
-    await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) => qmp.execute('system_reset'));
+    await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, async (qmp) => {
+      await qmp.execute('system_reset');
+      const status = (await qmp.execute('query-status')) as QmpStatus;
+      if (!status.running) await qmp.execute('cont');
+    });
   }
 
   /**

@@ -1,8 +1,11 @@
 import { runTool } from './run-tool';
 
 describe('runTool', () => {
-  it('resolves once the tool exits 0', async () => {
-    await expect(runTool(process.execPath, ['-e', 'process.exit(0)'])).resolves.toBeUndefined();
+  it('resolves once the tool exits 0, with what it printed on stdout', async () => {
+    await expect(runTool(process.execPath, ['-e', 'process.exit(0)'])).resolves.toBe('');
+    await expect(
+      runTool(process.execPath, ['-e', 'process.stdout.write(JSON.stringify({ a: 1 }))']),
+    ).resolves.toBe('{"a":1}');
   });
 
   it('names the tool and the last three lines of its stderr when it fails', async () => {

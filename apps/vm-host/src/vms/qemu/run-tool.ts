@@ -6,10 +6,16 @@ const exec = promisify(execFile);
 /**
  * Runs a host tool (qemu-img, genisoimage, qemu-system-*) to its end; a failure says which tool
  * and the last lines it printed on stderr (or why it could not run), never a shell in between.
+ * Resolves with what it printed on stdout.
  */
-export async function runTool(command: string, args: string[], timeoutMs = 30_000): Promise<void> {
+export async function runTool(
+  command: string,
+  args: string[],
+  timeoutMs = 30_000,
+): Promise<string> {
   try {
-    await exec(command, args, { timeout: timeoutMs });
+    const { stdout } = await exec(command, args, { timeout: timeoutMs, encoding: 'utf8' });
+    return stdout;
   } catch (error) {
     const output = (error as { stderr?: unknown }).stderr;
     const stderr = (typeof output === 'string' ? output : '').trim();

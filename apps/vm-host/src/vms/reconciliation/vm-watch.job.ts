@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { VmReconciliationService } from './vm-reconciliation.service';
 import { VmDriver } from '../vm-driver';
+import { DiskFullPauses } from './disk-full-pauses';
 import { messageOf } from '../vms.errors';
 
 /**
@@ -12,8 +13,8 @@ import { messageOf } from '../vms.errors';
 export const VM_WATCH_INTERVAL_MS = 2_000;
 
 /**
- * Reconciles the VMs with their processes and desired states between heartbeats, and keeps
- * their console logs bounded.
+ * Reconciles the VMs with their processes and desired states between heartbeats, keeps
+ * their console logs bounded, and resumes VMs paused on a full disk once there is room.
  */
 @Injectable()
 export class VmWatchJob {
@@ -23,6 +24,7 @@ export class VmWatchJob {
   constructor(
     private readonly reconciliation: VmReconciliationService,
     private readonly driver: VmDriver,
+    private readonly diskFullPauses: DiskFullPauses,
   ) {}
 
   @Interval('vm-watch', VM_WATCH_INTERVAL_MS)
@@ -32,6 +34,7 @@ export class VmWatchJob {
     try {
       const { sidecars } = await this.reconciliation.reconciled();
       for (const { vm_id } of sidecars) await this.driver.capConsoleLog(vm_id);
+      await this.diskFullPauses.resumeWhereRoom(sidecars);
     } catch (error) {
       this.logger.error(`VM watch failed: ${messageOf(error)}`);
     } finally {
