@@ -15,6 +15,7 @@ import { VmWatchJob } from './reconciliation/vm-watch.job';
 import { VmActionsService } from './actions/vm-actions.service';
 import { VmActionsController } from './actions/vm-actions.controller';
 import { VmSidecars } from './files/vm-sidecars';
+import { GuestIsolation } from './network/guest-isolation';
 import { HostPorts } from './ports/host-ports';
 import { VmsController } from './vms.controller';
 import { VmsService } from './vms.service';
@@ -36,6 +37,7 @@ import { VmsService } from './vms.service';
     VmWatchJob,
     CrashFailpoint,
     HostPorts,
+    GuestIsolation,
     VM_DRIVER_PROVIDER,
     { provide: NodeVmsSource, useExisting: VmsService },
     {

@@ -11,21 +11,43 @@ import { CrashFailpoint } from '../life-cycle/crash-failpoint';
 import { VmFiles } from '../files/vm-files';
 import { VmCreateError, VmCreationUnavailableError, VmPortTakenError } from '../vms.errors';
 import { AddressInfo, Server, createServer } from 'node:net';
+import { GuestIsolation } from '../network/guest-isolation';
 import { KvmStarts } from './kvm-starts';
 import { qemuArgs } from './qemu-command-line';
 import { SOCKET_PORT_PROBE } from '../ports/port-probe';
 import * as tools from './run-tool';
 import { QemuDriver, SERIAL_LOG_MAX_BYTES } from './qemu.driver';
-import { MAX_CONSOLE_BYTES } from '@app/fleet-domain';
+import { MAX_CONSOLE_BYTES, type HostPort } from '@app/fleet-domain';
+import { passtArgs } from '../network/passt';
+
+/** A pid no process has (above the kernel's largest), the passt the driver is told of. */
+const PASST_PID = 4_194_305;
+
+type RunPasst = (command: string, args: string[], pidFile: string) => Promise<number>;
+
+/** passt started as it is, in no cgroup: a unit test sets up no firewall. */
+const PASST_ALONE = {
+  passtCommand: (args: string[]) => Promise.resolve({ command: 'passt', args }),
+} as unknown as GuestIsolation;
 
 describe('QemuDriver', () => {
   let root: string;
   let kvmDevice: string;
 
+  /** What the driver ran passt with; no passt runs in a unit test (PASST_PID stands for it). */
+  let passtRuns: string[][];
+
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), 'qemu-driver-'));
     kvmDevice = join(root, 'kvm');
     jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    passtRuns = [];
+    jest
+      .spyOn(QemuDriver.prototype as unknown as { runPasst: RunPasst }, 'runPasst')
+      .mockImplementation((_command, args) => {
+        passtRuns.push(args);
+        return Promise.resolve(PASST_PID);
+      });
   });
 
   afterEach(async () => {
@@ -54,6 +76,7 @@ describe('QemuDriver', () => {
       hostFacts,
       new ProcessTable(paths),
       new CrashFailpoint(config),
+      PASST_ALONE,
     );
   }
 
@@ -246,7 +269,12 @@ describe('QemuDriver', () => {
       const qemu = driver();
       const { vmId, started } = await start(qemu);
       expect(cpusTried()).toEqual(['host', 'host,-arch-capabilities', 'qemu64', null]);
-      expect(started.record).toEqual({ kind: 'qemu', accel: 'tcg', pid: process.pid });
+      expect(started.record).toEqual({
+        kind: 'qemu',
+        accel: 'tcg',
+        pid: process.pid,
+        passtPid: PASST_PID,
+      });
       expect(started.accelFallback).toMatch(
         /^QEMU: could not start under KVM: host: .*MSR 0x10a.*; qemu64: .*; started under TCG$/,
       );
@@ -279,7 +307,12 @@ describe('QemuDriver', () => {
         '-cpu',
         'host',
       ]);
-      expect(started.record).toEqual({ kind: 'qemu', accel: 'kvm', pid: process.pid });
+      expect(started.record).toEqual({
+        kind: 'qemu',
+        accel: 'kvm',
+        pid: process.pid,
+        passtPid: PASST_PID,
+      });
       expect(qemu.accel(started.record)).toBe('kvm');
     });
 
@@ -306,7 +339,7 @@ describe('QemuDriver', () => {
     });
 
     it('are all forwarded from VM_WG_IP, tcp and udp, exactly as admitted', async () => {
-      const runTool = jest.spyOn(tools, 'runTool').mockRejectedValue(new Error('stop here'));
+      jest.spyOn(tools, 'runTool').mockRejectedValue(new Error('stop here'));
       const files = await preparedFiles();
       const vmId = await files.newVmId();
       // Free on this machine now, whatever else runs beside the test.
@@ -326,10 +359,19 @@ describe('QemuDriver', () => {
           { kind: 'qemu', accel: 'tcg', pid: null },
         )
         .catch(() => undefined);
-      const args = runTool.mock.calls[0][1];
-      expect(args[args.indexOf('-netdev') + 1]).toBe(
-        `user,id=net0,hostfwd=tcp:127.0.0.1:${ssh}-:22,hostfwd=tcp:127.0.0.1:${http}-:8080,hostfwd=udp:127.0.0.1:${dns}-:53`,
-      );
+      const [args] = passtRuns;
+      expect(args.slice(args.indexOf('--socket'))).toEqual([
+        '--socket',
+        join(files.runDir(vmId), 'net.sock'),
+        '--pid',
+        join(files.runDir(vmId), 'passt.pid'),
+        '--tcp-ports',
+        `127.0.0.1/${ssh}:22`,
+        '--tcp-ports',
+        `127.0.0.1/${http}:8080`,
+        '--udp-ports',
+        `127.0.0.1/${dns}:53`,
+      ]);
     });
 
     it('one taken by another process fails the start naming it, QEMU never run', async () => {
@@ -458,7 +500,7 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
     const paths = Object.assign(new HostFactsPaths(), { kvmDevice: join(root, 'kvm') });
     table = new FakeQemuTable(paths);
     hostFacts = new HostFactsService(paths, config);
-    qemu = new QemuDriver(config, files, hostFacts, table, new CrashFailpoint(config));
+    qemu = new QemuDriver(config, files, hostFacts, table, new CrashFailpoint(config), PASST_ALONE);
     warnings = [];
     jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
     jest
@@ -499,8 +541,7 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
       qmpSocket: join(runDir, 'qmp.sock'),
       pidFile: join(runDir, 'qemu.pid'),
       serialLog: join(runDir, 'serial.log'),
-      forwardAddress: '127.0.0.1',
-      forwards: [{ host_port: 40_123, guest_port: 22, protocol: 'tcp' as const }],
+      passtSocket: join(runDir, 'net.sock'),
     });
     const child = spawn(process.execPath, [join(root, 'fake-qemu.js'), ...args], {
       argv0: 'qemu-system-x86_64',
@@ -519,15 +560,37 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
     return child.pid!;
   }
 
-  it("finds a VM's QEMU by its name and pidfile, with its ports, acceleration, memory, RAM and vCPUs", async () => {
+  /** A process that reads as the passt of `vmId` (its command line), forwarding these ports. */
+  function fakePasst(vmId: string, forwards: HostPort[]): number {
+    const runDir = join(root, 'run', vmId);
+    const args = passtArgs({
+      socket: join(runDir, 'net.sock'),
+      pidFile: join(runDir, 'passt.pid'),
+      forwardAddress: '127.0.0.1',
+      forwards,
+    });
+    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 60_000)', '--', ...args], {
+      argv0: 'passt',
+      stdio: 'ignore',
+    });
+    children.push(child);
+    return child.pid!;
+  }
+
+  it("finds a VM's QEMU by its name and pidfile, with its passt's ports, acceleration, memory, RAM and vCPUs", async () => {
     const vmId = 'vm-00000000000000a1';
     const pid = await fakeQemu(vmId, { accel: 'kvm' });
+    const forwards: HostPort[] = [
+      { host_port: 40_123, guest_port: 22, protocol: 'tcp' },
+      { host_port: 40_124, guest_port: 53, protocol: 'udp' },
+    ];
+    const passtPid = fakePasst(vmId, forwards);
     await fakeQemu('vm-00000000000000a2', { diskDir: join(root, 'another-agent') });
     const found = await qemu.find([vmId, 'vm-00000000000000a2', 'vm-00000000000000a3']);
     expect([...found.keys()]).toEqual([vmId]);
     expect(found.get(vmId)).toEqual({
-      record: { kind: 'qemu', accel: 'kvm', pid },
-      hostPorts: [{ host_port: 40_123, guest_port: 22, protocol: 'tcp' }],
+      record: { kind: 'qemu', accel: 'kvm', pid, passtPid },
+      hostPorts: forwards,
       rssMb: expect.any(Number),
       ramMb: 64,
       vcpuCount: 1,
@@ -657,6 +720,7 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
       new HostFactsService(paths),
       table,
       new CrashFailpoint(config),
+      PASST_ALONE,
     );
     const vmId = await files.newVmId();
     await driver.makeFiles({ vmId, vmType: 'web', ramMb: 64, vcpuCount: 1 });
