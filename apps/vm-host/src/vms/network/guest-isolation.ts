@@ -39,6 +39,20 @@ function run(command: string, args: string[], input?: string): Promise<void> {
   });
 }
 
+function writable(path: string): Promise<boolean> {
+  return access(path, constants.W_OK).then(
+    () => true,
+    () => false,
+  );
+}
+
+function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}
+
 /** The cgroup v2 mount point and this process's cgroup in it, or undefined without cgroup v2. */
 async function ownCgroup(): Promise<{ mount: string; path: string } | undefined> {
   const mounts = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
@@ -94,8 +108,11 @@ export class GuestIsolation implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** How a VM's passt is started: in the guests' cgroup when there is one. */
   async passtCommand(args: string[]): Promise<PasstCommand> {
-    const { cgroupDir } = await this.ready();
+    const { mode, cgroupDir } = await this.ready();
     if (cgroupDir === undefined) return { command: 'passt', args };
+    // As root, an empty cgroup removed meanwhile is made again, and the rules loaded again: nft
+    // resolved its path to the id of the one removed.
+    if (mode === 'root' && !(await exists(cgroupDir))) await this.filter(cgroupDir);
     // The shell moves itself into the cgroup, then becomes passt: every socket passt opens
     // (its pool of outgoing ones too, made at start) is the cgroup's.
     return {
@@ -112,24 +129,14 @@ export class GuestIsolation implements OnApplicationBootstrap, OnModuleDestroy {
       const cgroup = await ownCgroup();
       if (cgroup && process.getuid!() === 0) {
         const dir = join(cgroup.mount, `ppn-vm-guests.${this.config.nodeId}`);
-        const nft = nftCgroupOf(cgroup.mount, dir);
-        if (!nft)
-          throw new Error(`cgroup v2 is mounted at ${cgroup.mount}, not under ${CGROUP_FS}`);
-        await mkdir(dir, { recursive: true });
-        await run('nft', ['-f', '-'], guestFirewallRules(this.table(), nft, this.refusedPorts()));
+        await this.filter(dir);
         this.logger.log(
           `${node}: ${passtOnly}; guests' connections to 127.0.0.0/8, ::1 and ports ${this.portList()} on any address refused (nftables table inet ${this.table()}, cgroup ${dir})`,
         );
         return { mode: 'root', cgroupDir: dir };
       }
       const unitDir = cgroup && join(cgroup.mount, cgroup.path, UNIT_GUEST_CGROUP);
-      if (
-        unitDir &&
-        (await access(join(unitDir, 'cgroup.procs'), constants.W_OK).then(
-          () => true,
-          () => false,
-        ))
-      ) {
+      if (unitDir && (await writable(join(unitDir, 'cgroup.procs')))) {
         this.logger.log(
           `${node}: ${passtOnly}; passt runs in cgroup ${unitDir}, whose rules the unit loaded (table inet ${GUEST_FIREWALL_TABLE})`,
         );
@@ -144,6 +151,15 @@ export class GuestIsolation implements OnApplicationBootstrap, OnModuleDestroy {
       );
     }
     return { mode: 'none' };
+  }
+
+  /** As root: the cgroup made, and the table loaded for it. */
+  private async filter(dir: string): Promise<void> {
+    const cgroup = await ownCgroup();
+    const nft = cgroup && nftCgroupOf(cgroup.mount, dir);
+    if (!nft) throw new Error(`cgroup v2 is mounted at ${cgroup?.mount}, not under ${CGROUP_FS}`);
+    await mkdir(dir, { recursive: true });
+    await run('nft', ['-f', '-'], guestFirewallRules(this.table(), nft, this.refusedPorts()));
   }
 
   private table(): string {
