@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # Runs a command (the system tier's jest) isolated from this machine, when root:
-#   - its own network namespace, `lo` up: the fixed ports 9203 and 9204 and the 127.0.0.x
+#   - its own network namespace, only `lo` up: the fixed ports 9203 and 9204 and the 127.0.0.x
 #     addresses the specs bind are its own, so a running `npm start`, another test run or
-#     anything else listening on the host cannot collide with it, nor it with them; and one
-#     interface other than loopback (a veth pair, 198.18.0.1/30, no route out), which a VM's
-#     passt needs to start at all;
+#     anything else listening on the host cannot collide with it, nor it with them;
 #   - its own mount namespace with a private tmpfs on /run/netns: the test hosts it makes
 #     (test/support/netns.ts) have names no other run can see or delete;
 #   - its own PID namespace: when the command ends, every process it left is killed (a catch-all
@@ -33,10 +31,6 @@ exec unshare --net --mount --propagation private --pid --fork --kill-child --mou
   bash -c '
     set -eu
     ip link set lo up
-    ip link add ppn-uplink type veth peer name ppn-uplink-peer
-    ip addr add 198.18.0.1/30 dev ppn-uplink
-    ip link set ppn-uplink up
-    ip link set ppn-uplink-peer up
     mkdir -p /run/netns
     mount -t tmpfs -o mode=0755 tmpfs /run/netns
     status=0

@@ -12,15 +12,6 @@ export interface LiveQemu {
  * suite's own, never another suite's or a real VM's.
  */
 export function liveQemusUnder(folder: string): LiveQemu[] {
-  return liveProcessesUnder(folder, /^qemu-system-/);
-}
-
-/** Every live passt (a VM's network) whose command line mentions `folder`. */
-export function livePasstsUnder(folder: string): LiveQemu[] {
-  return liveProcessesUnder(folder, /^passt(\.avx2)?$/);
-}
-
-function liveProcessesUnder(folder: string, program: RegExp): LiveQemu[] {
   const found: LiveQemu[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -28,7 +19,7 @@ function liveProcessesUnder(folder: string, program: RegExp): LiveQemu[] {
       const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       if (
-        program.test(basename(args[0] ?? '')) &&
+        basename(args[0] ?? '').startsWith('qemu-system-') &&
         args.some((arg) => arg.includes(folder)) &&
         !/^\d+ \(.*\) Z/.test(stat)
       ) {
@@ -41,9 +32,9 @@ function liveProcessesUnder(folder: string, program: RegExp): LiveQemu[] {
   return found;
 }
 
-/** SIGKILLs every live QEMU process (and its passt) under `folder`, so none outlives a suite. */
+/** SIGKILLs every live QEMU process under `folder`, so none outlives a suite. */
 export function killQemusUnder(folder: string): void {
-  for (const { pid } of [...liveQemusUnder(folder), ...livePasstsUnder(folder)]) {
+  for (const { pid } of liveQemusUnder(folder)) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {

@@ -60,7 +60,7 @@ export async function endTestRun(): Promise<void> {
 }
 
 /**
- * The cgroups agents started as root make for their VMs' passt (`ppn-vm-guests.<node_id>`): an
+ * The cgroups agents started as root make for their VMs' QEMU (`ppn-vm-guests.<node_id>`): an
  * agent removes its own when it stops with no guest left, but a spec stops agents before their
  * VMs. cgroups are the machine's, not the run's namespace's; only empty ones can go, so one in use
  * by a run beside this one stays.

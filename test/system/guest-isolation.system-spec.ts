@@ -180,7 +180,7 @@ describe('what a VM can reach: nothing of the fleet, its published ports and the
     const closed = (host: string, ports: number[]) =>
       Object.fromEntries(ports.map((port) => [`${host}:${port}`, 'closed' as const]));
     return {
-      // The old gateway: QEMU's user network mapped it to node A's loopback.
+      // The gateway: QEMU's user network maps it to node A's loopback.
       ...closed('10.0.2.2', listeningPortsOfA()),
       // Node A's mesh address: its agent, its metrics, and the stand-ins there.
       ...closed(hostA.address, [9204, METRICS_PORT, 6379, 2379, 2380, 9203, 9206]),
@@ -230,7 +230,7 @@ describe('what a VM can reach: nothing of the fleet, its published ports and the
     await startAgents();
     for (const agent of agents) {
       expect(agent.output).toMatch(
-        /guest network: passt, the gateway 10\.0\.2\.2 is not this host .*; guests' connections to 127\.0\.0\.0\/8, ::1 and ports .*6379.* on any address refused/,
+        /guests' network: QEMU's user network; guests' connections to this node's loopback .* and to ports .*6379.* on any address refused/,
       );
     }
 
@@ -305,7 +305,7 @@ describe('what a VM can reach: nothing of the fleet, its published ports and the
     await stopAllDaemons();
     await startFleet({ VM_FLEET_API_TOKEN: API_TOKEN, VM_FLEET_NODE_TOKEN: NODE_TOKEN });
     await startAgents({ VM_FLEET_NODE_TOKEN: NODE_TOKEN });
-    // The same QEMU processes: found again with their passt, not started anew.
+    // The same QEMU processes: found again, not started anew.
     expect(qemuPids()).toEqual(pidsBefore);
     for (const agent of agents) expect(agent.output).not.toMatch(/ started: QEMU pid /);
     await expectIsolated();

@@ -16,7 +16,7 @@ import { guestImageBuildCommand, guestImagePath } from '../support/guest-image';
 import { GUEST_SSH_DEADLINE_MS, sshOnceUp, sshRun } from '../support/guest-ssh';
 import { TestHost } from '../support/netns';
 import { ppnFleet } from '../support/ppn-fleet-cli';
-import { killQemusUnder, livePasstsUnder } from '../support/qemu-processes';
+import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
 import { scratchFolder } from '../support/scratch-folders';
 
 /**
@@ -139,21 +139,10 @@ function forwardOf(vm: ListedVm, guestPort: number, protocol: 'tcp' | 'udp'): nu
   return forward.host_port;
 }
 
-/** The forwards on the command line of the VM's live passt (its network), as `tcp:addr/host:guest`. */
-function passtForwardsOf(vmId: string): string[] {
-  const [passt] = livePasstsUnder(workDir).filter(({ args }) =>
-    args.some((arg) => arg.endsWith(`/run/${vmId}/net.sock`)),
-  );
-  return passt.args.flatMap((arg, index) =>
-    /^--(tcp|udp)-ports$/.test(arg) && passt.args[index + 1] !== 'none'
-      ? [`${arg.slice(2, 5)}:${passt.args[index + 1]}`]
-      : [],
-  );
-}
-
-/** What passtForwardsOf reads for these forwards on that address. */
-function forwardsOn(address: string, ports: readonly HostPort[]): string[] {
-  return ports.map((port) => `${port.protocol}:${address}/${port.host_port}:${port.guest_port}`);
+/** The -netdev value of the VM's live QEMU. */
+function netdevOf(vmId: string): string {
+  const [qemu] = liveQemusUnder(workDir).filter(({ args }) => args.includes(`guest=${vmId}`));
+  return qemu.args[qemu.args.indexOf('-netdev') + 1];
 }
 
 describe('published ports on the node mesh address, with real guests on two nodes', () => {
@@ -290,7 +279,7 @@ describe('published ports on the node mesh address, with real guests on two node
     expect(client.host_ports).toEqual([
       { host_port: Number(ssh?.[1]), guest_port: 22, protocol: 'tcp' },
     ]);
-    expect(passtForwardsOf(clientId)).toEqual([`tcp:${hostB.address}/${ssh?.[1]}:22`]);
+    expect(netdevOf(clientId)).toBe(`user,id=net0,hostfwd=tcp:${hostB.address}:${ssh?.[1]}-:22`);
 
     web = await listedVm(webId);
     expect(web.node_id).toBe(NODE_A);
@@ -299,7 +288,9 @@ describe('published ports on the node mesh address, with real guests on two node
       '8080/tcp',
       '5353/udp',
     ]);
-    expect(passtForwardsOf(webId)).toEqual(forwardsOn(hostA.address, web.host_ports));
+    expect(netdevOf(webId)).toBe(
+      `user,id=net0,${web.host_ports.map((port) => `hostfwd=${port.protocol}:${hostA.address}:${port.host_port}-:${port.guest_port}`).join(',')}`,
+    );
 
     const table = await ppnFleet(['vms']);
     expect(table.stdout).toContain(`${hostA.address}:${forwardOf(web, 8080, 'tcp')} → 8080/tcp`);
@@ -418,6 +409,8 @@ describe('published ports on the node mesh address, with real guests on two node
     expect(started.code).toBe(0);
     const again = await listedVm(web.vm_id);
     expect(again.host_ports).toEqual(web.host_ports);
-    expect(passtForwardsOf(web.vm_id)).toEqual(forwardsOn(hostA.address, web.host_ports));
+    expect(netdevOf(web.vm_id)).toBe(
+      `user,id=net0,${web.host_ports.map((port) => `hostfwd=${port.protocol}:${hostA.address}:${port.host_port}-:${port.guest_port}`).join(',')}`,
+    );
   });
 });

@@ -8,7 +8,7 @@ describe('guestFirewallRules', () => {
     [9206, 9203, 9204, 6379, 9203],
   );
 
-  it("replaces the whole table, refusing the guests' cgroup the loopback and the daemon ports on any address", () => {
+  it("replaces the whole table, refusing the guests' cgroup the loopback (but DNS) and the daemon ports on any address", () => {
     expect(rules).toBe(
       [
         'table inet ppn_vm_guests',
@@ -17,6 +17,8 @@ describe('guestFirewallRules', () => {
         '  chain output {',
         '    type filter hook output priority filter; policy accept;',
         '    ct state established,related accept',
+        '    socket cgroupv2 level 1 "unified/ppn-vm-guests.node-1" ip daddr 127.0.0.0/8 meta l4proto { tcp, udp } th dport 53 accept',
+        '    socket cgroupv2 level 1 "unified/ppn-vm-guests.node-1" ip6 daddr ::1 meta l4proto { tcp, udp } th dport 53 accept',
         '    socket cgroupv2 level 1 "unified/ppn-vm-guests.node-1" ip daddr 127.0.0.0/8 reject',
         '    socket cgroupv2 level 1 "unified/ppn-vm-guests.node-1" ip6 daddr ::1 reject',
         '    socket cgroupv2 level 1 "unified/ppn-vm-guests.node-1" tcp dport { 6379, 9203, 9204, 9206 } reject with tcp reset',

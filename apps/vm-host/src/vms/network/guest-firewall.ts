@@ -1,7 +1,8 @@
 /**
  * The nftables rules that keep guests off the fleet's machinery. A guest's traffic leaves the
- * node from its passt's sockets, and passt runs in a cgroup of its own: the rules match those
- * sockets by that cgroup (nft's `socket cgroupv2`), so nothing else on the node is filtered.
+ * node from its QEMU's sockets (the user network), and QEMU runs in a cgroup of its own: the rules
+ * match those sockets by that cgroup (nft's `socket cgroupv2`), so nothing else on the node is
+ * filtered.
  */
 
 /** The table the unit loads; as root the agent loads `guestFirewallTable(node_id)`. */
@@ -25,9 +26,11 @@ export interface GuestCgroup {
 
 /**
  * The whole table, replacing any earlier one (`nft -f`): guests' new connections to the node's
- * loopback (127.0.0.0/8, ::1) and to `ports` on any address are refused (a TCP reset, an ICMP
- * error otherwise: the guest's connect fails at once rather than hanging). Replies of connections
- * made to a published port are not new, so they pass.
+ * loopback (127.0.0.0/8, ::1: QEMU's user network makes it the guest's 10.0.2.2) and to `ports`
+ * on any address are refused (a TCP reset, an ICMP error otherwise: the guest's connect fails at
+ * once rather than hanging). DNS is the exception on loopback: QEMU answers the guest's 10.0.2.3
+ * from the node's resolver, often a local one (127.0.0.53). Replies of connections made to a
+ * published port are not new, so they pass.
  */
 export function guestFirewallRules(
   table: string,
@@ -43,6 +46,8 @@ export function guestFirewallRules(
     '  chain output {',
     '    type filter hook output priority filter; policy accept;',
     '    ct state established,related accept',
+    `    ${guests} ip daddr 127.0.0.0/8 meta l4proto { tcp, udp } th dport 53 accept`,
+    `    ${guests} ip6 daddr ::1 meta l4proto { tcp, udp } th dport 53 accept`,
     `    ${guests} ip daddr 127.0.0.0/8 reject`,
     `    ${guests} ip6 daddr ::1 reject`,
     `    ${guests} tcp dport { ${portSet} } reject with tcp reset`,

@@ -14,17 +14,17 @@ import {
 
 /** Where nft's `socket cgroupv2` resolves cgroup paths from. */
 const CGROUP_FS = '/sys/fs/cgroup';
-/** The cgroup the unit makes for passt, in the agent's own (delegated) cgroup. */
+/** The cgroup the unit makes for the VMs' QEMU, in the agent's own (delegated) cgroup. */
 export const UNIT_GUEST_CGROUP = 'vm-guests';
 
 /**
  * How guests are kept off the node: `root`, the agent made the cgroup and loaded the rules
- * itself; `unit`, its systemd unit did both before it started; `none`, neither (passt alone).
+ * itself; `unit`, its systemd unit did both before it started; `none`, neither.
  */
 export type GuestIsolationMode = 'root' | 'unit' | 'none';
 
-/** What runs a passt in the guests' cgroup, or passt itself when there is none. */
-export interface PasstCommand {
+/** What runs a program in the guests' cgroup, or the program itself when there is none. */
+export interface GuestCommand {
   command: string;
   args: string[];
 }
@@ -74,11 +74,13 @@ export function nftCgroupOf(mount: string, folder: string): GuestCgroup | undefi
 }
 
 /**
- * Keeps guests' traffic off the node's loopback and the fleet's daemon ports: passt runs in a
- * cgroup of its own and nftables refuses those destinations to that cgroup's sockets (see
- * guest-firewall.ts). Under its unit the agent is unprivileged: the unit makes the cgroup and
- * loads the rules as root first. Started as root, the agent does both itself and undoes them when
- * it stops with no guest left. Otherwise (npm start) guests have passt alone, and it says so.
+ * Keeps guests' traffic off the node's loopback and the fleet's daemon ports: a guest's traffic
+ * leaves the node from its QEMU's user-network sockets (QEMU maps the guest's gateway 10.0.2.2 to
+ * the node's loopback), QEMU runs in a cgroup of its own, and nftables refuses those destinations
+ * to that cgroup's sockets (see guest-firewall.ts). Under its unit the agent is unprivileged: the
+ * unit makes the cgroup and loads the rules as root first. Started as root, the agent does both
+ * itself and undoes them when it stops with no guest left. Otherwise (npm start) guests reach
+ * whatever the node and the mesh serve, and it says so.
  */
 @Injectable()
 export class GuestIsolation implements OnApplicationBootstrap, OnModuleDestroy {
@@ -100,54 +102,59 @@ export class GuestIsolation implements OnApplicationBootstrap, OnModuleDestroy {
     await this.ready();
   }
 
-  /** The isolation guests get, set up once (before the first passt starts). */
+  /** The isolation guests get, set up once (before the first QEMU starts). */
   ready(): Promise<{ mode: GuestIsolationMode; cgroupDir?: string }> {
     this.setup ??= this.makeReady();
     return this.setup;
   }
 
-  /** How a VM's passt is started: in the guests' cgroup when there is one. */
-  async passtCommand(args: string[]): Promise<PasstCommand> {
+  /** How a VM's QEMU (`command`) is started: in the guests' cgroup when there is one. */
+  async guestCommand(command: string, args: string[]): Promise<GuestCommand> {
     const { mode, cgroupDir } = await this.ready();
-    if (cgroupDir === undefined) return { command: 'passt', args };
+    if (cgroupDir === undefined) return { command, args };
     // As root, an empty cgroup removed meanwhile is made again, and the rules loaded again: nft
     // resolved its path to the id of the one removed.
     if (mode === 'root' && !(await exists(cgroupDir))) await this.filter(cgroupDir);
-    // The shell moves itself into the cgroup, then becomes passt: every socket passt opens
-    // (its pool of outgoing ones too, made at start) is the cgroup's.
+    // The shell moves itself into the cgroup, then becomes the program: every socket it opens
+    // (a socket is its creator's cgroup's for good) is the cgroup's, and so are its children.
     return {
       command: '/bin/sh',
-      args: ['-c', 'echo $$ > "$0" && exec passt "$@"', join(cgroupDir, 'cgroup.procs'), ...args],
+      args: [
+        '-c',
+        'echo $$ > "$0" && exec "$@"',
+        join(cgroupDir, 'cgroup.procs'),
+        command,
+        ...args,
+      ],
     };
   }
 
   private async makeReady(): Promise<{ mode: GuestIsolationMode; cgroupDir?: string }> {
     const node = `node ${this.config.nodeId}`;
-    const passtOnly =
-      'guest network: passt, the gateway 10.0.2.2 is not this host (no path to its loopback through it)';
+    const network = "guests' network: QEMU's user network";
     try {
       const cgroup = await ownCgroup();
       if (cgroup && process.getuid!() === 0) {
         const dir = join(cgroup.mount, `ppn-vm-guests.${this.config.nodeId}`);
         await this.filter(dir);
         this.logger.log(
-          `${node}: ${passtOnly}; guests' connections to 127.0.0.0/8, ::1 and ports ${this.portList()} on any address refused (nftables table inet ${this.table()}, cgroup ${dir})`,
+          `${node}: ${network}; guests' connections to this node's loopback (127.0.0.0/8, ::1; its gateway 10.0.2.2 is that loopback), but for DNS, and to ports ${this.portList()} on any address refused (nftables table inet ${this.table()}, cgroup ${dir})`,
         );
         return { mode: 'root', cgroupDir: dir };
       }
       const unitDir = cgroup && join(cgroup.mount, cgroup.path, UNIT_GUEST_CGROUP);
       if (unitDir && (await writable(join(unitDir, 'cgroup.procs')))) {
         this.logger.log(
-          `${node}: ${passtOnly}; passt runs in cgroup ${unitDir}, whose rules the unit loaded (table inet ${GUEST_FIREWALL_TABLE})`,
+          `${node}: ${network}; QEMU runs in cgroup ${unitDir}, whose rules the unit loaded (table inet ${GUEST_FIREWALL_TABLE}): guests' connections to this node's loopback but for DNS, and to the fleet's ports on any address, refused`,
         );
         return { mode: 'unit', cgroupDir: unitDir };
       }
       this.logger.warn(
-        `${node}: ${passtOnly}; NO port filter (not root and no cgroup ${UNIT_GUEST_CGROUP} from the unit): guests reach the fleet's daemon ports (9203, ${this.config.spawnPort}, 9206, metrics, Redis) on this node's and the mesh's addresses`,
+        `${node}: ${network}; NO filter (not root, and no cgroup ${UNIT_GUEST_CGROUP} from the unit): guests reach everything listening on this node's loopback (as 10.0.2.2) and the fleet's ports (9203, ${this.config.spawnPort}, 9206, metrics, Redis) on every address of the mesh`,
       );
     } catch (error) {
       this.logger.error(
-        `${node}: ${passtOnly}; NO port filter: could not set up the guests' firewall: ${error instanceof Error ? error.message : String(error)}`,
+        `${node}: ${network}; NO filter: could not set up the guests' firewall (guests reach this node's loopback as 10.0.2.2 and the fleet's ports): ${error instanceof Error ? error.message : String(error)}`,
       );
     }
     return { mode: 'none' };

@@ -2,6 +2,7 @@ import { TCG_TRANSLATION_CACHE_MB } from '@app/fleet-domain';
 import {
   KVM_CPU_MODELS,
   accelOf,
+  forwardedPorts,
   guestOf,
   optionOf,
   qemuArgs,
@@ -19,7 +20,8 @@ const launch = {
   qmpSocket: '/var/lib/vm-fleet/run/vm-0123456789abcdef/qmp.sock',
   pidFile: '/var/lib/vm-fleet/run/vm-0123456789abcdef/qemu.pid',
   serialLog: '/var/lib/vm-fleet/run/vm-0123456789abcdef/serial.log',
-  passtSocket: '/var/lib/vm-fleet/run/vm-0123456789abcdef/net.sock',
+  forwardAddress: '10.8.0.21',
+  forwards: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' as const }],
 };
 
 function option(args: string[], flag: string): string[] {
@@ -64,25 +66,42 @@ describe('qemuArgs', () => {
     expect(accelOf(args)).toBe('tcg');
   });
 
-  it("gives the guest a virtio RNG, bounded per second, and its passt's network, not QEMU's user network (whose gateway is the host's loopback)", () => {
+  it("gives the guest a virtio RNG, bounded per second, and QEMU's default user network (the project's image sets 10.0.2.15 itself)", () => {
     const args = qemuArgs(launch);
     expect(option(args, '-device')).toContain('virtio-rng-pci,max-bytes=4096,period=1000');
-    expect(option(args, '-netdev')).toEqual([
-      `stream,id=net0,server=off,addr.type=unix,addr.path=${launch.passtSocket}`,
+    expect(option(args, '-netdev')[0]).not.toMatch(/(^|,)(net|host|dhcpstart)=/);
+  });
+
+  it('forwards SSH on the node address and the checked port', () => {
+    expect(option(qemuArgs(launch), '-netdev')).toEqual([
+      'user,id=net0,hostfwd=tcp:10.8.0.21:40022-:22',
     ]);
-    expect(args.join(' ')).not.toMatch(/user,|hostfwd/);
+    expect(option(qemuArgs({ ...launch, forwardAddress: 'fd00::21' }), '-netdev')).toEqual([
+      'user,id=net0,hostfwd=tcp:[fd00::21]:40022-:22',
+    ]);
+  });
+
+  it('forwards every published port, tcp and udp, on the node address only, SSH first', () => {
+    const forwards = [
+      { host_port: 40022, guest_port: 22, protocol: 'tcp' as const },
+      { host_port: 8080, guest_port: 80, protocol: 'tcp' as const },
+      { host_port: 5353, guest_port: 53, protocol: 'udp' as const },
+    ];
+    const args = qemuArgs({ ...launch, forwards });
+    expect(option(args, '-netdev')).toEqual([
+      'user,id=net0,hostfwd=tcp:10.8.0.21:40022-:22,hostfwd=tcp:10.8.0.21:8080-:80,hostfwd=udp:10.8.0.21:5353-:53',
+    ]);
+    expect(forwardedPorts(args)).toEqual(forwards);
+    expect(forwardedPorts(qemuArgs({ ...launch, forwardAddress: 'fd00::21', forwards }))).toEqual(
+      forwards,
+    );
   });
 
   it('doubles commas in paths, so a folder name cannot add QEMU options', () => {
-    const args = qemuArgs({
-      ...launch,
-      disk: '/srv/a,file=/etc/shadow/x.qcow2',
-      passtSocket: '/srv/a,b/net.sock',
-    });
+    const args = qemuArgs({ ...launch, disk: '/srv/a,file=/etc/shadow/x.qcow2' });
     expect(option(args, '-drive')[0]).toBe(
       'if=virtio,format=qcow2,file=/srv/a,,file=/etc/shadow/x.qcow2',
     );
-    expect(option(args, '-netdev')[0]).toMatch(/addr\.path=\/srv\/a,,b\/net\.sock$/);
   });
 });
 
@@ -94,15 +113,20 @@ describe('reading a QEMU command line back', () => {
     expect(optionOf(['-name'], '-name')).toBeUndefined();
   });
 
-  it('reads back the guest name and the acceleration qemuArgs wrote', () => {
-    for (const accel of ['kvm', 'tcg'] as const) {
-      const args = qemuArgs({ ...launch, accel });
-      expect(guestOf(args)).toBe(launch.vmId);
-      expect(accelOf(args)).toBe(accel);
+  it('reads back the guest name, the acceleration and the SSH forward qemuArgs wrote', () => {
+    for (const forwardAddress of ['10.8.0.21', 'fd00::21']) {
+      for (const accel of ['kvm', 'tcg'] as const) {
+        const args = qemuArgs({ ...launch, forwardAddress, accel });
+        expect(guestOf(args)).toBe(launch.vmId);
+        expect(accelOf(args)).toBe(accel);
+        expect(forwardedPorts(args)).toEqual([
+          { host_port: 40022, guest_port: 22, protocol: 'tcp' },
+        ]);
+      }
     }
   });
 
-  it('reads a command line without those options as no guest, TCG, no RAM and no vCPUs', () => {
+  it('reads a command line without those options as no guest, TCG and no ports', () => {
     const bare = ['qemu-system-x86_64', '-name', 'web', '-netdev', 'user,id=net0'];
     expect(guestOf(bare)).toBeUndefined();
     expect(accelOf(bare)).toBe('tcg');
@@ -110,6 +134,7 @@ describe('reading a QEMU command line back', () => {
     expect(accelOf([...bare, '-machine', 'q35,accel=kvm'])).toBe('kvm');
     expect(accelOf([...bare, '-accel', 'kvm'])).toBe('kvm');
     expect(accelOf([...bare, '-machine', 'q35,accel=tcg'])).toBe('tcg');
+    expect(forwardedPorts(bare)).toEqual([]);
     expect(ramMbOf(bare)).toBeUndefined();
     expect(vcpuCountOf(bare)).toBeUndefined();
   });

@@ -1,4 +1,4 @@
-import { TCG_TRANSLATION_CACHE_MB } from '@app/fleet-domain';
+import { MAX_HOST_PORTS_PER_VM, TCG_TRANSLATION_CACHE_MB, type HostPort } from '@app/fleet-domain';
 
 /** How QEMU runs a guest: KVM when asked for and usable, else TCG (emulation). */
 export type QemuAccel = 'kvm' | 'tcg';
@@ -28,8 +28,10 @@ export interface QemuLaunch {
   qmpSocket: string;
   pidFile: string;
   serialLog: string;
-  /** The unix socket of the VM's passt (network/passt.ts), which holds its network and forwards. */
-  passtSocket: string;
+  /** The node's mesh address (VM_WG_IP): every forward listens there, never on all interfaces. */
+  forwardAddress: string;
+  /** What is forwarded from forwardAddress into the guest, SSH first. */
+  forwards: readonly HostPort[];
 }
 
 /** QEMU reads commas in option values as separators unless doubled. */
@@ -54,10 +56,10 @@ export function qemuArgs(launch: QemuLaunch): string[] {
     `if=virtio,format=qcow2,file=${optionValue(launch.disk)}`,
     '-drive',
     `if=virtio,format=raw,readonly=on,file=${optionValue(launch.seedIso)}`,
-    // The guest's network is its passt's (network/passt.ts), not QEMU's user networking, whose
-    // gateway 10.0.2.2 is the host's loopback.
+    // User-mode networking with QEMU's defaults (10.0.2.0/24, the guest at 10.0.2.15): the
+    // project's image sets that address itself, without DHCP (deploy/images).
     '-netdev',
-    `stream,id=net0,server=off,addr.type=unix,addr.path=${optionValue(launch.passtSocket)}`,
+    `user,id=net0,${hostForwards(launch.forwardAddress, launch.forwards)}`,
     '-device',
     'virtio-net-pci,netdev=net0',
     // Entropy from the host at boot: without, a guest's kernel took seconds under TCG to seed its
@@ -88,6 +90,20 @@ export function accelArgs({ accel, cpuModel }: Pick<QemuLaunch, 'accel' | 'cpuMo
   // Under TCG, a bounded translation cache: QEMU's default of 1 GiB grows as the guest runs,
   // memory counted nowhere (see TCG_OVERHEAD_MB).
   return ['-machine', 'q35', '-accel', `tcg,tb-size=${TCG_TRANSLATION_CACHE_MB}`];
+}
+
+/**
+ * User-mode networking's forwards (`hostfwd=tcp:10.0.0.1:8080-:80,hostfwd=udp:...`), each
+ * bound to the one address given. Only validated integers and `tcp`/`udp` reach it.
+ */
+export function hostForwards(address: string, forwards: readonly HostPort[]): string {
+  const host = address.includes(':') ? `[${address}]` : address;
+  return forwards
+    .map(
+      ({ protocol, host_port, guest_port }) =>
+        `hostfwd=${protocol === 'udp' ? 'udp' : 'tcp'}:${host}:${host_port}-:${guest_port}`,
+    )
+    .join(',');
 }
 
 /** The value after `flag` in a command line. */
@@ -129,4 +145,16 @@ export function ramMbOf(args: readonly string[]): number | undefined {
 /** The vCPUs on a command line (`-smp 2`, or `cpus=2,...`); undefined in any other form. */
 export function vcpuCountOf(args: readonly string[]): number | undefined {
   return positive(/^(?:cpus=)?(\d+)(?:,|$)/.exec(optionOf(args, '-smp') ?? '')?.[1]);
+}
+
+/** The forwards qemuArgs put on the command line (SSH first), read back from it. */
+export function forwardedPorts(args: readonly string[]): HostPort[] {
+  const forwards = (optionOf(args, '-netdev') ?? '').matchAll(
+    /hostfwd=(tcp|udp):(?:\[[^\]]*\]|[^:,]*):(\d+)-:(\d+)/g,
+  );
+  return [...forwards].slice(0, MAX_HOST_PORTS_PER_VM).map((forward) => ({
+    host_port: Number(forward[2]),
+    guest_port: Number(forward[3]),
+    protocol: forward[1] as 'tcp' | 'udp',
+  }));
 }

@@ -43,7 +43,8 @@ function argsOf(vmId: string, pidFile = pidFileOf(vmId)): string[] {
       qmpSocket: `/var/lib/vm-fleet/run/${vmId}/qmp.sock`,
       pidFile,
       serialLog: `/var/lib/vm-fleet/run/${vmId}/serial.log`,
-      passtSocket: `/var/lib/vm-fleet/run/${vmId}/net.sock`,
+      forwardAddress: '10.8.0.21',
+      forwards: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' as const }],
     }),
   ];
 }

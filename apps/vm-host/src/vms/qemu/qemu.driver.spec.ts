@@ -17,37 +17,21 @@ import { qemuArgs } from './qemu-command-line';
 import { SOCKET_PORT_PROBE } from '../ports/port-probe';
 import * as tools from './run-tool';
 import { QemuDriver, SERIAL_LOG_MAX_BYTES } from './qemu.driver';
-import { MAX_CONSOLE_BYTES, type HostPort } from '@app/fleet-domain';
-import { passtArgs } from '../network/passt';
+import { MAX_CONSOLE_BYTES } from '@app/fleet-domain';
 
-/** A pid no process has (above the kernel's largest), the passt the driver is told of. */
-const PASST_PID = 4_194_305;
-
-type RunPasst = (command: string, args: string[], pidFile: string) => Promise<number>;
-
-/** passt started as it is, in no cgroup: a unit test sets up no firewall. */
-const PASST_ALONE = {
-  passtCommand: (args: string[]) => Promise.resolve({ command: 'passt', args }),
+/** QEMU started as it is, in no cgroup: a unit test sets up no firewall. */
+const NO_FIREWALL = {
+  guestCommand: (command: string, args: string[]) => Promise.resolve({ command, args }),
 } as unknown as GuestIsolation;
 
 describe('QemuDriver', () => {
   let root: string;
   let kvmDevice: string;
 
-  /** What the driver ran passt with; no passt runs in a unit test (PASST_PID stands for it). */
-  let passtRuns: string[][];
-
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), 'qemu-driver-'));
     kvmDevice = join(root, 'kvm');
     jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
-    passtRuns = [];
-    jest
-      .spyOn(QemuDriver.prototype as unknown as { runPasst: RunPasst }, 'runPasst')
-      .mockImplementation((_command, args) => {
-        passtRuns.push(args);
-        return Promise.resolve(PASST_PID);
-      });
   });
 
   afterEach(async () => {
@@ -76,7 +60,7 @@ describe('QemuDriver', () => {
       hostFacts,
       new ProcessTable(paths),
       new CrashFailpoint(config),
-      PASST_ALONE,
+      NO_FIREWALL,
     );
   }
 
@@ -269,12 +253,7 @@ describe('QemuDriver', () => {
       const qemu = driver();
       const { vmId, started } = await start(qemu);
       expect(cpusTried()).toEqual(['host', 'host,-arch-capabilities', 'qemu64', null]);
-      expect(started.record).toEqual({
-        kind: 'qemu',
-        accel: 'tcg',
-        pid: process.pid,
-        passtPid: PASST_PID,
-      });
+      expect(started.record).toEqual({ kind: 'qemu', accel: 'tcg', pid: process.pid });
       expect(started.accelFallback).toMatch(
         /^QEMU: could not start under KVM: host: .*MSR 0x10a.*; qemu64: .*; started under TCG$/,
       );
@@ -307,12 +286,7 @@ describe('QemuDriver', () => {
         '-cpu',
         'host',
       ]);
-      expect(started.record).toEqual({
-        kind: 'qemu',
-        accel: 'kvm',
-        pid: process.pid,
-        passtPid: PASST_PID,
-      });
+      expect(started.record).toEqual({ kind: 'qemu', accel: 'kvm', pid: process.pid });
       expect(qemu.accel(started.record)).toBe('kvm');
     });
 
@@ -339,7 +313,7 @@ describe('QemuDriver', () => {
     });
 
     it('are all forwarded from VM_WG_IP, tcp and udp, exactly as admitted', async () => {
-      jest.spyOn(tools, 'runTool').mockRejectedValue(new Error('stop here'));
+      const runTool = jest.spyOn(tools, 'runTool').mockRejectedValue(new Error('stop here'));
       const files = await preparedFiles();
       const vmId = await files.newVmId();
       // Free on this machine now, whatever else runs beside the test.
@@ -359,19 +333,10 @@ describe('QemuDriver', () => {
           { kind: 'qemu', accel: 'tcg', pid: null },
         )
         .catch(() => undefined);
-      const [args] = passtRuns;
-      expect(args.slice(args.indexOf('--socket'))).toEqual([
-        '--socket',
-        join(files.runDir(vmId), 'net.sock'),
-        '--pid',
-        join(files.runDir(vmId), 'passt.pid'),
-        '--tcp-ports',
-        `127.0.0.1/${ssh}:22`,
-        '--tcp-ports',
-        `127.0.0.1/${http}:8080`,
-        '--udp-ports',
-        `127.0.0.1/${dns}:53`,
-      ]);
+      const args = runTool.mock.calls[0][1];
+      expect(args[args.indexOf('-netdev') + 1]).toBe(
+        `user,id=net0,hostfwd=tcp:127.0.0.1:${ssh}-:22,hostfwd=tcp:127.0.0.1:${http}-:8080,hostfwd=udp:127.0.0.1:${dns}-:53`,
+      );
     });
 
     it('one taken by another process fails the start naming it, QEMU never run', async () => {
@@ -500,7 +465,7 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
     const paths = Object.assign(new HostFactsPaths(), { kvmDevice: join(root, 'kvm') });
     table = new FakeQemuTable(paths);
     hostFacts = new HostFactsService(paths, config);
-    qemu = new QemuDriver(config, files, hostFacts, table, new CrashFailpoint(config), PASST_ALONE);
+    qemu = new QemuDriver(config, files, hostFacts, table, new CrashFailpoint(config), NO_FIREWALL);
     warnings = [];
     jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
     jest
@@ -541,7 +506,8 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
       qmpSocket: join(runDir, 'qmp.sock'),
       pidFile: join(runDir, 'qemu.pid'),
       serialLog: join(runDir, 'serial.log'),
-      passtSocket: join(runDir, 'net.sock'),
+      forwardAddress: '127.0.0.1',
+      forwards: [{ host_port: 40_123, guest_port: 22, protocol: 'tcp' as const }],
     });
     const child = spawn(process.execPath, [join(root, 'fake-qemu.js'), ...args], {
       argv0: 'qemu-system-x86_64',
@@ -560,37 +526,15 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
     return child.pid!;
   }
 
-  /** A process that reads as the passt of `vmId` (its command line), forwarding these ports. */
-  function fakePasst(vmId: string, forwards: HostPort[]): number {
-    const runDir = join(root, 'run', vmId);
-    const args = passtArgs({
-      socket: join(runDir, 'net.sock'),
-      pidFile: join(runDir, 'passt.pid'),
-      forwardAddress: '127.0.0.1',
-      forwards,
-    });
-    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 60_000)', '--', ...args], {
-      argv0: 'passt',
-      stdio: 'ignore',
-    });
-    children.push(child);
-    return child.pid!;
-  }
-
-  it("finds a VM's QEMU by its name and pidfile, with its passt's ports, acceleration, memory, RAM and vCPUs", async () => {
+  it("finds a VM's QEMU by its name and pidfile, with its ports, acceleration, memory, RAM and vCPUs", async () => {
     const vmId = 'vm-00000000000000a1';
     const pid = await fakeQemu(vmId, { accel: 'kvm' });
-    const forwards: HostPort[] = [
-      { host_port: 40_123, guest_port: 22, protocol: 'tcp' },
-      { host_port: 40_124, guest_port: 53, protocol: 'udp' },
-    ];
-    const passtPid = fakePasst(vmId, forwards);
     await fakeQemu('vm-00000000000000a2', { diskDir: join(root, 'another-agent') });
     const found = await qemu.find([vmId, 'vm-00000000000000a2', 'vm-00000000000000a3']);
     expect([...found.keys()]).toEqual([vmId]);
     expect(found.get(vmId)).toEqual({
-      record: { kind: 'qemu', accel: 'kvm', pid, passtPid },
-      hostPorts: forwards,
+      record: { kind: 'qemu', accel: 'kvm', pid },
+      hostPorts: [{ host_port: 40_123, guest_port: 22, protocol: 'tcp' }],
       rssMb: expect.any(Number),
       ramMb: 64,
       vcpuCount: 1,
@@ -720,7 +664,7 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
       new HostFactsService(paths),
       table,
       new CrashFailpoint(config),
-      PASST_ALONE,
+      NO_FIREWALL,
     );
     const vmId = await files.newVmId();
     await driver.makeFiles({ vmId, vmType: 'web', ramMb: 64, vcpuCount: 1 });

@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { chmod, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, open, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   HYPERVISOR_OVERHEAD_MB,
@@ -9,7 +9,7 @@ import {
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { HostFactsService } from '../../host-facts/host-facts.service';
-import { HostProcess, ProcessTable } from '../../host-facts/process-table';
+import { ProcessTable } from '../../host-facts/process-table';
 import { CrashFailpoint } from '../life-cycle/crash-failpoint';
 import {
   DriverRecord,
@@ -37,13 +37,12 @@ import {
   QemuLaunch,
   SSH_GUEST_PORT,
   accelOf,
+  forwardedPorts,
   qemuArgs,
   ramMbOf,
   vcpuCountOf,
 } from './qemu-command-line';
 import { GuestIsolation } from '../network/guest-isolation';
-import { isPasstOf, passtArgs, passtForwards } from '../network/passt';
-import { passtInterface } from '../network/passt-interface';
 import { QemuImages } from './qemu-images';
 import { QemuProcesses } from './qemu-processes';
 import { QmpStatus, withQmp } from './qmp.client';
@@ -71,35 +70,24 @@ type QemuRecord = {
   accel: QemuAccel;
   /** QEMU's pid once it daemonized; QEMU removes its pidfile on exit, so it is kept here too. */
   pid: number | null;
-  /** Its passt's pid (the VM's network); absent in a record of an agent before passt. */
-  passtPid?: number | null;
 };
 
 /** The record as stored; a pid that is not a positive integer, or another driver's, is none. */
 function qemuRecord(record: DriverRecord): QemuRecord {
   const { pid } = record;
-  const known = (value: unknown): value is number =>
-    record.kind === 'qemu' && typeof value === 'number' && Number.isInteger(value) && value > 0;
-  return {
-    kind: 'qemu',
-    accel: record.accel === 'kvm' ? 'kvm' : 'tcg',
-    pid: known(pid) ? pid : null,
-    passtPid: known(record.passtPid) ? record.passtPid : null,
-  };
+  const known =
+    record.kind === 'qemu' && typeof pid === 'number' && Number.isInteger(pid) && pid > 0;
+  return { kind: 'qemu', accel: record.accel === 'kvm' ? 'kvm' : 'tcg', pid: known ? pid : null };
 }
 
 /** How a launch ended up running the VM. */
 interface AcceleratedRun {
   pid: number;
-  passtPid: number;
   accel: QemuAccel;
   cpuModel?: KvmCpuModel;
   /** When KVM failed and TCG runs it instead: what failed, for the sidecar. */
   accelFallback?: string;
 }
-
-/** A launch with what its passt forwards into the guest (SSH first). */
-type NetworkedLaunch = QemuLaunch & { forwards: readonly HostPort[] };
 
 /** Runs one create step, so a failure says which step it was. */
 async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
@@ -121,16 +109,14 @@ export class QemuDriver extends VmDriver {
   private readonly qemus: QemuProcesses;
   /** This process's memory of KVM: the CPU model that starts here, whether it ran a guest. */
   private readonly kvm = new KvmStarts();
-  /** VMs whose QEMU is being stopped after KVM stopped their guest or their passt ended (see inspect). */
+  /** VMs whose QEMU is being stopped after KVM stopped their guest (see inspect). */
   private readonly stoppingBroken = new Set<string>();
-  /** Only processes of this user are the agent's passts. */
-  private readonly agentUid = process.getuid!();
 
   constructor(
     private readonly config: VmHostConfig,
     private readonly files: VmFiles,
     private readonly hostFacts: HostFactsService,
-    private readonly processes: ProcessTable,
+    processes: ProcessTable,
     private readonly failpoint: CrashFailpoint,
     private readonly guestNetwork: GuestIsolation,
   ) {
@@ -146,15 +132,6 @@ export class QemuDriver extends VmDriver {
 
   private pidFile(vmId: string): string {
     return join(this.files.runDir(vmId), 'qemu.pid');
-  }
-
-  /** The VM's passt's socket, as long as the QMP socket's name (see checkDiskDir). */
-  private passtSocket(vmId: string): string {
-    return join(this.files.runDir(vmId), 'net.sock');
-  }
-
-  private passtPidFile(vmId: string): string {
-    return join(this.files.runDir(vmId), 'passt.pid');
   }
 
   private seedIso(vmId: string): string {
@@ -211,7 +188,7 @@ export class QemuDriver extends VmDriver {
   }
 
   async checkTools(): Promise<void> {
-    for (const tool of ['qemu-system-x86_64', 'qemu-img', 'genisoimage', 'passt']) {
+    for (const tool of ['qemu-system-x86_64', 'qemu-img', 'genisoimage']) {
       try {
         await runTool(tool, ['--version'], 5_000);
       } catch {
@@ -297,11 +274,11 @@ export class QemuDriver extends VmDriver {
         qmpSocket: this.qmpSocket(vmId),
         pidFile: this.pidFile(vmId),
         serialLog: this.serialLog(vmId),
-        passtSocket: this.passtSocket(vmId),
+        forwardAddress: this.config.wgIp,
         forwards,
       });
-      const { pid, passtPid, accel, cpuModel, accelFallback } = run;
-      const started: QemuRecord = { kind: 'qemu', accel, pid, passtPid };
+      const { pid, accel, cpuModel, accelFallback } = run;
+      const started: QemuRecord = { kind: 'qemu', accel, pid };
       return {
         record: started,
         hostPorts: [...forwards],
@@ -330,12 +307,8 @@ export class QemuDriver extends VmDriver {
 
   /** QEMU's own view over QMP, once its pid is known to be this VM's live QEMU. */
   async inspect(vmId: string, record: DriverRecord): Promise<VmRunState> {
-    const { pid, passtPid } = qemuRecord(record);
+    const { pid } = qemuRecord(record);
     if (pid === null || !(await this.qemus.isAlive(pid, vmId))) return 'stopped';
-    if (passtPid !== null && passtPid !== undefined && !(await this.isPasst(passtPid, vmId))) {
-      this.networkLost(vmId, record);
-      return 'stopped';
-    }
     try {
       const status = await this.status(vmId);
       if (BROKEN_RUN_STATES.includes(status.status)) this.brokenGuest(vmId, record, status.status);
@@ -366,57 +339,16 @@ export class QemuDriver extends VmDriver {
       .finally(() => this.stoppingBroken.delete(vmId));
   }
 
-  /**
-   * A VM whose passt ended: its guest has no network any more (QEMU cannot connect to a new
-   * passt), so its QEMU is stopped and the restart policy starts both again, on its ports.
-   */
-  private networkLost(vmId: string, record: DriverRecord): void {
-    if (this.stoppingBroken.has(vmId)) return;
-    this.logger.warn(
-      `vm ${vmId}: its passt (the guest's network) ended; stopping its QEMU to start both again`,
-    );
-    this.stoppingBroken.add(vmId);
-    void this.stop(vmId, record)
-      .catch((error: unknown) => {
-        this.logger.error(`vm ${vmId}: could not stop its QEMU: ${messageOf(error)}`);
-      })
-      .finally(() => this.stoppingBroken.delete(vmId));
-  }
-
-  /** True while the process is this VM's passt, started by this agent. */
-  private async isPasst(pid: number, vmId: string): Promise<boolean> {
-    const entry = await this.processes.get(pid);
-    return entry !== undefined && this.passtMatches(entry, vmId);
-  }
-
-  private passtMatches(entry: HostProcess, vmId: string): boolean {
-    return isPasstOf(entry, this.agentUid, this.passtSocket(vmId), this.passtPidFile(vmId));
-  }
-
-  /** The live passt processes of a VM. */
-  private async passtsOf(vmId: string): Promise<HostProcess[]> {
-    return this.processes.list((entry) => this.passtMatches(entry, vmId));
-  }
-
-  /**
-   * QEMU processes whose command line names one of these VMs and its pidfile under VM_DISK_DIR,
-   * with the forwards of their passt (which holds them).
-   */
+  /** QEMU processes whose command line names one of these VMs and its pidfile under VM_DISK_DIR. */
   async find(vmIds: readonly string[]): Promise<Map<string, FoundVm>> {
     const found = new Map<string, FoundVm>();
     for (const [vmId, processes] of await this.qemus.of(vmIds)) {
       const [first] = processes;
       const accel = accelOf(first.args);
-      const [passt] = await this.passtsOf(vmId);
-      const record: QemuRecord = {
-        kind: 'qemu',
-        accel,
-        pid: first.pid,
-        passtPid: passt?.pid ?? null,
-      };
+      const record: QemuRecord = { kind: 'qemu', accel, pid: first.pid };
       found.set(vmId, {
         record,
-        hostPorts: passt ? passtForwards(passt.args) : [],
+        hostPorts: forwardedPorts(first.args),
         rssMb: await this.qemus.residentMb(processes),
         ramMb: ramMbOf(first.args),
         vcpuCount: vcpuCountOf(first.args),
@@ -431,28 +363,6 @@ export class QemuDriver extends VmDriver {
    * every QEMU found by the VM's name (one started by an agent killed before it wrote the pid).
    */
   async stop(vmId: string, record: DriverRecord): Promise<void> {
-    await this.stopQemu(vmId, record);
-    // passt quits once its QEMU is gone (--one-off); one whose QEMU never connected does not.
-    await this.stopPasst(vmId);
-  }
-
-  /** Ends the VM's passt processes (SIGTERM, then SIGKILL), so its ports are free again. */
-  private async stopPasst(vmId: string): Promise<void> {
-    let alive = (await this.passtsOf(vmId)).map(({ pid }) => pid);
-    for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
-      if (alive.length === 0) return;
-      for (const pid of alive) this.qemus.signal(pid, signal);
-      const deadline = Date.now() + STOP_GRACE_MS;
-      while (alive.length > 0 && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        alive = (await this.passtsOf(vmId)).map(({ pid }) => pid);
-      }
-    }
-    if (alive.length > 0)
-      this.logger.warn(`vm ${vmId}: passt pid ${alive.join(', ')} survived SIGKILL`);
-  }
-
-  private async stopQemu(vmId: string, record: DriverRecord): Promise<void> {
     const pids = new Set<number>();
     const { pid } = qemuRecord(record);
     if (pid !== null && (await this.qemus.isAlive(pid, vmId))) pids.add(pid);
@@ -535,60 +445,16 @@ export class QemuDriver extends VmDriver {
    * is made 0600 before (QEMU opens it as it is), the QMP socket made 0600 once it exists (in a
    * 0700 folder meanwhile).
    */
-  private async launch(launch: NetworkedLaunch): Promise<{ pid: number; passtPid: number }> {
-    const passtPid = await this.startPasst(launch);
-    try {
-      return { pid: await this.launchQemu(launch), passtPid };
-    } catch (error) {
-      await this.stopPasst(launch.vmId);
-      throw error;
-    }
-  }
-
-  /**
-   * The VM's passt, daemonized once its socket and forwards are bound (in the guests' cgroup when
-   * there is one, see GuestIsolation); one left from an earlier launch is ended first, so its
-   * ports are free.
-   */
-  private async startPasst(launch: NetworkedLaunch): Promise<number> {
-    const { vmId } = launch;
-    await this.stopPasst(vmId);
-    const pidFile = this.passtPidFile(vmId);
-    await rm(launch.passtSocket, { force: true });
-    await rm(pidFile, { force: true });
-    const args = passtArgs({
-      socket: launch.passtSocket,
-      pidFile,
-      forwardAddress: this.config.wgIp,
-      forwards: launch.forwards,
-      interfaceName: await passtInterface(),
-      ...(this.agentUid === 0 ? { runAs: 0 } : {}),
-    });
-    const { command, args: commandArgs } = await this.guestNetwork.passtCommand(args);
-    return this.runPasst(command, commandArgs, pidFile);
-  }
-
-  /** Runs passt (through `command`) until it daemonized; its pid, from its pidfile. */
-  protected async runPasst(command: string, args: string[], pidFile: string): Promise<number> {
-    try {
-      await runTool(command, args, LAUNCH_TIMEOUT_MS);
-    } catch (error) {
-      throw new VmCreateError(
-        'network',
-        `passt (the guest's network) did not start: ${messageOf(error)}`,
-        { cause: error },
-      );
-    }
-    const pid = Number((await readFile(pidFile, 'utf8')).trim());
-    if (!Number.isInteger(pid) || pid <= 0) throw new Error(`unreadable pidfile ${pidFile}`);
-    return pid;
-  }
-
-  private async launchQemu(launch: QemuLaunch): Promise<number> {
+  private async launch(launch: QemuLaunch): Promise<number> {
     await rename(launch.serialLog, this.previousSerialLog(launch.vmId)).catch(() => undefined);
     await writeFile(launch.serialLog, '', { mode: PRIVATE_FILE_MODE });
     await chmod(launch.serialLog, PRIVATE_FILE_MODE);
-    await runTool('qemu-system-x86_64', qemuArgs(launch), LAUNCH_TIMEOUT_MS);
+    // In the guests' cgroup, whose sockets (the guest's user network) the node's firewall knows.
+    const { command, args } = await this.guestNetwork.guestCommand(
+      'qemu-system-x86_64',
+      qemuArgs(launch),
+    );
+    await runTool(command, args, LAUNCH_TIMEOUT_MS);
     this.failpoint.reached('after-launch-before-pid-written', launch.vmId);
     const pid = Number((await readFile(launch.pidFile, 'utf8')).trim());
     if (!Number.isInteger(pid) || pid <= 0) throw new Error(`unreadable pidfile ${launch.pidFile}`);
@@ -606,32 +472,25 @@ export class QemuDriver extends VmDriver {
    * start or run it, under TCG on the same files and port (VM_ACCEL=auto: KVM is then marked
    * failed at run time) or not at all (VM_ACCEL=kvm, a VmCreateError with the reason).
    */
-  private async launchAccelerated(launch: NetworkedLaunch): Promise<AcceleratedRun> {
+  private async launchAccelerated(launch: QemuLaunch): Promise<AcceleratedRun> {
     const { vmId } = launch;
-    if (launch.accel === 'tcg') return { ...(await this.launch(launch)), accel: 'tcg' };
-    let passtPid = 0;
+    if (launch.accel === 'tcg') return { pid: await this.launch(launch), accel: 'tcg' };
     const outcome = await this.kvm.start({
-      launch: async (cpuModel) => {
-        const run = await this.launch({ ...launch, accel: 'kvm', cpuModel });
-        passtPid = run.passtPid;
-        return run.pid;
-      },
+      launch: (cpuModel) => this.launch({ ...launch, accel: 'kvm', cpuModel }),
       status: async () => (await this.status(vmId)).status,
       consoleWritten: async () => ((await stat(launch.serialLog).catch(() => null))?.size ?? 0) > 0,
       alive: (pid) => this.qemus.isAlive(pid, vmId),
       stop: (pid) => this.stop(vmId, { kind: 'qemu', accel: 'kvm', pid }),
     });
-    if ('pid' in outcome) {
-      return { pid: outcome.pid, passtPid, accel: 'kvm', cpuModel: outcome.cpuModel };
-    }
+    if ('pid' in outcome) return { pid: outcome.pid, accel: 'kvm', cpuModel: outcome.cpuModel };
     if (this.config.accel === 'kvm') {
       throw new VmCreateError('QEMU', `${outcome.failure}; VM_ACCEL=kvm: not started under TCG`);
     }
     this.logger.warn(`vm ${vmId}: QEMU: ${outcome.failure}; starting it again under TCG`);
-    const run = await this.launch({ ...launch, accel: 'tcg' });
+    const pid = await this.launch({ ...launch, accel: 'tcg' });
     // TCG started where KVM did not: KVM's failure, not the VM's files'.
     this.hostFacts.kvmFailed(`vm ${vmId}: ${outcome.failure}`);
-    return { ...run, accel: 'tcg', accelFallback: `QEMU: ${outcome.failure}; started under TCG` };
+    return { pid, accel: 'tcg', accelFallback: `QEMU: ${outcome.failure}; started under TCG` };
   }
 
   private async status(vmId: string): Promise<QmpStatus> {
