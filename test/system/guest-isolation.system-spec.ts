@@ -126,13 +126,17 @@ describe('what a VM can reach: nothing of the fleet, its published ports and the
       [],
       [],
       host.name,
+      // `ip netns exec` mounts a sysfs of the namespace's, without the cgroup file systems: cgroup
+      // v2 is mounted again where a systemd host has it, in that private mount namespace.
+      ['sh', '-c', 'mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec "$@"', 'sh'],
     );
   }
 
   async function startFleet(env: NodeJS.ProcessEnv = {}): Promise<Daemon> {
     const fleet = startFleetDaemon({
-      VM_FLEET_OPS_ADDR: '0.0.0.0:9206',
-      VM_FLEET_METRICS_ADDR: `0.0.0.0:${FLEET_METRICS_PORT}`,
+      // On the address node A reaches it at, as a controller's mesh address.
+      VM_FLEET_OPS_ADDR: `${hostA.hostAddress}:9206`,
+      VM_FLEET_METRICS_ADDR: `${hostA.hostAddress}:${FLEET_METRICS_PORT}`,
       ...env,
     });
     await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);

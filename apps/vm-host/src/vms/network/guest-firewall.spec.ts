@@ -1,5 +1,8 @@
-import { guestFirewallRules, guestFirewallTable } from './guest-firewall';
-import { nftCgroupOf } from './guest-isolation';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { vmHostConfig } from '../../../../../test/support/configs';
+import { GUEST_FIREWALL_TABLE, guestFirewallRules, guestFirewallTable } from './guest-firewall';
+import { GuestIsolation, nftCgroupOf } from './guest-isolation';
 
 describe('guestFirewallRules', () => {
   const rules = guestFirewallRules(
@@ -53,5 +56,50 @@ describe('nftCgroupOf', () => {
 
   it('cannot name one outside /sys/fs/cgroup', () => {
     expect(nftCgroupOf('/mnt/cgroup2', '/mnt/cgroup2/ppn-vm-guests.n')).toBeUndefined();
+  });
+});
+
+describe("the unit's vm-host-guest-firewall", () => {
+  it('loads the same table as an agent started as root, for the same settings', () => {
+    const env = {
+      VM_SPAWN_PORT: '9300',
+      VM_METRICS_ADDR: '10.8.0.21:9100',
+      VM_RESERVED_HOST_PORTS: '9207,9300',
+    };
+    const config = vmHostConfig({ ...env, VM_WG_IP: '127.0.0.1' });
+    const cgroup = { nftPath: 'system.slice/service-vm-host.service/vm-guests', level: 3 };
+    const script = spawnSync(
+      'sh',
+      [
+        join(__dirname, '../../../../../deploy/systemd/vm-host-guest-firewall'),
+        '--print',
+        cgroup.nftPath,
+        '3',
+      ],
+      { env: { PATH: process.env.PATH, ...env }, encoding: 'utf8' },
+    );
+    expect(script.stderr).toBe('');
+    expect(script.stdout).toBe(
+      guestFirewallRules(GUEST_FIREWALL_TABLE, cgroup, new GuestIsolation(config).refusedPorts()),
+    );
+  });
+
+  it('refuses a port that is not a number, loading nothing', () => {
+    const script = spawnSync(
+      'sh',
+      [
+        join(__dirname, '../../../../../deploy/systemd/vm-host-guest-firewall'),
+        '--print',
+        'x',
+        '1',
+      ],
+      {
+        env: { PATH: process.env.PATH, VM_RESERVED_HOST_PORTS: '9207,1 } accept; #' },
+        encoding: 'utf8',
+      },
+    );
+    expect(script.status).toBe(1);
+    expect(script.stdout).toBe('');
+    expect(script.stderr).toContain('not a port: }');
   });
 });
