@@ -12,6 +12,8 @@ import {
   guestFirewallRules,
 } from './guest-firewall';
 
+/** nftables' command where Debian's nftables puts it (a PATH may hold another `nft`, e.g. npm's). */
+const NFT = '/usr/sbin/nft';
 /** Where nft's `socket cgroupv2` resolves cgroup paths from. */
 const CGROUP_FS = '/sys/fs/cgroup';
 /** The cgroup the unit makes for the VMs' QEMU, in the agent's own (delegated) cgroup. */
@@ -166,7 +168,7 @@ export class GuestIsolation implements OnApplicationBootstrap, OnModuleDestroy {
     const nft = cgroup && nftCgroupOf(cgroup.mount, dir);
     if (!nft) throw new Error(`cgroup v2 is mounted at ${cgroup?.mount}, not under ${CGROUP_FS}`);
     await mkdir(dir, { recursive: true });
-    await run('nft', ['-f', '-'], guestFirewallRules(this.table(), nft, this.refusedPorts()));
+    await run(NFT, ['-f', '-'], guestFirewallRules(this.table(), nft, this.refusedPorts()));
   }
 
   private table(): string {
@@ -189,7 +191,7 @@ export class GuestIsolation implements OnApplicationBootstrap, OnModuleDestroy {
       );
       return;
     }
-    await run('nft', ['delete', 'table', 'inet', this.table()]).catch(() => undefined);
+    await run(NFT, ['delete', 'table', 'inet', this.table()]).catch(() => undefined);
     await rmdir(cgroupDir).catch(() => undefined);
   }
 }
