@@ -454,7 +454,7 @@ export class QemuDriver extends VmDriver {
       'qemu-system-x86_64',
       qemuArgs(launch),
     );
-    await runTool(command, args, LAUNCH_TIMEOUT_MS);
+    await runTool(command, args, LAUNCH_TIMEOUT_MS, 'qemu-system-x86_64');
     this.failpoint.reached('after-launch-before-pid-written', launch.vmId);
     const pid = Number((await readFile(launch.pidFile, 'utf8')).trim());
     if (!Number.isInteger(pid) || pid <= 0) throw new Error(`unreadable pidfile ${launch.pidFile}`);

@@ -7,13 +7,19 @@ const exec = promisify(execFile);
  * Runs a host tool (qemu-img, genisoimage, qemu-system-*) to its end; a failure says which tool
  * and the last lines it printed on stderr (or why it could not run), never a shell in between.
  */
-export async function runTool(command: string, args: string[], timeoutMs = 30_000): Promise<void> {
+export async function runTool(
+  command: string,
+  args: string[],
+  timeoutMs = 30_000,
+  /** The tool a failure names, when `command` only runs it (the guests' cgroup's shell). */
+  tool = command,
+): Promise<void> {
   try {
     await exec(command, args, { timeout: timeoutMs });
   } catch (error) {
     const output = (error as { stderr?: unknown }).stderr;
     const stderr = (typeof output === 'string' ? output : '').trim();
     const reason = stderr || (error as Error).message;
-    throw new Error(`${command} failed: ${reason.split('\n').slice(-3).join(' ')}`);
+    throw new Error(`${tool} failed: ${reason.split('\n').slice(-3).join(' ')}`);
   }
 }
