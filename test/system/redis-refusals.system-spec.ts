@@ -155,7 +155,7 @@ describe('a Redis that runs commands without credentials is named at start', () 
     const redis = await RedisServer.start(
       undefined,
       [],
-      ['--user', `fleet on >${PASSWORD} ~* &* +@all`],
+      ['--user', 'fleet', 'on', `>${PASSWORD}`, '~*', '&*', '+@all'],
     );
     const fleet = await controllerOn(`redis://fleet:${PASSWORD}@127.0.0.1:${redis.port}/0`);
     await fleet.waitForOutput(WARNING);
