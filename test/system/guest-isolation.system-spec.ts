@@ -1,6 +1,6 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import {
   Daemon,
   FLEET_URL,
@@ -8,6 +8,7 @@ import {
   enrolled,
   eventually,
   getJson,
+  startAgent,
   startFleetDaemon,
   stopAllDaemons,
 } from '../support/daemons';
@@ -313,5 +314,34 @@ describe('what a VM can reach: nothing of the fleet, its published ports and the
     expect(qemuPids()).toEqual(pidsBefore);
     for (const agent of agents) expect(agent.output).not.toMatch(/ started: QEMU pid /);
     await expectIsolated();
+  });
+});
+
+describe("an agent started as root, its guests' firewall", () => {
+  afterAll(() => stopAllDaemons());
+
+  it('is set up at start (cgroup and table) and removed when the agent stops with no VM left', async () => {
+    const nodeId = 'isolation-cleanup';
+    const table = 'ppn_vm_guests_isolation_cleanup';
+    const agent = startAgent({
+      // Nothing listens there: the agent starts all the same, and keeps trying.
+      VM_FLEET_ENDPOINT: 'http://127.0.0.1:9',
+      VM_NODE_ID: nodeId,
+      VM_WG_IP: '127.0.0.1',
+    });
+    await agent.waitForOutput(/listening on 127\.0\.0\.1:9204/);
+    expect(agent.output).toMatch(
+      new RegExp(
+        `nftables table inet ${table}, cgroup (/sys/fs/cgroup\\S*/ppn-vm-guests\\.${nodeId})\\)`,
+      ),
+    );
+    const cgroup = new RegExp(`cgroup (\\S+ppn-vm-guests\\.${nodeId})\\)`).exec(agent.output)![1];
+    expect(existsSync(cgroup)).toBe(true);
+    expect(execFileSync('/usr/sbin/nft', ['list', 'table', 'inet', table]).toString()).toContain(
+      `"${relative('/sys/fs/cgroup', cgroup)}" ip daddr 127.0.0.0/8 reject`,
+    );
+    expect((await agent.stop()).code).toBe(0);
+    expect(existsSync(cgroup)).toBe(false);
+    expect(execFileSync('/usr/sbin/nft', ['list', 'tables']).toString()).not.toContain(table);
   });
 });
