@@ -22,6 +22,8 @@ describe('guestFirewallRules', () => {
         '    ct state established,related accept',
         '    socket cgroupv2 level 1 "unified/ppn-vm-guests.node-1" ip daddr 127.0.0.0/8 meta l4proto { tcp, udp } th dport 53 accept',
         '    socket cgroupv2 level 1 "unified/ppn-vm-guests.node-1" ip6 daddr ::1 meta l4proto { tcp, udp } th dport 53 accept',
+        '    socket cgroupv2 level 1 "unified/ppn-vm-guests.node-1" ip daddr 127.0.0.0/8 meta l4proto tcp reject with tcp reset',
+        '    socket cgroupv2 level 1 "unified/ppn-vm-guests.node-1" ip6 daddr ::1 meta l4proto tcp reject with tcp reset',
         '    socket cgroupv2 level 1 "unified/ppn-vm-guests.node-1" ip daddr 127.0.0.0/8 reject',
         '    socket cgroupv2 level 1 "unified/ppn-vm-guests.node-1" ip6 daddr ::1 reject',
         '    socket cgroupv2 level 1 "unified/ppn-vm-guests.node-1" tcp dport { 6379, 9203, 9204, 9206 } reject with tcp reset',

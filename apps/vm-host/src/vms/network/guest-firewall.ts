@@ -48,6 +48,8 @@ export function guestFirewallRules(
     '    ct state established,related accept',
     `    ${guests} ip daddr 127.0.0.0/8 meta l4proto { tcp, udp } th dport 53 accept`,
     `    ${guests} ip6 daddr ::1 meta l4proto { tcp, udp } th dport 53 accept`,
+    `    ${guests} ip daddr 127.0.0.0/8 meta l4proto tcp reject with tcp reset`,
+    `    ${guests} ip6 daddr ::1 meta l4proto tcp reject with tcp reset`,
     `    ${guests} ip daddr 127.0.0.0/8 reject`,
     `    ${guests} ip6 daddr ::1 reject`,
     `    ${guests} tcp dport { ${portSet} } reject with tcp reset`,
