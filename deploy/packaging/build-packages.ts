@@ -113,9 +113,15 @@ const PACKAGES: DebianPackage[] = [
     defaults: 'vm-host',
     // Served at /docs-json (apps/vm-host/src/docs/committed-docs.ts finds it above main.js);
     // package.json's version is ppn_host_build_info's.
-    runtimeFiles: ['openapi/vm-host.openapi.json', 'package.json'],
+    // The unit's ExecStartPre= (as root): the guests' cgroup and firewall.
+    runtimeFiles: [
+      'openapi/vm-host.openapi.json',
+      'package.json',
+      'deploy/systemd/vm-host-guest-firewall',
+    ],
     // genisoimage: the agent refuses to start without it (it makes each VM's cloud-init seed).
-    depends: [...NODEJS, 'adduser', 'qemu-system-x86', 'qemu-utils', 'genisoimage'],
+    // nftables: the guests' firewall, loaded by the unit before the agent starts.
+    depends: [...NODEJS, 'adduser', 'qemu-system-x86', 'qemu-utils', 'genisoimage', 'nftables'],
     summary: 'PPN node agent: runs the fleet controller’s VMs on this machine with QEMU',
     description:
       'Heartbeats to the fleet controller and starts, lists and deletes QEMU VMs on request,\n' +

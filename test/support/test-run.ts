@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 
@@ -44,6 +44,7 @@ export async function endTestRun(): Promise<void> {
     }
   }
   await untilGone(leftovers.map(({ pid }) => pid));
+  removeGuestCgroups();
   const folders = readdirSync(run.folder);
   rmSync(run.folder, { recursive: true, force: true });
   if (run.previousTmpdir === undefined) delete process.env.TMPDIR;
@@ -55,6 +56,30 @@ export async function endTestRun(): Promise<void> {
       ...folders.map((name) => `folder ${join(run.folder, name)}`),
     ];
     console.warn(`test run: left behind by a spec, now removed: ${what.join(', ')}`);
+  }
+}
+
+/**
+ * The cgroups agents started as root make for their VMs' QEMU (`ppn-vm-guests.<node_id>`): an
+ * agent removes its own when it stops with no guest left, but a spec stops agents before their
+ * VMs. cgroups are the machine's, not the run's namespace's; only empty ones can go, so one in use
+ * by a run beside this one stays.
+ */
+function removeGuestCgroups(): void {
+  for (const root of ['/sys/fs/cgroup/unified', '/sys/fs/cgroup']) {
+    let names: string[] = [];
+    try {
+      names = readdirSync(root).filter((name) => name.startsWith('ppn-vm-guests.'));
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      try {
+        rmdirSync(join(root, name));
+      } catch {
+        // in use, or not ours to remove
+      }
+    }
   }
 }
 

@@ -279,6 +279,16 @@ describe('the Debian packages', () => {
       expect(run('dpkg-query', ['-W', '-f=${Depends}', name])).toMatch(
         /^nodejs \(>= 20\), nodejs \(<< 25\)(, |$)/,
       );
+      // The agent's unit runs its guests' firewall helper as root (ExecStartPre=+), with nft.
+      if (name === 'service-vm-host') {
+        expect(() =>
+          accessSync(
+            '/usr/lib/service-vm-host/deploy/systemd/vm-host-guest-firewall',
+            constants.X_OK,
+          ),
+        ).not.toThrow();
+        expect(run('dpkg-query', ['-W', '-f=${Depends}', name])).toMatch(/, nftables(, |$)/);
+      }
       // Nothing enabled: the operator does that once the variables are set.
       expect(readdirSync('/etc/systemd/system', { recursive: true })).not.toContainEqual(
         expect.stringContaining(name),

@@ -130,3 +130,35 @@ describe('a Redis that refuses the controller says why', () => {
     expect(fleet.output.match(/READONLY/g)).toHaveLength(1);
   });
 });
+
+/**
+ * A Redis that serves anyone: whoever reaches it rewrites fleet state without the API token (a
+ * tenant's VM did, through QEMU's user network). The controller says so at start, naming the
+ * variable to fix.
+ */
+describe('a Redis that runs commands without credentials is named at start', () => {
+  afterEach(async () => {
+    await stopAllDaemons();
+    await stopAllRedisServers();
+  });
+
+  const WARNING =
+    /Redis at redis:\/\/127\.0\.0\.1:\d+\/?0? runs commands without credentials: .*bypassing VM_FLEET_API_TOKEN\. Require a password or an ACL user in Redis .* give it in VM_FLEET_REDIS_URL \(rediss:\/\/user:password@host:6379\/0\)/;
+
+  it('with no password in VM_FLEET_REDIS_URL and none required', async () => {
+    const redis = await RedisServer.start();
+    const fleet = await controllerOn(redis.url);
+    await fleet.waitForOutput(WARNING);
+  });
+
+  it('with an ACL user in VM_FLEET_REDIS_URL, while its default user still needs none; never showing the password', async () => {
+    const redis = await RedisServer.start(
+      undefined,
+      [],
+      ['--user', 'fleet', 'on', `>${PASSWORD}`, '~*', '&*', '+@all'],
+    );
+    const fleet = await controllerOn(`redis://fleet:${PASSWORD}@127.0.0.1:${redis.port}/0`);
+    await fleet.waitForOutput(WARNING);
+    expect(fleet.output).not.toContain(PASSWORD);
+  });
+});

@@ -7,7 +7,7 @@ import {
   readdirSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { scratchFolder } from '../support/scratch-folders';
 
 const UNITS = join(__dirname, '../../deploy/systemd');
@@ -38,8 +38,9 @@ function systemdAnalyze(...args: string[]): { status: number | null; output: str
 
 /**
  * systemd's own check of a unit as the package installs it: in a root holding this machine's
- * units, the unit beside them and its command at /usr/bin/<command> (a stand-in), so the fixed
- * ExecStart= path is checked, whether the package is installed here or not.
+ * units, the unit beside them, its command at /usr/bin/<command> and the agent's firewall helper
+ * under /usr/lib/service-vm-host (stand-ins), so the fixed ExecStart= and ExecStartPre= paths are
+ * checked, whether the package is installed here or not.
  */
 function verifyInstalled(root: string, unitText: string, unit: string) {
   const systemUnits = ['/usr/lib/systemd/system', '/lib/systemd/system'].find(existsSync)!;
@@ -51,6 +52,11 @@ function verifyInstalled(root: string, unitText: string, unit: string) {
     writeFileSync(join(root, 'usr/bin', command), '#!/bin/sh\n');
     chmodSync(join(root, 'usr/bin', command), 0o755);
   }
+  // The agent's ExecStartPre=+ helper, where the package puts it.
+  const helper = join(root, 'usr/lib/service-vm-host/deploy/systemd/vm-host-guest-firewall');
+  mkdirSync(dirname(helper), { recursive: true });
+  writeFileSync(helper, '#!/bin/sh\n');
+  chmodSync(helper, 0o755);
   writeFileSync(join(root, 'usr/lib/systemd/system', unit), unitText);
   return systemdAnalyze('verify', `--root=${root}`, unit);
 }

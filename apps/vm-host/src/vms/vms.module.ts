@@ -17,6 +17,7 @@ import { VmDiskRoom } from './admission/vm-disk-room';
 import { VmActionsService } from './actions/vm-actions.service';
 import { VmActionsController } from './actions/vm-actions.controller';
 import { VmSidecars } from './files/vm-sidecars';
+import { GuestIsolation } from './network/guest-isolation';
 import { HostPorts } from './ports/host-ports';
 import { VmsController } from './vms.controller';
 import { VmsService } from './vms.service';
@@ -45,6 +46,7 @@ import { VmCopier } from './copies/vm-copier';
     DiskFullPauses,
     CrashFailpoint,
     HostPorts,
+    GuestIsolation,
     VM_DRIVER_PROVIDER,
     VmBackupsService,
     VmBackupsJob,

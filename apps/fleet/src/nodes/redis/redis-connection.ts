@@ -25,9 +25,11 @@ export class RedisConnection implements OnApplicationShutdown {
   /** When each refusal met by a command was last logged (performance.now()). */
   private readonly commandRefusalsLoggedAt = new Map<string, number>();
   private closing = false;
+  /** Whether Redis was checked for commands without credentials (once, at the first connection). */
+  private openChecked = false;
 
   constructor(
-    url: string,
+    private readonly url: string,
     private readonly urlForLogs: string,
   ) {
     this.secrets = secretsOf(url);
@@ -43,6 +45,10 @@ export class RedisConnection implements OnApplicationShutdown {
     this.client.on('ready', () => {
       this.refusal = undefined;
       this.changed(true);
+      if (!this.openChecked) {
+        this.openChecked = true;
+        void this.warnIfOpen();
+      }
     });
     this.client.on('error', (error: Error) => this.failed(error));
     this.client.on('close', () => this.changed(false, this.refusal?.text ?? 'connection closed'));
@@ -65,6 +71,44 @@ export class RedisConnection implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     this.closing = true;
     await this.client.quit().catch(() => this.client.disconnect());
+  }
+
+  /**
+   * Warns when Redis runs commands for a client that gives no credentials: whoever reaches it
+   * reads and rewrites every node's record and VM, bypassing the API token (a tenant's VM did, on
+   * a node whose guests reached its loopback). With credentials in the URL, a second connection
+   * without them tells whether Redis requires them.
+   */
+  private async warnIfOpen(): Promise<void> {
+    const withoutCredentials = new URL(this.url);
+    const hadCredentials = withoutCredentials.username !== '' || withoutCredentials.password !== '';
+    let open = !hadCredentials;
+    if (hadCredentials) {
+      withoutCredentials.username = '';
+      withoutCredentials.password = '';
+      const probe = new Redis(withoutCredentials.toString(), {
+        lazyConnect: true,
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        connectTimeout: 2_000,
+        retryStrategy: () => null,
+        enableReadyCheck: false,
+        disableClientInfo: true,
+      });
+      probe.on('error', () => undefined);
+      try {
+        await probe.connect();
+        open = (await probe.ping()) === 'PONG';
+      } catch {
+        open = false;
+      } finally {
+        probe.disconnect();
+      }
+    }
+    if (!open || this.closing) return;
+    this.logger.warn(
+      `Redis at ${this.urlForLogs} runs commands without credentials: anyone who reaches it reads and rewrites the fleet's state (nodes, their spawn ports, every VM), bypassing VM_FLEET_API_TOKEN. Require a password or an ACL user in Redis (requirepass, or ACL SETUSER) and give it in VM_FLEET_REDIS_URL (rediss://user:password@host:6379/0); docs/operating.md`,
+    );
   }
 
   private unavailable(reason: string): StoreUnavailableError {

@@ -20,6 +20,14 @@ import { PortProbe, SOCKET_PORT_PROBE } from './port-probe';
  */
 export const FLEET_DAEMON_PORTS: readonly number[] = [9203, DEFAULT_SPAWN_PORT, 9206];
 
+/** The fleet daemons' ports this agent knows of: FLEET_DAEMON_PORTS, its spawn and metrics ports. */
+export function fleetDaemonPortsOf({
+  spawnPort,
+  metricsAddress,
+}: Pick<VmHostConfig, 'spawnPort' | 'metricsAddress'>): number[] {
+  return [...FLEET_DAEMON_PORTS, spawnPort, ...(metricsAddress ? [metricsAddress.port] : [])];
+}
+
 /** Picks of a free port that another VM already holds are tried again this often. */
 const FREE_PORT_TRIES = 20;
 
@@ -85,8 +93,7 @@ export class HostPorts {
   }
 
   private daemonPorts(): number[] {
-    const { spawnPort, metricsAddress } = this.config;
-    return [...FLEET_DAEMON_PORTS, spawnPort, ...(metricsAddress ? [metricsAddress.port] : [])];
+    return fleetDaemonPortsOf(this.config);
   }
 
   private unavailable(index: number, name: string, why: string): HostPortUnavailableError {

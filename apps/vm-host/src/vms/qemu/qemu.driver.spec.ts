@@ -11,12 +11,18 @@ import { CrashFailpoint } from '../life-cycle/crash-failpoint';
 import { VmFiles } from '../files/vm-files';
 import { VmCreateError, VmCreationUnavailableError, VmPortTakenError } from '../vms.errors';
 import { AddressInfo, Server, createServer } from 'node:net';
+import { GuestIsolation } from '../network/guest-isolation';
 import { KvmStarts } from './kvm-starts';
 import { qemuArgs } from './qemu-command-line';
 import { SOCKET_PORT_PROBE } from '../ports/port-probe';
 import * as tools from './run-tool';
 import { QemuDriver, SERIAL_LOG_MAX_BYTES } from './qemu.driver';
 import { MAX_CONSOLE_BYTES } from '@app/fleet-domain';
+
+/** QEMU started as it is, in no cgroup: a unit test sets up no firewall. */
+const NO_FIREWALL = {
+  guestCommand: (command: string, args: string[]) => Promise.resolve({ command, args }),
+} as unknown as GuestIsolation;
 
 describe('QemuDriver', () => {
   let root: string;
@@ -54,6 +60,7 @@ describe('QemuDriver', () => {
       hostFacts,
       new ProcessTable(paths),
       new CrashFailpoint(config),
+      NO_FIREWALL,
     );
   }
 
@@ -463,7 +470,7 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
     const paths = Object.assign(new HostFactsPaths(), { kvmDevice: join(root, 'kvm') });
     table = new FakeQemuTable(paths);
     hostFacts = new HostFactsService(paths, config);
-    qemu = new QemuDriver(config, files, hostFacts, table, new CrashFailpoint(config));
+    qemu = new QemuDriver(config, files, hostFacts, table, new CrashFailpoint(config), NO_FIREWALL);
     warnings = [];
     jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
     jest
@@ -678,6 +685,7 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
       new HostFactsService(paths),
       table,
       new CrashFailpoint(config),
+      NO_FIREWALL,
     );
     const vmId = await files.newVmId();
     await driver.makeFiles({ vmId, vmType: 'web', ramMb: 64, vcpuCount: 1 });

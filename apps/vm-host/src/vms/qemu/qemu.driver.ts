@@ -43,6 +43,7 @@ import {
   ramMbOf,
   vcpuCountOf,
 } from './qemu-command-line';
+import { GuestIsolation } from '../network/guest-isolation';
 import { QemuImages } from './qemu-images';
 import { QemuProcesses } from './qemu-processes';
 import { QmpStatus, withQmp } from './qmp.client';
@@ -120,6 +121,7 @@ export class QemuDriver extends VmDriver {
     private readonly hostFacts: HostFactsService,
     processes: ProcessTable,
     private readonly failpoint: CrashFailpoint,
+    private readonly guestNetwork: GuestIsolation,
   ) {
     super();
     this.images = new QemuImages(config.baseImage, files);
@@ -472,7 +474,12 @@ export class QemuDriver extends VmDriver {
     await rename(launch.serialLog, this.previousSerialLog(launch.vmId)).catch(() => undefined);
     await writeFile(launch.serialLog, '', { mode: PRIVATE_FILE_MODE });
     await chmod(launch.serialLog, PRIVATE_FILE_MODE);
-    await runTool('qemu-system-x86_64', qemuArgs(launch), LAUNCH_TIMEOUT_MS);
+    // In the guests' cgroup, whose sockets (the guest's user network) the node's firewall knows.
+    const { command, args } = await this.guestNetwork.guestCommand(
+      'qemu-system-x86_64',
+      qemuArgs(launch),
+    );
+    await runTool(command, args, LAUNCH_TIMEOUT_MS, 'qemu-system-x86_64');
     this.failpoint.reached('after-launch-before-pid-written', launch.vmId);
     const pid = Number((await readFile(launch.pidFile, 'utf8')).trim());
     if (!Number.isInteger(pid) || pid <= 0) throw new Error(`unreadable pidfile ${launch.pidFile}`);

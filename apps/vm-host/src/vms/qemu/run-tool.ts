@@ -12,6 +12,8 @@ export async function runTool(
   command: string,
   args: string[],
   timeoutMs = 30_000,
+  /** The tool a failure names, when `command` only runs it (the guests' cgroup's shell). */
+  tool = command,
 ): Promise<string> {
   try {
     const { stdout } = await exec(command, args, { timeout: timeoutMs, encoding: 'utf8' });
@@ -20,6 +22,6 @@ export async function runTool(
     const output = (error as { stderr?: unknown }).stderr;
     const stderr = (typeof output === 'string' ? output : '').trim();
     const reason = stderr || (error as Error).message;
-    throw new Error(`${command} failed: ${reason.split('\n').slice(-3).join(' ')}`);
+    throw new Error(`${tool} failed: ${reason.split('\n').slice(-3).join(' ')}`);
   }
 }
