@@ -320,6 +320,24 @@ describe('web console', () => {
       await request(fleet.opsUrl).get('/login').expect(303);
     });
 
+    it('issues nothing to a DNS-rebound name: no session, no CSRF token, no create', async () => {
+      const rebound = 'rebind.attacker.example:9206';
+      const page = await request(fleet.opsUrl).get('/').set('Host', rebound).expect(421);
+      expect(page.headers['set-cookie']).toBeUndefined();
+      expect(page.text).not.toContain('csrf-token');
+      const own = await request(fleet.opsUrl).get('/').expect(200);
+      const refused = await request(fleet.opsUrl)
+        .post('/console/vms')
+        .set('Host', rebound)
+        .set('Cookie', sessionOf(own.headers['set-cookie']))
+        .set('X-CSRF-Token', csrfOf(own.text))
+        .send({ vm_type: 'web', ram_mb: 512, vcpu_count: 1 })
+        .expect(421);
+      expect(refused.body.message).toBe(
+        `Host ${rebound} is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS`,
+      );
+    });
+
     it('still refuses a state-changing request without the CSRF token', async () => {
       const page = await request(fleet.opsUrl).get('/').expect(200);
       const cookie = sessionOf(page.headers['set-cookie']);

@@ -16,6 +16,7 @@ import {
 import { FLEET_PORT } from '@app/fleet-domain';
 import { FleetConfig } from './config/fleet.config';
 import { FleetAppModule } from './fleet-app.module';
+import { guardOpsListener } from './operations/ops-listener.http';
 import { FleetOpsAppHolder, FleetOpsAppModule, fleetOpsSharedFrom } from './fleet-ops-app.module';
 
 /** Options every fleet app is created with: main, the e2e tests and the OpenAPI generator. */
@@ -92,8 +93,13 @@ export function buildFleetOpsOpenApiDocument(app: NestExpressApplication): OpenA
   return createDaemonDocument(app, addTokenSchemes(builder, ['api']));
 }
 
-/** Everything that makes a Nest app the operations listener, apart from listening. */
+/**
+ * Everything that makes a Nest app the operations listener, apart from listening: the daemons'
+ * HTTP setup behind the listener's own checks (its Host names, no cross-site writes).
+ */
 export function configureFleetOpsApp(app: NestExpressApplication): NestExpressApplication {
+  const config = app.get(FleetConfig);
+  guardOpsListener(app, config.opsHosts ?? [], config.apiToken !== undefined);
   return configureDaemonHttp(app, serveSwaggerUi(buildFleetOpsOpenApiDocument));
 }
 

@@ -3,7 +3,6 @@ import {
   SESSION_LIFETIME_S,
   clearedSessionCookie,
   cookieValue,
-  isSameOrigin,
   sessionCookie,
 } from './console-session';
 
@@ -78,21 +77,5 @@ describe('console cookies', () => {
     );
     expect(sessionCookie('v1.s', 3600, true)).toMatch(/; Secure$/);
     expect(clearedSessionCookie(false)).toContain('Max-Age=0');
-  });
-});
-
-describe('same origin', () => {
-  it.each([
-    [
-      { 'sec-fetch-site': 'same-origin', origin: 'http://127.0.0.1:9206', host: '127.0.0.1:9206' },
-      true,
-    ],
-    [{ host: '127.0.0.1:9206' }, true],
-    [{ 'sec-fetch-site': 'cross-site', host: '127.0.0.1:9206' }, false],
-    [{ 'sec-fetch-site': 'same-site', host: '127.0.0.1:9206' }, false],
-    [{ origin: 'http://evil.example', host: '127.0.0.1:9206' }, false],
-    [{ origin: 'null', host: '127.0.0.1:9206' }, false],
-  ])('%j: %s', (headers, expected) => {
-    expect(isSameOrigin(headers)).toBe(expected);
   });
 });

@@ -102,22 +102,3 @@ export function sessionCookie(session: string, maxAgeS: number, secure: boolean)
 export function clearedSessionCookie(secure: boolean): string {
   return sessionCookie('', 0, secure);
 }
-
-/**
- * Whether a request's fetch metadata and Origin say it came from a page of this listener:
- * a browser sends Sec-Fetch-Site (same-origin for the console's own requests) and Origin on
- * every POST; a request that carries neither is not from a browser page and is judged by its
- * CSRF token alone.
- */
-export function isSameOrigin(headers: {
-  origin?: string;
-  host?: string;
-  'sec-fetch-site'?: string;
-}): boolean {
-  const site = headers['sec-fetch-site'];
-  if (site !== undefined && site !== 'same-origin' && site !== 'none') return false;
-  const origin = headers.origin;
-  if (origin === undefined) return true;
-  if (headers.host === undefined) return false;
-  return origin === `http://${headers.host}` || origin === `https://${headers.host}`;
-}

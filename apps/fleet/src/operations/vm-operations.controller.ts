@@ -1,4 +1,14 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  ForbiddenException,
+  Get,
+  HttpCode,
+  MisdirectedException,
+  Param,
+  Post,
+  Query,
+} from '@nestjs/common';
 import { BODY_ERRORS, ErrorCase, RequiresToken, invalidInput } from '@app/daemon';
 import {
   ApiAcceptedResponse,
@@ -21,6 +31,11 @@ import { VMS_ERROR_STATUSES } from '../vms/vms.error-statuses';
 import { VmNotFoundError } from '../vms/vms.errors';
 import { agentConflictOf, describeAgentConflict } from './agent-conflicts';
 import { OPERATIONS_ERROR_STATUSES } from './operations.error-statuses';
+import {
+  CROSS_SITE_MESSAGE,
+  SIMPLE_REQUEST_MESSAGE,
+  WRONG_HOST_MESSAGE,
+} from './ops-listener.http';
 import { VmOperationsService } from './vm-operations.service';
 import {
   VmAction,
@@ -37,6 +52,27 @@ const INVALID_VM_ID = invalidInput(
   'vm_id is not a fleet id.',
   'vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
 );
+
+/** What the listener refuses before any route (see guardOpsListener). */
+const WRONG_HOST: ErrorCase = {
+  name: 'wrong-host',
+  when: "The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say).",
+  error: new MisdirectedException(WRONG_HOST_MESSAGE('rebind.attacker.example:9206')),
+};
+
+/** What the listener refuses of a request that changes something, open or not. */
+const WRITE_REFUSALS: ErrorCase[] = [
+  {
+    name: 'cross-site',
+    when: 'Sec-Fetch-Site or Origin says a page of another site sent it.',
+    error: new ForbiddenException(CROSS_SITE_MESSAGE),
+  },
+  {
+    name: 'simple-request',
+    when: 'It carries neither Content-Type: application/json nor an Authorization header: what a cross-site form or no-CORS fetch sends.',
+    error: new ForbiddenException(SIMPLE_REQUEST_MESSAGE),
+  },
+];
 
 const VM_NOT_FOUND: ErrorCase = {
   name: 'vm-not-found',
@@ -150,6 +186,7 @@ export class VmOperationsController {
   @ApiOkResponse({ type: [FleetVmWithLifeCycle], description: 'The VMs; [] when there are none.' })
   @ApiFleetStateErrors(
     STATUSES,
+    WRONG_HOST,
     invalidInput(
       'tenant_id is not a fleet id.',
       'tenant_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
@@ -167,7 +204,7 @@ export class VmOperationsController {
       "The VM as the listing shows it, its life cycle asked of its node's agent (null as in the listing). What `ppn-fleet vm stop|start|restart --wait` follows.",
   })
   @ApiOkResponse({ type: FleetVmWithLifeCycle, description: 'The VM.' })
-  @ApiFleetStateErrors(STATUSES, INVALID_VM_ID, VM_NOT_FOUND)
+  @ApiFleetStateErrors(STATUSES, WRONG_HOST, INVALID_VM_ID, VM_NOT_FOUND)
   getVm(@Param() { vm_id }: VmIdParams): Promise<FleetVmWithLifeCycle> {
     return this.operations.getVm(vm_id);
   }
@@ -183,6 +220,8 @@ export class VmOperationsController {
   @ApiAcceptedResponse({ type: VmLifeCycle, description: 'The stop was taken by the agent.' })
   @ApiFleetStateErrors(
     STATUSES,
+    WRONG_HOST,
+    ...WRITE_REFUSALS,
     ...BODY_ERRORS,
     invalidInput(
       'vm_id is not a fleet id, or force or timeout_s is not what it must be; the message names each.',
@@ -203,7 +242,14 @@ export class VmOperationsController {
       "Sent to the agent of the VM's node, which starts the stopped VM (its desired state becomes running again). The answer is the life cycle as the start began (operation starting); a 422 when the node has no room for it now.",
   })
   @ApiAcceptedResponse({ type: VmLifeCycle, description: 'The start was taken by the agent.' })
-  @ApiFleetStateErrors(STATUSES, INVALID_VM_ID, ...actionErrors('start'), NO_ROOM)
+  @ApiFleetStateErrors(
+    STATUSES,
+    WRONG_HOST,
+    ...WRITE_REFUSALS,
+    INVALID_VM_ID,
+    ...actionErrors('start'),
+    NO_ROOM,
+  )
   startVm(@Param() { vm_id }: VmIdParams): Promise<VmLifeCycle> {
     return this.operations.startVm(vm_id);
   }
@@ -219,6 +265,8 @@ export class VmOperationsController {
   @ApiAcceptedResponse({ type: VmLifeCycle, description: 'The restart was taken by the agent.' })
   @ApiFleetStateErrors(
     STATUSES,
+    WRONG_HOST,
+    ...WRITE_REFUSALS,
     ...BODY_ERRORS,
     invalidInput(
       'vm_id is not a fleet id, or force or timeout_s is not what it must be; the message names each.',
@@ -244,6 +292,7 @@ export class VmOperationsController {
   @ApiOkResponse({ type: VmConsole, description: 'The text, and where to read from next.' })
   @ApiFleetStateErrors(
     STATUSES,
+    WRONG_HOST,
     invalidInput(
       'vm_id is not a fleet id, or from or max_bytes is out of its range; the message names each.',
       'max_bytes must not be greater than 1048576',

@@ -325,6 +325,22 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
       /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
       503: {
         headers: {
@@ -403,6 +419,22 @@ export interface operations {
            *       "error": "Not Found",
            *       "message": "vm vm-0123456789abcdef is not listed on any live node",
            *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
            *     }
            */
           'application/json': components['schemas']['ErrorBody'];
@@ -507,6 +539,22 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
       /**
        * @description - The node's agent could not be reached, or did not answer within 10 s. The answer is the same whatever is at the node's address; the controller's log has the detail.
        *     - The node's agent answered what its API does not give (another status, a body that is not its answer). Nothing of it is passed on; the controller's log has the detail.
@@ -588,6 +636,18 @@ export interface operations {
         };
       };
       /**
+       * @description - Sec-Fetch-Site or Origin says a page of another site sent it.
+       *     - It carries neither Content-Type: application/json nor an Authorization header: what a cross-site form or no-CORS fetch sends.
+       */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
        * @description - No node lists a VM with this id.
        *     - The node's agent does not know the VM (deleted meanwhile): it leaves the listing at the next heartbeat.
        */
@@ -639,6 +699,22 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
@@ -738,6 +814,18 @@ export interface operations {
         };
       };
       /**
+       * @description - Sec-Fetch-Site or Origin says a page of another site sent it.
+       *     - It carries neither Content-Type: application/json nor an Authorization header: what a cross-site form or no-CORS fetch sends.
+       */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
        * @description - No node lists a VM with this id.
        *     - The node's agent does not know the VM (deleted meanwhile): it leaves the listing at the next heartbeat.
        */
@@ -762,6 +850,22 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
@@ -862,6 +966,18 @@ export interface operations {
         };
       };
       /**
+       * @description - Sec-Fetch-Site or Origin says a page of another site sent it.
+       *     - It carries neither Content-Type: application/json nor an Authorization header: what a cross-site form or no-CORS fetch sends.
+       */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
        * @description - No node lists a VM with this id.
        *     - The node's agent does not know the VM (deleted meanwhile): it leaves the listing at the next heartbeat.
        */
@@ -914,6 +1030,22 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
