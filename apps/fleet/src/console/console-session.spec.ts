@@ -1,5 +1,6 @@
 import {
   ConsoleSessions,
+  MAX_SESSIONS,
   SESSION_LIFETIME_S,
   clearedSessionCookie,
   cookieValue,
@@ -17,6 +18,28 @@ describe('console sessions', () => {
     expect(sessions.isValid(session, NOW_S + SESSION_LIFETIME_S - 1)).toBe(true);
     expect(sessions.isValid(session, NOW_S + SESSION_LIFETIME_S)).toBe(false);
     expect(sessions.expiryOf(session)).toBe(NOW_S + SESSION_LIFETIME_S);
+  });
+
+  it('refuses a session it ended, or one it never issued though signed with its key', () => {
+    const ended = sessions.issue(NOW_S);
+    const kept = sessions.issue(NOW_S);
+    sessions.end(ended);
+    expect(sessions.isValid(ended, NOW_S)).toBe(false);
+    expect(sessions.isValid(kept, NOW_S)).toBe(true);
+    const restarted = new ConsoleSessions('api-token-1a7f3c9e5b0d2864');
+    expect(restarted.isValid(kept, NOW_S)).toBe(false);
+  });
+
+  it(`keeps at most ${MAX_SESSIONS} sessions, ending the oldest first`, () => {
+    const flooded = new ConsoleSessions(undefined);
+    const first = flooded.issue(NOW_S);
+    const second = flooded.issue(NOW_S);
+    for (let i = 2; i < MAX_SESSIONS; i++) flooded.issue(NOW_S);
+    expect(flooded.isValid(first, NOW_S)).toBe(true);
+    const last = flooded.issue(NOW_S);
+    expect(flooded.isValid(first, NOW_S)).toBe(false);
+    expect(flooded.isValid(second, NOW_S)).toBe(true);
+    expect(flooded.isValid(last, NOW_S)).toBe(true);
   });
 
   it('never contains the token', () => {
@@ -45,11 +68,6 @@ describe('console sessions', () => {
     expect(open.isValid(open.issue(NOW_S), NOW_S)).toBe(true);
     expect(new ConsoleSessions(undefined).isValid(open.issue(NOW_S), NOW_S)).toBe(false);
     expect(open.isValid(session, NOW_S)).toBe(false);
-  });
-
-  it('keeps a session across a restart with the same token', () => {
-    const session = sessions.issue(NOW_S);
-    expect(new ConsoleSessions('api-token-1a7f3c9e5b0d2864').isValid(session, NOW_S)).toBe(true);
   });
 
   it("takes a session's own CSRF token only", () => {
