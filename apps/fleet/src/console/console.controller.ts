@@ -44,7 +44,6 @@ import {
   nodeLive,
   nodePage,
   notFoundPage,
-  overviewLive,
   overviewPage,
   serialAnswer,
   vmLive,
@@ -239,7 +238,7 @@ export class ConsoleController {
 
   @Get('console/fragments/overview')
   async overviewFragment(@Query() query: ConsoleFiltersQuery, @Res() res: Response): Promise<void> {
-    sendHtml(res, overviewLive(await this.overviewOf(query)));
+    sendHtml(res, await this.console.overviewLive(filtersOf(query), this.open));
   }
 
   @Get('console/fragments/nodes/:node_id')
