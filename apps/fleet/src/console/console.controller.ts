@@ -238,7 +238,7 @@ export class ConsoleController {
 
   @Get('console/fragments/overview')
   async overviewFragment(@Query() query: ConsoleFiltersQuery, @Res() res: Response): Promise<void> {
-    sendHtml(res, await this.console.overviewLive(filtersOf(query), this.open));
+    res.type('html').send(await this.console.overviewLive(filtersOf(query), this.open));
   }
 
   @Get('console/fragments/nodes/:node_id')
