@@ -181,7 +181,7 @@ export class VmOperationsController {
     operationId: 'listVmsWithLifeCycles',
     summary: 'VMs on the nodes with their life cycles, optionally of one tenant',
     description:
-      "Every VM as the API's GET /v1/vms lists it, each with its life cycle from its node's agent: life_cycle is null for a VM whose agent did not answer usably in time, or which no live agent manages (node_silent_since). The agents are asked at most once per 2 s (or 4 times what the last asking took, when longer), 32 at a time, all within 3 s, and every reader in between shares that answer: a life cycle may be that old, but for an action's outcome taken meanwhile.",
+      "Every VM as the API's GET /v1/vms lists it, each with its life cycle from its node's agent: life_cycle is null for a VM whose agent did not answer usably in time, or which no live agent manages (node_silent_since). The agents are asked at most once per 2 s (or 4 times what the last asking took, when longer), 16 at a time, all within 3 s, and every reader in between shares that answer: a life cycle may be that old, but for an action's outcome taken meanwhile.",
   })
   @ApiOkResponse({ type: [FleetVmWithLifeCycle], description: 'The VMs; [] when there are none.' })
   @ApiFleetStateErrors(

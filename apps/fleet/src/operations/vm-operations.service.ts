@@ -43,7 +43,7 @@ export const LISTING_MIN_INTERVAL_MS = 2_000;
 export const LISTING_BUSY_FACTOR = 4;
 
 /** The most agents a listing asks at once. */
-export const LISTING_AGENT_CALLS = 32;
+export const LISTING_AGENT_CALLS = 16;
 
 /** The most VMs whose shared one-VM read is kept; past it they are all let go. */
 const MAX_VM_READS = 1_000;
