@@ -4,6 +4,7 @@
  * table and writes the same figures as JSON to test/bench/results/.
  * `npm run bench -- heartbeats`: heartbeat ingestion alone (in memory, the baseline, in Redis,
  * and enrolling 100,000 nodes), about 2 minutes.
+ * `npm run bench -- console`: 20 console tabs on 1,000 simulated nodes alone, about a minute.
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -20,6 +21,7 @@ import {
 } from '../support/daemons';
 import { guestImagePath } from '../support/guest-image';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+import type { ConsoleTabsResult, ConsoleTabsSpec } from './console-tabs';
 import type { HostileResult } from './hostile-bodies';
 import type { LoadResult, LoadSpec } from './load';
 import { measureBootTime } from './boot-time';
@@ -33,6 +35,9 @@ const READ_SECONDS = 5;
 const AGENT_SECONDS = 60;
 /** Only the heartbeat ingestion steps: the reads, sweep, hostile bodies and agent are left out. */
 const HEARTBEATS_ONLY = process.argv.slice(2).includes('heartbeats');
+/** Only the console step: 20 tabs on 1,000 simulated nodes. */
+const CONSOLE_ONLY = process.argv.slice(2).includes('console');
+const OPS_URL = 'http://127.0.0.1:9206';
 
 interface Probe {
   heapUsed: number;
@@ -180,6 +185,45 @@ async function measureRedisRead(): Promise<void> {
     'Redis store: GET /v1/nodes at 10,000 nodes req/s, p99',
     redisRead,
     `${fixed(redisRead.perSecond)} req/s, ${redisRead.p99Ms} ms`,
+  );
+}
+
+/**
+ * Twenty console tabs polling a fleet of 1,000 simulated nodes (each an HTTP server answering
+ * its life cycles, heartbeating every 10 s), in a process of their own: the heartbeats' p99
+ * while they poll, and what the controller asked of the agents.
+ */
+async function measureConsoleTabs(probePath: string, probeFile: string): Promise<void> {
+  console.log('the console: 20 tabs polling 1,000 simulated nodes (own process)');
+  const fleet = await startController(probePath, probeFile);
+  await fleet.waitForOutput(/operations listener on 127\.0\.0\.1:9206/);
+  const spec: ConsoleTabsSpec = {
+    fleetUrl: FLEET_URL,
+    opsUrl: OPS_URL,
+    nodes: 1_000,
+    tabs: 20,
+    warmUpS: 10,
+    durationS: 30,
+  };
+  const tabs = await runScript<ConsoleTabsResult>('console-tabs.ts', [JSON.stringify(spec)]);
+  await fleet.stop();
+  record(
+    'console.heartbeatLatencyMs',
+    'heartbeat p50 / p99 / max, 20 tabs on 1,000 nodes (goal p99 <= 100 ms)',
+    [tabs.heartbeatP50Ms, tabs.heartbeatP99Ms, tabs.heartbeatMaxMs],
+    `${tabs.heartbeatP50Ms} / ${tabs.heartbeatP99Ms} / ${tabs.heartbeatMaxMs} ms (${tabs.heartbeats} beats, ${tabs.heartbeatsRefused} not 200; ${tabs.liveNodesAtEnd} of ${spec.nodes} nodes live at the end)`,
+  );
+  record(
+    'console.agentCalls',
+    '  agent calls/s, most at once',
+    [tabs.agentCallsPerSecond, tabs.mostConcurrentAgentCalls],
+    `${fixed(tabs.agentCallsPerSecond)}/s, ${tabs.mostConcurrentAgentCalls} at once`,
+  );
+  record(
+    'console.pollP99Ms',
+    '  overview polls p99',
+    tabs.pollP99Ms,
+    `${tabs.pollP99Ms} ms (${tabs.polls} polls, ${tabs.pollsFailed} failed)`,
   );
 }
 
@@ -427,6 +471,10 @@ async function main(): Promise<void> {
   const started = Date.now();
   const loadBefore = loadavg().map((load) => load.toFixed(2));
 
+  if (CONSOLE_ONLY) {
+    await measureConsoleTabs(probePath, probeFile);
+    return report(started, loadBefore);
+  }
   console.log('heartbeat ingestion (10,000 node ids, 2 VMs each, 16 connections)');
   let fleet = await startController(probePath, probeFile);
   const empty = await probe(fleet, probeFile);
@@ -509,6 +557,7 @@ async function main(): Promise<void> {
     await enroll(1_000);
     await measureReads('1,000', 'at1k');
     await fleet.stop();
+    await measureConsoleTabs(probePath, probeFile);
   }
 
   console.log('memory at 100,000 nodes');
@@ -526,7 +575,11 @@ async function main(): Promise<void> {
   await fleet.stop();
 
   if (!HEARTBEATS_ONLY) await measureSweepHostileAndAgent(probePath, probeFile, ticksPerSecond);
+  report(started, loadBefore);
+}
 
+/** The table of every figure, and the same as JSON in test/bench/results/. */
+function report(started: number, loadBefore: string[]): void {
   // The machine's load average (1, 5, 15 min) before and after: its figures depend on it.
   const load = { before: loadBefore, after: loadavg().map((value) => value.toFixed(2)) };
   const file = join(RESULTS, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);

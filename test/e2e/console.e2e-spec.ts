@@ -149,6 +149,68 @@ describe('web console', () => {
       }
     });
 
+    it('ends a session on the controller at logout: a copied cookie is refused after', async () => {
+      const { cookie, csrf } = await logIn();
+      const copied = cookie;
+      const other = await logIn();
+      await request(fleet.opsUrl)
+        .get('/console/fragments/overview')
+        .set('Cookie', copied)
+        .expect(200);
+      const out = await request(fleet.opsUrl)
+        .post('/logout')
+        .set('Cookie', cookie)
+        .set('X-CSRF-Token', csrf)
+        .send({})
+        .expect(200);
+      expect(([] as string[]).concat(out.headers['set-cookie'] ?? [])[0]).toContain('Max-Age=0');
+      await request(fleet.opsUrl)
+        .get('/console/fragments/overview')
+        .set('Cookie', copied)
+        .expect(401);
+      await request(fleet.opsUrl).get('/').set('Cookie', copied).expect(303);
+      // Another session is not ended by this one's logout.
+      await request(fleet.opsUrl)
+        .get('/console/fragments/overview')
+        .set('Cookie', other.cookie)
+        .expect(200);
+    });
+
+    it('ends every session when the token changes', async () => {
+      const { cookie } = await logIn();
+      const renewed = await startFleet({
+        ops: true,
+        env: { VM_FLEET_API_TOKEN: 'api-token-changed-0123456789' },
+      });
+      try {
+        await request(renewed.opsUrl)
+          .get('/console/fragments/overview')
+          .set('Cookie', cookie)
+          .expect(401);
+      } finally {
+        await renewed.close();
+      }
+    });
+
+    it('makes a client address wait after 5 wrong tokens in a row, the wait doubling, on the clock', async () => {
+      const attempt = (token: string) => request(fleet.opsUrl).post('/login').send({ token });
+      for (let i = 0; i < 5; i++) await attempt('not-the-token-0123456789').expect(401);
+      const held = await attempt(API_TOKEN).expect(429);
+      expect(held.headers['retry-after']).toBe('1');
+      expect(held.headers['set-cookie']).toBeUndefined();
+      expect(held.body.message).toBe('too many wrong tokens from this address: try again in 1 s');
+      fleet.clock.advance(1_000);
+      await attempt('not-the-token-0123456789').expect(401);
+      const longer = await attempt('not-the-token-0123456789').expect(429);
+      expect(longer.headers['retry-after']).toBe('2');
+      fleet.clock.advance(1_999);
+      await attempt(API_TOKEN).expect(429);
+      fleet.clock.advance(1);
+      await attempt(API_TOKEN).expect(200);
+      // The right token cleared the address: five wrong ones are answered again.
+      for (let i = 0; i < 5; i++) await attempt('not-the-token-0123456789').expect(401);
+    });
+
     it('takes the API token as a bearer token on the operations routes still', async () => {
       await request(fleet.opsUrl)
         .get('/v1/vms')
@@ -318,6 +380,24 @@ describe('web console', () => {
       expect(fragment.text).toContain('&lt;img src=x onerror=alert(1)&gt;');
       expect(fragment.text).toContain('vm-1');
       await request(fleet.opsUrl).get('/login').expect(303);
+    });
+
+    it('issues nothing to a DNS-rebound name: no session, no CSRF token, no create', async () => {
+      const rebound = 'rebind.attacker.example:9206';
+      const page = await request(fleet.opsUrl).get('/').set('Host', rebound).expect(421);
+      expect(page.headers['set-cookie']).toBeUndefined();
+      expect(page.text).not.toContain('csrf-token');
+      const own = await request(fleet.opsUrl).get('/').expect(200);
+      const refused = await request(fleet.opsUrl)
+        .post('/console/vms')
+        .set('Host', rebound)
+        .set('Cookie', sessionOf(own.headers['set-cookie']))
+        .set('X-CSRF-Token', csrfOf(own.text))
+        .send({ vm_type: 'web', ram_mb: 512, vcpu_count: 1 })
+        .expect(421);
+      expect(refused.body.message).toBe(
+        `Host ${rebound} is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS`,
+      );
     });
 
     it('still refuses a state-changing request without the CSRF token', async () => {

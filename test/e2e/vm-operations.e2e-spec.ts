@@ -443,7 +443,10 @@ describe('controller operations listener', () => {
         .post('/v1/nodes/heartbeat')
         .send(heartbeat({ node_id: 'n1', spawn_port: stub.port, vms: [vmRecord(VM)] }))
         .expect(200);
-      await request(fleet.opsUrl).post(`/v1/vms/${VM}/stop`).expect(202);
+      await request(fleet.opsUrl)
+        .post(`/v1/vms/${VM}/stop`)
+        .set('Content-Type', 'application/json')
+        .expect(202);
       expect(stub.calls[0].url).toBe(`/v1/vms/${VM}/stop`);
 
       const docs = await request(fleet.opsUrl).get('/docs-json').expect(200);
@@ -465,6 +468,108 @@ describe('controller operations listener', () => {
       await request(fleet.url).post(`/v1/vms/${VM}/stop`).expect(404);
       await request(fleet.url).get(`/v1/vms/${VM}`).expect(404);
       await request(fleet.url).get(`/v1/vms/${VM}/console`).expect(404);
+    });
+
+    it('refuses, open as it is, a write a cross-site form or no-CORS fetch could send, calling no agent', async () => {
+      const stub = await agent((_call, res) => json(res, 202, lifeCycle(VM)));
+      await request(fleet.url)
+        .post('/v1/nodes/heartbeat')
+        .send(heartbeat({ node_id: 'n1', spawn_port: stub.port, vms: [vmRecord(VM)] }))
+        .expect(200);
+      for (const action of ['stop', 'start', 'restart']) {
+        // What fetch(url, {method: 'POST', mode: 'no-cors'}) from any page sends.
+        const bare = await request(fleet.opsUrl).post(`/v1/vms/${VM}/${action}`).expect(403);
+        expect(bare.body.message).toBe(
+          'refused: a state-changing request needs Content-Type: application/json (a body or not) or an Authorization header',
+        );
+        const form = await request(fleet.opsUrl)
+          .post(`/v1/vms/${VM}/${action}`)
+          .set('Content-Type', 'text/plain')
+          .send('{}')
+          .expect(403);
+        expect(form.body.message).toMatch(/^refused: a state-changing request needs/);
+        for (const [header, value] of [
+          ['Sec-Fetch-Site', 'cross-site'],
+          ['Sec-Fetch-Site', 'same-site'],
+          ['Origin', 'http://evil.example'],
+        ]) {
+          const crossSite = await request(fleet.opsUrl)
+            .post(`/v1/vms/${VM}/${action}`)
+            .set(header, value)
+            .send({})
+            .expect(403);
+          expect(crossSite.body.message).toBe('refused: this request came from another site');
+        }
+      }
+      expect(stub.calls).toEqual([]);
+      await request(fleet.opsUrl)
+        .post(`/v1/vms/${VM}/start`)
+        .set('Authorization', 'Bearer anything-at-all-0123456789')
+        .expect(202);
+      await request(fleet.opsUrl)
+        .post(`/v1/vms/${VM}/restart`)
+        .set('Sec-Fetch-Site', 'same-origin')
+        .send({})
+        .expect(202);
+      expect(stub.calls.map(({ url }) => url)).toEqual([
+        `/v1/vms/${VM}/start`,
+        `/v1/vms/${VM}/restart`,
+      ]);
+      // The API on 9203 asks nothing of the kind: the how-tos' curl lines are unchanged.
+      await request(fleet.url)
+        .post('/v1/nodes/heartbeat')
+        .set('Origin', 'http://evil.example')
+        .send(heartbeat({ node_id: 'n1', spawn_port: stub.port, vms: [vmRecord(VM)] }))
+        .expect(200);
+    });
+
+    it('answers only to its own names: a DNS-rebound Host is refused 421', async () => {
+      for (const [method, path] of [
+        ['get', '/v1/vms'],
+        ['get', '/docs'],
+        ['post', `/v1/vms/${VM}/stop`],
+      ] as const) {
+        const client = request(fleet.opsUrl);
+        const refused = await client[method](path)
+          .set('Host', 'rebind.attacker.example:9206')
+          .set('Content-Type', 'application/json')
+          .expect(421);
+        expect(refused.body.message).toBe(
+          'Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS',
+        );
+      }
+      const port = new URL(fleet.opsUrl).port;
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'LocalHost']) {
+        await request(fleet.opsUrl).get('/v1/vms').set('Host', host).expect(200);
+      }
+    });
+
+    it("serves Swagger UI with the console's security headers: not frameable, no foreign script", async () => {
+      for (const path of ['/docs', '/docs/swagger-ui-init.js', '/docs-json']) {
+        const answer = await request(fleet.opsUrl).get(path).expect(200);
+        expect(answer.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+        expect(answer.headers['content-security-policy']).toContain("script-src 'self';");
+        expect(answer.headers['content-security-policy']).toMatch(/^default-src 'none'; /);
+        expect(answer.headers['x-frame-options']).toBe('DENY');
+        expect(answer.headers['x-content-type-options']).toBe('nosniff');
+        expect(answer.headers['referrer-policy']).toBe('no-referrer');
+      }
+    });
+  });
+
+  describe('with VM_FLEET_OPS_HOSTS', () => {
+    beforeEach(async () => {
+      fleet = await startFleet({
+        ops: true,
+        env: { VM_FLEET_OPS_HOSTS: 'Fleet.Example.org,10.8.0.1' },
+      });
+    });
+
+    it('answers to those names too, and to no other', async () => {
+      await request(fleet.opsUrl).get('/v1/vms').set('Host', 'fleet.example.org:9206').expect(200);
+      await request(fleet.opsUrl).get('/v1/vms').set('Host', 'FLEET.example.org.').expect(200);
+      await request(fleet.opsUrl).get('/v1/vms').set('Host', '10.8.0.1:9206').expect(200);
+      await request(fleet.opsUrl).get('/v1/vms').set('Host', 'other.example.org').expect(421);
     });
   });
 });

@@ -401,6 +401,46 @@ describe('published ports on the node mesh address, with real guests on two node
     );
   });
 
+  it("--wait-port takes no connection QEMU's forward merely accepts for an answer: nothing listening on the guest port, it waits to its timeout", async () => {
+    const waited = await ppnFleet(
+      [
+        'vm',
+        'create',
+        '--type',
+        'probe',
+        '--ram',
+        '512',
+        '--vcpus',
+        '1',
+        '--node',
+        NODE_B,
+        '--port',
+        '9090/tcp',
+        '--wait-port',
+        '9090',
+        '--timeout',
+        '30',
+      ],
+      {},
+      90_000,
+    );
+    const probeId = /^created (\S+) /m.exec(waited.stdout)?.[1];
+    try {
+      // Before the fix: "guest port 9090/tcp answers" some 5 s after the create, QEMU holding
+      // the connection while the guest booted.
+      expect(waited.stdout).not.toContain('answers');
+      expect(waited.code).toBe(1);
+      expect(waited.stderr).toMatch(/guest port 9090\/tcp did not answer at .* within 30 s/);
+      expect(waited.stderr).toMatch(
+        /connected, but nothing answered a request|accepted and closed: nothing listens on guest port 9090 yet/,
+      );
+    } finally {
+      if (probeId !== undefined) {
+        await fetch(`${FLEET_URL}/v1/vms/${probeId}`, { method: 'DELETE' });
+      }
+    }
+  });
+
   it('keeps the same host ports across a stop and a start', async () => {
     const stopped = await ppnFleet(['vm', 'stop', web.vm_id, '--force', '--wait'], {}, 60_000);
     expect(stopped.code).toBe(0);

@@ -16,6 +16,7 @@ import {
 import { FLEET_PORT } from '@app/fleet-domain';
 import { FleetConfig } from './config/fleet.config';
 import { FleetAppModule } from './fleet-app.module';
+import { guardOpsListener } from './operations/ops-listener.http';
 import { FleetOpsAppHolder, FleetOpsAppModule, fleetOpsSharedFrom } from './fleet-ops-app.module';
 
 /** Options every fleet app is created with: main, the e2e tests and the OpenAPI generator. */
@@ -74,7 +75,7 @@ export function buildFleetOpsOpenApiDocument(app: NestExpressApplication): OpenA
   const builder = daemonDocumentBuilder({
     title: 'service-vm-fleet operations',
     description:
-      "PPN fleet controller, operations listener: the VMs with their life cycles, and an operator's stop, start, restart and serial console, each sent to the agent of the VM's node with that node's own token. It listens on VM_FLEET_OPS_ADDR (default 127.0.0.1:9206: the controller's own host only), apart from the API on port 9203, whose routes it does not change. With VM_FLEET_API_TOKEN set, every operation needs that token; unset, they are open. Every answer about an agent is in the controller's own words; nothing an agent answers is passed on but its validated life cycle or console text.",
+      "PPN fleet controller, operations listener: the VMs with their life cycles, and an operator's stop, start, restart and serial console, each sent to the agent of the VM's node with that node's own token. It listens on VM_FLEET_OPS_ADDR (default 127.0.0.1:9206: the controller's own host only), apart from the API on port 9203, whose routes it does not change. With VM_FLEET_API_TOKEN set, every operation needs that token; unset, they are open. It answers only to its own names (421 for any other Host header: its address, localhost on loopback, VM_FLEET_OPS_HOSTS), and a stop, start or restart needs Content-Type: application/json (a body or not) or an Authorization header, and no other site's Sec-Fetch-Site or Origin (403), open or not. Every answer about an agent is in the controller's own words; nothing an agent answers is passed on but its validated life cycle or console text.",
     server: {
       url: 'http://{ops_address}',
       description: "The controller's operations listener.",
@@ -92,8 +93,13 @@ export function buildFleetOpsOpenApiDocument(app: NestExpressApplication): OpenA
   return createDaemonDocument(app, addTokenSchemes(builder, ['api']));
 }
 
-/** Everything that makes a Nest app the operations listener, apart from listening. */
+/**
+ * Everything that makes a Nest app the operations listener, apart from listening: the daemons'
+ * HTTP setup behind the listener's own checks (its Host names, no cross-site writes).
+ */
 export function configureFleetOpsApp(app: NestExpressApplication): NestExpressApplication {
+  const config = app.get(FleetConfig);
+  guardOpsListener(app, config.opsHosts ?? [], config.apiToken !== undefined);
   return configureDaemonHttp(app, serveSwaggerUi(buildFleetOpsOpenApiDocument));
 }
 

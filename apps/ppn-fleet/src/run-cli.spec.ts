@@ -7,6 +7,7 @@ import { CliIo, PortAnswer } from './terminal/cli-io';
 import { ExitCode } from './api/exit-codes';
 import { MAX_ANSWER_BYTES } from './api/fleet-api.client';
 import { exitCodeOf, runCli } from './run-cli';
+import { PORT_REQUEST } from './vms/vm-reachability';
 
 type Handler = (request: Request) => Response | Promise<Response>;
 
@@ -44,8 +45,17 @@ class FakeIo extends CliIo {
   readonly portAnswers: PortAnswer[] = [];
   readonly probes: string[] = [];
 
-  override probePort(host: string, port: number, watchMs: number): Promise<PortAnswer> {
+  /** What each probe sent the port when it said nothing first (undefined: nothing). */
+  readonly probeRequests: Array<string | undefined> = [];
+
+  override probePort(
+    host: string,
+    port: number,
+    watchMs: number,
+    request?: string,
+  ): Promise<PortAnswer> {
     this.probes.push(`${host}:${port}`);
+    this.probeRequests.push(request);
     this.clock += watchMs;
     return Promise.resolve(
       this.portAnswers.shift() ?? { kind: 'open', text: 'SSH-2.0-OpenSSH_9.2p1 Debian\r\n' },
@@ -553,15 +563,24 @@ describe('ppn-fleet vm create', () => {
       expect(io.probes.length).toBeLessThanOrEqual(4);
     });
 
-    it('--wait-port waits for that guest port: a connection kept open answers', async () => {
+    it("--wait-port waits for the guest's service to answer: a connection held open (QEMU's forward) is not an answer", async () => {
       const ports = [
         { host_port: 22022, guest_port: 22, protocol: 'tcp' },
         { host_port: 40080, guest_port: 80, protocol: 'tcp' },
       ];
       const io = new FakeIo({}, runningFleet(ports));
-      io.portAnswers.push({ kind: 'closed' }, { kind: 'open', text: '' });
+      io.portAnswers.push(
+        { kind: 'closed' },
+        { kind: 'open', text: '' },
+        { kind: 'open', text: '' },
+        { kind: 'open', text: 'HTTP/1.1 200 OK\r\n' },
+      );
       expect(await run([...ARGS, '--port', '80/tcp', '--wait-port', '80'], io)).toBe(ExitCode.Ok);
-      expect(io.probes).toEqual(['10.8.0.2:40080', '10.8.0.2:40080']);
+      expect(io.probes).toEqual(Array(4).fill('10.8.0.2:40080'));
+      expect(io.probeRequests).toEqual(Array(4).fill(PORT_REQUEST));
+      expect(io.stderr.text).toContain(
+        "(connected, but nothing answered a request: the forward holds the connection until the guest's service is up)",
+      );
       const created = io.requests.find((request) => request.method === 'POST')!;
       expect(((await created.json()) as { ports: unknown }).ports).toEqual([
         { guest_port: 80, protocol: 'tcp' },

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { ValidateBy } from 'class-validator';
 import {
   ConfigurationError,
@@ -19,6 +20,24 @@ function isRedisUrl(value: unknown): boolean {
   if (typeof value !== 'string' || !URL.canParse(value)) return false;
   const url = new URL(value);
   return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
+}
+
+const HOST_NAME =
+  /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+/** A Host header's or VM_FLEET_OPS_HOSTS' name as compared: lower case, no final dot or brackets. */
+export function normalHostName(name: string): string {
+  return name
+    .trim()
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '');
+}
+
+function isHostNameList(value: unknown): boolean {
+  if (typeof value !== 'string') return false;
+  const names = value.split(',').map(normalHostName);
+  return names.length <= 16 && names.every((name) => HOST_NAME.test(name) || isIP(name) !== 0);
 }
 
 /** The operations listener's default address: the controller's own host only. */
@@ -96,6 +115,23 @@ export class FleetConfig extends DaemonConfig {
     default: DEFAULT_OPS_ADDRESS,
   })
   opsAddress?: string;
+
+  /**
+   * Host names (or addresses) the operations listener answers to beside its own address (and
+   * `localhost` when that is loopback): the name operators reach it by, through a proxy or DNS.
+   * Any other Host header is refused, so a DNS-rebound name cannot reach the console.
+   */
+  @EnvironmentVariable('VM_FLEET_OPS_HOSTS', {
+    validate: ValidateBy(
+      { name: 'isHostNameList', validator: { validate: isHostNameList } },
+      {
+        message:
+          '$property must be host names or IP addresses separated by commas, without ports, at most 16, such as fleet.example.org,10.8.0.1',
+      },
+    ),
+    read: (value) => [...new Set(value.split(',').map((name) => normalHostName(name)))],
+  })
+  opsHosts?: string[];
 
   /** The operations listener's address; undefined when VM_FLEET_OPS_ADDR is `off`. */
   get opsListenAddress(): ListenAddress | undefined {

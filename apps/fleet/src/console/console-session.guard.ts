@@ -9,28 +9,8 @@ import {
 import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
 import { Clock } from '@app/daemon';
-import {
-  CSRF_HEADER,
-  ConsoleSessions,
-  SESSION_COOKIE,
-  cookieValue,
-  isSameOrigin,
-} from './console-session';
-
-/**
- * The console's responses' headers: a strict Content-Security-Policy (the page's own script
- * and stylesheet only, no inline script or style, no frame), no caching, no referrer.
- */
-export const CONSOLE_HEADERS: Readonly<Record<string, string>> = {
-  'Content-Security-Policy':
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-  'X-Frame-Options': 'DENY',
-  'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
-  'Cross-Origin-Opener-Policy': 'same-origin',
-  'Cross-Origin-Resource-Policy': 'same-origin',
-  'Cache-Control': 'no-store',
-};
+import { CSRF_HEADER, ConsoleSessions, SESSION_COOKIE, cookieValue } from './console-session';
+import { CONSOLE_HEADERS, isSameOrigin } from '../operations/ops-listener.http';
 
 /** How a console route is reached. */
 export type ConsoleAccess =

@@ -21,18 +21,24 @@ function same(a: string, b: string): boolean {
   return left.length === right.length && timingSafeEqual(left, right);
 }
 
+/** The most sessions kept at once: past it the oldest is ended (a page flood cannot grow it). */
+export const MAX_SESSIONS = 10_000;
+
 /**
- * Sessions of the web console, kept in the cookie alone (nothing stored server-side):
- * `v1.<expiry, epoch s>.<random>.<HMAC>`, signed with a key derived from VM_FLEET_API_TOKEN, so
- * a session holds only while the token it was taken for is the controller's (changing the token
- * ends every session; a restart ends none). The cookie proves the token was given, it is not the
- * token: the token itself never leaves the login request. On an open API (no token) the key is
- * random per process and a session is issued to whoever opens the page: it only binds the CSRF
- * token. The CSRF token is the HMAC of the session under the same key, so it is valid for that
- * one session only, and a page of another origin can neither read it nor send its header.
+ * Sessions of the web console: `v1.<expiry, epoch s>.<random>.<HMAC>` in the cookie, signed
+ * with a key derived from VM_FLEET_API_TOKEN, and each one issued kept here until it expires or
+ * is ended: logging out ends it on the controller (a copied cookie is refused after), changing
+ * the token (a restart) ends every one, and so does a restart. The cookie proves the token was
+ * given, it is not the token: the token itself never leaves the login request. On an open API (no
+ * token) the key is random per process and a session is issued to whoever opens the page: it only
+ * binds the CSRF token. The CSRF token is the HMAC of the session under the same key, so it is
+ * valid for that one session only, and a page of another origin can neither read it nor send its
+ * header.
  */
 export class ConsoleSessions {
   private readonly key: Buffer;
+  /** The live sessions' random parts, with their expiry (epoch s), oldest first. */
+  private readonly live = new Map<string, number>();
 
   constructor(
     /** VM_FLEET_API_TOKEN; undefined: the API is open and no login is asked for. */
@@ -47,8 +53,20 @@ export class ConsoleSessions {
 
   /** A new session valid until `nowS + SESSION_LIFETIME_S`. */
   issue(nowS: number): string {
-    const body = `${VERSION}.${Math.floor(nowS) + SESSION_LIFETIME_S}.${this.random(18).toString('base64url')}`;
+    const expiry = Math.floor(nowS) + SESSION_LIFETIME_S;
+    const id = this.random(18).toString('base64url');
+    for (const [oldId, oldExpiry] of this.live) {
+      if (oldExpiry > nowS && this.live.size < MAX_SESSIONS) break;
+      this.live.delete(oldId);
+    }
+    this.live.set(id, expiry);
+    const body = `${VERSION}.${expiry}.${id}`;
     return `${body}.${mac(this.key, body)}`;
+  }
+
+  /** Ends a session on the controller: its cookie is refused from now on, wherever it was copied. */
+  end(cookie: string): void {
+    this.live.delete(cookie.split('.')[2]);
   }
 
   /** Whether `cookie` is a session this key signed that has not expired at `nowS`. */
@@ -58,7 +76,7 @@ export class ConsoleSessions {
     if (parts.length !== 4 || parts[0] !== VERSION || !/^[0-9]{1,12}$/.test(parts[1])) return false;
     const body = parts.slice(0, 3).join('.');
     if (!same(mac(this.key, body), parts[3])) return false;
-    return Number(parts[1]) > nowS;
+    return Number(parts[1]) > nowS && this.live.has(parts[2]);
   }
 
   /** The expiry (epoch s) of a valid session. */
@@ -101,23 +119,4 @@ export function sessionCookie(session: string, maxAgeS: number, secure: boolean)
 /** The Set-Cookie value that ends the session in the browser. */
 export function clearedSessionCookie(secure: boolean): string {
   return sessionCookie('', 0, secure);
-}
-
-/**
- * Whether a request's fetch metadata and Origin say it came from a page of this listener:
- * a browser sends Sec-Fetch-Site (same-origin for the console's own requests) and Origin on
- * every POST; a request that carries neither is not from a browser page and is judged by its
- * CSRF token alone.
- */
-export function isSameOrigin(headers: {
-  origin?: string;
-  host?: string;
-  'sec-fetch-site'?: string;
-}): boolean {
-  const site = headers['sec-fetch-site'];
-  if (site !== undefined && site !== 'same-origin' && site !== 'none') return false;
-  const origin = headers.origin;
-  if (origin === undefined) return true;
-  if (headers.host === undefined) return false;
-  return origin === `http://${headers.host}` || origin === `https://${headers.host}`;
 }

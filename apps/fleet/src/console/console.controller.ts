@@ -3,6 +3,8 @@ import {
   Controller,
   Get,
   HttpCode,
+  HttpException,
+  HttpStatus,
   NotFoundException,
   Param,
   Post,
@@ -42,13 +44,13 @@ import {
   nodeLive,
   nodePage,
   notFoundPage,
-  overviewLive,
   overviewPage,
   serialAnswer,
   vmLive,
   vmPage,
 } from './console.views';
 import { Html } from './html';
+import { LoginBackoff } from './login-backoff';
 
 /** The console's stylesheet and script, read once from the files shipped beside this code. */
 const ASSETS: Readonly<Record<string, { type: string; body: string }>> = Object.fromEntries(
@@ -103,6 +105,7 @@ export class ConsoleController {
     private readonly sessions: ConsoleSessions,
     private readonly tokens: BearerTokens,
     private readonly clock: Clock,
+    private readonly backoff: LoginBackoff,
   ) {}
 
   private get open(): boolean {
@@ -195,9 +198,21 @@ export class ConsoleController {
     @Res({ passthrough: true }) res: Response,
   ): Outcome {
     if (this.open) return { message: 'The API is open: no login is needed' };
+    const address = req.socket.remoteAddress ?? '';
+    const waitMs = this.backoff.waitMs(address);
+    if (waitMs > 0) {
+      const waitS = Math.ceil(waitMs / 1000);
+      res.setHeader('Retry-After', String(waitS));
+      throw new HttpException(
+        `too many wrong tokens from this address: try again in ${waitS} s`,
+        HttpStatus.TOO_MANY_REQUESTS,
+      );
+    }
     if (!this.tokens.matches('api', token)) {
+      this.backoff.failed(address);
       throw new UnauthorizedException('that is not the API token (VM_FLEET_API_TOKEN)');
     }
+    this.backoff.succeeded(address);
     const session = this.sessions.issue(this.nowS());
     res.setHeader('Set-Cookie', sessionCookie(session, SESSION_LIFETIME_S, servedOverTls(req)));
     return { message: 'Logged in' };
@@ -206,6 +221,9 @@ export class ConsoleController {
   @Post('logout')
   @HttpCode(200)
   logOut(@Req() req: Request, @Res({ passthrough: true }) res: Response): Outcome {
+    // The guard let only a valid session through: it ends here, not only in this browser.
+    const session = validSession(this.sessions, req, this.nowS());
+    if (session !== undefined) this.sessions.end(session);
     res.setHeader('Set-Cookie', clearedSessionCookie(servedOverTls(req)));
     return { message: 'Logged out' };
   }
@@ -220,7 +238,7 @@ export class ConsoleController {
 
   @Get('console/fragments/overview')
   async overviewFragment(@Query() query: ConsoleFiltersQuery, @Res() res: Response): Promise<void> {
-    sendHtml(res, overviewLive(await this.overviewOf(query)));
+    res.type('html').send(await this.console.overviewLive(filtersOf(query), this.open));
   }
 
   @Get('console/fragments/nodes/:node_id')

@@ -5,6 +5,7 @@ import { ConsoleController } from './console.controller';
 import { ConsoleService } from './console.service';
 import { ConsoleSessions } from './console-session';
 import { ConsoleSessionGuard } from './console-session.guard';
+import { LoginBackoff } from './login-backoff';
 
 /**
  * The web console on the operations listener: its pages, assets and actions (ConsoleController)
@@ -16,10 +17,11 @@ import { ConsoleSessionGuard } from './console-session.guard';
   providers: [
     ConsoleService,
     ConsoleSessionGuard,
+    LoginBackoff,
     {
       provide: ConsoleSessions,
       inject: [FleetConfig],
-      // Signed for VM_FLEET_API_TOKEN: a new token ends every session.
+      // Signed for VM_FLEET_API_TOKEN and kept in this process: a new token, or a restart, ends every session.
       useFactory: (config: FleetConfig) => new ConsoleSessions(config.apiToken),
     },
   ],

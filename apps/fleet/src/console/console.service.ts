@@ -20,22 +20,46 @@ import {
   toRfc3339,
 } from '@app/fleet-domain';
 import { NodesRepository } from '../nodes/nodes.repository';
-import { VmOperationsService } from '../operations/vm-operations.service';
+import { SharedRead } from '../operations/shared-read';
+import {
+  LISTING_BUSY_FACTOR,
+  LISTING_MIN_INTERVAL_MS,
+  VmOperationsService,
+} from '../operations/vm-operations.service';
 import { VmPlacementService } from '../vms/vm-placement.service';
 import { VmsService } from '../vms/vms.service';
-import { ConsoleFilters, ConsoleNode, ConsoleOverview } from './console.views';
+import { ConsoleFilters, ConsoleNode, ConsoleOverview, overviewLive } from './console.views';
 
 /** The console's most of a serial log per read: what the page shows and follows. */
 export const CONSOLE_READ_BYTES = 64 * 1024;
 
+/** What every console page of a moment is made of, read once for them all (see SharedRead). */
+interface FleetSnapshot {
+  taken_at: string;
+  nodes: ConsoleNode[];
+  vms: FleetVmWithLifeCycle[];
+  /**
+   * The overview part rendered, by filters and openness, for this snapshot only: as the bytes
+   * sent (at 1,000 nodes about 3 MB, whose encoding alone would cost each poll milliseconds).
+   */
+  rendered: Map<string, Buffer>;
+}
+
+/** The most renderings of one snapshot kept (one per filter a page uses). */
+const MAX_RENDERINGS = 64;
+
 /**
  * What the web console reads and does, through the services the API and the operations
  * listener use, in this process: the fleet's nodes as the store has them (RAM, KVM, heartbeat
- * age, why placement passes one over), the VMs with their life cycles, and the actions.
+ * age, why placement passes one over), the VMs with their life cycles, and the actions. Every
+ * page and tab reads one shared snapshot, taken at most once per LISTING_MIN_INTERVAL_MS, and
+ * its overview is rendered once per filter: twenty tabs cost what one does. An action takes a
+ * new snapshot at the next read, so its outcome shows at once.
  */
 @Injectable()
 export class ConsoleService {
   private readonly version = packageVersion();
+  private readonly snapshot: SharedRead<FleetSnapshot>;
 
   constructor(
     private readonly nodes: NodesRepository,
@@ -43,15 +67,43 @@ export class ConsoleService {
     private readonly vms: VmsService,
     private readonly operations: VmOperationsService,
     private readonly placement: VmPlacementService,
-  ) {}
+  ) {
+    this.snapshot = new SharedRead(clock, LISTING_MIN_INTERVAL_MS, LISTING_BUSY_FACTOR, () =>
+      this.takeSnapshot(),
+    );
+  }
+
+  private async takeSnapshot(): Promise<FleetSnapshot> {
+    const [nodes, vms] = await Promise.all([this.readFleetNodes(), this.operations.listVms()]);
+    return { taken_at: toRfc3339(this.clock.wallNow()), nodes, vms, rendered: new Map() };
+  }
 
   /** The fleet at a glance, the VMs filtered by tenant and node. */
   async overview(filters: ConsoleFilters, open: boolean): Promise<ConsoleOverview> {
-    const [nodes, vms] = await Promise.all([this.fleetNodes(), this.operations.listVms()]);
+    return this.overviewOf(await this.snapshot.get(), filters, open);
+  }
+
+  /** The overview's live part (overviewLive) in UTF-8, rendered once per snapshot and filters. */
+  async overviewLive(filters: ConsoleFilters, open: boolean): Promise<Buffer> {
+    const snapshot = await this.snapshot.get();
+    const key = JSON.stringify([filters.tenant ?? null, filters.node ?? null, open]);
+    let rendered = snapshot.rendered.get(key);
+    if (rendered === undefined) {
+      rendered = Buffer.from(overviewLive(this.overviewOf(snapshot, filters, open)).text, 'utf8');
+      if (snapshot.rendered.size < MAX_RENDERINGS) snapshot.rendered.set(key, rendered);
+    }
+    return rendered;
+  }
+
+  private overviewOf(
+    { taken_at, nodes, vms }: FleetSnapshot,
+    filters: ConsoleFilters,
+    open: boolean,
+  ): ConsoleOverview {
     return {
       version: this.version,
       open,
-      taken_at: toRfc3339(this.clock.wallNow()),
+      taken_at,
       nodes,
       vms: vms.filter(
         (vm) =>
@@ -71,23 +123,32 @@ export class ConsoleService {
   }
 
   createVm(request: CreateVmRequest): Promise<FleetVm> {
-    return this.placement.createVm(request).then(({ vm }) => vm);
+    return this.acted(this.placement.createVm(request).then(({ vm }) => vm));
   }
 
   stopVm(vmId: string, request: StopVmRequest): Promise<VmLifeCycle> {
-    return this.operations.stopVm(vmId, request);
+    return this.acted(this.operations.stopVm(vmId, request));
   }
 
   startVm(vmId: string): Promise<VmLifeCycle> {
-    return this.operations.startVm(vmId);
+    return this.acted(this.operations.startVm(vmId));
   }
 
   restartVm(vmId: string): Promise<VmLifeCycle> {
-    return this.operations.restartVm(vmId, new RestartVmRequest());
+    return this.acted(this.operations.restartVm(vmId, new RestartVmRequest()));
   }
 
   deleteVm(vmId: string, forget: boolean): Promise<void> {
-    return this.vms.deleteVm(vmId, forget);
+    return this.acted(this.vms.deleteVm(vmId, forget));
+  }
+
+  /** An action's outcome, after which the pages read a new snapshot (not a new asking). */
+  private async acted<T>(action: Promise<T>): Promise<T> {
+    try {
+      return await action;
+    } finally {
+      this.snapshot.expire();
+    }
   }
 
   readConsole(vmId: string, from: number | undefined): Promise<VmConsole> {
@@ -96,6 +157,10 @@ export class ConsoleService {
 
   /** Every stored node (the live ones, the silent ones kept for their VMs), by id. */
   async fleetNodes(): Promise<ConsoleNode[]> {
+    return (await this.snapshot.get()).nodes;
+  }
+
+  private async readFleetNodes(): Promise<ConsoleNode[]> {
     const nowMs = this.clock.now();
     const wallNowMs = this.clock.wallNow();
     const notBefore = liveSince(nowMs);

@@ -1,4 +1,14 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  ForbiddenException,
+  Get,
+  HttpCode,
+  MisdirectedException,
+  Param,
+  Post,
+  Query,
+} from '@nestjs/common';
 import { BODY_ERRORS, ErrorCase, RequiresToken, invalidInput } from '@app/daemon';
 import {
   ApiAcceptedResponse,
@@ -22,6 +32,11 @@ import { VMS_ERROR_STATUSES } from '../vms/vms.error-statuses';
 import { VmNotFoundError } from '../vms/vms.errors';
 import { agentConflictOf, describeAgentConflict } from './agent-conflicts';
 import { OPERATIONS_ERROR_STATUSES } from './operations.error-statuses';
+import {
+  CROSS_SITE_MESSAGE,
+  SIMPLE_REQUEST_MESSAGE,
+  WRONG_HOST_MESSAGE,
+} from './ops-listener.http';
 import { VmOperationsService } from './vm-operations.service';
 import {
   VmAction,
@@ -38,6 +53,27 @@ const INVALID_VM_ID = invalidInput(
   'vm_id is not a fleet id.',
   'vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
 );
+
+/** What the listener refuses before any route (see guardOpsListener). */
+const WRONG_HOST: ErrorCase = {
+  name: 'wrong-host',
+  when: "The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say).",
+  error: new MisdirectedException(WRONG_HOST_MESSAGE('rebind.attacker.example:9206')),
+};
+
+/** What the listener refuses of a request that changes something, open or not. */
+const WRITE_REFUSALS: ErrorCase[] = [
+  {
+    name: 'cross-site',
+    when: 'Sec-Fetch-Site or Origin says a page of another site sent it.',
+    error: new ForbiddenException(CROSS_SITE_MESSAGE),
+  },
+  {
+    name: 'simple-request',
+    when: 'It carries neither Content-Type: application/json nor an Authorization header: what a cross-site form or no-CORS fetch sends.',
+    error: new ForbiddenException(SIMPLE_REQUEST_MESSAGE),
+  },
+];
 
 const VM_NOT_FOUND: ErrorCase = {
   name: 'vm-not-found',
@@ -151,11 +187,12 @@ export class VmOperationsController {
     operationId: 'listVmsWithLifeCycles',
     summary: 'VMs on the nodes with their life cycles, optionally of one tenant',
     description:
-      "Every VM as the API's GET /v1/vms lists it, each with its life cycle from its node's agent (asked once per live node, all at once, at most 3 s each): life_cycle is null for a VM whose agent did not answer usably in time, or which no live agent manages (node_silent_since).",
+      "Every VM as the API's GET /v1/vms lists it, each with its life cycle from its node's agent: life_cycle is null for a VM whose agent did not answer usably in time, or which no live agent manages (node_silent_since). The agents are asked at most once per 2 s (or 4 times what the last asking took, when longer), 16 at a time, all within 3 s, and every reader in between shares that answer: a life cycle may be that old, but for an action's outcome taken meanwhile.",
   })
   @ApiOkResponse({ type: [FleetVmWithLifeCycle], description: 'The VMs; [] when there are none.' })
   @ApiFleetStateErrors(
     STATUSES,
+    WRONG_HOST,
     invalidInput(
       'tenant_id is not a fleet id.',
       'tenant_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
@@ -173,7 +210,7 @@ export class VmOperationsController {
       "The VM as the listing shows it, its life cycle asked of its node's agent (null as in the listing). What `ppn-fleet vm stop|start|restart --wait` follows.",
   })
   @ApiOkResponse({ type: FleetVmWithLifeCycle, description: 'The VM.' })
-  @ApiFleetStateErrors(STATUSES, INVALID_VM_ID, VM_NOT_FOUND)
+  @ApiFleetStateErrors(STATUSES, WRONG_HOST, INVALID_VM_ID, VM_NOT_FOUND)
   getVm(@Param() { vm_id }: VmIdParams): Promise<FleetVmWithLifeCycle> {
     return this.operations.getVm(vm_id);
   }
@@ -189,6 +226,8 @@ export class VmOperationsController {
   @ApiAcceptedResponse({ type: VmLifeCycle, description: 'The stop was taken by the agent.' })
   @ApiFleetStateErrors(
     STATUSES,
+    WRONG_HOST,
+    ...WRITE_REFUSALS,
     ...BODY_ERRORS,
     invalidInput(
       'vm_id is not a fleet id, or force or timeout_s is not what it must be; the message names each.',
@@ -209,7 +248,14 @@ export class VmOperationsController {
       "Sent to the agent of the VM's node, which starts the stopped VM (its desired state becomes running again). The answer is the life cycle as the start began (operation starting); a 422 when the node has no room for it now.",
   })
   @ApiAcceptedResponse({ type: VmLifeCycle, description: 'The start was taken by the agent.' })
-  @ApiFleetStateErrors(STATUSES, INVALID_VM_ID, ...actionErrors('start'), NO_ROOM)
+  @ApiFleetStateErrors(
+    STATUSES,
+    WRONG_HOST,
+    ...WRITE_REFUSALS,
+    INVALID_VM_ID,
+    ...actionErrors('start'),
+    NO_ROOM,
+  )
   startVm(@Param() { vm_id }: VmIdParams): Promise<VmLifeCycle> {
     return this.operations.startVm(vm_id);
   }
@@ -225,6 +271,8 @@ export class VmOperationsController {
   @ApiAcceptedResponse({ type: VmLifeCycle, description: 'The restart was taken by the agent.' })
   @ApiFleetStateErrors(
     STATUSES,
+    WRONG_HOST,
+    ...WRITE_REFUSALS,
     ...BODY_ERRORS,
     invalidInput(
       'vm_id is not a fleet id, or force or timeout_s is not what it must be; the message names each.',
@@ -250,6 +298,7 @@ export class VmOperationsController {
   @ApiOkResponse({ type: VmConsole, description: 'The text, and where to read from next.' })
   @ApiFleetStateErrors(
     STATUSES,
+    WRONG_HOST,
     invalidInput(
       'vm_id is not a fleet id, or from or max_bytes is out of its range; the message names each.',
       'max_bytes must not be greater than 1048576',

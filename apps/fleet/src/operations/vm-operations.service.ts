@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { Clock } from '@app/daemon';
 import {
   FleetVmBackups,
   FleetVmWithLifeCycle,
@@ -17,6 +18,7 @@ import {
 } from '../vms/vm-host.client';
 import { ListedFleetVm, VmsService } from '../vms/vms.service';
 import { agentConflictOf, describeAgentConflict } from './agent-conflicts';
+import { CallLimit, SharedRead } from './shared-read';
 import {
   VmAction,
   VmActionConflictError,
@@ -27,70 +29,135 @@ import {
 } from './vm-operations.errors';
 
 /**
- * The longest the listing waits for a node's agent: a slow or silent one shows its VMs without
- * a life cycle rather than holding up every other node's.
+ * The longest the listing waits for its agents: a slow or silent one shows its VMs without a
+ * life cycle rather than holding up every other node's, and a call not begun by then is not made.
  */
 export const LIFE_CYCLE_LISTING_TIMEOUT_MS = 3_000;
 
+/**
+ * However many console pages and clients read the VMs, their agents are asked at most once per
+ * this (every reader in between shares that answer), or per LISTING_BUSY_FACTOR times what the
+ * last asking took when that is longer: the controller never spends more than about a quarter
+ * of its time asking, whatever the fleet's size, and heartbeats keep the rest.
+ */
+export const LISTING_MIN_INTERVAL_MS = 2_000;
+export const LISTING_BUSY_FACTOR = 4;
+
+/** The most agents a listing asks at once. */
+export const LISTING_AGENT_CALLS = 16;
+
+/** The most VMs whose shared one-VM read is kept; past it they are all let go. */
+const MAX_VM_READS = 1_000;
+
 /** The agent's refusal of a VM it was not asked about, or its answer about another VM. */
 const NOT_THIS_VM = 'answered about another vm';
+
+/** Each live node's VMs' life cycles, by node id then VM id, as the agents last answered. */
+type LifeCyclesByNode = Map<string, Map<string, VmLifeCycle>>;
 
 /**
  * What the operations listener does: the VMs with their life cycles from their agents, and an
  * operator's stop, start, restart or console read sent to the agent of the VM's node with that
  * node's own credential. Every answer is the controller's own words about the agent's outcome.
+ * The reads are shared (see SharedRead): any number of pages polling costs the agents, and the
+ * controller, what one does.
  */
 @Injectable()
 export class VmOperationsService {
   private readonly logger = new Logger('VmOperations');
+  private readonly agentCalls = new CallLimit(LISTING_AGENT_CALLS);
+  private readonly lifeCycles: SharedRead<LifeCyclesByNode>;
+  private readonly vmReads = new Map<string, SharedRead<FleetVmWithLifeCycle>>();
 
   constructor(
     private readonly vms: VmsService,
     private readonly vmHost: VmHostClient,
     private readonly vmHostSettings: VmHostClientSettings,
-  ) {}
+    private readonly clock: Clock,
+  ) {
+    this.lifeCycles = new SharedRead(clock, LISTING_MIN_INTERVAL_MS, LISTING_BUSY_FACTOR, () =>
+      this.askEveryAgent(),
+    );
+  }
 
   /**
-   * Every VM as the API lists it, each with its life cycle: one GET /v1/vm-life-cycles per
-   * live node listing VMs, all at once, each bounded; null for a VM whose agent did not answer
-   * usably in time, or which no live agent manages.
+   * Every VM as the API lists it, each with its life cycle as its agent last answered the
+   * shared asking (askEveryAgent); null for a VM whose agent did not answer usably in time, or
+   * which no live agent manages.
    */
   async listVms(tenantId?: string): Promise<FleetVmWithLifeCycle[]> {
-    const listed = await this.vms.listWithNodes(tenantId);
-    const nodes = new Map(
-      listed.filter(({ silent }) => !silent).map(({ node }) => [node.node_id, node]),
-    );
-    const timeoutMs = Math.min(LIFE_CYCLE_LISTING_TIMEOUT_MS, this.vmHostSettings.timeoutMs);
-    const byNode = new Map(
-      await Promise.all(
-        [...nodes.values()]
-          .sort((a, b) => compareIds(a.node_id, b.node_id))
-          .map(async (node) => {
-            const lifeCycles = await this.vmHost
-              .lifeCycles(node, timeoutMs)
-              .catch((error: unknown) => {
-                // The client logged the detail; the VMs are shown without a life cycle.
-                if (!(error instanceof AgentCallError)) throw error;
-                return undefined;
-              });
-            const byVm = new Map(lifeCycles?.map((lifeCycle) => [lifeCycle.vm_id, lifeCycle]));
-            return [node.node_id, byVm] as const;
-          }),
-      ),
-    );
+    const [listed, byNode] = await Promise.all([
+      this.vms.listWithNodes(tenantId),
+      this.lifeCycles.get(),
+    ]);
     return listed.map(({ vm, node, silent }) =>
       withLifeCycle(vm, silent ? undefined : byNode.get(node.node_id)?.get(vm.vm_id)),
     );
   }
 
-  /** One VM with its life cycle (null as in the listing); VmNotFoundError when none lists it. */
-  async getVm(vmId: string): Promise<FleetVmWithLifeCycle> {
+  /**
+   * One GET /v1/vm-life-cycles per live node listing VMs, LISTING_AGENT_CALLS at a time, all
+   * within LIFE_CYCLE_LISTING_TIMEOUT_MS of the start.
+   */
+  private async askEveryAgent(): Promise<LifeCyclesByNode> {
+    const listed = await this.vms.listWithNodes();
+    const nodes = new Map(
+      listed.filter(({ silent }) => !silent).map(({ node }) => [node.node_id, node]),
+    );
+    const timeoutMs = Math.min(LIFE_CYCLE_LISTING_TIMEOUT_MS, this.vmHostSettings.timeoutMs);
+    const deadlineMs = this.clock.now() + timeoutMs;
+    const byNode: LifeCyclesByNode = new Map();
+    await Promise.all(
+      [...nodes.values()]
+        .sort((a, b) => compareIds(a.node_id, b.node_id))
+        .map((node) =>
+          this.agentCalls.run(async () => {
+            const leftMs = Math.min(timeoutMs, deadlineMs - this.clock.now());
+            // Its turn came too late: its VMs are shown without a life cycle this time.
+            if (leftMs <= 0) return;
+            const lifeCycles = await this.vmHost
+              .lifeCycles(node, leftMs)
+              .catch((error: unknown) => {
+                // The client logged the detail; the VMs are shown without a life cycle.
+                if (!(error instanceof AgentCallError)) throw error;
+                return undefined;
+              });
+            if (lifeCycles === undefined) return;
+            byNode.set(
+              node.node_id,
+              new Map(lifeCycles.map((lifeCycle) => [lifeCycle.vm_id, lifeCycle])),
+            );
+          }),
+        ),
+    );
+    return byNode;
+  }
+
+  /**
+   * One VM with its life cycle (null as in the listing); VmNotFoundError when none lists it.
+   * Shared as the listing is: its agent is asked at most once per LISTING_MIN_INTERVAL_MS.
+   */
+  getVm(vmId: string): Promise<FleetVmWithLifeCycle> {
+    let read = this.vmReads.get(vmId);
+    if (read === undefined) {
+      if (this.vmReads.size >= MAX_VM_READS) this.vmReads.clear();
+      read = new SharedRead(this.clock, LISTING_MIN_INTERVAL_MS, LISTING_BUSY_FACTOR, () =>
+        this.readVm(vmId),
+      );
+      this.vmReads.set(vmId, read);
+    }
+    return read.get();
+  }
+
+  private async readVm(vmId: string): Promise<FleetVmWithLifeCycle> {
     const { vm, node, silent } = await this.vms.findWithNode(vmId);
     if (silent) return withLifeCycle(vm, undefined);
-    const answer = await this.vmHost.lifeCycle(node, vmId).catch((error: unknown) => {
-      if (!(error instanceof AgentCallError)) throw error;
-      return undefined;
-    });
+    const answer = await this.agentCalls
+      .run(() => this.vmHost.lifeCycle(node, vmId))
+      .catch((error: unknown) => {
+        if (!(error instanceof AgentCallError)) throw error;
+        return undefined;
+      });
     if (answer?.kind !== 'answered') return withLifeCycle(vm, undefined);
     if (answer.value.vm_id !== vmId) {
       this.logger.warn(`node ${node.node_id}: life cycle of vm ${vmId} ${NOT_THIS_VM}`);
@@ -182,6 +249,7 @@ export class VmOperationsService {
       if (answer.value.vm_id === vmId) {
         if (logged !== undefined) {
           this.logger.log(`vm ${vmId} on node ${nodeId}: ${action} taken by its agent${logged}`);
+          this.remember(nodeId, answer.value);
         }
         return answer.value;
       }
@@ -189,6 +257,20 @@ export class VmOperationsService {
       throw new VmAgentFailedError(vmId, nodeId, action, 'failed');
     }
     throw this.refusalOf(vmId, nodeId, action, answer.status, answer.message);
+  }
+
+  /**
+   * An action's outcome in the shared reads, so the pages show it at their next poll rather than
+   * the life cycle from before it.
+   */
+  private remember(nodeId: string, answer: { vm_id: string }): void {
+    this.vmReads.delete(answer.vm_id);
+    if ('state' in answer) {
+      this.lifeCycles
+        .latest()
+        ?.get(nodeId)
+        ?.set(answer.vm_id, answer as VmLifeCycle);
+    }
   }
 
   /** The agent's refusal (404, 409, 422) as the controller's own error. */

@@ -77,6 +77,9 @@ export class FleetOpsApiClient {
       () =>
         this.client.POST('/v1/vms/{vm_id}/start', {
           params: { path: { vm_id: vmId } },
+          // No body, yet the listener takes a write only with this (or a token): no cross-site
+          // form or no-CORS fetch can send it.
+          headers: { 'Content-Type': 'application/json' },
           parseAs: 'text',
           signal: timeout(),
         }),

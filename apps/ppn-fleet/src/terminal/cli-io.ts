@@ -10,18 +10,31 @@ export type PortAnswer = { kind: 'refused' } | { kind: 'closed' } | { kind: 'ope
 /** Most a probe reads of what a port says first (an SSH banner line is at most 255 bytes). */
 const PROBE_TEXT_MAX = 256;
 
+/** How long a probe with a request waits for the port to speak first (a banner) before sending it. */
+export const PROBE_QUIET_MS = 500;
+
 /**
  * Connects once to host:port and watches the connection for up to `watchMs` (or until it has
- * said a line): whether anything answers there, see PortAnswer.
+ * said a line): whether anything answers there, see PortAnswer. With `request`, sent when the
+ * port has said nothing within PROBE_QUIET_MS: then `open` with text only if the service behind
+ * it answered; a port forward that accepts and holds the connection while the guest's service
+ * is not up yet says nothing (`open`, text '').
  */
-export function probeTcpPort(host: string, port: number, watchMs: number): Promise<PortAnswer> {
+export function probeTcpPort(
+  host: string,
+  port: number,
+  watchMs: number,
+  request?: string,
+): Promise<PortAnswer> {
   return new Promise((resolve) => {
     const socket = new Socket();
     let connected = false;
     let text = '';
     let timer: NodeJS.Timeout | undefined;
+    let quiet: NodeJS.Timeout | undefined;
     const settle = (answer: PortAnswer): void => {
       clearTimeout(timer);
+      clearTimeout(quiet);
       socket.destroy();
       resolve(answer);
     };
@@ -31,6 +44,11 @@ export function probeTcpPort(host: string, port: number, watchMs: number): Promi
     socket.once('connect', () => {
       connected = true;
       timer = setTimeout(() => settle({ kind: 'open', text }), watchMs);
+      if (request !== undefined) {
+        quiet = setTimeout(() => {
+          if (text === '') socket.write(request);
+        }, PROBE_QUIET_MS);
+      }
     });
     socket.on('data', (chunk: Buffer) => {
       text = (text + chunk.toString('latin1')).slice(0, PROBE_TEXT_MAX);
@@ -65,8 +83,8 @@ export abstract class CliIo {
   /** A monotonic time in ms, for --wait's timeout. */
   abstract now(): number;
   /** What a VM's forwarded port answers (--wait, --wait-port); tests fake it. */
-  probePort(host: string, port: number, watchMs: number): Promise<PortAnswer> {
-    return probeTcpPort(host, port, watchMs);
+  probePort(host: string, port: number, watchMs: number, request?: string): Promise<PortAnswer> {
+    return probeTcpPort(host, port, watchMs, request);
   }
   /** The wall clock in ms, to show how far off a time the API gave is; tests fix it. */
   wallNow(): number {

@@ -8,13 +8,22 @@ import { WAIT_POLL_MS } from './vm-life-cycle.view';
 
 /**
  * What `--wait` waits for once the VM is Running: `ssh` (plain --wait) until its SSH forward
- * says an SSH banner, `port` (--wait-port) until a guest TCP port's forward keeps a connection
- * open or says something, `running` (--wait-running) for nothing more.
+ * says an SSH banner, `port` (--wait-port) until the guest's service behind a TCP port's forward
+ * says something (a banner, or the answer to PORT_REQUEST), `running` (--wait-running) for
+ * nothing more. A connection accepted and held open is not an answer: QEMU's forward accepts
+ * one at once and holds it while the guest is still booting.
  */
 export type WaitGoal = { kind: 'running' } | { kind: 'ssh' } | { kind: 'port'; guestPort: number };
 
 /** How long one look watches a connection for a banner, or for it to stay open. */
 export const PORT_WATCH_MS = 2_000;
+
+/**
+ * What --wait-port sends a port that says nothing first: an HTTP request, which an HTTP server
+ * answers with its status line, and most other services with an error of their own. Either is
+ * the guest's service answering end to end.
+ */
+export const PORT_REQUEST = 'HEAD / HTTP/1.0\r\nUser-Agent: ppn-fleet\r\n\r\n';
 
 /** What SSH servers say first (RFC 4253 §4.2). */
 export const SSH_BANNER_PREFIX = 'SSH-2.0-';
@@ -71,7 +80,7 @@ function awaited(goal: WaitGoal): string {
 /** True once the answer is what the goal waits for. */
 export function answers(goal: WaitGoal, answer: PortAnswer): boolean {
   if (answer.kind !== 'open') return false;
-  return goal.kind === 'ssh' ? answer.text.startsWith(SSH_BANNER_PREFIX) : true;
+  return goal.kind === 'ssh' ? answer.text.startsWith(SSH_BANNER_PREFIX) : answer.text !== '';
 }
 
 /** Why the answer is not yet what the goal waits for. */
@@ -81,6 +90,9 @@ function notYet(goal: WaitGoal, answer: PortAnswer): string {
     return goal.kind === 'ssh'
       ? 'connection reset: sshd in the guest is not up yet'
       : `accepted and closed: nothing listens on guest port ${goal.kind === 'port' ? goal.guestPort : 22} yet`;
+  }
+  if (goal.kind === 'port') {
+    return "connected, but nothing answered a request: the forward holds the connection until the guest's service is up";
   }
   return answer.text === '' ? 'connected, no SSH banner yet' : 'connected, not an SSH banner';
 }
@@ -105,7 +117,12 @@ export async function waitUntilAnswering(
   const { vmId, host, port, goal, startMs } = wait;
   const where = hostPort(host, port);
   for (;;) {
-    const answer = await io.probePort(host, port, PORT_WATCH_MS);
+    const answer = await io.probePort(
+      host,
+      port,
+      PORT_WATCH_MS,
+      goal.kind === 'port' ? PORT_REQUEST : undefined,
+    );
     if (answers(goal, answer)) return;
     const why = notYet(goal, answer);
     const waited = Math.floor((io.now() - startMs) / 1000);

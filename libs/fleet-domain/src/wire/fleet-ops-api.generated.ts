@@ -9,7 +9,7 @@ export interface paths {
     };
     /**
      * VMs on the nodes with their life cycles, optionally of one tenant
-     * @description Every VM as the API's GET /v1/vms lists it, each with its life cycle from its node's agent (asked once per live node, all at once, at most 3 s each): life_cycle is null for a VM whose agent did not answer usably in time, or which no live agent manages (node_silent_since).
+     * @description Every VM as the API's GET /v1/vms lists it, each with its life cycle from its node's agent: life_cycle is null for a VM whose agent did not answer usably in time, or which no live agent manages (node_silent_since). The agents are asked at most once per 2 s (or 4 times what the last asking took, when longer), 16 at a time, all within 3 s, and every reader in between shares that answer: a life cycle may be that old, but for an action's outcome taken meanwhile.
      */
     get: operations['listVmsWithLifeCycles'];
     put?: never;
@@ -392,6 +392,22 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
       /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
       503: {
         headers: {
@@ -470,6 +486,22 @@ export interface operations {
            *       "error": "Not Found",
            *       "message": "vm vm-0123456789abcdef is not listed on any live node",
            *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
            *     }
            */
           'application/json': components['schemas']['ErrorBody'];
@@ -784,6 +816,22 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
       /**
        * @description - The node's agent could not be reached, or did not answer within 10 s. The answer is the same whatever is at the node's address; the controller's log has the detail.
        *     - The node's agent answered what its API does not give (another status, a body that is not its answer). Nothing of it is passed on; the controller's log has the detail.
@@ -865,6 +913,18 @@ export interface operations {
         };
       };
       /**
+       * @description - Sec-Fetch-Site or Origin says a page of another site sent it.
+       *     - It carries neither Content-Type: application/json nor an Authorization header: what a cross-site form or no-CORS fetch sends.
+       */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
        * @description - No node lists a VM with this id.
        *     - The node's agent does not know the VM (deleted meanwhile): it leaves the listing at the next heartbeat.
        */
@@ -916,6 +976,22 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
@@ -1015,6 +1091,18 @@ export interface operations {
         };
       };
       /**
+       * @description - Sec-Fetch-Site or Origin says a page of another site sent it.
+       *     - It carries neither Content-Type: application/json nor an Authorization header: what a cross-site form or no-CORS fetch sends.
+       */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
        * @description - No node lists a VM with this id.
        *     - The node's agent does not know the VM (deleted meanwhile): it leaves the listing at the next heartbeat.
        */
@@ -1039,6 +1127,22 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
@@ -1139,6 +1243,18 @@ export interface operations {
         };
       };
       /**
+       * @description - Sec-Fetch-Site or Origin says a page of another site sent it.
+       *     - It carries neither Content-Type: application/json nor an Authorization header: what a cross-site form or no-CORS fetch sends.
+       */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
        * @description - No node lists a VM with this id.
        *     - The node's agent does not know the VM (deleted meanwhile): it leaves the listing at the next heartbeat.
        */
@@ -1191,6 +1307,22 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
