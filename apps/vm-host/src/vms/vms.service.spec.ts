@@ -61,6 +61,22 @@ describe('VmsService', () => {
     expect(driver.creates).toHaveLength(1);
   });
 
+  it('refuses a spawn whose deadline passes while it waits to be admitted, making nothing', async () => {
+    const deadline = new Date(clock.wallNow() + 1_000).toISOString();
+    // Time passes between arrival and the taking of its id (a create ahead of it, a frozen agent).
+    const plan = driver.plan.bind(driver);
+    jest.spyOn(driver, 'plan').mockImplementationOnce((options) => {
+      clock.advance(1_001);
+      return plan(options);
+    });
+    const refused = vms.spawn({ ...createRequest(), deadline });
+    await expect(refused).rejects.toThrow(SpawnDeadlinePassedError);
+    // Refused by the second look, after the time passed.
+    await expect(refused).rejects.toThrow(new SpawnDeadlinePassedError(deadline, clock.wallNow()));
+    expect(driver.creates).toEqual([]);
+    expect(await vms.list()).toEqual([]);
+  });
+
   it('refuses to destroy a VM this node does not have', async () => {
     await expect(vms.destroy('vm-0123456789abcdef')).rejects.toThrow(
       new VmNotOnNodeError('vm-0123456789abcdef'),

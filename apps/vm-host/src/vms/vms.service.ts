@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { Clock } from '@app/daemon';
-import { DesiredVmState, SpawnVmRequest, VmRecord, rfc3339ToEpochNanos } from '@app/fleet-domain';
+import { DesiredVmState, SpawnVmRequest, VmRecord } from '@app/fleet-domain';
 import { VmHostConfigError } from '../config/vm-host.config';
 import { SpawnKey, keptKey } from './admission/idempotency-key';
 import { NodeVmsReport, NodeVmsSource, ReportedVm } from './node-vms.source';
@@ -12,7 +12,7 @@ import { VmLifecycle } from './life-cycle/vm-lifecycle';
 import { VmReconciliationService } from './reconciliation/vm-reconciliation.service';
 import { VmSidecars } from './files/vm-sidecars';
 import { DeletedDisks } from './files/deleted-disks.service';
-import { SpawnDeadlinePassedError, VmNotOnNodeError, messageOf } from './vms.errors';
+import { VmNotOnNodeError, messageOf } from './vms.errors';
 
 /**
  * This node's VMs, as the agent's API and its heartbeat see them: admits them (VmAdmissionService),
@@ -65,16 +65,6 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
    * controller has stopped waiting, and may have asked another node.
    */
   spawn(request: SpawnVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
-    if (request.deadline !== undefined) {
-      const nowMs = this.clock.wallNow();
-      // Validated as RFC 3339 already; to the nanosecond, as the agent reads every stamp.
-      if (BigInt(nowMs) * 1_000_000n > (rfc3339ToEpochNanos(request.deadline) ?? 0n)) {
-        this.logger.warn(
-          `vm ${request.vm_id ?? '(no id)'}: spawn refused, its deadline ${request.deadline} had passed (the agent was frozen or the request held up); nothing made`,
-        );
-        return Promise.reject(new SpawnDeadlinePassedError(request.deadline, nowMs));
-      }
-    }
     return this.admission.spawn(request, key);
   }
 

@@ -10,6 +10,7 @@ import {
   VmState,
   capacityRefusal,
   checkPublishedPorts,
+  rfc3339ToEpochNanos,
   toRfc3339,
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
@@ -25,6 +26,7 @@ import { VmFiles, VmSidecar } from '../files/vm-files';
 import { VmSidecars } from '../files/vm-sidecars';
 import {
   IdempotencyKeyReusedError,
+  SpawnDeadlinePassedError,
   VmCreateError,
   VmDiskError,
   VmDoesNotFitError,
@@ -74,8 +76,26 @@ export class VmAdmissionService {
    * With a key a spawn made before (within a day), it answers that VM and makes none.
    */
   async spawn(request: SpawnVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
+    this.refuseIfLate(request);
     checkPublishedPorts(request.ports);
     return this.lifecycle.locks.run(ADMISSION, () => this.admit(request, key));
+  }
+
+  /**
+   * Past its `deadline` by this agent's clock, a spawn is refused, nothing made: the controller
+   * has stopped waiting, and may have asked another node. Checked on arrival and again just
+   * before the id is taken, so a spawn queued behind other creates (or an agent frozen between
+   * the two) cannot make a VM late.
+   */
+  private refuseIfLate(request: SpawnVmRequest): void {
+    if (request.deadline === undefined) return;
+    const nowMs = this.clock.wallNow();
+    // Validated as RFC 3339 already; to the nanosecond, as the agent reads every stamp.
+    if (BigInt(nowMs) * 1_000_000n <= (rfc3339ToEpochNanos(request.deadline) ?? 0n)) return;
+    this.logger.warn(
+      `vm ${request.vm_id ?? '(no id)'}: spawn refused, its deadline ${request.deadline} had passed (the agent was frozen or the request held up); nothing made`,
+    );
+    throw new SpawnDeadlinePassedError(request.deadline, nowMs);
   }
 
   private async admit(request: SpawnVmRequest, key?: SpawnKey): Promise<SpawnOutcome> {
@@ -102,6 +122,7 @@ export class VmAdmissionService {
       this.driver.plan({ preferKvm: request.prefer_kvm }),
     );
     await this.checkDiskRoom(request, sidecars);
+    this.refuseIfLate(request);
     const vmId = await this.refusingDiskProblems('making the run folder', () =>
       this.takeVmId(request.vm_id),
     );
