@@ -541,7 +541,7 @@ describe('a VM just started, by an agent never restarted', () => {
 
   afterAll(() => agent.stop());
 
-  it("has every file QEMU and the agent wrote 0600, every folder 0700, QEMU's QMP socket 0600", () => {
+  it("has every file QEMU and the agent wrote 0600, every folder 0700, QEMU's QMP sockets 0600", () => {
     const vmId = vm.vm_id;
     expect(modesUnder(diskDir).sort()).toEqual(
       [
@@ -551,6 +551,7 @@ describe('a VM just started, by an agent never restarted', () => {
         `disks/${vmId}.qcow2 file 600`,
         'run folder 700',
         `run/${vmId} folder 700`,
+        `run/${vmId}/copy.sock socket 600`,
         `run/${vmId}/qemu.pid file 600`,
         `run/${vmId}/qmp.sock socket 600`,
         `run/${vmId}/seed.iso file 600`,
