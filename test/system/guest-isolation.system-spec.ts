@@ -40,6 +40,10 @@ const METRICS_PORT = 9100;
 const FLEET_METRICS_PORT = 9207;
 /** A port no daemon of the fleet uses, answering on the controller's machine (the world, here). */
 const OTHER_SERVICE_PORT = 18001;
+/** A link-local address of node A's, as a cloud node's metadata service (169.254.169.254) has. */
+const LINK_LOCAL = '169.254.77.1';
+/** A port no daemon of the fleet uses, answering on node A's link-local address. */
+const LINK_LOCAL_PORT = 18002;
 /** Ports answered on node A's loopback and mesh address by a stand-in (Redis, etcd, a developer's controller). */
 const STAND_IN_PORTS = [6379, 2379, 2380, 9203, 9206, FLEET_METRICS_PORT, 18000];
 const API_TOKEN = 'isolation-api-token-0123456789abcdef';
@@ -189,6 +193,8 @@ describe('what a VM can reach: nothing of the fleet, its published ports and the
       ...closed('10.0.2.2', listeningPortsOfA()),
       // Node A's mesh address: its agent, its metrics, and the stand-ins there.
       ...closed(hostA.address, [9204, METRICS_PORT, 6379, 2379, 2380, 9203, 9206]),
+      // Node A's link-local address (a metadata service's), whatever the port.
+      ...closed(LINK_LOCAL, [LINK_LOCAL_PORT]),
       // Node B's agent and metrics.
       ...closed(hostB.address, [9204, METRICS_PORT]),
       // The controller's machine: its API, operations listener and metrics.
@@ -227,7 +233,19 @@ describe('what a VM can reach: nothing of the fleet, its published ports and the
         ...['netns', 'exec', host.name, 'ip', 'route', 'add', 'default', 'via', host.hostAddress],
       ]);
     }
+    execFileSync('ip', [
+      'netns',
+      'exec',
+      hostA.name,
+      'ip',
+      'addr',
+      'add',
+      `${LINK_LOCAL}/32`,
+      'dev',
+      'lo',
+    ]);
     await standIn(hostA.name, [
+      `${LINK_LOCAL}:${LINK_LOCAL_PORT}`,
       ...STAND_IN_PORTS.map((port) => `127.0.0.1:${port}`),
       ...[6379, 2379, 2380, 9203, 9206].map((port) => `${hostA.address}:${port}`),
     ]);

@@ -26,8 +26,8 @@ export interface GuestCgroup {
 
 /**
  * The whole table, replacing any earlier one (`nft -f`): guests' new connections to the node's
- * loopback (127.0.0.0/8, ::1: QEMU's user network makes it the guest's 10.0.2.2) and to `ports`
- * on any address are refused (a TCP reset, an ICMP error otherwise: the guest's connect fails at
+ * loopback (127.0.0.0/8, ::1: QEMU's user network makes it the guest's 10.0.2.2), to link-local
+ * addresses and to `ports` on any address are refused (a TCP reset, an ICMP error otherwise: the guest's connect fails at
  * once rather than hanging). DNS is the exception on loopback: QEMU answers the guest's 10.0.2.3
  * from the node's resolver, often a local one (127.0.0.53). Replies of connections made to a
  * published port are not new, so they pass.
@@ -52,6 +52,12 @@ export function guestFirewallRules(
     `    ${guests} ip6 daddr ::1 meta l4proto tcp reject with tcp reset`,
     `    ${guests} ip daddr 127.0.0.0/8 reject`,
     `    ${guests} ip6 daddr ::1 reject`,
+    // Link-local: a cloud node's metadata service (169.254.169.254, its credentials) and
+    // services on fe80:: addresses are the node's too, reached through QEMU's sockets.
+    `    ${guests} ip daddr 169.254.0.0/16 meta l4proto tcp reject with tcp reset`,
+    `    ${guests} ip6 daddr fe80::/10 meta l4proto tcp reject with tcp reset`,
+    `    ${guests} ip daddr 169.254.0.0/16 reject`,
+    `    ${guests} ip6 daddr fe80::/10 reject`,
     `    ${guests} tcp dport { ${portSet} } reject with tcp reset`,
     `    ${guests} udp dport { ${portSet} } reject`,
     '  }',

@@ -140,7 +140,7 @@ export class GuestIsolation implements OnApplicationBootstrap, OnModuleDestroy {
         const dir = join(cgroup.mount, `ppn-vm-guests.${this.config.nodeId}`);
         await this.filter(dir);
         this.logger.log(
-          `${node}: ${network}; guests' connections to this node's loopback (127.0.0.0/8, ::1; its gateway 10.0.2.2 is that loopback), but for DNS, and to ports ${this.portList()} on any address refused (nftables table inet ${this.table()}, cgroup ${dir})`,
+          `${node}: ${network}; guests' connections to this node's loopback (127.0.0.0/8, ::1; its gateway 10.0.2.2 is that loopback), but for DNS, to link-local addresses (169.254.0.0/16, fe80::/10) and to ports ${this.portList()} on any address refused (nftables table inet ${this.table()}, cgroup ${dir})`,
         );
         return { mode: 'root', cgroupDir: dir };
       }
