@@ -67,7 +67,8 @@ export class VmOperationsService {
   private readonly logger = new Logger('VmOperations');
   private readonly agentCalls = new CallLimit(LISTING_AGENT_CALLS);
   private readonly lifeCycles: SharedRead<LifeCyclesByNode>;
-  private readonly vmReads = new Map<string, SharedRead<FleetVmWithLifeCycle>>();
+  /** Each VM's life cycle as its agent last answered, by `<node_id>/<vm_id>`. */
+  private readonly vmReads = new Map<string, SharedRead<VmLifeCycle | undefined>>();
 
   constructor(
     private readonly vms: VmsService,
@@ -135,35 +136,41 @@ export class VmOperationsService {
 
   /**
    * One VM with its life cycle (null as in the listing); VmNotFoundError when none lists it.
-   * Shared as the listing is: its agent is asked at most once per LISTING_MIN_INTERVAL_MS.
+   * The store is read at every call (a VM deleted a moment ago is gone at once); its agent's
+   * answer is shared as the listing is: asked at most once per LISTING_MIN_INTERVAL_MS.
    */
-  getVm(vmId: string): Promise<FleetVmWithLifeCycle> {
-    let read = this.vmReads.get(vmId);
+  async getVm(vmId: string): Promise<FleetVmWithLifeCycle> {
+    const { vm, node, silent } = await this.vms.findWithNode(vmId);
+    if (silent) return withLifeCycle(vm, undefined);
+    // Keyed by node too: a VM listed on another node since is asked of that node's agent.
+    const key = `${node.node_id}/${vmId}`;
+    let read = this.vmReads.get(key);
     if (read === undefined) {
       if (this.vmReads.size >= MAX_VM_READS) this.vmReads.clear();
       read = new SharedRead(this.clock, LISTING_MIN_INTERVAL_MS, LISTING_BUSY_FACTOR, () =>
-        this.readVm(vmId),
+        this.askAgentOf(node, vmId),
       );
-      this.vmReads.set(vmId, read);
+      this.vmReads.set(key, read);
     }
-    return read.get();
+    return withLifeCycle(vm, await read.get());
   }
 
-  private async readVm(vmId: string): Promise<FleetVmWithLifeCycle> {
-    const { vm, node, silent } = await this.vms.findWithNode(vmId);
-    if (silent) return withLifeCycle(vm, undefined);
+  private async askAgentOf(
+    node: ListedFleetVm['node'],
+    vmId: string,
+  ): Promise<VmLifeCycle | undefined> {
     const answer = await this.agentCalls
       .run(() => this.vmHost.lifeCycle(node, vmId))
       .catch((error: unknown) => {
         if (!(error instanceof AgentCallError)) throw error;
         return undefined;
       });
-    if (answer?.kind !== 'answered') return withLifeCycle(vm, undefined);
+    if (answer?.kind !== 'answered') return undefined;
     if (answer.value.vm_id !== vmId) {
       this.logger.warn(`node ${node.node_id}: life cycle of vm ${vmId} ${NOT_THIS_VM}`);
-      return withLifeCycle(vm, undefined);
+      return undefined;
     }
-    return withLifeCycle(vm, answer.value);
+    return answer.value;
   }
 
   stopVm(vmId: string, request: StopVmRequest): Promise<VmLifeCycle> {
@@ -264,7 +271,7 @@ export class VmOperationsService {
    * the life cycle from before it.
    */
   private remember(nodeId: string, answer: { vm_id: string }): void {
-    this.vmReads.delete(answer.vm_id);
+    this.vmReads.delete(`${nodeId}/${answer.vm_id}`);
     if ('state' in answer) {
       this.lifeCycles
         .latest()
