@@ -551,7 +551,7 @@ describe('a VM just started, by an agent never restarted', () => {
         `disks/${vmId}.qcow2 file 600`,
         'run folder 700',
         `run/${vmId} folder 700`,
-        `run/${vmId}/copy.sock socket 600`,
+        `run/${vmId}/qmp-copy socket 600`,
         `run/${vmId}/qemu.pid file 600`,
         `run/${vmId}/qmp.sock socket 600`,
         `run/${vmId}/seed.iso file 600`,

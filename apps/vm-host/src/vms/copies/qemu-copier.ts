@@ -27,7 +27,7 @@ const QEMU_IMG_TIMEOUT_MS = 6 * 3_600_000;
 const exec = promisify(execFile);
 
 /**
- * Copies with QEMU's own incremental backup, over the VM's second QMP socket (`copy.sock`,
+ * Copies with QEMU's own incremental backup, over the VM's second QMP socket (`qmp-copy`,
  * see qemuArgs), so a copy never waits on, or holds up, the agent's use of the first.
  */
 @Injectable()

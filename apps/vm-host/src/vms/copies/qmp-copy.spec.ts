@@ -112,7 +112,7 @@ describe('the QMP sequences of a copy', () => {
 
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), 'qmp-copy-'));
-    socketPath = join(root, 'copy.sock');
+    socketPath = join(root, 'qmp-copy');
     qemu = new FakeQemu();
     ({ server, calls } = await qmpServer(socketPath, (command) => qemu.answer(command)));
   });
@@ -288,7 +288,7 @@ describe('QemuCopier before a copy of a running VM', () => {
   it('asks over the copy socket, and wants a full copy after a job cut short even with its bitmap there', async () => {
     const qemu = new FakeQemu(files.disk(VM));
     qemu.bitmaps = [{ name: 'ppn-copy-a' }];
-    ({ server } = await qmpServer(join(files.runDir(VM), 'copy.sock'), qemu.answer));
+    ({ server } = await qmpServer(join(files.runDir(VM), 'qmp-copy'), qemu.answer));
     expect(await copier.prepareRunning(VM, 'ppn-copy-a')).toBeNull();
     qemu.jobs = [{ id: COPY_JOB_ID, status: 'concluded' }];
     expect(await copier.prepareRunning(VM, 'ppn-copy-a')).toBe('the last copy was cut short');

@@ -36,7 +36,7 @@ describe('qemuArgs', () => {
     expect(option(args, '-pidfile')).toEqual([launch.pidFile]);
     expect(option(args, '-qmp')).toEqual([
       `unix:${launch.qmpSocket},server=on,wait=off`,
-      'unix:/var/lib/vm-fleet/run/vm-0123456789abcdef/copy.sock,server=on,wait=off',
+      'unix:/var/lib/vm-fleet/run/vm-0123456789abcdef/qmp-copy,server=on,wait=off',
     ]);
     expect(args).toContain('-daemonize');
   });

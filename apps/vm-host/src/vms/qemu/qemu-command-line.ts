@@ -1,8 +1,11 @@
 import { dirname, join } from 'node:path';
 import { MAX_HOST_PORTS_PER_VM, TCG_TRANSLATION_CACHE_MB, type HostPort } from '@app/fleet-domain';
 
-/** The second QMP socket, beside the first: the copies' own (apps/vm-host/src/vms/copies/). */
-export const COPY_QMP_SOCKET = 'copy.sock';
+/**
+ * The second QMP socket, beside the first: the copies' own (apps/vm-host/src/vms/copies/). No
+ * longer a name than `qmp.sock`, so every VM_DISK_DIR whose socket paths fitted still fits.
+ */
+export const COPY_QMP_SOCKET = 'qmp-copy';
 
 /** How QEMU runs a guest: KVM when asked for and usable, else TCG (emulation). */
 export type QemuAccel = 'kvm' | 'tcg';
