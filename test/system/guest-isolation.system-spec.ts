@@ -1,5 +1,5 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import {
   Daemon,
@@ -100,6 +100,20 @@ while (my $client = $tcp->accept) { print $client "open\n"; close $client; }
 function perlCommand(script: string, args = '', background = false): string {
   const run = `echo ${Buffer.from(script).toString('base64')} | base64 -d > /tmp/script.pl && perl /tmp/script.pl ${args}`;
   return background ? `setsid -f sh -c '${run}' </dev/null >/dev/null 2>&1` : run;
+}
+
+/** Where this machine's cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or its unified/ beside v1). */
+function cgroupV2Root(): string {
+  const line = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .find((entry) => entry.split(' - ')[1]?.startsWith('cgroup2 '));
+  if (!line) throw new Error('no cgroup v2 mounted');
+  return line.split(' ')[4];
+}
+
+/** A process's cgroup v2 path. */
+function cgroupOf(pid: number): string {
+  return /^0::(.*)$/m.exec(readFileSync(`/proc/${pid}/cgroup`, 'utf8'))?.[1] ?? '';
 }
 
 describe('what a VM can reach: nothing of the fleet, its published ports and the world', () => {
@@ -327,11 +341,24 @@ describe('what a VM can reach: nothing of the fleet, its published ports and the
     const pidsBefore = qemuPids();
     expect(pidsBefore).toHaveLength(2);
     await stopAllDaemons();
+    // As a QEMU started by an agent before the filter (an upgrade keeps VMs running) is: outside
+    // the guests' cgroup. The next agent puts it back.
+    for (const pid of pidsBefore) writeFileSync(join(cgroupV2Root(), 'cgroup.procs'), `${pid}\n`);
+    expect(pidsBefore.map(cgroupOf)).toEqual(['/', '/']);
     await startFleet({ VM_FLEET_API_TOKEN: API_TOKEN, VM_FLEET_NODE_TOKEN: NODE_TOKEN });
     await startAgents({ VM_FLEET_NODE_TOKEN: NODE_TOKEN });
     // The same QEMU processes: found again, not started anew.
     expect(qemuPids()).toEqual(pidsBefore);
     for (const agent of agents) expect(agent.output).not.toMatch(/ started: QEMU pid /);
+    for (const agent of agents) {
+      expect(agent.output).toMatch(
+        /ran outside the guests' cgroup \(started before the filter\): moved into /,
+      );
+    }
+    expect(pidsBefore.map(cgroupOf)).toEqual([
+      expect.stringMatching(/\/ppn-vm-guests\./),
+      expect.stringMatching(/\/ppn-vm-guests\./),
+    ]);
     await expectIsolated();
   });
 });

@@ -1,6 +1,6 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { execFile } from 'node:child_process';
-import { access, constants, mkdir, readFile, rmdir } from 'node:fs/promises';
+import { access, constants, mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { fleetDaemonPortsOf } from '../ports/host-ports';
@@ -16,6 +16,8 @@ import {
 const NFT = '/usr/sbin/nft';
 /** Where nft's `socket cgroupv2` resolves cgroup paths from. */
 const CGROUP_FS = '/sys/fs/cgroup';
+/** Bounds the pids remembered by GuestIsolation.enclose (forgotten all at once past it). */
+const MAX_ENCLOSED_PIDS = 10_000;
 /** The cgroup the unit makes for the VMs' QEMU, in the agent's own (delegated) cgroup. */
 export const UNIT_GUEST_CGROUP = 'vm-guests';
 
@@ -89,6 +91,9 @@ export class GuestIsolation implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('GuestIsolation');
   private setup?: Promise<{ mode: GuestIsolationMode; cgroupDir?: string }>;
 
+  /** QEMU pids found in the guests' cgroup already, or moved there (see enclose). */
+  private readonly enclosed = new Set<number>();
+
   constructor(private readonly config: VmHostConfig) {}
 
   /** Every port refused to guests on any address. */
@@ -129,6 +134,38 @@ export class GuestIsolation implements OnApplicationBootstrap, OnModuleDestroy {
         ...args,
       ],
     };
+  }
+
+  /**
+   * Moves a VM's live QEMU processes into the guests' cgroup when one is outside it: a QEMU
+   * started before this agent had the filter (an upgrade keeps VMs running) would otherwise stay
+   * unfiltered until its next cold start. Its new connections are then filtered (a socket is its
+   * creator's cgroup's when made); those already open stay until they close. Each pid is looked
+   * at once.
+   */
+  async enclose(vmId: string, pids: readonly number[]): Promise<void> {
+    const { cgroupDir } = await this.ready();
+    if (cgroupDir === undefined) return;
+    for (const pid of pids) {
+      if (this.enclosed.has(pid)) continue;
+      const cgroup = /^0::(\/.*)$/m.exec(
+        await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => ''),
+      )?.[1];
+      if (cgroup === undefined) continue; // gone meanwhile
+      if (this.enclosed.size >= MAX_ENCLOSED_PIDS) this.enclosed.clear();
+      this.enclosed.add(pid);
+      if (cgroupDir.endsWith(cgroup)) continue;
+      try {
+        await writeFile(join(cgroupDir, 'cgroup.procs'), `${pid}\n`);
+        this.logger.warn(
+          `vm ${vmId}: its QEMU (pid ${pid}) ran outside the guests' cgroup (started before the filter): moved into ${cgroupDir}; its new connections are filtered, those it had open stay until they close`,
+        );
+      } catch (error) {
+        this.logger.error(
+          `vm ${vmId}: its QEMU (pid ${pid}) runs outside the guests' cgroup, UNFILTERED until its next start (stop and start it, not a forced restart): ${error instanceof Error ? error.message : String(error)}`,
+        );
+      }
+    }
   }
 
   private async makeReady(): Promise<{ mode: GuestIsolationMode; cgroupDir?: string }> {

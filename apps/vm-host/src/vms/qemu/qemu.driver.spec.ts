@@ -20,8 +20,10 @@ import { QemuDriver, SERIAL_LOG_MAX_BYTES } from './qemu.driver';
 import { MAX_CONSOLE_BYTES } from '@app/fleet-domain';
 
 /** QEMU started as it is, in no cgroup: a unit test sets up no firewall. */
+const enclose = jest.fn((_vmId: string, _pids: readonly number[]) => Promise.resolve());
 const NO_FIREWALL = {
   guestCommand: (command: string, args: string[]) => Promise.resolve({ command, args }),
+  enclose,
 } as unknown as GuestIsolation;
 
 describe('QemuDriver', () => {
@@ -546,6 +548,8 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
       summary: `QEMU pid ${pid}, kvm`,
     });
     expect(found.get(vmId)!.rssMb).toBeGreaterThan(1);
+    // A QEMU found is put in the guests' cgroup if it is not (one started before the filter).
+    expect(enclose).toHaveBeenCalledWith(vmId, [pid]);
   });
 
   it.each([

@@ -361,6 +361,10 @@ export class QemuDriver extends VmDriver {
     const found = new Map<string, FoundVm>();
     for (const [vmId, processes] of await this.qemus.of(vmIds)) {
       const [first] = processes;
+      await this.guestNetwork.enclose(
+        vmId,
+        processes.map(({ pid }) => pid),
+      );
       const accel = accelOf(first.args);
       const record: QemuRecord = { kind: 'qemu', accel, pid: first.pid };
       found.set(vmId, {
