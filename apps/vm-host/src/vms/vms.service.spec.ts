@@ -77,6 +77,19 @@ describe('VmsService', () => {
     expect(await vms.list()).toEqual([]);
   });
 
+  it("keeps a spawn's deadline in the sidecar until the files are made, when it is answered", async () => {
+    const deadline = new Date(clock.wallNow() + 10_000).toISOString();
+    const made = driver.makeFiles.bind(driver);
+    let deadlineWhileMaking: string | undefined;
+    jest.spyOn(driver, 'makeFiles').mockImplementationOnce(async (spec) => {
+      deadlineWhileMaking = (await files.readSidecar(spec.vmId))?.spawn_deadline;
+      return made(spec);
+    });
+    const { vm } = await vms.spawn({ ...createRequest(), deadline });
+    expect(deadlineWhileMaking).toBe(deadline);
+    expect((await files.readSidecar(vm.vm_id))?.spawn_deadline).toBeUndefined();
+  });
+
   it('refuses to destroy a VM this node does not have', async () => {
     await expect(vms.destroy('vm-0123456789abcdef')).rejects.toThrow(
       new VmNotOnNodeError('vm-0123456789abcdef'),

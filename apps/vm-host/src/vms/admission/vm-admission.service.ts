@@ -162,7 +162,7 @@ export class VmAdmissionService {
   /** Writes the sidecar and makes the files; a disk problem leaves nothing of the VM behind. */
   private async accept(
     vmId: string,
-    request: CreateVmRequest,
+    request: SpawnVmRequest,
     forwards: HostPort[],
     record: DriverRecord,
     summary: string,
@@ -186,12 +186,18 @@ export class VmAdmissionService {
       ...(request.disk_gb === undefined || request.disk_gb === null
         ? {}
         : { disk_gb: request.disk_gb }),
+      ...(request.deadline === undefined ? {} : { spawn_deadline: request.deadline }),
     };
     try {
       this.failpoint.reached('before-sidecar', vmId);
       await this.files.writeSidecar(sidecar);
       this.failpoint.reached('after-sidecar', vmId);
       await this.driver.makeFiles(specOf(sidecar), record);
+      if (sidecar.spawn_deadline !== undefined) {
+        // Answered from here on: a create cut short after this is finished whatever the time.
+        delete sidecar.spawn_deadline;
+        await this.files.writeSidecar(sidecar);
+      }
     } catch (error) {
       const problem = diskProblemOf(error);
       if (!problem && error instanceof VmCreateError) {
@@ -227,10 +233,19 @@ export class VmAdmissionService {
    */
   resume(sidecar: VmSidecar): void {
     const vmId = sidecar.vm_id;
+    const late = this.unansweredPastDeadline(sidecar);
     this.logger.warn(
-      `vm ${vmId}: its create was cut short (the agent stopped before the VM's first start); making its files and starting it`,
+      late
+        ? `vm ${vmId}: its create was cut short before its spawn was answered, and its deadline ${sidecar.spawn_deadline} has passed (the controller stopped waiting for it, and may have placed it elsewhere): rolling it back`
+        : `vm ${vmId}: its create was cut short (the agent stopped before the VM's first start); making its files and starting it`,
     );
     this.lifecycle.provision(sidecar, async () => {
+      if (late) {
+        await this.files.removeAll(vmId);
+        this.sidecars.forget(vmId);
+        this.logger.warn(`vm ${vmId}: create rolled back, nothing of it left`);
+        return false;
+      }
       try {
         await this.driver.makeFiles(specOf(sidecar), sidecar.driver);
         return true;
@@ -245,6 +260,13 @@ export class VmAdmissionService {
       }
     });
     this.lifecycle.announce();
+  }
+
+  /** A create whose spawn was never answered (its files not all made) and is now too late. */
+  private unansweredPastDeadline(sidecar: VmSidecar): boolean {
+    if (sidecar.spawn_deadline === undefined) return false;
+    const deadline = rfc3339ToEpochNanos(sidecar.spawn_deadline) ?? 0n;
+    return BigInt(this.clock.wallNow()) * 1_000_000n > deadline;
   }
 
   /**

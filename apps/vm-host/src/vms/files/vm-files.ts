@@ -8,6 +8,7 @@ import {
   ID_PATTERN,
   MAX_HOST_PORTS_PER_VM,
   MAX_VM_DISK_GB,
+  rfc3339ToEpochNanos,
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import type { DriverRecord } from '../vm-driver';
@@ -57,6 +58,12 @@ export interface VmSidecar {
   last_exit: string | null;
   /** Its disk's virtual size in GiB as its create asked; absent: the base image's size. */
   disk_gb?: number;
+  /**
+   * The deadline (RFC 3339) of the spawn that made it, kept only until its files are made, when
+   * the spawn is answered: a create cut short while it is still here was never answered, and
+   * once it has passed the controller has stopped waiting (and may have placed it elsewhere).
+   */
+  spawn_deadline?: string;
 }
 
 /**
@@ -117,9 +124,21 @@ function upgradeSidecar(stored: StoredSidecar): VmSidecar {
     positiveInteger(stored.disk_gb) && stored.disk_gb! <= MAX_VM_DISK_GB
       ? stored.disk_gb
       : undefined;
-  if ('driver' in stored) return { ...stored, ...later, forwards, disk_gb };
+  // Compared as a time: anything else is none.
+  const spawn_deadline =
+    typeof stored.spawn_deadline === 'string' && rfc3339ToEpochNanos(stored.spawn_deadline) !== null
+      ? stored.spawn_deadline
+      : undefined;
+  if ('driver' in stored) return { ...stored, ...later, forwards, disk_gb, spawn_deadline };
   const { accel, pid, ...rest } = stored;
-  return { ...rest, driver: { kind: 'qemu', accel, pid }, ...later, forwards, disk_gb };
+  return {
+    ...rest,
+    driver: { kind: 'qemu', accel, pid },
+    ...later,
+    forwards,
+    disk_gb,
+    spawn_deadline,
+  };
 }
 
 /** Stored forwards that make sense (ports and a protocol), else none: they reach QEMU's command line. */

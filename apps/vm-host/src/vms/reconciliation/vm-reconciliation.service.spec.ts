@@ -117,6 +117,29 @@ describe('VmReconciliationService', () => {
       );
     });
 
+    it('rolls back a create cut short before its spawn was answered, once its deadline has passed', async () => {
+      await leftBehind(vmId, { spawn_deadline: new Date(clock.wallNow() - 1).toISOString() });
+      await vms.report();
+      await lifecycle.provisioned(vmId);
+      expect(await vms.list()).toEqual([]);
+      expect(await runFolders()).toEqual([]);
+      expect(driver.filesMade).toEqual([]);
+      expect(driver.creates).toEqual([]);
+      expect(logs).toContain(`warn vm ${vmId}: create rolled back, nothing of it left`);
+    });
+
+    it('finishes a create cut short before its spawn was answered while its deadline is ahead', async () => {
+      await leftBehind(vmId, { spawn_deadline: new Date(clock.wallNow() + 10_000).toISOString() });
+      const { vms: reported } = await vms.report();
+      expect(reported).toMatchObject([{ vm_id: vmId, state: VmState.Provisioning }]);
+      await vms.report();
+      expect(driver.filesMade).toEqual([expect.objectContaining({ vmId })]);
+      const done = firstValueFrom(vms.changes);
+      driver.creates[0].settle(started(4244));
+      await done;
+      expect(await vms.list()).toMatchObject([{ vm_id: vmId, state: VmState.Running }]);
+    });
+
     it('rolls a create cut short back when VM_DISK_DIR will not take its files', async () => {
       await leftBehind(vmId);
       driver.filesFailure = Object.assign(new Error('ENOSPC: no space left on device'), {
