@@ -91,6 +91,8 @@ describe('VmBackupsService: chains of copies in VM_BACKUP_DIR', () => {
         { host_port: 40022, guest_port: 22, protocol: 'tcp' },
         { host_port: 40080, guest_port: 80, protocol: 'tcp' },
       ],
+      disk_gb: 20,
+      idempotency_key: 'a'.repeat(64) + '.' + 'b'.repeat(64),
     });
     await writeFile(bed.files.disk(VM), 'disk');
     backups = service();
@@ -146,12 +148,18 @@ describe('VmBackupsService: chains of copies in VM_BACKUP_DIR', () => {
         vcpu_count: 2,
         tenant_id: 'acme',
         ports: [{ guest_port: 80, protocol: 'tcp' }],
+        disk_gb: 20,
       },
       hypervisor: { qemu_img: 'qemu-img version 7.2.22', machine: 'q35' },
       restore: expect.stringContaining(
         `qemu-img convert -O qcow2 0001-incremental.qcow2 ${VM}.qcow2`,
       ),
     });
+    // What only this node's agent needs stays out: its process, the create's key.
+    expect(Object.keys(manifest.vm as object)).not.toEqual(
+      expect.arrayContaining(['idempotency_key']),
+    );
+    expect(Object.keys(manifest.vm as object)).not.toEqual(expect.arrayContaining(['driver']));
     expect(
       manifest.files.map(({ file, kind, backing, vm_state }) => [file, kind, backing, vm_state]),
     ).toEqual([

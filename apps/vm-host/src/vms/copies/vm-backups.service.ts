@@ -111,7 +111,8 @@ export class VmBackupsService {
         this.lastAttempts.get(vmId) ?? 0,
         (await this.lastPoint(this.folder, vmId))?.takenAtMs ?? 0,
       );
-      if (nowMs - last < everyMs) continue;
+      // Looked at again: one asked for meanwhile (during the read above) is under way already.
+      if (nowMs - last < everyMs || this.underWay.has(vmId)) continue;
       this.lastAttempts.set(vmId, nowMs);
       this.underWay.set(vmId, nowMs);
       await this.queued(vmId, 'scheduled').catch(() => undefined);
@@ -308,7 +309,7 @@ export class VmBackupsService {
     const described = await this.copier.describe(join(dir, last));
     await folder.writeManifest(dir, {
       ...manifest,
-      vm: { ...sidecar },
+      vm: describedVm(sidecar),
       create_request: createRequestOf(sidecar),
       hypervisor: {
         qemu_img: described.tool,
@@ -379,6 +380,15 @@ export class VmBackupsService {
   }
 }
 
+/**
+ * The VM as the manifest keeps it: its sidecar but what belongs to this node's agent alone (its
+ * process, the key its create was made with: the API never shows a key, nor does a backup).
+ */
+function describedVm(sidecar: VmSidecar): Record<string, unknown> {
+  const { driver: _driver, idempotency_key: _key, spawn_deadline: _deadline, ...vm } = sidecar;
+  return vm;
+}
+
 /** The create request (POST /v1/vms) that would make a VM like this one. */
 function createRequestOf(sidecar: VmSidecar): Record<string, unknown> {
   const [, ...published] = sidecar.forwards ?? sidecar.host_ports;
@@ -388,5 +398,6 @@ function createRequestOf(sidecar: VmSidecar): Record<string, unknown> {
     vcpu_count: sidecar.vcpu_count,
     tenant_id: sidecar.tenant_id,
     ports: published.map(({ guest_port, protocol }) => ({ guest_port, protocol })),
+    ...(sidecar.disk_gb === undefined ? {} : { disk_gb: sidecar.disk_gb }),
   };
 }
