@@ -147,11 +147,6 @@ function IsPortList(): PropertyDecorator {
 }
 
 /**
- * The agent's configuration, each setting declared once with the variable it comes from and its
- * documented default (docs/reference.md's "Agent settings" and deploy/systemd/vm-host.env.example list
- * them; a test checks).
- */
-/**
  * How often each VM is backed up to VM_BACKUP_DIR by default: once a day, as vzdump's usual
  * schedule; 0 backs up only when asked (ppn-fleet vm backup).
  */
@@ -201,6 +196,11 @@ function IsBackupKeep(min: number): PropertyDecorator {
   );
 }
 
+/**
+ * The agent's configuration, each setting declared once with the variable it comes from and its
+ * documented default (docs/reference.md's "Agent settings" and deploy/systemd/vm-host.env.example list
+ * them; a test checks).
+ */
 export class VmHostConfig extends DaemonConfig {
   @EnvironmentVariable('VM_FLEET_ENDPOINT', {
     required: true,

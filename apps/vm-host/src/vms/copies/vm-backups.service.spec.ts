@@ -113,6 +113,16 @@ describe('VmBackupsService: chains of copies in VM_BACKUP_DIR', () => {
     return outcome;
   };
 
+  it('refuses, at start, a VM_BACKUP_DIR in VM_DISK_DIR, naming both', () => {
+    const diskDir = vmHostConfig({}).diskDir;
+    for (const inside of [diskDir, join(diskDir, 'backups')]) {
+      expect(() => service({ VM_BACKUP_DIR: inside })).toThrow(
+        `VM_BACKUP_DIR ${inside} is in VM_DISK_DIR ${diskDir}`,
+      );
+    }
+    expect(() => service({ VM_BACKUP_DIR: `${diskDir}-backups` })).not.toThrow();
+  });
+
   it('takes a full copy first, then incrementals backed by the one before, in one chain with its manifest', async () => {
     const first = taken(await backups.backUpNow(VM));
     bed.clock.advance(HOUR);

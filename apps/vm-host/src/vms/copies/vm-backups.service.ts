@@ -1,9 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { rename, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 import { Clock } from '@app/daemon';
 import { MAX_BACKUPS_LISTED, VmBackups, VmState, toRfc3339 } from '@app/fleet-domain';
-import { VmHostConfig } from '../../config/vm-host.config';
+import { VmHostConfig, VmHostConfigError } from '../../config/vm-host.config';
 import type { VmSidecar } from '../files/vm-files';
 import { VmFiles } from '../files/vm-files';
 import { VmSidecars } from '../files/vm-sidecars';
@@ -61,7 +61,15 @@ export class VmBackupsService {
     private readonly copier: VmCopier,
     private readonly clock: Clock,
   ) {
-    if (config.backupDir) this.folder = new BackupFolder(config.backupDir);
+    if (config.backupDir) {
+      const inside = relative(config.diskDir, config.backupDir);
+      if (!inside.startsWith('..') && !isAbsolute(inside)) {
+        throw new VmHostConfigError(
+          `VM_BACKUP_DIR ${config.backupDir} is in VM_DISK_DIR ${config.diskDir}: a backup on the disk that dies with its VMs protects nothing (give it another disk: a USB disk, a NAS mount)`,
+        );
+      }
+      this.folder = new BackupFolder(config.backupDir);
+    }
     this.rules = {
       keepLast: config.backupKeepLast,
       keepDaily: config.backupKeepDaily,

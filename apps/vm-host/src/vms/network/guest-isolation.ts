@@ -189,7 +189,7 @@ export class GuestIsolation implements OnApplicationBootstrap, OnModuleDestroy {
         return { mode: 'unit', cgroupDir: unitDir };
       }
       this.logger.warn(
-        `${node}: ${network}; NO filter (${process.getuid!() === 0 ? 'no cgroup v2 mounted' : `not root, and no cgroup ${UNIT_GUEST_CGROUP} from the unit`}): guests reach everything listening on this node's loopback (as 10.0.2.2) and the fleet's ports (9203, ${this.config.spawnPort}, 9206, metrics, Redis) on every address of the mesh`,
+        `${node}: ${network}; NO filter (${process.getuid!() === 0 ? 'no cgroup v2 mounted' : `not root, and no cgroup ${UNIT_GUEST_CGROUP} from the unit`}): guests reach everything listening on this node's loopback (as 10.0.2.2) and the fleet's ports (${this.portList()}) on every address of the mesh`,
       );
     } catch (error) {
       this.logger.error(
