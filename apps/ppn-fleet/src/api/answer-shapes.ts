@@ -1,6 +1,12 @@
 import { DesiredVmState, ID_PATTERN, VmOperation, VmState } from '@app/fleet-domain';
-import type { FleetStatus, FleetVm, NodeRecord } from './fleet-api.client';
-import type { FleetVmWithLifeCycle, VmConsole, VmLifeCycle } from './fleet-ops-api.client';
+import type {
+  FleetStatus,
+  FleetVm,
+  FleetVmWithLifeCycle,
+  NodeRecord,
+  VmConsole,
+  VmLifeCycle,
+} from './answers';
 
 /**
  * Checks of the answers' shapes, as far as the commands read them: an answer that is JSON but
