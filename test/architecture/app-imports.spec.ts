@@ -1,5 +1,5 @@
-import { findUpwardImports } from './app-imports';
-import { appSources, readSources } from './check-app-imports';
+import { findImportCircles, findUpwardImports } from './app-imports';
+import { allSources, appSources, libSources, readSources } from './check-app-imports';
 
 const FLEET = 'apps/fleet/src';
 const VM_HOST = 'apps/vm-host/src';
@@ -117,5 +117,51 @@ describe('findUpwardImports', () => {
       'b/b.spec.ts': "import { A } from '../a/a.module';\nimport { M } from '../app.module';",
     });
     expect(findUpwardImports('apps/vm-host/src', files)).toEqual([]);
+  });
+});
+
+describe('findImportCircles', () => {
+  it('finds no circle of imports between the files of the apps and libs', () => {
+    expect(findImportCircles(allSources())).toEqual([]);
+  });
+
+  it('reads every app and every lib', () => {
+    const folders = [...appSources(), ...libSources()];
+    expect(folders).toEqual(
+      expect.arrayContaining([FLEET, VM_HOST, 'libs/daemon/src', 'libs/fleet-domain/src']),
+    );
+  });
+
+  it('finds a circle inside one feature, naming its files in import order', () => {
+    const files = allSources();
+    const shapes = 'apps/ppn-fleet/src/api/answer-shapes.ts';
+    files.set(shapes, `import type { FleetVm } from './fleet-api.client';\n${files.get(shapes)}`);
+    expect(findImportCircles(files)).toEqual([
+      { files: [shapes, 'apps/ppn-fleet/src/api/fleet-api.client.ts'] },
+    ]);
+  });
+
+  it('finds a circle inside a lib and one between libs through @app/', () => {
+    const files = allSources();
+    const ids = 'libs/fleet-domain/src/ids.ts';
+    files.set(ids, `import { excerpt } from '@app/daemon';\n${files.get(ids)}`);
+    const found = findImportCircles(files);
+    expect(found).toHaveLength(1);
+    expect(found[0].files).toEqual(
+      expect.arrayContaining([ids, 'libs/daemon/src/index.ts', 'libs/fleet-domain/src/index.ts']),
+    );
+  });
+
+  it('lets specs import what they test, and files import each other one way', () => {
+    const found = findImportCircles(
+      planted('libs/x/src', {
+        'a.ts': "import { b } from './b';",
+        'b.ts': "import { c } from './c';",
+        'c.ts': '',
+        'a.spec.ts': "import { a } from './a';",
+        'c.spec.ts': "import { a } from './a';",
+      }),
+    );
+    expect(found).toEqual([]);
   });
 });

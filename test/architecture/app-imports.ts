@@ -30,9 +30,11 @@ function resolveImport(
   file: string,
   specifier: string,
   files: ReadonlyMap<string, string>,
+  /** Where a relative specifier is read from, if not the importing file's folder. */
+  from = path.posix.dirname(file),
 ): string | undefined {
   let target: string;
-  if (specifier.startsWith('.')) target = path.posix.join(path.posix.dirname(file), specifier);
+  if (specifier.startsWith('.')) target = path.posix.join(from, specifier);
   // tsconfig's baseUrl is the repository, so `apps/fleet/src/...` resolves as well.
   else if (specifier.startsWith('apps/')) target = path.posix.normalize(specifier);
   else return undefined;
@@ -164,4 +166,50 @@ function pathBetween(
   const chain = [goal];
   while (chain[0] !== start) chain.unshift(cameFrom.get(chain[0])!);
   return chain;
+}
+
+/** A file that imports itself round a loop of other files, and the loop. */
+export interface ImportCircle {
+  /** The files of the loop, each importing the next and the last the first (repository paths). */
+  files: string[];
+}
+
+/** `@app/<lib>` is `libs/<lib>/src` (tsconfig's paths). */
+function resolveAnyImport(
+  file: string,
+  specifier: string,
+  files: ReadonlyMap<string, string>,
+): string | undefined {
+  const lib = /^@app\/([^/]+)(\/.*)?$/.exec(specifier);
+  if (lib) return resolveImport(file, `./${lib[1]}/src${lib[2] ?? ''}`, files, 'libs/');
+  return resolveImport(file, specifier, files);
+}
+
+/**
+ * Every loop of imports between files among `files` (the sources of the apps and libs: any
+ * number of trees), whatever the folders: a loop inside one feature or one lib is still files
+ * that cannot be read, tested or loaded one without the other. Type-only imports count; specs
+ * are left out. One circle per strongly connected group, its files in import order.
+ */
+export function findImportCircles(files: ReadonlyMap<string, string>): ImportCircle[] {
+  const edges = new Map<string, Map<string, FolderImport[]>>();
+  for (const [file, text] of files) {
+    if (!file.endsWith('.ts') || isSpec(file)) continue;
+    const byTarget = new Map<string, FolderImport[]>();
+    edges.set(file, byTarget);
+    for (const { fileName: specifier } of ts.preProcessFile(text, true, true).importedFiles) {
+      const target = resolveAnyImport(file, specifier, files);
+      if (target === undefined || target === file || !files.has(target) || isSpec(target)) {
+        continue;
+      }
+      byTarget.set(target, [...(byTarget.get(target) ?? []), { file, specifier, to: target }]);
+    }
+  }
+  return foldersInLoops(edges)
+    .map((loop) => {
+      const [first] = [...loop].sort();
+      const next = [...(edges.get(first)?.keys() ?? [])].find((to) => loop.has(to))!;
+      return { files: [first, ...pathBetween(edges, next, first, loop).slice(0, -1)] };
+    })
+    .sort((a, b) => a.files[0].localeCompare(b.files[0]));
 }

@@ -1,10 +1,10 @@
 /**
  * `npm run lint` runs this: fails, naming each one, when an import runs back up inside an app
- * (see app-imports.ts for the rule).
+ * or files of an app or lib import each other round a loop (see app-imports.ts for the rules).
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
-import { findUpwardImports } from './app-imports';
+import { findImportCircles, findUpwardImports } from './app-imports';
 
 const REPOSITORY = path.resolve(__dirname, '../..');
 
@@ -22,6 +22,18 @@ export function readSources(folder: string): Map<string, string> {
   return files;
 }
 
+/** `libs/<lib>/src` of every lib. */
+export function libSources(): string[] {
+  return readdirSync(path.join(REPOSITORY, 'libs'), { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => `libs/${entry.name}/src`);
+}
+
+/** The sources of every app and lib, together: imports run between them. */
+export function allSources(): Map<string, string> {
+  return new Map([...appSources(), ...libSources()].flatMap((folder) => [...readSources(folder)]));
+}
+
 /** `apps/<app>/src` of every app. */
 export function appSources(): string[] {
   return readdirSync(path.join(REPOSITORY, 'apps'), { withFileTypes: true })
@@ -37,10 +49,17 @@ if (require.main === module) {
       found += 1;
     }
   }
+  const circles = findImportCircles(allSources());
+  for (const { files } of circles) {
+    console.error(`${[...files, files[0]].join(' imports ')}: files never import each other`);
+  }
   if (found > 0) {
     console.error(
       `${found} import(s) run back up inside an app (ARCHITECTURE.md, "Inside an app")`,
     );
-    process.exit(1);
   }
+  if (circles.length > 0) {
+    console.error(`${circles.length} circle(s) of imports between files of the apps and libs`);
+  }
+  if (found > 0 || circles.length > 0) process.exit(1);
 }

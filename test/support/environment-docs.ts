@@ -37,7 +37,7 @@ export function documentationPages(): string[] {
     .filter((name) => name.endsWith('.md'))
     .sort()
     .map((name) => `docs/${name}`);
-  return ['README.md', 'ARCHITECTURE.md', ...docs];
+  return ['README.md', 'ARCHITECTURE.md', 'CONTRIBUTING.md', ...docs];
 }
 
 /**

@@ -52,8 +52,17 @@ const LOADED = {
     not: ['systeminformation', 'typescript', 'prettier'],
   },
   'service-vm-host': {
-    ships: ['@nestjs/core', 'prom-client', 'systeminformation'],
-    not: ['ioredis', 'nest-commander', 'openapi-fetch', 'inquirer', 'typescript', 'prettier'],
+    ships: ['@nestjs/core', 'prom-client'],
+    // systeminformation too: the agent reads its host facts from /proc.
+    not: [
+      'ioredis',
+      'nest-commander',
+      'openapi-fetch',
+      'inquirer',
+      'systeminformation',
+      'typescript',
+      'prettier',
+    ],
   },
 };
 

@@ -5,7 +5,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import { isUtf8 } from 'node:buffer';
 import { MAX_BODY_BYTES } from '@app/fleet-domain';
 import { findCostlyJson } from './json-limits';
-import { printable } from './printable';
+import { excerpt } from './printable';
 
 /**
  * Both daemons' HTTP server timeouts, so a client that trickles its request a byte at a time
@@ -57,7 +57,7 @@ function refuseBodiesOtherThanJson(req: Request, _res: Response, next: NextFunct
   if (encoding !== 'identity') {
     return next(
       new UnsupportedMediaTypeException(
-        `Content-Encoding ${printable(encoding, 64)} is not supported: send the body unencoded`,
+        `Content-Encoding ${excerpt(encoding, 64)} is not supported: send the body unencoded`,
       ),
     );
   }
@@ -66,7 +66,7 @@ function refuseBodiesOtherThanJson(req: Request, _res: Response, next: NextFunct
     return next(
       new UnsupportedMediaTypeException(
         contentType
-          ? `Content-Type ${printable(contentType, 100)} is not supported: send application/json`
+          ? `Content-Type ${excerpt(contentType, 100)} is not supported: send application/json`
           : 'a request body needs Content-Type: application/json',
       ),
     );
@@ -84,7 +84,7 @@ function refuseBodiesOtherThanJson(req: Request, _res: Response, next: NextFunct
   if (charset !== undefined) {
     return next(
       new UnsupportedMediaTypeException(
-        `charset ${printable(charset, 64)} is not supported: send application/json in UTF-8`,
+        `charset ${excerpt(charset, 64)} is not supported: send application/json in UTF-8`,
       ),
     );
   }

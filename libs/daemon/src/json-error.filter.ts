@@ -7,7 +7,7 @@ import {
   Logger,
 } from '@nestjs/common';
 import type { Response } from 'express';
-import { printable } from './printable';
+import { excerpt } from './printable';
 
 interface BodyParserError {
   type: string;
@@ -110,10 +110,10 @@ export class JsonErrorFilter implements ExceptionFilter {
       if (exception.type === 'entity.parse.failed') {
         return {
           status: 400,
-          message: `request body is not valid JSON: ${printable(exception.message, 200)}`,
+          message: `request body is not valid JSON: ${excerpt(exception.message, 200)}`,
         };
       }
-      return { status: exception.status ?? 400, message: printable(exception.message, 300) };
+      return { status: exception.status ?? 400, message: excerpt(exception.message, 300) };
     }
     this.logger.error(
       exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),

@@ -1,4 +1,4 @@
-import { escapeControlCharacters, printable } from './printable';
+import { escapeControlCharacters, excerpt } from './printable';
 
 describe('printable text', () => {
   it('escapes control and format characters for a log line, astral ones by code point', () => {
@@ -8,11 +8,11 @@ describe('printable text', () => {
   });
 
   it('turns control and format characters into spaces and cuts to the length given', () => {
-    expect(printable('evil\u202Egnp.exe\u2066', 100)).toBe('evil gnp.exe ');
-    expect(printable('x'.repeat(10), 5)).toBe('xxxx…');
+    expect(excerpt('evil\u202Egnp.exe\u2066', 100)).toBe('evil gnp.exe ');
+    expect(excerpt('x'.repeat(10), 5)).toBe('xxxx…');
   });
 
   it('leaves other text, accents and emoji included, as it is', () => {
-    expect(printable('café 🚀 node-1', 100)).toBe('café 🚀 node-1');
+    expect(excerpt('café 🚀 node-1', 100)).toBe('café 🚀 node-1');
   });
 });

@@ -18,7 +18,7 @@ export function escapeControlCharacters(text: string): string {
  * Text from outside, fit to show in an answer or a log: control characters become spaces and
  * it is cut to `maxLength` characters.
  */
-export function printable(text: string, maxLength: number): string {
+export function excerpt(text: string, maxLength: number): string {
   const clean = text.replace(CONTROL_CHARACTERS, ' ');
   return clean.length > maxLength ? `${clean.slice(0, maxLength - 1)}…` : clean;
 }

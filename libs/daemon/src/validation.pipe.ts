@@ -10,7 +10,7 @@ import { ValidatorOptions, validate } from 'class-validator';
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { shapeInput, shapeListItem } from './input-shape';
-import { printable } from './printable';
+import { excerpt } from './printable';
 
 /** Problems one 400 lists; the others are counted, so an answer stays a few hundred bytes. */
 export const PROBLEMS_LISTED = 5;
@@ -51,7 +51,7 @@ export function describeValidationErrors(errors: ValidationError[], parent = '')
 export function summarizeProblems(problems: readonly string[]): string {
   const listed = problems
     .slice(0, PROBLEMS_LISTED)
-    .map((problem) => printable(problem, PROBLEM_MAX_LENGTH));
+    .map((problem) => excerpt(problem, PROBLEM_MAX_LENGTH));
   const more = problems.length - listed.length;
   return more > 0 ? `${listed.join('; ')}; and ${more} more` : listed.join('; ');
 }

@@ -19,7 +19,7 @@ export interface OpenNodesStore {
 
 /**
  * One kind of store NodesModule can choose: each sits in its own folder beside this file
- * (memory/, redis/) and is listed in node-stores.ts.
+ * (memory/, redis/) and is listed in nodes-store.choice.ts.
  */
 export interface NodesStore {
   /** Says what the store is, in start-up errors. */

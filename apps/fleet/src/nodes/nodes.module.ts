@@ -5,13 +5,13 @@ import { LiveNodesSource } from '../metrics/live-nodes.source';
 import { LiveNodesReader } from './live-nodes.reader';
 import { NodeStalenessJob } from './node-staleness.job';
 import { KeyClaims } from './key-claims.repository';
-import { chooseNodesStore } from './node-stores';
+import { chooseNodesStore } from './nodes-store.choice';
 import { OpenNodesStore } from './nodes-store';
 import { NodesController } from './nodes.controller';
 import { NodesRepository } from './nodes.repository';
 import { NodesService } from './nodes.service';
 
-/** The store the configuration chose (node-stores.ts), opened once and closed with the app. */
+/** The store the configuration chose (nodes-store.choice.ts), opened once and closed with the app. */
 class ChosenNodesStore implements OnApplicationShutdown {
   readonly opened: OpenNodesStore;
 

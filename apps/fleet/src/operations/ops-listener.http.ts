@@ -2,7 +2,7 @@ import { ForbiddenException, MisdirectedException } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import { isIP } from 'node:net';
-import { printable } from '@app/daemon';
+import { excerpt } from '@app/daemon';
 import { normalHostName } from '../config/fleet.config';
 
 /**
@@ -121,7 +121,7 @@ export function guardOpsListener(
   app.use((req: Request, res: Response, next: NextFunction) => {
     const host = req.headers.host;
     if (!isListenerHost(host, req.socket.localAddress, extraNames)) {
-      return next(new MisdirectedException(WRONG_HOST_MESSAGE(printable(host ?? '', 100))));
+      return next(new MisdirectedException(WRONG_HOST_MESSAGE(excerpt(host ?? '', 100))));
     }
     if (req.path === '/docs' || req.path.startsWith('/docs/') || req.path.startsWith('/docs-')) {
       for (const [name, value] of Object.entries(DOCS_HEADERS)) res.setHeader(name, value);

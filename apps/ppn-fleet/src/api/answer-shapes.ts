@@ -1,11 +1,13 @@
 import { DesiredVmState, ID_PATTERN, VmOperation, VmState } from '@app/fleet-domain';
-import type { FleetStatus, FleetVm, NodeRecord } from './fleet-api.client';
 import type {
+  FleetStatus,
+  FleetVm,
   FleetVmBackups,
   FleetVmWithLifeCycle,
+  NodeRecord,
   VmConsole,
   VmLifeCycle,
-} from './fleet-ops-api.client';
+} from './answers';
 
 /**
  * Checks of the answers' shapes, as far as the commands read them: an answer that is JSON but

@@ -8,12 +8,10 @@ import {
   isNodeRecord,
   isNodeRecordList,
 } from './answer-shapes';
+import type { CreateVmRequest, FleetStatus, FleetVm, NodeRecord } from './answers';
 import { CliFailure, ExitCode } from './exit-codes';
 
-export type FleetStatus = FleetApi.components['schemas']['FleetStatus'];
-export type NodeRecord = FleetApi.components['schemas']['NodeRecord'];
-export type FleetVm = FleetApi.components['schemas']['FleetVm'];
-export type CreateVmRequest = FleetApi.components['schemas']['CreateVmRequest'];
+export type { CreateVmRequest, FleetStatus, FleetVm, NodeRecord } from './answers';
 
 /**
  * An answer: its parsed body, and the body as the controller sent it (what --json prints).

@@ -7,14 +7,22 @@ import {
   isVmConsole,
   isVmLifeCycle,
 } from './answer-shapes';
+import type {
+  FleetVmBackups,
+  FleetVmWithLifeCycle,
+  StopVmRequest,
+  VmConsole,
+  VmLifeCycle,
+} from './answers';
 import { Answer, AnswerReader, clientOptions, timeout } from './fleet-api.client';
 
-export type FleetVmWithLifeCycle = FleetOpsApi.components['schemas']['FleetVmWithLifeCycle'];
-export type VmLifeCycle = FleetOpsApi.components['schemas']['VmLifeCycle'];
-export type VmConsole = FleetOpsApi.components['schemas']['VmConsole'];
-export type FleetVmBackups = FleetOpsApi.components['schemas']['FleetVmBackups'];
-/** What a stop or restart asks: force, and the guest's time to power down. */
-export type StopVmRequest = FleetOpsApi.components['schemas']['StopVmRequest'];
+export type {
+  FleetVmBackups,
+  FleetVmWithLifeCycle,
+  StopVmRequest,
+  VmConsole,
+  VmLifeCycle,
+} from './answers';
 
 /**
  * The controller's operations listener, typed from openapi/fleet-ops.openapi.json

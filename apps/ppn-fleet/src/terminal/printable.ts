@@ -18,7 +18,7 @@ export function printableLines(text: string): string {
  * A serial console's text made safe for a terminal: its line breaks and tabs kept, every other
  * control or format character (an escape sequence a guest printed) `?`.
  */
-export function printableConsole(text: string): string {
+export function printableConsoleText(text: string): string {
   return text
     .split(/(\r?\n|\t)/)
     .map((part) => (/^(\r?\n|\t)$/.test(part) ? part : printable(part)))

@@ -5,7 +5,7 @@ import { CliFailure, ExitCode } from '../api/exit-codes';
 import { FleetApiConnector } from '../api/fleet-api.connector';
 import { FleetOpsApiClient, FleetVmWithLifeCycle, VmLifeCycle } from '../api/fleet-ops-api.client';
 import { CliIo } from '../terminal/cli-io';
-import { printable, printableConsole } from '../terminal/printable';
+import { printable, printableConsoleText } from '../terminal/printable';
 import { Terminal } from '../terminal/terminal';
 import { waitForGuest } from './vm-reachability';
 import { DEFAULT_SSH_USER, sshTarget } from './vms.view';
@@ -309,7 +309,7 @@ export class VmConsoleCommand extends OpsCommand {
     requireFleetId('vm_id', vmId);
     const ops = this.connector.connectOps(options.opsEndpoint);
     let read = (await ops.console(vmId)).data;
-    this.terminal.write(printableConsole(read.text));
+    this.terminal.write(printableConsoleText(read.text));
     if (!options.follow) {
       if (read.text !== '' && !read.text.endsWith('\n')) this.terminal.write('\n');
       return;
@@ -327,7 +327,7 @@ export class VmConsoleCommand extends OpsCommand {
       }
       if (read.reset)
         this.terminal.printError(`--- ${printable(vmId)}: the console began again ---`);
-      this.terminal.write(printableConsole(read.text));
+      this.terminal.write(printableConsoleText(read.text));
     }
   }
 }

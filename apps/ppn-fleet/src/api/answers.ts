@@ -1,0 +1,17 @@
+import type { FleetApi, FleetOpsApi } from '@app/fleet-domain';
+
+/**
+ * The answers' types, from the committed OpenAPI documents: their own file, so answer-shapes.ts
+ * (which checks them) and the two clients (which read them through it) import it one way.
+ */
+export type FleetStatus = FleetApi.components['schemas']['FleetStatus'];
+export type NodeRecord = FleetApi.components['schemas']['NodeRecord'];
+export type FleetVm = FleetApi.components['schemas']['FleetVm'];
+export type CreateVmRequest = FleetApi.components['schemas']['CreateVmRequest'];
+
+export type FleetVmWithLifeCycle = FleetOpsApi.components['schemas']['FleetVmWithLifeCycle'];
+export type VmLifeCycle = FleetOpsApi.components['schemas']['VmLifeCycle'];
+export type VmConsole = FleetOpsApi.components['schemas']['VmConsole'];
+export type FleetVmBackups = FleetOpsApi.components['schemas']['FleetVmBackups'];
+/** What a stop or restart asks: force, and the guest's time to power down. */
+export type StopVmRequest = FleetOpsApi.components['schemas']['StopVmRequest'];

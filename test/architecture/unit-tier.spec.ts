@@ -1,0 +1,28 @@
+import { Logger } from '@nestjs/common';
+import { failedTestLogs } from '../support/unit-environment';
+
+describe('the unit tier', () => {
+  const logs = (globalThis as { __unitSpecLogs?: string[] }).__unitSpecLogs;
+
+  it("collects what Nest's Logger says instead of printing it", () => {
+    const write = jest.spyOn(process.stdout, 'write');
+    new Logger('QemuDriver').warn('vm vm-1: QEMU: could not start under KVM');
+    expect(logs).toContain('WARN [QemuDriver] vm vm-1: QEMU: could not start under KVM');
+    expect(write).not.toHaveBeenCalled();
+    write.mockRestore();
+  });
+
+  it('leaves a spy on Logger seeing every line, as specs that assert a warning use it', () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    new Logger('HostFacts').warn('cannot read ram');
+    expect(warn).toHaveBeenCalledWith('cannot read ram');
+    warn.mockRestore();
+  });
+
+  it('prints what a failed test logged, and nothing for one that logged nothing', () => {
+    expect(failedTestLogs('refuses a bad disk', ['WARN [VmFiles] vm vm-1: no space'])).toBe(
+      'What "refuses a bad disk" logged:\n  WARN [VmFiles] vm vm-1: no space\n',
+    );
+    expect(failedTestLogs('quiet', [])).toBeUndefined();
+  });
+});
