@@ -49,20 +49,11 @@ const MAX_INSTALLED_KB = 20 * 1024;
 const LOADED = {
   'service-vm-fleet': {
     ships: ['@nestjs/core', '@nestjs/swagger', 'ioredis', 'nest-commander', 'openapi-fetch'],
-    not: ['systeminformation', 'typescript', 'prettier'],
+    not: ['typescript', 'prettier'],
   },
   'service-vm-host': {
     ships: ['@nestjs/core', 'prom-client'],
-    // systeminformation too: the agent reads its host facts from /proc.
-    not: [
-      'ioredis',
-      'nest-commander',
-      'openapi-fetch',
-      'inquirer',
-      'systeminformation',
-      'typescript',
-      'prettier',
-    ],
+    not: ['ioredis', 'nest-commander', 'openapi-fetch', 'inquirer', 'typescript', 'prettier'],
   },
 };
 
