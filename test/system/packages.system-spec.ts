@@ -49,10 +49,10 @@ const MAX_INSTALLED_KB = 20 * 1024;
 const LOADED = {
   'service-vm-fleet': {
     ships: ['@nestjs/core', '@nestjs/swagger', 'ioredis', 'nest-commander', 'openapi-fetch'],
-    not: ['typescript', 'prettier'],
+    not: ['systeminformation', 'typescript', 'prettier'],
   },
   'service-vm-host': {
-    ships: ['@nestjs/core', 'prom-client'],
+    ships: ['@nestjs/core', 'prom-client', 'systeminformation'],
     not: ['ioredis', 'nest-commander', 'openapi-fetch', 'inquirer', 'typescript', 'prettier'],
   },
 };

@@ -2,17 +2,18 @@ import { Logger } from '@nestjs/common';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as si from 'systeminformation';
 import { vmHostConfig } from '../../../../test/support/configs';
 import { HostFactsPaths, HostFactsService } from './host-facts.service';
 
-/** The kernel's /proc/meminfo of a 16 GiB machine with 12 GiB available. */
-const MEMINFO =
-  'MemTotal:       16777216 kB\nMemFree:         1048576 kB\nMemAvailable:   12582912 kB\n';
+jest.mock('systeminformation', () => ({
+  mem: jest.fn(),
+  cpu: jest.fn(),
+  currentLoad: jest.fn(),
+}));
 
-/** /proc/stat's cpu line: user nice system idle iowait irq softirq steal guest guest_nice. */
-function stat(user: number, system: number, idle: number, iowait = 0): string {
-  return `cpu  ${user} 0 ${system} ${idle} ${iowait} 0 0 0 0 0\ncpu0 ${user} 0 ${system} ${idle} ${iowait} 0 0 0 0 0\nintr 1\n`;
-}
+const mocked = si as jest.Mocked<typeof si>;
+const MIB = 1024 * 1024;
 
 describe('HostFactsService', () => {
   let warnings: string[];
@@ -24,13 +25,16 @@ describe('HostFactsService', () => {
     paths = Object.assign(new HostFactsPaths(), {
       bootId: join(root, 'boot_id'),
       kvmDevice: join(root, 'kvm'),
-      proc: root,
-      logicalCores: () => 8,
     });
     await writeFile(paths.bootId, '3f1c2a4e-8b7d-4c6f-9e2a-1b0d5c7e9f31\n');
-    await writeFile(join(root, 'meminfo'), MEMINFO);
-    // 12.345 % busy since boot: 12,345 of 100,000 ticks.
-    await writeFile(join(root, 'stat'), stat(10_000, 2_345, 87_000, 655));
+    mocked.mem.mockResolvedValue({
+      total: 16384 * MIB,
+      available: 12288 * MIB,
+    } as si.Systeminformation.MemData);
+    mocked.cpu.mockResolvedValue({ cores: 8 } as si.Systeminformation.CpuData);
+    mocked.currentLoad.mockResolvedValue({
+      currentLoad: 12.345,
+    } as si.Systeminformation.CurrentLoadData);
     warnings = [];
     jest
       .spyOn(Logger.prototype, 'warn')
@@ -52,26 +56,6 @@ describe('HostFactsService', () => {
       cpu_load_pct: 12.3,
     });
     expect(facts.hostname.length).toBeGreaterThan(0);
-  });
-
-  it('reports the load since the previous reading, idle and iowait counted idle', async () => {
-    const service = new HostFactsService(paths);
-    await service.read();
-    // 1,000 ticks later: 600 busy (user and system), 300 idle, 100 waiting on disks.
-    await writeFile(join(root, 'stat'), stat(10_500, 2_445, 87_300, 755));
-    expect((await service.read()).cpu_load_pct).toBe(60);
-    // Nothing counted since: no load, not a division by zero.
-    expect((await service.read()).cpu_load_pct).toBe(0);
-  });
-
-  it("reads this machine's kernel as the agent does", async () => {
-    const facts = await new HostFactsService(new HostFactsPaths()).read();
-    expect(facts.ram_total_mb).toBeGreaterThan(0);
-    expect(facts.ram_used_mb).toBeLessThanOrEqual(facts.ram_total_mb);
-    expect(facts.cpu_cores).toBeGreaterThan(0);
-    expect(facts.cpu_load_pct).toBeGreaterThanOrEqual(0);
-    expect(facts.cpu_load_pct).toBeLessThanOrEqual(100);
-    expect(warnings).toEqual([]);
   });
 
   it("reports the kernel's boot_id, trimmed", async () => {
@@ -125,15 +109,17 @@ describe('HostFactsService', () => {
   });
 
   it('degrades a fact it cannot read to a safe value, warning once, not every beat', async () => {
-    await writeFile(join(root, 'meminfo'), 'MemFree:         1048576 kB\n');
-    await writeFile(join(root, 'stat'), 'intr 1\n');
+    mocked.mem.mockRejectedValue(new Error('/proc/meminfo unreadable'));
+    mocked.currentLoad.mockResolvedValue({
+      currentLoad: Number.NaN,
+    } as si.Systeminformation.CurrentLoadData);
     const service = new HostFactsService(paths);
     const first = await service.read();
     await service.read();
     expect(first).toMatchObject({ ram_total_mb: 0, ram_used_mb: 0, cpu_load_pct: 0, cpu_cores: 8 });
     expect(warnings).toEqual([
-      'cannot read ram (total memory reads as 0); reporting {"total":0,"used":0} until it can',
-      'cannot read cpu_load_pct (no cpu line in stat); reporting 0 until it can',
+      'cannot read ram (/proc/meminfo unreadable); reporting {"total":0,"used":0} until it can',
+      'cannot read cpu_load_pct (load is not a number); reporting 0 until it can',
     ]);
   });
 });

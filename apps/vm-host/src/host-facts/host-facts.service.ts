@@ -1,7 +1,8 @@
 import { Injectable, Logger, Optional } from '@nestjs/common';
 import { constants } from 'node:fs';
 import { access, readFile } from 'node:fs/promises';
-import { cpus, hostname } from 'node:os';
+import { hostname } from 'node:os';
+import * as si from 'systeminformation';
 import { VmHostConfig } from '../config/vm-host.config';
 
 export interface HostFacts {
@@ -27,19 +28,14 @@ const SAFE: HostFacts = {
   boot_id: 'unknown-boot',
 };
 
-/** Where the kernel tells what the heartbeat reports; a provider, so tests use files of their own. */
+/** Where the kernel tells what systeminformation does not; a provider, so tests use files of their own. */
 @Injectable()
 export class HostFactsPaths {
   bootId = '/proc/sys/kernel/random/boot_id';
   /** Read for both the heartbeat's kvm_available and whether VMs are started under KVM. */
   kvmDevice = '/dev/kvm';
-  /** The process table (one folder per pid), meminfo and stat. */
+  /** The process table (one folder per pid). */
   proc = '/proc';
-
-  /** The logical cores (os.cpus()); a method, so tests give their own count. */
-  logicalCores(): number {
-    return cpus().length;
-  }
 
   /** The agent's paths: the kernel's, but for the KVM device a test may name (VM_HOST_KVM_DEVICE). */
   static forConfig(config: VmHostConfig): HostFactsPaths {
@@ -63,18 +59,13 @@ export interface HostCapacity {
   cpu_cores: number;
 }
 
-/**
- * Reads what the heartbeat reports of this machine from the kernel's files (/proc/meminfo,
- * /proc/stat): a library for three numbers cost every node about 6 MB of resident memory.
- */
+/** Reads what the heartbeat reports of this machine, from systeminformation and the kernel. */
 @Injectable()
 export class HostFactsService {
   private readonly logger = new Logger('HostFacts');
   /** Facts whose failure was already warned about, so a broken fact warns once, not every beat. */
   private readonly failing = new Set<string>();
   private cpuCores?: number;
-  /** The CPU time counters of the previous load reading: the load is over the time since. */
-  private lastCpuTimes?: { busy: number; total: number };
   /** Why KVM failed at run time in this agent process (with the VM it failed), if it did. */
   private kvmFailure: string | null = null;
 
@@ -111,41 +102,21 @@ export class HostFactsService {
 
   /** Used = total - available, the memory the kernel could not hand to a new VM. */
   private async memory(): Promise<{ total: number; used: number }> {
-    const meminfo = await readFile(`${this.paths.proc}/meminfo`, 'utf8');
-    const kib = (field: string): number =>
-      Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(meminfo)?.[1]);
-    const totalKib = kib('MemTotal');
-    const availableKib = kib('MemAvailable');
-    if (!(totalKib > 0)) throw new Error('total memory reads as 0');
-    if (!Number.isFinite(availableKib)) throw new Error('MemAvailable is missing');
-    const total = Math.floor((totalKib * 1024) / MIB);
-    const available = Math.floor((availableKib * 1024) / MIB);
+    const memory = await si.mem();
+    if (!(memory.total > 0)) throw new Error('total memory reads as 0');
+    const total = Math.floor(memory.total / MIB);
+    const available = Math.floor(memory.available / MIB);
     return { total, used: Math.max(0, total - available) };
   }
 
-  private logicalCores(): Promise<number> {
-    this.cpuCores ??= this.paths.logicalCores();
+  private async logicalCores(): Promise<number> {
+    this.cpuCores ??= (await si.cpu()).cores;
     if (!(this.cpuCores > 0)) throw new Error('no logical cores reported');
-    return Promise.resolve(this.cpuCores);
+    return this.cpuCores;
   }
 
-  /**
-   * The share of CPU time spent busy since the previous reading (since boot at the first): the
-   * `cpu` line of /proc/stat, idle and iowait against the rest, as top counts it.
-   */
   private async cpuLoad(): Promise<number> {
-    const stat = await readFile(`${this.paths.proc}/stat`, 'utf8');
-    const times = /^cpu +([\d ]+)$/m.exec(stat)?.[1].trim().split(/\s+/).map(Number).slice(0, 8);
-    if (!times || times.length < 4 || times.some((time) => !Number.isFinite(time))) {
-      throw new Error('no cpu line in stat');
-    }
-    const idle = times[3] + (times[4] ?? 0);
-    const total = times.reduce((sum, time) => sum + time, 0);
-    const now = { busy: total - idle, total };
-    const last = this.lastCpuTimes ?? { busy: 0, total: 0 };
-    this.lastCpuTimes = now;
-    const elapsed = now.total - last.total;
-    const load = elapsed > 0 ? ((now.busy - last.busy) / elapsed) * 100 : 0;
+    const load = (await si.currentLoad()).currentLoad;
     if (!Number.isFinite(load)) throw new Error('load is not a number');
     return Math.min(100, Math.max(0, Math.round(load * 10) / 10));
   }
