@@ -1188,6 +1188,8 @@ describe('ppn-fleet vm backup and vm copies', () => {
       'GET /v1/vms/vm-1/backups',
       'GET /v1/vms/vm-1/backups',
     ]);
+    // A write without a body still says JSON: the listener refuses a simple request.
+    expect(io.requests[0].headers.get('content-type')).toBe('application/json');
     expect(io.stdout.text).toBe(
       'backing up vm-1 on node node-a to its VM_BACKUP_DIR\nvm-1: incremental backup 20260806T110000Z-3f2a/0001 taken, 3.2 MiB: node-a:/mnt/usb/vm-backups/vm-1/20260806T110000Z-3f2a/0001-incremental.qcow2\n',
     );

@@ -127,6 +127,8 @@ export class FleetOpsApiClient {
       () =>
         this.client.POST('/v1/vms/{vm_id}/backups', {
           params: { path: { vm_id: vmId } },
+          // No body: as for start, the listener takes a write only with this (or a token).
+          headers: { 'Content-Type': 'application/json' },
           parseAs: 'text',
           signal: timeout(),
         }),
