@@ -321,7 +321,13 @@ export class VmOperationsController {
     type: FleetVmBackups,
     description: 'The backup was taken on by the agent.',
   })
-  @ApiFleetStateErrors(STATUSES, INVALID_VM_ID, ...actionErrors('backup'))
+  @ApiFleetStateErrors(
+    STATUSES,
+    WRONG_HOST,
+    ...WRITE_REFUSALS,
+    INVALID_VM_ID,
+    ...actionErrors('backup'),
+  )
   backUpVm(@Param() { vm_id }: VmIdParams): Promise<FleetVmBackups> {
     return this.operations.backUpVm(vm_id);
   }
@@ -334,7 +340,7 @@ export class VmOperationsController {
       "Read by the agent of the VM's node from its VM_BACKUP_DIR: each backup (a file of a qcow2 chain, full or incremental), where, when and how large; the backup under way and the last failure.",
   })
   @ApiOkResponse({ type: FleetVmBackups })
-  @ApiFleetStateErrors(STATUSES, INVALID_VM_ID, ...actionErrors('backups read'))
+  @ApiFleetStateErrors(STATUSES, WRONG_HOST, INVALID_VM_ID, ...actionErrors('backups read'))
   listBackups(@Param() { vm_id }: VmIdParams): Promise<FleetVmBackups> {
     return this.operations.listBackups(vm_id);
   }
