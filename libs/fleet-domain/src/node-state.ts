@@ -430,8 +430,9 @@ export function nodeStateFromHeartbeat(
 }
 
 /** Its five figures only, whatever else the object carried. */
-function diskRoomOf(room: HeartbeatDiskRoom | undefined): HeartbeatDiskRoom | null {
-  if (room === undefined) return null;
+function diskRoomOf(room: HeartbeatDiskRoom | null | undefined): HeartbeatDiskRoom | null {
+  // null passes validation as absent (IsOptional).
+  if (room === undefined || room === null) return null;
   return {
     room_mb: room.room_mb,
     committed_mb: room.committed_mb,
