@@ -15,6 +15,17 @@ import { StubAgent, StubAgentCall, json } from '../support/stub-agent';
 const API_TOKEN = 'api-token-1a7f3c9e5b0d2864';
 const NODE_SECRET = 'fleet-secret-0123456789abcdef0123456789';
 const VM = 'vm-00000000000000a1';
+/** The contract's node record: exactly these, whatever else a heartbeat carries. */
+const NODE_RECORD_FIELDS = [
+  'hostname',
+  'kvm_available',
+  'last_heartbeat',
+  'node_id',
+  'ram_available_mb',
+  'reserved',
+  'vm_count',
+  'wg_ip',
+];
 
 /** A life cycle as a healthy agent reports it: running as asked, nothing under way. */
 function lifeCycle(vm_id: string, overrides: object = {}): object {
@@ -95,6 +106,40 @@ describe('controller operations listener', () => {
         expect(headers['www-authenticate']).toMatch(/^Bearer realm="service-vm-fleet"/);
       }
       expect(stub.calls).toEqual([]);
+    });
+
+    it('takes a heartbeat with or without disk_room, keeps GET /v1/nodes to its eight fields, and lists the disk room here', async () => {
+      const diskRoom = {
+        room_mb: 40_960,
+        committed_mb: 28_672,
+        committable_mb: 12_288,
+        reserve_mb: 2_048,
+        overcommit: 1.5,
+      };
+      const send = (nodeId: string, fields: object) =>
+        request(fleet.url)
+          .post('/v1/nodes/heartbeat')
+          .set('Authorization', `Bearer ${deriveNodeToken(NODE_SECRET, nodeId)}`)
+          .send({ ...heartbeat({ node_id: nodeId }), ...fields });
+      await send('n1', { disk_room: diskRoom }).expect(200);
+      await send('n2', {}).expect(200);
+      const refused = await send('n3', { disk_room: { ...diskRoom, room_mb: -1 } }).expect(400);
+      expect(refused.body.message).toBe('disk_room.room_mb must not be less than 0');
+
+      const { body: nodes } = await request(fleet.url)
+        .get('/v1/nodes')
+        .set('Authorization', `Bearer ${API_TOKEN}`)
+        .expect(200);
+      expect((nodes as object[]).map((node) => Object.keys(node).sort())).toEqual([
+        NODE_RECORD_FIELDS,
+        NODE_RECORD_FIELDS,
+      ]);
+      const { body } = await ops('get', '/v1/node-disks').expect(200);
+      expect(body).toEqual([
+        { node_id: 'n1', disk_room: diskRoom },
+        { node_id: 'n2', disk_room: null },
+      ]);
+      await ops('get', '/v1/node-disks', null).expect(401);
     });
 
     it("lists every VM with its life cycle from its own node's agent, called with that node's token", async () => {
@@ -451,6 +496,7 @@ describe('controller operations listener', () => {
 
       const docs = await request(fleet.opsUrl).get('/docs-json').expect(200);
       expect(Object.keys(docs.body.paths).sort()).toEqual([
+        '/v1/node-disks',
         '/v1/vms',
         '/v1/vms/{vm_id}',
         '/v1/vms/{vm_id}/backups',

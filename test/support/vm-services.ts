@@ -123,6 +123,7 @@ export function vmServices(parts: {
     driver,
     clock,
     deletedDisks,
+    diskRoom,
   );
   return { vms, admission, reconciliation, lifecycle, sidecars, deletedDisks, restarts, actions };
 }

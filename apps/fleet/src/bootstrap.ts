@@ -88,6 +88,7 @@ export function buildFleetOpsOpenApiDocument(app: NestExpressApplication): OpenA
     },
     tags: {
       vms: "VMs with their life cycles, and the actions sent to the agent of each VM's node.",
+      nodes: "The nodes' disk room, as their heartbeats report it.",
     },
   });
   return createDaemonDocument(app, addTokenSchemes(builder, ['api']));

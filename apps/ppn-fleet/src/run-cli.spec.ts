@@ -1275,3 +1275,53 @@ describe('ppn-fleet vms with the operations listener', () => {
     expect(io.requests.map((request) => request.url)).toEqual(['http://127.0.0.1:9203/v1/vms']);
   });
 });
+
+describe('ppn-fleet status with the operations listener', () => {
+  const diskRoom = {
+    room_mb: 40_960,
+    committed_mb: 28_672,
+    committable_mb: 12_288,
+    reserve_mb: 2_048,
+    overcommit: 1,
+  };
+
+  it("shows each node's disk room in a DISK column, from the operations listener", async () => {
+    const io = new FakeIo({}, (request) =>
+      new URL(request.url).port === '9206'
+        ? json([{ node_id: 'node-a', disk_room: diskRoom }])
+        : fleetOfOne(request),
+    );
+    expect(await run(['status'], io)).toBe(ExitCode.Ok);
+    expect(io.stdout.text).toMatch(/ DISK /);
+    expect(io.stdout.text).toContain('12.0 / 40.0 GiB');
+    expect(io.requests.map((request) => request.url)).toContain(
+      'http://127.0.0.1:9206/v1/node-disks',
+    );
+    expect(io.stderr.text).toBe('');
+  });
+
+  it('says nothing extra when the listener does not answer, is not there, or answers what it does not give', async () => {
+    for (const listener of [
+      connectionRefused,
+      () => refusal(404, 'Cannot GET /v1/node-disks'),
+      () => json([{ node_id: 'node-a', disk_room: { room_mb: 'lots' } }]),
+    ]) {
+      const io = new FakeIo({}, (request) =>
+        new URL(request.url).port === '9206' ? listener() : fleetOfOne(request),
+      );
+      expect(await run(['status'], io)).toBe(ExitCode.Ok);
+      expect(io.stdout.text).toContain('node-a');
+      expect(io.stdout.text).not.toContain('DISK');
+      expect(io.stderr.text).toBe('');
+    }
+  });
+
+  it('asks no default listener beside a remote API', async () => {
+    const io = new FakeIo({}, fleetOfOne);
+    expect(await run(['status', '--endpoint', 'http://10.8.0.1:9203'], io)).toBe(ExitCode.Ok);
+    expect(io.requests.map((request) => new URL(request.url).host)).toEqual([
+      '10.8.0.1:9203',
+      '10.8.0.1:9203',
+    ]);
+  });
+});

@@ -47,6 +47,30 @@ describe('BoundedValidationPipe', () => {
     expect((accepted as NodeHeartbeat).vms[0].host_ports).toHaveLength(1);
   });
 
+  it('takes a heartbeat with or without disk_room, and refuses one out of bounds naming the field', async () => {
+    const diskRoom = {
+      room_mb: 40_960,
+      committed_mb: 28_672,
+      committable_mb: 12_288,
+      reserve_mb: 2_048,
+      overcommit: 1.5,
+    };
+    expect(await refusal(heartbeat())).toBeUndefined();
+    expect(await refusal({ ...heartbeat(), disk_room: diskRoom })).toBeUndefined();
+    expect(
+      await refusal({ ...heartbeat(), disk_room: { ...diskRoom, room_mb: 2 ** 40 + 1 } }),
+    ).toBe('disk_room.room_mb must not be greater than 1099511627776');
+    expect(await refusal({ ...heartbeat(), disk_room: { ...diskRoom, committed_mb: 1.5 } })).toBe(
+      'disk_room.committed_mb must be an integer number',
+    );
+    expect(await refusal({ ...heartbeat(), disk_room: { ...diskRoom, overcommit: 0.5 } })).toBe(
+      'disk_room.overcommit must not be less than 1',
+    );
+    expect(await refusal({ ...heartbeat(), disk_room: [] })).toContain('disk_room');
+    const { reserve_mb: _reserve, ...partial } = diskRoom;
+    expect(await refusal({ ...heartbeat(), disk_room: partial })).toContain('disk_room.reserve_mb');
+  });
+
   it('refuses 100,000 VMs by their count alone, naming vms', async () => {
     const vms = Array.from({ length: 100_000 }, () => ({}));
     expect(await refusal(heartbeat({ vms }))).toBe(

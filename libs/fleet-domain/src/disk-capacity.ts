@@ -102,3 +102,17 @@ export function diskRefusal(
 export function diskHasRoomAgain(space: DiskDirSpace): boolean {
   return space.availableBytes > diskReserveBytes(space.totalBytes);
 }
+
+/**
+ * A heartbeat's disk room as the console and `ppn-fleet status` show it: what one more disk may
+ * still have, of all VM disks may have (the room times the overcommit), in GiB rounded down:
+ * `12.0 / 40.0 GiB`.
+ */
+export function diskRoomText(room: {
+  room_mb: number;
+  committable_mb: number;
+  overcommit: number;
+}): string {
+  const gib = (mb: number): string => (Math.floor((mb / 1024) * 10) / 10).toFixed(1);
+  return `${gib(room.committable_mb)} / ${gib(room.room_mb * room.overcommit)} GiB`;
+}

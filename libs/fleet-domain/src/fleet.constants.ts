@@ -65,6 +65,9 @@ export const CREATE_DISPATCH_DEADLINE_MS = 20_000;
  */
 export const MAX_HOST_RAM_MB = 2 ** 31 - 1;
 export const MAX_HOST_CPU_CORES = 65_535;
+/** Disk room's figures below 2^40 MB (1 EiB); its overcommit at most VM_DISK_OVERCOMMIT's 100. */
+export const MAX_HOST_DISK_MB = 2 ** 40;
+export const MAX_DISK_OVERCOMMIT = 100;
 
 /** Most VMs one heartbeat may list, and host ports one VM may forward. */
 export const MAX_VMS_PER_HEARTBEAT = 1_024;

@@ -19,6 +19,7 @@ export * from './wire/fleet-vm';
 export * from './wire/fleet-vm-life-cycle';
 export * from './wire/node-heartbeat';
 export * from './wire/node-record';
+export * from './wire/node-disk-room';
 export * from './wire/create-vm-request';
 export * from './wire/published-port';
 export * from './wire/error-body';

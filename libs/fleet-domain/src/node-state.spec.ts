@@ -72,6 +72,24 @@ describe('node record derivation', () => {
     });
   });
 
+  it("keeps a heartbeat's disk room (its five figures only) beside the record, which keeps eight fields", () => {
+    const diskRoom = {
+      room_mb: 40_960,
+      committed_mb: 1_024,
+      committable_mb: 39_936,
+      reserve_mb: 2_048,
+      overcommit: 1,
+    };
+    const sent = { ...diskRoom, extra: 'dropped' } as NodeHeartbeat['disk_room'];
+    const state = nodeStateFromHeartbeat(heartbeat({ disk_room: sent }), 0);
+    expect(state.disk_room).toEqual(diskRoom);
+    expect(Object.keys(state.record)).toHaveLength(8);
+    expect(nodeStateFromHeartbeat(heartbeat(), 0).disk_room).toBeNull();
+    // null is let through as absent by the validation (IsOptional).
+    const sentNull = { disk_room: null } as unknown as Partial<NodeHeartbeat>;
+    expect(nodeStateFromHeartbeat(heartbeat(sentNull), 0).disk_room).toBeNull();
+  });
+
   it('shows the wall clock at receipt as last_heartbeat, however far the duration clock is from it', () => {
     const wallAt = Date.UTC(2026, 7, 6, 11); // the wall clock was stepped back an hour
     const state = nodeStateFromHeartbeat(heartbeat(), Date.UTC(2026, 7, 6, 12), undefined, wallAt);

@@ -8,7 +8,7 @@ import { DispatchFailures, withDispatchFailure } from './dispatch-health';
 import { rfc3339ToEpochNanos, toRfc3339 } from './rfc3339';
 import { compareIds } from './ids';
 import { HeartbeatVm } from './wire/heartbeat-vm';
-import { NodeHeartbeat } from './wire/node-heartbeat';
+import { HeartbeatDiskRoom, NodeHeartbeat } from './wire/node-heartbeat';
 import { NodeRecord } from './wire/node-record';
 
 /**
@@ -114,6 +114,8 @@ export interface NodeState {
    * newest last, at most MAX_VMS_PER_HEARTBEAT. Never in `record`: no RAM, no VM count.
    */
   silent_vms: SilentVm[];
+  /** Its last heartbeat's disk room (null: it sent none). Shown beside RAM, never in `record`. */
+  disk_room: HeartbeatDiskRoom | null;
   /** The record every read shows, derived once per change rather than once per read. */
   readonly record: NodeRecord;
 }
@@ -144,6 +146,7 @@ function withRecord(facts: NodeFacts): NodeState {
     dispatch_failures: facts.dispatch_failures,
     credential: facts.credential,
     silent_vms: facts.silent_vms,
+    disk_room: facts.disk_room,
     record: toNodeRecord(facts),
   };
 }
@@ -422,7 +425,21 @@ export function nodeStateFromHeartbeat(
     dispatch_failures: previous?.dispatch_failures ?? null,
     credential,
     silent_vms: previous ? notListed(previous.silent_vms, heartbeat.vms) : [],
+    disk_room: diskRoomOf(heartbeat.disk_room),
   });
+}
+
+/** Its five figures only, whatever else the object carried. */
+function diskRoomOf(room: HeartbeatDiskRoom | null | undefined): HeartbeatDiskRoom | null {
+  // null passes validation as absent (IsOptional).
+  if (room === undefined || room === null) return null;
+  return {
+    room_mb: room.room_mb,
+    committed_mb: room.committed_mb,
+    committable_mb: room.committable_mb,
+    reserve_mb: room.reserve_mb,
+    overcommit: room.overcommit,
+  };
 }
 
 /** The SilentVms a heartbeat listing `vms` does not list: its agent manages the others. */

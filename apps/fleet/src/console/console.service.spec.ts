@@ -24,6 +24,7 @@ function stored(overrides: Partial<NodeState> = {}): NodeState {
     dispatch_failures: null,
     credential: null,
     silent_vms: [],
+    disk_room: null,
     ...overrides,
   } as NodeState;
 }
@@ -43,6 +44,18 @@ describe("the console's view of a stored node", () => {
       late: false,
       passed_over: null,
     });
+  });
+
+  it('shows the disk room its last heartbeat reported, null when it reported none', () => {
+    const diskRoom = {
+      room_mb: 40_960,
+      committed_mb: 0,
+      committable_mb: 40_960,
+      reserve_mb: 2_048,
+      overcommit: 1,
+    };
+    expect(shown(stored({ disk_room: diskRoom })).disk_room).toEqual(diskRoom);
+    expect(shown(stored()).disk_room).toBeNull();
   });
 
   it("is late past two missed heartbeats, in placement's words", () => {

@@ -194,6 +194,7 @@ export function consoleNode(
     kvm_available: node.kvm_available,
     reserved: node.reserved,
     vm_count: node.vms.length,
+    disk_room: node.disk_room,
     heartbeat_age_s: Math.max(0, Math.round(silentMs / 1000)),
     last_heartbeat: toRfc3339(node.received_at_wall_ms),
     live,

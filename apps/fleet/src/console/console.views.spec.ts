@@ -24,6 +24,7 @@ function node(overrides: Partial<ConsoleNode> = {}): ConsoleNode {
     kvm_available: true,
     reserved: false,
     vm_count: 1,
+    disk_room: null,
     heartbeat_age_s: 2,
     last_heartbeat: '2026-08-06T12:00:00.000Z',
     live: true,
@@ -125,6 +126,30 @@ describe('console views', () => {
     expect(text).toContain('2 node(s) live, 1 late, 1 silent');
     expect(text).toContain('Placement passes it over: missed 2 heartbeats');
     expect(text).toContain('<span class="badge bad">silent</span>');
+  });
+
+  it("shows a node's disk room beside its RAM, and nothing of it for an agent that reports none", () => {
+    const diskRoom = {
+      room_mb: 40_960,
+      committed_mb: 28_672,
+      committable_mb: 12_288,
+      reserve_mb: 2_048,
+      overcommit: 1,
+    };
+    const withRoom = node({ disk_room: diskRoom });
+    const text = overviewPage(
+      overview({ nodes: [withRoom, node({ node_id: 'n2' })] }),
+      CONTEXT,
+    ).text;
+    expect(text).toContain('Disk 12.0 / 40.0 GiB committable for VM disks · reserve 2048 MB');
+    expect(text.match(/class="disk"/g)).toHaveLength(1);
+    const thin = node({ disk_room: { ...diskRoom, overcommit: 1.5 } });
+    expect(nodePage(thin, [], [thin], CONTEXT).text).toContain(
+      'Disk 12.0 / 60.0 GiB committable for VM disks (room 40960 MB x 1.5) · reserve 2048 MB',
+    );
+    expect(nodePage(node(), [], [node()], CONTEXT).text).toContain(
+      '<dd>not reported by its agent</dd>',
+    );
   });
 
   it('shows the accelerator each VM reports', () => {

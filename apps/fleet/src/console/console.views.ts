@@ -2,8 +2,10 @@ import {
   FleetVmWithLifeCycle,
   MAX_VM_RAM_MB,
   MAX_VM_VCPUS,
+  HeartbeatDiskRoom,
   VM_TYPE_RULE,
   VmConsole,
+  diskRoomText,
 } from '@app/fleet-domain';
 import { isIP } from 'node:net';
 import { Html, HtmlValue, html, pathPart } from './html';
@@ -26,6 +28,8 @@ export interface ConsoleNode {
   kvm_available: boolean;
   reserved: boolean;
   vm_count: number;
+  /** Its last heartbeat's disk room; null when its agent reports none. */
+  disk_room: HeartbeatDiskRoom | null;
   heartbeat_age_s: number;
   last_heartbeat: string;
   /** Heard from within 30 s; not live: kept, silent, for the VMs it last listed. */
@@ -224,6 +228,15 @@ function ramMeter(node: ConsoleNode): Html {
     >`;
 }
 
+/** What one more VM disk may have, of what all may; nothing for an agent that reports none. */
+function diskLine(node: ConsoleNode): Html | string {
+  const room = node.disk_room;
+  if (room === null) return '';
+  const thin = room.overcommit === 1 ? '' : ` (room ${room.room_mb} MB x ${room.overcommit})`;
+  const text = `Disk ${diskRoomText(room)} committable for VM disks${thin} · reserve ${room.reserve_mb} MB`;
+  return html`<span class="disk-text">${text}</span>`;
+}
+
 function nodeStatus(node: ConsoleNode): Html {
   if (!node.live) return html`<span class="badge bad">silent</span>`;
   if (node.late) return html`<span class="badge warn">late</span>`;
@@ -234,7 +247,7 @@ function nodeCard(node: ConsoleNode): Html {
   return html`<li class="node${node.live ? '' : ' silent'}" data-node="${node.node_id}">
     <h3><a href="/nodes/${pathPart(node.node_id)}">${node.node_id}</a> ${nodeStatus(node)}</h3>
     <p class="host">host <span class="hostname">${node.hostname}</span> · ${node.wg_ip}</p>
-    ${ramMeter(node)}
+    ${ramMeter(node)} ${node.disk_room === null ? '' : html`<p class="disk">${diskLine(node)}</p>`}
     <p>
       KVM ${node.kvm_available ? 'yes' : 'no'}${node.reserved ? ' · reserved' : ''} ·
       ${node.vm_count} VM(s) · heartbeat ${node.heartbeat_age_s} s ago
@@ -508,6 +521,8 @@ export function nodeLive(
       </dd>
       <dt>RAM</dt>
       <dd>${ramMeter(node)}</dd>
+      <dt>Disk</dt>
+      <dd>${node.disk_room === null ? 'not reported by its agent' : diskLine(node)}</dd>
       <dt>KVM</dt>
       <dd>${node.kvm_available ? 'yes' : 'no'}</dd>
       <dt>Reserved</dt>

@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { NodeDisksController } from './node-disks.controller';
+import { NodeDisksService } from './node-disks.service';
 import { VmOperationsController } from './vm-operations.controller';
 import { VmOperationsService } from './vm-operations.service';
 
@@ -8,8 +10,8 @@ import { VmOperationsService } from './vm-operations.service';
  * the ops app's root module provides globally.
  */
 @Module({
-  controllers: [VmOperationsController],
-  providers: [VmOperationsService],
+  controllers: [VmOperationsController, NodeDisksController],
+  providers: [VmOperationsService, NodeDisksService],
   exports: [VmOperationsService],
 })
 export class OperationsModule {}

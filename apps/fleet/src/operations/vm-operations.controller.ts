@@ -55,7 +55,7 @@ const INVALID_VM_ID = invalidInput(
 );
 
 /** What the listener refuses before any route (see guardOpsListener). */
-const WRONG_HOST: ErrorCase = {
+export const WRONG_HOST: ErrorCase = {
   name: 'wrong-host',
   when: "The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say).",
   error: new MisdirectedException(WRONG_HOST_MESSAGE('rebind.attacker.example:9206')),

@@ -3,6 +3,7 @@ import type {
   FleetStatus,
   FleetVm,
   FleetVmBackups,
+  NodeDiskRoom,
   FleetVmWithLifeCycle,
   NodeRecord,
   VmConsole,
@@ -128,6 +129,30 @@ export function isVmConsole(value: unknown): value is VmConsole {
     isCount(value.next) &&
     typeof value.text === 'string' &&
     typeof value.reset === 'boolean'
+  );
+}
+
+function isDiskRoom(value: unknown): boolean {
+  return (
+    isObject(value) &&
+    isCount(value.room_mb) &&
+    isCount(value.committed_mb) &&
+    isCount(value.committable_mb) &&
+    isCount(value.reserve_mb) &&
+    typeof value.overcommit === 'number' &&
+    value.overcommit >= 1
+  );
+}
+
+export function isNodeDiskRoomList(value: unknown): value is NodeDiskRoom[] {
+  return (
+    Array.isArray(value) &&
+    value.every(
+      (node) =>
+        isObject(node) &&
+        typeof node.node_id === 'string' &&
+        (node.disk_room === null || isDiskRoom(node.disk_room)),
+    )
   );
 }
 

@@ -4,12 +4,14 @@ import {
   isFleetVmBackups,
   isFleetVmWithLifeCycle,
   isFleetVmWithLifeCycleList,
+  isNodeDiskRoomList,
   isVmConsole,
   isVmLifeCycle,
 } from './answer-shapes';
 import type {
   FleetVmBackups,
   FleetVmWithLifeCycle,
+  NodeDiskRoom,
   StopVmRequest,
   VmConsole,
   VmLifeCycle,
@@ -19,6 +21,7 @@ import { Answer, AnswerReader, clientOptions, timeout } from './fleet-api.client
 export type {
   FleetVmBackups,
   FleetVmWithLifeCycle,
+  NodeDiskRoom,
   StopVmRequest,
   VmConsole,
   VmLifeCycle,
@@ -145,6 +148,14 @@ export class FleetOpsApiClient {
           signal: timeout(),
         }),
       isFleetVmBackups,
+    );
+  }
+
+  /** The live nodes' disk room, as their heartbeats reported it. */
+  nodeDisks(): Promise<Answer<NodeDiskRoom[]>> {
+    return this.reader.call(
+      () => this.client.GET('/v1/node-disks', { parseAs: 'text', signal: timeout() }),
+      isNodeDiskRoomList,
     );
   }
 }

@@ -101,6 +101,19 @@ describe('status view', () => {
     expect(row).toBe('node-a  [#####...............]  1024 MB  3072 MB    1  yes  1 s ago');
   });
 
+  it("adds a DISK column from the listener's disk room: committable of what all VM disks may have, '-' when none is reported", () => {
+    const room = { room_mb: 40_960, committed_mb: 0, reserve_mb: 2_048 };
+    const lines = formatStatus(fleet, vms, 10, false, [
+      { node_id: 'node-a', disk_room: { ...room, committable_mb: 12_390, overcommit: 1.5 } },
+      { node_id: 'node-b', disk_room: null },
+    ]).split('\n');
+    expect(lines.slice(2, 5)).toEqual([
+      'NODE    RAM USED / FREE            USED     FREE  VMS             DISK  KVM  LAST BEAT',
+      'node-a  [#####...............]  1024 MB  3072 MB    1  12.0 / 60.0 GiB  yes  1 s ago',
+      'node-b  [####................]  2048 MB  8192 MB    1                -  yes  24 s ago (late)',
+    ]);
+  });
+
   it('names the nodes dropped with VMs still listed (node_silent_since), with their VM count', () => {
     const silent = '2026-08-06T11:55:30.000Z';
     const left = [

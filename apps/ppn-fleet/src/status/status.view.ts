@@ -1,8 +1,14 @@
-import { NODE_STALE_AFTER_MS, VmState, longestHeartbeatGapMs } from '@app/fleet-domain';
+import {
+  NODE_STALE_AFTER_MS,
+  VmState,
+  diskRoomText,
+  longestHeartbeatGapMs,
+} from '@app/fleet-domain';
 import type { FleetStatus, FleetVm } from '../api/fleet-api.client';
+import type { NodeDiskRoom } from '../api/fleet-ops-api.client';
 import { printable } from '../terminal/printable';
 import { paint } from '../terminal/style';
-import { formatBar, formatTable } from '../terminal/table';
+import { Cell, formatBar, formatTable } from '../terminal/table';
 
 const BAR_WIDTH = 20;
 
@@ -63,17 +69,29 @@ export function droppedNodes(
   return [...dropped.values()];
 }
 
+/** Each node's DISK cell by its id: `-` (dim) for one not listed or reporting no room. */
+function diskColumn(disks: NodeDiskRoom[]): (nodeId: string) => Cell {
+  const byNode = new Map(disks.map((node) => [node.node_id, node.disk_room]));
+  return (nodeId) => {
+    const room = byNode.get(nodeId);
+    return room ? diskRoomText(room) : { text: '-', style: 'dim' };
+  };
+}
+
 /**
  * The fleet at a glance: each node's RAM used by its running and starting VMs and free (as a
  * bar), its VMs, its last heartbeat; then the VMs by state, the nodes that missed a beat (see
  * missesBeats; `intervalS` is the agents' heartbeat interval) and those dropped with VMs left. Ages are
  * measured against the controller's `last_updated`, so this machine's clock does not matter.
+ * With `disks` (the operations listener's), a DISK column: what one more VM disk may have of
+ * what all may (see diskRoomText), `-` for a node whose agent reports none.
  */
 export function formatStatus(
   fleet: FleetStatus,
   vms: FleetVm[],
   intervalS: number,
   colour: boolean,
+  disks?: NodeDiskRoom[],
 ): string {
   const now = fleet.last_updated;
   const seconds = (then: string): number =>
@@ -86,6 +104,7 @@ export function formatStatus(
     if (holdsRam(vm))
       usedByNode.set(vm.node_id, (usedByNode.get(vm.node_id) ?? 0) + vm.ram_alloc_mb);
   }
+  const diskOf = disks && diskColumn(disks);
   const lines = [
     `${paint('Fleet', 'bold', colour)} at ${printable(now)}: ${fleet.nodes.length} node(s), ${vms.length} VM(s)`,
     '',
@@ -101,6 +120,7 @@ export function formatStatus(
           { header: 'USED', align: 'right' },
           { header: 'FREE', align: 'right' },
           { header: 'VMS', align: 'right' },
+          ...(diskOf ? [{ header: 'DISK', align: 'right' as const }] : []),
           { header: 'KVM' },
           { header: 'LAST BEAT' },
         ],
@@ -113,6 +133,7 @@ export function formatStatus(
             `${used} MB`,
             `${node.ram_available_mb} MB`,
             String(node.vm_count),
+            ...(diskOf ? [diskOf(node.node_id)] : []),
             node.kvm_available ? 'yes' : { text: 'no', style: 'dim' },
             late
               ? { text: `${seconds(node.last_heartbeat)} s ago (late)`, style: 'red' }

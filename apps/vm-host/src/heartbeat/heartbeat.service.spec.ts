@@ -87,6 +87,20 @@ describe('HeartbeatService', () => {
     ]);
   });
 
+  it('carries the disk room when the VMs report one, and leaves the field out when they do not', async () => {
+    const diskRoom = {
+      room_mb: 40_960,
+      committed_mb: 28_672,
+      committable_mb: 12_288,
+      reserve_mb: 2_048,
+      overcommit: 1,
+    };
+    report = () => Promise.resolve({ vms: [VM], committed: [], diskRoom });
+    expect((await heartbeat.compose()).disk_room).toEqual(diskRoom);
+    report = () => Promise.resolve({ vms: [VM], committed: [] });
+    expect(await heartbeat.compose()).not.toHaveProperty('disk_room');
+  });
+
   it('starts the request timeout only once the heartbeat is composed, and stops on shutdown', async () => {
     let reported!: () => void;
     report = () =>

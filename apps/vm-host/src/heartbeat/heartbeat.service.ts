@@ -47,6 +47,7 @@ export class HeartbeatService {
         report.committed,
       ),
       vms: report.vms,
+      ...(report.diskRoom ? { disk_room: report.diskRoom } : {}),
       timestamp_utc: this.stamp(),
     };
   }

@@ -1,5 +1,5 @@
 import type { Observable } from 'rxjs';
-import type { CommittedVm, HeartbeatVm } from '@app/fleet-domain';
+import type { CommittedVm, HeartbeatDiskRoom, HeartbeatVm } from '@app/fleet-domain';
 
 /** A VM as the heartbeat reports it (HeartbeatVm): a VmRecord, plus the key it was made with. */
 export type ReportedVm = HeartbeatVm;
@@ -10,6 +10,8 @@ export interface NodeVmsReport {
   vms: ReportedVm[];
   /** The VMs holding their RAM, for `ram_used_mb`. */
   committed: CommittedVm[];
+  /** VM_DISK_DIR's room for VM disks, in MB; absent when it cannot be read. */
+  diskRoom?: HeartbeatDiskRoom;
 }
 
 /**

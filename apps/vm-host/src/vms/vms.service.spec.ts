@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { firstValueFrom } from 'rxjs';
 import { VmState } from '@app/fleet-domain';
@@ -14,6 +14,7 @@ import {
   roomyVmsService,
 } from '../../../../test/support/vm-services';
 import { VmHostConfigError } from '../config/vm-host.config';
+import { VmDiskRoom } from './admission/vm-disk-room';
 import { StartedVm } from './vm-driver';
 import { VmFiles } from './files/vm-files';
 import { SpawnDeadlinePassedError, VmNotOnNodeError } from './vms.errors';
@@ -155,6 +156,37 @@ describe('VmsService', () => {
     ]);
     expect(driver.stopped).toEqual([]);
     expect(await readdir(join(root, 'run'))).toEqual([vmId]);
+  });
+
+  describe('disk room in the heartbeat', () => {
+    it("reports VM_DISK_DIR's room in MB, each VM's disk at its virtual size (the base image's)", async () => {
+      driver.imageBytes = 3 * 1024 * 1024;
+      await vms.spawn(createRequest());
+      await settleCreate(FAKE_STARTED);
+      const found = await statfs(root);
+      const { diskRoom } = await vms.report();
+      const totalMb = (found.blocks * found.bsize) / (1024 * 1024);
+      expect(diskRoom).toMatchObject({ committed_mb: 3, overcommit: 1 });
+      expect(diskRoom!.reserve_mb).toBe(Math.floor(Math.min(totalMb * 0.05, 2048)));
+      expect(diskRoom!.room_mb).toBeGreaterThan(0);
+      expect(diskRoom!.room_mb).toBeLessThanOrEqual(totalMb);
+      expect(diskRoom!.committable_mb).toBeLessThan(diskRoom!.room_mb);
+    });
+
+    it('reports no disk room, and the VMs still, when the base image cannot be read', async () => {
+      await vms.spawn(createRequest());
+      await settleCreate(FAKE_STARTED);
+      jest.spyOn(driver, 'imageDiskBytes').mockRejectedValue(new Error('no image'));
+      const report = await vms.report();
+      expect(report).not.toHaveProperty('diskRoom');
+      expect(report.vms).toHaveLength(1);
+    });
+
+    it('reports no disk room when statfs of VM_DISK_DIR fails', async () => {
+      const gone = new VmFiles(vmHostConfig({ VM_DISK_DIR: join(root, 'missing') }));
+      const room = new VmDiskRoom(gone, driver, vmHostConfig({ VM_NODE_ID: 'node-a' }));
+      expect(await room.room([])).toBeUndefined();
+    });
   });
 
   describe('after an agent restart', () => {

@@ -1,11 +1,18 @@
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { Clock } from '@app/daemon';
-import { DesiredVmState, SpawnVmRequest, VmRecord } from '@app/fleet-domain';
+import {
+  DesiredVmState,
+  DiskRoom,
+  HeartbeatDiskRoom,
+  SpawnVmRequest,
+  VmRecord,
+} from '@app/fleet-domain';
 import { VmHostConfigError } from '../config/vm-host.config';
 import { SpawnKey, keptKey } from './admission/idempotency-key';
 import { NodeVmsReport, NodeVmsSource, ReportedVm } from './node-vms.source';
 import { SpawnOutcome, VmAdmissionService } from './admission/vm-admission.service';
+import { VmDiskRoom } from './admission/vm-disk-room';
 import { VmDriver } from './vm-driver';
 import { VmFiles } from './files/vm-files';
 import { VmLifecycle } from './life-cycle/vm-lifecycle';
@@ -34,6 +41,7 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
     private readonly driver: VmDriver,
     private readonly clock: Clock,
     private readonly deletedDisks: DeletedDisks,
+    private readonly diskRoom: VmDiskRoom,
   ) {
     super();
     this.changes = lifecycle.changes;
@@ -111,7 +119,12 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
         ...(key ? { idempotency_key: key.value } : {}),
       };
     });
-    return { vms, committed: this.lifecycle.committed(sidecars, found) };
+    const room = await this.diskRoom.room(sidecars);
+    return {
+      vms,
+      committed: this.lifecycle.committed(sidecars, found),
+      ...(room ? { diskRoom: diskRoomMb(room) } : {}),
+    };
   }
 
   /**
@@ -150,4 +163,17 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
     });
     this.lifecycle.announce();
   }
+}
+
+const MB = 1024 * 1024;
+
+/** The room in whole MB (MiB), rounded down, as the heartbeat carries it. */
+function diskRoomMb(room: DiskRoom): HeartbeatDiskRoom {
+  return {
+    room_mb: Math.floor(room.roomBytes / MB),
+    committed_mb: Math.floor(room.committedBytes / MB),
+    committable_mb: Math.floor(room.committableBytes / MB),
+    reserve_mb: Math.floor(room.reserveBytes / MB),
+    overcommit: room.overcommit,
+  };
 }

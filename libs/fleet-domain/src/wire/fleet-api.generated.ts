@@ -219,6 +219,33 @@ export interface components {
        */
       stored_timestamp_utc?: string;
     };
+    HeartbeatDiskRoom: {
+      /**
+       * @description What one more disk may still have at its virtual size: room_mb x overcommit - committed_mb.
+       * @example 12288
+       */
+      committable_mb: number;
+      /**
+       * @description Every VM disk's virtual size together.
+       * @example 28672
+       */
+      committed_mb: number;
+      /**
+       * @description VM_DISK_OVERCOMMIT: virtual sizes may add up to room_mb times this.
+       * @example 1
+       */
+      overcommit: number;
+      /**
+       * @description Kept free beyond every disk: 5% of the file system, at most 2 GiB.
+       * @example 2048
+       */
+      reserve_mb: number;
+      /**
+       * @description Room for VM disks: available now, plus what VM disks hold already, less the reserve.
+       * @example 40960
+       */
+      room_mb: number;
+    };
     HeartbeatVm: {
       /**
        * @description kvm or tcg: how the agent runs the VM; null while not started.
@@ -273,6 +300,8 @@ export interface components {
       cpu_cores: number;
       /** @example 12.5 */
       cpu_load_pct: number;
+      /** @description VM_DISK_DIR's disk room; absent from older agents, and when the agent cannot read it. */
+      disk_room?: components['schemas']['HeartbeatDiskRoom'];
       /**
        * @description Any text without control or format characters (Unicode Cc, Cf, Zl, Zp).
        * @example example-node-01

@@ -1,5 +1,25 @@
 // Generated from openapi/fleet-ops.openapi.json by `npm run openapi`. Do not edit.
 export interface paths {
+  '/v1/node-disks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The live nodes' disk room for VM disks
+     * @description Each live node (as GET /v1/nodes lists them, by node_id) with VM_DISK_DIR's room as its last heartbeat reported it: what `ppn-fleet status` shows as DISK.
+     */
+    get: operations['listNodeDisks'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/vms': {
     parameters: {
       query?: never;
@@ -223,6 +243,33 @@ export interface components {
       /** @example web */
       vm_type: string;
     };
+    HeartbeatDiskRoom: {
+      /**
+       * @description What one more disk may still have at its virtual size: room_mb x overcommit - committed_mb.
+       * @example 12288
+       */
+      committable_mb: number;
+      /**
+       * @description Every VM disk's virtual size together.
+       * @example 28672
+       */
+      committed_mb: number;
+      /**
+       * @description VM_DISK_OVERCOMMIT: virtual sizes may add up to room_mb times this.
+       * @example 1
+       */
+      overcommit: number;
+      /**
+       * @description Kept free beyond every disk: 5% of the file system, at most 2 GiB.
+       * @example 2048
+       */
+      reserve_mb: number;
+      /**
+       * @description Room for VM disks: available now, plus what VM disks hold already, less the reserve.
+       * @example 40960
+       */
+      room_mb: number;
+    };
     HostPort: {
       /** @example 22 */
       guest_port: number;
@@ -233,6 +280,12 @@ export interface components {
        * @enum {string}
        */
       protocol: 'tcp' | 'udp';
+    };
+    NodeDiskRoom: {
+      /** @description null: its agent reports none (an older agent, or VM_DISK_DIR unreadable). */
+      disk_room: components['schemas']['HeartbeatDiskRoom'] | null;
+      /** @example example-node-01 */
+      node_id: string;
     };
     RestartVmRequest: {
       /**
@@ -340,6 +393,70 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+  listNodeDisks: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The live nodes; [] when there are none. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NodeDiskRoom'][];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
   listVmsWithLifeCycles: {
     parameters: {
       query?: {

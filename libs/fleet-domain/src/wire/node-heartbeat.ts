@@ -6,13 +6,16 @@ import {
   IsBoolean,
   IsInt,
   IsNumber,
+  IsObject,
   IsOptional,
   Max,
   Min,
   ValidateNested,
 } from 'class-validator';
 import {
+  MAX_DISK_OVERCOMMIT,
   MAX_HOST_CPU_CORES,
+  MAX_HOST_DISK_MB,
   MAX_HOST_RAM_MB,
   MAX_HOSTNAME_LENGTH,
   MAX_VMS_PER_HEARTBEAT,
@@ -30,6 +33,55 @@ import {
 import { IsRfc3339, RFC3339_MAX_LENGTH } from '../rfc3339';
 import { EXAMPLE_NODE_ID, EXAMPLE_WG_IP } from './examples';
 import { HeartbeatVm } from './heartbeat-vm';
+
+/** One disk-room figure in MB (MiB): an integer, bounded. */
+function DiskMb(description: string, example: number): PropertyDecorator {
+  return (target, key) => {
+    ApiProperty({ type: 'integer', minimum: 0, maximum: MAX_HOST_DISK_MB, example, description })(
+      target,
+      key,
+    );
+    Max(MAX_HOST_DISK_MB)(target, key);
+    Min(0)(target, key);
+    IsInt()(target, key);
+  };
+}
+
+/**
+ * VM_DISK_DIR's room for VM disks as the agent judges creates against it (docs/vms.md "Disk
+ * room"). Shown only (console, ppn-fleet status); placement does not read it.
+ */
+export class HeartbeatDiskRoom {
+  @DiskMb(
+    'Room for VM disks: available now, plus what VM disks hold already, less the reserve.',
+    40960,
+  )
+  room_mb!: number;
+
+  @DiskMb("Every VM disk's virtual size together.", 28672)
+  committed_mb!: number;
+
+  @DiskMb(
+    'What one more disk may still have at its virtual size: room_mb x overcommit - committed_mb.',
+    12288,
+  )
+  committable_mb!: number;
+
+  @DiskMb('Kept free beyond every disk: 5% of the file system, at most 2 GiB.', 2048)
+  reserve_mb!: number;
+
+  @ApiProperty({
+    type: Number,
+    minimum: 1,
+    maximum: MAX_DISK_OVERCOMMIT,
+    example: 1,
+    description: 'VM_DISK_OVERCOMMIT: virtual sizes may add up to room_mb times this.',
+  })
+  @Max(MAX_DISK_OVERCOMMIT)
+  @Min(1)
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  overcommit!: number;
+}
 
 /** What every agent POSTs to /v1/nodes/heartbeat. Unknown extra fields are ignored. */
 export class NodeHeartbeat {
@@ -127,6 +179,18 @@ export class NodeHeartbeat {
   @Min(1)
   @IsInt()
   spawn_port?: number;
+
+  @ApiProperty({
+    type: HeartbeatDiskRoom,
+    required: false,
+    description:
+      "VM_DISK_DIR's disk room; absent from older agents, and when the agent cannot read it.",
+  })
+  @IsOptional()
+  @ValidateNested()
+  @IsObject()
+  @Type(() => HeartbeatDiskRoom)
+  disk_room?: HeartbeatDiskRoom;
 }
 
 /**

@@ -206,6 +206,23 @@ describe('stored node (Redis)', () => {
     }
   });
 
+  it("keeps a heartbeat's disk room out of the record, and reads none stored (older controllers, another shape) as none", () => {
+    const diskRoom = {
+      room_mb: 40_960,
+      committed_mb: 1_024,
+      committable_mb: 39_936,
+      reserve_mb: 2_048,
+      overcommit: 1,
+    };
+    const state = nodeStateFromHeartbeat(heartbeat({ node_id: 'n1', disk_room: diskRoom }), 0);
+    const encoded = encodeStoredNode(state);
+    expect(decodeStoredState(`1\n${encoded}`).disk_room).toEqual(diskRoom);
+    expect(decodeStoredRecord(encoded.split('\n')[0])).not.toHaveProperty('disk_room');
+    expect(decodeStoredState(storedWith((s) => delete s.disk_room)).disk_room).toBeNull();
+    const other = storedWith((s) => (s.disk_room = { ...diskRoom, room_mb: 'lots' }));
+    expect(decodeStoredState(other).disk_room).toBeNull();
+  });
+
   it('gives a state with beat gaps of another type an unknown interval', () => {
     const read = decodeStoredState(storedWith((s) => (s.beat_gaps_ms = [1, null])));
     expect(read.beat_gaps_ms).toEqual([]);

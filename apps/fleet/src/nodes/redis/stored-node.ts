@@ -2,6 +2,7 @@ import {
   DISPATCH_FAILURES_KEPT,
   DISPATCH_REASON_MAX_LENGTH,
   DispatchFailures,
+  HeartbeatDiskRoom,
   HeartbeatVm,
   HostPort,
   NodeCredential,
@@ -116,6 +117,7 @@ export function normaliseStoredState(value: unknown): NodeState {
     dispatch_failures: normaliseDispatchFailures(stored.dispatch_failures),
     credential: isCredential(stored.credential) ? stored.credential : null,
     silent_vms: normaliseSilentVms(stored.silent_vms),
+    disk_room: isStoredDiskRoom(stored.disk_room) ? stored.disk_room : null,
   };
   return { ...facts, record: isStoredRecord(stored.record) ? stored.record : toNodeRecord(facts) };
 }
@@ -134,7 +136,9 @@ type StoredState = Omit<
   | 'received_at_wall_ms'
   | 'credential'
   | 'silent_vms'
+  | 'disk_room'
 > & {
+  disk_room?: unknown;
   credential?: unknown;
   silent_vms?: unknown;
   vms: unknown[];
@@ -192,6 +196,18 @@ function isHostPort(value: unknown): value is HostPort {
     isNumber(value.host_port) &&
     isNumber(value.guest_port) &&
     typeof value.protocol === 'string'
+  );
+}
+
+/** Older controllers kept no disk room: then none, as from an agent that sends none. */
+function isStoredDiskRoom(value: unknown): value is HeartbeatDiskRoom {
+  return (
+    isObject(value) &&
+    isNumber(value.room_mb) &&
+    isNumber(value.committed_mb) &&
+    isNumber(value.committable_mb) &&
+    isNumber(value.reserve_mb) &&
+    isNumber(value.overcommit)
   );
 }
 

@@ -3,9 +3,11 @@ import { stat, statfs } from 'node:fs/promises';
 import {
   CommittedDisk,
   DiskDirSpace,
+  DiskRoom,
   GIB,
   diskHasRoomAgain,
   diskRefusal,
+  diskRoom,
   gibText,
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
@@ -83,6 +85,27 @@ export class VmDiskRoom {
       disks,
       this.config.diskOvercommit,
     );
+  }
+
+  /**
+   * The room as the heartbeat reports it, with every VM's disk of `vms` counted; undefined
+   * (said at debug only: the heartbeat goes on without it) when the file system or the base
+   * image cannot be read.
+   */
+  async room(
+    vms: ReadonlyArray<{ vm_id: string; disk_gb?: number }>,
+  ): Promise<DiskRoom | undefined> {
+    try {
+      const imageBytes = await this.driver.imageDiskBytes();
+      const [space, disks] = await Promise.all([
+        this.space(),
+        Promise.all(vms.map((vm) => this.committed(vm, imageBytes))),
+      ]);
+      return diskRoom(space, disks, this.config.diskOvercommit);
+    } catch (error) {
+      this.logger.debug(`node ${this.config.nodeId}: disk room not reported (${messageOf(error)})`);
+      return undefined;
+    }
   }
 
   /** Whether VM_DISK_DIR has more than its reserve free again: a paused VM's writes would land. */
