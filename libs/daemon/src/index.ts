@@ -16,4 +16,5 @@ export * from './metrics-endpoint';
 export * from './process-metrics';
 export * from './service-readiness';
 export * from './node-token';
+export * from './copy-grant';
 export * from './package-version';

@@ -13,6 +13,7 @@ export * from './heartbeat-interval';
 export * from './restart-policy';
 export * from './wire/vm-life-cycle';
 export * from './wire/vm-backup';
+export * from './wire/vm-copies';
 export * from './wire/vm-record';
 export * from './wire/heartbeat-vm';
 export * from './wire/fleet-vm';

@@ -208,6 +208,18 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
+    CopyPolicy: {
+      /**
+       * @description Copies of the VM kept on other nodes (each on a different node); 0: none.
+       * @example 1
+       */
+      count: number;
+      /**
+       * @description Seconds between two copies of the running VM (a stopped VM is copied once).
+       * @example 60
+       */
+      every_s: number;
+    };
     /**
      * @description running from the create on, stopped once an operator stops it, running again once started; kept with the VM on its node across agent restarts and reboots.
      * @enum {string}
@@ -259,6 +271,8 @@ export interface components {
       timeout_s: number;
     };
     SpawnVmRequest: {
+      /** @description Copies of the VM's disk on other nodes (see docs/vms.md "Copies, backups and restore"). Absent: the controller's defaults (VM_FLEET_COPIES, VM_FLEET_COPY_EVERY_S). */
+      copies?: components['schemas']['CopyPolicy'];
       /**
        * Format: date-time
        * @description When the controller stops waiting for this spawn (its clock): an agent whose clock is past it refuses the spawn (409) and makes nothing, so a spawn delivered late (the agent frozen, the request held up) never makes a VM the controller has given up on. Absent: no deadline.

@@ -5,6 +5,7 @@ import {
   IsArray,
   IsBoolean,
   IsInt,
+  IsObject,
   IsOptional,
   Max,
   Min,
@@ -15,6 +16,7 @@ import { IsRfc3339, RFC3339_MAX_LENGTH } from '../rfc3339';
 import { EXAMPLE_TENANT_ID, EXAMPLE_VM_ID } from './examples';
 import { MAX_PUBLISHED_PORTS, PublishedPortRequest } from './published-port';
 import { MAX_VM_DISK_GB } from '../disk-capacity';
+import { CopyPolicy } from './vm-copies';
 
 /** Largest VM either daemon accepts: 1 TiB of RAM, 256 vCPUs. */
 export const MAX_VM_RAM_MB = 1024 * 1024;
@@ -91,6 +93,18 @@ export class CreateVmRequest {
   @Max(MAX_VM_DISK_GB)
   @IsInt()
   disk_gb?: number;
+
+  @ApiProperty({
+    type: CopyPolicy,
+    required: false,
+    description:
+      'Copies of the VM\'s disk on other nodes (see docs/vms.md "Copies, backups and restore"). Absent: the controller\'s defaults (VM_FLEET_COPIES, VM_FLEET_COPY_EVERY_S).',
+  })
+  @IsOptional()
+  @ValidateNested()
+  @IsObject()
+  @Type(() => CopyPolicy)
+  copies?: CopyPolicy;
 }
 
 /**

@@ -128,7 +128,21 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
+    CopyPolicy: {
+      /**
+       * @description Copies of the VM kept on other nodes (each on a different node); 0: none.
+       * @example 1
+       */
+      count: number;
+      /**
+       * @description Seconds between two copies of the running VM (a stopped VM is copied once).
+       * @example 60
+       */
+      every_s: number;
+    };
     CreateVmRequest: {
+      /** @description Copies of the VM's disk on other nodes (see docs/vms.md "Copies, backups and restore"). Absent: the controller's defaults (VM_FLEET_COPIES, VM_FLEET_COPY_EVERY_S). */
+      copies?: components['schemas']['CopyPolicy'];
       /**
        * @description The VM's disk in GiB (its virtual size), at least the base image's. Absent: the base image's size. Counted whole against the node's disk room (see docs/vms.md).
        * @example 20
@@ -175,6 +189,13 @@ export interface components {
        * @enum {string|null}
        */
       accel: 'kvm' | 'tcg' | null;
+      /**
+       * Format: date-time
+       * @description When the VM's freshest copy on another node was taken (RFC 3339); null while it has none. Absent when the controller does not track copies.
+       */
+      copied_at?: string | null;
+      /** @description The node holding that copy; null while there is none. */
+      copy_node_id?: string | null;
       host_ports: components['schemas']['HostPort'][];
       /**
        * @description The node whose agent runs the VM. Its forwarded ports (host_ports) are reached at that node's wg_ip (GET /v1/nodes/{node_id}): ssh -p <host_port> <user>@<wg_ip>.
@@ -218,6 +239,8 @@ export interface components {
        * @example 2026-08-06T12:00:10.123456789Z
        */
       stored_timestamp_utc?: string;
+      /** @description VMs this node lists that were restored on another node since: the agent stops them if they run, sets their disks aside and lists them no more. Absent: none. */
+      superseded_vm_ids?: string[];
     };
     HeartbeatDiskRoom: {
       /**
@@ -246,6 +269,22 @@ export interface components {
        */
       room_mb: number;
     };
+    HeartbeatReplica: {
+      /**
+       * Format: date-time
+       * @description When the source took the newest complete, checked transfer (the copy's point in time).
+       */
+      copied_at: string;
+      /** @description The copy's files on disk, in bytes. */
+      size_bytes: number;
+      /**
+       * @description The node whose agent sent the copy (the node that ran the VM then).
+       * @example example-node-01
+       */
+      source_node_id: string;
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
+    };
     HeartbeatVm: {
       /**
        * @description kvm or tcg: how the agent runs the VM; null while not started.
@@ -253,6 +292,8 @@ export interface components {
        * @enum {string|null}
        */
       accel?: 'kvm' | 'tcg' | null;
+      /** @description The copy policy the agent keeps for this VM (from its create); absent from older agents and VMs made before copies. */
+      copies?: components['schemas']['CopyPolicy'];
       /** @default [] */
       host_ports: components['schemas']['HostPort'][];
       /**
@@ -315,6 +356,8 @@ export interface components {
       ram_total_mb: number;
       /** @example 8192 */
       ram_used_mb: number;
+      /** @description The copies of other nodes' VMs this node holds (complete and checked). Absent from older agents. */
+      replicas?: components['schemas']['HeartbeatReplica'][];
       /**
        * @description Last-resort-only for placement.
        * @default false

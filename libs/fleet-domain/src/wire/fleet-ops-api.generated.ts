@@ -210,6 +210,13 @@ export interface components {
        * @enum {string|null}
        */
       accel: 'kvm' | 'tcg' | null;
+      /**
+       * Format: date-time
+       * @description When the VM's freshest copy on another node was taken (RFC 3339); null while it has none. Absent when the controller does not track copies.
+       */
+      copied_at?: string | null;
+      /** @description The node holding that copy; null while there is none. */
+      copy_node_id?: string | null;
       host_ports: components['schemas']['HostPort'][];
       /** @description The VM's life cycle as its node's agent answered just now (its desired state, an operation under way, restarts); null when the agent did not answer in time or usably, does not know the VM, or no live agent manages it (node_silent_since). */
       life_cycle: components['schemas']['VmLifeCycle'] | null;

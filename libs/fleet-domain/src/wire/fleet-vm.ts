@@ -27,6 +27,25 @@ export class FleetVm extends VmRecord {
       'Only when no live agent manages the VM: its node has dropped out (silent for more than 30 s), or its node id heartbeats again from an agent that does not list it (another machine with the same node id: a cloned VM_NODE_ID, or the agent started on another VM_DISK_DIR). The last heartbeat that listed it (RFC 3339): the VM is as that heartbeat reported it, its agent is stopped or cut off, and its QEMU may still run. It stays listed with this field until an agent heartbeating with its node id lists it again; DELETE answers 409 meanwhile, or forgets the record with ?forget=true.',
   })
   node_silent_since?: string;
+
+  @ApiProperty({
+    required: false,
+    type: 'string',
+    format: 'date-time',
+    nullable: true,
+    description:
+      "When the VM's freshest copy on another node was taken (RFC 3339); null while it has none. Absent when the controller does not track copies.",
+  })
+  copied_at?: string | null;
+
+  @ApiProperty({
+    required: false,
+    type: 'string',
+    nullable: true,
+    ...ID_SCHEMA,
+    description: 'The node holding that copy; null while there is none.',
+  })
+  copy_node_id?: string | null;
 }
 
 /** The VmRecord fields of `vm` alone, never what the controller keeps beside (the spawn key). */

@@ -1,8 +1,10 @@
 import { ApiProperty } from './openapi-decorators';
-import { IsOptional, Matches } from 'class-validator';
+import { Type } from 'class-transformer';
+import { IsObject, IsOptional, Matches, ValidateNested } from 'class-validator';
 import { MAX_HOST_PORTS_PER_VM } from '../fleet.constants';
 import { SPAWN_KEY_PATTERN, SPAWN_KEY_RULE } from '../idempotency';
 import { HostPort, VM_ACCELS, VmRecord } from './vm-record';
+import { CopyPolicy } from './vm-copies';
 
 /**
  * A VM as an agent reports it in a heartbeat: a VmRecord whose tenant_id, host_ports and accel may be
@@ -20,6 +22,18 @@ export class HeartbeatVm extends VmRecord {
   @IsOptional()
   @Matches(SPAWN_KEY_PATTERN, { message: `$property must be ${SPAWN_KEY_RULE}` })
   idempotency_key?: string;
+
+  @ApiProperty({
+    type: CopyPolicy,
+    required: false,
+    description:
+      'The copy policy the agent keeps for this VM (from its create); absent from older agents and VMs made before copies.',
+  })
+  @IsOptional()
+  @ValidateNested()
+  @IsObject()
+  @Type(() => CopyPolicy)
+  copies?: CopyPolicy;
 }
 
 // Only the schema is relaxed (types restated: there is no field here to read them from).

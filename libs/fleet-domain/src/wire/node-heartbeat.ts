@@ -1,5 +1,6 @@
 import { ApiProperty } from './openapi-decorators';
 import { Transform, Type } from 'class-transformer';
+import { HeartbeatReplica, MAX_REPLICAS_REPORTED } from './vm-copies';
 import {
   ArrayMaxSize,
   IsArray,
@@ -191,6 +192,20 @@ export class NodeHeartbeat {
   @IsObject()
   @Type(() => HeartbeatDiskRoom)
   disk_room?: HeartbeatDiskRoom;
+
+  @ApiProperty({
+    type: [HeartbeatReplica],
+    required: false,
+    maxItems: MAX_REPLICAS_REPORTED,
+    description:
+      "The copies of other nodes' VMs this node holds (complete and checked). Absent from older agents.",
+  })
+  @IsOptional()
+  @ValidateNested({ each: true })
+  @ArrayMaxSize(MAX_REPLICAS_REPORTED)
+  @IsArray()
+  @Type(() => HeartbeatReplica)
+  replicas?: HeartbeatReplica[];
 }
 
 /**
@@ -214,4 +229,12 @@ export class HeartbeatAnswer {
       'Only when not accepted: the stamp stored for this boot. A heartbeat stamped after it is taken.',
   })
   stored_timestamp_utc?: string;
+
+  @ApiProperty({
+    type: [String],
+    required: false,
+    description:
+      'VMs this node lists that were restored on another node since: the agent stops them if they run, sets their disks aside and lists them no more. Absent: none.',
+  })
+  superseded_vm_ids?: string[];
 }

@@ -1,0 +1,32 @@
+import { signCopyGrant, verifyCopyGrant } from './copy-grant';
+
+describe('copy grants', () => {
+  const grant = { vm: 'vm-0123456789abcdef', source: 'node-a', peer: 'node-b', expiresAtMs: 2_000 };
+
+  it('is taken by the peer it names, with the token it was signed with, until it expires', () => {
+    const signed = signCopyGrant('token-b', grant);
+    expect(verifyCopyGrant('token-b', 'node-b', signed, 1_999)).toEqual(grant);
+    expect(verifyCopyGrant('token-b', 'node-b', signed, 2_000)).toEqual({
+      refused: 'grant expired',
+    });
+  });
+
+  it('is refused by another node, or with another token, or altered', () => {
+    const signed = signCopyGrant('token-b', grant);
+    expect(verifyCopyGrant('token-c', 'node-c', signed, 0)).toEqual({
+      refused: 'grant not signed for this node',
+    });
+    expect(verifyCopyGrant('token-b', 'node-c', signed, 0)).toEqual({
+      refused: 'grant for another node',
+    });
+    const forged = Buffer.from(
+      JSON.stringify({ v: 1, vm: 'vm-x', src: 'node-a', peer: 'node-b', exp: 9e15 }),
+    ).toString('base64url');
+    expect(verifyCopyGrant('token-b', 'node-b', `${forged}.${signed.split('.')[1]}`, 0)).toEqual({
+      refused: 'grant not signed for this node',
+    });
+    expect(verifyCopyGrant('token-b', 'node-b', 'nodot', 0)).toEqual({
+      refused: 'malformed grant',
+    });
+  });
+});

@@ -1,0 +1,76 @@
+import { createHmac } from 'node:crypto';
+import { tokensMatch } from './bearer-token.guard';
+
+/** The fixed prefix of a grant's HMAC message, versioned like the node tokens'. */
+export const COPY_GRANT_CONTEXT = 'ppn-copy-grant:v1:';
+
+/** What a copy grant allows: node `source` to write and read VM `vm`'s copy on node `peer`. */
+export interface CopyGrant {
+  vm: string;
+  source: string;
+  peer: string;
+  /** Wall-clock milliseconds after which the peer refuses it. */
+  expiresAtMs: number;
+}
+
+/**
+ * A grant the controller issues for a VM's copy on a peer, signed with that peer's node token
+ * (`peerToken`; undefined when the agents are open), so the peer checks it with the token it
+ * already holds and no new secret is shared: base64url(JSON payload) "." base64url(HMAC-SHA256(
+ * key = peer's token, message = "ppn-copy-grant:v1:" + payload)), both unpadded.
+ */
+export function signCopyGrant(peerToken: string | undefined, grant: CopyGrant): string {
+  const payload = Buffer.from(
+    JSON.stringify({
+      v: 1,
+      vm: grant.vm,
+      src: grant.source,
+      peer: grant.peer,
+      exp: grant.expiresAtMs,
+    }),
+    'utf8',
+  ).toString('base64url');
+  return `${payload}.${mac(peerToken, payload)}`;
+}
+
+/**
+ * The grant `presented` carries, when it was signed with this node's token (`ownToken`),
+ * names this node (`ownNodeId`) as its peer and has not expired at
+ * `nowMs`; otherwise why not (never echoing the grant).
+ */
+export function verifyCopyGrant(
+  ownToken: string | undefined,
+  ownNodeId: string,
+  presented: string,
+  nowMs: number,
+): CopyGrant | { refused: string } {
+  const dot = presented.indexOf('.');
+  if (dot <= 0 || presented.length > 1024) return { refused: 'malformed grant' };
+  const payload = presented.slice(0, dot);
+  if (!tokensMatch(mac(ownToken, payload), presented.slice(dot + 1))) {
+    return { refused: 'grant not signed for this node' };
+  }
+  let fields: Record<string, unknown>;
+  try {
+    fields = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<
+      string,
+      unknown
+    >;
+  } catch {
+    return { refused: 'malformed grant' };
+  }
+  const { v, vm, src, peer, exp } = fields;
+  if (v !== 1 || typeof vm !== 'string' || typeof src !== 'string' || typeof peer !== 'string') {
+    return { refused: 'malformed grant' };
+  }
+  if (typeof exp !== 'number' || !Number.isFinite(exp)) return { refused: 'malformed grant' };
+  if (peer !== ownNodeId) return { refused: 'grant for another node' };
+  if (exp <= nowMs) return { refused: 'grant expired' };
+  return { vm, source: src, peer, expiresAtMs: exp };
+}
+
+function mac(token: string | undefined, payload: string): string {
+  return createHmac('sha256', Buffer.from(token ?? '', 'utf8'))
+    .update(COPY_GRANT_CONTEXT + payload, 'utf8')
+    .digest('base64url');
+}
