@@ -10,6 +10,7 @@ import { compareIds } from './ids';
 import { HeartbeatVm } from './wire/heartbeat-vm';
 import { HeartbeatDiskRoom, NodeHeartbeat } from './wire/node-heartbeat';
 import { NodeRecord } from './wire/node-record';
+import { HeartbeatReplica } from './wire/vm-copies';
 
 /**
  * RAM the controller set aside on a node for a VM it is placing there, until a heartbeat of
@@ -116,6 +117,11 @@ export interface NodeState {
   silent_vms: SilentVm[];
   /** Its last heartbeat's disk room (null: it sent none). Shown beside RAM, never in `record`. */
   disk_room: HeartbeatDiskRoom | null;
+  /**
+   * The copies of other nodes' VMs its last heartbeat said it holds (empty: none, or an agent
+   * before copies). Never in `record`.
+   */
+  replicas: HeartbeatReplica[];
   /** The record every read shows, derived once per change rather than once per read. */
   readonly record: NodeRecord;
 }
@@ -147,6 +153,7 @@ function withRecord(facts: NodeFacts): NodeState {
     credential: facts.credential,
     silent_vms: facts.silent_vms,
     disk_room: facts.disk_room,
+    replicas: facts.replicas,
     record: toNodeRecord(facts),
   };
 }
@@ -426,7 +433,19 @@ export function nodeStateFromHeartbeat(
     credential,
     silent_vms: previous ? notListed(previous.silent_vms, heartbeat.vms) : [],
     disk_room: diskRoomOf(heartbeat.disk_room),
+    replicas: replicasOf(heartbeat.replicas),
   });
+}
+
+/** Their four fields only, whatever else the objects carried. */
+function replicasOf(replicas: HeartbeatReplica[] | null | undefined): HeartbeatReplica[] {
+  if (!replicas) return [];
+  return replicas.map(({ vm_id, source_node_id, copied_at, size_bytes }) => ({
+    vm_id,
+    source_node_id,
+    copied_at,
+    size_bytes,
+  }));
 }
 
 /** Its five figures only, whatever else the object carried. */

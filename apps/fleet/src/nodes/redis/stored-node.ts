@@ -3,6 +3,7 @@ import {
   DISPATCH_REASON_MAX_LENGTH,
   DispatchFailures,
   HeartbeatDiskRoom,
+  HeartbeatReplica,
   HeartbeatVm,
   HostPort,
   NodeCredential,
@@ -118,6 +119,7 @@ export function normaliseStoredState(value: unknown): NodeState {
     credential: isCredential(stored.credential) ? stored.credential : null,
     silent_vms: normaliseSilentVms(stored.silent_vms),
     disk_room: isStoredDiskRoom(stored.disk_room) ? stored.disk_room : null,
+    replicas: isArrayOf(stored.replicas, isStoredReplica) ? stored.replicas : [],
   };
   return { ...facts, record: isStoredRecord(stored.record) ? stored.record : toNodeRecord(facts) };
 }
@@ -137,8 +139,10 @@ type StoredState = Omit<
   | 'credential'
   | 'silent_vms'
   | 'disk_room'
+  | 'replicas'
 > & {
   disk_room?: unknown;
+  replicas?: unknown;
   credential?: unknown;
   silent_vms?: unknown;
   vms: unknown[];
@@ -208,6 +212,16 @@ function isStoredDiskRoom(value: unknown): value is HeartbeatDiskRoom {
     isNumber(value.committable_mb) &&
     isNumber(value.reserve_mb) &&
     isNumber(value.overcommit)
+  );
+}
+
+function isStoredReplica(value: unknown): value is HeartbeatReplica {
+  return (
+    isObject(value) &&
+    typeof value.vm_id === 'string' &&
+    typeof value.source_node_id === 'string' &&
+    typeof value.copied_at === 'string' &&
+    isNumber(value.size_bytes)
   );
 }
 
