@@ -11,6 +11,7 @@ export * from './vm-capacity';
 export * from './disk-capacity';
 export * from './heartbeat-interval';
 export * from './restart-policy';
+export * from './vm-copy-status';
 export * from './wire/vm-life-cycle';
 export * from './wire/vm-backup';
 export * from './wire/vm-copies';

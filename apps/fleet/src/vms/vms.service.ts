@@ -3,6 +3,8 @@ import { Clock } from '@app/daemon';
 import {
   FleetVm,
   NodeState,
+  copiesHeld,
+  copyFieldsOf,
   describeSpeaker,
   forgetSilentVm,
   isLive,
@@ -48,15 +50,15 @@ export class VmsService {
   async listWithNodes(tenantId?: string): Promise<ListedFleetVm[]> {
     const notBefore = liveSince(this.clock.now());
     const vms: ListedFleetVm[] = [];
-    for (const { vm, node, silent_since_wall_ms } of listedVms(
-      await this.nodes.listAll(),
-      notBefore,
-    )) {
+    const states = await this.nodes.listAll();
+    // The copies the live nodes hold, from the same read: one pass, whatever the VMs' number.
+    const held = copiesHeld(states, notBefore);
+    for (const { vm, node, silent_since_wall_ms } of listedVms(states, notBefore)) {
       if (tenantId === undefined || vm.tenant_id === tenantId) {
         const silentSince =
           silent_since_wall_ms === undefined ? undefined : toRfc3339(silent_since_wall_ms);
         vms.push({
-          vm: shownVm(vm, node.node_id, silentSince),
+          vm: shownVm(vm, node.node_id, silentSince, copyFieldsOf(held, vm, node.node_id)),
           node,
           silent: silent_since_wall_ms !== undefined,
         });
