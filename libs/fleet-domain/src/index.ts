@@ -19,6 +19,7 @@ export * from './wire/vm-record';
 export * from './wire/heartbeat-vm';
 export * from './wire/fleet-vm';
 export * from './wire/fleet-vm-life-cycle';
+export * from './wire/fleet-vm-copies';
 export * from './wire/node-heartbeat';
 export * from './wire/node-record';
 export * from './wire/node-disk-room';

@@ -2,8 +2,11 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import {
   FleetVm,
+  CopyPolicy,
+  HeldCopy,
   NodeState,
   copiesHeld,
+  copiesOf,
   copyFieldsOf,
   describeSpeaker,
   forgetSilentVm,
@@ -65,6 +68,33 @@ export class VmsService {
       }
     }
     return vms;
+  }
+
+  /**
+   * The VM as findWithNode finds it, with its copy policy as its agent last reported it (null:
+   * none reported) and every copy of it live nodes other than its own hold, freshest first: one
+   * read of the nodes.
+   */
+  async findWithCopies(
+    vmId: string,
+  ): Promise<ListedFleetVm & { policy: CopyPolicy | null; copies: HeldCopy[] }> {
+    const notBefore = liveSince(this.clock.now());
+    const states = await this.nodes.listAll();
+    // listedVms puts a live node's report first: the fresher one, should a silent one list it.
+    const listed = listedVms(states, notBefore).find(({ vm }) => vm.vm_id === vmId);
+    if (!listed) throw new VmNotFoundError(vmId);
+    const { vm, node, silent_since_wall_ms } = listed;
+    const held = copiesHeld(states, notBefore);
+    const silentSince =
+      silent_since_wall_ms === undefined ? undefined : toRfc3339(silent_since_wall_ms);
+    return {
+      vm: shownVm(vm, node.node_id, silentSince, copyFieldsOf(held, vm, node.node_id)),
+      node,
+      silent: silent_since_wall_ms !== undefined,
+      policy:
+        vm.copies === undefined ? null : { count: vm.copies.count, every_s: vm.copies.every_s },
+      copies: copiesOf(held, vmId, node.node_id),
+    };
   }
 
   /** The VM as listVms shows it, with its node; VmNotFoundError when no node lists it. */
