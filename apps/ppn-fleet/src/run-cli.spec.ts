@@ -450,7 +450,7 @@ describe('ppn-fleet vm create', () => {
     expect(await none.requests[0].json()).toMatchObject({ copies: { count: 0, every_s: 60 } });
     const plain = new FakeIo({}, () => json(vm('Provisioning'), 201));
     await run(ARGS, plain);
-    expect(Object.keys(await plain.requests[0].json())).not.toContain('copies');
+    expect(Object.keys((await plain.requests[0].json()) as object)).not.toContain('copies');
     for (const [flags, said] of [
       [['--copies', '3'], "option '--copies <n>' argument '3' is invalid"],
       [
