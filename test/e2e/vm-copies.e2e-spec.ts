@@ -3,7 +3,7 @@ import { NODE_STALE_AFTER_MS } from '@app/fleet-domain';
 import type { HeartbeatReplica, HeartbeatVm } from '@app/fleet-domain';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { heartbeat, vmRecord } from '../support/heartbeats';
-import { StubAgent, json } from '../support/stub-agent';
+import { StubAgent, json, spawnedVm } from '../support/stub-agent';
 
 /**
  * What the controller shows of a VM's copies: the listing's copied_at and copy_node_id (API and
@@ -186,5 +186,119 @@ describe('copies of VMs, as the controller shows them', () => {
     const bad = await ops('/v1/vms/-bad/copies').expect(400);
     expect(bad.body.message).toContain('vm_id');
     await request(fleet.opsUrl).get(`/v1/vms/${VM}/copies`).expect(401);
+  });
+});
+
+describe('copies in the web console and in creates', () => {
+  let fleet: RunningFleet;
+  let agent: StubAgent;
+
+  beforeEach(async () => {
+    fleet = await startFleet({ ops: true });
+    agent = await new StubAgent((call, res) => {
+      if (call.method === 'POST' && call.url === '/v1/spawn')
+        return json(res, 201, spawnedVm(call));
+      if (call.url === `/v1/vms/${VM}/backups`) {
+        return json(res, 200, {
+          vm_id: VM,
+          backups: [],
+          in_progress_since: null,
+          last_error: null,
+        });
+      }
+      json(res, 404, { statusCode: 404, message: 'not here' });
+    }).start();
+    await request(fleet.url)
+      .post('/v1/nodes/heartbeat')
+      .send(
+        heartbeat({
+          node_id: 'src',
+          spawn_port: agent.port,
+          vms: [{ ...vmRecord(VM), copies: POLICY }],
+        }),
+      )
+      .expect(200);
+    await request(fleet.url)
+      .post('/v1/nodes/heartbeat')
+      .send(
+        heartbeat({
+          node_id: 'peer',
+          spawn_port: 9,
+          replicas: [replica(VM, 'src', '2026-08-06T11:59:18.000Z')],
+        }),
+      )
+      .expect(200);
+  });
+
+  afterEach(async () => {
+    await agent.stop();
+    await fleet.close();
+  });
+
+  async function session(): Promise<{ cookie: string; csrf: string; page: string }> {
+    const page = await request(fleet.opsUrl).get('/').expect(200);
+    const cookie = String(page.headers['set-cookie']).split(';')[0];
+    const csrf = /<meta name="csrf-token" content="([^"]+)" \/>/.exec(page.text)?.[1] ?? '';
+    return { cookie, csrf, page: page.text };
+  }
+
+  it("shows a VM's copies and backups on its page and in the part the page refreshes", async () => {
+    const { cookie } = await session();
+    const page = await request(fleet.opsUrl).get(`/vms/${VM}`).set('Cookie', cookie).expect(200);
+    expect(page.text).toContain('Copies and backups');
+    expect(page.text).toContain(`data-live="/console/fragments/vms/${VM}/copies"`);
+    expect(page.text).toContain('1 copy on other nodes, every 60 s');
+    expect(page.text).toContain('<a href="/nodes/peer">peer</a>');
+    expect(page.text).toContain('(42 s ago)');
+    expect(page.text).toContain("No backup in node src's VM_BACKUP_DIR.");
+    fleet.clock.advance(20_000);
+    const part = await request(fleet.opsUrl)
+      .get(`/console/fragments/vms/${VM}/copies`)
+      .set('Cookie', cookie)
+      .expect(200);
+    expect(part.text).toContain('(62 s ago)');
+    await request(fleet.opsUrl)
+      .get('/console/fragments/vms/vm-nope/copies')
+      .set('Cookie', cookie)
+      .expect(404);
+  });
+
+  it('creates from the form with its copy fields as the policy, and refuses an interval without a count', async () => {
+    const { cookie, csrf, page } = await session();
+    expect(page).toContain('name="copies_count"');
+    expect(page).toContain('name="copies_every_s"');
+    const post = (body: object) =>
+      request(fleet.opsUrl)
+        .post('/console/vms')
+        .set('Cookie', cookie)
+        .set('X-CSRF-Token', csrf)
+        .send({ vm_type: 'web', ram_mb: 512, vcpu_count: 1, ...body });
+    await post({ copies_count: 2, copies_every_s: 30 }).expect(201);
+    await post({ copies_count: 0 }).expect(201);
+    await post({}).expect(201);
+    const spawns = agent.calls.filter((call) => call.url === '/v1/spawn');
+    expect(spawns.map((call) => (call.body as { copies?: object }).copies)).toEqual([
+      { count: 2, every_s: 30 },
+      { count: 0, every_s: 60 },
+      undefined,
+    ]);
+    const lone = await post({ copies_every_s: 60 }).expect(400);
+    expect(JSON.stringify(lone.body.message)).toContain('copies_count');
+    const short = await post({ copies_count: 1, copies_every_s: 29 }).expect(400);
+    expect(JSON.stringify(short.body.message)).toContain('copies_every_s must not be less than 30');
+    expect(agent.calls.filter((call) => call.url === '/v1/spawn')).toHaveLength(3);
+  });
+
+  it('answers a create that asks for copies with the VM and no copy yet', async () => {
+    const created = await request(fleet.url)
+      .post('/v1/vms')
+      .send({ vm_type: 'web', ram_mb: 512, vcpu_count: 1, preferred_node: 'src', copies: POLICY })
+      .expect(201);
+    expect(created.body).toMatchObject({ node_id: 'src', copied_at: null, copy_node_id: null });
+    const plain = await request(fleet.url)
+      .post('/v1/vms')
+      .send({ vm_type: 'web', ram_mb: 512, vcpu_count: 1, preferred_node: 'src' })
+      .expect(201);
+    expect(Object.keys(plain.body as object)).not.toContain('copied_at');
   });
 });

@@ -8,6 +8,7 @@ import {
   liveSince,
   ramAvailableMb,
   rfc3339ToEpochNanos,
+  VmState,
 } from '@app/fleet-domain';
 import { LiveNodesSource, NodesReading, VmCopyReading } from '../metrics/live-nodes.source';
 import { NodesRepository } from './nodes.repository';
@@ -36,7 +37,7 @@ export class LiveNodesReader extends LiveNodesSource {
       const wanted = (vm.copies?.count ?? 0) > 0;
       if (!wanted && copy === undefined) continue;
       // A stopped VM is copied once: its copy's age says nothing stale, so no interval for it.
-      const running = vm.state === 'Running';
+      const running = vm.state === VmState.Running;
       const copiedAtMs = copy === undefined ? null : epochMsOf(copy.copied_at);
       const startedAtMs = vm.started_at === null ? null : epochMsOf(vm.started_at);
       vmCopies.push({

@@ -14,6 +14,6 @@ import { VmOperationsService } from './vm-operations.service';
 @Module({
   controllers: [VmOperationsController, NodeDisksController, VmCopiesController],
   providers: [VmOperationsService, NodeDisksService, VmCopiesService],
-  exports: [VmOperationsService],
+  exports: [VmOperationsService, VmCopiesService],
 })
 export class OperationsModule {}

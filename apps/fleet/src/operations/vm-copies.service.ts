@@ -1,7 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { Clock } from '@app/daemon';
 import { MAX_COPIES_LISTED, VmBackups, VmCopies } from '@app/fleet-domain';
 import { AgentCallError, VmHostClient } from '../vms/vm-host.client';
 import { VmsService } from '../vms/vms.service';
+import { SharedRead } from './shared-read';
+import { LISTING_BUSY_FACTOR, LISTING_MIN_INTERVAL_MS } from './vm-operations.service';
+
+/** The most VMs whose shared read is kept; past it they are all let go. */
+const MAX_SHARED_READS = 1_000;
 
 /**
  * What protects a VM, for GET /v1/vms/{vm_id}/copies: its policy and the copies other nodes hold,
@@ -11,11 +17,29 @@ import { VmsService } from '../vms/vms.service';
 @Injectable()
 export class VmCopiesService {
   private readonly logger = new Logger('VmCopies');
+  private readonly reads = new Map<string, SharedRead<VmCopies>>();
 
   constructor(
     private readonly vms: VmsService,
     private readonly vmHost: VmHostClient,
+    private readonly clock: Clock,
   ) {}
+
+  /**
+   * copiesOf, shared by every reader of the VM (the console's pages refresh it every 2 s): its
+   * agent is asked at most once per LISTING_MIN_INTERVAL_MS, however many tabs are open.
+   */
+  shared(vmId: string): Promise<VmCopies> {
+    let read = this.reads.get(vmId);
+    if (read === undefined) {
+      if (this.reads.size >= MAX_SHARED_READS) this.reads.clear();
+      read = new SharedRead(this.clock, LISTING_MIN_INTERVAL_MS, LISTING_BUSY_FACTOR, () =>
+        this.copiesOf(vmId),
+      );
+      this.reads.set(vmId, read);
+    }
+    return read.get();
+  }
 
   async copiesOf(vmId: string): Promise<VmCopies> {
     const { vm, node, silent, policy, copies } = await this.vms.findWithCopies(vmId);
