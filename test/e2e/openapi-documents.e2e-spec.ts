@@ -184,8 +184,10 @@ describe.each(Object.keys(DOCUMENTS))('the committed %s', (file) => {
 
   it('requires every field of the VMs its answers show, which every answer carries', () => {
     const vm = document.components.schemas[ANSWERED_VM[file]];
-    // Only a VM whose node has dropped out carries when it fell silent.
-    const onlyWhenSilent = file === 'vm-host.openapi.json' ? [] : ['node_silent_since'];
+    // Only a VM whose node has dropped out carries when it fell silent; only one whose copies the
+    // controller tracks (its agent reports a copy policy, or a node holds a copy) its copy fields.
+    const onlyWhenSilent =
+      file === 'vm-host.openapi.json' ? [] : ['node_silent_since', 'copied_at', 'copy_node_id'];
     expect([...(vm.required ?? []), ...onlyWhenSilent].sort()).toEqual(
       Object.keys(vm.properties).sort(),
     );
@@ -251,15 +253,19 @@ describe('the committed fleet.openapi.json', () => {
   it("shows every VM of GET /v1/vms and of a create's answer with the node it runs on", () => {
     const { VmRecord: agentVm } = DOCUMENTS['vm-host.openapi.json'].components.schemas;
     const fleetVm = document.components.schemas.FleetVm;
-    // Additive: the agent's VmRecord, field for field, node_id, and for a VM of a node that
-    // has dropped out, since when.
+    // Additive: the agent's VmRecord, field for field, node_id, for a VM of a node that has
+    // dropped out, since when, and for a VM whose copies are tracked, its freshest copy.
     expect(fleetVm.properties).toEqual({
       ...agentVm.properties,
       node_id: expect.objectContaining({ type: 'string' }),
       node_silent_since: expect.objectContaining({ type: 'string', format: 'date-time' }),
+      copied_at: expect.objectContaining({ type: 'string', format: 'date-time', nullable: true }),
+      copy_node_id: expect.objectContaining({ type: 'string', nullable: true }),
     });
     expect(fleetVm.required).toContain('node_id');
-    expect(fleetVm.required).not.toContain('node_silent_since');
+    for (const optional of ['node_silent_since', 'copied_at', 'copy_node_id']) {
+      expect(fleetVm.required).not.toContain(optional);
+    }
     const vms = document.paths['/v1/vms'];
     const schemaOf = (operation: Operation, status: string) =>
       operation.responses[status].content?.['application/json'].schema;

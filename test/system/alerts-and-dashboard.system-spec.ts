@@ -39,6 +39,7 @@ describe('the alert rules', () => {
         'PpnFleetVmPausedDiskFull',
         'PpnFleetNodeIdTakenOver',
         'PpnFleetSilentNodeVms',
+        'PpnFleetVmCopyStale',
         'PpnFleetControllerDown',
         'PpnFleetAgentDown',
       ]),
@@ -105,6 +106,7 @@ describe('the Grafana dashboard', () => {
       'ppn_fleet_sweep_duration_seconds_bucket',
       'ppn_host_ram_committed_bytes',
       'ppn_host_ram_total_bytes',
+      'ppn_fleet_vms_without_copy',
     ]) {
       expect({ metric, queried: queries.some((expr) => expr.includes(metric)) }).toEqual({
         metric,

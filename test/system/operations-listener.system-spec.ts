@@ -109,6 +109,9 @@ describe('the operations listener, with real daemons and QEMU', () => {
       expect(
         (await call('POST', `${OPS_URL}/v1/vms/vm-0123456789abcdef/stop`, headers)).status,
       ).toBe(401);
+      expect(
+        (await call('GET', `${OPS_URL}/v1/vms/vm-0123456789abcdef/copies`, headers)).status,
+      ).toBe(401);
     }
     const listed = await call('GET', `${OPS_URL}/v1/vms`);
     expect(listed.status).toBe(200);
@@ -118,6 +121,8 @@ describe('the operations listener, with real daemons and QEMU', () => {
     const unknown = await call('POST', `${OPS_URL}/v1/vms/vm-0123456789abcdef/stop`);
     expect(unknown.status).toBe(404);
     expect(unknown.body.message).toContain('vm-0123456789abcdef');
+    const noCopies = await call('GET', `${OPS_URL}/v1/vms/vm-0123456789abcdef/copies`);
+    expect([noCopies.status, noCopies.body.message]).toEqual([404, unknown.body.message]);
 
     const created = await call('POST', `${FLEET_URL}/v1/vms`, auth, {
       vm_type: 'ops',

@@ -212,6 +212,12 @@ describe('the web console in chromium, with real daemons and QEMU', () => {
     await page
       .locator('#serial', { hasText: 'Booting from Hard Disk...\nDebian GNU/Linux 12 web ttyS0' })
       .waitFor({ timeout: 10_000 });
+    // What protects it, as GET /v1/vms/{vm_id}/copies has it: a fleet of one node holds no copy.
+    const copies = page.locator('#copies');
+    await copies.getByRole('heading', { name: 'Backups' }).waitFor();
+    expect(await copies.textContent()).toContain('No copy on another node.');
+    const protection = await opsJson<{ copies: unknown[] }>(`/v1/vms/${vmId}/copies`);
+    expect([protection.status, protection.body.copies]).toEqual([200, []]);
     await page.getByRole('link', { name: 'Overview' }).click();
     await page.getByRole('heading', { name: 'Fleet overview' }).waitFor();
   });

@@ -441,6 +441,35 @@ describe('ppn-fleet vm create', () => {
     expect(bad.requests).toHaveLength(0);
   });
 
+  it('sends --copies and --copy-every as copies, every_s 60 by default, and refuses bad ones naming the flag before asking', async () => {
+    const io = new FakeIo({}, () => json(vm('Provisioning'), 201));
+    expect(await run([...ARGS, '--copies', '2', '--copy-every', '30'], io)).toBe(ExitCode.Ok);
+    expect(await io.requests[0].json()).toMatchObject({ copies: { count: 2, every_s: 30 } });
+    const none = new FakeIo({}, () => json(vm('Provisioning'), 201));
+    expect(await run([...ARGS, '--copies', '0'], none)).toBe(ExitCode.Ok);
+    expect(await none.requests[0].json()).toMatchObject({ copies: { count: 0, every_s: 60 } });
+    const plain = new FakeIo({}, () => json(vm('Provisioning'), 201));
+    await run(ARGS, plain);
+    expect(Object.keys((await plain.requests[0].json()) as object)).not.toContain('copies');
+    for (const [flags, said] of [
+      [['--copies', '3'], "option '--copies <n>' argument '3' is invalid"],
+      [
+        ['--copies', '1', '--copy-every', '29'],
+        "option '--copy-every <s>' argument '29' is invalid",
+      ],
+      [
+        ['--copies', '1', '--copy-every', '86401'],
+        "option '--copy-every <s>' argument '86401' is invalid",
+      ],
+      [['--copy-every', '60'], '--copy-every needs --copies'],
+    ] as const) {
+      const bad = new FakeIo({}, () => json(vm('Provisioning'), 201));
+      expect(await run([...ARGS, ...flags], bad)).toBe(ExitCode.Usage);
+      expect(bad.stderr.text).toContain(said);
+      expect(bad.requests).toHaveLength(0);
+    }
+  });
+
   it('retries a lost connection with the same key', async () => {
     let calls = 0;
     const io = new FakeIo({}, () =>
@@ -1150,13 +1179,41 @@ describe('ppn-fleet vm backup and vm copies', () => {
     ...fields,
   });
 
-  it('copies lists every backup, newest first: where, when, size, full or incremental', async () => {
+  const copiesOf = (list: object[], fields: object = {}) => ({
+    vm_id: 'vm-1',
+    node_id: 'node-a',
+    policy: { count: 1, every_s: 60 },
+    copied_at: '2026-08-06T11:59:30.000Z',
+    copy_node_id: 'node-b',
+    copies: [
+      {
+        vm_id: 'vm-1',
+        node_id: 'node-b',
+        source_node_id: 'node-a',
+        copied_at: '2026-08-06T11:59:30.000Z',
+        size_bytes: 3_355_443,
+      },
+    ],
+    backups: { vm_id: 'vm-1', backups: list, in_progress_since: null, last_error: null },
+    backups_unread: null,
+    ...fields,
+  });
+
+  it('copies lists the policy, every copy on another node and every backup, newest first: where, when, size, full or incremental', async () => {
     const io = new FakeIo({}, () =>
-      json(backups([incremental, full], { last_error: 'disk full\u001b[2J' })),
+      json(
+        copiesOf([], {
+          backups: backups([incremental, full], { last_error: 'disk full\u001b[2J' }),
+        }),
+      ),
     );
     expect(await run(['vm', 'copies', 'vm-1'], io)).toBe(ExitCode.Ok);
-    expect(sent(io)).toEqual(['GET /v1/vms/vm-1/backups']);
+    expect(sent(io)).toEqual(['GET /v1/vms/vm-1/copies']);
     expect(io.stdout.text.split('\n')).toEqual([
+      'vm-1 on node node-a: copies: 1 on other nodes, every 60 s',
+      'COPY ON  KIND  TAKEN                      AGE     SIZE  SENT BY',
+      'node-b   copy  2026-08-06T11:59:30.000Z  30 s  3.2 MiB  node-a',
+      '',
       'BACKUP                      KIND         TAKEN                        AGE     SIZE  WHERE',
       '20260806T110000Z-3f2a/0001  incremental  2026-08-06T11:58:00.000Z   2 min  3.2 MiB  node-a:/mnt/usb/vm-backups/vm-1/20260806T110000Z-3f2a/0001-incremental.qcow2',
       '20260806T110000Z-3f2a/0000  full         2026-08-06T11:00:00.000Z  60 min  1.4 GiB  node-a:/mnt/usb/vm-backups/vm-1/20260806T110000Z-3f2a/0000-full.qcow2',
@@ -1165,14 +1222,27 @@ describe('ppn-fleet vm backup and vm copies', () => {
     ]);
   });
 
-  it('copies says when there is none, and a backup under way', async () => {
+  it('copies says when there is no backup, a backup under way, and backups it could not read', async () => {
     const io = new FakeIo({}, () =>
-      json(backups([], { in_progress_since: '2026-08-06T11:59:30.000Z' })),
+      json(
+        copiesOf([], { backups: backups([], { in_progress_since: '2026-08-06T11:59:30.000Z' }) }),
+      ),
     );
     expect(await run(['vm', 'copies', 'vm-1'], io)).toBe(ExitCode.Ok);
-    expect(io.stdout.text).toBe(
+    expect(io.stdout.text).toContain(
       'vm-1 has no backup on node node-a\na backup is under way since 2026-08-06T11:59:30.000Z (30 s ago)\n',
     );
+    const unread = new FakeIo({}, () =>
+      json(copiesOf([], { copies: [], backups: null, backups_unread: 'node node-a is silent' })),
+    );
+    expect(await run(['vm', 'copies', 'vm-1'], unread)).toBe(ExitCode.Ok);
+    expect(unread.stdout.text).toContain('vm-1 has no copy on another node\n');
+    expect(unread.stdout.text).toContain(
+      'backups on node node-a not read: node node-a is silent\n',
+    );
+    // An answer not of the listener's shape is refused, not printed as undefined.
+    const odd = new FakeIo({}, () => json({ vm_id: 'vm-1', node_id: 'node-a', copies: 'all' }));
+    expect(await run(['vm', 'copies', 'vm-1'], odd)).toBe(ExitCode.Refused);
   });
 
   it('backup asks the listener and, with --wait, follows it until taken', async () => {

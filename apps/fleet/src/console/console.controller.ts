@@ -20,14 +20,21 @@ import { join } from 'node:path';
 import { BearerTokens, Clock, OwnCredentials, packageVersion } from '@app/daemon';
 import {
   ApiExcludeController,
-  CreateVmRequest,
   FleetVmWithLifeCycle,
   NodeIdParams,
   StopVmRequest,
   VmIdParams,
 } from '@app/fleet-domain';
+import { VmCopiesService } from '../operations/vm-copies.service';
 import { VmNotFoundError } from '../vms/vms.errors';
-import { ConsoleFiltersQuery, ConsoleSerialQuery, LoginRequest } from './console.requests';
+import {
+  ConsoleCreateVmRequest,
+  ConsoleFiltersQuery,
+  ConsoleSerialQuery,
+  LoginRequest,
+  createRequestOf,
+} from './console.requests';
+import { vmCopiesLive } from './copies.views';
 import { ConsoleService } from './console.service';
 import {
   ConsoleSessions,
@@ -106,6 +113,7 @@ export class ConsoleController {
     private readonly tokens: BearerTokens,
     private readonly clock: Clock,
     private readonly backoff: LoginBackoff,
+    private readonly copies: VmCopiesService,
   ) {}
 
   private get open(): boolean {
@@ -176,7 +184,9 @@ export class ConsoleController {
       return sendHtml(res, notFoundPage(`No node lists a VM ${vm_id}.`, context), 404);
     }
     const nodes = await this.console.fleetNodes();
-    sendHtml(res, vmPage(found, nodes, context));
+    // Unreadable now: the section says so at the page's first refresh, which answers the error.
+    const copies = await this.copies.shared(vm_id).catch(() => undefined);
+    sendHtml(res, vmPage(found, nodes, context, copies, this.clock.wallNow()));
   }
 
   @Get('login')
@@ -256,6 +266,11 @@ export class ConsoleController {
     sendHtml(res, vmLive(vm, nodes));
   }
 
+  @Get('console/fragments/vms/:vm_id/copies')
+  async vmCopiesFragment(@Param() { vm_id }: VmIdParams, @Res() res: Response): Promise<void> {
+    sendHtml(res, vmCopiesLive(await this.copies.shared(vm_id), this.clock.wallNow()));
+  }
+
   @Get('console/vms/:vm_id/serial')
   async serial(
     @Param() { vm_id }: VmIdParams,
@@ -266,8 +281,8 @@ export class ConsoleController {
 
   @Post('console/vms')
   @HttpCode(201)
-  async create(@Body() request: CreateVmRequest): Promise<Outcome> {
-    const vm = await this.console.createVm(request);
+  async create(@Body() request: ConsoleCreateVmRequest): Promise<Outcome> {
+    const vm = await this.console.createVm(createRequestOf(request));
     return { message: `vm ${vm.vm_id} created on node ${vm.node_id} (${vm.state})` };
   }
 

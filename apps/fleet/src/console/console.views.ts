@@ -5,10 +5,12 @@ import {
   HeartbeatDiskRoom,
   VM_TYPE_RULE,
   VmConsole,
+  VmCopies,
   diskRoomText,
 } from '@app/fleet-domain';
 import { isIP } from 'node:net';
 import { Html, HtmlValue, html, pathPart } from './html';
+import { createCopiesFields, vmCopiesSection } from './copies.views';
 
 /** The VMs table's filters, from the page's query. */
 export interface ConsoleFilters {
@@ -481,6 +483,7 @@ export function createForm(nodes: ConsoleNode[]): Html {
         ><input id="prefer_kvm" name="prefer_kvm" type="checkbox" data-type="boolean" />
         <label for="prefer_kvm">Prefer a KVM node</label></span
       >
+      ${createCopiesFields()}
       <button type="submit">Create</button>
     </form>
   </section>`;
@@ -538,8 +541,17 @@ export function nodeLive(
     ${vmTable(vms, nodes)}`;
 }
 
-/** A VM's own page: its facts, its actions, its serial console followed by the script. */
-export function vmPage(vm: FleetVmWithLifeCycle, nodes: ConsoleNode[], context: PageContext): Html {
+/**
+ * A VM's own page: its facts, its actions, its copies and backups (`copies`, as of `nowMs`;
+ * undefined: read at the first refresh), its serial console followed by the script.
+ */
+export function vmPage(
+  vm: FleetVmWithLifeCycle,
+  nodes: ConsoleNode[],
+  context: PageContext,
+  copies?: VmCopies,
+  nowMs = 0,
+): Html {
   return page(
     `VM ${vm.vm_id}`,
     context,
@@ -547,6 +559,7 @@ export function vmPage(vm: FleetVmWithLifeCycle, nodes: ConsoleNode[], context: 
       <div id="live" data-live="/console/fragments/vms/${pathPart(vm.vm_id)}">
         ${vmLive(vm, nodes)}
       </div>
+      ${vmCopiesSection(vm.vm_id, copies, nowMs)}
       <section aria-labelledby="serial-title">
         <h2 id="serial-title">Serial console</h2>
         <p class="hint">The VM's serial log as its agent has it, following as it grows.</p>

@@ -21,7 +21,7 @@ import { NodeTokens } from '../nodes/node-tokens';
 import { NodesService } from '../nodes/nodes.service';
 import { AgentCallError, Spawned, VmHostClient, VmHostClientSettings } from '../vms/vm-host.client';
 import { VmPlacementService } from '../vms/vm-placement.service';
-import { FleetMetrics, exportedNodes } from './fleet-metrics.service';
+import { FleetMetrics, exportedNodes, exportedVmCopies } from './fleet-metrics.service';
 import { LiveNodeReading, NodesReading } from './live-nodes.source';
 
 const MIB = 1024 * 1024;
@@ -45,7 +45,7 @@ const reading: LiveNodeReading = {
 
 /** A reading of live nodes only, no silent VMs. */
 function liveOnly(live: LiveNodeReading[]): NodesReading {
-  return { live, silentNodeVms: 0 };
+  return { live, silentNodeVms: 0, vmCopies: [] };
 }
 
 describe('FleetMetrics', () => {
@@ -137,6 +137,59 @@ describe('FleetMetrics', () => {
     );
     expect(sampleValue(await scraped(), 'ppn_fleet_silent_node_vms')).toBe(1);
     expect(sampleValue(await scraped(), 'ppn_fleet_nodes')).toBe(1);
+  });
+
+  it("shows each VM's copy age and interval, and the VMs that want copies and have none", async () => {
+    // The clock starts at 12:00:00; vm-1 started at 11:00, copied at 11:59:00 to n2.
+    const policy = { count: 1, every_s: 60 };
+    await nodes.acceptHeartbeat(
+      heartbeat('n1', 0, {
+        vms: [
+          { ...vmRecord('vm-1'), copies: policy },
+          { ...vmRecord('vm-2', { started_at: '2026-08-06T11:58:00Z' }), copies: policy },
+          { ...vmRecord('vm-3', { state: 'Stopped' as VmRecord['state'] }), copies: policy },
+          { ...vmRecord('vm-4'), copies: { count: 0, every_s: 60 } },
+          vmRecord('vm-5'),
+        ],
+      }),
+    );
+    await nodes.acceptHeartbeat(
+      heartbeat('n2', 0, {
+        replicas: [
+          { vm_id: 'vm-1', source_node_id: 'n1', copied_at: '2026-08-06T11:59:00Z', size_bytes: 1 },
+        ],
+      }),
+    );
+    let text = await scraped();
+    const series = (name: string, vm: string) =>
+      sampleValue(text, `${name}{vm_id="${vm}",node_id="n1"}`);
+    expect(series('ppn_fleet_vm_copy_age_seconds', 'vm-1')).toBe(60);
+    expect(series('ppn_fleet_vm_copy_interval_seconds', 'vm-1')).toBe(60);
+    expect(series('ppn_fleet_vm_uncopied_seconds', 'vm-2')).toBe(120);
+    // A stopped VM is copied once: no interval to be late on; it still wants a copy.
+    expect(text).not.toMatch(/^ppn_fleet_vm_copy_interval_seconds\{vm_id="vm-3"/m);
+    // Copies 0, or no policy reported: no series at all.
+    expect(text).not.toMatch(/^ppn_fleet_vm_\w+\{vm_id="vm-[45]"/m);
+    expect(sampleValue(text, 'ppn_fleet_vms_without_copy')).toBe(2);
+
+    // The holder drops out: nothing says the copy is still there.
+    clock.advance(31_000);
+    text = await scraped();
+    expect(text).not.toMatch(/^ppn_fleet_vm_copy_age_seconds/m);
+    expect(sampleValue(text, 'ppn_fleet_vms_without_copy')).toBe(3);
+  });
+
+  it('shows per-VM copy series of at most MAX_EXPORTED_VM_COPIES VMs, the first by id', () => {
+    const vms = ['vm-c', 'vm-a', 'vm-b'].map((vm_id) => ({
+      vm_id,
+      node_id: 'n1',
+      every_s: 60,
+      wanted: true,
+      copy_age_ms: 1,
+      uncopied_ms: null,
+    }));
+    expect(exportedVmCopies(vms, 2).map(({ vm_id }) => vm_id)).toEqual(['vm-a', 'vm-b']);
+    expect(exportedVmCopies(vms)).toHaveLength(3);
   });
 
   it("counts a node listing another node's VM id once per episode, and the silent VM stays counted", async () => {
@@ -388,6 +441,10 @@ describe('FleetMetrics', () => {
       ppn_fleet_node_vms: 'gauge',
       ppn_fleet_node_heartbeat_age_seconds: 'gauge',
       ppn_fleet_node_reserved: 'gauge',
+      ppn_fleet_vm_copy_age_seconds: 'gauge',
+      ppn_fleet_vm_copy_interval_seconds: 'gauge',
+      ppn_fleet_vm_uncopied_seconds: 'gauge',
+      ppn_fleet_vms_without_copy: 'gauge',
     });
     expect(types.get('process_resident_memory_bytes')).toBe('gauge');
   });

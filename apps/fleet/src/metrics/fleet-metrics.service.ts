@@ -2,9 +2,24 @@ import { Scrape, packageVersion, registerProcessMetrics, timeSettled } from '@ap
 import { MAX_EXPORTED_NODES, VmState, compareIds } from '@app/fleet-domain';
 import type { HeartbeatVerdict } from '@app/fleet-domain';
 import type * as Prometheus from 'prom-client';
-import type { LiveNodeReading, NodesReading } from './live-nodes.source';
+import type { LiveNodeReading, NodesReading, VmCopyReading } from './live-nodes.source';
 
 const MIB = 1024 * 1024;
+
+/**
+ * The most VMs the per-VM copy series (ppn_fleet_vm_copy_*) show, the first by VM id: bounded as
+ * the per-node series are; ppn_fleet_vms_without_copy counts them all.
+ */
+export const MAX_EXPORTED_VM_COPIES = 5_000;
+
+/** The VMs whose per-VM copy series a scrape shows: the first MAX_EXPORTED_VM_COPIES by VM id. */
+export function exportedVmCopies(
+  vms: readonly VmCopyReading[],
+  max = MAX_EXPORTED_VM_COPIES,
+): VmCopyReading[] {
+  if (vms.length <= max) return [...vms];
+  return [...vms].sort((a, b) => compareIds(a.vm_id, b.vm_id)).slice(0, max);
+}
 
 /**
  * The nodes whose per-node series a scrape shows: at most MAX_EXPORTED_NODES, the first by node
@@ -180,6 +195,56 @@ export class FleetMetrics {
       ['node_id'],
       (gauge, node) => gauge.set({ node_id: node.node_id }, node.reserved ? 1 : 0),
     );
+    // Copies: one series per VM that wants copies or has one (node_id: the VM's node), from the
+    // same read; the store unreadable: none, and the count NaN.
+    const perVmCopy = (
+      name: string,
+      help: string,
+      value: (vm: VmCopyReading) => number | null,
+    ): void => {
+      new prometheus.Gauge<'vm_id' | 'node_id'>({
+        name,
+        help,
+        labelNames: ['vm_id', 'node_id'],
+        registers,
+        async collect() {
+          const vms = (await readShared())?.vmCopies ?? [];
+          this.reset();
+          for (const vm of exportedVmCopies(vms)) {
+            const shown = value(vm);
+            if (shown !== null) this.set({ vm_id: vm.vm_id, node_id: vm.node_id }, shown);
+          }
+        },
+      });
+    };
+    perVmCopy(
+      'ppn_fleet_vm_copy_age_seconds',
+      "Age of each VM's freshest copy on another live node (its copied_at in GET /v1/vms), by the VM and its node; no series while it has none.",
+      (vm) => (vm.copy_age_ms === null ? null : vm.copy_age_ms / 1000),
+    );
+    perVmCopy(
+      'ppn_fleet_vm_copy_interval_seconds',
+      "The copy interval (copies.every_s) of each Running VM that wants copies (count 1 or 2), as its agent reports it. PpnFleetVmCopyStale compares the copy's age with three of it.",
+      (vm) => vm.every_s,
+    );
+    perVmCopy(
+      'ppn_fleet_vm_uncopied_seconds',
+      'Time since each Running VM that wants copies and has none on another live node was started; no series once it has one.',
+      (vm) => (vm.uncopied_ms === null ? null : vm.uncopied_ms / 1000),
+    );
+    new prometheus.Gauge({
+      name: 'ppn_fleet_vms_without_copy',
+      help: 'Listed VMs whose copy policy wants copies (count 1 or 2) and that have none on another live node (copied_at null), counted at scrape time; NaN while the store cannot be read.',
+      registers,
+      async collect() {
+        const vms = (await readShared())?.vmCopies;
+        this.set(
+          vms === undefined
+            ? Number.NaN
+            : vms.filter((vm) => vm.wanted && vm.copy_age_ms === null).length,
+        );
+      },
+    });
     const heartbeats = new prometheus.Counter({
       name: 'ppn_fleet_heartbeats_total',
       help: 'Heartbeats received, by outcome: joined, refreshed, taken_over, out_of_order, refused (answered 4xx).',

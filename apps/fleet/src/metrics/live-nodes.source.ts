@@ -15,6 +15,21 @@ export interface LiveNodeReading {
   credential: NodeCredential | null;
 }
 
+/** What the copy gauges show of one listed VM that wants copies or has one. */
+export interface VmCopyReading {
+  vm_id: string;
+  /** The VM's node (where it runs, or last ran: a silent node's VMs are read too). */
+  node_id: string;
+  /** Its policy's interval while it is Running and wants copies (count >= 1); else null. */
+  every_s: number | null;
+  /** Wants copies (count >= 1), whatever its state. */
+  wanted: boolean;
+  /** Age of its freshest copy on another live node (wall clock); null when it has none. */
+  copy_age_ms: number | null;
+  /** Running, wanting copies and having none: time since it started; else null. */
+  uncopied_ms: number | null;
+}
+
 /** One scrape's view of the store, from one read. */
 export interface NodesReading {
   /** The live nodes: what ppn_fleet_nodes and the ppn_fleet_node_* gauges show. */
@@ -25,6 +40,8 @@ export interface NodesReading {
    * shows.
    */
   silentNodeVms: number;
+  /** The listed VMs that want copies or have one: what the ppn_fleet_vm_copy_* gauges show. */
+  vmCopies: VmCopyReading[];
 }
 
 /**

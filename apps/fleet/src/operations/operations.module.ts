@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { NodeDisksController } from './node-disks.controller';
 import { NodeDisksService } from './node-disks.service';
+import { VmCopiesController } from './vm-copies.controller';
+import { VmCopiesService } from './vm-copies.service';
 import { VmOperationsController } from './vm-operations.controller';
 import { VmOperationsService } from './vm-operations.service';
 
@@ -10,8 +12,8 @@ import { VmOperationsService } from './vm-operations.service';
  * the ops app's root module provides globally.
  */
 @Module({
-  controllers: [VmOperationsController, NodeDisksController],
-  providers: [VmOperationsService, NodeDisksService],
-  exports: [VmOperationsService],
+  controllers: [VmOperationsController, NodeDisksController, VmCopiesController],
+  providers: [VmOperationsService, NodeDisksService, VmCopiesService],
+  exports: [VmOperationsService, VmCopiesService],
 })
 export class OperationsModule {}

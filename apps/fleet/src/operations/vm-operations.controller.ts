@@ -47,9 +47,9 @@ import {
   VmStartNoRoomError,
 } from './vm-operations.errors';
 
-const STATUSES = [...OPERATIONS_ERROR_STATUSES, ...VMS_ERROR_STATUSES];
+export const STATUSES = [...OPERATIONS_ERROR_STATUSES, ...VMS_ERROR_STATUSES];
 
-const INVALID_VM_ID = invalidInput(
+export const INVALID_VM_ID = invalidInput(
   'vm_id is not a fleet id.',
   'vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
 );
@@ -75,7 +75,7 @@ const WRITE_REFUSALS: ErrorCase[] = [
   },
 ];
 
-const VM_NOT_FOUND: ErrorCase = {
+export const VM_NOT_FOUND: ErrorCase = {
   name: 'vm-not-found',
   when: 'No node lists a VM with this id.',
   error: new VmNotFoundError(EXAMPLE_VM_ID),

@@ -22,6 +22,8 @@ import {
   releaseHold,
   shortened,
   shownVm,
+  copiesHeld,
+  copyFieldsOf,
   toRfc3339,
   vmRecordOf,
 } from '@app/fleet-domain';
@@ -270,7 +272,12 @@ export class VmPlacementService {
         earlier.silent_since_wall_ms === undefined
           ? undefined
           : toRfc3339(earlier.silent_since_wall_ms);
-      return { vm: shownVm(earlier.vm, earlier.node.node_id, silentSince), replayed: true };
+      const copy = copyFieldsOf(
+        copiesHeld(stored, liveSince(now)),
+        earlier.vm,
+        earlier.node.node_id,
+      );
+      return { vm: shownVm(earlier.vm, earlier.node.node_id, silentSince, copy), replayed: true };
     }
     const created = await this.dispatch(
       {
@@ -414,7 +421,13 @@ export class VmPlacementService {
       ...spawned.vm,
       tenant_id: spawned.vm.tenant_id ?? request.tenant_id ?? null,
     });
-    const vm = shownVm(record, node.node_id);
+    // A VM just made has no copy yet: shown as such when its create asked for copies.
+    const vm = shownVm(
+      record,
+      node.node_id,
+      undefined,
+      request.copies === undefined ? undefined : { copied_at: null, copy_node_id: null },
+    );
     try {
       await this.nodes.update(
         node.node_id,

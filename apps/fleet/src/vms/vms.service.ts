@@ -2,7 +2,12 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import {
   FleetVm,
+  CopyPolicy,
+  HeldCopy,
   NodeState,
+  copiesHeld,
+  copiesOf,
+  copyFieldsOf,
   describeSpeaker,
   forgetSilentVm,
   isLive,
@@ -48,21 +53,48 @@ export class VmsService {
   async listWithNodes(tenantId?: string): Promise<ListedFleetVm[]> {
     const notBefore = liveSince(this.clock.now());
     const vms: ListedFleetVm[] = [];
-    for (const { vm, node, silent_since_wall_ms } of listedVms(
-      await this.nodes.listAll(),
-      notBefore,
-    )) {
+    const states = await this.nodes.listAll();
+    // The copies the live nodes hold, from the same read: one pass, whatever the VMs' number.
+    const held = copiesHeld(states, notBefore);
+    for (const { vm, node, silent_since_wall_ms } of listedVms(states, notBefore)) {
       if (tenantId === undefined || vm.tenant_id === tenantId) {
         const silentSince =
           silent_since_wall_ms === undefined ? undefined : toRfc3339(silent_since_wall_ms);
         vms.push({
-          vm: shownVm(vm, node.node_id, silentSince),
+          vm: shownVm(vm, node.node_id, silentSince, copyFieldsOf(held, vm, node.node_id)),
           node,
           silent: silent_since_wall_ms !== undefined,
         });
       }
     }
     return vms;
+  }
+
+  /**
+   * The VM as findWithNode finds it, with its copy policy as its agent last reported it (null:
+   * none reported) and every copy of it live nodes other than its own hold, freshest first: one
+   * read of the nodes.
+   */
+  async findWithCopies(
+    vmId: string,
+  ): Promise<ListedFleetVm & { policy: CopyPolicy | null; copies: HeldCopy[] }> {
+    const notBefore = liveSince(this.clock.now());
+    const states = await this.nodes.listAll();
+    // listedVms puts a live node's report first: the fresher one, should a silent one list it.
+    const listed = listedVms(states, notBefore).find(({ vm }) => vm.vm_id === vmId);
+    if (!listed) throw new VmNotFoundError(vmId);
+    const { vm, node, silent_since_wall_ms } = listed;
+    const held = copiesHeld(states, notBefore);
+    const silentSince =
+      silent_since_wall_ms === undefined ? undefined : toRfc3339(silent_since_wall_ms);
+    return {
+      vm: shownVm(vm, node.node_id, silentSince, copyFieldsOf(held, vm, node.node_id)),
+      node,
+      silent: silent_since_wall_ms !== undefined,
+      policy:
+        vm.copies === undefined ? null : { count: vm.copies.count, every_s: vm.copies.every_s },
+      copies: copiesOf(held, vmId, node.node_id),
+    };
   }
 
   /** The VM as listVms shows it, with its node; VmNotFoundError when no node lists it. */

@@ -7,6 +7,7 @@ import type {
   FleetVmWithLifeCycle,
   NodeRecord,
   VmConsole,
+  VmCopies,
   VmLifeCycle,
 } from './answers';
 
@@ -178,5 +179,40 @@ export function isFleetVmBackups(value: unknown): value is FleetVmBackups {
     value.backups.every(isBackup) &&
     (value.in_progress_since === null || typeof value.in_progress_since === 'string') &&
     (value.last_error === null || typeof value.last_error === 'string')
+  );
+}
+
+function isNullableText(value: unknown): boolean {
+  return value === null || typeof value === 'string';
+}
+
+function isPeerCopy(value: unknown): boolean {
+  return (
+    isObject(value) &&
+    typeof value.node_id === 'string' &&
+    typeof value.source_node_id === 'string' &&
+    typeof value.copied_at === 'string' &&
+    isCount(value.size_bytes)
+  );
+}
+
+export function isVmCopies(value: unknown): value is VmCopies {
+  return (
+    isObject(value) &&
+    typeof value.vm_id === 'string' &&
+    typeof value.node_id === 'string' &&
+    (value.policy === null ||
+      (isObject(value.policy) && isCount(value.policy.count) && isCount(value.policy.every_s))) &&
+    isNullableText(value.copied_at) &&
+    isNullableText(value.copy_node_id) &&
+    Array.isArray(value.copies) &&
+    value.copies.every(isPeerCopy) &&
+    (value.backups === null ||
+      (isObject(value.backups) &&
+        Array.isArray(value.backups.backups) &&
+        value.backups.backups.every(isBackup) &&
+        isNullableText(value.backups.in_progress_since) &&
+        isNullableText(value.backups.last_error))) &&
+    isNullableText(value.backups_unread)
   );
 }

@@ -13,6 +13,7 @@ export type FleetVmWithLifeCycle = FleetOpsApi.components['schemas']['FleetVmWit
 export type VmLifeCycle = FleetOpsApi.components['schemas']['VmLifeCycle'];
 export type VmConsole = FleetOpsApi.components['schemas']['VmConsole'];
 export type FleetVmBackups = FleetOpsApi.components['schemas']['FleetVmBackups'];
+export type VmCopies = FleetOpsApi.components['schemas']['VmCopies'];
 export type NodeDiskRoom = FleetOpsApi.components['schemas']['NodeDiskRoom'];
 /** What a stop or restart asks: force, and the guest's time to power down. */
 export type StopVmRequest = FleetOpsApi.components['schemas']['StopVmRequest'];

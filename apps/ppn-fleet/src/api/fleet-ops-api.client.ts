@@ -6,6 +6,7 @@ import {
   isFleetVmWithLifeCycleList,
   isNodeDiskRoomList,
   isVmConsole,
+  isVmCopies,
   isVmLifeCycle,
 } from './answer-shapes';
 import type {
@@ -14,6 +15,7 @@ import type {
   NodeDiskRoom,
   StopVmRequest,
   VmConsole,
+  VmCopies,
   VmLifeCycle,
 } from './answers';
 import { Answer, AnswerReader, clientOptions, timeout } from './fleet-api.client';
@@ -24,6 +26,7 @@ export type {
   NodeDiskRoom,
   StopVmRequest,
   VmConsole,
+  VmCopies,
   VmLifeCycle,
 } from './answers';
 
@@ -148,6 +151,19 @@ export class FleetOpsApiClient {
           signal: timeout(),
         }),
       isFleetVmBackups,
+    );
+  }
+
+  /** What protects the VM: its copy policy, its copies on other nodes, its backups. */
+  copies(vmId: string): Promise<Answer<VmCopies>> {
+    return this.reader.call(
+      () =>
+        this.client.GET('/v1/vms/{vm_id}/copies', {
+          params: { path: { vm_id: vmId } },
+          parseAs: 'text',
+          signal: timeout(),
+        }),
+      isVmCopies,
     );
   }
 

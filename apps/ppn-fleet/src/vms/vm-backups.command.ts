@@ -7,7 +7,8 @@ import { CliIo } from '../terminal/cli-io';
 import { printable } from '../terminal/printable';
 import { Terminal } from '../terminal/terminal';
 import { WAIT_POLL_MS } from './vm-life-cycle.view';
-import { formatSize, formatVmBackups } from './vm-backups.view';
+import { formatSize } from './vm-backups.view';
+import { formatVmCopies } from './vm-copies.view';
 
 /** How long `vm backup --wait` waits by default: a first, full copy of a large disk is slow. */
 export const DEFAULT_BACKUP_WAIT_S = 3_600;
@@ -97,9 +98,9 @@ export class VmBackupCommand extends OpsCommand {
 @SubCommand({
   name: 'copies',
   arguments: '<vm_id>',
-  argsDescription: { vm_id: 'the VM whose backups to list' },
+  argsDescription: { vm_id: 'the VM whose copies and backups to list' },
   description:
-    "every backup of a VM: where, when, size, full or incremental (the operations listener's GET /v1/vms/{vm_id}/backups)",
+    "what protects a VM: its copy policy, every copy on another node and every backup: where, when, size, full or incremental (the operations listener's GET /v1/vms/{vm_id}/copies)",
 })
 export class VmCopiesCommand extends OpsCommand {
   constructor(
@@ -112,7 +113,7 @@ export class VmCopiesCommand extends OpsCommand {
 
   async run([vmId]: string[], options: OpsOptions = {}): Promise<void> {
     requireFleetId('vm_id', vmId);
-    const backups = (await this.connector.connectOps(options.opsEndpoint).backups(vmId)).data;
-    this.terminal.print(formatVmBackups(backups, this.io.wallNow(), this.terminal.colour));
+    const copies = (await this.connector.connectOps(options.opsEndpoint).copies(vmId)).data;
+    this.terminal.print(formatVmCopies(copies, this.io.wallNow(), this.terminal.colour));
   }
 }

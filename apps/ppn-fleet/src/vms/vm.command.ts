@@ -5,7 +5,10 @@ import {
   MAX_PUBLISHED_PORTS,
   MAX_VM_DISK_GB,
   MAX_VM_RAM_MB,
+  MAX_COPY_EVERY_S,
+  MAX_VM_COPIES,
   MAX_VM_VCPUS,
+  MIN_COPY_EVERY_S,
   VM_TYPE_PATTERN,
   VM_TYPE_RULE,
   type PublishedPortRequest,
@@ -46,6 +49,23 @@ import {
   waitGoalOf,
 } from './vm-reachability';
 
+/** Seconds between two copies when --copies is given without --copy-every. */
+export const DEFAULT_COPY_EVERY_S = 60;
+
+/** The create's copy policy from --copies and --copy-every; undefined: the controller's. */
+function copyPolicyOf(
+  options: Pick<VmCreateOptions, 'copies' | 'copyEvery'>,
+): { count: number; every_s: number } | undefined {
+  if (options.copies === undefined) {
+    if (options.copyEvery === undefined) return undefined;
+    throw new CliFailure(
+      '--copy-every needs --copies: how many copies to keep (0-2)',
+      ExitCode.Usage,
+    );
+  }
+  return { count: options.copies, every_s: options.copyEvery ?? DEFAULT_COPY_EVERY_S };
+}
+
 interface VmCreateOptions extends ApiOptions, WaitFlags {
   type: string;
   ram: number;
@@ -56,6 +76,8 @@ interface VmCreateOptions extends ApiOptions, WaitFlags {
   kvm?: boolean;
   key?: string;
   port?: PublishedPortRequest[];
+  copies?: number;
+  copyEvery?: number;
   timeout?: number;
   sshUser?: string;
 }
@@ -137,6 +159,22 @@ export class VmCreateCommand extends JsonApiCommand {
   }
 
   @Option({
+    flags: '--copies <n>',
+    description: `copies of the VM kept on other nodes (0-${MAX_VM_COPIES}; 0: none); the controller's default (VM_FLEET_COPIES) when absent`,
+  })
+  parseCopies(value: string): number {
+    return parseInteger(value, 0, MAX_VM_COPIES);
+  }
+
+  @Option({
+    flags: '--copy-every <s>',
+    description: `seconds between two copies (${MIN_COPY_EVERY_S}-${MAX_COPY_EVERY_S}; default ${DEFAULT_COPY_EVERY_S} with --copies); needs --copies`,
+  })
+  parseCopyEvery(value: string): number {
+    return parseInteger(value, MIN_COPY_EVERY_S, MAX_COPY_EVERY_S);
+  }
+
+  @Option({
     flags: '--wait',
     description:
       'follow the VM until it is Running and its SSH answers with a banner (exit 0), or it is in Error (exit 1); then print the ssh line',
@@ -192,6 +230,7 @@ export class VmCreateCommand extends JsonApiCommand {
         ExitCode.Usage,
       );
     }
+    const copies = copyPolicyOf(options);
     const api = this.connector.connect(options.endpoint);
     const key = options.key ?? randomUUID();
     let created: Awaited<ReturnType<FleetApiClient['createVm']>>;
@@ -207,6 +246,8 @@ export class VmCreateCommand extends JsonApiCommand {
           // Absent, not [], without --port: the body stays what it always was.
           ...(ports.length > 0 ? { ports } : {}),
           ...(options.disk === undefined ? {} : { disk_gb: options.disk }),
+          // Absent without --copies: the controller's defaults apply.
+          ...(copies === undefined ? {} : { copies }),
         },
         key,
       );

@@ -5,6 +5,7 @@ import { Cell, formatTable } from '../terminal/table';
 import type { Style } from '../terminal/style';
 import { ListedVm, describeVmState, lifeCycleOf } from './vm-life-cycle.view';
 import { formatForwards, publishesPorts } from './vm-ports.view';
+import { copyAgeCell, showsCopies } from './vm-copies.view';
 
 /** The base image's default user, whom a VM's SSH target names unless told otherwise. */
 export const DEFAULT_SSH_USER = 'debian';
@@ -76,6 +77,8 @@ export function formatVms(
   const wgIps = new Map(nodes.map((node) => [node.node_id, node.wg_ip]));
   // PORTS only once a VM publishes more than SSH: a fleet without published ports looks as before.
   const withPorts = vms.some(publishesPorts);
+  // COPY only once the controller shows copies: a fleet before copies looks as before.
+  const withCopies = showsCopies(vms);
   return formatTable(
     [
       { header: 'VM' },
@@ -88,6 +91,7 @@ export function formatVms(
       { header: 'NODE' },
       { header: 'SSH' },
       ...(withPorts ? [{ header: 'PORTS' }] : []),
+      ...(withCopies ? [{ header: 'COPY', align: 'right' as const }] : []),
     ],
     vms.map((vm) => [
       { text: printable(vm.vm_id), style: 'cyan' },
@@ -112,6 +116,7 @@ export function formatVms(
         style: 'dim',
       },
       ...(withPorts ? [formatForwards(vm, wgIps.get(vm.node_id)) || '-'] : []),
+      ...(withCopies ? [copyAgeCell(vm, nowMs)] : []),
     ]),
     colour,
   );

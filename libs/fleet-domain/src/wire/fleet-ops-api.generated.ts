@@ -104,6 +104,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/vms/{vm_id}/copies': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The VM's copies on other nodes and its backups
+     * @description Its copy policy (as its agent reports it), every copy of it the live nodes other than its own say they hold (their heartbeats' replicas; freshest first), and its backups in its node's VM_BACKUP_DIR, asked of that node's agent. The agent silent, unreachable or failing: backups is null and backups_unread says why; the copies are shown all the same.
+     */
+    get: operations['listVmCopies'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/vms/{vm_id}/restart': {
     parameters: {
       query?: never;
@@ -168,6 +188,18 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
+    CopyPolicy: {
+      /**
+       * @description Copies of the VM kept on other nodes (each on a different node); 0: none.
+       * @example 1
+       */
+      count: number;
+      /**
+       * @description Seconds between two copies of the running VM (a stopped VM is copied once).
+       * @example 60
+       */
+      every_s: number;
+    };
     /**
      * @description running from the create on, stopped once an operator stops it, running again once started; kept with the VM on its node across agent restarts and reboots.
      * @enum {string}
@@ -339,6 +371,23 @@ export interface components {
       /** Format: date-time */
       taken_at: string;
     };
+    VmBackups: {
+      /** @description Newest first. */
+      backups: components['schemas']['VmBackup'][];
+      /**
+       * Format: date-time
+       * @description When the backup under way began; null when none is.
+       * @example null
+       */
+      in_progress_since: string | null;
+      /**
+       * @description Why this agent's last backup of the VM failed; null once one succeeded.
+       * @example null
+       */
+      last_error: string | null;
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
+    };
     VmConsole: {
       /** @description Byte offset of the first byte of text in the log of the current boot. */
       from: number;
@@ -348,6 +397,33 @@ export interface components {
       reset: boolean;
       /** @description Printable text: tabs and newlines kept, other control characters and terminal escapes left out, invalid UTF-8 replaced. */
       text: string;
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
+    };
+    VmCopies: {
+      /** @description The backups in the VM's node's VM_BACKUP_DIR, as its agent answered just now; null when they could not be read (backups_unread says why). */
+      backups: components['schemas']['VmBackups'] | null;
+      /**
+       * @description Why backups is null: the VM's node is silent, its agent could not be reached or answered what its API does not give. The copies are shown all the same.
+       * @example null
+       */
+      backups_unread: string | null;
+      /**
+       * Format: date-time
+       * @description As GET /v1/vms shows it: the freshest copy sent by the VM's node and held on another live node; null while none is.
+       */
+      copied_at: string | null;
+      /** @description Every copy of the VM held by a live node other than its own, freshest first; a copy whose source_node_id is not the VM's node was sent by a node that ran it before. */
+      copies: components['schemas']['VmPeerCopy'][];
+      /** @description The node holding it. */
+      copy_node_id: string | null;
+      /**
+       * @description The VM's node.
+       * @example example-node-01
+       */
+      node_id: string;
+      /** @description The copy policy the VM's agent keeps for it (its last heartbeat); null when the agent reports none (an agent before copies). */
+      policy: components['schemas']['CopyPolicy'] | null;
       /** @example vm-0123456789abcdef */
       vm_id: string;
     };
@@ -386,6 +462,27 @@ export interface components {
       restart_count: number;
       /** @example Running */
       state: components['schemas']['VmState'];
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
+    };
+    VmPeerCopy: {
+      /**
+       * Format: date-time
+       * @description When the source took the newest complete, checked transfer (the copy's point in time).
+       */
+      copied_at: string;
+      /**
+       * @description The node holding the copy (a `--from` of `ppn-fleet vm restore`).
+       * @example example-node-01
+       */
+      node_id: string;
+      /** @description The copy's files on disk, in bytes. */
+      size_bytes: number;
+      /**
+       * @description The node whose agent sent the copy (the node that ran the VM then).
+       * @example example-node-01
+       */
+      source_node_id: string;
       /** @example vm-0123456789abcdef */
       vm_id: string;
     };
@@ -1009,6 +1106,104 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  listVmCopies: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['VmCopies'];
+        };
+      };
+      /** @description vm_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description No node lists a VM with this id. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-0123456789abcdef is not listed on any live node",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };

@@ -71,10 +71,20 @@ export function vmRecordOf(vm: VmRecord): VmRecord {
 
 /**
  * The VM an answer shows: its VmRecord fields and the node it runs on, and, for a VM no live
- * agent manages (node_silent_since), when it was last heard of (RFC 3339).
+ * agent manages (node_silent_since), when it was last heard of (RFC 3339); `copy`: its freshest
+ * copy on another node (copyFieldsOf), left out for a VM whose copies are not tracked.
  */
-export function shownVm(vm: VmRecord, nodeId: string, nodeSilentSince?: string): FleetVm {
+export function shownVm(
+  vm: VmRecord,
+  nodeId: string,
+  nodeSilentSince?: string,
+  copy?: { copied_at: string | null; copy_node_id: string | null },
+): FleetVm {
   const shown: FleetVm = { ...vmRecordOf(vm), node_id: nodeId };
   if (nodeSilentSince !== undefined) shown.node_silent_since = nodeSilentSince;
+  if (copy !== undefined) {
+    shown.copied_at = copy.copied_at;
+    shown.copy_node_id = copy.copy_node_id;
+  }
   return shown;
 }
