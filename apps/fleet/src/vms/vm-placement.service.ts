@@ -28,6 +28,7 @@ import {
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { KeyClaims } from '../nodes/key-claims.repository';
 import { NodesRepository } from '../nodes/nodes.repository';
+import { TenantQuotas } from '../tenants/tenant-quotas.service';
 import { spawnKeyOf } from './spawn-key';
 import { VmCreateSettings } from './vm-create.settings';
 import { AgentCallError, Spawned, VmHostClient, VmHostClientSettings } from './vm-host.client';
@@ -149,6 +150,8 @@ export class VmPlacementService {
     private readonly clock: Clock,
     private readonly metrics: FleetMetrics = new FleetMetrics(),
     private readonly createSettings: VmCreateSettings = new VmCreateSettings(),
+    /** Absent (a unit test's service): no tenant has a quota. */
+    private readonly tenantQuotas?: TenantQuotas,
   ) {}
 
   /**
@@ -313,7 +316,12 @@ export class VmPlacementService {
       // Minted here, never by an agent, and anew for each node asked: a VM id belongs to the
       // node it was dispatched to, and one a refusing node saw (and could list in a heartbeat
       // before refusing) must never be the id another node makes.
-      const target = await this.placeAndHold(request, spawnKey, mintVmId(), tried).catch(
+      // The tenant's quota is checked in the same step as the hold, under the tenant's claim.
+      const vmId = mintVmId();
+      const hold = () => this.placeAndHold(request, spawnKey, vmId, tried);
+      const target = await (
+        this.tenantQuotas ? this.tenantQuotas.withinQuota(request.tenant_id, request, hold) : hold()
+      ).catch(
         (error: unknown) => {
           if (!(error instanceof PlacementRefusedError)) throw error;
           // No other node can take it: the client hears what went wrong on the one that could.
@@ -570,6 +578,16 @@ export class VmPlacementService {
             expiresAtMs: now + this.vmHostSettings.timeoutMs + RAM_HOLD_MARGIN_MS,
             spawnKey,
             vmId,
+            // Counted against the tenant's quotas until a heartbeat lists the VM.
+            ...(request.tenant_id
+              ? {
+                  tenant: {
+                    tenant_id: request.tenant_id,
+                    vcpu_count: request.vcpu_count,
+                    ...(request.disk_gb !== undefined ? { disk_gb: request.disk_gb } : {}),
+                  },
+                }
+              : {}),
           },
           notBefore,
         ),
