@@ -40,7 +40,9 @@ export function parseTenantQuotas(value: unknown): ParsedTenantQuotas {
   if (!isPlainObject(value)) {
     return {
       quotas,
-      problems: ['the file must hold one JSON object of tenant id to quota, such as {"acme": {"vms": 5}}'],
+      problems: [
+        'the file must hold one JSON object of tenant id to quota, such as {"acme": {"vms": 5}}',
+      ],
     };
   }
   const entries = Object.entries(value);
@@ -53,7 +55,9 @@ export function parseTenantQuotas(value: unknown): ParsedTenantQuotas {
       continue;
     }
     if (!isPlainObject(quota)) {
-      problems.push(`tenant ${named}: its quota must be an object such as {"vms": 5} ({} for none)`);
+      problems.push(
+        `tenant ${named}: its quota must be an object such as {"vms": 5} ({} for none)`,
+      );
       continue;
     }
     const taken: TenantQuota = {};
@@ -68,7 +72,9 @@ export function parseTenantQuotas(value: unknown): ParsedTenantQuotas {
         limit < 0 ||
         limit > MAX_QUOTA_LIMIT
       ) {
-        problems.push(`tenant ${named}: ${key} must be a whole number from 0 to ${MAX_QUOTA_LIMIT}`);
+        problems.push(
+          `tenant ${named}: ${key} must be a whole number from 0 to ${MAX_QUOTA_LIMIT}`,
+        );
       } else {
         taken[key as QuotaKey] = limit;
       }
@@ -143,7 +149,11 @@ export function quotaRequestOf(request: QuotaRequest): TenantUse {
 }
 
 /** Every quota of `quota` that `use` plus `request` would go beyond; [] when it fits. */
-export function quotaExcesses(quota: TenantQuota, use: TenantUse, request: QuotaRequest): QuotaExcess[] {
+export function quotaExcesses(
+  quota: TenantQuota,
+  use: TenantUse,
+  request: QuotaRequest,
+): QuotaExcess[] {
   const adds = quotaRequestOf(request);
   const excesses: QuotaExcess[] = [];
   for (const key of QUOTA_KEYS) {
@@ -156,7 +166,12 @@ export function quotaExcesses(quota: TenantQuota, use: TenantUse, request: Quota
 }
 
 /** The units each quota is counted in, for messages. */
-const UNITS: Record<QuotaKey, string> = { vms: 'VMs', ram_mb: 'MB', vcpus: 'vCPUs', disk_gb: 'GiB' };
+const UNITS: Record<QuotaKey, string> = {
+  vms: 'VMs',
+  ram_mb: 'MB',
+  vcpus: 'vCPUs',
+  disk_gb: 'GiB',
+};
 
 /** "tenant acme is over its quota: ram_mb: 7168 MB used + 2048 requested > limit 8192 MB". */
 export function describeQuotaExcesses(tenantId: string, excesses: readonly QuotaExcess[]): string {

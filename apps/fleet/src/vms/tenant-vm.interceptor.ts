@@ -50,7 +50,10 @@ export function listedTenantFor(caller: Caller, tenantId: string | undefined): s
  * The tenant a create is made in: a tenant's token makes it in its own (a body without
  * tenant_id gets it; one naming another is a 403); the operator's as the body says.
  */
-export function createdTenantFor<T extends { tenant_id?: string | null }>(caller: Caller, request: T): T {
+export function createdTenantFor<T extends { tenant_id?: string | null }>(
+  caller: Caller,
+  request: T,
+): T {
   if (caller.kind === 'operator') return request;
   if (request.tenant_id != null && request.tenant_id !== caller.tenantId) {
     throw new OtherTenantError(caller.tenantId, 'tenant_id');

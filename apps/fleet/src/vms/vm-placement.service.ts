@@ -321,20 +321,18 @@ export class VmPlacementService {
       const hold = () => this.placeAndHold(request, spawnKey, vmId, tried);
       const target = await (
         this.tenantQuotas ? this.tenantQuotas.withinQuota(request.tenant_id, request, hold) : hold()
-      ).catch(
-        (error: unknown) => {
-          if (!(error instanceof PlacementRefusedError)) throw error;
-          // No other node can take it: the client hears what went wrong on the one that could.
-          if (lastFailure !== undefined) {
-            this.metrics.countPlacement('agent_failed');
-            throw lastFailure;
-          }
-          this.metrics.countPlacement(
-            error.reason === 'no-capacity' ? 'refused_no_room' : 'refused_unfit',
-          );
-          throw error;
-        },
-      );
+      ).catch((error: unknown) => {
+        if (!(error instanceof PlacementRefusedError)) throw error;
+        // No other node can take it: the client hears what went wrong on the one that could.
+        if (lastFailure !== undefined) {
+          this.metrics.countPlacement('agent_failed');
+          throw lastFailure;
+        }
+        this.metrics.countPlacement(
+          error.reason === 'no-capacity' ? 'refused_no_room' : 'refused_unfit',
+        );
+        throw error;
+      });
       // Whole milliseconds of at least 1 (AbortSignal.timeout refuses anything else).
       const timeLeftMs = Math.floor(deadline - performance.now());
       if (lastFailure !== undefined && timeLeftMs < MIN_DISPATCH_TIME_MS) {

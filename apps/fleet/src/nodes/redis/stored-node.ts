@@ -154,7 +154,8 @@ type StoredState = Omit<
   record?: unknown;
 };
 
-type StoredHold = Pick<RamHold, 'ram_mb' | 'vm_id'> & Partial<Omit<RamHold, 'tenant'>> & { tenant?: unknown };
+type StoredHold = Pick<RamHold, 'ram_mb' | 'vm_id'> &
+  Partial<Omit<RamHold, 'tenant'>> & { tenant?: unknown };
 
 /**
  * Every field today's rules read from a state, of its type: a value of another type would
