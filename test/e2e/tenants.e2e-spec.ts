@@ -280,6 +280,129 @@ describe('tenants: tokens, scoping, quotas and the audit log', () => {
   });
 });
 
+describe('tenants in the web console', () => {
+  let fleet: RunningFleet;
+  let agent: StubAgent;
+  let env: Record<string, string>;
+
+  beforeAll(() => {
+    const folder = scratchFolder('ppn-tenants-console-');
+    const quotas = join(folder, 'quotas.json');
+    writeFileSync(quotas, JSON.stringify({ acme: { vms: 2 }, globex: {} }));
+    env = {
+      VM_FLEET_API_TOKEN: API_TOKEN,
+      VM_FLEET_TENANT_SECRET: TENANT_SECRET,
+      VM_FLEET_TENANT_QUOTAS_FILE: quotas,
+    };
+  });
+
+  beforeEach(async () => {
+    agent = await new StubAgent((call, res) =>
+      call.url === '/v1/spawn' ? json(res, 201, spawnedVm(call)) : json(res, 500, {}),
+    ).start();
+    fleet = await startFleet({ env, ops: true, clock: new FakeClock(Date.now()) });
+    await request(fleet.url)
+      .post('/v1/nodes/heartbeat')
+      .send(
+        heartbeat({
+          node_id: 'n1',
+          spawn_port: agent.port,
+          ram_total_mb: 65536,
+          vms: [
+            vmRecord(ACME_VM, { tenant_id: 'acme' }),
+            vmRecord(GLOBEX_VM, { tenant_id: 'globex' }),
+            vmRecord(NOBODYS_VM),
+          ],
+        }),
+      )
+      .expect(200);
+  });
+
+  afterEach(async () => {
+    await fleet.close();
+    await agent.stop();
+  });
+
+  async function logIn(token: string): Promise<{ cookie: string; csrf: string; page: string }> {
+    const login = await request(fleet.opsUrl).post('/login').send({ token }).expect(200);
+    const header = ([] as string[])
+      .concat(login.headers['set-cookie'] ?? [])
+      .find((line) => line.startsWith('ppn_'))!;
+    const cookie = header.split(';')[0];
+    const page = await request(fleet.opsUrl).get('/').set('Cookie', cookie).expect(200);
+    const csrf = /<meta name="csrf-token" content="([^"]+)" \/>/.exec(page.text)![1];
+    return { cookie, csrf, page: page.text };
+  }
+
+  it("logs a tenant in with its token: its own VMs only, every other VM's page and action refused", async () => {
+    const { cookie, csrf, page } = await logIn(ACME);
+    expect(page).toContain(ACME_VM);
+    expect(page).toContain('tenant acme');
+    for (const other of [GLOBEX_VM, NOBODYS_VM]) expect(page).not.toContain(other);
+    // No tenants' table: that is the operator's.
+    expect(page).not.toContain('id="tenants-title"');
+    const live = await request(fleet.opsUrl)
+      .get('/console/fragments/overview?tenant=globex')
+      .set('Cookie', cookie)
+      .expect(200);
+    expect(live.text).toContain(ACME_VM);
+    expect(live.text).not.toContain(GLOBEX_VM);
+
+    await request(fleet.opsUrl).get(`/vms/${ACME_VM}`).set('Cookie', cookie).expect(200);
+    await request(fleet.opsUrl).get(`/vms/${GLOBEX_VM}`).set('Cookie', cookie).expect(404);
+    await request(fleet.opsUrl).get('/nodes/n1').set('Cookie', cookie).expect(404);
+    await request(fleet.opsUrl)
+      .get(`/console/vms/${GLOBEX_VM}/serial`)
+      .set('Cookie', cookie)
+      .expect(404);
+    for (const action of ['stop', 'start', 'restart', 'delete', 'forget']) {
+      await request(fleet.opsUrl)
+        .post(`/console/vms/${GLOBEX_VM}/${action}`)
+        .set({ Cookie: cookie, 'X-CSRF-Token': csrf })
+        .send({})
+        .expect(404);
+    }
+    // The pages read life cycles; nothing was asked of another tenant's VM.
+    expect(agent.calls.filter(({ method }) => method !== 'GET')).toEqual([]);
+    expect(agent.calls.filter(({ url }) => /globex|nobody/.test(url))).toEqual([]);
+    agent.calls.length = 0;
+
+    await request(fleet.opsUrl)
+      .post('/console/vms')
+      .set({ Cookie: cookie, 'X-CSRF-Token': csrf })
+      .send({ vm_type: 'web', ram_mb: 512, vcpu_count: 1, tenant_id: 'globex' })
+      .expect(403);
+    await request(fleet.opsUrl)
+      .post('/console/vms')
+      .set({ Cookie: cookie, 'X-CSRF-Token': csrf })
+      .send({ vm_type: 'web', ram_mb: 512, vcpu_count: 1 })
+      .expect(201);
+    const spawned = agent.calls.filter(({ url }) => url === '/v1/spawn');
+    expect(spawned.map(({ body }) => (body as SpawnVmRequest).tenant_id)).toEqual(['acme']);
+    // acme is now at its quota of 2 VMs.
+    const over = await request(fleet.opsUrl)
+      .post('/console/vms')
+      .set({ Cookie: cookie, 'X-CSRF-Token': csrf })
+      .send({ vm_type: 'web', ram_mb: 512, vcpu_count: 1 })
+      .expect(429);
+    expect(over.body.message).toContain('vms: 2 VMs in use + 1 requested > limit 2 VMs');
+  });
+
+  it("shows the operator every tenant's use against its quotas", async () => {
+    const { page } = await logIn(API_TOKEN);
+    expect(page).toContain('id="tenants-title"');
+    expect(page).toMatch(/<a href="\/\?tenant=acme">acme<\/a><\/th>\s*<td class="">1 \/ 2<\/td>/);
+    expect(page).toContain(GLOBEX_VM);
+    const wrong = await request(fleet.opsUrl)
+      .post('/login')
+      .send({ token: deriveTenantToken(TENANT_SECRET, 'initech') })
+      .expect(401);
+    expect(wrong.body.message).toBe(
+      "that is neither the API token (VM_FLEET_API_TOKEN) nor a tenant's token",
+    );
+  });
+});
+
 describe('tenant settings at start-up', () => {
   it('refuses a quotas file with bad entries, naming every one', () => {
     const folder = scratchFolder('ppn-tenant-quotas-');

@@ -148,7 +148,10 @@ describe("a tenant's quota on two controllers sharing one Redis", () => {
     await beat();
     for (const host of [hostB, hostA]) {
       const answer = await create(host);
-      expect(answer).toEqual({ status: 429, message: expect.stringContaining('vms: 5 VMs in use') });
+      expect(answer).toEqual({
+        status: 429,
+        message: expect.stringContaining('vms: 5 VMs in use'),
+      });
     }
     expect(agent.calls).toHaveLength(QUOTA_VMS);
   });

@@ -17,7 +17,7 @@ import {
 import type { Request, Response } from 'express';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BearerTokens, Clock, OwnCredentials, packageVersion } from '@app/daemon';
+import { BearerTokens, Clock, OwnCredentials, callerOf, packageVersion } from '@app/daemon';
 import {
   ApiExcludeController,
   CreateVmRequest,
@@ -26,7 +26,10 @@ import {
   StopVmRequest,
   VmIdParams,
 } from '@app/fleet-domain';
+import { TenantQuotas } from '../tenants/tenant-quotas.service';
+import { createdTenantFor } from '../vms/tenant-vm.interceptor';
 import { VmNotFoundError } from '../vms/vms.errors';
+import { tenantsSection } from './tenants.views';
 import { ConsoleFiltersQuery, ConsoleSerialQuery, LoginRequest } from './console.requests';
 import { ConsoleService } from './console.service';
 import {
@@ -84,6 +87,12 @@ function servedOverTls(req: Request): boolean {
   return req.secure || req.headers['x-forwarded-proto'] === 'https';
 }
 
+/** The tenant a request's session is confined to; undefined for the operator's. */
+function scopeOf(req: Request): string | undefined {
+  const caller = callerOf(req);
+  return caller.kind === 'tenant' ? caller.tenantId : undefined;
+}
+
 function sendHtml(res: Response, page: Html, status = 200): void {
   res.status(status).type('html').send(page.text);
 }
@@ -106,6 +115,7 @@ export class ConsoleController {
     private readonly tokens: BearerTokens,
     private readonly clock: Clock,
     private readonly backoff: LoginBackoff,
+    private readonly tenantQuotas: TenantQuotas,
   ) {}
 
   private get open(): boolean {
@@ -130,7 +140,13 @@ export class ConsoleController {
       session = this.sessions.issue(this.nowS());
       res.setHeader('Set-Cookie', sessionCookie(session, SESSION_LIFETIME_S, servedOverTls(req)));
     }
-    return { csrf: this.sessions.csrfTokenOf(session), open: this.open, version: this.version };
+    const tenant = this.sessions.tenantOf(session);
+    return {
+      csrf: this.sessions.csrfTokenOf(session),
+      open: this.open,
+      version: this.version,
+      ...(tenant === undefined ? {} : { tenant }),
+    };
   }
 
   @Get()
@@ -142,7 +158,11 @@ export class ConsoleController {
   ): Promise<void> {
     const context = this.pageContext(req, res);
     if (context === undefined) return;
-    sendHtml(res, overviewPage(await this.overviewOf(query), context));
+    const scope = scopeOf(req);
+    // The operator sees each tenant's use against its quotas; a tenant, nothing of the others.
+    const tenants =
+      scope === undefined ? tenantsSection(await this.tenantQuotas.standings()) : undefined;
+    sendHtml(res, overviewPage(await this.overviewOf(query, scope), context, tenants));
   }
 
   @Get('nodes/:node_id')
@@ -155,7 +175,10 @@ export class ConsoleController {
     const context = this.pageContext(req, res);
     if (context === undefined) return;
     const overview = await this.console.overview({ node: node_id }, this.open);
-    const node = overview.nodes.find((candidate) => candidate.node_id === node_id);
+    // A tenant's session has no node pages (as its token has no /v1/nodes).
+    const node = scopeOf(req)
+      ? undefined
+      : overview.nodes.find((candidate) => candidate.node_id === node_id);
     if (node === undefined) {
       return sendHtml(res, notFoundPage(`No node ${node_id} is stored.`, context), 404);
     }
@@ -175,7 +198,7 @@ export class ConsoleController {
     if (found === undefined) {
       return sendHtml(res, notFoundPage(`No node lists a VM ${vm_id}.`, context), 404);
     }
-    const nodes = await this.console.fleetNodes();
+    const nodes = await this.console.fleetNodes(scopeOf(req));
     sendHtml(res, vmPage(found, nodes, context));
   }
 
@@ -208,12 +231,20 @@ export class ConsoleController {
         HttpStatus.TOO_MANY_REQUESTS,
       );
     }
-    if (!this.tokens.matches('api', token)) {
+    // A tenant's token opens a session confined to that tenant's VMs.
+    const tenant = this.tokens.matches('api', token)
+      ? undefined
+      : this.tokens.tenants?.tenantOf(token);
+    if (!this.tokens.matches('api', token) && tenant === undefined) {
       this.backoff.failed(address);
-      throw new UnauthorizedException('that is not the API token (VM_FLEET_API_TOKEN)');
+      throw new UnauthorizedException(
+        this.tokens.tenants === undefined
+          ? 'that is not the API token (VM_FLEET_API_TOKEN)'
+          : "that is neither the API token (VM_FLEET_API_TOKEN) nor a tenant's token",
+      );
     }
     this.backoff.succeeded(address);
-    const session = this.sessions.issue(this.nowS());
+    const session = this.sessions.issue(this.nowS(), tenant);
     res.setHeader('Set-Cookie', sessionCookie(session, SESSION_LIFETIME_S, servedOverTls(req)));
     return { message: 'Logged in' };
   }
@@ -237,22 +268,38 @@ export class ConsoleController {
   }
 
   @Get('console/fragments/overview')
-  async overviewFragment(@Query() query: ConsoleFiltersQuery, @Res() res: Response): Promise<void> {
-    res.type('html').send(await this.console.overviewLive(filtersOf(query), this.open));
+  async overviewFragment(
+    @Query() query: ConsoleFiltersQuery,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    res
+      .type('html')
+      .send(await this.console.overviewLive(filtersOf(query), this.open, scopeOf(req)));
   }
 
   @Get('console/fragments/nodes/:node_id')
-  async nodeFragment(@Param() { node_id }: NodeIdParams, @Res() res: Response): Promise<void> {
+  async nodeFragment(
+    @Param() { node_id }: NodeIdParams,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
     const overview = await this.console.overview({ node: node_id }, this.open);
-    const node = overview.nodes.find((candidate) => candidate.node_id === node_id);
+    const node = scopeOf(req)
+      ? undefined
+      : overview.nodes.find((candidate) => candidate.node_id === node_id);
     if (node === undefined) throw new NotFoundException(`no node ${node_id} is stored`);
     sendHtml(res, nodeLive(node, overview.vms, overview.nodes));
   }
 
   @Get('console/fragments/vms/:vm_id')
-  async vmFragment(@Param() { vm_id }: VmIdParams, @Res() res: Response): Promise<void> {
+  async vmFragment(
+    @Param() { vm_id }: VmIdParams,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
     const vm = await this.console.vm(vm_id);
-    const nodes = await this.console.fleetNodes();
+    const nodes = await this.console.fleetNodes(scopeOf(req));
     sendHtml(res, vmLive(vm, nodes));
   }
 
@@ -266,8 +313,8 @@ export class ConsoleController {
 
   @Post('console/vms')
   @HttpCode(201)
-  async create(@Body() request: CreateVmRequest): Promise<Outcome> {
-    const vm = await this.console.createVm(request);
+  async create(@Body() request: CreateVmRequest, @Req() req: Request): Promise<Outcome> {
+    const vm = await this.console.createVm(createdTenantFor(callerOf(req), request));
     return { message: `vm ${vm.vm_id} created on node ${vm.node_id} (${vm.state})` };
   }
 
@@ -312,8 +359,8 @@ export class ConsoleController {
     return { message: `vm ${vm_id} forgotten: nothing was stopped on its node` };
   }
 
-  private overviewOf(query: ConsoleFiltersQuery): Promise<ConsoleOverview> {
-    return this.console.overview(filtersOf(query), this.open);
+  private overviewOf(query: ConsoleFiltersQuery, scope?: string): Promise<ConsoleOverview> {
+    return this.console.overview(filtersOf(query), this.open, scope);
   }
 
   private async vmOrUndefined(vmId: string): Promise<FleetVmWithLifeCycle | undefined> {
