@@ -109,7 +109,7 @@ describe('tenantUse', () => {
       recordDispatchedVm('h1', {
         ...vmRecord('vm-9', { tenant_id: 'acme', ram_alloc_mb: 2048, vcpu_count: 2 }),
         disk_gb: 10,
-      } as never),
+      }),
     );
     expect(use([dispatched])).toEqual({ vms: 1, ram_mb: 2048, vcpus: 2, disk_gb: 10 });
     // A hold past its deadline no longer counts (its dispatch is over).
