@@ -17,7 +17,15 @@ import {
 import type { Request, Response } from 'express';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BearerTokens, Clock, OwnCredentials, callerOf, packageVersion } from '@app/daemon';
+import {
+  BearerTokens,
+  Clock,
+  OPERATOR,
+  OwnCredentials,
+  callerOf,
+  packageVersion,
+  setCallerOf,
+} from '@app/daemon';
 import {
   ApiExcludeController,
   CreateVmRequest,
@@ -244,6 +252,8 @@ export class ConsoleController {
       );
     }
     this.backoff.succeeded(address);
+    // The audit log names who logged in.
+    setCallerOf(req, tenant === undefined ? OPERATOR : { kind: 'tenant', tenantId: tenant });
     const session = this.sessions.issue(this.nowS(), tenant);
     res.setHeader('Set-Cookie', sessionCookie(session, SESSION_LIFETIME_S, servedOverTls(req)));
     return { message: 'Logged in' };
