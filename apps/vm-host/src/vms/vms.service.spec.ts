@@ -179,9 +179,9 @@ describe('VmsService', () => {
       await settleCreate(FAKE_STARTED);
       const { vms: reported } = await vms.report();
       expect(
-        reported.map(({ tenant_id, disk_gb }) => ({ tenant_id, disk_gb })).sort((a, b) =>
-          String(a.tenant_id).localeCompare(String(b.tenant_id)),
-        ),
+        reported
+          .map(({ tenant_id, disk_gb }) => ({ tenant_id, disk_gb }))
+          .sort((a, b) => String(a.tenant_id).localeCompare(String(b.tenant_id))),
       ).toEqual([
         { tenant_id: 'acme', disk_gb: 1 },
         { tenant_id: null, disk_gb: undefined },
