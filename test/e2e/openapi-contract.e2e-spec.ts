@@ -79,7 +79,7 @@ describe('the contract check (ajv over the committed documents)', () => {
     expect(
       answer('GET', '/v1/fleet', 404, { statusCode: 404, error: 'Not Found', message: 'x' }),
     ).toEqual([
-      'GET /v1/fleet answered 404, a status fleet.openapi.json does not declare (it declares 200, 401, 503)',
+      'GET /v1/fleet answered 404, a status fleet.openapi.json does not declare (it declares 200, 401, 403, 503)',
     ]);
   });
 

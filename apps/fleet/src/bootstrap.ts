@@ -14,6 +14,7 @@ import {
   serveSwaggerUi,
 } from '@app/daemon';
 import { FLEET_PORT } from '@app/fleet-domain';
+import { AuditLog, auditRequests } from './audit/audit-log';
 import { FleetConfig } from './config/fleet.config';
 import { FleetAppModule } from './fleet-app.module';
 import { guardOpsListener } from './operations/ops-listener.http';
@@ -55,6 +56,7 @@ export function buildFleetOpenApiDocument(app: NestExpressApplication): OpenAPIO
 
 /** Everything that makes a Nest app the fleet controller, apart from listening. */
 export function configureFleetApp(app: NestExpressApplication): NestExpressApplication {
+  auditRequests(app, app.get(AuditLog), 'api');
   return configureDaemonHttp(app, serveSwaggerUi(buildFleetOpenApiDocument));
 }
 
@@ -100,6 +102,7 @@ export function buildFleetOpsOpenApiDocument(app: NestExpressApplication): OpenA
  */
 export function configureFleetOpsApp(app: NestExpressApplication): NestExpressApplication {
   const config = app.get(FleetConfig);
+  auditRequests(app, app.get(AuditLog), 'ops');
   guardOpsListener(app, config.opsHosts ?? [], config.apiToken !== undefined);
   return configureDaemonHttp(app, serveSwaggerUi(buildFleetOpsOpenApiDocument));
 }

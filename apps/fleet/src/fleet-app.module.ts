@@ -1,7 +1,14 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
-import { BearerTokenGuard, BearerTokens, JsonErrorFilter, createValidationPipe } from '@app/daemon';
+import {
+  BearerTokenGuard,
+  BearerTokens,
+  JsonErrorFilter,
+  TenantTokens,
+  createValidationPipe,
+} from '@app/daemon';
+import { AuditLog } from './audit/audit-log';
 import { FleetConfig } from './config/fleet.config';
 import { FLEET_ERROR_STATUSES } from './fleet-error.statuses';
 import { FLEET_REALM, FleetOpsAppHolder } from './fleet-ops-app.module';
@@ -9,7 +16,29 @@ import { FleetModule } from './fleet/fleet.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { NodeTokens } from './nodes/node-tokens';
 import { NodesModule } from './nodes/nodes.module';
+import { TenantVmInterceptor } from './vms/tenant-vm.interceptor';
 import { VmsModule } from './vms/vms.module';
+
+/**
+ * The guard's tokens: the API token, and the shared node token when there is no node secret
+ * (with one, the heartbeat route checks the node's own once it knows the node); with the tenant
+ * secret, each tenant's of the quotas file, taken on the routes marked TenantScoped.
+ */
+export function fleetBearerTokens(config: FleetConfig): BearerTokens {
+  const tenants =
+    config.tenantSecret === undefined
+      ? undefined
+      : new TenantTokens(config.tenantSecret, [...(config.tenantQuotas?.keys() ?? [])]);
+  return config.nodeSecret
+    ? new BearerTokens(FLEET_REALM, { api: config.apiToken }, [], ['node'], tenants)
+    : new BearerTokens(
+        FLEET_REALM,
+        { node: config.nodeToken, api: config.apiToken },
+        [],
+        [],
+        tenants,
+      );
+}
 
 /**
  * The configuration and the tokens, for every module. The store of fleet state and its clock
@@ -27,16 +56,16 @@ class FleetCoreModule {
           // The guard checks the API token, and the shared node token when there is no node
           // secret; with one, the heartbeat route checks the node's own once it knows the node.
           provide: BearerTokens,
-          useValue: config.nodeSecret
-            ? new BearerTokens(FLEET_REALM, { api: config.apiToken }, [], ['node'])
-            : new BearerTokens(FLEET_REALM, { node: config.nodeToken, api: config.apiToken }),
+          useValue: fleetBearerTokens(config),
         },
         // What heartbeats are judged by and what the controller sends each agent.
         { provide: NodeTokens, useValue: NodeTokens.fromConfig(config) },
         // The operations listener's app, once made: closed with this one.
         FleetOpsAppHolder,
+        // One audit log for both listeners (its file opened once).
+        { provide: AuditLog, useFactory: () => new AuditLog(config.auditLog) },
       ],
-      exports: [FleetConfig, BearerTokens, NodeTokens, FleetOpsAppHolder],
+      exports: [FleetConfig, BearerTokens, NodeTokens, FleetOpsAppHolder, AuditLog],
     };
   }
 }
@@ -57,6 +86,8 @@ export class FleetAppModule {
       ],
       providers: [
         { provide: APP_GUARD, useClass: BearerTokenGuard },
+        // After the guard, before the route: a tenant reaches its own VMs only.
+        { provide: APP_INTERCEPTOR, useClass: TenantVmInterceptor },
         { provide: APP_PIPE, useFactory: createValidationPipe },
         {
           provide: APP_FILTER,

@@ -1,6 +1,7 @@
 import { DomainErrorStatuses } from '@app/daemon';
 import { NODES_ERROR_STATUSES, STORE_ERROR_STATUSES } from './nodes/nodes.error-statuses';
 import { OPERATIONS_ERROR_STATUSES } from './operations/operations.error-statuses';
+import { TENANTS_ERROR_STATUSES } from './tenants/tenants.error-statuses';
 import { VMS_ERROR_STATUSES } from './vms/vms.error-statuses';
 
 /**
@@ -10,6 +11,7 @@ import { VMS_ERROR_STATUSES } from './vms/vms.error-statuses';
 export const FLEET_ERROR_STATUSES: DomainErrorStatuses = [
   ...NODES_ERROR_STATUSES,
   ...VMS_ERROR_STATUSES,
+  ...TENANTS_ERROR_STATUSES,
   ...STORE_ERROR_STATUSES,
 ];
 
@@ -17,5 +19,6 @@ export const FLEET_ERROR_STATUSES: DomainErrorStatuses = [
 export const FLEET_OPS_ERROR_STATUSES: DomainErrorStatuses = [
   ...OPERATIONS_ERROR_STATUSES,
   ...VMS_ERROR_STATUSES,
+  ...TENANTS_ERROR_STATUSES,
   ...STORE_ERROR_STATUSES,
 ];

@@ -7,7 +7,7 @@ import {
   Injectable,
   Module,
 } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import {
   BearerTokenGuard,
   BearerTokens,
@@ -15,11 +15,14 @@ import {
   JsonErrorFilter,
   createValidationPipe,
 } from '@app/daemon';
+import { AuditLog } from './audit/audit-log';
 import { ConsoleModule } from './console/console.module';
 import { FleetConfig } from './config/fleet.config';
 import { FLEET_OPS_ERROR_STATUSES } from './fleet-error.statuses';
 import { NodesRepository } from './nodes/nodes.repository';
 import { OperationsModule } from './operations/operations.module';
+import { TenantQuotas } from './tenants/tenant-quotas.service';
+import { TenantVmInterceptor } from './vms/tenant-vm.interceptor';
 import { VmHostClient, VmHostClientSettings } from './vms/vm-host.client';
 import { VmPlacementService } from './vms/vm-placement.service';
 import { VmsService } from './vms/vms.service';
@@ -42,6 +45,10 @@ export interface FleetOpsShared {
   clock: Clock;
   placement: VmPlacementService;
   config: FleetConfig;
+  /** The tenants' quotas and use, for the console's overview. */
+  tenantQuotas: TenantQuotas;
+  /** The controller's one audit log. */
+  audit: AuditLog;
 }
 
 /** The shared instances of `fleet`, the controller's main app. */
@@ -55,6 +62,8 @@ export function fleetOpsSharedFrom(fleet: INestApplicationContext): FleetOpsShar
     clock: fleet.get(Clock),
     placement: fleet.get(VmPlacementService),
     config: fleet.get(FleetConfig),
+    tenantQuotas: fleet.get(TenantQuotas),
+    audit: fleet.get(AuditLog),
   };
 }
 
@@ -93,6 +102,8 @@ class FleetOpsCoreModule {
         { provide: Clock, useValue: shared.clock },
         { provide: VmPlacementService, useValue: shared.placement },
         { provide: FleetConfig, useValue: shared.config },
+        { provide: TenantQuotas, useValue: shared.tenantQuotas },
+        { provide: AuditLog, useValue: shared.audit },
       ],
       exports: [
         BearerTokens,
@@ -103,6 +114,8 @@ class FleetOpsCoreModule {
         Clock,
         VmPlacementService,
         FleetConfig,
+        TenantQuotas,
+        AuditLog,
       ],
     };
   }
@@ -121,6 +134,7 @@ export class FleetOpsAppModule {
       imports: [FleetOpsCoreModule.with(shared), OperationsModule, ConsoleModule],
       providers: [
         { provide: APP_GUARD, useClass: BearerTokenGuard },
+        { provide: APP_INTERCEPTOR, useClass: TenantVmInterceptor },
         { provide: APP_PIPE, useFactory: createValidationPipe },
         {
           provide: APP_FILTER,

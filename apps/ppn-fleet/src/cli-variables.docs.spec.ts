@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { declaredVariables, variableNames } from '@app/daemon';
 import { ConnectionConfig, DEFAULT_ENDPOINT } from './api/connection.config';
 import { NodeSecretConfig } from './node-token/node-token.command';
+import { TenantSecretConfig } from './tenant-token/tenant-token.command';
 
 /** The "ppn-fleet settings" section of docs/reference.md, up to the next heading. */
 function cliSection(): string {
@@ -16,7 +17,11 @@ function cliSection(): string {
 describe("ppn-fleet's variables as documented", () => {
   it('docs/reference.md "ppn-fleet settings" names exactly the variables the CLI reads', () => {
     const documented = new Set([...cliSection().matchAll(/`(VM_[A-Z0-9_]+)`/g)].map((m) => m[1]));
-    const read = [...variableNames(ConnectionConfig), ...variableNames(NodeSecretConfig)];
+    const read = [
+      ...variableNames(ConnectionConfig),
+      ...variableNames(NodeSecretConfig),
+      ...variableNames(TenantSecretConfig),
+    ];
     expect([...documented].sort()).toEqual(read.sort());
   });
 

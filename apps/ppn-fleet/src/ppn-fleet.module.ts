@@ -4,6 +4,7 @@ import { FleetApiConnector } from './api/fleet-api.connector';
 import { ImageBuildCommand, ImageCommand, ImageListCommand } from './images/image.command';
 import { CommandLineSetup } from './command-line.setup';
 import { NodeTokenCommand } from './node-token/node-token.command';
+import { TenantTokenCommand } from './tenant-token/tenant-token.command';
 import { NodeCommand, NodesCommand } from './nodes/nodes.command';
 import { StatusCommand } from './status/status.command';
 import { Terminal } from './terminal/terminal';
@@ -42,6 +43,7 @@ export class PpnFleetModule {
         VmBackupCommand,
         VmCopiesCommand,
         NodeTokenCommand,
+        TenantTokenCommand,
         ImageCommand,
         ImageBuildCommand,
         ImageListCommand,

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { deriveNodeToken, packageVersion } from '@app/daemon';
+import { deriveNodeToken, deriveTenantToken, packageVersion } from '@app/daemon';
 import { CONTROL_CHARACTERS } from '@app/fleet-domain';
 import { CliIo, PortAnswer } from './terminal/cli-io';
 import { ExitCode } from './api/exit-codes';
@@ -402,6 +402,22 @@ describe('ppn-fleet calling the controller', () => {
     expect(await run(['node-token', 'node-a'], missing)).toBe(ExitCode.Usage);
     expect(missing.stderr.text).toContain('VM_FLEET_NODE_SECRET');
     expect(missing.stdout.text).toBe('');
+  });
+
+  it('tenant-token prints the tenant token of VM_FLEET_TENANT_SECRET and nothing else', async () => {
+    const secret = 't'.repeat(40);
+    const io = new FakeIo({ VM_FLEET_TENANT_SECRET: secret }, fleetOfOne);
+    expect(await run(['tenant-token', 'acme'], io)).toBe(ExitCode.Ok);
+    expect(io.stdout.text).toBe(`${deriveTenantToken(secret, 'acme')}\n`);
+    expect(io.stderr.text).toBe('');
+    expect(io.requests).toHaveLength(0);
+
+    const missing = new FakeIo({}, fleetOfOne);
+    expect(await run(['tenant-token', 'acme'], missing)).toBe(ExitCode.Usage);
+    expect(missing.stderr.text).toContain('VM_FLEET_TENANT_SECRET');
+    const bad = new FakeIo({ VM_FLEET_TENANT_SECRET: secret }, fleetOfOne);
+    expect(await run(['tenant-token', 'not an id'], bad)).toBe(ExitCode.Usage);
+    expect(bad.stdout.text).toBe('');
   });
 });
 
@@ -930,6 +946,16 @@ describe('ppn-fleet against a broken or hostile controller', () => {
     expect(await run(['vm', 'delete', 'vm-9'], io)).toBe(ExitCode.Refused);
     expect(io.requests.map(({ method }) => method)).toEqual(['GET']);
     expect(io.stderr.text).toContain('set VM_FLEET_API_TOKEN');
+  });
+
+  it("vm delete with a tenant's token (403 for /v1/fleet) deletes: only a controller refuses so", async () => {
+    const io = new FakeIo({}, (request) =>
+      request.method === 'GET'
+        ? refusal(403, "tenant acme's token opens only its own VMs")
+        : new Response(null, { status: 204 }),
+    );
+    expect(await run(['vm', 'delete', 'vm-9'], io)).toBe(ExitCode.Ok);
+    expect(io.requests.map(({ method }) => method)).toEqual(['GET', 'DELETE']);
   });
 
   it('a bug prints its message only, its stack trace with PPN_FLEET_DEBUG=1', () => {

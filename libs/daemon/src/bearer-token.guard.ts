@@ -1,6 +1,7 @@
 import {
   CanActivate,
   ExecutionContext,
+  ForbiddenException,
   Injectable,
   SetMetadata,
   UnauthorizedException,
@@ -26,6 +27,58 @@ export const TOKEN_ROLES: Readonly<
 
 const TOKEN_ROLE = 'ppn:token-role';
 const OWN_CREDENTIALS = 'ppn:own-credentials';
+const TENANT_SCOPED = 'ppn:tenant-scoped';
+
+/**
+ * Who a request to an API-token route speaks for, as the guard found it: the operator (the API
+ * token, or any caller while the API is open) or one tenant (its own token, see TenantTokens).
+ */
+export type Caller = { kind: 'operator' } | { kind: 'tenant'; tenantId: string };
+
+export const OPERATOR: Caller = { kind: 'operator' };
+
+/** Where the guard leaves the Caller on the request. */
+const CALLER = Symbol('ppn:caller');
+
+/** The request's Caller; the operator when the guard set none (open routes, an open API). */
+export function callerOf(request: object): Caller {
+  return recordedCallerOf(request) ?? OPERATOR;
+}
+
+/** The Caller a guard recorded, if any: undefined for a request refused before (the audit log). */
+export function recordedCallerOf(request: object): Caller | undefined {
+  return (request as { [CALLER]?: Caller })[CALLER];
+}
+
+/** Sets the request's Caller: for a guard of its own (the web console's sessions). */
+export function setCallerOf(request: object, caller: Caller): void {
+  (request as { [CALLER]?: Caller })[CALLER] = caller;
+}
+
+/** The Caller of the request, for a controller method (see callerOf). */
+export const RequestCaller = createParamDecorator(
+  (_data: unknown, context: ExecutionContext): Caller =>
+    callerOf(context.switchToHttp().getRequest<Request>()),
+);
+
+/**
+ * Marks a route of the API token that a tenant's token opens too: the route (or its service)
+ * then confines the tenant to its own VMs. Any other API-token route refuses a tenant's token
+ * (403), so a route added later fails closed.
+ */
+export function TenantScoped(): ClassDecorator & MethodDecorator {
+  return SetMetadata(TENANT_SCOPED, true);
+}
+
+/** Which tenant a bearer token belongs to (the controller's TenantTokens). */
+export interface TenantTokenLookup {
+  tenantOf(presented: string): string | undefined;
+}
+
+/** A tenant's token on a route only the operator's opens. */
+export function tenantRefusedMessage(tenantId: string): string {
+  return `tenant ${tenantId}'s token opens only its own VMs (/v1/vms...): this route needs the API token (VM_FLEET_API_TOKEN)`;
+}
 
 /**
  * Declares that a controller judges its requests' credentials with a guard of its own (the
@@ -95,6 +148,8 @@ export class BearerTokens {
      * body that says who speaks (with `BearerCredential`).
      */
     private readonly checkedByRoute: readonly TokenRole[] = [],
+    /** Tenants' tokens, taken on API-token routes as that tenant (see TenantScoped). */
+    readonly tenants?: TenantTokenLookup,
   ) {
     for (const [role, token] of Object.entries(tokens) as Array<[TokenRole, string | undefined]>) {
       if (token === undefined) continue;
@@ -152,6 +207,16 @@ export function RequiresToken(
   ...moreRefusals: ErrorCase[]
 ): ClassDecorator & MethodDecorator {
   const { variable, scheme, name } = TOKEN_ROLES[role];
+  const tenantRefusal: ErrorCase[] =
+    role === 'api'
+      ? [
+          {
+            name: 'tenant-token',
+            when: "Only when VM_FLEET_TENANT_SECRET is set on the controller: a tenant's token on a route it does not open (anything but its own VMs).",
+            error: new ForbiddenException(tenantRefusedMessage('acme')),
+          },
+        ]
+      : [];
   return applyDecorators(
     SetMetadata(TOKEN_ROLE, role),
     ApiSecurity(scheme),
@@ -168,6 +233,7 @@ export function RequiresToken(
         when: `Only when ${variable} is set on this daemon: the request carries another token.`,
         error: new UnauthorizedException(wrongTokenMessage(role)),
       },
+      ...tenantRefusal,
       ...moreRefusals,
     ),
   );
@@ -224,7 +290,12 @@ export class BearerTokenGuard implements CanActivate {
       if (!this.tokens.isSet('node') && !this.tokens.isSet('api')) return true;
       return this.refuse(context, 'invalid_token', 'no token opens this route');
     }
-    if (!this.tokens.isSet(role)) return true;
+    const request = context.switchToHttp().getRequest<Request>();
+    if (!this.tokens.isSet(role)) {
+      // An open API: whoever calls acts as the operator.
+      if (role === 'api') setCallerOf(request, OPERATOR);
+      return true;
+    }
     const header = context.switchToHttp().getRequest<Request>().headers.authorization;
     const presented = presentedBearerToken(header);
     if (presented === undefined) {
@@ -232,8 +303,18 @@ export class BearerTokenGuard implements CanActivate {
     }
     // The route judges it once the body says who speaks; it answers its own 401.
     if (this.tokens.isCheckedByRoute(role)) return true;
-    if (!this.tokens.matches(role, presented)) {
+    if (this.tokens.matches(role, presented)) {
+      if (role === 'api') setCallerOf(request, OPERATOR);
+      return true;
+    }
+    const tenantId = role === 'api' ? this.tokens.tenants?.tenantOf(presented) : undefined;
+    if (tenantId === undefined) {
       return this.refuse(context, 'invalid_token', wrongTokenMessage(role));
+    }
+    // Recorded even when refused: the audit log names who was refused.
+    setCallerOf(request, { kind: 'tenant', tenantId });
+    if (!this.reflector.getAllAndOverride<boolean | undefined>(TENANT_SCOPED, targets)) {
+      throw new ForbiddenException(tenantRefusedMessage(tenantId));
     }
     return true;
   }

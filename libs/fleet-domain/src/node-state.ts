@@ -26,6 +26,18 @@ export interface RamHold {
   /** The Idempotency-Key the VM is spawned with: a heartbeat listing it ends the hold. */
   spawn_key: string;
   vm_id?: string;
+  /**
+   * The tenant the VM is made for, with what its quota counts beside the RAM: a create in
+   * flight counts against the tenant's quotas until its VM is listed (see tenantUse).
+   */
+  tenant?: HeldForTenant;
+}
+
+/** What a hold counts against its tenant's quotas (see tenant-quotas.ts). */
+export interface HeldForTenant {
+  tenant_id: string;
+  vcpu_count: number;
+  disk_gb?: number;
 }
 
 /** How many of a node's last gaps between heartbeats are kept to judge whether it is late. */
@@ -576,6 +588,8 @@ export interface RamHoldRequest {
   spawnKey: string;
   /** The id the controller minted for the VM. */
   vmId?: string;
+  /** The VM's tenant, when it has one: the hold counts against its quotas. */
+  tenant?: HeldForTenant;
 }
 
 /**
@@ -658,6 +672,7 @@ export function holdRam(hold: RamHoldRequest, notBeforeMs: number): NodeChange<b
       spawn_key: hold.spawnKey,
     };
     if (hold.vmId !== undefined) holds[hold.holdId].vm_id = hold.vmId;
+    if (hold.tenant !== undefined) holds[hold.holdId].tenant = hold.tenant;
     return { next: withRecord({ ...stored, holds }), result: true };
   };
 }

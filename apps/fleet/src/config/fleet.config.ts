@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { ValidateBy } from 'class-validator';
+import { Matches, ValidateBy } from 'class-validator';
 import {
   ConfigurationError,
   DaemonConfig,
@@ -7,11 +8,13 @@ import {
   IsBearerToken,
   IsListenAddress,
   IsNodeSecret,
+  IsTenantSecret,
   ListenAddress,
   parseListenAddress,
   readEnvironment,
   refuseArguments as refuseDaemonArguments,
 } from '@app/daemon';
+import { TenantQuota, parseTenantQuotas } from '@app/fleet-domain';
 
 /** Raised at start-up, naming the variable at fault (never its value: a URL may hold a password). */
 export { ConfigurationError as FleetConfigError } from '@app/daemon';
@@ -87,6 +90,24 @@ export class FleetConfig extends DaemonConfig {
   /** Every other route needs it; unset, they are open. */
   @EnvironmentVariable('VM_FLEET_API_TOKEN', { secret: true, validate: IsBearerToken() })
   apiToken?: string;
+  /**
+   * Tenants' own tokens: tenant X's token is deriveTenantToken(secret, X), valid for tenant X's
+   * VMs only, for the tenants VM_FLEET_TENANT_QUOTAS_FILE names. Needs VM_FLEET_API_TOKEN.
+   */
+  @EnvironmentVariable('VM_FLEET_TENANT_SECRET', { secret: true, validate: IsTenantSecret() })
+  tenantSecret?: string;
+  /** JSON of tenant id to its quota (vms, ram_mb, vcpus, disk_gb; a key left out: no limit). */
+  @EnvironmentVariable('VM_FLEET_TENANT_QUOTAS_FILE', {
+    validate: Matches(/^\//, { message: '$property must be an absolute path' }),
+  })
+  tenantQuotasFile?: string;
+  /** The quotas file, read and checked at start (loadFleetConfig). */
+  tenantQuotas?: Map<string, TenantQuota>;
+  /** A file the audit log's JSON lines are appended to (0600); unset: the controller's log. */
+  @EnvironmentVariable('VM_FLEET_AUDIT_LOG', {
+    validate: Matches(/^\//, { message: '$property must be an absolute path' }),
+  })
+  auditLog?: string;
   /** Where GET /metrics listens; unset means no metrics at all. */
   @EnvironmentVariable('VM_FLEET_METRICS_ADDR', {
     validate: IsListenAddress(),
@@ -148,6 +169,10 @@ export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
     throw new ConfigurationError('VM_FLEET_API_TOKEN must differ from VM_FLEET_NODE_TOKEN');
   }
   refuseSecretMisuse(config);
+  refuseTenantMisuse(config);
+  if (config.tenantQuotasFile !== undefined) {
+    config.tenantQuotas = readTenantQuotas(config.tenantQuotasFile);
+  }
   if (config.redisUrl) {
     const url = new URL(config.redisUrl);
     url.username = '';
@@ -187,6 +212,70 @@ function refuseSecretMisuse(config: FleetConfig): void {
       if (token !== undefined && token === secret) {
         problems.push(`${tokenName} must differ from ${secretName}: the secret is never a token`);
       }
+    }
+  }
+  if (problems.length > 0) throw new ConfigurationError(problems.join('; '));
+}
+
+/** Largest quotas file read: far beyond MAX_TENANTS entries of four limits. */
+const MAX_QUOTAS_FILE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * VM_FLEET_TENANT_QUOTAS_FILE read and checked: one ConfigurationError naming every bad entry
+ * (see parseTenantQuotas), or the file's problem, so a controller never starts with a quota it
+ * misread.
+ */
+export function readTenantQuotas(path: string): Map<string, TenantQuota> {
+  const fault = (problem: string) =>
+    new ConfigurationError(`VM_FLEET_TENANT_QUOTAS_FILE ${path} cannot be used: ${problem}`);
+  let text: string;
+  try {
+    const bytes = readFileSync(path);
+    if (bytes.length > MAX_QUOTAS_FILE_BYTES) {
+      throw fault(`it holds more than ${MAX_QUOTAS_FILE_BYTES} bytes`);
+    }
+    text = bytes.toString('utf8');
+  } catch (error) {
+    if (error instanceof ConfigurationError) throw error;
+    throw fault(`it cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw fault(`it is not JSON (${(error as Error).message})`);
+  }
+  const { quotas, problems } = parseTenantQuotas(value);
+  if (problems.length > 0) throw fault(problems.join('; '));
+  return quotas;
+}
+
+/**
+ * Tenant tokens only close anything beside the API token (without it every route is open to
+ * anyone), and only for the tenants the quotas file names; the secret is a key, never a token.
+ */
+function refuseTenantMisuse(config: FleetConfig): void {
+  if (config.tenantSecret === undefined) return;
+  const problems: string[] = [];
+  if (config.apiToken === undefined) {
+    problems.push(
+      'VM_FLEET_TENANT_SECRET needs VM_FLEET_API_TOKEN: without the API token every route is open to anyone, so tenant tokens would confine no one',
+    );
+  }
+  if (config.tenantQuotasFile === undefined) {
+    problems.push(
+      'VM_FLEET_TENANT_SECRET needs VM_FLEET_TENANT_QUOTAS_FILE: its entries are the tenants whose tokens are taken ({} for a tenant without limits)',
+    );
+  }
+  const others = [
+    ['VM_FLEET_API_TOKEN', config.apiToken],
+    ['VM_FLEET_NODE_TOKEN', config.nodeToken],
+    ['VM_FLEET_NODE_SECRET', config.nodeSecret],
+    ['VM_FLEET_NODE_SECRET_PREVIOUS', config.previousNodeSecret],
+  ] as const;
+  for (const [name, value] of others) {
+    if (value !== undefined && value === config.tenantSecret) {
+      problems.push(`VM_FLEET_TENANT_SECRET must differ from ${name}`);
     }
   }
   if (problems.length > 0) throw new ConfigurationError(problems.join('; '));

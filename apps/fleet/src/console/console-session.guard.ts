@@ -8,7 +8,7 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
-import { Clock } from '@app/daemon';
+import { Clock, OPERATOR, setCallerOf } from '@app/daemon';
 import { CSRF_HEADER, ConsoleSessions, SESSION_COOKIE, cookieValue } from './console-session';
 import { CONSOLE_HEADERS, isSameOrigin } from '../operations/ops-listener.http';
 
@@ -60,8 +60,14 @@ export class ConsoleSessionGuard implements CanActivate {
     if (stateChanging && !isSameOrigin(req.headers)) {
       throw new ForbiddenException('refused: this request came from another site');
     }
-    if (access !== 'session') return true;
     const session = validSession(this.sessions, req, this.clock.wallNow() / 1000);
+    if (session !== undefined) {
+      // Who the session speaks for, as the bearer guard records it: the routes, the check of a
+      // VM's tenant (TenantVmInterceptor) and the audit log read it.
+      const tenantId = this.sessions.tenantOf(session);
+      setCallerOf(req, tenantId === undefined ? OPERATOR : { kind: 'tenant', tenantId });
+    }
+    if (access !== 'session') return true;
     if (session === undefined) {
       throw new UnauthorizedException('no console session, or it has expired: log in again');
     }

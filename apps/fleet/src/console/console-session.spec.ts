@@ -96,4 +96,15 @@ describe('console cookies', () => {
     expect(sessionCookie('v1.s', 3600, true)).toMatch(/; Secure$/);
     expect(clearedSessionCookie(false)).toContain('Max-Age=0');
   });
+
+  it("keeps a tenant's session's tenant, and forgets it with the session", () => {
+    const sessions = new ConsoleSessions('api-token-1a7f3c9e5b0d2864');
+    const operator = sessions.issue(1_000);
+    const acme = sessions.issue(1_000, 'acme');
+    expect(sessions.tenantOf(operator)).toBeUndefined();
+    expect(sessions.tenantOf(acme)).toBe('acme');
+    sessions.end(acme);
+    expect(sessions.isValid(acme, 1_001)).toBe(false);
+    expect(sessions.tenantOf(acme)).toBeUndefined();
+  });
 });

@@ -39,6 +39,8 @@ export class ConsoleSessions {
   private readonly key: Buffer;
   /** The live sessions' random parts, with their expiry (epoch s), oldest first. */
   private readonly live = new Map<string, number>();
+  /** The tenant of each live session a tenant's token opened (none: the operator's). */
+  private readonly tenants = new Map<string, string>();
 
   constructor(
     /** VM_FLEET_API_TOKEN; undefined: the API is open and no login is asked for. */
@@ -51,15 +53,20 @@ export class ConsoleSessions {
         : createHmac('sha256', apiToken).update('ppn-console-session-key:v1').digest();
   }
 
-  /** A new session valid until `nowS + SESSION_LIFETIME_S`. */
-  issue(nowS: number): string {
+  /**
+   * A new session valid until `nowS + SESSION_LIFETIME_S`; `tenantId`: one a tenant's token
+   * opened, which sees and acts on that tenant's VMs only (kept here, with the session).
+   */
+  issue(nowS: number, tenantId?: string): string {
     const expiry = Math.floor(nowS) + SESSION_LIFETIME_S;
     const id = this.random(18).toString('base64url');
     for (const [oldId, oldExpiry] of this.live) {
       if (oldExpiry > nowS && this.live.size < MAX_SESSIONS) break;
       this.live.delete(oldId);
+      this.tenants.delete(oldId);
     }
     this.live.set(id, expiry);
+    if (tenantId !== undefined) this.tenants.set(id, tenantId);
     const body = `${VERSION}.${expiry}.${id}`;
     return `${body}.${mac(this.key, body)}`;
   }
@@ -67,6 +74,12 @@ export class ConsoleSessions {
   /** Ends a session on the controller: its cookie is refused from now on, wherever it was copied. */
   end(cookie: string): void {
     this.live.delete(cookie.split('.')[2]);
+    this.tenants.delete(cookie.split('.')[2]);
+  }
+
+  /** The tenant of a valid session a tenant's token opened; undefined for the operator's. */
+  tenantOf(cookie: string): string | undefined {
+    return this.tenants.get(cookie.split('.')[2]);
   }
 
   /** Whether `cookie` is a session this key signed that has not expired at `nowS`. */

@@ -17,7 +17,15 @@ import {
 import type { Request, Response } from 'express';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BearerTokens, Clock, OwnCredentials, packageVersion } from '@app/daemon';
+import {
+  BearerTokens,
+  Clock,
+  OPERATOR,
+  OwnCredentials,
+  callerOf,
+  packageVersion,
+  setCallerOf,
+} from '@app/daemon';
 import {
   ApiExcludeController,
   FleetVmWithLifeCycle,
@@ -26,6 +34,8 @@ import {
   VmIdParams,
 } from '@app/fleet-domain';
 import { VmCopiesService } from '../operations/vm-copies.service';
+import { TenantQuotas } from '../tenants/tenant-quotas.service';
+import { createdTenantFor } from '../vms/tenant-vm.interceptor';
 import { VmNotFoundError } from '../vms/vms.errors';
 import {
   ConsoleCreateVmRequest,
@@ -35,6 +45,7 @@ import {
   createRequestOf,
 } from './console.requests';
 import { vmCopiesLive } from './copies.views';
+import { tenantsSection } from './tenants.views';
 import { ConsoleService } from './console.service';
 import {
   ConsoleSessions,
@@ -91,6 +102,12 @@ function servedOverTls(req: Request): boolean {
   return req.secure || req.headers['x-forwarded-proto'] === 'https';
 }
 
+/** The tenant a request's session is confined to; undefined for the operator's. */
+function scopeOf(req: Request): string | undefined {
+  const caller = callerOf(req);
+  return caller.kind === 'tenant' ? caller.tenantId : undefined;
+}
+
 function sendHtml(res: Response, page: Html, status = 200): void {
   res.status(status).type('html').send(page.text);
 }
@@ -114,6 +131,7 @@ export class ConsoleController {
     private readonly clock: Clock,
     private readonly backoff: LoginBackoff,
     private readonly copies: VmCopiesService,
+    private readonly tenantQuotas: TenantQuotas,
   ) {}
 
   private get open(): boolean {
@@ -138,7 +156,13 @@ export class ConsoleController {
       session = this.sessions.issue(this.nowS());
       res.setHeader('Set-Cookie', sessionCookie(session, SESSION_LIFETIME_S, servedOverTls(req)));
     }
-    return { csrf: this.sessions.csrfTokenOf(session), open: this.open, version: this.version };
+    const tenant = this.sessions.tenantOf(session);
+    return {
+      csrf: this.sessions.csrfTokenOf(session),
+      open: this.open,
+      version: this.version,
+      ...(tenant === undefined ? {} : { tenant }),
+    };
   }
 
   @Get()
@@ -150,7 +174,11 @@ export class ConsoleController {
   ): Promise<void> {
     const context = this.pageContext(req, res);
     if (context === undefined) return;
-    sendHtml(res, overviewPage(await this.overviewOf(query), context));
+    const scope = scopeOf(req);
+    // The operator sees each tenant's use against its quotas; a tenant, nothing of the others.
+    const tenants =
+      scope === undefined ? tenantsSection(await this.tenantQuotas.standings()) : undefined;
+    sendHtml(res, overviewPage(await this.overviewOf(query, scope), context, tenants));
   }
 
   @Get('nodes/:node_id')
@@ -163,7 +191,10 @@ export class ConsoleController {
     const context = this.pageContext(req, res);
     if (context === undefined) return;
     const overview = await this.console.overview({ node: node_id }, this.open);
-    const node = overview.nodes.find((candidate) => candidate.node_id === node_id);
+    // A tenant's session has no node pages (as its token has no /v1/nodes).
+    const node = scopeOf(req)
+      ? undefined
+      : overview.nodes.find((candidate) => candidate.node_id === node_id);
     if (node === undefined) {
       return sendHtml(res, notFoundPage(`No node ${node_id} is stored.`, context), 404);
     }
@@ -183,7 +214,7 @@ export class ConsoleController {
     if (found === undefined) {
       return sendHtml(res, notFoundPage(`No node lists a VM ${vm_id}.`, context), 404);
     }
-    const nodes = await this.console.fleetNodes();
+    const nodes = await this.console.fleetNodes(scopeOf(req));
     // Unreadable now: the section says so at the page's first refresh, which answers the error.
     const copies = await this.copies.shared(vm_id).catch(() => undefined);
     sendHtml(res, vmPage(found, nodes, context, copies, this.clock.wallNow()));
@@ -218,12 +249,22 @@ export class ConsoleController {
         HttpStatus.TOO_MANY_REQUESTS,
       );
     }
-    if (!this.tokens.matches('api', token)) {
+    // A tenant's token opens a session confined to that tenant's VMs.
+    const tenant = this.tokens.matches('api', token)
+      ? undefined
+      : this.tokens.tenants?.tenantOf(token);
+    if (!this.tokens.matches('api', token) && tenant === undefined) {
       this.backoff.failed(address);
-      throw new UnauthorizedException('that is not the API token (VM_FLEET_API_TOKEN)');
+      throw new UnauthorizedException(
+        this.tokens.tenants === undefined
+          ? 'that is not the API token (VM_FLEET_API_TOKEN)'
+          : "that is neither the API token (VM_FLEET_API_TOKEN) nor a tenant's token",
+      );
     }
     this.backoff.succeeded(address);
-    const session = this.sessions.issue(this.nowS());
+    // The audit log names who logged in.
+    setCallerOf(req, tenant === undefined ? OPERATOR : { kind: 'tenant', tenantId: tenant });
+    const session = this.sessions.issue(this.nowS(), tenant);
     res.setHeader('Set-Cookie', sessionCookie(session, SESSION_LIFETIME_S, servedOverTls(req)));
     return { message: 'Logged in' };
   }
@@ -247,22 +288,38 @@ export class ConsoleController {
   }
 
   @Get('console/fragments/overview')
-  async overviewFragment(@Query() query: ConsoleFiltersQuery, @Res() res: Response): Promise<void> {
-    res.type('html').send(await this.console.overviewLive(filtersOf(query), this.open));
+  async overviewFragment(
+    @Query() query: ConsoleFiltersQuery,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    res
+      .type('html')
+      .send(await this.console.overviewLive(filtersOf(query), this.open, scopeOf(req)));
   }
 
   @Get('console/fragments/nodes/:node_id')
-  async nodeFragment(@Param() { node_id }: NodeIdParams, @Res() res: Response): Promise<void> {
+  async nodeFragment(
+    @Param() { node_id }: NodeIdParams,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
     const overview = await this.console.overview({ node: node_id }, this.open);
-    const node = overview.nodes.find((candidate) => candidate.node_id === node_id);
+    const node = scopeOf(req)
+      ? undefined
+      : overview.nodes.find((candidate) => candidate.node_id === node_id);
     if (node === undefined) throw new NotFoundException(`no node ${node_id} is stored`);
     sendHtml(res, nodeLive(node, overview.vms, overview.nodes));
   }
 
   @Get('console/fragments/vms/:vm_id')
-  async vmFragment(@Param() { vm_id }: VmIdParams, @Res() res: Response): Promise<void> {
+  async vmFragment(
+    @Param() { vm_id }: VmIdParams,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
     const vm = await this.console.vm(vm_id);
-    const nodes = await this.console.fleetNodes();
+    const nodes = await this.console.fleetNodes(scopeOf(req));
     sendHtml(res, vmLive(vm, nodes));
   }
 
@@ -281,8 +338,10 @@ export class ConsoleController {
 
   @Post('console/vms')
   @HttpCode(201)
-  async create(@Body() request: ConsoleCreateVmRequest): Promise<Outcome> {
-    const vm = await this.console.createVm(createRequestOf(request));
+  async create(@Body() request: ConsoleCreateVmRequest, @Req() req: Request): Promise<Outcome> {
+    const vm = await this.console.createVm(
+      createdTenantFor(callerOf(req), createRequestOf(request)),
+    );
     return { message: `vm ${vm.vm_id} created on node ${vm.node_id} (${vm.state})` };
   }
 
@@ -327,8 +386,8 @@ export class ConsoleController {
     return { message: `vm ${vm_id} forgotten: nothing was stopped on its node` };
   }
 
-  private overviewOf(query: ConsoleFiltersQuery): Promise<ConsoleOverview> {
-    return this.console.overview(filtersOf(query), this.open);
+  private overviewOf(query: ConsoleFiltersQuery, scope?: string): Promise<ConsoleOverview> {
+    return this.console.overview(filtersOf(query), this.open, scope);
   }
 
   private async vmOrUndefined(vmId: string): Promise<FleetVmWithLifeCycle | undefined> {

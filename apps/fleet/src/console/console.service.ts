@@ -78,18 +78,25 @@ export class ConsoleService {
     return { taken_at: toRfc3339(this.clock.wallNow()), nodes, vms, rendered: new Map() };
   }
 
-  /** The fleet at a glance, the VMs filtered by tenant and node. */
-  async overview(filters: ConsoleFilters, open: boolean): Promise<ConsoleOverview> {
-    return this.overviewOf(await this.snapshot.get(), filters, open);
+  /**
+   * The fleet at a glance, the VMs filtered by tenant and node. `scope`: a tenant's session,
+   * which sees its own VMs only, and of the nodes only those they are on (their ssh lines).
+   */
+  async overview(filters: ConsoleFilters, open: boolean, scope?: string): Promise<ConsoleOverview> {
+    return this.overviewOf(await this.snapshot.get(), filters, open, scope);
   }
 
   /** The overview's live part (overviewLive) in UTF-8, rendered once per snapshot and filters. */
-  async overviewLive(filters: ConsoleFilters, open: boolean): Promise<Buffer> {
+  async overviewLive(filters: ConsoleFilters, open: boolean, scope?: string): Promise<Buffer> {
     const snapshot = await this.snapshot.get();
-    const key = JSON.stringify([filters.tenant ?? null, filters.node ?? null, open]);
+    // The scope is part of the key: a tenant's rendering is never the operator's, nor theirs its.
+    const key = JSON.stringify([filters.tenant ?? null, filters.node ?? null, open, scope ?? null]);
     let rendered = snapshot.rendered.get(key);
     if (rendered === undefined) {
-      rendered = Buffer.from(overviewLive(this.overviewOf(snapshot, filters, open)).text, 'utf8');
+      rendered = Buffer.from(
+        overviewLive(this.overviewOf(snapshot, filters, open, scope)).text,
+        'utf8',
+      );
       if (snapshot.rendered.size < MAX_RENDERINGS) snapshot.rendered.set(key, rendered);
     }
     return rendered;
@@ -99,7 +106,21 @@ export class ConsoleService {
     { taken_at, nodes, vms }: FleetSnapshot,
     filters: ConsoleFilters,
     open: boolean,
+    scope?: string,
   ): ConsoleOverview {
+    if (scope !== undefined) {
+      vms = vms.filter((vm) => vm.tenant_id === scope);
+      const hosting = new Set(vms.map((vm) => vm.node_id));
+      const own = new Set(vms.map((vm) => vm.vm_id));
+      // Nothing of other tenants' VMs, not even their ids on a node's card.
+      nodes = nodes
+        .filter((node) => hosting.has(node.node_id))
+        .map((node) => {
+          const vmIds = node.vm_ids.filter((vmId) => own.has(vmId));
+          return { ...node, vm_ids: vmIds, vm_count: vmIds.length };
+        });
+      filters = { ...filters, tenant: scope };
+    }
     return {
       version: this.version,
       open,
@@ -155,9 +176,13 @@ export class ConsoleService {
     return this.operations.readConsole(vmId, { from, max_bytes: CONSOLE_READ_BYTES });
   }
 
-  /** Every stored node (the live ones, the silent ones kept for their VMs), by id. */
-  async fleetNodes(): Promise<ConsoleNode[]> {
-    return (await this.snapshot.get()).nodes;
+  /**
+   * Every stored node (the live ones, the silent ones kept for their VMs), by id; `scope`: a
+   * tenant's session, which gets only the nodes of its VMs, as the overview gives it.
+   */
+  async fleetNodes(scope?: string): Promise<ConsoleNode[]> {
+    const snapshot = await this.snapshot.get();
+    return scope === undefined ? snapshot.nodes : this.overviewOf(snapshot, {}, false, scope).nodes;
   }
 
   private async readFleetNodes(): Promise<ConsoleNode[]> {

@@ -62,6 +62,8 @@ export interface PageContext {
   csrf: string;
   open: boolean;
   version: string;
+  /** A tenant's session: the tenant, named in the header. */
+  tenant?: string;
 }
 
 /** The user a VM's ssh line logs in as (the guest image's). */
@@ -95,6 +97,7 @@ export function page(title: string, context: PageContext, content: Html): Html {
         <a class="brand" href="/">PPN fleet</a>
         <nav aria-label="Console"><a href="/">Overview</a> <a href="/docs">API docs</a></nav>
         <span class="version">controller ${context.version}</span>
+        ${context.tenant === undefined ? '' : html`<span class="tenant">tenant ${context.tenant}</span>`}
         ${
           context.open
             ? ''
@@ -160,7 +163,12 @@ function confirmDialog(): Html {
 }
 
 /** The overview: the live part (refreshed by the script), the filters and the create form. */
-export function overviewPage(overview: ConsoleOverview, context: PageContext): Html {
+export function overviewPage(
+  overview: ConsoleOverview,
+  context: PageContext,
+  /** The operator's table of tenants (tenants.views.ts), under the live part. */
+  tenants?: Html,
+): Html {
   const query = filterQuery(overview.filters);
   return page(
     'Overview',
@@ -168,7 +176,7 @@ export function overviewPage(overview: ConsoleOverview, context: PageContext): H
     html`<h1>Fleet overview</h1>
       ${filterForm(overview)}
       <div id="live" data-live="/console/fragments/overview${query}">${overviewLive(overview)}</div>
-      ${createForm(overview.nodes)}`,
+      ${tenants ?? ''} ${createForm(overview.nodes)}`,
   );
 }
 

@@ -1,5 +1,5 @@
 import { Controller, Get, Param } from '@nestjs/common';
-import { RequiresToken } from '@app/daemon';
+import { RequiresToken, TenantScoped } from '@app/daemon';
 import { ApiOkResponse, ApiOperation, ApiTags, VmCopies, VmIdParams } from '@app/fleet-domain';
 import { ApiFleetStateErrors } from '../nodes/nodes.error-statuses';
 import { VmCopiesService } from './vm-copies.service';
@@ -12,6 +12,7 @@ import { INVALID_VM_ID, STATUSES, VM_NOT_FOUND, WRONG_HOST } from './vm-operatio
 export class VmCopiesController {
   constructor(private readonly copies: VmCopiesService) {}
 
+  @TenantScoped()
   @Get(':vm_id/copies')
   @ApiOperation({
     operationId: 'listVmCopies',

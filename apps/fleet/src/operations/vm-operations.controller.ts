@@ -9,7 +9,15 @@ import {
   Post,
   Query,
 } from '@nestjs/common';
-import { BODY_ERRORS, ErrorCase, RequiresToken, invalidInput } from '@app/daemon';
+import {
+  BODY_ERRORS,
+  Caller,
+  ErrorCase,
+  RequestCaller,
+  RequiresToken,
+  TenantScoped,
+  invalidInput,
+} from '@app/daemon';
 import {
   ApiAcceptedResponse,
   ApiOkResponse,
@@ -28,6 +36,9 @@ import {
   VmLifeCycle,
 } from '@app/fleet-domain';
 import { ApiFleetStateErrors } from '../nodes/nodes.error-statuses';
+import { TENANTS_ERROR_STATUSES } from '../tenants/tenants.error-statuses';
+import { OtherTenantError } from '../tenants/tenants.errors';
+import { listedTenantFor } from '../vms/tenant-vm.interceptor';
 import { VMS_ERROR_STATUSES } from '../vms/vms.error-statuses';
 import { VmNotFoundError } from '../vms/vms.errors';
 import { agentConflictOf, describeAgentConflict } from './agent-conflicts';
@@ -47,7 +58,11 @@ import {
   VmStartNoRoomError,
 } from './vm-operations.errors';
 
-export const STATUSES = [...OPERATIONS_ERROR_STATUSES, ...VMS_ERROR_STATUSES];
+export const STATUSES = [
+  ...OPERATIONS_ERROR_STATUSES,
+  ...VMS_ERROR_STATUSES,
+  ...TENANTS_ERROR_STATUSES,
+];
 
 export const INVALID_VM_ID = invalidInput(
   'vm_id is not a fleet id.',
@@ -197,9 +212,18 @@ export class VmOperationsController {
       'tenant_id is not a fleet id.',
       'tenant_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
     ),
+    {
+      name: 'other-tenant',
+      when: "Only with a tenant's token (VM_FLEET_TENANT_SECRET): tenant_id names another tenant.",
+      error: new OtherTenantError('acme', 'tenant_id'),
+    },
   )
-  listVms(@Query() { tenant_id }: TenantQuery): Promise<FleetVmWithLifeCycle[]> {
-    return this.operations.listVms(tenant_id);
+  @TenantScoped()
+  listVms(
+    @Query() { tenant_id }: TenantQuery,
+    @RequestCaller() caller: Caller,
+  ): Promise<FleetVmWithLifeCycle[]> {
+    return this.operations.listVms(listedTenantFor(caller, tenant_id));
   }
 
   @Get(':vm_id')
@@ -211,6 +235,7 @@ export class VmOperationsController {
   })
   @ApiOkResponse({ type: FleetVmWithLifeCycle, description: 'The VM.' })
   @ApiFleetStateErrors(STATUSES, WRONG_HOST, INVALID_VM_ID, VM_NOT_FOUND)
+  @TenantScoped()
   getVm(@Param() { vm_id }: VmIdParams): Promise<FleetVmWithLifeCycle> {
     return this.operations.getVm(vm_id);
   }
@@ -235,6 +260,7 @@ export class VmOperationsController {
     ),
     ...actionErrors('stop'),
   )
+  @TenantScoped()
   stopVm(@Param() { vm_id }: VmIdParams, @Body() request: StopVmRequest): Promise<VmLifeCycle> {
     return this.operations.stopVm(vm_id, request);
   }
@@ -256,6 +282,7 @@ export class VmOperationsController {
     ...actionErrors('start'),
     NO_ROOM,
   )
+  @TenantScoped()
   startVm(@Param() { vm_id }: VmIdParams): Promise<VmLifeCycle> {
     return this.operations.startVm(vm_id);
   }
@@ -281,6 +308,7 @@ export class VmOperationsController {
     ...actionErrors('restart'),
     NO_ROOM,
   )
+  @TenantScoped()
   restartVm(
     @Param() { vm_id }: VmIdParams,
     @Body() request: RestartVmRequest,
@@ -305,6 +333,7 @@ export class VmOperationsController {
     ),
     ...actionErrors('console read'),
   )
+  @TenantScoped()
   readConsole(@Param() { vm_id }: VmIdParams, @Query() query: VmConsoleQuery): Promise<VmConsole> {
     return this.operations.readConsole(vm_id, query);
   }
@@ -328,6 +357,7 @@ export class VmOperationsController {
     INVALID_VM_ID,
     ...actionErrors('backup'),
   )
+  @TenantScoped()
   backUpVm(@Param() { vm_id }: VmIdParams): Promise<FleetVmBackups> {
     return this.operations.backUpVm(vm_id);
   }
@@ -341,6 +371,7 @@ export class VmOperationsController {
   })
   @ApiOkResponse({ type: FleetVmBackups })
   @ApiFleetStateErrors(STATUSES, WRONG_HOST, INVALID_VM_ID, ...actionErrors('backups read'))
+  @TenantScoped()
   listBackups(@Param() { vm_id }: VmIdParams): Promise<FleetVmBackups> {
     return this.operations.listBackups(vm_id);
   }

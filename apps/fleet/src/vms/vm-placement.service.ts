@@ -30,6 +30,7 @@ import {
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { KeyClaims } from '../nodes/key-claims.repository';
 import { NodesRepository } from '../nodes/nodes.repository';
+import { TenantQuotas } from '../tenants/tenant-quotas.service';
 import { spawnKeyOf } from './spawn-key';
 import { VmCreateSettings } from './vm-create.settings';
 import { AgentCallError, Spawned, VmHostClient, VmHostClientSettings } from './vm-host.client';
@@ -151,6 +152,8 @@ export class VmPlacementService {
     private readonly clock: Clock,
     private readonly metrics: FleetMetrics = new FleetMetrics(),
     private readonly createSettings: VmCreateSettings = new VmCreateSettings(),
+    /** Absent (a unit test's service): no tenant has a quota. */
+    private readonly tenantQuotas?: TenantQuotas,
   ) {}
 
   /**
@@ -320,20 +323,23 @@ export class VmPlacementService {
       // Minted here, never by an agent, and anew for each node asked: a VM id belongs to the
       // node it was dispatched to, and one a refusing node saw (and could list in a heartbeat
       // before refusing) must never be the id another node makes.
-      const target = await this.placeAndHold(request, spawnKey, mintVmId(), tried).catch(
-        (error: unknown) => {
-          if (!(error instanceof PlacementRefusedError)) throw error;
-          // No other node can take it: the client hears what went wrong on the one that could.
-          if (lastFailure !== undefined) {
-            this.metrics.countPlacement('agent_failed');
-            throw lastFailure;
-          }
-          this.metrics.countPlacement(
-            error.reason === 'no-capacity' ? 'refused_no_room' : 'refused_unfit',
-          );
-          throw error;
-        },
-      );
+      // The tenant's quota is checked in the same step as the hold, under the tenant's claim.
+      const vmId = mintVmId();
+      const hold = () => this.placeAndHold(request, spawnKey, vmId, tried);
+      const target = await (
+        this.tenantQuotas ? this.tenantQuotas.withinQuota(request.tenant_id, request, hold) : hold()
+      ).catch((error: unknown) => {
+        if (!(error instanceof PlacementRefusedError)) throw error;
+        // No other node can take it: the client hears what went wrong on the one that could.
+        if (lastFailure !== undefined) {
+          this.metrics.countPlacement('agent_failed');
+          throw lastFailure;
+        }
+        this.metrics.countPlacement(
+          error.reason === 'no-capacity' ? 'refused_no_room' : 'refused_unfit',
+        );
+        throw error;
+      });
       // Whole milliseconds of at least 1 (AbortSignal.timeout refuses anything else).
       const timeLeftMs = Math.floor(deadline - performance.now());
       if (lastFailure !== undefined && timeLeftMs < MIN_DISPATCH_TIME_MS) {
@@ -583,6 +589,16 @@ export class VmPlacementService {
             expiresAtMs: now + this.vmHostSettings.timeoutMs + RAM_HOLD_MARGIN_MS,
             spawnKey,
             vmId,
+            // Counted against the tenant's quotas until a heartbeat lists the VM.
+            ...(request.tenant_id
+              ? {
+                  tenant: {
+                    tenant_id: request.tenant_id,
+                    vcpu_count: request.vcpu_count,
+                    ...(request.disk_gb !== undefined ? { disk_gb: request.disk_gb } : {}),
+                  },
+                }
+              : {}),
           },
           notBefore,
         ),

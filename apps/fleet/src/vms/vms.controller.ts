@@ -18,7 +18,15 @@ import {
   ApiOperation,
   ApiTags,
 } from '@app/fleet-domain';
-import { BODY_ERRORS, ErrorCase, RequiresToken, invalidInput } from '@app/daemon';
+import {
+  BODY_ERRORS,
+  Caller,
+  ErrorCase,
+  RequestCaller,
+  RequiresToken,
+  TenantScoped,
+  invalidInput,
+} from '@app/daemon';
 import type { Response } from 'express';
 import {
   CreateVmRequest,
@@ -35,7 +43,14 @@ import {
   placeVm,
 } from '@app/fleet-domain';
 import { ApiFleetStateErrors } from '../nodes/nodes.error-statuses';
+import {
+  OtherTenantError,
+  TenantDiskSizeRequiredError,
+  TenantQuotaBusyError,
+  TenantQuotaExceededError,
+} from '../tenants/tenants.errors';
 import { IdempotencyKey } from './idempotency-key.decorator';
+import { createdTenantFor, listedTenantFor } from './tenant-vm.interceptor';
 import { AgentCallError } from './vm-host.client';
 import {
   IdempotencyKeyClaimWaitError,
@@ -47,7 +62,11 @@ import {
   VmNotFoundError,
   VmOnSilentNodeError,
 } from './vms.errors';
-import { VMS_ERROR_STATUSES } from './vms.error-statuses';
+import { TENANTS_ERROR_STATUSES } from '../tenants/tenants.error-statuses';
+import { VMS_ERROR_STATUSES as VMS_ONLY } from './vms.error-statuses';
+
+/** The statuses this controller's errors answer with: its own and the tenants'. */
+const VMS_ERROR_STATUSES = [...VMS_ONLY, ...TENANTS_ERROR_STATUSES];
 import { VmPlacementService } from './vm-placement.service';
 import { VmsService } from './vms.service';
 
@@ -72,8 +91,16 @@ function agentUnreachable(when: string): ErrorCase {
   };
 }
 
+/** A tenant's token naming another tenant, as a list's filter or a create's body. */
+const OTHER_TENANT: ErrorCase = {
+  name: 'other-tenant',
+  when: "Only with a tenant's token (VM_FLEET_TENANT_SECRET): tenant_id names another tenant.",
+  error: new OtherTenantError('acme', 'tenant_id'),
+};
+
 @ApiTags('vms')
 @RequiresToken('api')
+@TenantScoped()
 @Controller('v1/vms')
 export class VmsController {
   constructor(
@@ -98,9 +125,13 @@ export class VmsController {
       'tenant_id is not a fleet id.',
       'tenant_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
     ),
+    OTHER_TENANT,
   )
-  listVms(@Query() { tenant_id }: TenantQuery): Promise<FleetVm[]> {
-    return this.vms.listVms(tenant_id);
+  listVms(
+    @Query() { tenant_id }: TenantQuery,
+    @RequestCaller() caller: Caller,
+  ): Promise<FleetVm[]> {
+    return this.vms.listVms(listedTenantFor(caller, tenant_id));
   }
 
   @Post()
@@ -193,6 +224,24 @@ export class VmsController {
       when: "This Idempotency-Key's first dispatch went to a node that never answered and has stopped heartbeating: it may still make the VM until the spawn's deadline (plus 10 s for its clock), so no other node is asked before; retry with the same key then.",
       error: new IdempotencyKeyUnresolvedError('node-a', 12),
     },
+    OTHER_TENANT,
+    {
+      name: 'over-quota',
+      when: "The VM's tenant (VM_FLEET_TENANT_QUOTAS_FILE) would go beyond a quota: each one named with its use and limit; nothing is made.",
+      error: new TenantQuotaExceededError('acme', [
+        { quota: 'ram_mb', use: 7168, limit: 8192, requested: 2048 },
+      ]),
+    },
+    {
+      name: 'disk-size-required',
+      when: 'The tenant has a disk_gb quota and the body has no disk_gb.',
+      error: new TenantDiskSizeRequiredError('acme'),
+    },
+    {
+      name: 'tenant-quota-busy',
+      when: "Other creates of the same tenant held its quota's check for longer than 15 s; retry.",
+      error: new TenantQuotaBusyError('acme'),
+    },
     refusal(
       'no-room',
       'No live node has room for ram_mb + 512 MB: every node considered, and why each was passed over.',
@@ -206,8 +255,12 @@ export class VmsController {
     @Body() request: CreateVmRequest,
     @IdempotencyKey() idempotencyKey: string | undefined,
     @Res({ passthrough: true }) response: Response,
+    @RequestCaller() caller: Caller,
   ): Promise<FleetVm> {
-    const { vm, replayed } = await this.placement.createVm(request, idempotencyKey);
+    const { vm, replayed } = await this.placement.createVm(
+      createdTenantFor(caller, request),
+      idempotencyKey,
+    );
     if (replayed) response.status(200);
     return vm;
   }

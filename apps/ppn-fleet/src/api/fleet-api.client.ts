@@ -160,6 +160,8 @@ export class FleetApiClient {
       void (await this.fleet()).data;
     } catch (error) {
       if (!(error instanceof CliFailure) || error.exitCode !== ExitCode.Refused) throw error;
+      // A tenant's token: the controller refuses it GET /v1/fleet (an agent has no 403 there).
+      if (error.reach.status === 403) return;
       if (error.reach.status === 404) throw notController('answered 404');
       if (error.reach.status === undefined)
         throw notController(`answered what it does not (${error.message})`);

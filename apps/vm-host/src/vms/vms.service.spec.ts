@@ -173,6 +173,21 @@ describe('VmsService', () => {
       expect(diskRoom!.committable_mb).toBeLessThan(diskRoom!.room_mb);
     });
 
+    it("reports each VM's tenant and disk_gb, what a tenant's quotas count on the controller", async () => {
+      await vms.spawn(createRequest({ tenant_id: 'acme', disk_gb: 1 }));
+      await vms.spawn(createRequest());
+      await settleCreate(FAKE_STARTED);
+      const { vms: reported } = await vms.report();
+      expect(
+        reported
+          .map(({ tenant_id, disk_gb }) => ({ tenant_id, disk_gb }))
+          .sort((a, b) => String(a.tenant_id).localeCompare(String(b.tenant_id))),
+      ).toEqual([
+        { tenant_id: 'acme', disk_gb: 1 },
+        { tenant_id: null, disk_gb: undefined },
+      ]);
+    });
+
     it('reports no disk room, and the VMs still, when the base image cannot be read', async () => {
       await vms.spawn(createRequest());
       await settleCreate(FAKE_STARTED);

@@ -117,6 +117,8 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
       return {
         ...this.lifecycle.recordOf(sidecar, states[index]),
         ...(key ? { idempotency_key: key.value } : {}),
+        // What a tenant's disk quota counts on the controller, which keeps no size of its own.
+        ...(sidecar.disk_gb !== undefined ? { disk_gb: sidecar.disk_gb } : {}),
       };
     });
     const room = await this.diskRoom.room(sidecars);

@@ -294,6 +294,11 @@ export interface components {
       accel?: 'kvm' | 'tcg' | null;
       /** @description The copy policy the agent keeps for this VM (from its create); absent from older agents and VMs made before copies. */
       copies?: components['schemas']['CopyPolicy'];
+      /**
+       * @description The disk_gb the VM was created with (its disk's virtual size, GiB); absent for a VM made with the base image's size, and from older agents. What a tenant's disk_gb quota counts.
+       * @example 20
+       */
+      disk_gb?: number;
       /** @default [] */
       host_ports: components['schemas']['HostPort'][];
       /**
@@ -456,6 +461,22 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description Only when VM_FLEET_TENANT_SECRET is set on the controller: a tenant's token on a route it does not open (anything but its own VMs). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Forbidden",
+           *       "message": "tenant acme's token opens only its own VMs (/v1/vms...): this route needs the API token (VM_FLEET_API_TOKEN)",
+           *       "statusCode": 403
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
       /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
       503: {
         headers: {
@@ -501,6 +522,22 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only when VM_FLEET_TENANT_SECRET is set on the controller: a tenant's token on a route it does not open (anything but its own VMs). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Forbidden",
+           *       "message": "tenant acme's token opens only its own VMs (/v1/vms...): this route needs the API token (VM_FLEET_API_TOKEN)",
+           *       "statusCode": 403
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
@@ -666,6 +703,22 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description Only when VM_FLEET_TENANT_SECRET is set on the controller: a tenant's token on a route it does not open (anything but its own VMs). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Forbidden",
+           *       "message": "tenant acme's token opens only its own VMs (/v1/vms...): this route needs the API token (VM_FLEET_API_TOKEN)",
+           *       "statusCode": 403
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
       /** @description No node with this id was heard from in the last 30 s. */
       404: {
         headers: {
@@ -752,6 +805,22 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description Only with a tenant's token (VM_FLEET_TENANT_SECRET): tenant_id names another tenant. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Forbidden",
+           *       "message": "tenant_id names another tenant: tenant acme's token opens its own VMs only",
+           *       "statusCode": 403
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
       /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
       503: {
         headers: {
@@ -830,6 +899,22 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description Only with a tenant's token (VM_FLEET_TENANT_SECRET): tenant_id names another tenant. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Forbidden",
+           *       "message": "tenant_id names another tenant: tenant acme's token opens its own VMs only",
+           *       "statusCode": 403
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
       /** @description The body is larger than 1 MiB. */
       413: {
         headers: {
@@ -862,12 +947,29 @@ export interface operations {
        * @description - preferred_node is not listed or has less than ram_mb available.
        *     - The Idempotency-Key was already used with another request body.
        *     - The chosen node's agent refused the VM: its reason (e.g. ram_mb beyond what it can hold) follows.
+       *     - The tenant has a disk_gb quota and the body has no disk_gb.
        */
       422: {
         headers: {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The VM's tenant (VM_FLEET_TENANT_QUOTAS_FILE) would go beyond a quota: each one named with its use and limit; nothing is made. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Too Many Requests",
+           *       "message": "tenant acme would go beyond its quota, nothing was made: ram_mb: 7168 MB in use + 2048 requested > limit 8192 MB",
+           *       "statusCode": 429
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
@@ -886,6 +988,7 @@ export interface operations {
       /**
        * @description - Another controller was still making a VM with this Idempotency-Key after 30 s; retry with the same key.
        *     - This Idempotency-Key's first dispatch went to a node that never answered and has stopped heartbeating: it may still make the VM until the spawn's deadline (plus 10 s for its clock), so no other node is asked before; retry with the same key then.
+       *     - Other creates of the same tenant held its quota's check for longer than 15 s; retry.
        *     - No live node has room for ram_mb + 512 MB: every node considered, and why each was passed over.
        *     - Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed.
        */
@@ -961,6 +1064,22 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only when VM_FLEET_TENANT_SECRET is set on the controller: a tenant's token on a route it does not open (anything but its own VMs). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Forbidden",
+           *       "message": "tenant acme's token opens only its own VMs (/v1/vms...): this route needs the API token (VM_FLEET_API_TOKEN)",
+           *       "statusCode": 403
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };

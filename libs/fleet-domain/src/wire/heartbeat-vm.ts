@@ -1,6 +1,7 @@
 import { ApiProperty } from './openapi-decorators';
 import { Type } from 'class-transformer';
-import { IsObject, IsOptional, Matches, ValidateNested } from 'class-validator';
+import { IsInt, IsObject, IsOptional, Matches, Max, Min, ValidateNested } from 'class-validator';
+import { MAX_VM_DISK_GB } from '../disk-capacity';
 import { MAX_HOST_PORTS_PER_VM } from '../fleet.constants';
 import { SPAWN_KEY_PATTERN, SPAWN_KEY_RULE } from '../idempotency';
 import { HostPort, VM_ACCELS, VmRecord } from './vm-record';
@@ -34,6 +35,21 @@ export class HeartbeatVm extends VmRecord {
   @IsObject()
   @Type(() => CopyPolicy)
   copies?: CopyPolicy;
+
+  @ApiProperty({
+    type: 'integer',
+    required: false,
+    minimum: 1,
+    maximum: MAX_VM_DISK_GB,
+    example: 20,
+    description:
+      "The disk_gb the VM was created with (its disk's virtual size, GiB); absent for a VM made with the base image's size, and from older agents. What a tenant's disk_gb quota counts.",
+  })
+  @IsOptional()
+  @Min(1)
+  @Max(MAX_VM_DISK_GB)
+  @IsInt()
+  disk_gb?: number;
 }
 
 // Only the schema is relaxed (types restated: there is no field here to read them from).

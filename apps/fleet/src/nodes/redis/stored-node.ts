@@ -9,6 +9,7 @@ import {
   NodeCredential,
   NodeRecord,
   NodeState,
+  HeldForTenant,
   RamHold,
   SilentVm,
   toNodeRecord,
@@ -153,7 +154,8 @@ type StoredState = Omit<
   record?: unknown;
 };
 
-type StoredHold = Pick<RamHold, 'ram_mb' | 'vm_id'> & Partial<RamHold>;
+type StoredHold = Pick<RamHold, 'ram_mb' | 'vm_id'> &
+  Partial<Omit<RamHold, 'tenant'>> & { tenant?: unknown };
 
 /**
  * Every field today's rules read from a state, of its type: a value of another type would
@@ -236,6 +238,16 @@ function isStoredHold(value: unknown): value is StoredHold {
   );
 }
 
+/** A hold's tenant as a controller with tenants stored it; anything else counts as none. */
+function isHeldForTenant(value: unknown): value is HeldForTenant {
+  return (
+    isObject(value) &&
+    typeof value.tenant_id === 'string' &&
+    isNumber(value.vcpu_count) &&
+    isOptional(value.disk_gb, isNumber)
+  );
+}
+
 /** A record as listings show it; other fields (added later) pass as they are. */
 function isStoredRecord(value: unknown): value is NodeRecord {
   return (
@@ -259,6 +271,7 @@ function normaliseHold(hold: StoredHold, receivedAtMs: number): RamHold {
     spawn_key: typeof hold.spawn_key === 'string' ? hold.spawn_key : '',
   };
   if (hold.vm_id !== undefined) normalised.vm_id = hold.vm_id;
+  if (isHeldForTenant(hold.tenant)) normalised.tenant = hold.tenant;
   return normalised;
 }
 

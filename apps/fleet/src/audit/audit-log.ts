@@ -1,0 +1,123 @@
+import { Logger, OnApplicationShutdown } from '@nestjs/common';
+import { chmodSync, closeSync, fstatSync, openSync, writeSync } from 'node:fs';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NextFunction, Request, Response } from 'express';
+import { ConfigurationError, recordedCallerOf } from '@app/daemon';
+import { ID_PATTERN } from '@app/fleet-domain';
+
+/** One audited request: one JSON line. Never a token, a body or a query string. */
+export interface AuditEntry {
+  time: string;
+  /** `operator` (the API token, or anyone while the API is open), `tenant`, or `none` (refused before any credential was taken). */
+  who: 'operator' | 'tenant' | 'none';
+  tenant_id?: string;
+  /** `api` (:9203) or `ops` (the operations listener and its web console). */
+  listener: 'api' | 'ops';
+  method: string;
+  /** The path alone, cut to 256 characters. */
+  path: string;
+  vm_id?: string;
+  status: number;
+  /** The peer's address. */
+  from?: string;
+}
+
+const MAX_PATH = 256;
+
+/** The VM a path names (API, operations listener, console), when it is a fleet id. */
+function vmIdOfPath(path: string): string | undefined {
+  const id = /^\/(?:console\/)?(?:v1\/)?vms\/([^/]+)/.exec(path)?.[1];
+  return id !== undefined && ID_PATTERN.test(id) ? id : undefined;
+}
+
+/**
+ * The audit log (VM_FLEET_AUDIT_LOG, or the controller's log under the context "Audit"): one
+ * JSON line per state-changing request (any method but GET, HEAD and OPTIONS) on either
+ * listener, the agents' heartbeats aside: who (operator or which tenant), what (method and
+ * path), which VM, and the status answered. Refused requests are written too.
+ */
+export class AuditLog implements OnApplicationShutdown {
+  private readonly logger = new Logger('Audit');
+  private fd?: number;
+
+  constructor(private readonly path?: string) {
+    if (path === undefined) return;
+    try {
+      this.fd = openSync(path, 'a', 0o600);
+      // An existing file keeps its mode on open: made the owner's alone, as every file here.
+      if ((fstatSync(this.fd).mode & 0o077) !== 0) chmodSync(path, 0o600);
+    } catch (error) {
+      throw new ConfigurationError(
+        `VM_FLEET_AUDIT_LOG ${path} cannot be used: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+      );
+    }
+  }
+
+  write(entry: AuditEntry): void {
+    const line = JSON.stringify(entry);
+    if (this.fd === undefined) {
+      this.logger.log(line);
+      return;
+    }
+    try {
+      writeSync(this.fd, `${line}\n`);
+    } catch (error) {
+      // The request is done: the line goes to the controller's log instead of being lost.
+      this.logger.warn(
+        `VM_FLEET_AUDIT_LOG ${this.path}: ${(error as Error).message}; audit line: ${line}`,
+      );
+    }
+  }
+
+  onApplicationShutdown(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+}
+
+/** Writes an audit line for each state-changing request `app` answers (see AuditLog). */
+export function auditRequests(
+  app: NestExpressApplication,
+  audit: AuditLog,
+  listener: 'api' | 'ops',
+  now: () => number = Date.now,
+): void {
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const method = req.method;
+    const path = (req.originalUrl ?? req.url).split('?')[0];
+    if (
+      method === 'GET' ||
+      method === 'HEAD' ||
+      method === 'OPTIONS' ||
+      (listener === 'api' && path === '/v1/nodes/heartbeat')
+    ) {
+      next();
+      return;
+    }
+    let createdVmId: string | undefined;
+    // A create's VM is known from its answer only.
+    const json = res.json.bind(res);
+    res.json = (body: unknown) => {
+      const vmId = (body as { vm_id?: unknown } | null)?.vm_id;
+      if (typeof vmId === 'string' && ID_PATTERN.test(vmId)) createdVmId = vmId;
+      return json(body);
+    };
+    res.on('finish', () => {
+      const caller = recordedCallerOf(req);
+      const entry: AuditEntry = {
+        time: new Date(now()).toISOString(),
+        who: caller?.kind ?? 'none',
+        listener,
+        method,
+        path: path.slice(0, MAX_PATH),
+        status: res.statusCode,
+      };
+      if (caller?.kind === 'tenant') entry.tenant_id = caller.tenantId;
+      const vmId = vmIdOfPath(path) ?? createdVmId;
+      if (vmId !== undefined) entry.vm_id = vmId;
+      if (req.socket.remoteAddress) entry.from = req.socket.remoteAddress;
+      audit.write(entry);
+    });
+    next();
+  });
+}

@@ -1,0 +1,63 @@
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import { Observable, from, switchMap } from 'rxjs';
+import type { Request } from 'express';
+import { Caller, callerOf } from '@app/daemon';
+import { OtherTenantError } from '../tenants/tenants.errors';
+import { VmNotFoundError } from './vms.errors';
+import { VmsService } from './vms.service';
+
+/**
+ * Confines a tenant to its own VMs on every route that names one (a `vm_id` parameter), on
+ * either listener and in the web console alike, before the route runs: another tenant's VM,
+ * a VM of no tenant and a VM that does not exist are the same 404, so a tenant learns nothing
+ * of VMs not its own. One place for every route, so a per-VM route added later is covered.
+ * The operator (and any caller while the API is open) passes untouched.
+ */
+@Injectable()
+export class TenantVmInterceptor implements NestInterceptor {
+  constructor(private readonly vms: VmsService) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const request = context.switchToHttp().getRequest<Request>();
+    const caller = callerOf(request);
+    const vmId = (request.params as Record<string, unknown> | undefined)?.vm_id;
+    if (caller.kind !== 'tenant' || typeof vmId !== 'string') return next.handle();
+    return from(this.checkOwn(caller.tenantId, vmId)).pipe(switchMap(() => next.handle()));
+  }
+
+  private async checkOwn(tenantId: string, vmId: string): Promise<void> {
+    const listed = await this.vms.findWithNode(vmId).catch((error: unknown) => {
+      if (error instanceof VmNotFoundError) return undefined;
+      throw error;
+    });
+    if (listed?.vm.tenant_id !== tenantId) throw new VmNotFoundError(vmId);
+  }
+}
+
+/**
+ * The tenant a listing is confined to: a tenant's own (its `tenant_id` filter may only name
+ * itself: another is a 403, not an empty list), the operator's filter as given.
+ */
+export function listedTenantFor(caller: Caller, tenantId: string | undefined): string | undefined {
+  if (caller.kind === 'operator') return tenantId;
+  if (tenantId !== undefined && tenantId !== caller.tenantId) {
+    throw new OtherTenantError(caller.tenantId, 'tenant_id');
+  }
+  return caller.tenantId;
+}
+
+/**
+ * The tenant a create is made in: a tenant's token makes it in its own (a body without
+ * tenant_id gets it; one naming another is a 403); the operator's as the body says.
+ */
+export function createdTenantFor<T extends { tenant_id?: string | null }>(
+  caller: Caller,
+  request: T,
+): T {
+  if (caller.kind === 'operator') return request;
+  if (request.tenant_id != null && request.tenant_id !== caller.tenantId) {
+    throw new OtherTenantError(caller.tenantId, 'tenant_id');
+  }
+  request.tenant_id = caller.tenantId;
+  return request;
+}
