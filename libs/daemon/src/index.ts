@@ -18,3 +18,4 @@ export * from './service-readiness';
 export * from './node-token';
 export * from './copy-grant';
 export * from './package-version';
+export * from './web-socket';
