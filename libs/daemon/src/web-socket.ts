@@ -534,8 +534,9 @@ export function relayWebSockets(
   const end = (code: number, why: string): void => {
     if (ended) return;
     ended = true;
-    a.close(code, why);
-    b.close(code, why);
+    // Neither side's words reach the other: the reason is for the log only.
+    a.close(code, 'the console closed');
+    b.close(code, 'the console closed');
     onEnd(why);
   };
   const pipe = (from: WebSocketConnection, to: WebSocketConnection): void => {

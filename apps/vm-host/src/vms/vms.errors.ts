@@ -167,7 +167,9 @@ export class VmTerminalRefusedError extends Error {
     return new VmTerminalRefusedError(`vm ${vmId} is not running`);
   }
   static inUse(vmId: string): VmTerminalRefusedError {
-    return new VmTerminalRefusedError(`vm ${vmId}: its serial console is in use by another session`);
+    return new VmTerminalRefusedError(
+      `vm ${vmId}: its serial console is in use by another session`,
+    );
   }
   static noSocket(vmId: string): VmTerminalRefusedError {
     return new VmTerminalRefusedError(`vm ${vmId} has no serial socket`);
