@@ -57,6 +57,7 @@ const ASSETS: Readonly<Record<string, { type: string; body: string }>> = Object.
   [
     ['console.css', 'text/css; charset=utf-8'],
     ['console.js', 'text/javascript; charset=utf-8'],
+    ['terminal.js', 'text/javascript; charset=utf-8'],
   ].map(([name, type]) => [
     name,
     { type, body: readFileSync(join(__dirname, 'assets', name), 'utf8') },

@@ -9,6 +9,7 @@ import {
 } from '@app/fleet-domain';
 import { isIP } from 'node:net';
 import { Html, HtmlValue, html, pathPart } from './html';
+import { terminalSection } from './terminal.views';
 
 /** The VMs table's filters, from the page's query. */
 export interface ConsoleFilters {
@@ -547,18 +548,7 @@ export function vmPage(vm: FleetVmWithLifeCycle, nodes: ConsoleNode[], context: 
       <div id="live" data-live="/console/fragments/vms/${pathPart(vm.vm_id)}">
         ${vmLive(vm, nodes)}
       </div>
-      <section aria-labelledby="serial-title">
-        <h2 id="serial-title">Serial console</h2>
-        <p class="hint">The VM's serial log as its agent has it, following as it grows.</p>
-        <pre
-          id="serial"
-          class="serial"
-          tabindex="0"
-          aria-live="off"
-          aria-label="Serial console of ${vm.vm_id}"
-          data-serial="/console/vms/${pathPart(vm.vm_id)}/serial"
-        ></pre>
-      </section>`,
+      ${terminalSection(vm)}`,
   );
 }
 

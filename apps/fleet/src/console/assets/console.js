@@ -1,13 +1,12 @@
 // The PPN fleet console's one script (no framework, no inline script: the page's CSP allows
 // this file only). It sends the forms marked data-action as JSON with the session's CSRF
 // token, asks for a typed confirmation before a delete or a forget, refreshes the parts marked
-// data-live every 2 s with HTML the server rendered and escaped, and follows a serial console.
+// data-live every 2 s with HTML the server rendered and escaped.
 // It never puts a server's text into HTML itself: outcomes and console text go in textContent.
 'use strict';
 
 (function () {
   const REFRESH_MS = 2000;
-  const SERIAL_MS = 1000;
   const csrfMeta = document.querySelector('meta[name="csrf-token"]');
   const csrf = csrfMeta ? csrfMeta.getAttribute('content') : '';
 
@@ -183,33 +182,5 @@
 
   if (document.querySelector('[data-live]')) setInterval(refresh, REFRESH_MS);
 
-  /** Follows a VM's serial console: the last 64 KiB, then what follows. */
-  function followSerial(pre) {
-    let next;
-    async function read() {
-      try {
-        const url = pre.getAttribute('data-serial') + (next === undefined ? '' : '?from=' + next);
-        const response = await fetch(url, { credentials: 'same-origin' });
-        if (!response.ok) {
-          pre.setAttribute('data-status', String(response.status));
-          return;
-        }
-        const part = await response.json();
-        const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-        if (part.reset) pre.textContent = '';
-        if (part.text) pre.textContent += part.text;
-        next = part.next;
-        pre.setAttribute('data-next', String(next));
-        if (atEnd) pre.scrollTop = pre.scrollHeight;
-      } catch (error) {
-        // The next read tries again.
-      } finally {
-        setTimeout(read, SERIAL_MS);
-      }
-    }
-    read();
-  }
-
-  const serial = document.getElementById('serial');
-  if (serial) followSerial(serial);
+  // A VM's serial console (its log followed, and typed into) is terminal.js's.
 })();
