@@ -177,7 +177,7 @@ export class ConsoleController {
       return sendHtml(res, notFoundPage(`No node lists a VM ${vm_id}.`, context), 404);
     }
     const nodes = await this.console.fleetNodes();
-    sendHtml(res, vmPage(found, nodes, context));
+    sendHtml(res, vmPage(found, nodes, context, this.clock.wallNow()));
   }
 
   @Get('login')
@@ -254,7 +254,7 @@ export class ConsoleController {
   async vmFragment(@Param() { vm_id }: VmIdParams, @Res() res: Response): Promise<void> {
     const vm = await this.console.vm(vm_id);
     const nodes = await this.console.fleetNodes();
-    sendHtml(res, vmLive(vm, nodes));
+    sendHtml(res, vmLive(vm, nodes, this.clock.wallNow()));
   }
 
   @Get('console/vms/:vm_id/serial')

@@ -38,6 +38,26 @@
     });
   }
 
+  /**
+   * Published ports as `ppn-fleet vm create --port` takes them ([host_port:]guest_port[/tcp|udp],
+   * separated by commas or spaces) made the API's `ports`; an entry in no such form is sent as
+   * it is, for the API to refuse naming it.
+   */
+  function portsOf(text) {
+    return text
+      .split(/[\s,]+/)
+      .filter(function (entry) {
+        return entry !== '';
+      })
+      .map(function (entry) {
+        const parsed = /^(?:(\d{1,5}):)?(\d{1,5})(?:\/(tcp|udp))?$/.exec(entry);
+        if (!parsed) return entry;
+        const port = { guest_port: Number(parsed[2]), protocol: parsed[3] || 'tcp' };
+        if (parsed[1] !== undefined) port.host_port = Number(parsed[1]);
+        return port;
+      });
+  }
+
   /** A form's fields as the API's JSON: integers and booleans typed, empty optional ones left out. */
   function fieldsOf(form) {
     const body = {};
@@ -49,7 +69,10 @@
           element.type === 'checkbox' ? element.checked : element.value === 'true';
       } else if (element.value === '') continue;
       else if (type === 'integer') body[element.name] = Number(element.value);
-      else body[element.name] = element.value;
+      else if (type === 'ports') {
+        const ports = portsOf(element.value);
+        if (ports.length > 0) body[element.name] = ports;
+      } else body[element.name] = element.value;
     }
     return body;
   }
@@ -105,8 +128,11 @@
         return;
       }
     }
-    const button = form.querySelector('button[type="submit"]');
-    if (button) button.disabled = true;
+    // Every action button of the VM waits for this one's answer: no second operation is sent
+    // meanwhile (the buttons then refreshed are those its new state allows).
+    const group = form.closest('.actions') || form;
+    const buttons = Array.from(group.querySelectorAll('button[type="submit"]'));
+    for (const button of buttons) button.disabled = true;
     try {
       const response = await post(form.getAttribute('data-action'), fieldsOf(form));
       const message = await messageOf(response);
@@ -124,7 +150,7 @@
     } catch (error) {
       showOutcome('The controller could not be reached: ' + error.message, false);
     } finally {
-      if (button) button.disabled = false;
+      for (const button of buttons) button.disabled = false;
     }
   }
 
