@@ -1,10 +1,17 @@
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import {
+  BeforeApplicationShutdown,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+} from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import {
   BearerTokens,
+  CLOSE_GOING_AWAY,
   Clock,
+  WebSocketConnection,
   acceptUpgrade,
   offeredProtocols,
   presentedBearerToken,
@@ -68,8 +75,10 @@ export function terminalRefusal(vmId: string, nodeId: string, message: string | 
  * closed frees the VM's port on its node.
  */
 @Injectable()
-export class ConsoleTerminals implements OnApplicationBootstrap {
+export class ConsoleTerminals implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Console');
+  /** The pages' and CLIs' open consoles, closed (and so their agents' sides) when the controller stops. */
+  private readonly open = new Set<WebSocketConnection>();
 
   constructor(
     private readonly adapterHost: HttpAdapterHost,
@@ -89,6 +98,10 @@ export class ConsoleTerminals implements OnApplicationBootstrap {
         refuseUpgrade(socket, 500, 'the serial console could not be opened');
       });
     });
+  }
+
+  beforeApplicationShutdown(): void {
+    for (const client of this.open) client.close(CLOSE_GOING_AWAY, 'the controller is stopping');
   }
 
   /** Why the handshake is refused, as a status and a message; undefined when it may go on. */
@@ -189,8 +202,10 @@ export class ConsoleTerminals implements OnApplicationBootstrap {
       ...(offered.includes(TERMINAL_PROTOCOL) ? { protocol: TERMINAL_PROTOCOL } : {}),
     });
     client.keepAlive(KEEP_ALIVE_MS);
+    this.open.add(client);
     this.logger.log(`vm ${vmId} on node ${nodeId}: interactive console opened (${door})`);
     relayWebSockets(client, agent, (why) => {
+      this.open.delete(client);
       // `why` may be the agent's close reason: shown in the log only, printable and short.
       const shown = why.replace(/[^\x20-\x7e]/g, '?').slice(0, 120);
       this.logger.log(`vm ${vmId} on node ${nodeId}: interactive console closed (${shown})`);
