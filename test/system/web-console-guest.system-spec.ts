@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { WebSocketConnection, WebSocketRefusedError, openWebSocket } from '@app/daemon';
@@ -11,6 +13,7 @@ import {
   startAgent,
 } from '../support/daemons';
 import { guestImageBuildCommand, guestImagePath } from '../support/guest-image';
+import { CLI_MAIN } from '../support/ppn-fleet-cli';
 import { scratchFolder } from '../support/scratch-folders';
 
 /** A Debian guest boots in about 60 s under TCG; its console shows it long before SSH is up. */
@@ -177,5 +180,45 @@ describe("the web console's serial console, with a real guest", () => {
     second.ws.send(Buffer.from('\r'));
     await second.seen(/login:/);
     second.ws.close();
+  });
+
+  it('is typed into with ppn-fleet vm console --interactive, left with Ctrl-]', async () => {
+    const cli = spawn(process.execPath, [CLI_MAIN, 'vm', 'console', vmId, '--interactive'], {
+      env: { PATH: process.env.PATH, TMPDIR: tmpdir(), VM_FLEET_OPS_ENDPOINT: OPS_URL },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    const waiting: Array<() => void> = [];
+    const check = (): void => waiting.splice(0).forEach((again) => again());
+    cli.stdout.on('data', (chunk: Buffer) => ((stdout += chunk.toString()), check()));
+    cli.stderr.on('data', (chunk: Buffer) => ((stderr += chunk.toString()), check()));
+    const exited = new Promise<number | null>((resolve) => cli.once('close', resolve));
+    const until = (what: () => boolean, description: string): Promise<void> =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`no ${description}: ${JSON.stringify({ stdout, stderr })}`)),
+          ANSWER_MS,
+        );
+        const again = (): void => {
+          if (what()) {
+            clearTimeout(timer);
+            resolve();
+          } else waiting.push(again);
+        };
+        again();
+      });
+    try {
+      await until(() => stderr.includes('Ctrl-] leaves'), 'connection');
+      cli.stdin.write('\r');
+      await until(() => /login: *$/.test(stdout), 'login prompt');
+      cli.stdin.write('cli-typed');
+      await until(() => stdout.includes('login: cli-typed'), 'echo');
+      cli.stdin.write('\u0015\u001d');
+      expect(await exited).toBe(0);
+      expect(stderr).toContain('left its serial console');
+    } finally {
+      cli.kill('SIGKILL');
+    }
   });
 });

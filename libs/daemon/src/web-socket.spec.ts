@@ -142,6 +142,17 @@ describe('handshakes over node:http', () => {
     expect(await closed).toBe(1000);
   });
 
+  it('outlives its handshake timeout once open', async () => {
+    const ws = await openWebSocket({ url, timeoutMs: 50 });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const echoed = new Promise<string>((resolve) =>
+      ws.onMessage((data) => resolve(data.toString())),
+    );
+    ws.send(Buffer.from('still'));
+    expect(await echoed).toBe('echo:still');
+    ws.close();
+  });
+
   it('gives a refusal its status and message', async () => {
     const refused = openWebSocket({ url: new URL('/refused', url), timeoutMs: 2_000 });
     await expect(refused).rejects.toBeInstanceOf(WebSocketRefusedError);

@@ -440,9 +440,13 @@ export function openWebSocket(options: OpenWebSocket): Promise<WebSocketConnecti
         'Sec-WebSocket-Version': '13',
         'Sec-WebSocket-Key': key,
       },
-      signal: AbortSignal.timeout(options.timeoutMs),
     });
+    // A timer of its own, not an AbortSignal: an abort after the upgrade would end the socket.
+    const timer = setTimeout(() => {
+      request.destroy(new Error(`no WebSocket handshake within ${options.timeoutMs} ms`));
+    }, options.timeoutMs);
     request.on('upgrade', (response: IncomingMessage, socket: Duplex, head: Buffer) => {
+      clearTimeout(timer);
       if (response.headers['sec-websocket-accept'] !== acceptKeyOf(key)) {
         socket.destroy();
         reject(
@@ -461,6 +465,7 @@ export function openWebSocket(options: OpenWebSocket): Promise<WebSocketConnecti
       );
     });
     request.on('response', (response: IncomingMessage) => {
+      clearTimeout(timer);
       const chunks: Buffer[] = [];
       let size = 0;
       response.on('data', (chunk: Buffer) => {
@@ -474,7 +479,10 @@ export function openWebSocket(options: OpenWebSocket): Promise<WebSocketConnecti
       response.on('end', done);
       response.on('close', done);
     });
-    request.on('error', reject);
+    request.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
     request.end();
   });
 }
