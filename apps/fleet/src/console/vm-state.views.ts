@@ -1,4 +1,10 @@
-import { FleetVmWithLifeCycle, VmLifeCycle } from '@app/fleet-domain';
+import {
+  DesiredVmState,
+  FleetVmWithLifeCycle,
+  VmLifeCycle,
+  VmOperation,
+  VmState,
+} from '@app/fleet-domain';
 
 /** What a VM's action buttons do. */
 export type VmAction = 'stop' | 'force stop' | 'start' | 'restart' | 'delete' | 'forget';
@@ -16,11 +22,11 @@ export function actionsFor(vm: FleetVmWithLifeCycle): VmAction[] {
   const state = lifeCycle?.state ?? vm.state;
   if (lifeCycle?.operation) return ['force stop', 'delete'];
   switch (state) {
-    case 'Running':
+    case VmState.Running:
       return ['stop', 'force stop', 'restart', 'delete'];
-    case 'Stopped':
+    case VmState.Stopped:
       return ['start', 'delete'];
-    case 'Error':
+    case VmState.Error:
       return ['start', 'force stop', 'delete'];
     default:
       return ['delete'];
@@ -31,7 +37,10 @@ export function actionsFor(vm: FleetVmWithLifeCycle): VmAction[] {
 export function canAnswer(vm: FleetVmWithLifeCycle): boolean {
   if (vm.node_silent_since !== undefined) return false;
   const lifeCycle = vm.life_cycle;
-  return (lifeCycle?.state ?? vm.state) === 'Running' && lifeCycle?.operation !== 'stopping';
+  return (
+    (lifeCycle?.state ?? vm.state) === VmState.Running &&
+    lifeCycle?.operation !== VmOperation.Stopping
+  );
 }
 
 /**
@@ -49,7 +58,8 @@ export function lifeCycleSummary(vm: FleetVmWithLifeCycle, nowMs: number): strin
       : `${vm.state} when its node was last heard from`;
   }
   const { state } = lifeCycle;
-  if (state === 'Error') return lifeCycle.reason === null ? 'Error' : `Error: ${lifeCycle.reason}`;
+  if (state === VmState.Error)
+    return lifeCycle.reason === null ? 'Error' : `Error: ${lifeCycle.reason}`;
   return `${stateWithDesired(lifeCycle, nowMs)}${failuresOf(lifeCycle)}`;
 }
 
@@ -61,12 +71,14 @@ function stateWithDesired(lifeCycle: VmLifeCycle, nowMs: number): string {
     const inS = Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - nowMs) / 1000));
     return `${state}, restarting${inS === undefined ? '' : ` in ${inS} s`}`;
   }
-  if (lifeCycle.desired_state === 'stopped' && state === 'Running')
+  if (lifeCycle.desired_state === DesiredVmState.Stopped && state === VmState.Running)
     return `${state}, to be stopped`;
-  if (lifeCycle.desired_state === 'stopped' && state === 'Stopped') return 'Stopped as asked';
-  if (lifeCycle.desired_state === 'running' && state === 'Stopped')
+  if (lifeCycle.desired_state === DesiredVmState.Stopped && state === VmState.Stopped)
+    return 'Stopped as asked';
+  if (lifeCycle.desired_state === DesiredVmState.Running && state === VmState.Stopped)
     return `${state}, to be started`;
-  if (lifeCycle.desired_state === 'running' && state === 'Running') return 'Running as asked';
+  if (lifeCycle.desired_state === DesiredVmState.Running && state === VmState.Running)
+    return 'Running as asked';
   return state;
 }
 
