@@ -40,14 +40,19 @@
     draw();
   }
 
+  function drawNow() {
+    drawPending = false;
+    const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+    pre.textContent = lines.join('\n');
+    if (atEnd) pre.scrollTop = pre.scrollHeight;
+  }
+
+  /** Live output is drawn once a frame, however many messages came in it. */
   function draw() {
     if (drawPending) return;
     drawPending = true;
     requestAnimationFrame(function () {
-      drawPending = false;
-      const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-      pre.textContent = lines.join('\n');
-      if (atEnd) pre.scrollTop = pre.scrollHeight;
+      if (drawPending) drawNow();
     });
   }
 
@@ -133,6 +138,8 @@
       if (!following) return;
       if (part.reset || next === undefined) setText(part.text || '');
       else if (part.text) write(part.text);
+      // The log's text is on the page before its position is (a reader of data-next sees both).
+      drawNow();
       next = part.next;
       pre.setAttribute('data-next', String(next));
     } catch (error) {
