@@ -103,6 +103,8 @@ describe("the web console's serial console, with a real guest", () => {
     await page.keyboard.type('ppnecho');
     await page.locator('#serial', { hasText: /login: ppnecho/ }).waitFor({ timeout: ANSWER_MS });
     await page.keyboard.press('Control+U');
+    // The console as an operator sees it (gitignored, as the overview's of web-console.system-spec.ts).
+    await page.screenshot({ path: join(__dirname, '.artifacts', 'console-vm-terminal-1280.png') });
     // Leaving the page frees the port for the next session (next test).
     await page.goto('about:blank');
   });
