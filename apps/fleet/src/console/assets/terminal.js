@@ -137,7 +137,8 @@
       const part = await response.json();
       if (!following) return;
       if (part.reset || next === undefined) setText(part.text || '');
-      else if (part.text) write(part.text);
+      // The log's text has its line breaks as \n alone (a terminal's LF keeps the column).
+      else if (part.text) write(part.text.replace(/\n/g, '\r\n'));
       // The log's text is on the page before its position is (a reader of data-next sees both).
       drawNow();
       next = part.next;
