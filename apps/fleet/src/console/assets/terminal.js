@@ -1,5 +1,6 @@
-// A VM's serial console on its page (no framework, no inline script; xterm.js is not shipped
-// with the controller, so this is a small terminal of its own). It follows the VM's serial log
+// A VM's serial console on its page (no framework, no inline script or style: xterm.js injects
+// <style> elements, which the page's style-src 'self' refuses, so this is a small terminal of
+// its own). It follows the VM's serial log
 // as it grows; once the console is focused it opens a WebSocket to the VM's serial port through
 // the controller and becomes a terminal: keys go to the guest, its output is drawn here. Only
 // what a line-oriented serial login needs is interpreted (CR, LF, backspace, tab, erase in
