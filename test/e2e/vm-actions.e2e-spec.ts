@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import request from 'supertest';
+import { WebSocketRefusedError, openWebSocket } from '@app/daemon';
 import { VmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
 import { HostPorts } from '../../apps/vm-host/src/vms/ports/host-ports';
 import { RunningVmHost, startVmHostApp } from '../support/vm-host-app';
@@ -153,5 +154,44 @@ describe('agent VM actions', () => {
     } finally {
       hostPorts.probe = probe;
     }
+  });
+
+  describe('interactive console (WebSocket at /v1/vms/{vm_id}/terminal)', () => {
+    async function refusalOf(
+      path: string,
+      headers: Record<string, string> = {},
+    ): Promise<WebSocketRefusedError> {
+      try {
+        (await openWebSocket({ url: new URL(path, agent.url), timeoutMs: 5_000, headers })).close();
+      } catch (error) {
+        if (error instanceof WebSocketRefusedError) return error;
+        throw error;
+      }
+      throw new Error('the WebSocket was opened');
+    }
+
+    it("takes the node's token only", async () => {
+      expect(await refusalOf(`/v1/vms/${STOPPED_VM}/terminal`)).toMatchObject({ status: 401 });
+      expect(
+        await refusalOf(`/v1/vms/${STOPPED_VM}/terminal`, {
+          authorization: 'Bearer not-the-token',
+        }),
+      ).toMatchObject({ status: 401 });
+    });
+
+    it('refuses a VM it does not have, and one that is not running, in its fixed words', async () => {
+      expect(await refusalOf(`/v1/vms/${UNKNOWN_VM}/terminal`, auth)).toMatchObject({
+        status: 404,
+        refusal: `vm ${UNKNOWN_VM} is not on this node`,
+      });
+      expect(await refusalOf(`/v1/vms/${STOPPED_VM}/terminal`, auth)).toMatchObject({
+        status: 409,
+        refusal: `vm ${STOPPED_VM} is not running`,
+      });
+      expect(await refusalOf('/v1/vms/..%2F..%2Fetc/terminal', auth)).toMatchObject({
+        status: 404,
+      });
+      expect(await refusalOf('/v1/other', auth)).toMatchObject({ status: 404 });
+    });
   });
 });

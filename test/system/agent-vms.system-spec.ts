@@ -541,7 +541,7 @@ describe('a VM just started, by an agent never restarted', () => {
 
   afterAll(() => agent.stop());
 
-  it("has every file QEMU and the agent wrote 0600, every folder 0700, QEMU's QMP sockets 0600", () => {
+  it("has every file QEMU and the agent wrote 0600, every folder 0700, QEMU's QMP and serial sockets 0600", () => {
     const vmId = vm.vm_id;
     expect(modesUnder(diskDir).sort()).toEqual(
       [
@@ -555,6 +555,7 @@ describe('a VM just started, by an agent never restarted', () => {
         `run/${vmId}/qemu.pid file 600`,
         `run/${vmId}/qmp.sock socket 600`,
         `run/${vmId}/seed.iso file 600`,
+        `run/${vmId}/serial socket 600`,
         `run/${vmId}/serial.log file 600`,
         `run/${vmId}/vm.json file 600`,
       ].sort(),

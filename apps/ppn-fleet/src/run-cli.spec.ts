@@ -1144,6 +1144,12 @@ describe('ppn-fleet vm stop|start|restart|console (the operations listener)', ()
     expect(down.stderr.text).toContain(
       "cannot reach the controller's operations listener at http://127.0.0.1:9206: ECONNREFUSED",
     );
+    // On the controller's host with the listener on its mesh address: where to look.
+    const console = new FakeIo({}, connectionRefused);
+    expect(await run(['vm', 'console', 'vm-1'], console)).toBe(ExitCode.Unreachable);
+    expect(console.stderr.text).toContain(
+      'give that address with --ops-endpoint or VM_FLEET_OPS_ENDPOINT',
+    );
   });
 
   it('console prints the end of the console, printable, keeping lines and tabs', async () => {

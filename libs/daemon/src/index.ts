@@ -19,3 +19,4 @@ export * from './node-token';
 export * from './copy-grant';
 export * from './package-version';
 export * from './tenant-token';
+export * from './web-socket';

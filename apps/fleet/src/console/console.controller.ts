@@ -75,6 +75,7 @@ const ASSETS: Readonly<Record<string, { type: string; body: string }>> = Object.
   [
     ['console.css', 'text/css; charset=utf-8'],
     ['console.js', 'text/javascript; charset=utf-8'],
+    ['terminal.js', 'text/javascript; charset=utf-8'],
   ].map(([name, type]) => [
     name,
     { type, body: readFileSync(join(__dirname, 'assets', name), 'utf8') },
@@ -217,7 +218,7 @@ export class ConsoleController {
     const nodes = await this.console.fleetNodes(scopeOf(req));
     // Unreadable now: the section says so at the page's first refresh, which answers the error.
     const copies = await this.copies.shared(vm_id).catch(() => undefined);
-    sendHtml(res, vmPage(found, nodes, context, copies, this.clock.wallNow()));
+    sendHtml(res, vmPage(found, nodes, context, this.clock.wallNow(), copies));
   }
 
   @Get('login')
@@ -320,7 +321,7 @@ export class ConsoleController {
   ): Promise<void> {
     const vm = await this.console.vm(vm_id);
     const nodes = await this.console.fleetNodes(scopeOf(req));
-    sendHtml(res, vmLive(vm, nodes));
+    sendHtml(res, vmLive(vm, nodes, this.clock.wallNow()));
   }
 
   @Get('console/fragments/vms/:vm_id/copies')

@@ -6,6 +6,7 @@ import { ConsoleService } from './console.service';
 import { ConsoleSessions } from './console-session';
 import { ConsoleSessionGuard } from './console-session.guard';
 import { LoginBackoff } from './login-backoff';
+import { ConsoleTerminals } from './console-terminals';
 
 /**
  * The web console on the operations listener: its pages, assets and actions (ConsoleController)
@@ -18,6 +19,7 @@ import { LoginBackoff } from './login-backoff';
     ConsoleService,
     ConsoleSessionGuard,
     LoginBackoff,
+    ConsoleTerminals,
     {
       provide: ConsoleSessions,
       inject: [FleetConfig],

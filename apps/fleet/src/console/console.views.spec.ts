@@ -84,7 +84,7 @@ describe('console views', () => {
     const pages = [
       overviewPage(overview({ nodes: [hostileNode], vms: [hostileVm] }), CONTEXT),
       nodePage(hostileNode, [hostileVm], [hostileNode], CONTEXT),
-      vmPage(hostileVm, [hostileNode], CONTEXT),
+      vmPage(hostileVm, [hostileNode], CONTEXT, Date.parse('2026-08-06T12:00:00.000Z')),
     ];
     for (const page of pages) {
       expect(page.text).not.toContain(HOSTILE);
@@ -165,9 +165,11 @@ describe('console views', () => {
     const text = overviewPage(overview(), CONTEXT).text;
     expect(text).toContain('<code class="ssh">ssh -p 22022 debian@10.8.0.11</code>');
     expect(text).toMatch(/data-label="Accel\.">—</);
-    for (const action of ['stop', 'start', 'restart', 'delete']) {
+    for (const action of ['stop', 'restart', 'delete']) {
       expect(text).toContain(`data-action="/console/vms/vm-1/${action}"`);
     }
+    // Running: no Start.
+    expect(text).not.toContain('data-action="/console/vms/vm-1/start"');
     expect(text).toContain('data-confirm="delete" data-vm="vm-1" data-node="n1"');
     expect(text).not.toContain('/forget');
   });
@@ -192,5 +194,6 @@ describe('console views', () => {
     expect(text).toMatch(/id="ram_mb"[^>]* min="1"[^>]* max="1048576"/s);
     expect(text).toMatch(/id="vcpu_count"[^>]* min="1"[^>]* max="256"/s);
     expect(text).toMatch(/<option value="n1"\s*>\s*n1\s*<\/option>/);
+    expect(text).toMatch(/id="ports"[^>]* data-type="ports"/s);
   });
 });

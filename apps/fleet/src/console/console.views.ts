@@ -11,6 +11,9 @@ import {
 import { isIP } from 'node:net';
 import { Html, HtmlValue, html, pathPart } from './html';
 import { createCopiesFields, vmCopiesSection } from './copies.views';
+import { terminalSection } from './terminal.views';
+import { publishedPortsField } from './ports-field.views';
+import { VmAction, actionsFor, canAnswer, lastFailure, lifeCycleSummary } from './vm-state.views';
 
 /** The VMs table's filters, from the page's query. */
 export interface ConsoleFilters {
@@ -268,7 +271,8 @@ function nodeCard(node: ConsoleNode): Html {
 
 /** The ssh line of a VM whose port 22 is forwarded, on its node's address. */
 export function sshLine(vm: FleetVmWithLifeCycle, wgIp: string | undefined): string | undefined {
-  if (vm.node_silent_since !== undefined || wgIp === undefined || isIP(wgIp) === 0) {
+  // A VM that cannot answer (stopped, in Error, being stopped, its node silent) gets none.
+  if (!canAnswer(vm) || wgIp === undefined || isIP(wgIp) === 0) {
     return undefined;
   }
   const forward = vm.host_ports.find(
@@ -298,9 +302,6 @@ function portsCell(vm: FleetVmWithLifeCycle): Html | string {
       html`${index > 0 ? ', ' : ''}${host_port}→${guest_port}/${protocol}`,
   )}`;
 }
-
-/** What a VM's action buttons do. */
-type VmAction = 'stop' | 'force stop' | 'start' | 'restart' | 'delete' | 'forget';
 
 /** An action's button, as a form the page's script sends with the session's CSRF token. */
 function actionForm(vm: FleetVmWithLifeCycle, action: VmAction): Html {
@@ -334,11 +335,9 @@ function actionForm(vm: FleetVmWithLifeCycle, action: VmAction): Html {
   </form>`;
 }
 
-/** The actions a VM's row offers: those of a live agent, or forget for a silent node's VM. */
+/** The actions a VM's row offers: those its state allows (actionsFor). */
 function actions(vm: FleetVmWithLifeCycle): Html {
-  if (vm.node_silent_since !== undefined) return actionForm(vm, 'forget');
-  const all: VmAction[] = ['stop', 'force stop', 'start', 'restart', 'delete'];
-  return html`${all.map((action) => actionForm(vm, action))}`;
+  return html`${actionsFor(vm).map((action) => actionForm(vm, action))}`;
 }
 
 /** The VMs as a table (a list of cards on a phone, by the stylesheet). */
@@ -487,6 +486,7 @@ export function createForm(nodes: ConsoleNode[]): Html {
           'placement chooses',
         )}
       </select>
+      ${publishedPortsField()}
       <span class="check"
         ><input id="prefer_kvm" name="prefer_kvm" type="checkbox" data-type="boolean" />
         <label for="prefer_kvm">Prefer a KVM node</label></span
@@ -557,42 +557,31 @@ export function vmPage(
   vm: FleetVmWithLifeCycle,
   nodes: ConsoleNode[],
   context: PageContext,
+  nowMs: number,
   copies?: VmCopies,
-  nowMs = 0,
 ): Html {
   return page(
     `VM ${vm.vm_id}`,
     context,
     html`<h1>VM ${vm.vm_id}</h1>
       <div id="live" data-live="/console/fragments/vms/${pathPart(vm.vm_id)}">
-        ${vmLive(vm, nodes)}
+        ${vmLive(vm, nodes, nowMs)}
       </div>
-      ${vmCopiesSection(vm.vm_id, copies, nowMs)}
-      <section aria-labelledby="serial-title">
-        <h2 id="serial-title">Serial console</h2>
-        <p class="hint">The VM's serial log as its agent has it, following as it grows.</p>
-        <pre
-          id="serial"
-          class="serial"
-          tabindex="0"
-          aria-live="off"
-          aria-label="Serial console of ${vm.vm_id}"
-          data-serial="/console/vms/${pathPart(vm.vm_id)}/serial"
-        ></pre>
-      </section>`,
+      ${vmCopiesSection(vm.vm_id, copies, nowMs)} ${terminalSection(vm)}`,
   );
 }
 
 /** The refreshed part of a VM's page. */
-export function vmLive(vm: FleetVmWithLifeCycle, nodes: ConsoleNode[]): Html {
+export function vmLive(vm: FleetVmWithLifeCycle, nodes: ConsoleNode[], nowMs: number): Html {
   const lifeCycle = vm.life_cycle;
   const facts: Array<[string, HtmlValue]> = [
     ['State', stateCell(vm)],
+    ['Life cycle', html`<span class="summary">${lifeCycleSummary(vm, nowMs)}</span>`],
     ['Desired state', lifeCycle?.desired_state ?? '—'],
     ['Operation', lifeCycle?.operation ?? '—'],
-    ['Restarts', lifeCycle?.restart_count ?? '—'],
+    ['Failures in a row', lifeCycle?.restart_count ?? '—'],
     ['Reason', lifeCycle?.reason ?? '—'],
-    ['Last exit', lifeCycle?.last_exit ?? '—'],
+    ['Last failure', lastFailure(vm) ?? '—'],
     ['Node', html`<a href="/nodes/${pathPart(vm.node_id)}">${vm.node_id}</a>`],
     ['Node silent since', vm.node_silent_since ?? '—'],
     ['Type', vm.vm_type],

@@ -1,8 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 import createClient, { Client } from 'openapi-fetch';
 import {
+  WebSocketConnection,
+  WebSocketRefusedError,
   describeRequestFailure,
   findCostlyJson,
+  openWebSocket,
   summarizeProblems,
   validateInput,
 } from '@app/daemon';
@@ -352,6 +355,61 @@ export class VmHostClient {
         problems.map((problem) => at + problem),
       );
     return instance;
+  }
+
+  /**
+   * Opens the VM's interactive serial console on its agent (a WebSocket at GET
+   * /v1/vms/{vm_id}/terminal, with the node's token): the open connection, or the agent's
+   * refusal (404, 409) with its message for the caller to word; anything else an AgentCallError.
+   */
+  async terminal(
+    node: AgentAddress,
+    vmId: string,
+    maxMessageBytes: number,
+  ): Promise<AgentAnswer<WebSocketConnection>> {
+    const path = `/v1/vms/${vmId}/terminal`;
+    const auth = this.nodeTokens.forAgent(node.node_id, node.credential);
+    if ('unusable' in auth) {
+      this.logger.warn(`node ${node.node_id}: ${path} not opened: ${auth.unusable}`);
+      throw new AgentCallError(
+        `agent of node ${node.node_id} was not called: this controller has no token of the kind the node heartbeats with`,
+        'failed',
+        true,
+      );
+    }
+    const host = node.wg_ip.includes(':') ? `[${node.wg_ip}]` : node.wg_ip;
+    const url = new URL(
+      `http://${host}:${node.spawn_port}/v1/vms/${encodeURIComponent(vmId)}/terminal`,
+    );
+    try {
+      const ws = await openWebSocket({
+        url,
+        timeoutMs: this.settings.timeoutMs,
+        maxMessageBytes,
+        headers: auth.token === undefined ? {} : { Authorization: `Bearer ${auth.token}` },
+      });
+      return { kind: 'answered', value: ws };
+    } catch (error) {
+      if (
+        error instanceof WebSocketRefusedError &&
+        (error.status === 404 || error.status === 409)
+      ) {
+        return {
+          kind: 'refused',
+          status: error.status,
+          message:
+            error.refusal === undefined ? undefined : agentErrorMessage({ message: error.refusal }),
+        };
+      }
+      this.logger.warn(
+        `node ${node.node_id}: ${path} at ${url.origin} failed: ${error instanceof Error ? error.message : String(error)}`,
+      );
+      throw new AgentCallError(
+        `agent of node ${node.node_id} could not be reached`,
+        'unreachable',
+        false,
+      );
+    }
   }
 
   private unusable(node: AgentAddress, path: string, problems: string[]): AgentCallError {

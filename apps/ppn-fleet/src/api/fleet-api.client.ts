@@ -197,6 +197,8 @@ export class AnswerReader {
     readonly endpoint: string,
     /** What answers at the endpoint, as messages name it. */
     private readonly listener = 'the controller',
+    /** The operations listener: a refused connection gets the hint naming --ops-endpoint. */
+    private readonly opsListener = false,
   ) {}
 
   /** Sends a request; its answer's body parsed and, given `isShape`, checked. */
@@ -223,8 +225,10 @@ export class AnswerReader {
           ExitCode.Usage,
         );
       }
+      // The controller's own host, with VM_FLEET_OPS_ADDR on its mesh address: say where to look.
+      const hint = this.opsListener && problem === 'ECONNREFUSED' ? OPS_ENDPOINT_HINT : '';
       throw new CliFailure(
-        `cannot reach ${this.listener} at ${this.endpoint}: ${problem}`,
+        `cannot reach ${this.listener} at ${this.endpoint}: ${problem}${hint}`,
         ExitCode.Unreachable,
         { neverSent: NOT_CONNECTED.has(problem) },
       );
@@ -335,6 +339,10 @@ export function refusal(status: number, body: unknown): CliFailure {
       : '';
   return new CliFailure(`${message}${hint}`, ExitCode.Refused, { status });
 }
+
+/** Where the operations listener refused a connection: the hint that says how to give its address. */
+export const OPS_ENDPOINT_HINT =
+  "\nthe operations listener is at the controller's VM_FLEET_OPS_ADDR (default 127.0.0.1:9206, its own host only): give that address with --ops-endpoint or VM_FLEET_OPS_ENDPOINT, e.g. http://10.8.0.1:9206";
 
 /** Socket errors that say the connection was never made: nothing of the request was sent. */
 const NOT_CONNECTED = new Set([

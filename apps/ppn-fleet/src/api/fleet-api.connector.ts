@@ -28,6 +28,15 @@ export class FleetApiConnector {
     return new FleetOpsApiClient(opsEndpoint, apiToken, this.io.fetch);
   }
 
+  /** The operations listener's endpoint and the API token, for its WebSocket (vm console --interactive). */
+  opsConnection(opsEndpointOption?: string): { opsEndpoint: string; apiToken?: string } {
+    const { opsEndpoint, apiToken } = readConnection(this.io.env, {
+      opsEndpoint: opsEndpointOption,
+    });
+    this.warnOfTokenInTheClear(opsEndpoint, apiToken);
+    return apiToken === undefined ? { opsEndpoint } : { opsEndpoint, apiToken };
+  }
+
   /**
    * The operations listener of the controller `connect(endpointOption)` reaches, for what the
    * API's answers only gain from (the desired states `vms` shows): one given (--ops-endpoint,

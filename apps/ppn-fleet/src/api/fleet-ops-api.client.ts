@@ -46,7 +46,7 @@ export class FleetOpsApiClient {
     this.client = createClient<FleetOpsApi.paths>(
       clientOptions(endpoint, apiToken, fetchImplementation),
     );
-    this.reader = new AnswerReader(endpoint, "the controller's operations listener");
+    this.reader = new AnswerReader(endpoint, "the controller's operations listener", true);
   }
 
   vms(tenantId?: string): Promise<Answer<FleetVmWithLifeCycle[]>> {

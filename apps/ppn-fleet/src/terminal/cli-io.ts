@@ -90,6 +90,10 @@ export abstract class CliIo {
   wallNow(): number {
     return Date.now();
   }
+  /** The keyboard, for an interactive console (raw mode on a TTY). */
+  get stdin(): NodeJS.ReadStream {
+    return process.stdin;
+  }
 }
 
 /** The real process's. */

@@ -8,6 +8,7 @@ import { CliIo } from '../terminal/cli-io';
 import { printable, printableConsoleText } from '../terminal/printable';
 import { Terminal } from '../terminal/terminal';
 import { waitForGuest } from './vm-reachability';
+import { runInteractiveConsole } from './vm-terminal';
 import { DEFAULT_SSH_USER, sshTarget } from './vms.view';
 import {
   DEFAULT_WAIT_TIMEOUT_S,
@@ -279,6 +280,7 @@ export class VmStartCommand extends VmActionCommand {
 
 interface VmConsoleOptions extends OpsOptions {
   follow?: boolean;
+  interactive?: boolean;
 }
 
 @SubCommand({
@@ -286,7 +288,7 @@ interface VmConsoleOptions extends OpsOptions {
   arguments: '<vm_id>',
   argsDescription: { vm_id: 'the VM whose serial console to show' },
   description:
-    "the end of a VM's serial console (the operations listener's GET /v1/vms/{vm_id}/console); --follow goes on printing it",
+    "the end of a VM's serial console (the operations listener's GET /v1/vms/{vm_id}/console); --follow goes on printing it; --interactive types into it",
 })
 export class VmConsoleCommand extends OpsCommand {
   constructor(
@@ -305,8 +307,28 @@ export class VmConsoleCommand extends OpsCommand {
     return true;
   }
 
+  @Option({
+    flags: '--interactive',
+    description:
+      "the VM's serial port in this terminal, to log in and type (one session at a time); Ctrl-] leaves",
+  })
+  parseInteractive(): boolean {
+    return true;
+  }
+
   async run([vmId]: string[], options: VmConsoleOptions = {}): Promise<void> {
     requireFleetId('vm_id', vmId);
+    if (options.interactive) {
+      const { opsEndpoint, apiToken } = this.connector.opsConnection(options.opsEndpoint);
+      return runInteractiveConsole({
+        vmId,
+        opsEndpoint,
+        ...(apiToken === undefined ? {} : { apiToken }),
+        stdin: this.io.stdin,
+        stdout: process.stdout,
+        stderr: this.io.stderr,
+      });
+    }
     const ops = this.connector.connectOps(options.opsEndpoint);
     let read = (await ops.console(vmId)).data;
     this.terminal.write(printableConsoleText(read.text));

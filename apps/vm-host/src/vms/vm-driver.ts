@@ -135,6 +135,14 @@ export abstract class VmDriver {
   abstract consoleLog(vmId: string): string;
 
   /**
+   * The Unix socket the VM's serial port is also on, for one interactive console at a time;
+   * undefined for a driver without one. A VM started before it existed has no such socket.
+   */
+  consoleSocket(_vmId: string): string | undefined {
+    return undefined;
+  }
+
+  /**
    * Cuts the VM's console log to its last part once it has grown past a bound, so a guest
    * writing to its console without end cannot fill VM_DISK_DIR.
    */

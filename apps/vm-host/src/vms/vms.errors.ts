@@ -158,6 +158,24 @@ export class VmActionConflictError extends Error {
   }
 }
 
+/**
+ * An interactive serial console refused (a 409 at the handshake), in one of a few fixed forms
+ * the controller matches to word it itself (apps/fleet/src/console/terminal-refusals.ts).
+ */
+export class VmTerminalRefusedError extends Error {
+  static notRunning(vmId: string): VmTerminalRefusedError {
+    return new VmTerminalRefusedError(`vm ${vmId} is not running`);
+  }
+  static inUse(vmId: string): VmTerminalRefusedError {
+    return new VmTerminalRefusedError(
+      `vm ${vmId}: its serial console is in use by another session`,
+    );
+  }
+  static noSocket(vmId: string): VmTerminalRefusedError {
+    return new VmTerminalRefusedError(`vm ${vmId} has no serial socket`);
+  }
+}
+
 /** A VM's process outlived quit, SIGTERM and SIGKILL: its files are kept, the delete fails. */
 export class VmStillRunningError extends Error {}
 

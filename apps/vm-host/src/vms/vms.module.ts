@@ -26,6 +26,7 @@ import { VmBackupsController } from './copies/vm-backups.controller';
 import { VmBackupsJob } from './copies/vm-backups.job';
 import { VmBackupsService } from './copies/vm-backups.service';
 import { VmCopier } from './copies/vm-copier';
+import { SerialTerminals } from './terminal/serial-terminals';
 
 @Module({
   imports: [HostFactsModule],
@@ -36,6 +37,7 @@ import { VmCopier } from './copies/vm-copier';
     VmReconciliationService,
     VmRestartService,
     VmActionsService,
+    SerialTerminals,
     VmLifecycle,
     VmSidecars,
     VmFiles,

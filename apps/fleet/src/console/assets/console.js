@@ -1,13 +1,12 @@
 // The PPN fleet console's one script (no framework, no inline script: the page's CSP allows
 // this file only). It sends the forms marked data-action as JSON with the session's CSRF
 // token, asks for a typed confirmation before a delete or a forget, refreshes the parts marked
-// data-live every 2 s with HTML the server rendered and escaped, and follows a serial console.
+// data-live every 2 s with HTML the server rendered and escaped.
 // It never puts a server's text into HTML itself: outcomes and console text go in textContent.
 'use strict';
 
 (function () {
   const REFRESH_MS = 2000;
-  const SERIAL_MS = 1000;
   const csrfMeta = document.querySelector('meta[name="csrf-token"]');
   const csrf = csrfMeta ? csrfMeta.getAttribute('content') : '';
 
@@ -39,6 +38,26 @@
     });
   }
 
+  /**
+   * Published ports as `ppn-fleet vm create --port` takes them ([host_port:]guest_port[/tcp|udp],
+   * separated by commas or spaces) made the API's `ports`; an entry in no such form is sent as
+   * it is, for the API to refuse naming it.
+   */
+  function portsOf(text) {
+    return text
+      .split(/[\s,]+/)
+      .filter(function (entry) {
+        return entry !== '';
+      })
+      .map(function (entry) {
+        const parsed = /^(?:(\d{1,5}):)?(\d{1,5})(?:\/(tcp|udp))?$/.exec(entry);
+        if (!parsed) return entry;
+        const port = { guest_port: Number(parsed[2]), protocol: parsed[3] || 'tcp' };
+        if (parsed[1] !== undefined) port.host_port = Number(parsed[1]);
+        return port;
+      });
+  }
+
   /** A form's fields as the API's JSON: integers and booleans typed, empty optional ones left out. */
   function fieldsOf(form) {
     const body = {};
@@ -50,7 +69,10 @@
           element.type === 'checkbox' ? element.checked : element.value === 'true';
       } else if (element.value === '') continue;
       else if (type === 'integer') body[element.name] = Number(element.value);
-      else body[element.name] = element.value;
+      else if (type === 'ports') {
+        const ports = portsOf(element.value);
+        if (ports.length > 0) body[element.name] = ports;
+      } else body[element.name] = element.value;
     }
     return body;
   }
@@ -106,8 +128,11 @@
         return;
       }
     }
-    const button = form.querySelector('button[type="submit"]');
-    if (button) button.disabled = true;
+    // Every action button of the VM waits for this one's answer: no second operation is sent
+    // meanwhile (the buttons then refreshed are those its new state allows).
+    const group = form.closest('.actions') || form;
+    const buttons = Array.from(group.querySelectorAll('button[type="submit"]'));
+    for (const button of buttons) button.disabled = true;
     try {
       const response = await post(form.getAttribute('data-action'), fieldsOf(form));
       const message = await messageOf(response);
@@ -125,7 +150,7 @@
     } catch (error) {
       showOutcome('The controller could not be reached: ' + error.message, false);
     } finally {
-      if (button) button.disabled = false;
+      for (const button of buttons) button.disabled = false;
     }
   }
 
@@ -183,33 +208,5 @@
 
   if (document.querySelector('[data-live]')) setInterval(refresh, REFRESH_MS);
 
-  /** Follows a VM's serial console: the last 64 KiB, then what follows. */
-  function followSerial(pre) {
-    let next;
-    async function read() {
-      try {
-        const url = pre.getAttribute('data-serial') + (next === undefined ? '' : '?from=' + next);
-        const response = await fetch(url, { credentials: 'same-origin' });
-        if (!response.ok) {
-          pre.setAttribute('data-status', String(response.status));
-          return;
-        }
-        const part = await response.json();
-        const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-        if (part.reset) pre.textContent = '';
-        if (part.text) pre.textContent += part.text;
-        next = part.next;
-        pre.setAttribute('data-next', String(next));
-        if (atEnd) pre.scrollTop = pre.scrollHeight;
-      } catch (error) {
-        // The next read tries again.
-      } finally {
-        setTimeout(read, SERIAL_MS);
-      }
-    }
-    read();
-  }
-
-  const serial = document.getElementById('serial');
-  if (serial) followSerial(serial);
+  // A VM's serial console (its log followed, and typed into) is terminal.js's.
 })();

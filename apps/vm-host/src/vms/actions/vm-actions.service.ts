@@ -7,6 +7,7 @@ import {
   VmConsole,
   VmLifeCycle,
   VmOperation,
+  VmState,
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { VmAdmissionService } from '../admission/vm-admission.service';
@@ -21,6 +22,7 @@ import {
   VmActionConflictError,
   VmDoesNotFitError,
   VmNotOnNodeError,
+  VmTerminalRefusedError,
   messageOf,
 } from '../vms.errors';
 
@@ -159,6 +161,19 @@ export class VmActionsService {
     } finally {
       await handle.close();
     }
+  }
+
+  /**
+   * The socket of the running VM's serial port, for an interactive console; a 409 when the VM
+   * is not running or runs without one (started before the agent gave it one).
+   */
+  async consoleSocket(vmId: string): Promise<string> {
+    const sidecar = await this.existing(vmId);
+    const state = await this.lifecycle.stateOf(sidecar);
+    if (state !== VmState.Running) throw VmTerminalRefusedError.notRunning(vmId);
+    const socket = this.driver.consoleSocket(vmId);
+    if (socket === undefined) throw VmTerminalRefusedError.noSocket(vmId);
+    return socket;
   }
 
   /**

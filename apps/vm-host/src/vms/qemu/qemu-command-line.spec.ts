@@ -100,6 +100,14 @@ describe('qemuArgs', () => {
     );
   });
 
+  it('puts the serial port on a socket beside the QMP one, written to the log all the same', () => {
+    const args = qemuArgs(launch);
+    expect(option(args, '-chardev')).toEqual([
+      'socket,id=serial0,path=/var/lib/vm-fleet/run/vm-0123456789abcdef/serial,server=on,wait=off,logfile=/var/lib/vm-fleet/run/vm-0123456789abcdef/serial.log,logappend=on',
+    ]);
+    expect(option(args, '-serial')).toEqual(['chardev:serial0']);
+  });
+
   it('doubles commas in paths, so a folder name cannot add QEMU options', () => {
     const args = qemuArgs({ ...launch, disk: '/srv/a,file=/etc/shadow/x.qcow2' });
     expect(option(args, '-drive')[0]).toBe(

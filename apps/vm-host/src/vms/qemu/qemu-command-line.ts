@@ -7,6 +7,13 @@ import { MAX_HOST_PORTS_PER_VM, TCG_TRANSLATION_CACHE_MB, type HostPort } from '
  */
 export const COPY_QMP_SOCKET = 'qmp-copy';
 
+/**
+ * The serial port's socket, beside the QMP sockets: the interactive console's
+ * (apps/vm-host/src/vms/terminal/). Shorter than `qmp.sock`, so every VM_DISK_DIR whose socket
+ * paths fitted still fits.
+ */
+export const SERIAL_SOCKET = 'serial';
+
 /** How QEMU runs a guest: KVM when asked for and usable, else TCG (emulation). */
 export type QemuAccel = 'kvm' | 'tcg';
 
@@ -80,9 +87,12 @@ export function qemuArgs(launch: QemuLaunch): string[] {
     `unix:${optionValue(join(dirname(launch.qmpSocket), COPY_QMP_SOCKET))},server=on,wait=off`,
     '-pidfile',
     launch.pidFile,
-    // Appended to, so the agent can cut a log a guest grows without bound (capConsoleLog).
+    // The serial port on a socket, for one interactive console at a time, and written to the log
+    // all the same, connected or not. Appended to, so the agent can cut a log a guest grows
+    // without bound (capConsoleLog). VMs started before it have `file,id=serial0,...` instead:
+    // nothing reads the chardev back from a command line, so both forms are adopted alike.
     '-chardev',
-    `file,id=serial0,path=${optionValue(launch.serialLog)},append=on`,
+    `socket,id=serial0,path=${optionValue(join(dirname(launch.qmpSocket), SERIAL_SOCKET))},server=on,wait=off,logfile=${optionValue(launch.serialLog)},logappend=on`,
     '-serial',
     'chardev:serial0',
     '-display',

@@ -73,6 +73,14 @@ describe('QemuProcesses', () => {
     expect(qemus.vmIdOf(ours)).toBe(vmId);
     // The program may not be readable (it is then judged by its command line alone).
     expect(qemus.vmIdOf({ ...ours, exe: undefined })).toBe(vmId);
+    // One started before the serial socket, its serial port on a file chardev, all the same.
+    const before = ours.args.map((arg) =>
+      arg.startsWith('socket,id=serial0,')
+        ? `file,id=serial0,path=/var/lib/vm-fleet/run/${vmId}/serial.log,append=on`
+        : arg,
+    );
+    expect(before).not.toEqual(ours.args);
+    expect(qemus.vmIdOf({ ...ours, args: before })).toBe(vmId);
   });
 
   it.each([

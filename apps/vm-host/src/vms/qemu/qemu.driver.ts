@@ -33,6 +33,7 @@ import { makeSeedIso } from './cloud-init';
 import { BROKEN_RUN_STATES, KvmStarts } from './kvm-starts';
 import {
   COPY_QMP_SOCKET,
+  SERIAL_SOCKET,
   QemuAccel,
   KvmCpuModel,
   QemuLaunch,
@@ -152,6 +153,10 @@ export class QemuDriver extends VmDriver {
 
   consoleLog(vmId: string): string {
     return this.serialLog(vmId);
+  }
+
+  override consoleSocket(vmId: string): string {
+    return join(this.files.runDir(vmId), SERIAL_SOCKET);
   }
 
   /**
@@ -487,10 +492,12 @@ export class QemuDriver extends VmDriver {
     this.failpoint.reached('after-launch-before-pid-written', launch.vmId);
     const pid = Number((await readFile(launch.pidFile, 'utf8')).trim());
     if (!Number.isInteger(pid) || pid <= 0) throw new Error(`unreadable pidfile ${launch.pidFile}`);
-    // The copies' socket too, quietly: the run folder is 0700 anyway.
-    await chmod(join(this.files.runDir(launch.vmId), COPY_QMP_SOCKET), PRIVATE_FILE_MODE).catch(
-      () => undefined,
-    );
+    // The copies' and the serial port's sockets too, quietly: the run folder is 0700 anyway.
+    for (const socket of [COPY_QMP_SOCKET, SERIAL_SOCKET]) {
+      await chmod(join(this.files.runDir(launch.vmId), socket), PRIVATE_FILE_MODE).catch(
+        () => undefined,
+      );
+    }
     await chmod(launch.qmpSocket, PRIVATE_FILE_MODE).catch((error: unknown) => {
       // QEMU runs: not a reason to fail the VM; the run folder is 0700 anyway.
       this.logger.warn(
