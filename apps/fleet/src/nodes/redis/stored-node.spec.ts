@@ -56,6 +56,19 @@ describe('stored node (Redis)', () => {
     expect(decodeStoredState(`7\n${encodeStoredNode(state)}`)).toEqual(state);
   });
 
+  it("keeps a hold's tenant (what its quotas count), and reads one of another shape as none", () => {
+    const state = heldNode();
+    state.holds.h1.tenant = { tenant_id: 'acme', vcpu_count: 2, disk_gb: 10 };
+    expect(decodeStoredState(`7\n${encodeStoredNode(state)}`).holds.h1.tenant).toEqual({
+      tenant_id: 'acme',
+      vcpu_count: 2,
+      disk_gb: 10,
+    });
+    const odd = JSON.parse(JSON.stringify(state)) as Record<string, Record<string, object>>;
+    odd.holds.h1 = { ...odd.holds.h1, tenant: { tenant_id: 7 } };
+    expect(normaliseStoredState(odd).holds.h1).not.toHaveProperty('tenant');
+  });
+
   it('reads no state and an empty version for a node that is not stored', () => {
     expect(decodeStoredNode(null)).toEqual({ version: '' });
   });
