@@ -40,8 +40,18 @@ function hostFactsOf(facts: HostFacts): HostFactsService {
 }
 
 /** This node's VMs, as `report` says at the time. */
-function vmsOf(report: () => Promise<NodeVmsReport>): NodeVmsSource {
-  return { report: () => report(), changes: new Subject<void>().asObservable() };
+function vmsOf(
+  report: () => Promise<NodeVmsReport>,
+  superseded: string[][] = [],
+): NodeVmsSource {
+  return {
+    report: () => report(),
+    supersede: (vmIds: readonly string[]) => {
+      superseded.push([...vmIds]);
+      return Promise.resolve();
+    },
+    changes: new Subject<void>().asObservable(),
+  };
 }
 
 describe('HeartbeatService', () => {

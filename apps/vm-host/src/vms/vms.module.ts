@@ -26,10 +26,12 @@ import { VmBackupsController } from './copies/vm-backups.controller';
 import { VmBackupsJob } from './copies/vm-backups.job';
 import { VmBackupsService } from './copies/vm-backups.service';
 import { VmCopier } from './copies/vm-copier';
+import { VmRestoresController } from './copies/vm-restores.controller';
+import { VmRestoresService } from './copies/vm-restores.service';
 
 @Module({
   imports: [HostFactsModule],
-  controllers: [VmsController, VmActionsController, VmBackupsController],
+  controllers: [VmsController, VmActionsController, VmBackupsController, VmRestoresController],
   providers: [
     VmsService,
     VmAdmissionService,
@@ -50,6 +52,7 @@ import { VmCopier } from './copies/vm-copier';
     VM_DRIVER_PROVIDER,
     VmBackupsService,
     VmBackupsJob,
+    VmRestoresService,
     // QEMU's copies, as QEMU is the only driver (vm-driver.provider.ts).
     { provide: VmCopier, useClass: QemuCopier },
     { provide: NodeVmsSource, useExisting: VmsService },
