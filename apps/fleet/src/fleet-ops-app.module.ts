@@ -18,7 +18,9 @@ import {
 import { ConsoleModule } from './console/console.module';
 import { FleetConfig } from './config/fleet.config';
 import { FLEET_OPS_ERROR_STATUSES } from './fleet-error.statuses';
+import { KeyClaims } from './nodes/key-claims.repository';
 import { NodesRepository } from './nodes/nodes.repository';
+import { VmMoves } from './nodes/vm-moves.repository';
 import { OperationsModule } from './operations/operations.module';
 import { VmHostClient, VmHostClientSettings } from './vms/vm-host.client';
 import { VmPlacementService } from './vms/vm-placement.service';
@@ -42,6 +44,9 @@ export interface FleetOpsShared {
   clock: Clock;
   placement: VmPlacementService;
   config: FleetConfig;
+  /** For restores: the store's claims (one restore of a VM at a time) and its moves. */
+  keyClaims: KeyClaims;
+  vmMoves: VmMoves;
 }
 
 /** The shared instances of `fleet`, the controller's main app. */
@@ -55,6 +60,8 @@ export function fleetOpsSharedFrom(fleet: INestApplicationContext): FleetOpsShar
     clock: fleet.get(Clock),
     placement: fleet.get(VmPlacementService),
     config: fleet.get(FleetConfig),
+    keyClaims: fleet.get(KeyClaims),
+    vmMoves: fleet.get(VmMoves),
   };
 }
 
@@ -93,6 +100,8 @@ class FleetOpsCoreModule {
         { provide: Clock, useValue: shared.clock },
         { provide: VmPlacementService, useValue: shared.placement },
         { provide: FleetConfig, useValue: shared.config },
+        { provide: KeyClaims, useValue: shared.keyClaims },
+        { provide: VmMoves, useValue: shared.vmMoves },
       ],
       exports: [
         BearerTokens,
@@ -103,6 +112,8 @@ class FleetOpsCoreModule {
         Clock,
         VmPlacementService,
         FleetConfig,
+        KeyClaims,
+        VmMoves,
       ],
     };
   }

@@ -3,6 +3,7 @@ import { NodeDisksController } from './node-disks.controller';
 import { NodeDisksService } from './node-disks.service';
 import { VmOperationsController } from './vm-operations.controller';
 import { VmOperationsService } from './vm-operations.service';
+import { VmRestoreService } from './vm-restore.service';
 
 /**
  * The operations listener's feature: its controller and service. What they need (the VMs'
@@ -11,7 +12,7 @@ import { VmOperationsService } from './vm-operations.service';
  */
 @Module({
   controllers: [VmOperationsController, NodeDisksController],
-  providers: [VmOperationsService, NodeDisksService],
+  providers: [VmOperationsService, NodeDisksService, VmRestoreService],
   exports: [VmOperationsService],
 })
 export class OperationsModule {}

@@ -40,10 +40,7 @@ function hostFactsOf(facts: HostFacts): HostFactsService {
 }
 
 /** This node's VMs, as `report` says at the time. */
-function vmsOf(
-  report: () => Promise<NodeVmsReport>,
-  superseded: string[][] = [],
-): NodeVmsSource {
+function vmsOf(report: () => Promise<NodeVmsReport>, superseded: string[][] = []): NodeVmsSource {
   return {
     report: () => report(),
     supersede: (vmIds: readonly string[]) => {

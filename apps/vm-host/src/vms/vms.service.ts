@@ -144,7 +144,9 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
       const setAside = await this.lifecycle.locks
         .run(vmId, () => this.setAside(vmId))
         .catch((error: unknown) => {
-          this.logger.error(`vm ${vmId}: superseded, but could not be set aside: ${messageOf(error)}`);
+          this.logger.error(
+            `vm ${vmId}: superseded, but could not be set aside: ${messageOf(error)}`,
+          );
           return undefined;
         });
       if (setAside === undefined) continue;

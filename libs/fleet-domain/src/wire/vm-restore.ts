@@ -41,7 +41,7 @@ export class RestoreSource {
   @ApiProperty({
     required: false,
     description:
-      "true: the copy of the VM this node holds as a peer (VM_DISK_DIR/replicas/<vm_id>/), its newest complete file (or the newest taken at or before `at`). Exactly one of replica and backup_id.",
+      'true: the copy of the VM this node holds as a peer (VM_DISK_DIR/replicas/<vm_id>/), its newest complete file (or the newest taken at or before `at`). Exactly one of replica and backup_id.',
   })
   @IsOptional()
   @IsIn([true], { message: '$property must be true when given' })
@@ -62,7 +62,8 @@ export class RestoreSource {
     required: false,
     format: 'date-time',
     maxLength: RFC3339_MAX_LENGTH,
-    description: 'The newest file taken at or before this time; a backup_id naming a later file is refused.',
+    description:
+      'The newest file taken at or before this time; a backup_id naming a later file is refused.',
   })
   @IsOptional()
   @IsRfc3339()
@@ -72,7 +73,8 @@ export class RestoreSource {
     required: false,
     example: EXAMPLE_VM_ID,
     ...ID_SCHEMA,
-    description: 'The VM whose copy or backup is read; absent: the vm_id restored (as_new gives another).',
+    description:
+      'The VM whose copy or backup is read; absent: the vm_id restored (as_new gives another).',
   })
   @IsOptional()
   @IsFleetId()
@@ -84,7 +86,12 @@ export class RestoreSource {
  * token): make the VM `vm_id` on this node from a copy or backup, and start it.
  */
 export class AgentRestoreRequest {
-  @ApiProperty({ example: EXAMPLE_VM_ID, ...ID_SCHEMA, description: 'The VM made: kept from the copy (so its guest sees the same instance) unless restored as new.' })
+  @ApiProperty({
+    example: EXAMPLE_VM_ID,
+    ...ID_SCHEMA,
+    description:
+      'The VM made: kept from the copy (so its guest sees the same instance) unless restored as new.',
+  })
   @IsFleetId()
   vm_id!: string;
 
@@ -104,7 +111,13 @@ export class AgentRestoreRequest {
   @IsInt()
   vcpu_count!: number;
 
-  @ApiProperty({ type: String, nullable: true, required: false, example: EXAMPLE_TENANT_ID, ...ID_SCHEMA })
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    required: false,
+    example: EXAMPLE_TENANT_ID,
+    ...ID_SCHEMA,
+  })
   @IsOptional()
   @IsFleetId()
   tenant_id?: string | null;
@@ -123,11 +136,20 @@ export class AgentRestoreRequest {
   @Type(() => HostPort)
   ports!: HostPort[];
 
-  @ApiProperty({ description: 'false: every port on a free host port of its own (a VM restored as new beside the original).' })
+  @ApiProperty({
+    description:
+      'false: every port on a free host port of its own (a VM restored as new beside the original).',
+  })
   @IsBoolean()
   keep_host_ports!: boolean;
 
-  @ApiProperty({ type: 'integer', required: false, minimum: 1, maximum: MAX_VM_DISK_GB, example: 20 })
+  @ApiProperty({
+    type: 'integer',
+    required: false,
+    minimum: 1,
+    maximum: MAX_VM_DISK_GB,
+    example: 20,
+  })
   @IsOptional()
   @Min(1)
   @Max(MAX_VM_DISK_GB)
@@ -152,12 +174,17 @@ export class AgentRestoreRequest {
 export class RestorePoint {
   @ApiProperty({
     enum: ['replica', 'backup'],
-    description: "replica: the copy this node holds as a peer; backup: in this node's VM_BACKUP_DIR.",
+    description:
+      "replica: the copy this node holds as a peer; backup: in this node's VM_BACKUP_DIR.",
   })
   @IsIn(['replica', 'backup'])
   source!: 'replica' | 'backup';
 
-  @ApiProperty({ maxLength: 32, pattern: RESTORE_POINT_ID.source, example: '20261205T041700Z-3f2a/0003' })
+  @ApiProperty({
+    maxLength: 32,
+    pattern: RESTORE_POINT_ID.source,
+    example: '20261205T041700Z-3f2a/0003',
+  })
   @Matches(RESTORE_POINT_ID)
   backup_id!: string;
 
@@ -222,7 +249,11 @@ export class RestorePoints {
   @IsFleetId()
   vm_id!: string;
 
-  @ApiProperty({ type: [RestorePoint], maxItems: MAX_BACKUPS_LISTED, description: 'Newest first; [] when the node holds none.' })
+  @ApiProperty({
+    type: [RestorePoint],
+    maxItems: MAX_BACKUPS_LISTED,
+    description: 'Newest first; [] when the node holds none.',
+  })
   @ValidateNested({ each: true })
   @ArrayMaxSize(MAX_BACKUPS_LISTED)
   @IsArray()
@@ -232,7 +263,8 @@ export class RestorePoints {
   @ApiProperty({
     type: RestoreSpec,
     nullable: true,
-    description: "The VM as the newest chain's manifest describes it; null when no chain can be read.",
+    description:
+      "The VM as the newest chain's manifest describes it; null when no chain can be read.",
   })
   @nullable
   @ValidateNested()

@@ -73,14 +73,14 @@ export class VmRestoresController {
     },
     {
       name: 'no-such-source',
-      when: "The source cannot be used: this node holds no copy of the VM, no such backup, none taken at or before `at`, backups are off here, or a file of the chain does not match its manifest. Nothing was made.",
+      when: 'The source cannot be used: this node holds no copy of the VM, no such backup, none taken at or before `at`, backups are off here, or a file of the chain does not match its manifest. Nothing was made.',
       error: new RestoreSourceError(
         `source.backup_id: no backup 20261205T041700Z-3f2a/0003 of vm ${EXAMPLE_VM_ID} in this node's VM_BACKUP_DIR`,
       ),
     },
     {
       name: 'does-not-fit',
-      when: "The node cannot hold the VM (RAM, vCPUs, or its disk in the disk room); the message names the numbers.",
+      when: 'The node cannot hold the VM (RAM, vCPUs, or its disk in the disk room); the message names the numbers.',
       error: new VmDoesNotFitError(
         'ram_mb: 1048576 MB does not fit on this node: 20480 MB committable of 24576 MB (margin 512 MB)',
       ),

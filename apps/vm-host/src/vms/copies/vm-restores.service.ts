@@ -77,10 +77,7 @@ export class VmRestoresService {
     const { replica, backup_id: backupId, at } = request.source;
     const sourceVm = request.source.vm_id ?? request.vm_id;
     if ((replica === true) === (backupId !== undefined)) {
-      throw new RestoreSourceError(
-        'source: give exactly one of replica (true) and backup_id',
-        400,
-      );
+      throw new RestoreSourceError('source: give exactly one of replica (true) and backup_id', 400);
     }
     const atNs = at === undefined ? undefined : rfc3339ToEpochNanos(at);
     let found: FoundPoint[];
