@@ -6,6 +6,7 @@ import type {
   NodeDiskRoom,
   FleetVmWithLifeCycle,
   NodeRecord,
+  RestoredVm,
   VmConsole,
   VmLifeCycle,
 } from './answers';
@@ -178,5 +179,19 @@ export function isFleetVmBackups(value: unknown): value is FleetVmBackups {
     value.backups.every(isBackup) &&
     (value.in_progress_since === null || typeof value.in_progress_since === 'string') &&
     (value.last_error === null || typeof value.last_error === 'string')
+  );
+}
+
+const RESTORE_SOURCES = new Set<unknown>(['replica', 'backup']);
+
+export function isRestoredVm(value: unknown): value is RestoredVm {
+  return (
+    isObject(value) &&
+    isFleetVm(value.vm) &&
+    isObject(value.point) &&
+    RESTORE_SOURCES.has(value.point.source) &&
+    typeof value.point.backup_id === 'string' &&
+    typeof value.point.taken_at === 'string' &&
+    (value.replaced_node_id === null || typeof value.replaced_node_id === 'string')
   );
 }

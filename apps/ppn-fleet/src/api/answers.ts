@@ -14,5 +14,7 @@ export type VmLifeCycle = FleetOpsApi.components['schemas']['VmLifeCycle'];
 export type VmConsole = FleetOpsApi.components['schemas']['VmConsole'];
 export type FleetVmBackups = FleetOpsApi.components['schemas']['FleetVmBackups'];
 export type NodeDiskRoom = FleetOpsApi.components['schemas']['NodeDiskRoom'];
+export type RestoredVm = FleetOpsApi.components['schemas']['RestoredVm'];
+export type RestoreVmRequest = FleetOpsApi.components['schemas']['RestoreVmRequest'];
 /** What a stop or restart asks: force, and the guest's time to power down. */
 export type StopVmRequest = FleetOpsApi.components['schemas']['StopVmRequest'];

@@ -5,6 +5,7 @@ import {
   isFleetVmWithLifeCycle,
   isFleetVmWithLifeCycleList,
   isNodeDiskRoomList,
+  isRestoredVm,
   isVmConsole,
   isVmLifeCycle,
 } from './answer-shapes';
@@ -12,6 +13,8 @@ import type {
   FleetVmBackups,
   FleetVmWithLifeCycle,
   NodeDiskRoom,
+  RestoredVm,
+  RestoreVmRequest,
   StopVmRequest,
   VmConsole,
   VmLifeCycle,
@@ -22,10 +25,15 @@ export type {
   FleetVmBackups,
   FleetVmWithLifeCycle,
   NodeDiskRoom,
+  RestoredVm,
+  RestoreVmRequest,
   StopVmRequest,
   VmConsole,
   VmLifeCycle,
 } from './answers';
+
+/** A restore's answer waits for a whole disk to be converted: the controller's 30 min, and more. */
+export const RESTORE_TIMEOUT_MS = 31 * 60_000;
 
 /**
  * The controller's operations listener, typed from openapi/fleet-ops.openapi.json
@@ -148,6 +156,23 @@ export class FleetOpsApiClient {
           signal: timeout(),
         }),
       isFleetVmBackups,
+    );
+  }
+
+  /**
+   * The VM restored from a copy or backup; answered once its new node made it (a whole disk
+   * converted), so waited for as long as the controller waits for that node.
+   */
+  restore(vmId: string, request: RestoreVmRequest): Promise<Answer<RestoredVm>> {
+    return this.reader.call(
+      () =>
+        this.client.POST('/v1/vms/{vm_id}/restore', {
+          params: { path: { vm_id: vmId } },
+          body: request,
+          parseAs: 'text',
+          signal: AbortSignal.timeout(RESTORE_TIMEOUT_MS),
+        }),
+      isRestoredVm,
     );
   }
 
