@@ -13,6 +13,6 @@ import { VmRestoreService } from './vm-restore.service';
 @Module({
   controllers: [VmOperationsController, NodeDisksController],
   providers: [VmOperationsService, NodeDisksService, VmRestoreService],
-  exports: [VmOperationsService],
+  exports: [VmOperationsService, VmRestoreService],
 })
 export class OperationsModule {}
