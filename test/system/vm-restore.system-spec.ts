@@ -35,7 +35,6 @@ const JUMP = join(__dirname, '../support/monotonic-clock-jump.cjs');
 const WG_IP = '127.0.0.1';
 const workDir = scratchFolder('vm-restore-');
 const key = join(workDir, 'id_ed25519');
-const SSH_PORT = 42_022;
 const WEB_PORT = 48_080;
 const WAIT_MS = 300_000;
 
@@ -209,7 +208,7 @@ describe("restore anywhere: a dead node's VM from a backup folder moved to anoth
     await agentA.waitForOutput(new RegExp(`vm ${vmId}: superseded`), 60_000);
     await eventually(
       'no QEMU of the VM under node A',
-      async () => (liveQemusUnder(A.diskDir).length === 0 ? true : undefined),
+      () => Promise.resolve(liveQemusUnder(A.diskDir).length === 0 ? true : undefined),
       30_000,
       200,
     );

@@ -320,7 +320,7 @@ export class VmRestoreService {
  */
 function specOf(record: HeartbeatVm | undefined, manifest: RestoreSpec | null): VmSpec | undefined {
   if (!record) return manifest ?? undefined;
-  const ports = (record.host_ports ?? []).length > 0 ? record.host_ports! : (manifest?.ports ?? []);
+  const ports = (record.host_ports ?? []).length > 0 ? record.host_ports : (manifest?.ports ?? []);
   return {
     vm_type: record.vm_type,
     ram_mb: record.ram_alloc_mb,

@@ -52,7 +52,7 @@ async function chain(
 ): Promise<void> {
   const dir = join(root, vmId, chainId);
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const files = [];
+  const files: Array<Record<string, unknown> & { file: string }> = [];
   for (const [index, at] of takenAt.entries()) {
     const kind = index === 0 ? 'full' : 'incremental';
     const file = `${String(index).padStart(4, '0')}-${kind}.qcow2`;
