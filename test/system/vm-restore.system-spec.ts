@@ -24,7 +24,7 @@ import { scratchFolder } from '../support/scratch-folders';
  * backed up to node A's VM_BACKUP_DIR, node A killed whole (agent and QEMU, its disk folder
  * gone), the backup folder copied into node B's VM_BACKUP_DIR (a USB disk moved over),
  * `ppn-fleet vm restore --to node-b --from <backup_id>`: over SSH the file written and synced
- * before the backup is there, the host key and the instance id (the VM id) are the same, the
+ * before the backup is there, the host key, machine id and hostname (from the VM id) are the same, the
  * published ports too. Then node A comes back with its old files: its heartbeat answer says the
  * VM is superseded, and its agent stops it and sets its disk aside instead of running it. The
  * controller's monotonic clock is jumped past the 30 s silence (monotonic-clock-jump.cjs).
@@ -135,7 +135,7 @@ describe("restore anywhere: a dead node's VM from a backup folder moved to anoth
     const before = await listedOn(vmId, A.id, 'Running');
     const sshPort = before.host_ports[0].host_port;
     const probe =
-      'sha256sum ~/kept && cat /etc/ssh/ssh_host_ed25519_key.pub && cat /var/lib/cloud/data/instance-id';
+      'sha256sum ~/kept && cat /etc/ssh/ssh_host_ed25519_key.pub && cat /etc/machine-id && hostname';
     const guestA = await sshOnceUp(
       key,
       WG_IP,
@@ -147,7 +147,8 @@ describe("restore anywhere: a dead node's VM from a backup folder moved to anoth
         serialLog: join(A.diskDir, 'run', vmId, 'serial.log'),
       },
     );
-    expect(guestA).toContain(vmId);
+    // The hostname the agent's seed gives it from its id: <vm_type>-<last 8 of vm_id>.
+    expect(guestA).toContain(`restored-${vmId.slice(-8)}`);
     const backup = await ppnFleet(['vm', 'backup', vmId, '--wait'], {}, WAIT_MS);
     expect(backup.code).toBe(0);
     const backupId = new RegExp(`${vmId}: full backup (\\S+/0000) taken`).exec(backup.stdout)?.[1];
@@ -198,7 +199,7 @@ describe("restore anywhere: a dead node's VM from a backup folder moved to anoth
       deadlineMs: GUEST_SSH_DEADLINE_MS,
       serialLog: join(B.diskDir, 'run', vmId, 'serial.log'),
     });
-    // The file, the host key and the instance id (its VM id): the same guest.
+    // The file, the host key, the machine id and the hostname made from its id: the same guest.
     expect(guestB).toBe(guestA);
     expect(statSync(join(B.diskDir, 'disks', `${vmId}.qcow2`)).mode & 0o777).toBe(0o600);
 
