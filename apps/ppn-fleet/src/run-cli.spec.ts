@@ -240,11 +240,11 @@ describe('ppn-fleet arguments', () => {
     for (const [args, says] of [
       [
         ['vm', 'list'],
-        'ppn-fleet: vm has no command list: it takes create, delete, stop, start, restart, console, backup or copies (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
+        'ppn-fleet: vm has no command list: it takes create, delete, stop, start, restart, console, backup, copies or restore (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
       ],
       [
         ['vm'],
-        'ppn-fleet: vm needs a command: create, delete, stop, start, restart, console, backup or copies (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
+        'ppn-fleet: vm needs a command: create, delete, stop, start, restart, console, backup, copies or restore (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
       ],
     ] as const) {
       const io = new FakeIo({}, fleetOfOne);
