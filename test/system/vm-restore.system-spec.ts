@@ -111,7 +111,7 @@ describe("restore anywhere: a dead node's VM from a backup folder moved to anoth
 
   it('brings the VM back on node B with its data, host key, id and ports; node A, back, sets its stale copy aside', async () => {
     let agentA = await startNode(A, pubkey);
-    await startNode(B, pubkey);
+    const agentB = await startNode(B, pubkey);
 
     // The VM on node A, with a published port, a file written and synced, then a backup.
     const createdAt = Date.now();
@@ -181,10 +181,11 @@ describe("restore anywhere: a dead node's VM from a backup folder moved to anoth
       {},
       WAIT_MS,
     );
-    expect({ code: restored.code, stderr: restored.stderr }).toEqual({
-      code: 0,
-      stderr: expect.any(String),
-    });
+    if (restored.code !== 0) {
+      throw new Error(
+        `vm restore exited ${restored.code}: ${restored.stderr}\nnode B: ${agentB.output.slice(-3000)}\ncontroller: ${fleet.output.slice(-3000)}`,
+      );
+    }
     expect(restored.stdout).toContain(`${vmId} restored on node ${B.id} from backup ${backupId}`);
     expect(restored.stdout).toContain(
       `ports: ${WG_IP}:${sshPort} → 22/tcp, ${WG_IP}:${WEB_PORT} → 80/tcp`,

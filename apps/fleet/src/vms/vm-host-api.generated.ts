@@ -254,7 +254,7 @@ export interface components {
       disk_gb?: number;
       /** @description false: every port on a free host port of its own (a VM restored as new beside the original). */
       keep_host_ports: boolean;
-      /** @description The VM's forwards, SSH (guest 22/tcp) first: each guest port published again, on the same host port where it is free on this node (and keep_host_ports), else on a free one. */
+      /** @description The VM's forwards, SSH (guest 22/tcp) first (a 400 otherwise): each guest port published again, on the same host port where it is free on this node (and keep_host_ports; never one below 1024), else on a free one. */
       ports: components['schemas']['HostPort'][];
       /** @example 2048 */
       ram_mb: number;

@@ -2,7 +2,6 @@ import { ApiProperty } from './openapi-decorators';
 import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
-  ArrayMinSize,
   IsArray,
   IsBoolean,
   IsIn,
@@ -127,11 +126,10 @@ export class AgentRestoreRequest {
     minItems: 1,
     maxItems: MAX_HOST_PORTS_PER_VM,
     description:
-      "The VM's forwards, SSH (guest 22/tcp) first: each guest port published again, on the same host port where it is free on this node (and keep_host_ports), else on a free one.",
+      "The VM's forwards, SSH (guest 22/tcp) first (a 400 otherwise): each guest port published again, on the same host port where it is free on this node (and keep_host_ports; never one below 1024), else on a free one.",
   })
   @ValidateNested({ each: true })
   @ArrayMaxSize(MAX_HOST_PORTS_PER_VM)
-  @ArrayMinSize(1)
   @IsArray()
   @Type(() => HostPort)
   ports!: HostPort[];

@@ -8,6 +8,7 @@ import {
   RestorePoint,
   RestorePoints,
   RestoreSpec,
+  SSH_GUEST_PORT,
   rfc3339ToEpochNanos,
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
@@ -76,6 +77,11 @@ export class VmRestoresService {
   private async choose(request: AgentRestoreRequest): Promise<FoundPoint> {
     const { replica, backup_id: backupId, at } = request.source;
     const sourceVm = request.source.vm_id ?? request.vm_id;
+    const [ssh] = request.ports;
+    // Every VM's forwards begin with SSH (checked here: a top-level list is validated item by item).
+    if (ssh?.guest_port !== SSH_GUEST_PORT || ssh.protocol !== 'tcp') {
+      throw new RestoreSourceError('ports: the first must be SSH (guest_port 22, tcp)', 400);
+    }
     if ((replica === true) === (backupId !== undefined)) {
       throw new RestoreSourceError('source: give exactly one of replica (true) and backup_id', 400);
     }
