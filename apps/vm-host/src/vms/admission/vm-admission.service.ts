@@ -330,7 +330,9 @@ export class VmAdmissionService {
     );
     this.lifecycle.provision(sidecar);
     this.lifecycle.announce();
-    return { vm: this.lifecycle.recordOf(sidecar, VmState.Provisioning), created: true };
+    // Its ports are fixed now (the start forwards exactly these): the answer names them.
+    const vm = this.lifecycle.recordOf(sidecar, VmState.Provisioning);
+    return { vm: { ...vm, host_ports: forwards }, created: true };
   }
 
   /**
