@@ -177,6 +177,7 @@ describe('VmRestoresService', () => {
       vm_id: VM,
       state: VmState.Provisioning,
       tenant_id: 'acme',
+      host_ports: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' }],
     });
     expect(restored.point).toMatchObject({ source: 'backup', backup_id: `${CHAIN}/0001` });
     expect(copier.converted).toEqual([join(backupDir, VM, CHAIN, '0001-incremental.qcow2')]);
