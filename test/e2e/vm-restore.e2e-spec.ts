@@ -269,6 +269,16 @@ describe('POST /v1/vms/{vm_id}/restore (operations listener)', () => {
     expect(late.body.message).toMatch(/^at: none was taken at or before 2026-01-01T00:00:00Z/);
   });
 
+  it('with to alone, takes the copy that node holds even when its heartbeat did not report it', async () => {
+    await nodeLost();
+    const n3 = await agent(restoringAgent(['replica']));
+    await beat('n3', n3);
+    const { body } = await restore({ to: 'n3' }).expect(201);
+    expect(body.point).toEqual(expect.objectContaining({ source: 'replica' }));
+    const sent = n3.calls.find((call) => call.method === 'POST')!.body as AgentRestoreRequest;
+    expect(sent.source).toEqual({ replica: true, vm_id: VM });
+  });
+
   it('restores a VM that still runs as a new one (as_new): another id, new host ports, nothing superseded', async () => {
     const n1 = await agent(restoringAgent([]));
     const n2 = await agent(restoringAgent(['replica']));

@@ -173,7 +173,10 @@ export class VmRestoreService {
     live: readonly NodeState[],
   ): RestorePoint {
     const atNs = request.at === undefined ? undefined : rfc3339ToEpochNanos(request.at);
-    const of = points.points.filter((point) => point.source === plan.kind);
+    // `to` alone (no backup named): whatever that node holds, its copy or its backups, newest
+    // first; its copy also when its heartbeat did not report it (an agent before copies' reports).
+    const anyHeld = plan.kind === 'backup' && plan.backupId === undefined;
+    const of = points.points.filter((point) => anyHeld || point.source === plan.kind);
     const named =
       plan.backupId === undefined
         ? of

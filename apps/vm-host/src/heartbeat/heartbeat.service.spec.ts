@@ -94,6 +94,25 @@ describe('HeartbeatService', () => {
     ]);
   });
 
+  it("hands the answer's superseded VMs to the node's VMs, to be set aside", async () => {
+    const superseded: string[][] = [];
+    const fleet = {
+      sendHeartbeat: () =>
+        Promise.resolve({ accepted: true, superseded_vm_ids: ['vm-00000000000000a1'] }),
+    } as unknown as FleetClient;
+    const beat = new HeartbeatService(
+      CONFIG,
+      hostFactsOf(FACTS),
+      vmsOf(() => report(), superseded),
+      fleet,
+      clock,
+    );
+    await beat.send(5_000);
+    expect(superseded).toEqual([['vm-00000000000000a1']]);
+    await heartbeat.send(5_000);
+    expect(superseded).toHaveLength(1);
+  });
+
   it('carries the disk room when the VMs report one, and leaves the field out when they do not', async () => {
     const diskRoom = {
       room_mb: 40_960,
