@@ -87,6 +87,8 @@ async function listedOn(vmId: string, nodeId: string, state: string): Promise<Li
 describe("restore anywhere: a dead node's VM from a backup folder moved to another node", () => {
   let fleet: Daemon;
   let pubkey: string;
+  /** What the first test leaves for the second: the VM, now on node B, and its guest's answers. */
+  let first: { vmId: string; kept: string } | undefined;
 
   beforeAll(async () => {
     if (!existsSync(guestImagePath())) {
@@ -229,5 +231,49 @@ describe("restore anywhere: a dead node's VM from a backup folder moved to anoth
         serialLog: join(B.diskDir, 'run', vmId, 'serial.log'),
       }),
     ).toBe(guestA.split('\n')[0] + '\n');
+    first = { vmId, kept: guestA.split('\n')[0] };
+  });
+
+  it('restores from a copy a node holds as a peer (a chain under VM_DISK_DIR/replicas/), as a new VM beside the running one', async () => {
+    if (!first) throw new Error('the first test did not get this far');
+    const { vmId, kept } = first;
+    // A replica is a chain folder in the backup format: this one is the backup's own chain.
+    const [chainId] = readdirSync(join(B.backupDir, vmId));
+    mkdirSync(join(B.diskDir, 'replicas', vmId), { recursive: true, mode: 0o700 });
+    execFileSync('cp', [
+      '-a',
+      join(B.backupDir, vmId, chainId),
+      join(B.diskDir, 'replicas', vmId, chainId),
+    ]);
+    // Still running on node B: refused, unless as a new VM.
+    const refused = await ppnFleet(['vm', 'restore', vmId, '--to', B.id]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`vm ${vmId} still runs on node ${B.id}`);
+    const restoredAt = Date.now();
+    const restored = await ppnFleet(['vm', 'restore', vmId, '--to', B.id, '--as-new'], {}, WAIT_MS);
+    if (restored.code !== 0)
+      throw new Error(`vm restore --as-new exited ${restored.code}: ${restored.stderr}`);
+    const newId = new RegExp(
+      `^(vm-[0-9a-f]{16}) \\(a new VM from ${vmId}\\) restored on node ${B.id} from replica ${chainId}/0000`,
+    ).exec(restored.stdout)?.[1];
+    expect(newId).toBeDefined();
+    const copy = await listedOn(newId!, B.id, 'Running');
+    const original = await listedOn(vmId, B.id, 'Running');
+    // New host ports: the original keeps its own.
+    expect(copy.host_ports.map(({ host_port }) => host_port)).not.toContain(
+      original.host_ports[0].host_port,
+    );
+    const answered = await sshOnceUp(
+      key,
+      WG_IP,
+      copy.host_ports[0].host_port,
+      'sha256sum ~/kept && hostname',
+      {
+        since: restoredAt,
+        deadlineMs: GUEST_SSH_DEADLINE_MS,
+        serialLog: join(B.diskDir, 'run', newId!, 'serial.log'),
+      },
+    );
+    expect(answered).toBe(`${kept}\nrestored-${newId!.slice(-8)}\n`);
   });
 });
