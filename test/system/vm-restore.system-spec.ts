@@ -28,6 +28,8 @@ import { scratchFolder } from '../support/scratch-folders';
  * published ports too. Then node A comes back with its old files: its heartbeat answer says the
  * VM is superseded, and its agent stops it and sets its disk aside instead of running it. The
  * controller's monotonic clock is jumped past the 30 s silence (monotonic-clock-jump.cjs).
+ * Then the replica source: the chain placed under node B's VM_DISK_DIR/replicas/<vm_id>/ (a
+ * replica is a chain in the backup format), restored as a new VM beside the running original.
  */
 jest.setTimeout(2 * GUEST_SSH_DEADLINE_MS + 420_000);
 
