@@ -290,6 +290,32 @@ describe('web console', () => {
       expect(vms.body).toEqual([]);
     });
 
+    it("restores a VM from its VM page's form: CSRF required, the operations listener's rules and words", async () => {
+      await enroll('n1', [vmRecord('vm-a')]);
+      const { cookie, csrf } = await session();
+      const page = await request(fleet.opsUrl).get('/vms/vm-a').set('Cookie', cookie).expect(200);
+      expect(page.text).toContain('data-action="/console/vms/vm-a/restore"');
+      await request(fleet.opsUrl)
+        .post('/console/vms/vm-a/restore')
+        .set('Cookie', cookie)
+        .send({})
+        .expect(403);
+      const post = (body: object) =>
+        request(fleet.opsUrl)
+          .post('/console/vms/vm-a/restore')
+          .set('Cookie', cookie)
+          .set('X-CSRF-Token', csrf)
+          .send(body);
+      const running = await post({}).expect(409);
+      expect(running.body.message).toMatch(/^vm vm-a still runs on node n1/);
+      const bad = await post({ to: '<b>' }).expect(400);
+      expect(JSON.stringify(bad.body.message)).toContain('to');
+      const noCopy = await post({ as_new: true }).expect(422);
+      expect(noCopy.body.message).toBe(
+        'vm vm-a: no live node holds a copy of it; restore it from a backup: from <backup_id> with to <node> (the node whose VM_BACKUP_DIR holds it)',
+      );
+    });
+
     it("sends the actions to the VM's agent and answers in the controller's words", async () => {
       const agent = await new StubAgent((call, res) => {
         const action = /\/v1\/vms\/vm-a\/(stop|start|restart)$/.exec(call.url)?.[1];

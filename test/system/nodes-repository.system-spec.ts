@@ -26,6 +26,9 @@ import {
 import { RedisNodesRepository } from '../../apps/fleet/src/nodes/redis/redis-nodes.repository';
 import { RedisConnection } from '../../apps/fleet/src/nodes/redis/redis-connection';
 import { RedisKeyClaims } from '../../apps/fleet/src/nodes/redis/redis-key-claims.repository';
+import { RedisVmMoves } from '../../apps/fleet/src/nodes/redis/redis-vm-moves.repository';
+import { InMemoryVmMoves } from '../../apps/fleet/src/nodes/memory/in-memory-vm-moves.repository';
+import { VmMoves } from '../../apps/fleet/src/nodes/vm-moves.repository';
 import { encodeStoredNode } from '../../apps/fleet/src/nodes/redis/stored-node';
 import { heartbeat as agentHeartbeat, vmRecord } from '../support/heartbeats';
 import { RedisServer } from '../support/redis-server';
@@ -38,6 +41,7 @@ import { RedisServer } from '../support/redis-server';
 interface Store {
   repository: NodesRepository;
   keyClaims: KeyClaims;
+  vmMoves: VmMoves;
   /** Keys left in Redis besides the version counter; 0 for memory. */
   leftoverKeys(): Promise<number>;
   /** The VM ids the store's index names a holder for, sorted. */
@@ -84,6 +88,7 @@ const stores: Array<[string, () => Promise<Store>]> = [
       return Promise.resolve({
         repository: new InMemoryNodesRepository(vmHolders),
         keyClaims: new InMemoryKeyClaims(),
+        vmMoves: new InMemoryVmMoves(),
         leftoverKeys: () => Promise.resolve(0),
         indexedVmIds: () => Promise.resolve(vmHolders.vmIds().sort()),
         close: () => Promise.resolve(),
@@ -99,6 +104,7 @@ const stores: Array<[string, () => Promise<Store>]> = [
       return {
         repository: new RedisNodesRepository(connection),
         keyClaims: new RedisKeyClaims(connection),
+        vmMoves: new RedisVmMoves(connection),
         leftoverKeys: leftoverRedisKeys,
         indexedVmIds: async () => Object.keys(await vmHolderEntries()).sort(),
         close: () => connection.onApplicationShutdown(),
@@ -910,3 +916,29 @@ function warningsBut(warn: jest.SpyInstance, expected: RegExp): unknown[][] {
 function byNodeId(a: { node_id: string }, b: { node_id: string }): number {
   return a.node_id.localeCompare(b.node_id);
 }
+
+describe.each(stores)('VmMoves %s', (_name, open) => {
+  let store: Store;
+
+  beforeEach(async () => {
+    store = await open();
+  });
+
+  afterEach(async () => {
+    await store.close();
+  });
+
+  it('keeps the last move of each VM and answers those asked for, none for the others', async () => {
+    const moves = store.vmMoves;
+    expect(await moves.movesOf([])).toEqual(new Map());
+    await moves.record('vm-a', { nodeId: 'node-b', atWallMs: 1_000 });
+    await moves.record('vm-a', { nodeId: 'node-c', atWallMs: 2_000 });
+    await moves.record('vm-b', { nodeId: 'node-b', atWallMs: 3_000 });
+    expect(await moves.movesOf(['vm-a', 'vm-b', 'vm-none'])).toEqual(
+      new Map([
+        ['vm-a', { nodeId: 'node-c', atWallMs: 2_000 }],
+        ['vm-b', { nodeId: 'node-b', atWallMs: 3_000 }],
+      ]),
+    );
+  });
+});

@@ -19,7 +19,9 @@ import { AuditLog } from './audit/audit-log';
 import { ConsoleModule } from './console/console.module';
 import { FleetConfig } from './config/fleet.config';
 import { FLEET_OPS_ERROR_STATUSES } from './fleet-error.statuses';
+import { KeyClaims } from './nodes/key-claims.repository';
 import { NodesRepository } from './nodes/nodes.repository';
+import { VmMoves } from './nodes/vm-moves.repository';
 import { OperationsModule } from './operations/operations.module';
 import { TenantQuotas } from './tenants/tenant-quotas.service';
 import { TenantVmInterceptor } from './vms/tenant-vm.interceptor';
@@ -49,6 +51,9 @@ export interface FleetOpsShared {
   tenantQuotas: TenantQuotas;
   /** The controller's one audit log. */
   audit: AuditLog;
+  /** For restores: the store's claims (one restore of a VM at a time) and its moves. */
+  keyClaims: KeyClaims;
+  vmMoves: VmMoves;
 }
 
 /** The shared instances of `fleet`, the controller's main app. */
@@ -64,6 +69,8 @@ export function fleetOpsSharedFrom(fleet: INestApplicationContext): FleetOpsShar
     config: fleet.get(FleetConfig),
     tenantQuotas: fleet.get(TenantQuotas),
     audit: fleet.get(AuditLog),
+    keyClaims: fleet.get(KeyClaims),
+    vmMoves: fleet.get(VmMoves),
   };
 }
 
@@ -104,6 +111,8 @@ class FleetOpsCoreModule {
         { provide: FleetConfig, useValue: shared.config },
         { provide: TenantQuotas, useValue: shared.tenantQuotas },
         { provide: AuditLog, useValue: shared.audit },
+        { provide: KeyClaims, useValue: shared.keyClaims },
+        { provide: VmMoves, useValue: shared.vmMoves },
       ],
       exports: [
         BearerTokens,
@@ -116,6 +125,8 @@ class FleetOpsCoreModule {
         FleetConfig,
         TenantQuotas,
         AuditLog,
+        KeyClaims,
+        VmMoves,
       ],
     };
   }

@@ -15,6 +15,7 @@ import {
   VmStopCommand,
 } from './vms/vm-actions.command';
 import { VmBackupCommand, VmCopiesCommand } from './vms/vm-backups.command';
+import { VmRestoreCommand } from './vms/vm-restore.command';
 import { VmCommand, VmCreateCommand, VmDeleteCommand } from './vms/vm.command';
 import { VmsCommand } from './vms/vms.command';
 
@@ -41,6 +42,7 @@ export class PpnFleetModule {
         VmRestartCommand,
         VmConsoleCommand,
         VmBackupCommand,
+        VmRestoreCommand,
         VmCopiesCommand,
         NodeTokenCommand,
         TenantTokenCommand,

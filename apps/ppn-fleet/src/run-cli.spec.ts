@@ -161,6 +161,7 @@ describe('ppn-fleet arguments', () => {
       ['vm', 'console'],
       ['vm', 'backup'],
       ['vm', 'copies'],
+      ['vm', 'restore'],
       ['node-token'],
       ['image'],
       ['image', 'build'],
@@ -239,11 +240,11 @@ describe('ppn-fleet arguments', () => {
     for (const [args, says] of [
       [
         ['vm', 'list'],
-        'ppn-fleet: vm has no command list: it takes create, delete, stop, start, restart, console, backup or copies (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
+        'ppn-fleet: vm has no command list: it takes create, delete, stop, start, restart, console, backup, copies or restore (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
       ],
       [
         ['vm'],
-        'ppn-fleet: vm needs a command: create, delete, stop, start, restart, console, backup or copies (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
+        'ppn-fleet: vm needs a command: create, delete, stop, start, restart, console, backup, copies or restore (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
       ],
     ] as const) {
       const io = new FakeIo({}, fleetOfOne);
@@ -1316,6 +1317,91 @@ describe('ppn-fleet vm backup and vm copies', () => {
     expect(off.stderr.text).toBe(
       "ppn-fleet: node node-a keeps no backups (its agent's VM_BACKUP_DIR is not set)\n",
     );
+  });
+});
+
+describe('ppn-fleet vm restore', () => {
+  const restored = (vmId: string, replaced: string | null) => ({
+    vm: {
+      ...vm('Provisioning'),
+      vm_id: vmId,
+      host_ports: [
+        { host_port: 22022, guest_port: 22, protocol: 'tcp' },
+        { host_port: 48080, guest_port: 80, protocol: 'tcp' },
+      ],
+    },
+    point: {
+      source: 'backup',
+      backup_id: '20260806T110000Z-3f2a/0001',
+      kind: 'incremental',
+      taken_at: '2026-08-06T11:58:00.000Z',
+      size_bytes: 3_355_443,
+    },
+    replaced_node_id: replaced,
+  });
+
+  it('asks the listener with the flags given, and prints where the VM runs now and its ports', async () => {
+    const io = new FakeIo({}, (request) =>
+      json(request.url.endsWith('/restore') ? restored('vm-1', 'node-b') : NODE),
+    );
+    expect(
+      await run(
+        [
+          'vm',
+          'restore',
+          'vm-1',
+          '--from',
+          '20260806T110000Z-3f2a/0001',
+          '--to',
+          'node-a',
+          '--at',
+          '2026-08-06T12:00:00Z',
+        ],
+        io,
+      ),
+    ).toBe(ExitCode.Ok);
+    expect(sent(io)).toEqual([
+      'POST /v1/vms/vm-1/restore',
+      'GET http://127.0.0.1:9203/v1/nodes/node-a',
+    ]);
+    expect(await io.requests[0].json()).toEqual({
+      from: '20260806T110000Z-3f2a/0001',
+      at: '2026-08-06T12:00:00Z',
+      to: 'node-a',
+      as_new: false,
+    });
+    expect(io.stdout.text.split('\n')).toEqual([
+      'vm-1 restored on node node-a from backup 20260806T110000Z-3f2a/0001 taken 2026-08-06T11:58:00.000Z; starting',
+      'ports: 10.8.0.2:22022 → 22/tcp, 10.8.0.2:48080 → 80/tcp',
+      'node node-b will not run it again: if it comes back, its agent stops its old copy and sets its disk aside',
+      '',
+    ]);
+  });
+
+  it('--as-new names the new VM; a refusal is printed as the listener said it, exit 1', async () => {
+    const io = new FakeIo({}, (request) =>
+      json(request.url.endsWith('/restore') ? restored('vm-2', null) : NODE),
+    );
+    expect(await run(['vm', 'restore', 'vm-1', '--as-new'], io)).toBe(ExitCode.Ok);
+    expect(await io.requests[0].json()).toEqual({ as_new: true });
+    expect(io.stdout.text.split('\n')[0]).toBe(
+      'vm-2 (a new VM from vm-1) restored on node node-a from backup 20260806T110000Z-3f2a/0001 taken 2026-08-06T11:58:00.000Z; starting',
+    );
+    const refused = new FakeIo({}, () =>
+      refusal(
+        409,
+        'vm vm-1 still runs on node node-a (its live agent lists it): delete it there first, or restore it as a new VM beside it (as_new)',
+      ),
+    );
+    expect(await run(['vm', 'restore', 'vm-1'], refused)).toBe(ExitCode.Refused);
+    expect(refused.stderr.text).toContain('ppn-fleet: vm vm-1 still runs on node node-a');
+  });
+
+  it('refuses a bad --at or --to before sending anything (exit 2)', async () => {
+    const io = new FakeIo({}, () => json({}));
+    expect(await run(['vm', 'restore', 'vm-1', '--at', 'yesterday'], io)).toBe(ExitCode.Usage);
+    expect(await run(['vm', 'restore', 'vm-1', '--to', '-x'], io)).toBe(ExitCode.Usage);
+    expect(io.requests).toEqual([]);
   });
 });
 

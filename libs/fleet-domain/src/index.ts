@@ -35,3 +35,5 @@ export type * as FleetApi from './wire/fleet-api.generated';
 /** The controller's operations listener as typed from openapi/fleet-ops.openapi.json: for the CLI. */
 export type * as FleetOpsApi from './wire/fleet-ops-api.generated';
 export * from './tenant-quotas';
+export * from './wire/vm-restore';
+export * from './restore-plan';

@@ -30,6 +30,7 @@ import {
   ApiExcludeController,
   FleetVmWithLifeCycle,
   NodeIdParams,
+  RestoreVmRequest,
   StopVmRequest,
   VmIdParams,
 } from '@app/fleet-domain';
@@ -378,6 +379,18 @@ export class ConsoleController {
   async delete(@Param() { vm_id }: VmIdParams): Promise<Outcome> {
     await this.console.deleteVm(vm_id, false);
     return { message: `vm ${vm_id} deleted` };
+  }
+
+  @Post('console/vms/:vm_id/restore')
+  @HttpCode(201)
+  async restore(
+    @Param() { vm_id }: VmIdParams,
+    @Body() request: RestoreVmRequest,
+  ): Promise<Outcome> {
+    const restored = await this.console.restoreVm(vm_id, request);
+    return {
+      message: `vm ${restored.vm.vm_id} restored on node ${restored.vm.node_id} from ${restored.point.source} ${restored.point.backup_id} (taken ${restored.point.taken_at}); starting`,
+    };
   }
 
   @Post('console/vms/:vm_id/forget')

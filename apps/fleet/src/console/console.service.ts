@@ -8,6 +8,8 @@ import {
   NodeState,
   PLACEMENT_MARGIN_MB,
   RestartVmRequest,
+  RestoreVmRequest,
+  RestoredVm,
   StopVmRequest,
   VmConsole,
   VmLifeCycle,
@@ -26,6 +28,7 @@ import {
   LISTING_MIN_INTERVAL_MS,
   VmOperationsService,
 } from '../operations/vm-operations.service';
+import { VmRestoreService } from '../operations/vm-restore.service';
 import { VmPlacementService } from '../vms/vm-placement.service';
 import { VmsService } from '../vms/vms.service';
 import { ConsoleFilters, ConsoleNode, ConsoleOverview, overviewLive } from './console.views';
@@ -67,6 +70,7 @@ export class ConsoleService {
     private readonly vms: VmsService,
     private readonly operations: VmOperationsService,
     private readonly placement: VmPlacementService,
+    private readonly restores: VmRestoreService,
   ) {
     this.snapshot = new SharedRead(clock, LISTING_MIN_INTERVAL_MS, LISTING_BUSY_FACTOR, () =>
       this.takeSnapshot(),
@@ -157,6 +161,11 @@ export class ConsoleService {
 
   restartVm(vmId: string): Promise<VmLifeCycle> {
     return this.acted(this.operations.restartVm(vmId, new RestartVmRequest()));
+  }
+
+  /** The VM restored from a copy or backup (the operations listener's restore). */
+  restoreVm(vmId: string, request: RestoreVmRequest): Promise<RestoredVm> {
+    return this.acted(this.restores.restore(vmId, request));
   }
 
   deleteVm(vmId: string, forget: boolean): Promise<void> {

@@ -183,6 +183,18 @@ describe('console views', () => {
     expect(text).toContain('node silent');
   });
 
+  it("offers a restore on the VM's page only, behind a typed confirmation, escaping what it shows", () => {
+    const page = vmPage(vm({ node_id: HOSTILE }), [node()], CONTEXT, 0).text;
+    expect(page).toContain('data-action="/console/vms/vm-1/restore"');
+    expect(page).toMatch(/data-confirm="restore"\s+data-vm="vm-1"\s+data-node="&lt;img src=x/);
+    expect(page).toContain('<dialog id="confirm"');
+    expect(page).not.toContain(HOSTILE);
+    expect(page).toMatch(/name="to"\s+maxlength="128"/);
+    expect(page).toMatch(/name="from"\s+maxlength="128"/);
+    expect(page).toMatch(/type="checkbox" name="as_new" data-type="boolean"/);
+    expect(overviewPage(overview(), CONTEXT).text).not.toContain('/restore');
+  });
+
   it('encodes ids in links', () => {
     expect(overviewPage(overview(), CONTEXT).text).toContain('href="/vms/vm-1"');
     expect(sshLine(vm(), 'not-an-ip')).toBeUndefined();

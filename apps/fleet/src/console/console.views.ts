@@ -598,7 +598,49 @@ export function vmLive(vm: FleetVmWithLifeCycle, nodes: ConsoleNode[], nowMs: nu
             <dd>${value}</dd>`,
       )}
     </dl>
-    <div class="actions">${actions(vm)}</div>`;
+    <div class="actions">${actions(vm)}</div>
+    ${restoreForm(vm)}`;
+}
+
+/**
+ * The VM page's restore: where to (a node; empty: the node holding its freshest copy), from
+ * what (a node or a backup id; empty: the freshest copy), as a new VM or not; sent after the
+ * VM's id is typed out (the page's script), with the session's CSRF token.
+ */
+function restoreForm(vm: FleetVmWithLifeCycle): Html {
+  const id = pathPart(vm.vm_id);
+  return html`<details class="restore">
+    <summary>Restore from a copy or backup</summary>
+    <form
+      class="action"
+      data-action="/console/vms/${id}/restore"
+      data-confirm="restore"
+      data-vm="${vm.vm_id}"
+      data-node="${vm.node_id}"
+    >
+      <label for="restore-to-${id}">To node</label>
+      <input
+        id="restore-to-${id}"
+        name="to"
+        maxlength="128"
+        autocomplete="off"
+        placeholder="the node holding its copy"
+      />
+      <label for="restore-from-${id}">From (node or backup id)</label>
+      <input
+        id="restore-from-${id}"
+        name="from"
+        maxlength="128"
+        autocomplete="off"
+        placeholder="the freshest copy"
+      />
+      <label
+        ><input type="checkbox" name="as_new" data-type="boolean" /> As a new VM (new id, new
+        ports)</label
+      >
+      <button type="submit" class="danger" aria-label="Restore ${vm.vm_id}">Restore</button>
+    </form>
+  </details>`;
 }
 
 /** The page for a VM or node id that nothing lists. */

@@ -2,12 +2,15 @@ import { Clock } from '@app/daemon';
 import { FleetConfig } from '../config/fleet.config';
 import { KeyClaims } from './key-claims.repository';
 import { NodesRepository } from './nodes.repository';
+import { VmMoves } from './vm-moves.repository';
 
 /** A store of fleet state, opened: what the controller reads and writes nodes with. */
 export interface OpenNodesStore {
   repository: NodesRepository;
   /** Claims on Idempotency-Keys, in the same store, so every controller on it sees them. */
   keyClaims: KeyClaims;
+  /** The VMs restored onto another node, in the same store (superseded_vm_ids). */
+  vmMoves: VmMoves;
   /**
    * The clock receive times and staleness are judged by. A store that several controllers
    * share gives one they all agree on (Redis: Redis TIME).

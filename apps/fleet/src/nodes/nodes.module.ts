@@ -10,6 +10,7 @@ import { OpenNodesStore } from './nodes-store';
 import { NodesController } from './nodes.controller';
 import { NodesRepository } from './nodes.repository';
 import { NodesService } from './nodes.service';
+import { VmMoves } from './vm-moves.repository';
 
 /** The store the configuration chose (nodes-store.choice.ts), opened once and closed with the app. */
 class ChosenNodesStore implements OnApplicationShutdown {
@@ -49,12 +50,17 @@ class ChosenNodesStore implements OnApplicationShutdown {
       inject: [ChosenNodesStore],
     },
     {
+      provide: VmMoves,
+      useFactory: (store: ChosenNodesStore) => store.opened.vmMoves,
+      inject: [ChosenNodesStore],
+    },
+    {
       provide: Clock,
       useFactory: (store: ChosenNodesStore) => store.opened.clock,
       inject: [ChosenNodesStore],
     },
     { provide: LiveNodesSource, useClass: LiveNodesReader },
   ],
-  exports: [NodesService, NodesRepository, KeyClaims, Clock, LiveNodesSource],
+  exports: [NodesService, NodesRepository, KeyClaims, VmMoves, Clock, LiveNodesSource],
 })
 export class NodesModule {}

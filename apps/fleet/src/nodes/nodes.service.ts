@@ -28,6 +28,7 @@ import { NodeIdConflicts } from './node-id-conflicts.tracker';
 import { NodeCredential, NodeTokens } from './node-tokens';
 import { LoopbackWgIpError, NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
 import { NodesRepository, VmIdsHeldElsewhereError } from './nodes.repository';
+import { VmMoves } from './vm-moves.repository';
 
 /** Nodes named one by one per sweep; beyond that, one summary line. */
 const DROP_LINES_PER_SWEEP = 20;
@@ -67,6 +68,7 @@ export class NodesService {
     private readonly metrics: FleetMetrics,
     // Required: a default of none would quietly take any token for any node (fail open).
     private readonly nodeTokens: NodeTokens,
+    private readonly vmMoves?: VmMoves,
   ) {}
 
   /**
@@ -84,6 +86,7 @@ export class NodesService {
     const credential = this.checkSpeaksForItself(heartbeat.node_id, token, from);
     this.checkWgIp(heartbeat, from);
     const receivedAtMs = this.clock.now();
+    const superseded = await this.supersededOf(heartbeat);
     let owned = await this.withoutForeignVms(heartbeat, receivedAtMs);
     let verdict;
     for (;;) {
@@ -126,11 +129,34 @@ export class NodesService {
         this.logger.warn(
           `node ${id}: ignored heartbeat stamped ${heartbeat.timestamp_utc}, older than the stored ${verdict.stored_timestamp_utc} of boot ${heartbeat.boot_id}`,
         );
-        return { accepted: false, stored_timestamp_utc: verdict.stored_timestamp_utc };
+        return {
+          accepted: false,
+          stored_timestamp_utc: verdict.stored_timestamp_utc,
+          ...(superseded.length > 0 ? { superseded_vm_ids: superseded } : {}),
+        };
       case 'refreshed':
         break;
     }
-    return ACCEPTED;
+    return superseded.length > 0 ? { accepted: true, superseded_vm_ids: superseded } : ACCEPTED;
+  }
+
+  /**
+   * The VMs the heartbeat lists that were restored onto another node since (VmMoves): its agent
+   * must set them aside and never start them. Said once per heartbeat that lists one, naming it;
+   * the heartbeat itself is judged as ever (another node holds those ids: they are foreign).
+   */
+  private async supersededOf(heartbeat: NodeHeartbeat): Promise<string[]> {
+    if (!this.vmMoves || heartbeat.vms.length === 0) return [];
+    const moves = await this.vmMoves.movesOf(heartbeat.vms.map((vm) => vm.vm_id));
+    const superseded: string[] = [];
+    for (const [vmId, move] of moves) {
+      if (move.nodeId === heartbeat.node_id) continue;
+      superseded.push(vmId);
+      this.logger.warn(
+        `node ${heartbeat.node_id} lists vm ${vmId}, restored on node ${move.nodeId} at ${toRfc3339(move.atWallMs)}: its agent is told it is superseded (it stops it and sets its disk aside)`,
+      );
+    }
+    return superseded;
   }
 
   /**

@@ -6,6 +6,7 @@ import {
   VmNotOnItsNodeError,
   VmStartNoRoomError,
 } from './vm-operations.errors';
+import { VmRestoreRefusedError } from './vm-restore.errors';
 
 /** The operations feature's errors and their statuses; the ops app's table gathers them. */
 export const OPERATIONS_ERROR_STATUSES: DomainErrorStatuses = [
@@ -14,4 +15,5 @@ export const OPERATIONS_ERROR_STATUSES: DomainErrorStatuses = [
   [VmNotOnItsNodeError, 404],
   [VmStartNoRoomError, 422],
   [VmAgentFailedError, 502],
+  [VmRestoreRefusedError, (error) => (error as VmRestoreRefusedError).status],
 ];

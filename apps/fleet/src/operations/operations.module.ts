@@ -5,6 +5,7 @@ import { VmCopiesController } from './vm-copies.controller';
 import { VmCopiesService } from './vm-copies.service';
 import { VmOperationsController } from './vm-operations.controller';
 import { VmOperationsService } from './vm-operations.service';
+import { VmRestoreService } from './vm-restore.service';
 
 /**
  * The operations listener's feature: its controller and service. What they need (the VMs'
@@ -13,7 +14,7 @@ import { VmOperationsService } from './vm-operations.service';
  */
 @Module({
   controllers: [VmOperationsController, NodeDisksController, VmCopiesController],
-  providers: [VmOperationsService, NodeDisksService, VmCopiesService],
-  exports: [VmOperationsService, VmCopiesService],
+  providers: [VmOperationsService, NodeDisksService, VmCopiesService, VmRestoreService],
+  exports: [VmOperationsService, VmCopiesService, VmRestoreService],
 })
 export class OperationsModule {}

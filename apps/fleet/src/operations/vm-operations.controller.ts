@@ -20,6 +20,7 @@ import {
 } from '@app/daemon';
 import {
   ApiAcceptedResponse,
+  ApiCreatedResponse,
   ApiOkResponse,
   ApiOperation,
   ApiTags,
@@ -28,6 +29,8 @@ import {
   FleetVmBackups,
   FleetVmWithLifeCycle,
   RestartVmRequest,
+  RestoreVmRequest,
+  RestoredVm,
   StopVmRequest,
   TenantQuery,
   VmConsole,
@@ -49,6 +52,9 @@ import {
   WRONG_HOST_MESSAGE,
 } from './ops-listener.http';
 import { VmOperationsService } from './vm-operations.service';
+import { VmRestoreRefusedError } from './vm-restore.errors';
+import { VmRestoreService } from './vm-restore.service';
+import { PlacementRefusedError } from '../vms/vms.errors';
 import {
   VmAction,
   VmActionConflictError,
@@ -195,7 +201,10 @@ const NO_ROOM: ErrorCase = {
 @RequiresToken('api')
 @Controller('v1/vms')
 export class VmOperationsController {
-  constructor(private readonly operations: VmOperationsService) {}
+  constructor(
+    private readonly operations: VmOperationsService,
+    private readonly restores: VmRestoreService,
+  ) {}
 
   @Get()
   @ApiOperation({
@@ -374,5 +383,68 @@ export class VmOperationsController {
   @TenantScoped()
   listBackups(@Param() { vm_id }: VmIdParams): Promise<FleetVmBackups> {
     return this.operations.listBackups(vm_id);
+  }
+
+  @Post(':vm_id/restore')
+  @HttpCode(201)
+  @ApiOperation({
+    operationId: 'restoreVm',
+    summary: 'Bring a VM back from a copy or a backup, on a node of your choice',
+    description:
+      "Restores the VM from `from`: a node id (the copy that node holds of it), or a backup id (`<chain_id>/<index>`, or a chain id for its newest file) in the VM_BACKUP_DIR of the node named by `to` (a backup of any VM: a folder copied there from a dead node is read the same); absent, the freshest copy on any live node (or, with `to`, the copy or newest backup that node holds). `at`: the newest file taken at or before it. `to` absent: the node holding the copy. The VM keeps its id (its guest sees the same instance: same host keys), tenant, size and published ports (the same host ports where free on that node, else new ones). A VM a live node lists is refused (409) unless `as_new` (a new id, new ports, beside the original). The target's RAM is held as for a create. Once its agent made the VM, it is listed on that node only, and the node it was on, should it come back, is told in its heartbeat answer (superseded_vm_ids) to stop it and set its disk aside. A copy is restored on the node that holds it: moving a copy to another node is not done yet.",
+  })
+  @ApiCreatedResponse({ type: RestoredVm, description: 'The VM, made and starting on its node.' })
+  @ApiFleetStateErrors(
+    STATUSES,
+    WRONG_HOST,
+    ...WRITE_REFUSALS,
+    ...BODY_ERRORS,
+    invalidInput(
+      'vm_id is not a fleet id, or a field of the body is not what it must be; the message names each.',
+      'to must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
+    ),
+    {
+      name: 'unknown-vm',
+      when: 'The controller has no record of the VM and no live node holds a copy of it (nor, with `to`, a backup).',
+      error: new VmRestoreRefusedError(
+        404,
+        `vm ${EXAMPLE_VM_ID} is not known here and no live node holds a copy of it; restore it from a backup: from <backup_id> with to <node>`,
+      ),
+    },
+    {
+      name: 'still-running',
+      when: 'A live node lists the VM (and as_new is not set), another restore of it is under way, or the target node has a VM with its id. Nothing was made.',
+      error: new VmRestoreRefusedError(
+        409,
+        `vm ${EXAMPLE_VM_ID} still runs on node ${EXAMPLE_NODE_ID} (its live agent lists it): delete it there first, or restore it as a new VM beside it (as_new)`,
+      ),
+    },
+    {
+      name: 'no-such-copy',
+      when: "The copy or backup cannot be had where named: a node not live, one holding no copy, a backup without `to`, none at or before `at`, a copy on another node than `to`; or the target's agent refused (no room, a damaged file). The message names the field and where the VM's copies are. Nothing was made.",
+      error: new VmRestoreRefusedError(
+        422,
+        `to: node n3 holds no copy and no backup of vm ${EXAMPLE_VM_ID}; copies of vm ${EXAMPLE_VM_ID} are on node ${EXAMPLE_NODE_ID} (copied 2026-08-06T12:00:00.000Z) (a copy is restored on the node that holds it: moving a copy to another node is not done yet)`,
+      ),
+    },
+    {
+      name: 'no-ram',
+      when: "The target node's RAM cannot hold the VM, as for a create with preferred_node.",
+      error: new PlacementRefusedError(
+        'preferred-node-unfit',
+        `preferred_node ${EXAMPLE_NODE_ID} has 1024 MB available, the VM needs 2048 MB`,
+      ),
+    },
+    {
+      name: 'agent-failed',
+      when: "The target node's agent could not be reached, or answered what its API does not give.",
+      error: new VmAgentFailedError(EXAMPLE_VM_ID, EXAMPLE_NODE_ID, 'restore', 'unreachable'),
+    },
+  )
+  restoreVm(
+    @Param() { vm_id }: VmIdParams,
+    @Body() request: RestoreVmRequest,
+  ): Promise<RestoredVm> {
+    return this.restores.restore(vm_id, request);
   }
 }

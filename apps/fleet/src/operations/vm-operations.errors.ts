@@ -1,5 +1,13 @@
 /** What an operator asked of a VM, in the words the answers use. */
-export type VmAction = 'stop' | 'start' | 'restart' | 'console read' | 'backup' | 'backups read';
+export type VmAction =
+  | 'stop'
+  | 'start'
+  | 'restart'
+  | 'console read'
+  | 'backup'
+  | 'backups read'
+  | 'restore'
+  | 'restore points read';
 
 /**
  * The VM is listed with node_silent_since: no live agent manages it, so none is asked (its
@@ -66,7 +74,7 @@ export class VmAgentFailedError extends Error {
     readonly vmId: string,
     readonly nodeId: string,
     action: VmAction,
-    reason: 'unreachable' | 'failed',
+    readonly reason: 'unreachable' | 'failed',
   ) {
     super(
       reason === 'unreachable'

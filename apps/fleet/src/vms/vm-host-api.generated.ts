@@ -1,5 +1,45 @@
 // Generated from openapi/vm-host.openapi.json by `npm run openapi`. Do not edit.
 export interface paths {
+  '/v1/restores': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Make a VM on this node from a copy or backup, and start it
+     * @description Admitted as a spawn is (RAM, vCPUs, disk room); its sidecar is written first, as the restore's intent: an agent killed before the disk is whole rolls the VM back at its next start, and one killed after starts it. The chosen file and the files before it in its chain are checked against their manifest (size, sha256), then converted into the VM's disk (qemu-img convert -O qcow2, into a partial file renamed once whole); the VM keeps vm_id (so its guest sees the same instance: same host keys) and gets each port on the same host port where free here, else a new one. Answers the VM (Provisioning) and the point it was made from; it starts after the answer.
+     */
+    post: operations['restoreVm'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/restores/{vm_id}/points': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Where a VM can be restored from on this node, newest first
+     * @description The files of the chains this node holds for the VM: the copy a peer keeps here (VM_DISK_DIR/replicas/<vm_id>/) and the backups in VM_BACKUP_DIR/<vm_id>/ (any VM's, on this node or not: a folder copied from a dead node is read the same), with the VM as the newest chain's manifest describes it. [] and null when there are none; the VM need not be on this node.
+     */
+    get: operations['listRestorePoints'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/spawn': {
     parameters: {
       query?: never;
@@ -208,6 +248,33 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
+    AgentRestoreRequest: {
+      copies?: components['schemas']['CopyPolicy'];
+      /** @example 20 */
+      disk_gb?: number;
+      /** @description false: every port on a free host port of its own (a VM restored as new beside the original). */
+      keep_host_ports: boolean;
+      /** @description The VM's forwards, SSH (guest 22/tcp) first (a 400 otherwise): each guest port published again, on the same host port where it is free on this node (and keep_host_ports; never one below 1024), else on a free one. */
+      ports: components['schemas']['HostPort'][];
+      /** @example 2048 */
+      ram_mb: number;
+      source: components['schemas']['RestoreSource'];
+      /** @example example-tenant */
+      tenant_id?: string | null;
+      /** @example 2 */
+      vcpu_count: number;
+      /**
+       * @description The VM made: kept from the copy (so its guest sees the same instance) unless restored as new.
+       * @example vm-0123456789abcdef
+       */
+      vm_id: string;
+      /** @example web */
+      vm_type: string;
+    };
+    AgentRestoredVm: {
+      point: components['schemas']['RestorePoint'];
+      vm: components['schemas']['VmRecord'];
+    };
     CopyPolicy: {
       /**
        * @description Copies of the VM kept on other nodes (each on a different node); 0: none.
@@ -269,6 +336,58 @@ export interface components {
        * @default 60
        */
       timeout_s: number;
+    };
+    RestorePoint: {
+      /** @example 20261205T041700Z-3f2a/0003 */
+      backup_id: string;
+      /** @enum {string} */
+      kind: 'full' | 'incremental';
+      /** @description This file's size on disk, in bytes. */
+      size_bytes: number;
+      /**
+       * @description replica: the copy this node holds as a peer; backup: in this node's VM_BACKUP_DIR.
+       * @enum {string}
+       */
+      source: 'replica' | 'backup';
+      /** Format: date-time */
+      taken_at: string;
+    };
+    RestorePoints: {
+      /** @description Newest first; [] when the node holds none. */
+      points: components['schemas']['RestorePoint'][];
+      /** @description The VM as the newest chain's manifest describes it; null when no chain can be read. */
+      spec: components['schemas']['RestoreSpec'] | null;
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
+    };
+    RestoreSource: {
+      /**
+       * Format: date-time
+       * @description The newest file taken at or before this time; a backup_id naming a later file is refused.
+       */
+      at?: string;
+      /**
+       * @description A backup in this node's VM_BACKUP_DIR/<vm_id>/: `<chain_id>/<index>` (that file), or `<chain_id>` (its newest file, or the newest taken at or before `at`). Any VM's backups, on this node or not (a folder copied from a dead node).
+       * @example 20261205T041700Z-3f2a/0003
+       */
+      backup_id?: string;
+      /** @description true: the copy of the VM this node holds as a peer (VM_DISK_DIR/replicas/<vm_id>/), its newest complete file (or the newest taken at or before `at`). Exactly one of replica and backup_id. */
+      replica?: boolean;
+      /**
+       * @description The VM whose copy or backup is read; absent: the vm_id restored (as_new gives another).
+       * @example vm-0123456789abcdef
+       */
+      vm_id?: string;
+    };
+    RestoreSpec: {
+      disk_gb?: number;
+      /** @description SSH first. */
+      ports: components['schemas']['HostPort'][];
+      ram_mb: number;
+      tenant_id: string | null;
+      vcpu_count: number;
+      /** @example web */
+      vm_type: string;
     };
     SpawnVmRequest: {
       /** @description Copies of the VM's disk on other nodes (see docs/vms.md "Copies, backups and restore"). Absent: the controller's defaults (VM_FLEET_COPIES, VM_FLEET_COPY_EVERY_S). */
@@ -445,6 +564,178 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+  restoreVm: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['AgentRestoreRequest'];
+      };
+    };
+    responses: {
+      /** @description The VM, made; starting. */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AgentRestoredVm'];
+        };
+      };
+      /**
+       * @description - The body is not valid JSON.
+       *     - The body nests or holds more than any valid request could (depth, values, field names).
+       *     - A field is missing or out of its range, or the source names neither or both of replica and backup_id; the message names each.
+       */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description A VM with this vm_id is on this node already (or its run folder or disk is): nothing was made. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "vm_id vm-0123456789abcdef is already taken on this node; no VM was made",
+           *       "statusCode": 409
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than 1 MiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Payload Too Large",
+           *       "message": "request body is larger than 1 MiB",
+           *       "statusCode": 413
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The body comes with a Content-Encoding other than identity: the daemons decode nothing.
+       *     - The body is not sent as Content-Type: application/json.
+       */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The source cannot be used: this node holds no copy of the VM, no such backup, none taken at or before `at`, backups are off here, or a file of the chain does not match its manifest. Nothing was made.
+       *     - The node cannot hold the VM (RAM, vCPUs, or its disk in the disk room); the message names the numbers.
+       *     - No free host port is left on VM_WG_IP for a port that must move.
+       */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description VM_DISK_DIR is full (ENOSPC, quota) while the disk was written; nothing of the VM was kept. */
+      507: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Insufficient Storage",
+           *       "message": "VM_DISK_DIR /var/lib/vm-fleet: no space left on device (ENOSPC) while making the restored VM's disk; nothing of the VM was kept",
+           *       "statusCode": 507
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  listRestorePoints: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RestorePoints'];
+        };
+      };
+      /** @description vm_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
   spawnVm: {
     parameters: {
       query?: never;

@@ -11,10 +11,13 @@ import {
 } from '@app/daemon';
 import {
   AGENT_CONNECT_TIMEOUT_MS,
+  AgentRestoreRequest,
+  AgentRestoredVm,
   AGENT_REQUEST_TIMEOUT_MS,
   IDEMPOTENCY_KEY_HEADER,
   NodeState,
   RestartVmRequest,
+  RestorePoints,
   SpawnVmRequest,
   StopVmRequest,
   VmBackups,
@@ -305,6 +308,35 @@ export class VmHostClient {
     );
   }
 
+  /** GET /v1/restores/{vm_id}/points: where the VM can be restored from on the node. */
+  restorePoints(node: AgentAddress, vmId: string): Promise<AgentAnswer<RestorePoints>> {
+    return this.operate(node, `/v1/restores/${vmId}/points`, RestorePoints, (client, signal) =>
+      client.GET('/v1/restores/{vm_id}/points', {
+        params: { path: { vm_id: vmId } },
+        signal,
+        parseAs: 'text',
+      }),
+    );
+  }
+
+  /**
+   * POST /v1/restores: the agent makes the VM from a copy, answering once its disk is whole
+   * (a whole disk converted: `timeoutMs` is far longer than an action's).
+   */
+  restore(
+    node: AgentAddress,
+    request: AgentRestoreRequest,
+    timeoutMs: number,
+  ): Promise<AgentAnswer<AgentRestoredVm>> {
+    return this.operate(
+      node,
+      '/v1/restores',
+      AgentRestoredVm,
+      (client, signal) => client.POST('/v1/restores', { body: request, signal, parseAs: 'text' }),
+      timeoutMs,
+    );
+  }
+
   /** One call of an operator's route: its reply validated as `wireClass`, or its refusal. */
   private async operate<T extends object>(
     node: AgentAddress,
@@ -314,11 +346,12 @@ export class VmHostClient {
       client: Client<paths>,
       signal: AbortSignal,
     ) => Promise<{ data?: string; error?: unknown; response: Response }>,
+    timeoutMs = this.settings.timeoutMs,
   ): Promise<AgentAnswer<T>> {
     const { data, error, response } = await this.call(
       node,
       path,
-      this.settings.timeoutMs,
+      timeoutMs,
       send,
       AGENT_LARGE_REPLY_MAX_BYTES,
     );

@@ -6,6 +6,7 @@ import type {
   NodeDiskRoom,
   FleetVmWithLifeCycle,
   NodeRecord,
+  RestoredVm,
   VmConsole,
   VmCopies,
   VmLifeCycle,
@@ -214,5 +215,19 @@ export function isVmCopies(value: unknown): value is VmCopies {
         isNullableText(value.backups.in_progress_since) &&
         isNullableText(value.backups.last_error))) &&
     isNullableText(value.backups_unread)
+  );
+}
+
+const RESTORE_SOURCES = new Set<unknown>(['replica', 'backup']);
+
+export function isRestoredVm(value: unknown): value is RestoredVm {
+  return (
+    isObject(value) &&
+    isFleetVm(value.vm) &&
+    isObject(value.point) &&
+    RESTORE_SOURCES.has(value.point.source) &&
+    typeof value.point.backup_id === 'string' &&
+    typeof value.point.taken_at === 'string' &&
+    (value.replaced_node_id === null || typeof value.replaced_node_id === 'string')
   );
 }

@@ -5,6 +5,7 @@ import {
   isFleetVmWithLifeCycle,
   isFleetVmWithLifeCycleList,
   isNodeDiskRoomList,
+  isRestoredVm,
   isVmConsole,
   isVmCopies,
   isVmLifeCycle,
@@ -13,6 +14,8 @@ import type {
   FleetVmBackups,
   FleetVmWithLifeCycle,
   NodeDiskRoom,
+  RestoredVm,
+  RestoreVmRequest,
   StopVmRequest,
   VmConsole,
   VmCopies,
@@ -24,11 +27,16 @@ export type {
   FleetVmBackups,
   FleetVmWithLifeCycle,
   NodeDiskRoom,
+  RestoredVm,
+  RestoreVmRequest,
   StopVmRequest,
   VmConsole,
   VmCopies,
   VmLifeCycle,
 } from './answers';
+
+/** A restore's answer waits for a whole disk to be converted: the controller's 30 min, and more. */
+export const RESTORE_TIMEOUT_MS = 31 * 60_000;
 
 /**
  * The controller's operations listener, typed from openapi/fleet-ops.openapi.json
@@ -164,6 +172,23 @@ export class FleetOpsApiClient {
           signal: timeout(),
         }),
       isVmCopies,
+    );
+  }
+
+  /**
+   * The VM restored from a copy or backup; answered once its new node made it (a whole disk
+   * converted), so waited for as long as the controller waits for that node.
+   */
+  restore(vmId: string, request: RestoreVmRequest): Promise<Answer<RestoredVm>> {
+    return this.reader.call(
+      () =>
+        this.client.POST('/v1/vms/{vm_id}/restore', {
+          params: { path: { vm_id: vmId } },
+          body: request,
+          parseAs: 'text',
+          signal: AbortSignal.timeout(RESTORE_TIMEOUT_MS),
+        }),
+      isRestoredVm,
     );
   }
 

@@ -71,6 +71,24 @@ describe('FleetClient', () => {
     expect(await send()).toEqual({ accepted: false });
   });
 
+  it('reads superseded_vm_ids as fleet ids only: anything that could name another path is dropped', async () => {
+    const fleet = await controller((_request, _body, response) => {
+      response.setHeader('content-type', 'application/json');
+      response.end(
+        JSON.stringify({
+          accepted: true,
+          superseded_vm_ids: ['vm-00000000000000a1', '../../etc', 'a/b', '', 7, null, '.hidden'],
+        }),
+      );
+    });
+    server = fleet.server;
+    const answer = await new FleetClient(fleet.url).sendHeartbeat(
+      heartbeat({ node_id: 'n' }),
+      AbortSignal.timeout(2_000),
+    );
+    expect(answer).toEqual({ accepted: true, superseded_vm_ids: ['vm-00000000000000a1'] });
+  });
+
   it("throws with the status and the controller's message when it does not answer 200", async () => {
     const fleet = await controller((_request, _body, response) => {
       response.statusCode = 400;

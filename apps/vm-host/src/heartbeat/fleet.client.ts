@@ -1,5 +1,5 @@
 import { ClientRequest, IncomingMessage, RequestOptions, request as httpRequest } from 'node:http';
-import type { FleetApi } from '@app/fleet-domain';
+import { ID_PATTERN, type FleetApi } from '@app/fleet-domain';
 
 export type HeartbeatBody = FleetApi.components['schemas']['NodeHeartbeat'];
 export type HeartbeatAnswer = FleetApi.components['schemas']['HeartbeatAnswer'];
@@ -100,9 +100,24 @@ function messageOf(body: unknown): string | undefined {
   return typeof message === 'string' ? message.slice(0, MAX_MESSAGE_CHARS) : undefined;
 }
 
-/** Only an explicit `accepted: false` says the heartbeat was ignored; anything else, taken. */
+/** The most superseded VM ids one answer is read for: as many as a heartbeat may list. */
+const MAX_SUPERSEDED = 1024;
+
+/**
+ * Only an explicit `accepted: false` says the heartbeat was ignored; anything else, taken.
+ * superseded_vm_ids are kept only as fleet ids (they name files on this node), at most 1024.
+ */
 function answerOf(body: unknown): HeartbeatAnswer {
-  if (!isObject(body) || body.accepted !== false) return TAKEN;
+  if (!isObject(body)) return TAKEN;
+  const ids = body.superseded_vm_ids;
+  const superseded = Array.isArray(ids)
+    ? ids
+        .slice(0, MAX_SUPERSEDED)
+        .filter((id): id is string => typeof id === 'string' && ID_PATTERN.test(id))
+    : [];
+  if (body.accepted !== false) {
+    return superseded.length > 0 ? { accepted: true, superseded_vm_ids: superseded } : TAKEN;
+  }
   const stored = body.stored_timestamp_utc;
   return typeof stored === 'string'
     ? { accepted: false, stored_timestamp_utc: stored.slice(0, MAX_MESSAGE_CHARS) }

@@ -40,8 +40,15 @@ function hostFactsOf(facts: HostFacts): HostFactsService {
 }
 
 /** This node's VMs, as `report` says at the time. */
-function vmsOf(report: () => Promise<NodeVmsReport>): NodeVmsSource {
-  return { report: () => report(), changes: new Subject<void>().asObservable() };
+function vmsOf(report: () => Promise<NodeVmsReport>, superseded: string[][] = []): NodeVmsSource {
+  return {
+    report: () => report(),
+    supersede: (vmIds: readonly string[]) => {
+      superseded.push([...vmIds]);
+      return Promise.resolve();
+    },
+    changes: new Subject<void>().asObservable(),
+  };
 }
 
 describe('HeartbeatService', () => {
@@ -85,6 +92,25 @@ describe('HeartbeatService', () => {
         signal: expect.any(AbortSignal) as AbortSignal,
       },
     ]);
+  });
+
+  it("hands the answer's superseded VMs to the node's VMs, to be set aside", async () => {
+    const superseded: string[][] = [];
+    const fleet = {
+      sendHeartbeat: () =>
+        Promise.resolve({ accepted: true, superseded_vm_ids: ['vm-00000000000000a1'] }),
+    } as unknown as FleetClient;
+    const beat = new HeartbeatService(
+      CONFIG,
+      hostFactsOf(FACTS),
+      vmsOf(() => report(), superseded),
+      fleet,
+      clock,
+    );
+    await beat.send(5_000);
+    expect(superseded).toEqual([['vm-00000000000000a1']]);
+    await heartbeat.send(5_000);
+    expect(superseded).toHaveLength(1);
   });
 
   it('carries the disk room when the VMs report one, and leaves the field out when they do not', async () => {

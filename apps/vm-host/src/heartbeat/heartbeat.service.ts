@@ -65,6 +65,7 @@ export class HeartbeatService {
     const body = await this.compose();
     this.metrics.observeRam(body);
     const answer = await this.post(body, timeoutMs, shutdown);
+    if (answer.superseded_vm_ids?.length) await this.vms.supersede(answer.superseded_vm_ids);
     if (answer.accepted) return this.taken();
     this.ignored(body, answer);
     if (!this.stampAfter(answer.stored_timestamp_utc)) return;

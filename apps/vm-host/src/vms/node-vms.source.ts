@@ -22,6 +22,12 @@ export abstract class NodeVmsSource {
   /** Reconciles the VMs with what really runs, then reports them. */
   abstract report(): Promise<NodeVmsReport>;
 
+  /**
+   * Sets aside, never to run here again, the VMs the controller says were restored on another
+   * node (the heartbeat answer's superseded_vm_ids); ids that are no VM here are passed over.
+   */
+  abstract supersede(vmIds: readonly string[]): Promise<void>;
+
   /** Emits when a VM was created or deleted here, so the controller hears of it at once. */
   abstract readonly changes: Observable<void>;
 }

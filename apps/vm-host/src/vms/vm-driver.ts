@@ -13,6 +13,11 @@ export interface VmSpec {
   forwards?: readonly HostPort[];
   /** Its disk's virtual size in GiB, as the create asked; absent: the base image's size. */
   diskGb?: number;
+  /**
+   * Its disk was restored from a copy (already in place): making its files never makes the
+   * disk again, and fails when it is missing.
+   */
+  restoredDisk?: boolean;
 }
 
 /**

@@ -16,6 +16,7 @@ import {
   VmStillRunningError,
 } from './vms.errors';
 import { VmBackupRefusedError } from './copies/vm-backups.errors';
+import { RestoreSourceError } from './copies/vm-restores.errors';
 
 /** Every domain error the VM services throw, and the HTTP status it answers with. */
 export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
@@ -32,6 +33,7 @@ export const VMS_ERROR_STATUSES: DomainErrorStatuses = [
   [VmIdTakenError, 409],
   [SpawnDeadlinePassedError, 409],
   [VmBackupRefusedError, 409],
+  [RestoreSourceError, (error) => (error as RestoreSourceError).status],
   // Full: 507 Insufficient Storage; a folder the agent may not write is its own fault.
   [VmDiskError, (error) => ((error as VmDiskError).full ? 507 : 500)],
   [VmStillRunningError, 500],

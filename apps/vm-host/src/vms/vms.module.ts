@@ -27,10 +27,12 @@ import { VmBackupsJob } from './copies/vm-backups.job';
 import { VmBackupsService } from './copies/vm-backups.service';
 import { VmCopier } from './copies/vm-copier';
 import { SerialTerminals } from './terminal/serial-terminals';
+import { VmRestoresController } from './copies/vm-restores.controller';
+import { VmRestoresService } from './copies/vm-restores.service';
 
 @Module({
   imports: [HostFactsModule],
-  controllers: [VmsController, VmActionsController, VmBackupsController],
+  controllers: [VmsController, VmActionsController, VmBackupsController, VmRestoresController],
   providers: [
     VmsService,
     VmAdmissionService,
@@ -52,6 +54,7 @@ import { SerialTerminals } from './terminal/serial-terminals';
     VM_DRIVER_PROVIDER,
     VmBackupsService,
     VmBackupsJob,
+    VmRestoresService,
     // QEMU's copies, as QEMU is the only driver (vm-driver.provider.ts).
     { provide: VmCopier, useClass: QemuCopier },
     { provide: NodeVmsSource, useExisting: VmsService },

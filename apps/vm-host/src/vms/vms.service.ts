@@ -1,10 +1,13 @@
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
+import { mkdir, rename } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { Observable } from 'rxjs';
 import { Clock } from '@app/daemon';
 import {
   DesiredVmState,
   DiskRoom,
   HeartbeatDiskRoom,
+  ID_PATTERN,
   SpawnVmRequest,
   VmRecord,
 } from '@app/fleet-domain';
@@ -14,7 +17,7 @@ import { NodeVmsReport, NodeVmsSource, ReportedVm } from './node-vms.source';
 import { SpawnOutcome, VmAdmissionService } from './admission/vm-admission.service';
 import { VmDiskRoom } from './admission/vm-disk-room';
 import { VmDriver } from './vm-driver';
-import { VmFiles } from './files/vm-files';
+import { PRIVATE_DIR_MODE, VmFiles } from './files/vm-files';
 import { VmLifecycle } from './life-cycle/vm-lifecycle';
 import { VmReconciliationService } from './reconciliation/vm-reconciliation.service';
 import { VmSidecars } from './files/vm-sidecars';
@@ -127,6 +130,60 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
       committed: this.lifecycle.committed(sidecars, found),
       ...(room ? { diskRoom: diskRoomMb(room) } : {}),
     };
+  }
+
+  /**
+   * VMs the controller says were restored on another node since (its heartbeat answer's
+   * superseded_vm_ids): each one here is stopped hard if it runs, its disk and run folder (its
+   * sidecar with it, so it is listed no more) moved to `superseded/<vm_id>-<stamp>/`, private,
+   * for the operator to look at or remove; never started again. An id that is no fleet id, or
+   * no VM here, is passed over (the answer is the controller's, but a path is built from it).
+   */
+  async supersede(vmIds: readonly string[]): Promise<void> {
+    let changed = false;
+    for (const vmId of vmIds) {
+      if (typeof vmId !== 'string' || !ID_PATTERN.test(vmId)) continue;
+      const setAside = await this.lifecycle.locks
+        .run(vmId, () => this.setAside(vmId))
+        .catch((error: unknown) => {
+          this.logger.error(
+            `vm ${vmId}: superseded, but could not be set aside: ${messageOf(error)}`,
+          );
+          return undefined;
+        });
+      if (setAside === undefined) continue;
+      changed = true;
+      this.logger.warn(
+        `vm ${vmId}: superseded (the controller says it was restored on another node): ${setAside.stopped ? 'its QEMU stopped, ' : ''}its disk and files set aside in ${setAside.dir}; it is not listed nor started here any more`,
+      );
+    }
+    if (changed) this.lifecycle.announce();
+  }
+
+  private async setAside(vmId: string): Promise<{ dir: string; stopped: boolean } | undefined> {
+    await this.lifecycle.provisioned(vmId);
+    await this.lifecycle.started(vmId);
+    const sidecar = await this.sidecars.of(vmId);
+    if (!sidecar) return undefined;
+    const stopped = (await this.driver.find([vmId])).has(vmId);
+    await this.driver.stop(vmId, sidecar.driver);
+    const stamp = new Date(this.clock.wallNow())
+      .toISOString()
+      .replace(/[-:]/g, '')
+      .replace(/\.\d+Z$/, 'Z');
+    const dir = this.files.supersededDir(vmId, stamp);
+    await mkdir(dirname(dir), { recursive: true, mode: PRIVATE_DIR_MODE });
+    await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    await rename(this.files.disk(vmId), join(dir, `${vmId}.qcow2`)).catch(
+      (error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error;
+      },
+    );
+    // The sidecar goes with the run folder: from here on the VM is not this node's.
+    await rename(this.files.runDir(vmId), join(dir, 'run'));
+    this.sidecars.forget(vmId);
+    this.lifecycle.restarts.forget(vmId);
+    return { dir, stopped };
   }
 
   /**

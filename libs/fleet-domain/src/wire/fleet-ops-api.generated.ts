@@ -144,6 +144,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/vms/{vm_id}/restore': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Bring a VM back from a copy or a backup, on a node of your choice
+     * @description Restores the VM from `from`: a node id (the copy that node holds of it), or a backup id (`<chain_id>/<index>`, or a chain id for its newest file) in the VM_BACKUP_DIR of the node named by `to` (a backup of any VM: a folder copied there from a dead node is read the same); absent, the freshest copy on any live node (or, with `to`, the copy or newest backup that node holds). `at`: the newest file taken at or before it. `to` absent: the node holding the copy. The VM keeps its id (its guest sees the same instance: same host keys), tenant, size and published ports (the same host ports where free on that node, else new ones). A VM a live node lists is refused (409) unless `as_new` (a new id, new ports, beside the original). The target's RAM is held as for a create. Once its agent made the VM, it is listed on that node only, and the node it was on, should it come back, is told in its heartbeat answer (superseded_vm_ids) to stop it and set its disk aside. A copy is restored on the node that holds it: moving a copy to another node is not done yet.
+     */
+    post: operations['restoreVm'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/vms/{vm_id}/start': {
     parameters: {
       query?: never;
@@ -212,6 +232,51 @@ export interface components {
       message: string;
       /** @description The HTTP status again. */
       statusCode: number;
+    };
+    FleetVm: {
+      /**
+       * @description How the VM runs on its node: kvm (hardware virtualization) or tcg (QEMU's emulation, slower). Chosen by the node's agent (VM_ACCEL; prefer_kvm only steers placement), tcg when KVM failed there. Null while the VM has not (yet) been started, and from agents that do not report it.
+       * @example kvm
+       * @enum {string|null}
+       */
+      accel: 'kvm' | 'tcg' | null;
+      /**
+       * Format: date-time
+       * @description When the VM's freshest copy on another node was taken (RFC 3339); null while it has none. Absent when the controller does not track copies.
+       */
+      copied_at?: string | null;
+      /** @description The node holding that copy; null while there is none. */
+      copy_node_id?: string | null;
+      host_ports: components['schemas']['HostPort'][];
+      /**
+       * @description The node whose agent runs the VM. Its forwarded ports (host_ports) are reached at that node's wg_ip (GET /v1/nodes/{node_id}): ssh -p <host_port> <user>@<wg_ip>.
+       * @example example-node-01
+       */
+      node_id: string;
+      /**
+       * Format: date-time
+       * @description Only when no live agent manages the VM: its node has dropped out (silent for more than 30 s), or its node id heartbeats again from an agent that does not list it (another machine with the same node id: a cloned VM_NODE_ID, or the agent started on another VM_DISK_DIR). The last heartbeat that listed it (RFC 3339): the VM is as that heartbeat reported it, its agent is stopped or cut off, and its QEMU may still run. It stays listed with this field until an agent heartbeating with its node id lists it again; DELETE answers 409 meanwhile, or forgets the record with ?forget=true.
+       * @example 2026-08-06T12:00:00.000Z
+       */
+      node_silent_since?: string;
+      /** @example 2048 */
+      ram_alloc_mb: number;
+      /**
+       * Format: date-time
+       * @description When QEMU started it; null while it has not (yet) run. Never left out.
+       * @example 2026-08-06T12:00:00.123456789Z
+       */
+      started_at: string | null;
+      /** @example Running */
+      state: components['schemas']['VmState'];
+      /** @example example-tenant */
+      tenant_id: string | null;
+      /** @example 2 */
+      vcpu_count: number;
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
+      /** @example web */
+      vm_type: string;
     };
     FleetVmBackups: {
       /** @description Newest first. */
@@ -337,6 +402,51 @@ export interface components {
        * @default 60
        */
       timeout_s: number;
+    };
+    RestorePoint: {
+      /** @example 20261205T041700Z-3f2a/0003 */
+      backup_id: string;
+      /** @enum {string} */
+      kind: 'full' | 'incremental';
+      /** @description This file's size on disk, in bytes. */
+      size_bytes: number;
+      /**
+       * @description replica: the copy this node holds as a peer; backup: in this node's VM_BACKUP_DIR.
+       * @enum {string}
+       */
+      source: 'replica' | 'backup';
+      /** Format: date-time */
+      taken_at: string;
+    };
+    RestoreVmRequest: {
+      /**
+       * @description Restore as a new VM (a new id, new host ports) beside the original, which may still run.
+       * @default false
+       */
+      as_new: boolean;
+      /**
+       * Format: date-time
+       * @description With a backup: the newest backup taken at or before this time.
+       */
+      at?: string;
+      /**
+       * @description Where to restore from: a node id (the copy that node holds) or a backup id (`<chain_id>/<index>`, from the backups of the node named by `to`). Absent: the freshest copy.
+       * @example example-node-01
+       */
+      from?: string;
+      /** @example example-node-01 */
+      to?: string;
+    };
+    RestoredVm: {
+      /** @description What it was restored from, on that node. */
+      point: components['schemas']['RestorePoint'];
+      /**
+       * @description The node the VM was last listed on, which will not run it again (its agent sets it aside when it comes back); null when restored as new or never listed.
+       * @example example-node-01
+       */
+      replaced_node_id: string | null;
+      /** @description The VM as now listed, on its new node. */
+      vm: components['schemas']['FleetVm'];
     };
     StopVmRequest: {
       /**
@@ -1479,6 +1589,190 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  restoreVm: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RestoreVmRequest'];
+      };
+    };
+    responses: {
+      /** @description The VM, made and starting on its node. */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RestoredVm'];
+        };
+      };
+      /**
+       * @description - The body is not valid JSON.
+       *     - The body nests or holds more than any valid request could (depth, values, field names).
+       *     - vm_id is not a fleet id, or a field of the body is not what it must be; the message names each.
+       */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Sec-Fetch-Site or Origin says a page of another site sent it.
+       *     - It carries neither Content-Type: application/json nor an Authorization header: what a cross-site form or no-CORS fetch sends.
+       */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The controller has no record of the VM and no live node holds a copy of it (nor, with `to`, a backup). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-0123456789abcdef is not known here and no live node holds a copy of it; restore it from a backup: from <backup_id> with to <node>",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description A live node lists the VM (and as_new is not set), another restore of it is under way, or the target node has a VM with its id. Nothing was made. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "vm vm-0123456789abcdef still runs on node example-node-01 (its live agent lists it): delete it there first, or restore it as a new VM beside it (as_new)",
+           *       "statusCode": 409
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than 1 MiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Payload Too Large",
+           *       "message": "request body is larger than 1 MiB",
+           *       "statusCode": 413
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The body comes with a Content-Encoding other than identity: the daemons decode nothing.
+       *     - The body is not sent as Content-Type: application/json.
+       */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The copy or backup cannot be had where named: a node not live, one holding no copy, a backup without `to`, none at or before `at`, a copy on another node than `to`; or the target's agent refused (no room, a damaged file). The message names the field and where the VM's copies are. Nothing was made.
+       *     - The target node's RAM cannot hold the VM, as for a create with preferred_node.
+       */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The target node's agent could not be reached, or answered what its API does not give. */
+      502: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Gateway",
+           *       "message": "vm vm-0123456789abcdef: the agent of node example-node-01 could not be reached for the restore",
+           *       "statusCode": 502
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };

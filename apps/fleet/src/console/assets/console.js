@@ -77,29 +77,44 @@
     return body;
   }
 
-  /** Asks for the VM's id (delete) or "forget <id>" (forget) typed out; resolves to whether it was. */
+  /** Asks for the VM's id (delete, restore) or "forget <id>" (forget) typed out; resolves to whether it was. */
   function confirmAction(kind, vmId, nodeId) {
     const dialog = document.getElementById('confirm');
     if (!dialog || typeof dialog.showModal !== 'function') return Promise.resolve(false);
     const expected = kind === 'forget' ? 'forget ' + vmId : vmId;
     document.getElementById('confirm-title').textContent =
-      kind === 'forget' ? 'Forget VM ' + vmId + '?' : 'Delete VM ' + vmId + '?';
-    document.getElementById('confirm-text').textContent =
       kind === 'forget'
-        ? 'Node ' +
-          nodeId +
-          ' is silent: no agent can stop VM ' +
+        ? 'Forget VM ' + vmId + '?'
+        : kind === 'restore'
+          ? 'Restore VM ' + vmId + '?'
+          : 'Delete VM ' + vmId + '?';
+    document.getElementById('confirm-text').textContent =
+      kind === 'restore'
+        ? 'VM ' +
           vmId +
-          '. Forgetting it only removes its record; if that machine still runs it, the VM keeps running there and comes back when its agent heartbeats again.'
-        : 'VM ' +
-          vmId +
-          ' on node ' +
+          ' is made again from its copy or backup: whatever it wrote after that point is lost. Unless restored as a new VM, node ' +
           nodeId +
-          ' is stopped and its disk is destroyed. This cannot be undone.';
+          ' will not run it again.'
+        : kind === 'forget'
+          ? 'Node ' +
+            nodeId +
+            ' is silent: no agent can stop VM ' +
+            vmId +
+            '. Forgetting it only removes its record; if that machine still runs it, the VM keeps running there and comes back when its agent heartbeats again.'
+          : 'VM ' +
+            vmId +
+            ' on node ' +
+            nodeId +
+            ' is stopped and its disk is destroyed. This cannot be undone.';
     document.getElementById('confirm-label').textContent = 'Type "' + expected + '" to confirm';
     const input = document.getElementById('confirm-input');
     const ok = document.getElementById('confirm-ok');
-    ok.textContent = kind === 'forget' ? 'Forget ' + vmId : 'Delete ' + vmId;
+    ok.textContent =
+      kind === 'forget'
+        ? 'Forget ' + vmId
+        : kind === 'restore'
+          ? 'Restore ' + vmId
+          : 'Delete ' + vmId;
     input.value = '';
     ok.disabled = true;
     input.oninput = function () {

@@ -2,6 +2,7 @@ import { MonotonicClock } from '@app/daemon';
 import { NodesStore } from '../nodes-store';
 import { InMemoryKeyClaims } from './in-memory-key-claims.repository';
 import { InMemoryNodesRepository } from './in-memory-nodes.repository';
+import { InMemoryVmMoves } from './in-memory-vm-moves.repository';
 
 /**
  * The documented default: the fleet lives in this process, on its own clock. That clock is
@@ -15,6 +16,7 @@ export const IN_MEMORY_NODES_STORE: NodesStore = {
   open: () => ({
     repository: new InMemoryNodesRepository(),
     keyClaims: new InMemoryKeyClaims(),
+    vmMoves: new InMemoryVmMoves(),
     clock: new MonotonicClock(),
     close: () => Promise.resolve(),
   }),

@@ -2,6 +2,7 @@ import { NodesStore } from '../nodes-store';
 import { RedisConnection } from './redis-connection';
 import { RedisKeyClaims } from './redis-key-claims.repository';
 import { RedisNodesRepository } from './redis-nodes.repository';
+import { RedisVmMoves } from './redis-vm-moves.repository';
 import { RedisClock } from './redis.clock';
 
 /**
@@ -17,6 +18,7 @@ export const REDIS_NODES_STORE: NodesStore = {
     return {
       repository: new RedisNodesRepository(connection),
       keyClaims: new RedisKeyClaims(connection),
+      vmMoves: new RedisVmMoves(connection),
       clock,
       close: async () => {
         clock.onApplicationShutdown();

@@ -1,6 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { chmod, rename, rm } from 'node:fs/promises';
 import { Clock } from '@app/daemon';
 import {
+  AgentRestoreRequest,
   CreateVmRequest,
   DesiredVmState,
   HostPort,
@@ -22,7 +24,7 @@ import { VmDiskRoom } from './vm-disk-room';
 import { SpawnKey, keptKey } from './idempotency-key';
 import { VmLifecycle, specOf } from '../life-cycle/vm-lifecycle';
 import { DriverRecord, VmDriver } from '../vm-driver';
-import { VmFiles, VmSidecar } from '../files/vm-files';
+import { PRIVATE_FILE_MODE, VmFiles, VmSidecar } from '../files/vm-files';
 import { VmSidecars } from '../files/vm-sidecars';
 import {
   IdempotencyKeyReusedError,
@@ -38,6 +40,15 @@ import {
 function publishedText(request: CreateVmRequest, forwards: readonly HostPort[]): string {
   if (!request.ports?.length) return '';
   return `, ports ${forwards.map((port) => `${port.host_port}->${port.guest_port}/${port.protocol}`).join(' ')}`;
+}
+
+/**
+ * How a restore makes the VM's disk: `make` writes the whole disk into `target` (a new file),
+ * `from` says what it was made from (kept in the sidecar, logged).
+ */
+export interface RestoredDisk {
+  from: string;
+  make(target: string): Promise<void>;
 }
 
 /** The lock key of admissions (vm ids never look like it). */
@@ -225,6 +236,106 @@ export class VmAdmissionService {
   }
 
   /**
+   * Makes the VM `request.vm_id` from a copy, admitted as a create is (one at a time; RAM,
+   * vCPUs and disk room judged the same way; refused with a 409 when the id is taken here): its
+   * sidecar written first with `restoring` (the intent: an agent killed before the disk is whole
+   * rolls it back, see resume), the disk written by `disk` into a partial file then renamed, the
+   * seed made with the same id (so the guest sees the same instance), then started. Its ports:
+   * the same host ports where free here (keep_host_ports), else new ones.
+   */
+  restore(request: AgentRestoreRequest, disk: RestoredDisk): Promise<SpawnOutcome> {
+    return this.lifecycle.locks.run(ADMISSION, async () => {
+      const sidecars = await this.sidecars.all();
+      if (sidecars.some((sidecar) => sidecar.vm_id === request.vm_id)) {
+        throw new VmIdTakenError(request.vm_id);
+      }
+      const wanted = { ...request, prefer_kvm: false };
+      await this.checkCapacity(wanted, sidecars);
+      const forwards = await this.hostPorts.keep(
+        request.ports,
+        sidecars.map((sidecar) => ({
+          vm_id: sidecar.vm_id,
+          ports: [...(sidecar.forwards ?? []), ...sidecar.host_ports],
+        })),
+        request.keep_host_ports,
+        request.vm_id,
+      );
+      const plan = await this.refusingDiskProblems('making the base image', () =>
+        this.driver.plan({ preferKvm: false }),
+      );
+      await this.checkDiskRoom(wanted, sidecars);
+      const vmId = await this.refusingDiskProblems('making the run folder', () =>
+        this.takeVmId(request.vm_id),
+      );
+      return this.lifecycle.admitting(vmId, () =>
+        this.acceptRestore(vmId, request, forwards, plan.record, disk),
+      );
+    });
+  }
+
+  private async acceptRestore(
+    vmId: string,
+    request: AgentRestoreRequest,
+    forwards: HostPort[],
+    record: DriverRecord,
+    disk: RestoredDisk,
+  ): Promise<SpawnOutcome> {
+    const sidecar: VmSidecar = {
+      vm_id: vmId,
+      vm_type: request.vm_type,
+      tenant_id: request.tenant_id ?? null,
+      ram_alloc_mb: request.ram_mb,
+      vcpu_count: request.vcpu_count,
+      host_ports: [],
+      forwards,
+      created_at: toRfc3339(this.clock.now()),
+      started_at: null,
+      error: null,
+      driver: record,
+      idempotency_key: null,
+      desired_state: DesiredVmState.Running,
+      last_exit: null,
+      ...(request.disk_gb === undefined ? {} : { disk_gb: request.disk_gb }),
+      restored_from: disk.from,
+      restoring: true,
+    };
+    const partial = this.files.restoringDisk(vmId);
+    try {
+      await this.files.writeSidecar(sidecar);
+      this.failpoint.reached('after-sidecar', vmId);
+      await disk.make(partial);
+      await chmod(partial, PRIVATE_FILE_MODE);
+      await rename(partial, this.files.disk(vmId));
+      this.failpoint.reached('after-disk', vmId);
+      await this.driver.makeFiles(specOf(sidecar), record);
+      delete sidecar.restoring;
+      await this.files.writeSidecar(sidecar);
+    } catch (error) {
+      await rm(partial, { force: true }).catch(() => undefined);
+      await this.files.removeAll(vmId).catch((cleanup: unknown) => {
+        this.logger.error(`vm ${vmId}: could not remove its files: ${messageOf(cleanup)}`);
+      });
+      this.sidecars.forget(vmId);
+      const problem = diskProblemOf(error);
+      if (!problem) {
+        this.logger.error(`vm ${vmId}: restore from ${disk.from} failed: ${messageOf(error)}`);
+        throw error;
+      }
+      const refusal = new VmDiskError(this.files.root, problem, "making the restored VM's disk");
+      this.logger.error(`vm ${vmId} restore refused: ${refusal.message}`);
+      throw refusal;
+    }
+    this.logger.log(
+      `vm ${vmId} restored from ${disk.from}: ${request.vm_type}, ${request.ram_mb} MB, ${request.vcpu_count} vCPU, ports ${forwards.map((port) => `${port.host_port}->${port.guest_port}/${port.protocol}`).join(' ')}${sidecar.tenant_id ? `, tenant ${sidecar.tenant_id}` : ''}; starting it`,
+    );
+    this.lifecycle.provision(sidecar);
+    this.lifecycle.announce();
+    // Its ports are fixed now (the start forwards exactly these): the answer names them.
+    const vm = this.lifecycle.recordOf(sidecar, VmState.Provisioning);
+    return { vm: { ...vm, host_ports: forwards }, created: true };
+  }
+
+  /**
    * Finishes, in the background, a create an agent was killed in after writing its sidecar (the
    * recorded intent) and before the VM's first start: its files made again (the disk was never
    * booted, so nothing is lost), then started as a create is, listed Provisioning meanwhile. A
@@ -233,6 +344,20 @@ export class VmAdmissionService {
    */
   resume(sidecar: VmSidecar): void {
     const vmId = sidecar.vm_id;
+    if (sidecar.restoring) {
+      // Its disk may be partial: nothing of it is kept; the controller's restore failed too.
+      this.logger.warn(
+        `vm ${vmId}: its restore from ${sidecar.restored_from ?? 'a copy'} was cut short before its disk was whole: rolling it back`,
+      );
+      this.lifecycle.provision(sidecar, async () => {
+        await this.files.removeAll(vmId);
+        this.sidecars.forget(vmId);
+        this.logger.warn(`vm ${vmId}: restore rolled back, nothing of it left`);
+        return false;
+      });
+      this.lifecycle.announce();
+      return;
+    }
     const late = this.unansweredPastDeadline(sidecar);
     this.logger.warn(
       late

@@ -110,6 +110,11 @@ export class QemuCopier extends VmCopier {
     await qemuImg(['bitmap', '--add', disk, bitmap]);
   }
 
+  async convert(file: string, target: string): Promise<void> {
+    await qemuImg(['convert', '-q', '-O', 'qcow2', file, target]);
+    await chmod(target, PRIVATE_FILE_MODE);
+  }
+
   async check(file: string): Promise<void> {
     await qemuImg(['check', '-q', file]);
     // Every file of the chain must open, backing included.

@@ -20,6 +20,10 @@ const HOUR = 3_600_000;
  * fail halfway (`failWith`: its file half written) or fail its check.
  */
 class FakeCopier extends VmCopier {
+  convert(): Promise<void> {
+    return Promise.reject(new Error('not used by backups'));
+  }
+
   fullBecause: string | null = null;
   failWith?: Error;
   checkFails = false;

@@ -35,4 +35,10 @@ export abstract class VmCopier {
 
   /** For a chain's manifest: the tool that reads it (name and version), the disk's size. */
   abstract describe(file: string): Promise<{ tool: string; virtualSizeBytes: number | null }>;
+
+  /**
+   * The whole disk `file` (a chain's file, read with every file before it) into `target`, a new
+   * standalone qcow2 file: what a restore boots.
+   */
+  abstract convert(file: string, target: string): Promise<void>;
 }

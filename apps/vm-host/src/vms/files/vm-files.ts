@@ -64,6 +64,16 @@ export interface VmSidecar {
    * once it has passed the controller has stopped waiting (and may have placed it elsewhere).
    */
   spawn_deadline?: string;
+  /**
+   * What the VM's disk was restored from (`backup <chain_id>/<index>` or `replica ...`), for
+   * good: its disk is that copy's, never made again from the base image.
+   */
+  restored_from?: string;
+  /**
+   * Written with the sidecar of a restore and removed once its disk is whole: a restore cut
+   * short while it is here is rolled back (its sidecar is the recorded intent, its disk partial).
+   */
+  restoring?: boolean;
 }
 
 /**
@@ -129,10 +139,24 @@ function upgradeSidecar(stored: StoredSidecar): VmSidecar {
     typeof stored.spawn_deadline === 'string' && rfc3339ToEpochNanos(stored.spawn_deadline) !== null
       ? stored.spawn_deadline
       : undefined;
-  if ('driver' in stored) return { ...stored, ...later, forwards, disk_gb, spawn_deadline };
-  const { accel, pid, ...rest } = stored;
+  // Shown in log lines only; anything but bounded text is none.
+  const restored_from =
+    typeof stored.restored_from === 'string' && stored.restored_from.length <= 200
+      ? stored.restored_from
+      : undefined;
+  const restoring = stored.restoring === true ? true : undefined;
+  const restore = {
+    ...(restored_from === undefined ? {} : { restored_from }),
+    ...(restoring === undefined ? {} : { restoring }),
+  };
+  if ('driver' in stored) {
+    const { restored_from: _from, restoring: _restoring, ...rest } = stored;
+    return { ...rest, ...later, forwards, disk_gb, spawn_deadline, ...restore };
+  }
+  const { accel, pid, restored_from: _from, restoring: _restoring, ...rest } = stored;
   return {
     ...rest,
+    ...restore,
     driver: { kind: 'qemu', accel, pid },
     ...later,
     forwards,
@@ -203,6 +227,22 @@ export class VmFiles {
       throw new Error(`not a deleted disk: vm ${vmId} at ${deletedAtMs}`);
     }
     return join(this.root, 'deleted', `${deletedAtMs}.${vmId}.qcow2`);
+  }
+
+  /** Where a restore writes the VM's disk before it is whole (renamed to `disk` then). */
+  restoringDisk(vmId: string): string {
+    return join(this.root, 'disks', `${vmId}.qcow2.restoring`);
+  }
+
+  /**
+   * Where a superseded VM's files are set aside (`superseded/<vm_id>-<stamp>/`): the VM was
+   * restored on another node, so this one must never run it again; kept for the operator.
+   */
+  supersededDir(vmId: string, stamp: string): string {
+    if (!ID_PATTERN.test(vmId) || !/^\d{8}T\d{6}Z$/.test(stamp)) {
+      throw new Error(`not a superseded vm: ${vmId} at ${stamp}`);
+    }
+    return join(this.root, 'superseded', `${vmId}-${stamp}`);
   }
 
   blankBaseImage(): string {
@@ -359,5 +399,6 @@ export class VmFiles {
   async removeAll(vmId: string): Promise<void> {
     await this.removeRuntime(vmId);
     await rm(this.disk(vmId), { force: true });
+    await rm(this.restoringDisk(vmId), { force: true });
   }
 }

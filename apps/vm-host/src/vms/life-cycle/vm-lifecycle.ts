@@ -351,6 +351,7 @@ export function specOf(sidecar: VmSidecar): VmSpec {
     vcpuCount: sidecar.vcpu_count,
     ...(sidecar.forwards ? { forwards: sidecar.forwards } : {}),
     ...(sidecar.disk_gb === undefined ? {} : { diskGb: sidecar.disk_gb }),
+    ...(sidecar.restored_from === undefined ? {} : { restoredDisk: true }),
   };
 }
 

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import {
   DEFAULT_SPAWN_PORT,
+  MIN_REQUESTED_HOST_PORT,
   type HostPort,
   type PortProtocol,
   type PublishedPortRequest,
@@ -87,6 +88,40 @@ export class HostPorts {
     const forwards: HostPort[] = [{ host_port: ssh, guest_port: SSH_GUEST_PORT, protocol: 'tcp' }];
     for (const port of requested) {
       const hostPort = port.host_port ?? (await this.freePort(port.protocol, taken, forVm));
+      forwards.push({ host_port: hostPort, guest_port: port.guest_port, protocol: port.protocol });
+    }
+    return forwards;
+  }
+
+  /**
+   * A restored VM's forwards: each guest port of `wanted` (SSH first) on the same host port
+   * when `keepHostPorts` and it is free here (held by no VM, no daemon's, not reserved, not
+   * bound), else on a free one; never refused for a port taken.
+   */
+  async keep(
+    wanted: readonly HostPort[],
+    holders: readonly PortHolder[],
+    keepHostPorts: boolean,
+    vmId: string,
+  ): Promise<HostPort[]> {
+    const taken = new Map<string, string>();
+    for (const port of this.config.reservedHostPorts ?? []) taken.set(portName(port, 'tcp'), '');
+    for (const port of this.daemonPorts()) taken.set(portName(port, 'tcp'), '');
+    for (const holder of holders) {
+      for (const port of holder.ports) taken.set(portName(port.host_port, port.protocol), '');
+    }
+    const forwards: HostPort[] = [];
+    for (const port of wanted) {
+      const name = portName(port.host_port, port.protocol);
+      const kept =
+        keepHostPorts &&
+        port.host_port >= MIN_REQUESTED_HOST_PORT &&
+        !taken.has(name) &&
+        (await this.probe.isFree(this.config.wgIp, port.host_port, port.protocol));
+      const hostPort = kept
+        ? port.host_port
+        : await this.freePort(port.protocol, taken, `vm ${vmId}`);
+      taken.set(portName(hostPort, port.protocol), '');
       forwards.push({ host_port: hostPort, guest_port: port.guest_port, protocol: port.protocol });
     }
     return forwards;

@@ -242,9 +242,11 @@ export class QemuDriver extends VmDriver {
   /** A qcow2 overlay on the base image, then a cloud-init seed ISO, both private to the agent. */
   async makeFiles(spec: VmSpec): Promise<void> {
     const { vmId } = spec;
-    await step('disk', async () =>
-      this.images.overlay(vmId, await this.images.base(), spec.diskGb),
-    );
+    await step('disk', async () => {
+      // A restored disk is the copy's data: never replaced by a blank overlay.
+      if (spec.restoredDisk) return void (await stat(this.files.disk(vmId)));
+      await this.images.overlay(vmId, await this.images.base(), spec.diskGb);
+    });
     this.failpoint.reached('after-disk', vmId);
     await step('seed ISO', () =>
       makeSeedIso({

@@ -1,0 +1,188 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { join } from 'node:path';
+import { validateInput } from '@app/daemon';
+import {
+  AgentRestoreRequest,
+  AgentRestoredVm,
+  MAX_BACKUPS_LISTED,
+  RestorePoint,
+  RestorePoints,
+  RestoreSpec,
+  SSH_GUEST_PORT,
+  rfc3339ToEpochNanos,
+} from '@app/fleet-domain';
+import { VmHostConfig } from '../../config/vm-host.config';
+import { VmAdmissionService } from '../admission/vm-admission.service';
+import { BackupFolder, Chain, fileDigest } from './backup-folder';
+import { VmCopier } from './vm-copier';
+import { RestoreSourceError } from './vm-restores.errors';
+
+/** A point found on disk: what the answer shows, and the chain file it is. */
+interface FoundPoint {
+  point: RestorePoint;
+  chain: Chain;
+  index: number;
+}
+
+/**
+ * Restores on this node: the points it holds for a VM (the replica a peer sent it, kept under
+ * VM_DISK_DIR/replicas/<vm_id>/, and the backups in VM_BACKUP_DIR/<vm_id>/, whichever node made
+ * them), and a VM made from one of them through admission (VmAdmissionService.restore). Both
+ * folders hold chains in the same format (backup-folder.ts), read the same way.
+ */
+@Injectable()
+export class VmRestoresService {
+  private readonly logger = new Logger('Restores');
+  private readonly replicas: BackupFolder;
+  private readonly backups?: BackupFolder;
+
+  constructor(
+    config: VmHostConfig,
+    private readonly admission: VmAdmissionService,
+    private readonly copier: VmCopier,
+  ) {
+    this.replicas = new BackupFolder(join(config.diskDir, 'replicas'));
+    if (config.backupDir) this.backups = new BackupFolder(config.backupDir);
+  }
+
+  /** Every point this node holds for `vmId`, newest first, and the VM as its newest chain says. */
+  async points(vmId: string): Promise<RestorePoints> {
+    const found = [
+      ...(await this.found(this.replicas, 'replica', vmId)),
+      ...(this.backups ? await this.found(this.backups, 'backup', vmId) : []),
+    ].sort((a, b) => compareNewestFirst(a.point, b.point));
+    const newest = found[0];
+    return {
+      vm_id: vmId,
+      points: found.slice(0, MAX_BACKUPS_LISTED).map(({ point }) => point),
+      spec: newest ? await specOf(newest.chain) : null,
+    };
+  }
+
+  /** The VM made from the point the request names, started; see VmAdmissionService.restore. */
+  async restore(request: AgentRestoreRequest): Promise<AgentRestoredVm> {
+    const chosen = await this.choose(request);
+    const { chain, index, point } = chosen;
+    const from = `${point.source} ${point.backup_id} of vm ${chain.manifest.vm_id} (taken ${point.taken_at})`;
+    const outcome = await this.admission.restore(request, {
+      from,
+      make: async (target) => {
+        await this.checkFiles(chain, index);
+        await this.copier.convert(join(chain.dir, chain.manifest.files[index].file), target);
+      },
+    });
+    return { vm: outcome.vm, point };
+  }
+
+  private async choose(request: AgentRestoreRequest): Promise<FoundPoint> {
+    const { replica, backup_id: backupId, at } = request.source;
+    const sourceVm = request.source.vm_id ?? request.vm_id;
+    const [ssh] = request.ports;
+    // Every VM's forwards begin with SSH (checked here: a top-level list is validated item by item).
+    if (ssh?.guest_port !== SSH_GUEST_PORT || ssh.protocol !== 'tcp') {
+      throw new RestoreSourceError('ports: the first must be SSH (guest_port 22, tcp)', 400);
+    }
+    if ((replica === true) === (backupId !== undefined)) {
+      throw new RestoreSourceError('source: give exactly one of replica (true) and backup_id', 400);
+    }
+    const atNs = at === undefined ? undefined : rfc3339ToEpochNanos(at);
+    let found: FoundPoint[];
+    if (replica) {
+      found = await this.found(this.replicas, 'replica', sourceVm);
+      if (found.length === 0) {
+        throw new RestoreSourceError(`source.replica: this node holds no copy of vm ${sourceVm}`);
+      }
+    } else {
+      if (!this.backups) {
+        throw new RestoreSourceError(
+          'source.backup_id: backups are off on this node (VM_BACKUP_DIR is not set)',
+        );
+      }
+      const [chainId, index] = backupId!.split('/');
+      found = (await this.found(this.backups, 'backup', sourceVm)).filter(
+        ({ chain, point }) =>
+          chain.id === chainId && (index === undefined || point.backup_id === backupId),
+      );
+      if (found.length === 0) {
+        throw new RestoreSourceError(
+          `source.backup_id: no backup ${backupId} of vm ${sourceVm} in this node's VM_BACKUP_DIR`,
+        );
+      }
+    }
+    const inTime = found
+      .filter(({ point }) => atNs == null || (rfc3339ToEpochNanos(point.taken_at) ?? 0n) <= atNs)
+      .sort((a, b) => compareNewestFirst(a.point, b.point));
+    if (inTime.length === 0) {
+      throw new RestoreSourceError(
+        `source.at: no ${replica ? 'copy' : 'backup'} of vm ${sourceVm} here was taken at or before ${at}`,
+      );
+    }
+    return inTime[0];
+  }
+
+  /**
+   * Every file of the chain up to `index` is there with the size and sha256 its manifest
+   * wrote: a copy damaged (or cut) on its way between disks is refused, not booted.
+   */
+  private async checkFiles(chain: Chain, index: number): Promise<void> {
+    for (const file of chain.manifest.files.slice(0, index + 1)) {
+      const digest = await fileDigest(join(chain.dir, file.file)).catch(() => undefined);
+      if (!digest || digest.size !== file.size_bytes || digest.sha256 !== file.sha256) {
+        throw new RestoreSourceError(
+          `the chain ${chain.id} of vm ${chain.manifest.vm_id}: its file ${file.file} is ${digest ? 'not what its manifest says (size or sha256)' : 'missing or unreadable'}; restore from another point`,
+        );
+      }
+    }
+  }
+
+  private async found(
+    folder: BackupFolder,
+    source: RestorePoint['source'],
+    vmId: string,
+  ): Promise<FoundPoint[]> {
+    const { chains } = await folder.chains(vmId).catch((error: unknown) => {
+      this.logger.warn(`vm ${vmId}: ${source} chains not read: ${String(error)}`);
+      return { chains: [] as Chain[] };
+    });
+    return chains.flatMap((chain) =>
+      chain.manifest.files.map((file, index) => ({
+        chain,
+        index,
+        point: {
+          source,
+          backup_id: `${chain.id}/${String(index).padStart(4, '0')}`,
+          kind: file.kind,
+          taken_at: file.taken_at,
+          size_bytes: file.size_bytes,
+        },
+      })),
+    );
+  }
+}
+
+function compareNewestFirst(a: RestorePoint, b: RestorePoint): number {
+  const at = rfc3339ToEpochNanos(a.taken_at) ?? 0n;
+  const bt = rfc3339ToEpochNanos(b.taken_at) ?? 0n;
+  if (at !== bt) return at > bt ? -1 : 1;
+  // A replica first at the same instant: it is on VM_DISK_DIR, usually the faster disk.
+  return a.source === b.source ? 0 : a.source === 'replica' ? -1 : 1;
+}
+
+/** The VM as the chain's manifest keeps it (its sidecar then), when that reads as a VM. */
+async function specOf(chain: Chain): Promise<RestoreSpec | null> {
+  const vm = chain.manifest.vm ?? {};
+  const forwards = Array.isArray(vm.forwards) ? vm.forwards : vm.host_ports;
+  const { instance } = await validateInput(
+    RestoreSpec,
+    {
+      vm_type: vm.vm_type,
+      ram_mb: vm.ram_alloc_mb,
+      vcpu_count: vm.vcpu_count,
+      tenant_id: vm.tenant_id ?? null,
+      ports: Array.isArray(forwards) ? forwards : [],
+      ...(vm.disk_gb === undefined ? {} : { disk_gb: vm.disk_gb }),
+    },
+    'body',
+  );
+  return instance ?? null;
+}
