@@ -14,6 +14,7 @@ export * from './restart-policy';
 export * from './wire/vm-life-cycle';
 export * from './wire/vm-backup';
 export * from './wire/vm-copies';
+export * from './wire/replica-transfer';
 export * from './wire/vm-record';
 export * from './wire/heartbeat-vm';
 export * from './wire/fleet-vm';

@@ -26,6 +26,7 @@ import { VmBackupsController } from './copies/vm-backups.controller';
 import { VmBackupsJob } from './copies/vm-backups.job';
 import { VmBackupsService } from './copies/vm-backups.service';
 import { VmCopier } from './copies/vm-copier';
+import { CopyLocks } from './copies/copy-locks';
 
 @Module({
   imports: [HostFactsModule],
@@ -50,6 +51,7 @@ import { VmCopier } from './copies/vm-copier';
     VM_DRIVER_PROVIDER,
     VmBackupsService,
     VmBackupsJob,
+    CopyLocks,
     // QEMU's copies, as QEMU is the only driver (vm-driver.provider.ts).
     { provide: VmCopier, useClass: QemuCopier },
     { provide: NodeVmsSource, useExisting: VmsService },
@@ -64,6 +66,15 @@ import { VmCopier } from './copies/vm-copier';
       inject: [VmsService],
     },
   ],
-  exports: [NodeVmsSource, VmStatesSource, VmsService],
+  exports: [
+    NodeVmsSource,
+    VmStatesSource,
+    VmsService,
+    VmCopier,
+    CopyLocks,
+    VmFiles,
+    VmSidecars,
+    VmLifecycle,
+  ],
 })
 export class VmsModule {}

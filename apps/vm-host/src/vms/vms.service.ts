@@ -117,6 +117,7 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
       return {
         ...this.lifecycle.recordOf(sidecar, states[index]),
         ...(key ? { idempotency_key: key.value } : {}),
+        ...(sidecar.copies ? { copies: { ...sidecar.copies } } : {}),
       };
     });
     const room = await this.diskRoom.room(sidecars);

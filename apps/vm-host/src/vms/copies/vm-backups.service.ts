@@ -20,6 +20,7 @@ import {
   partialFileName,
 } from './backup-folder';
 import { RetentionRules, chainsToRemove } from './backup-retention';
+import { CopyLocks } from './copy-locks';
 import { copyBitmapName } from './qmp-copy';
 import { VmCopier } from './vm-copier';
 import { VmBackupRefusedError } from './vm-backups.errors';
@@ -60,6 +61,7 @@ export class VmBackupsService {
     private readonly lifecycle: VmLifecycle,
     private readonly copier: VmCopier,
     private readonly clock: Clock,
+    private readonly copyLocks: CopyLocks = new CopyLocks(),
   ) {
     if (config.backupDir) {
       const inside = relative(config.diskDir, config.backupDir);
@@ -131,7 +133,7 @@ export class VmBackupsService {
   private queued(vmId: string, why: 'asked' | 'scheduled'): Promise<BackupOutcome> {
     const run = this.queue.then(async () => {
       try {
-        const outcome = await this.backUp(vmId, why);
+        const outcome = await this.copyLocks.run(vmId, () => this.backUp(vmId, why));
         this.lastErrors.delete(vmId);
         if ('taken' in outcome) {
           const { taken, chainId, fullBecause } = outcome;
