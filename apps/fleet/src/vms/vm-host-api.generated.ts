@@ -1,5 +1,73 @@
 // Generated from openapi/vm-host.openapi.json by `npm run openapi`. Do not edit.
 export interface paths {
+  '/v1/replicas/{vm_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** What this node holds of a VM's copy (its chain, its last file) */
+    get: operations['getReplica'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/replicas/{vm_id}/transfers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Starts receiving one file of a VM's copy (full: a new chain; incremental: the next) */
+    post: operations['startReplicaTransfer'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/replicas/{vm_id}/transfers/{transfer_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /** One chunk of the file (application/octet-stream, Content-Length required) */
+    put: operations['putReplicaChunk'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/replicas/{vm_id}/transfers/{transfer_id}/done': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** The file is complete: checked with qemu-img, then taken into the chain */
+    post: operations['finishReplicaTransfer'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/spawn': {
     parameters: {
       query?: never;
@@ -144,6 +212,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/vms/{vm_id}/copy-plan': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /**
+     * Sets where and how often the VM's copies go (the controller sends it)
+     * @description Kept beside the VM's files, so an agent restart keeps copying. Every every_s the running VM is copied to each peer with QEMU's incremental backup (the first copy full), staged under VM_DISK_DIR, sent at most VM_COPY_MAX_MBPS with the peer's grant; a stopped VM once. peers []: copies stop.
+     */
+    put: operations['putVmCopyPlan'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/vms/{vm_id}/restart': {
     parameters: {
       query?: never;
@@ -208,6 +296,24 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
+    CopyPeer: {
+      /**
+       * @description The peer's agent: its wg_ip and spawn_port.
+       * @example 192.0.2.11:9100
+       */
+      address: string;
+      /** Format: date-time */
+      expires_at: string;
+      /** @description Issued by the controller, signed with the peer's node token: lets this VM's node write (and read back) this VM's copy on that peer alone, until expires_at. Sent to the peer as "Authorization: Bearer <grant>". */
+      grant: string;
+      /** @example example-node-01 */
+      node_id: string;
+    };
+    CopyPlan: {
+      every_s: number;
+      /** @description Empty: copy nowhere. */
+      peers: components['schemas']['CopyPeer'][];
+    };
     CopyPolicy: {
       /**
        * @description Copies of the VM kept on other nodes (each on a different node); 0: none.
@@ -258,6 +364,27 @@ export interface components {
        */
       protocol: 'tcp' | 'udp';
     };
+    ReplicaState: {
+      chain_id: string | null;
+      /** Format: date-time */
+      copied_at: string | null;
+      /** @description Files in the chain (0: none). */
+      files: number;
+      /** @example 0003-incremental.qcow2 */
+      last_file: string | null;
+      size_bytes: number;
+      /**
+       * @description The node that sent the chain; null: no copy held.
+       * @example example-node-01
+       */
+      source_node_id: string | null;
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
+    };
+    ReplicaTransfer: {
+      offset: number;
+      transfer_id: string;
+    };
     RestartVmRequest: {
       /**
        * @description true: end QEMU at once, without asking the guest to power down first.
@@ -306,6 +433,27 @@ export interface components {
       vm_id?: string;
       /** @example web */
       vm_type: string;
+    };
+    StartReplicaTransfer: {
+      /** @description With incremental: the chain it adds to (the one the peer holds). */
+      chain_id?: string;
+      /** @description What would make the same VM again, for the manifest. */
+      create_request?: Record<string, never>;
+      /** @description With incremental: its place in the chain (the peer's files count). */
+      index?: number;
+      /**
+       * @description full: starts a new chain (the old one removed once it is complete).
+       * @enum {string}
+       */
+      kind: 'full' | 'incremental';
+      /** @description The whole file, in bytes. */
+      size_bytes: number;
+      /** Format: date-time */
+      taken_at: string;
+      /** @description The VM's record, for the chain's manifest. */
+      vm?: Record<string, never>;
+      /** @enum {string} */
+      vm_state: 'running' | 'stopped';
     };
     StopVmRequest: {
       /**
@@ -445,6 +593,487 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+  getReplica: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ReplicaState'];
+        };
+      };
+      /** @description No copy grant, or one not signed for this node, for another node, or expired. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Unauthorized",
+           *       "message": "copy grant refused: grant expired",
+           *       "statusCode": 401
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The copy grant is for another VM. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Forbidden",
+           *       "message": "the copy grant is for another VM, not vm web-1",
+           *       "statusCode": 403
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description No such transfer under way. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "no transfer 20261205T041700Z-3f2a.1 of vm web-1's copy is under way here (ended, or cut short): start it again",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The transfer does not add to the copy held (another chain, place, or offset). */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "send a full copy",
+           *       "statusCode": 409
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description A chunk or file that is not what was announced, or not a sound qcow2 image. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Unprocessable Entity",
+           *       "message": "a chunk needs a Content-Length",
+           *       "statusCode": 422
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The copy does not fit in VM_DISK_DIR beyond its reserve. */
+      507: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Insufficient Storage",
+           *       "message": "no room for vm web-1's copy on this node: 2000.0 MB to receive, 1000.0 MB free in VM_DISK_DIR beyond its reserve",
+           *       "statusCode": 507
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  startReplicaTransfer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['StartReplicaTransfer'];
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ReplicaTransfer'];
+        };
+      };
+      /** @description No copy grant, or one not signed for this node, for another node, or expired. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Unauthorized",
+           *       "message": "copy grant refused: grant expired",
+           *       "statusCode": 401
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The copy grant is for another VM. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Forbidden",
+           *       "message": "the copy grant is for another VM, not vm web-1",
+           *       "statusCode": 403
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description No such transfer under way. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "no transfer 20261205T041700Z-3f2a.1 of vm web-1's copy is under way here (ended, or cut short): start it again",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The transfer does not add to the copy held (another chain, place, or offset). */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "send a full copy",
+           *       "statusCode": 409
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description A chunk or file that is not what was announced, or not a sound qcow2 image. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Unprocessable Entity",
+           *       "message": "a chunk needs a Content-Length",
+           *       "statusCode": 422
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The copy does not fit in VM_DISK_DIR beyond its reserve. */
+      507: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Insufficient Storage",
+           *       "message": "no room for vm web-1's copy on this node: 2000.0 MB to receive, 1000.0 MB free in VM_DISK_DIR beyond its reserve",
+           *       "statusCode": 507
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  putReplicaChunk: {
+    parameters: {
+      query: {
+        /** @description Where this chunk starts in the file. */
+        offset: number;
+      };
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+        transfer_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ReplicaTransfer'];
+        };
+      };
+      /** @description No copy grant, or one not signed for this node, for another node, or expired. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Unauthorized",
+           *       "message": "copy grant refused: grant expired",
+           *       "statusCode": 401
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The copy grant is for another VM. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Forbidden",
+           *       "message": "the copy grant is for another VM, not vm web-1",
+           *       "statusCode": 403
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description No such transfer under way. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "no transfer 20261205T041700Z-3f2a.1 of vm web-1's copy is under way here (ended, or cut short): start it again",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The transfer does not add to the copy held (another chain, place, or offset). */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "send a full copy",
+           *       "statusCode": 409
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description A chunk or file that is not what was announced, or not a sound qcow2 image. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Unprocessable Entity",
+           *       "message": "a chunk needs a Content-Length",
+           *       "statusCode": 422
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The copy does not fit in VM_DISK_DIR beyond its reserve. */
+      507: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Insufficient Storage",
+           *       "message": "no room for vm web-1's copy on this node: 2000.0 MB to receive, 1000.0 MB free in VM_DISK_DIR beyond its reserve",
+           *       "statusCode": 507
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  finishReplicaTransfer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+        transfer_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ReplicaState'];
+        };
+      };
+      /** @description No copy grant, or one not signed for this node, for another node, or expired. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Unauthorized",
+           *       "message": "copy grant refused: grant expired",
+           *       "statusCode": 401
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The copy grant is for another VM. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Forbidden",
+           *       "message": "the copy grant is for another VM, not vm web-1",
+           *       "statusCode": 403
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description No such transfer under way. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "no transfer 20261205T041700Z-3f2a.1 of vm web-1's copy is under way here (ended, or cut short): start it again",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The transfer does not add to the copy held (another chain, place, or offset). */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "send a full copy",
+           *       "statusCode": 409
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description A chunk or file that is not what was announced, or not a sound qcow2 image. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Unprocessable Entity",
+           *       "message": "a chunk needs a Content-Length",
+           *       "statusCode": 422
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The copy does not fit in VM_DISK_DIR beyond its reserve. */
+      507: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Insufficient Storage",
+           *       "message": "no room for vm web-1's copy on this node: 2000.0 MB to receive, 1000.0 MB free in VM_DISK_DIR beyond its reserve",
+           *       "statusCode": 507
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
   spawnVm: {
     parameters: {
       query?: never;
@@ -1004,6 +1633,77 @@ export interface operations {
            * @example {
            *       "error": "Bad Request",
            *       "message": "max_bytes must not be greater than 1048576",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description This node has no VM with this id. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-0123456789abcdef is not on this node",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  putVmCopyPlan: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CopyPlan'];
+      };
+    };
+    responses: {
+      /** @description The plan as kept. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CopyPlan'];
+        };
+      };
+      /** @description vm_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
            *       "statusCode": 400
            *     }
            */

@@ -27,10 +27,13 @@ import { VmBackupsJob } from './copies/vm-backups.job';
 import { VmBackupsService } from './copies/vm-backups.service';
 import { VmCopier } from './copies/vm-copier';
 import { CopyLocks } from './copies/copy-locks';
+import { VmCopyPlanController } from './copies/vm-copy-plan.controller';
+import { VmReplicationJob } from './copies/vm-replication.job';
+import { VmReplicationService } from './copies/vm-replication.service';
 
 @Module({
   imports: [HostFactsModule],
-  controllers: [VmsController, VmActionsController, VmBackupsController],
+  controllers: [VmsController, VmActionsController, VmBackupsController, VmCopyPlanController],
   providers: [
     VmsService,
     VmAdmissionService,
@@ -52,6 +55,8 @@ import { CopyLocks } from './copies/copy-locks';
     VmBackupsService,
     VmBackupsJob,
     CopyLocks,
+    VmReplicationService,
+    VmReplicationJob,
     // QEMU's copies, as QEMU is the only driver (vm-driver.provider.ts).
     { provide: VmCopier, useClass: QemuCopier },
     { provide: NodeVmsSource, useExisting: VmsService },

@@ -394,13 +394,13 @@ export class VmBackupsService {
  * The VM as the manifest keeps it: its sidecar but what belongs to this node's agent alone (its
  * process, the key its create was made with: the API never shows a key, nor does a backup).
  */
-function describedVm(sidecar: VmSidecar): Record<string, unknown> {
+export function describedVm(sidecar: VmSidecar): Record<string, unknown> {
   const { driver: _driver, idempotency_key: _key, spawn_deadline: _deadline, ...vm } = sidecar;
   return vm;
 }
 
 /** The create request (POST /v1/vms) that would make a VM like this one. */
-function createRequestOf(sidecar: VmSidecar): Record<string, unknown> {
+export function createRequestOf(sidecar: VmSidecar): Record<string, unknown> {
   const [, ...published] = sidecar.forwards ?? sidecar.host_ports;
   return {
     vm_type: sidecar.vm_type,
