@@ -36,6 +36,8 @@ interface PendingCopy {
   vm_state: 'running' | 'stopped';
   /** The staged file is whole (a copy cut short by a killed agent is not: it is taken again). */
   complete?: boolean;
+  /** A stopped VM's: its disk's mtime once copied (the copy adds the peer's bitmap to it). */
+  disk_mtime_ms?: number;
 }
 
 /** What this node knows of its VM's copy on one peer, kept beside the staged file. */
@@ -43,7 +45,7 @@ interface PeerCopyState {
   /** The peer's chain this node's bitmap for the peer adds to, and its files then. */
   chain_id?: string;
   files?: number;
-  /** When a copy of the stopped VM was last taken into the peer's chain (wall ms). */
+  /** The stopped VM's disk's mtime (ms) as its last copy into the peer's chain left it. */
   stopped_copy_ms?: number;
   /** Set before a copy begins, cleared once the peer took it. */
   pending?: PendingCopy;
@@ -234,6 +236,7 @@ export class VmReplicationService {
           const now = await this.lifecycle.stateOf(sidecar);
           if (now !== VmState.Stopped) throw new Error(`vm ${vmId} is ${now}, not copied`);
           await this.copier.copyStopped(vmId, staged, bitmap);
+          pending = { ...pending, disk_mtime_ms: (await stat(this.files.disk(vmId))).mtimeMs };
         });
       } else {
         return { skipped: `vm ${vmId} is ${vmState}` };
@@ -258,7 +261,7 @@ export class VmReplicationService {
   ): Promise<PeerCopyOutcome> {
     const vmId = sidecar.vm_id;
     const staged = join(dir, STAGED_FILE);
-    const { complete: _complete, ...announced } = pending;
+    const { complete: _complete, disk_mtime_ms: _mtime, ...announced } = pending;
     const request: StartReplicaTransfer = {
       ...announced,
       size_bytes: size,
@@ -282,7 +285,7 @@ export class VmReplicationService {
     await writeState(dir, {
       chain_id: taken.chain_id ?? undefined,
       files: taken.files,
-      ...(pending.vm_state === 'stopped' ? { stopped_copy_ms: Date.parse(pending.taken_at) } : {}),
+      ...(pending.disk_mtime_ms !== undefined ? { stopped_copy_ms: pending.disk_mtime_ms } : {}),
     });
     await rm(staged, { force: true });
     return { sent: pending, bytes: size, fullBecause };
