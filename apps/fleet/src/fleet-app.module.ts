@@ -9,6 +9,7 @@ import { FleetModule } from './fleet/fleet.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { NodeTokens } from './nodes/node-tokens';
 import { NodesModule } from './nodes/nodes.module';
+import { CopiesModule } from './copies/copies.module';
 import { VmsModule } from './vms/vms.module';
 
 /**
@@ -54,6 +55,7 @@ export class FleetAppModule {
         NodesModule,
         FleetModule,
         VmsModule,
+        CopiesModule,
       ],
       providers: [
         { provide: APP_GUARD, useClass: BearerTokenGuard },
