@@ -1,73 +1,5 @@
 // Generated from openapi/vm-host.openapi.json by `npm run openapi`. Do not edit.
 export interface paths {
-  '/v1/replicas/{vm_id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** What this node holds of a VM's copy (its chain, its last file) */
-    get: operations['getReplica'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/v1/replicas/{vm_id}/transfers': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /** Starts receiving one file of a VM's copy (full: a new chain; incremental: the next) */
-    post: operations['startReplicaTransfer'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/v1/replicas/{vm_id}/transfers/{transfer_id}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    /** One chunk of the file (application/octet-stream, Content-Length required) */
-    put: operations['putReplicaChunk'];
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/v1/replicas/{vm_id}/transfers/{transfer_id}/done': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /** The file is complete: checked with qemu-img, then taken into the chain */
-    post: operations['finishReplicaTransfer'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/v1/spawn': {
     parameters: {
       query?: never;
@@ -364,27 +296,6 @@ export interface components {
        */
       protocol: 'tcp' | 'udp';
     };
-    ReplicaState: {
-      chain_id: string | null;
-      /** Format: date-time */
-      copied_at: string | null;
-      /** @description Files in the chain (0: none). */
-      files: number;
-      /** @example 0003-incremental.qcow2 */
-      last_file: string | null;
-      size_bytes: number;
-      /**
-       * @description The node that sent the chain; null: no copy held.
-       * @example example-node-01
-       */
-      source_node_id: string | null;
-      /** @example vm-0123456789abcdef */
-      vm_id: string;
-    };
-    ReplicaTransfer: {
-      offset: number;
-      transfer_id: string;
-    };
     RestartVmRequest: {
       /**
        * @description true: end QEMU at once, without asking the guest to power down first.
@@ -433,27 +344,6 @@ export interface components {
       vm_id?: string;
       /** @example web */
       vm_type: string;
-    };
-    StartReplicaTransfer: {
-      /** @description With incremental: the chain it adds to (the one the peer holds). */
-      chain_id?: string;
-      /** @description What would make the same VM again, for the manifest. */
-      create_request?: Record<string, never>;
-      /** @description With incremental: its place in the chain (the peer's files count). */
-      index?: number;
-      /**
-       * @description full: starts a new chain (the old one removed once it is complete).
-       * @enum {string}
-       */
-      kind: 'full' | 'incremental';
-      /** @description The whole file, in bytes. */
-      size_bytes: number;
-      /** Format: date-time */
-      taken_at: string;
-      /** @description The VM's record, for the chain's manifest. */
-      vm?: Record<string, never>;
-      /** @enum {string} */
-      vm_state: 'running' | 'stopped';
     };
     StopVmRequest: {
       /**
@@ -593,487 +483,6 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-  getReplica: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        /** @example vm-0123456789abcdef */
-        vm_id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['ReplicaState'];
-        };
-      };
-      /** @description No copy grant, or one not signed for this node, for another node, or expired. */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Unauthorized",
-           *       "message": "copy grant refused: grant expired",
-           *       "statusCode": 401
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description The copy grant is for another VM. */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Forbidden",
-           *       "message": "the copy grant is for another VM, not vm web-1",
-           *       "statusCode": 403
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description No such transfer under way. */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Not Found",
-           *       "message": "no transfer 20261205T041700Z-3f2a.1 of vm web-1's copy is under way here (ended, or cut short): start it again",
-           *       "statusCode": 404
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description The transfer does not add to the copy held (another chain, place, or offset). */
-      409: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Conflict",
-           *       "message": "send a full copy",
-           *       "statusCode": 409
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description A chunk or file that is not what was announced, or not a sound qcow2 image. */
-      422: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Unprocessable Entity",
-           *       "message": "a chunk needs a Content-Length",
-           *       "statusCode": 422
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description The copy does not fit in VM_DISK_DIR beyond its reserve. */
-      507: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Insufficient Storage",
-           *       "message": "no room for vm web-1's copy on this node: 2000.0 MB to receive, 1000.0 MB free in VM_DISK_DIR beyond its reserve",
-           *       "statusCode": 507
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-    };
-  };
-  startReplicaTransfer: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        /** @example vm-0123456789abcdef */
-        vm_id: string;
-      };
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': components['schemas']['StartReplicaTransfer'];
-      };
-    };
-    responses: {
-      201: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['ReplicaTransfer'];
-        };
-      };
-      /** @description No copy grant, or one not signed for this node, for another node, or expired. */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Unauthorized",
-           *       "message": "copy grant refused: grant expired",
-           *       "statusCode": 401
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description The copy grant is for another VM. */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Forbidden",
-           *       "message": "the copy grant is for another VM, not vm web-1",
-           *       "statusCode": 403
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description No such transfer under way. */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Not Found",
-           *       "message": "no transfer 20261205T041700Z-3f2a.1 of vm web-1's copy is under way here (ended, or cut short): start it again",
-           *       "statusCode": 404
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description The transfer does not add to the copy held (another chain, place, or offset). */
-      409: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Conflict",
-           *       "message": "send a full copy",
-           *       "statusCode": 409
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description A chunk or file that is not what was announced, or not a sound qcow2 image. */
-      422: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Unprocessable Entity",
-           *       "message": "a chunk needs a Content-Length",
-           *       "statusCode": 422
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description The copy does not fit in VM_DISK_DIR beyond its reserve. */
-      507: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Insufficient Storage",
-           *       "message": "no room for vm web-1's copy on this node: 2000.0 MB to receive, 1000.0 MB free in VM_DISK_DIR beyond its reserve",
-           *       "statusCode": 507
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-    };
-  };
-  putReplicaChunk: {
-    parameters: {
-      query: {
-        /** @description Where this chunk starts in the file. */
-        offset: number;
-      };
-      header?: never;
-      path: {
-        /** @example vm-0123456789abcdef */
-        vm_id: string;
-        transfer_id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['ReplicaTransfer'];
-        };
-      };
-      /** @description No copy grant, or one not signed for this node, for another node, or expired. */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Unauthorized",
-           *       "message": "copy grant refused: grant expired",
-           *       "statusCode": 401
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description The copy grant is for another VM. */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Forbidden",
-           *       "message": "the copy grant is for another VM, not vm web-1",
-           *       "statusCode": 403
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description No such transfer under way. */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Not Found",
-           *       "message": "no transfer 20261205T041700Z-3f2a.1 of vm web-1's copy is under way here (ended, or cut short): start it again",
-           *       "statusCode": 404
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description The transfer does not add to the copy held (another chain, place, or offset). */
-      409: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Conflict",
-           *       "message": "send a full copy",
-           *       "statusCode": 409
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description A chunk or file that is not what was announced, or not a sound qcow2 image. */
-      422: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Unprocessable Entity",
-           *       "message": "a chunk needs a Content-Length",
-           *       "statusCode": 422
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description The copy does not fit in VM_DISK_DIR beyond its reserve. */
-      507: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Insufficient Storage",
-           *       "message": "no room for vm web-1's copy on this node: 2000.0 MB to receive, 1000.0 MB free in VM_DISK_DIR beyond its reserve",
-           *       "statusCode": 507
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-    };
-  };
-  finishReplicaTransfer: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        /** @example vm-0123456789abcdef */
-        vm_id: string;
-        transfer_id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['ReplicaState'];
-        };
-      };
-      /** @description No copy grant, or one not signed for this node, for another node, or expired. */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Unauthorized",
-           *       "message": "copy grant refused: grant expired",
-           *       "statusCode": 401
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description The copy grant is for another VM. */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Forbidden",
-           *       "message": "the copy grant is for another VM, not vm web-1",
-           *       "statusCode": 403
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description No such transfer under way. */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Not Found",
-           *       "message": "no transfer 20261205T041700Z-3f2a.1 of vm web-1's copy is under way here (ended, or cut short): start it again",
-           *       "statusCode": 404
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description The transfer does not add to the copy held (another chain, place, or offset). */
-      409: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Conflict",
-           *       "message": "send a full copy",
-           *       "statusCode": 409
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description A chunk or file that is not what was announced, or not a sound qcow2 image. */
-      422: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Unprocessable Entity",
-           *       "message": "a chunk needs a Content-Length",
-           *       "statusCode": 422
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-      /** @description The copy does not fit in VM_DISK_DIR beyond its reserve. */
-      507: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          /**
-           * @example {
-           *       "error": "Insufficient Storage",
-           *       "message": "no room for vm web-1's copy on this node: 2000.0 MB to receive, 1000.0 MB free in VM_DISK_DIR beyond its reserve",
-           *       "statusCode": 507
-           *     }
-           */
-          'application/json': components['schemas']['ErrorBody'];
-        };
-      };
-    };
-  };
   spawnVm: {
     parameters: {
       query?: never;
@@ -1694,19 +1103,16 @@ export interface operations {
           'application/json': components['schemas']['CopyPlan'];
         };
       };
-      /** @description vm_id is not a fleet id. */
+      /**
+       * @description - vm_id is not a fleet id.
+       *     - The body is not valid JSON.
+       *     - The body nests or holds more than any valid request could (depth, values, field names).
+       */
       400: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          /**
-           * @example {
-           *       "error": "Bad Request",
-           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
-           *       "statusCode": 400
-           *     }
-           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };
@@ -1735,6 +1141,34 @@ export interface operations {
            *       "statusCode": 404
            *     }
            */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than 1 MiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Payload Too Large",
+           *       "message": "request body is larger than 1 MiB",
+           *       "statusCode": 413
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The body comes with a Content-Encoding other than identity: the daemons decode nothing.
+       *     - The body is not sent as Content-Type: application/json.
+       */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
           'application/json': components['schemas']['ErrorBody'];
         };
       };

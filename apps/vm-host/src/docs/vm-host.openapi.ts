@@ -32,6 +32,8 @@ export function buildVmHostOpenApiDocument(app: NestExpressApplication): OpenAPI
         "An operator's actions on this node's VMs, through the controller's operations listener: stop, start, restart, the serial console, each VM's life cycle.",
       'vm-backups':
         "A VM's backups to this node's VM_BACKUP_DIR, through the controller's operations listener: take one now, list them.",
+      'vm-copies':
+        "Where a VM's copies on other nodes go, as the controller's copy planner says (peers, interval, grants).",
     },
   });
   return createDaemonDocument(

@@ -14,6 +14,7 @@ import type { Request } from 'express';
 import { CopyGrant, OwnCredentials } from '@app/daemon';
 import {
   ApiCreatedResponse,
+  ApiExcludeController,
   ApiOkResponse,
   ApiOperation,
   ApiTags,
@@ -35,6 +36,9 @@ export const REPLICA_CHUNK_PATH = /^\/v1\/replicas\/[^/]+\/transfers\/[^/]+$/;
  * Copies of other nodes' VMs kept on this node, written and read by the VM's own node only,
  * with a copy grant the controller issued for that VM and this node (not the node token).
  */
+// Agent to agent only, with a credential of its own: no part of the agent's document, as
+// @OwnCredentials() routes never are (docs/vms.md "Copies on other nodes" describes them).
+@ApiExcludeController()
 @ApiTags('replicas')
 @OwnCredentials()
 @UseGuards(ReplicaGrantGuard)

@@ -7,7 +7,7 @@ import {
   EXAMPLE_VM_ID,
   VmIdParams,
 } from '@app/fleet-domain';
-import { ErrorCase, RequiresToken, invalidInput } from '@app/daemon';
+import { BODY_ERRORS, ErrorCase, RequiresToken, invalidInput } from '@app/daemon';
 import { ApiVmsErrors } from '../vms.error-statuses';
 import { VmNotOnNodeError } from '../vms.errors';
 import { VmReplicationService } from './vm-replication.service';
@@ -39,6 +39,7 @@ export class VmCopyPlanController {
       'vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
     ),
     NOT_HERE,
+    ...BODY_ERRORS,
   )
   put(@Param() { vm_id }: VmIdParams, @Body() plan: CopyPlan): Promise<CopyPlan> {
     return this.replication.setPlan(vm_id, plan);
