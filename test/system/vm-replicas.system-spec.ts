@@ -7,6 +7,7 @@ import {
   FLEET_URL,
   enrolled,
   eventually,
+  getJson,
   startAgent,
   startFleetDaemon,
   stopAllDaemons,
@@ -66,6 +67,12 @@ function nextLine(daemon: Daemon, from: number, pattern: RegExp, timeoutMs = COP
   );
 }
 
+interface ListedVm {
+  vm_id: string;
+  state: string;
+  host_ports: Array<{ host_port: number; guest_port: number }>;
+}
+
 interface Manifest {
   chain_id: string;
   node_id: string;
@@ -113,12 +120,17 @@ describe('copies of a real guest on a peer node', () => {
       }),
     });
     expect(response.status).toBe(201);
-    const created = (await response.json()) as {
-      vm_id: string;
-      host_ports: Array<{ host_port: number; guest_port: number }>;
-    };
-    const vmId = created.vm_id;
-    const sshPort = created.host_ports.find(({ guest_port }) => guest_port === 22)!.host_port;
+    const vmId = ((await response.json()) as { vm_id: string }).vm_id;
+    const running = await eventually(
+      `${vmId} running`,
+      async () =>
+        (await getJson<ListedVm[]>('/v1/vms')).find(
+          (vm) => vm.vm_id === vmId && vm.state === 'Running' && vm.host_ports.length > 0,
+        ),
+      60_000,
+      200,
+    );
+    const sshPort = running.host_ports.find(({ guest_port }) => guest_port === 22)!.host_port;
     const serialLog = join(workDir, SOURCE, 'run', vmId, 'serial.log');
     const ssh = (command: string): Promise<string> => sshRun(key, SOURCE_IP, sshPort, command);
     const write = (name: string, mib: number): string =>
