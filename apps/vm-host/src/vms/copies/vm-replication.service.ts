@@ -145,7 +145,7 @@ export class VmReplicationService {
     this.underWay.add(vmId);
     try {
       const outcomes: PeerCopyOutcome[] = [];
-      let failure: unknown;
+      let failure: Error | undefined;
       for (const peer of plan.peers) {
         if (Date.parse(peer.expires_at) <= this.clock.wallNow()) {
           outcomes.push({ skipped: `the grant for node ${peer.node_id} expired` });
@@ -163,7 +163,7 @@ export class VmReplicationService {
             );
           }
         } catch (error) {
-          failure = error;
+          failure = error instanceof Error ? error : new Error(messageOf(error));
           const message = `copy to node ${peer.node_id} failed: ${messageOf(error)}`.slice(0, 1000);
           this.lastErrors.set(vmId, message);
           this.metrics.countCopyFailure(vmId);
