@@ -153,13 +153,18 @@ export class VmReplicationService {
         }
         const target = { nodeId: peer.node_id, address: peer.address, grant: peer.grant };
         try {
-          const outcome = await this.copyLocks.run(vmId, () => this.copyToPeer(sidecar, target));
+          const outcome = await this.copyLocks.run(vmId, async () => {
+            const startedMs = performance.now();
+            const done = await this.copyToPeer(sidecar, target);
+            const seconds = (performance.now() - startedMs) / 1000;
+            return 'sent' in done ? { ...done, seconds } : done;
+          });
           outcomes.push(outcome);
           if ('sent' in outcome) {
             this.lastErrors.delete(vmId);
             this.metrics.observeCopy(vmId, Date.parse(outcome.sent.taken_at));
             this.logger.log(
-              `vm ${vmId}: copy to node ${peer.node_id} taken: ${outcome.sent.kind}, ${outcome.bytes} bytes sent${outcome.fullBecause ? ` (full: ${outcome.fullBecause})` : ''}`,
+              `vm ${vmId}: copy to node ${peer.node_id} taken: ${outcome.sent.kind}, ${outcome.bytes} bytes sent in ${(outcome.seconds ?? 0).toFixed(1)} s${outcome.fullBecause ? ` (full: ${outcome.fullBecause})` : ''}`,
             );
           }
         } catch (error) {
@@ -216,6 +221,7 @@ export class VmReplicationService {
         } else {
           pending = { kind: 'full', taken_at: takenAt, vm_state: 'running' };
           await writeState(dir, { ...state, pending });
+          this.logger.log(`vm ${vmId}: full copy to node ${peer.nodeId} begun (${fullBecause})`);
           await this.copier.copyRunningFull(vmId, staged, bitmap);
         }
       } else if (vmState === VmState.Stopped) {
