@@ -3,6 +3,7 @@ import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/p
 import { join } from 'node:path';
 import { Clock } from '@app/daemon';
 import {
+  CHAIN_ID_PATTERN,
   CopyPlan,
   ID_PATTERN,
   MAX_REPLICA_CHAIN_FILES,
@@ -318,8 +319,16 @@ export class VmReplicationService {
  */
 function whyNotAdd(state: PeerCopyState, remote: ReplicaState, nodeId: string): string | null {
   if (!remote.chain_id || !remote.last_file) return 'the peer holds no copy';
-  if (remote.source_node_id !== nodeId)
-    return `the peer's copy came from node ${remote.source_node_id}`;
+  // Its last file names the next one's backing: only a chain's own names are taken.
+  if (
+    !CHAIN_ID_PATTERN.test(remote.chain_id) ||
+    !/^\d{4}-(?:full|incremental)\.qcow2$/.test(remote.last_file) ||
+    !Number.isInteger(remote.files) ||
+    remote.files < 1
+  ) {
+    return "the peer's answer does not name a chain";
+  }
+  if (remote.source_node_id !== nodeId) return "the peer's copy came from another node";
   if (remote.chain_id !== state.chain_id || remote.files !== state.files) {
     return "the peer's chain is not the one this node's bitmap follows";
   }
