@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Clock } from '@app/daemon';
@@ -80,8 +80,10 @@ export class VmReplicationService {
     private readonly copyLocks: CopyLocks,
     private readonly clock: Clock,
     private readonly metrics: HostMetrics,
+    /** Tests only: the peers answered in process. */
+    @Optional() transport?: PeerTransport,
   ) {
-    this.transport = new PeerTransport(new Throttle(config.copyMaxMbps * 1_000_000));
+    this.transport = transport ?? new PeerTransport(new Throttle(config.copyMaxMbps * 1_000_000));
   }
 
   /** The controller's plan for the VM, kept privately beside its files (an agent restart keeps copying). */
