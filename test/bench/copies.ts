@@ -1,12 +1,12 @@
 /**
  * Copies of a real guest on a peer node, measured: the built controller and two built agents
  * (each its own loopback address), a 512 MB Debian guest (the guest image) copied every 30 s,
- * VM_COPY_MAX_MBPS=0 (unlimited):
+ * VM_COPY_MAX_MBPS=0 (unlimited) for the first two figures:
  *   - a full copy between the two agents: MB/s (QEMU's copy, staging and the send together);
  *   - the bytes an incremental sends after the guest wrote 64 MiB of random data, against
  *     64 MiB (goal <= 1.25);
- *   - the guest's write throughput (dd, 128 MiB, O_DIRECT) during a full copy against without
- *     one (goal >= 0.8).
+ *   - the guest's write throughput (dd, 128 MiB, O_DIRECT) during a full copy at the default
+ *     VM_COPY_MAX_MBPS (40) against without one (goal >= 0.8).
  *
  *   npm run build && ts-node -T -r tsconfig-paths/register test/bench/copies.ts
  * (as root, with the guest image built; `npm run bench -- copies` runs it). Prints one JSON line.
@@ -67,7 +67,11 @@ export async function measureCopies(): Promise<CopiesResult> {
   const key = join(workDir, 'id_ed25519');
   execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'bench', '-f', key]);
   const pubkey = readFileSync(`${key}.pub`, 'utf8').trim();
-  const agent = (nodeId: string, ip: string): Daemon =>
+  const agent = (
+    nodeId: string,
+    ip: string,
+    rate: NodeJS.ProcessEnv = { VM_COPY_MAX_MBPS: '0' },
+  ): Daemon =>
     startAgent({
       VM_FLEET_ENDPOINT: FLEET_URL,
       VM_NODE_ID: nodeId,
@@ -77,14 +81,14 @@ export async function measureCopies(): Promise<CopiesResult> {
       VM_DISK_RETENTION_S: '0',
       VM_BASE_IMAGE: guestImagePath(),
       VM_SSH_PUBKEY: pubkey,
-      VM_COPY_MAX_MBPS: '0',
       VM_ACCEL: 'auto',
+      ...rate,
     });
   try {
     const fleet = startFleetDaemon();
     await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
     const peer = agent(PEER, PEER_IP);
-    const source = agent(SOURCE, SOURCE_IP);
+    let source = agent(SOURCE, SOURCE_IP);
     await Promise.all([peer, source].map((daemon) => daemon.waitForOutput(/ enrolled: /)));
     const createdAt = Date.now();
     const response = await fetch(`${FLEET_URL}/v1/vms`, {
@@ -137,7 +141,12 @@ export async function measureCopies(): Promise<CopiesResult> {
     const incrementalBytes = Number(incremental[2]);
 
     // The guest's writes with no copy under way (one just ended), then during a full copy
-    // (the peer's copy removed: the next one is full).
+    // (the peer's copy removed: the next one is full), at the agent's default rate: the source
+    // agent started again without VM_COPY_MAX_MBPS (its VM runs on, its copies continue).
+    await source.stop();
+    const paced = agent(SOURCE, SOURCE_IP, {});
+    await paced.waitForOutput(/ enrolled: /);
+    source = paced;
     const dd = `dd if=/dev/zero of=~/w bs=1M count=128 oflag=direct conv=fsync 2>&1 | tail -1; rm -f ~/w`;
     from = source.output.length;
     await nextMatch(source, from, taken);

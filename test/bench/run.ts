@@ -490,7 +490,7 @@ async function recordCopies(): Promise<void> {
   );
   record(
     'copies.writeDuringOverWithout',
-    "guest's writes during a full copy / without (goal >= 0.8)",
+    "guest's writes during a full copy at the default 40 MB/s / without (goal >= 0.8)",
     copies.writeDuringOverWithout,
     `${fixed(copies.writeDuringOverWithout, 2)} (${fixed(copies.writeDuringMBps, 1)} / ${fixed(copies.writeWithoutMBps, 1)} MB/s)`,
   );
