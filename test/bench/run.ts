@@ -5,6 +5,7 @@
  * `npm run bench -- heartbeats`: heartbeat ingestion alone (in memory, the baseline, in Redis,
  * and enrolling 100,000 nodes), about 2 minutes.
  * `npm run bench -- console`: 20 console tabs on 1,000 simulated nodes alone, about a minute.
+ * `npm run bench -- copies`: a real guest copied between two agents alone, a few minutes.
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -25,6 +26,7 @@ import type { ConsoleTabsResult, ConsoleTabsSpec } from './console-tabs';
 import type { HostileResult } from './hostile-bodies';
 import type { LoadResult, LoadSpec } from './load';
 import { measureBootTime } from './boot-time';
+import { measureCopies } from './copies';
 import { measureQemuMemory } from './qemu-memory';
 
 const RESULTS = join(__dirname, 'results');
@@ -37,6 +39,8 @@ const AGENT_SECONDS = 60;
 const HEARTBEATS_ONLY = process.argv.slice(2).includes('heartbeats');
 /** Only the console step: 20 tabs on 1,000 simulated nodes. */
 const CONSOLE_ONLY = process.argv.slice(2).includes('console');
+/** Only the copies step: a real guest copied between two agents. */
+const COPIES_ONLY = process.argv.slice(2).includes('copies');
 const OPS_URL = 'http://127.0.0.1:9206';
 
 interface Probe {
@@ -457,10 +461,39 @@ async function measureSweepHostileAndAgent(
     for (const { phase, atS } of boot.phases) {
       record(`boot.phase.${phase}`, `  ${phase}`, atS, `${atS.toFixed(1)} s`);
     }
+    await recordCopies();
   } else {
     console.log('  QEMU memory and create → SSH: skipped (needs root and the guest image)');
   }
   await fleet.stop();
+}
+
+/** A real guest copied between two agents on loopback (needs root and the guest image). */
+async function recordCopies(): Promise<void> {
+  if (process.getuid?.() !== 0 || !existsSync(guestImagePath())) {
+    console.log('  copies: skipped (needs root and the guest image)');
+    return;
+  }
+  console.log('copies of a 512 MB guest between two agents on loopback, unlimited rate');
+  const copies = await measureCopies();
+  record(
+    'copies.fullMBps',
+    'full copy between two agents: MB/s',
+    copies,
+    `${fixed(copies.fullMBps, 1)} MB/s (${fixed(copies.fullBytes / 1e6, 1)} MB in ${fixed(copies.fullSeconds, 1)} s)`,
+  );
+  record(
+    'copies.incrementalOverWritten',
+    'incremental after 64 MiB of random writes: bytes sent / written (goal <= 1.25)',
+    copies.incrementalOverWritten,
+    `${fixed(copies.incrementalOverWritten, 2)} (${copies.incrementalBytes} bytes)`,
+  );
+  record(
+    'copies.writeDuringOverWithout',
+    "guest's writes during a full copy at the default 40 MB/s / without (goal >= 0.8)",
+    copies.writeDuringOverWithout,
+    `${fixed(copies.writeDuringOverWithout, 2)} (${fixed(copies.writeDuringMBps, 1)} / ${fixed(copies.writeWithoutMBps, 1)} MB/s)`,
+  );
 }
 
 async function main(): Promise<void> {
@@ -473,6 +506,10 @@ async function main(): Promise<void> {
 
   if (CONSOLE_ONLY) {
     await measureConsoleTabs(probePath, probeFile);
+    return report(started, loadBefore);
+  }
+  if (COPIES_ONLY) {
+    await recordCopies();
     return report(started, loadBefore);
   }
   console.log('heartbeat ingestion (10,000 node ids, 2 VMs each, 16 connections)');

@@ -114,6 +114,8 @@ describe('fleet controller: VMs', () => {
           prefer_kvm: false,
           tenant_id: 'acme',
           vm_id: minted,
+          // The fleet's copy defaults (VM_FLEET_COPIES, VM_FLEET_COPY_EVERY_S), resolved.
+          copies: { count: 1, every_s: 60 },
           // The end of the controller's wait, by its clock: the agent refuses it after.
           deadline: toRfc3339(fleet.clock.wallNow() + AGENT_REQUEST_TIMEOUT_MS),
         },

@@ -17,6 +17,7 @@ import { MetricsModule } from './metrics/metrics.module';
 import { NodeTokens } from './nodes/node-tokens';
 import { NodesModule } from './nodes/nodes.module';
 import { TenantVmInterceptor } from './vms/tenant-vm.interceptor';
+import { CopiesModule } from './copies/copies.module';
 import { VmsModule } from './vms/vms.module';
 
 /**
@@ -83,6 +84,7 @@ export class FleetAppModule {
         NodesModule,
         FleetModule,
         VmsModule,
+        CopiesModule,
       ],
       providers: [
         { provide: APP_GUARD, useClass: BearerTokenGuard },

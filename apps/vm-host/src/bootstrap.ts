@@ -5,6 +5,7 @@ import { DaemonLogger, configureDaemonHttp } from '@app/daemon';
 import { VmHostConfig, VmHostConfigError } from './config/vm-host.config';
 import { serveCommittedDocs } from './docs/committed-docs';
 import { HeartbeatScheduler } from './heartbeat/heartbeat.scheduler';
+import { REPLICA_CHUNK_PATH } from './replicas/replicas.controller';
 import { VmHostAppModule } from './vm-host-app.module';
 import { VmsService } from './vms/vms.service';
 
@@ -12,7 +13,7 @@ import { VmsService } from './vms/vms.service';
 export const VM_HOST_APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
 
 export function configureVmHostApp(app: NestExpressApplication): NestExpressApplication {
-  return configureDaemonHttp(app, serveCommittedDocs);
+  return configureDaemonHttp(app, serveCommittedDocs, REPLICA_CHUNK_PATH);
 }
 
 export async function createVmHostApp(

@@ -13,6 +13,7 @@ import { VmHostConfig } from './config/vm-host.config';
 import { HeartbeatModule } from './heartbeat/heartbeat.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { VM_HOST_ERROR_STATUSES } from './vm-host-error.statuses';
+import { ReplicasModule } from './replicas/replicas.module';
 import { VmsModule } from './vms/vms.module';
 
 /** The configuration read once at start-up, the clock and the tokens, for every module of the agent. */
@@ -46,6 +47,7 @@ export class VmHostAppModule {
         VmHostCoreModule.forConfig(config),
         MetricsModule.forConfig(config),
         VmsModule,
+        ReplicasModule,
         HeartbeatModule,
       ],
       providers: [

@@ -51,7 +51,23 @@ function hasBody(req: IncomingMessage): boolean {
  * decode nothing: a form or text body would otherwise reach validation as "every field missing",
  * and a UTF-16 body would be transcoded before the JSON cost limits could read it.
  */
-function refuseBodiesOtherThanJson(req: Request, _res: Response, next: NextFunction): void {
+function refuseBodiesOtherThanJson(
+  rawBodyPaths: RegExp | undefined,
+): (req: Request, res: Response, next: NextFunction) => void {
+  return (req, res, next) => {
+    // A route that reads its body itself as bytes (an agent's chunk of a VM's copy).
+    if (
+      rawBodyPaths?.test(req.path) &&
+      (req.headers['content-type'] ?? '').trim().toLowerCase() === 'application/octet-stream' &&
+      (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase() === 'identity'
+    ) {
+      return next();
+    }
+    refuseOtherThanJson(req, res, next);
+  };
+}
+
+function refuseOtherThanJson(req: Request, _res: Response, next: NextFunction): void {
   if (!hasBody(req)) return next();
   const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding !== 'identity') {
@@ -134,8 +150,10 @@ function limitSlowClients(server: Server): void {
 export function configureDaemonHttp(
   app: NestExpressApplication,
   serveDocs: (app: NestExpressApplication) => void,
+  /** Paths whose routes read an `application/octet-stream` body themselves, as bytes. */
+  rawBodyPaths?: RegExp,
 ): NestExpressApplication {
-  app.use(refuseBodiesOtherThanJson);
+  app.use(refuseBodiesOtherThanJson(rawBodyPaths));
   app.useBodyParser('json', {
     limit: MAX_BODY_BYTES,
     inflate: false,

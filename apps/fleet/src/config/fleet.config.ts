@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { Matches, ValidateBy } from 'class-validator';
+import { MAX_COPY_EVERY_S, MIN_COPY_EVERY_S } from '@app/fleet-domain';
 import {
   ConfigurationError,
   DaemonConfig,
@@ -42,6 +43,10 @@ function isHostNameList(value: unknown): boolean {
   const names = value.split(',').map(normalHostName);
   return names.length <= 16 && names.every((name) => HOST_NAME.test(name) || isIP(name) !== 0);
 }
+
+/** By default each VM has one copy on another node, at most a minute old. */
+export const DEFAULT_FLEET_COPIES = 1;
+export const DEFAULT_FLEET_COPY_EVERY_S = 60;
 
 /** The operations listener's default address: the controller's own host only. */
 export const DEFAULT_OPS_ADDRESS = '127.0.0.1:9206';
@@ -153,6 +158,36 @@ export class FleetConfig extends DaemonConfig {
     read: (value) => [...new Set(value.split(',').map((name) => normalHostName(name)))],
   })
   opsHosts?: string[];
+
+  /** Copies of each VM on other nodes, for a create that does not say (its `copies`). */
+  @EnvironmentVariable('VM_FLEET_COPIES', {
+    validate: Matches(/^[0-2]$/, { message: '$property must be 0, 1 or 2' }),
+    read: Number,
+    default: DEFAULT_FLEET_COPIES,
+  })
+  copies!: number;
+
+  /** Seconds between two copies of a running VM, for a create that does not say. */
+  @EnvironmentVariable('VM_FLEET_COPY_EVERY_S', {
+    validate: ValidateBy(
+      {
+        name: 'isCopyEvery',
+        validator: {
+          validate: (value: unknown) =>
+            typeof value === 'string' &&
+            /^[1-9]\d{0,5}$/.test(value) &&
+            Number(value) >= MIN_COPY_EVERY_S &&
+            Number(value) <= MAX_COPY_EVERY_S,
+        },
+      },
+      {
+        message: `$property must be a whole number of seconds from ${MIN_COPY_EVERY_S} to ${MAX_COPY_EVERY_S}`,
+      },
+    ),
+    read: Number,
+    default: DEFAULT_FLEET_COPY_EVERY_S,
+  })
+  copyEveryS!: number;
 
   /** The operations listener's address; undefined when VM_FLEET_OPS_ADDR is `off`. */
   get opsListenAddress(): ListenAddress | undefined {

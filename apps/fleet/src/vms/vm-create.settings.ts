@@ -13,4 +13,6 @@ export class VmCreateSettings {
   dispatchDeadlineMs = CREATE_DISPATCH_DEADLINE_MS;
   /** The most a keyed create waits for another create's claim on its key to end. */
   keyClaimWaitMs = KEY_CLAIM_WAIT_MS;
+  /** A create without `copies` gets these (VM_FLEET_COPIES, VM_FLEET_COPY_EVERY_S). */
+  copies: { count: number; every_s: number } = { count: 1, every_s: 60 };
 }

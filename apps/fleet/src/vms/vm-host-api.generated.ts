@@ -184,6 +184,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/vms/{vm_id}/copy-plan': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /**
+     * Sets where and how often the VM's copies go (the controller sends it)
+     * @description Kept beside the VM's files, so an agent restart keeps copying. Every every_s the running VM is copied to each peer with QEMU's incremental backup (the first copy full), staged under VM_DISK_DIR, sent at most VM_COPY_MAX_MBPS with the peer's grant; a stopped VM once. peers []: copies stop.
+     */
+    put: operations['putVmCopyPlan'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/vms/{vm_id}/restart': {
     parameters: {
       query?: never;
@@ -274,6 +294,24 @@ export interface components {
     AgentRestoredVm: {
       point: components['schemas']['RestorePoint'];
       vm: components['schemas']['VmRecord'];
+    };
+    CopyPeer: {
+      /**
+       * @description The peer's agent: its wg_ip and spawn_port.
+       * @example 192.0.2.11:9100
+       */
+      address: string;
+      /** Format: date-time */
+      expires_at: string;
+      /** @description Issued by the controller, signed with the peer's node token: lets this VM's node write (and read back) this VM's copy on that peer alone, until expires_at. Sent to the peer as "Authorization: Bearer <grant>". */
+      grant: string;
+      /** @example example-node-01 */
+      node_id: string;
+    };
+    CopyPlan: {
+      every_s: number;
+      /** @description Empty: copy nowhere. */
+      peers: components['schemas']['CopyPeer'][];
     };
     CopyPolicy: {
       /**
@@ -1326,6 +1364,102 @@ export interface operations {
            *       "statusCode": 404
            *     }
            */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  putVmCopyPlan: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CopyPlan'];
+      };
+    };
+    responses: {
+      /** @description The plan as kept. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CopyPlan'];
+        };
+      };
+      /**
+       * @description - vm_id is not a fleet id.
+       *     - The body is not valid JSON.
+       *     - The body nests or holds more than any valid request could (depth, values, field names).
+       */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description This node has no VM with this id. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-0123456789abcdef is not on this node",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than 1 MiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Payload Too Large",
+           *       "message": "request body is larger than 1 MiB",
+           *       "statusCode": 413
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The body comes with a Content-Encoding other than identity: the daemons decode nothing.
+       *     - The body is not sent as Content-Type: application/json.
+       */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
           'application/json': components['schemas']['ErrorBody'];
         };
       };

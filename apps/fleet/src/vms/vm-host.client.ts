@@ -14,6 +14,7 @@ import {
   AgentRestoreRequest,
   AgentRestoredVm,
   AGENT_REQUEST_TIMEOUT_MS,
+  CopyPlan,
   IDEMPOTENCY_KEY_HEADER,
   NodeState,
   RestartVmRequest,
@@ -335,6 +336,29 @@ export class VmHostClient {
       (client, signal) => client.POST('/v1/restores', { body: request, signal, parseAs: 'text' }),
       timeoutMs,
     );
+  }
+
+  /**
+   * PUT /v1/vms/{vm_id}/copy-plan: where and how often the VM's copies go, with the peers'
+   * grants. 'unknown' when the agent has no such VM (404); anything else not 2xx is thrown.
+   */
+  async putCopyPlan(node: AgentAddress, vmId: string, plan: CopyPlan): Promise<'set' | 'unknown'> {
+    const path = `/v1/vms/${vmId}/copy-plan`;
+    const { error, response } = await this.call(
+      node,
+      path,
+      this.settings.timeoutMs,
+      (client, signal) =>
+        client.PUT('/v1/vms/{vm_id}/copy-plan', {
+          params: { path: { vm_id: vmId } },
+          body: plan,
+          signal,
+          parseAs: 'text',
+        }),
+    );
+    if (response.status === 404) return 'unknown';
+    if (!response.ok) throw failure(node, response.status, error);
+    return 'set';
   }
 
   /** One call of an operator's route: its reply validated as `wireClass`, or its refusal. */

@@ -5,12 +5,15 @@ import { heartbeat, vmRecord } from '../../../../test/support/heartbeats';
 import { InMemoryKeyClaims } from '../nodes/memory/in-memory-key-claims.repository';
 import { InMemoryNodesRepository } from '../nodes/memory/in-memory-nodes.repository';
 import { Spawned, VmHostClient, VmHostClientSettings } from './vm-host.client';
+import { FleetMetrics } from '../metrics/fleet-metrics.service';
+import { VmCreateSettings } from './vm-create.settings';
 import { VmPlacementService } from './vm-placement.service';
 
 describe('VmPlacementService: what a create reads', () => {
   let clock: FakeClock;
   let repository: InMemoryNodesRepository;
   let placement: VmPlacementService;
+  let spawned: SpawnVmRequest[];
 
   beforeEach(async () => {
     jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
@@ -22,17 +25,21 @@ describe('VmPlacementService: what a create reads', () => {
       const state = nodeStateFromHeartbeat(heartbeat({ node_id: `n${n}`, vms }), clock.now());
       await repository.update(state.node_id, () => ({ next: state, result: undefined }));
     }
+    spawned = [];
     const spawn = (_node: unknown, request: SpawnVmRequest): Promise<Spawned> =>
-      Promise.resolve({
+      Promise.resolve(spawned.push(request)).then(() => ({
         vm: { ...vmRecord(request.vm_id!), state: VmState.Provisioning },
         replayed: false,
-      });
+      }));
+    const settings = Object.assign(new VmCreateSettings(), { copies: { count: 2, every_s: 90 } });
     placement = new VmPlacementService(
       repository,
       new InMemoryKeyClaims(),
       { spawn } as unknown as VmHostClient,
       new VmHostClientSettings(),
       clock,
+      new FleetMetrics(),
+      settings,
     );
   });
 
@@ -55,5 +62,14 @@ describe('VmPlacementService: what a create reads', () => {
     const retry = await placement.createVm(request, 'order-1');
     expect(retry.replayed).toBe(true);
     expect([listAll.mock.calls.length, listLive.mock.calls.length]).toEqual([1, 2]);
+  });
+
+  it("gives a create without copies the fleet's defaults in its spawn, and keeps a create's own", async () => {
+    await placement.createVm(request);
+    await placement.createVm({ ...request, copies: { count: 0, every_s: 30 } });
+    expect(spawned.map(({ copies }) => copies)).toEqual([
+      { count: 2, every_s: 90 },
+      { count: 0, every_s: 30 },
+    ]);
   });
 });

@@ -404,7 +404,18 @@ export class VmPlacementService {
     let spawned;
     try {
       spawned = await this.metrics.timeDispatch(
-        this.vmHost.spawn(node, { ...request, vm_id: vmId, deadline }, spawnKey, timeoutMs),
+        this.vmHost.spawn(
+          node,
+          // The fleet's defaults resolved here, not in the request the key's hash covers.
+          {
+            ...request,
+            copies: request.copies ?? { ...this.createSettings.copies },
+            vm_id: vmId,
+            deadline,
+          },
+          spawnKey,
+          timeoutMs,
+        ),
       );
       await this.checkSpawnedId(node, vmId, spawned);
     } catch (error) {

@@ -41,6 +41,7 @@ describe('loadVmHostConfig', () => {
       backupKeepLast: 3,
       backupKeepDaily: 7,
       backupKeepWeekly: 4,
+      copyMaxMbps: 40,
     });
   });
 

@@ -159,6 +159,9 @@ export const DEFAULT_BACKUP_KEEP_LAST = 3;
 export const DEFAULT_BACKUP_KEEP_DAILY = 7;
 export const DEFAULT_BACKUP_KEEP_WEEKLY = 4;
 export const MAX_BACKUP_KEEP = 1000;
+/** A VM's copies to peer nodes go out at most this fast by default (MB/s), so guests keep the disk and link. */
+export const DEFAULT_COPY_MAX_MBPS = 40;
+export const MAX_COPY_MAX_MBPS = 100_000;
 
 /** 0, or a whole number of seconds from MIN_BACKUP_EVERY_S to MAX_BACKUP_EVERY_S. */
 function IsBackupEvery(): PropertyDecorator {
@@ -385,6 +388,16 @@ export class VmHostConfig extends DaemonConfig {
     default: DEFAULT_BACKUP_KEEP_WEEKLY,
   })
   backupKeepWeekly!: number;
+
+  /** MB/s (10^6 bytes) a copy to a peer node may send at most; 0: unlimited. */
+  @EnvironmentVariable('VM_COPY_MAX_MBPS', {
+    validate: Matches(/^(?:0|[1-9]\d{0,5})$/, {
+      message: `$property must be 0 (unlimited) or a whole number of MB/s up to ${MAX_COPY_MAX_MBPS}`,
+    }),
+    read: Number,
+    default: DEFAULT_COPY_MAX_MBPS,
+  })
+  copyMaxMbps!: number;
 
   /** Where GET /metrics listens; unset means no metrics at all. */
   @EnvironmentVariable('VM_METRICS_ADDR', { validate: IsListenAddress(), read: parseListenAddress })

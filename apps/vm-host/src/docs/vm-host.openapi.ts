@@ -34,6 +34,8 @@ export function buildVmHostOpenApiDocument(app: NestExpressApplication): OpenAPI
         "A VM's backups to this node's VM_BACKUP_DIR, through the controller's operations listener: take one now, list them.",
       'vm-restores':
         "Restores on this node, through the controller's operations listener: the points it holds for a VM (a peer's copy, its VM_BACKUP_DIR's backups), and a VM made from one.",
+      'vm-copies':
+        "Where a VM's copies on other nodes go, as the controller's copy planner says (peers, interval, grants).",
     },
   });
   return createDaemonDocument(

@@ -1,9 +1,10 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import { committedRamMb, rfc3339ToEpochNanos } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HostFactsService } from '../host-facts/host-facts.service';
 import { HostMetrics } from '../metrics/host-metrics.service';
+import { ReplicasService } from '../replicas/replicas.service';
 import { NodeVmsSource } from '../vms/node-vms.source';
 import { FleetClient, HeartbeatAnswer, HeartbeatBody } from './fleet.client';
 
@@ -31,11 +32,16 @@ export class HeartbeatService {
     private readonly fleet: FleetClient,
     private readonly clock: Clock,
     private readonly metrics: HostMetrics = new HostMetrics(),
+    @Optional() private readonly replicas?: ReplicasService,
   ) {}
 
   /** `ram_used_mb` is the RAM committed to VMs (committedRamMb), not the RAM they touched. */
   async compose(): Promise<HeartbeatBody> {
-    const [facts, report] = await Promise.all([this.hostFacts.read(), this.vms.report()]);
+    const [facts, report, replicas] = await Promise.all([
+      this.hostFacts.read(),
+      this.vms.report(),
+      this.replicas?.replicas().catch(() => []) ?? Promise.resolve([]),
+    ]);
     return {
       node_id: this.config.nodeId,
       wg_ip: this.config.wgIp,
@@ -48,6 +54,7 @@ export class HeartbeatService {
       ),
       vms: report.vms,
       ...(report.diskRoom ? { disk_room: report.diskRoom } : {}),
+      ...(replicas.length > 0 ? { replicas } : {}),
       timestamp_utc: this.stamp(),
     };
   }

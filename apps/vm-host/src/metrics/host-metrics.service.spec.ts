@@ -102,6 +102,9 @@ describe('HostMetrics', () => {
       ppn_host_vms_crash_looping: 'gauge',
       ppn_host_vms_paused_disk_full: 'gauge',
       ppn_host_vm_disk_full_pauses_total: 'counter',
+      ppn_host_vm_copy_sent_bytes_total: 'counter',
+      ppn_host_vm_copy_failures_total: 'counter',
+      ppn_host_vm_copy_last_time_seconds: 'gauge',
     });
     expect(types.get('process_resident_memory_bytes')).toBe('gauge');
   });

@@ -14,6 +14,9 @@ interface HostInstruments {
   diskFullPauses: Prometheus.Counter;
   ramCommitted: Prometheus.Gauge;
   ramTotal: Prometheus.Gauge;
+  copyBytesSent: Prometheus.Counter<'vm_id'>;
+  copyFailures: Prometheus.Counter<'vm_id'>;
+  copyLastTime: Prometheus.Gauge<'vm_id'>;
 }
 
 /** prom-client, loaded by the metrics module only when metrics are asked for. */
@@ -118,6 +121,24 @@ export class HostMetrics {
         buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
         registers,
       }),
+      copyBytesSent: new prometheus.Counter({
+        name: 'ppn_host_vm_copy_sent_bytes_total',
+        help: "Bytes of this node's VMs' copies sent to peer nodes, by VM.",
+        labelNames: ['vm_id'] as const,
+        registers,
+      }),
+      copyFailures: new prometheus.Counter({
+        name: 'ppn_host_vm_copy_failures_total',
+        help: "Copies of this node's VMs to a peer node that failed (tried again at the next interval), by VM.",
+        labelNames: ['vm_id'] as const,
+        registers,
+      }),
+      copyLastTime: new prometheus.Gauge({
+        name: 'ppn_host_vm_copy_last_time_seconds',
+        help: "When the VM's last copy to a peer node was taken (its point in time), Unix seconds.",
+        labelNames: ['vm_id'] as const,
+        registers,
+      }),
       // In bytes, Prometheus' base unit (promtool refuses `_mb`); the heartbeat's MB are MiB.
       ramCommitted: new prometheus.Gauge({
         name: 'ppn_host_ram_committed_bytes',
@@ -156,6 +177,20 @@ export class HostMetrics {
 
   countStartFailure(): void {
     this.instruments?.startFailures.inc();
+  }
+
+  /** Bytes of a VM's copy sent to a peer. */
+  countCopyBytes(vmId: string, bytes: number): void {
+    this.instruments?.copyBytesSent.inc({ vm_id: vmId }, bytes);
+  }
+
+  countCopyFailure(vmId: string): void {
+    this.instruments?.copyFailures.inc({ vm_id: vmId });
+  }
+
+  /** A VM's copy taken into a peer's chain, as of `takenAtMs` (wall clock). */
+  observeCopy(vmId: string, takenAtMs: number): void {
+    this.instruments?.copyLastTime.set({ vm_id: vmId }, takenAtMs / 1000);
   }
 
   /** What the last heartbeat reported of this node's RAM. */

@@ -29,10 +29,20 @@ import { VmCopier } from './copies/vm-copier';
 import { SerialTerminals } from './terminal/serial-terminals';
 import { VmRestoresController } from './copies/vm-restores.controller';
 import { VmRestoresService } from './copies/vm-restores.service';
+import { CopyLocks } from './copies/copy-locks';
+import { VmCopyPlanController } from './copies/vm-copy-plan.controller';
+import { VmReplicationJob } from './copies/vm-replication.job';
+import { VmReplicationService } from './copies/vm-replication.service';
 
 @Module({
   imports: [HostFactsModule],
-  controllers: [VmsController, VmActionsController, VmBackupsController, VmRestoresController],
+  controllers: [
+    VmsController,
+    VmActionsController,
+    VmBackupsController,
+    VmRestoresController,
+    VmCopyPlanController,
+  ],
   providers: [
     VmsService,
     VmAdmissionService,
@@ -55,6 +65,9 @@ import { VmRestoresService } from './copies/vm-restores.service';
     VmBackupsService,
     VmBackupsJob,
     VmRestoresService,
+    CopyLocks,
+    VmReplicationService,
+    VmReplicationJob,
     // QEMU's copies, as QEMU is the only driver (vm-driver.provider.ts).
     { provide: VmCopier, useClass: QemuCopier },
     { provide: NodeVmsSource, useExisting: VmsService },
@@ -69,6 +82,15 @@ import { VmRestoresService } from './copies/vm-restores.service';
       inject: [VmsService],
     },
   ],
-  exports: [NodeVmsSource, VmStatesSource, VmsService],
+  exports: [
+    NodeVmsSource,
+    VmStatesSource,
+    VmsService,
+    VmCopier,
+    CopyLocks,
+    VmFiles,
+    VmSidecars,
+    VmLifecycle,
+  ],
 })
 export class VmsModule {}

@@ -122,6 +122,7 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
         ...(key ? { idempotency_key: key.value } : {}),
         // What a tenant's disk quota counts on the controller, which keeps no size of its own.
         ...(sidecar.disk_gb !== undefined ? { disk_gb: sidecar.disk_gb } : {}),
+        ...(sidecar.copies ? { copies: { ...sidecar.copies } } : {}),
       };
     });
     const room = await this.diskRoom.room(sidecars);

@@ -330,6 +330,18 @@ describe('VmAdmissionService', () => {
       expect(logs.some((line) => line.includes('96 MB, 1 vCPU, 2 GiB disk'))).toBe(true);
     });
 
+    it('keeps the copy policy of its spawn and reports it with the VM in every heartbeat; none without one', async () => {
+      const { vm } = await admission.spawn(request({ copies: { count: 2, every_s: 45 } }));
+      expect((await files.readSidecar(vm.vm_id))?.copies).toEqual({ count: 2, every_s: 45 });
+      const { vm: plain } = await admission.spawn(request());
+      const reported = (await vms.report()).vms;
+      expect(reported.find(({ vm_id }) => vm_id === vm.vm_id)?.copies).toEqual({
+        count: 2,
+        every_s: 45,
+      });
+      expect(reported.find(({ vm_id }) => vm_id === plain.vm_id)).not.toHaveProperty('copies');
+    });
+
     it("judges no disk when the base image's size cannot be read: making its disk says why, as before", async () => {
       jest
         .spyOn(driver, 'imageDiskBytes')

@@ -198,6 +198,9 @@ export class VmAdmissionService {
         ? {}
         : { disk_gb: request.disk_gb }),
       ...(request.deadline === undefined ? {} : { spawn_deadline: request.deadline }),
+      ...(request.copies
+        ? { copies: { count: request.copies.count, every_s: request.copies.every_s } }
+        : {}),
     };
     try {
       this.failpoint.reached('before-sidecar', vmId);

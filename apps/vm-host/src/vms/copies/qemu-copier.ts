@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { execFile } from 'node:child_process';
 import { chmod, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
 import { CrashFailpoint } from '../life-cycle/crash-failpoint';
@@ -9,11 +9,11 @@ import { COPY_QMP_SOCKET } from '../qemu/qemu-command-line';
 import { withQmp } from '../qemu/qmp.client';
 import { runTool } from '../qemu/run-tool';
 import {
-  COPY_BITMAP_PREFIX,
   clearLeftovers,
   diskNode,
   fullCopy,
   incrementalCopy,
+  replacedBitmap,
   whyFull,
 } from './qmp-copy';
 import { VmCopier } from './vm-copier';
@@ -86,8 +86,25 @@ export class QemuCopier extends VmCopier {
   ): Promise<void> {
     await this.session(vmId, async (qmp) => {
       const disk = await diskNode(qmp, this.files.disk(vmId));
-      // The backing by its name alone: qemu-img finds it beside the file, wherever the folder goes.
-      await qemuImg(['create', '-q', '-f', 'qcow2', '-b', backing, '-F', 'qcow2', target]);
+      // The backing by its name alone: qemu-img finds it beside the file, wherever the folder
+      // goes. A copy staged for a peer has it on the peer only: named, not opened (-u).
+      const beside = await stat(join(dirname(target), backing)).then(
+        () => true,
+        () => false,
+      );
+      await qemuImg([
+        'create',
+        '-q',
+        '-f',
+        'qcow2',
+        ...(beside ? [] : ['-u']),
+        '-b',
+        backing,
+        '-F',
+        'qcow2',
+        target,
+        ...(beside ? [] : [String(disk.virtualSize)]),
+      ]);
       await chmod(target, PRIVATE_FILE_MODE);
       await incrementalCopy(qmp, disk, target, bitmap, this.started(vmId));
     });
@@ -103,7 +120,7 @@ export class QemuCopier extends VmCopier {
     await chmod(target, PRIVATE_FILE_MODE);
     for (const name of await diskBitmaps(disk)) {
       // One that cannot be removed is left: only the chain's own is ever used.
-      if (name.startsWith(COPY_BITMAP_PREFIX)) {
+      if (replacedBitmap(bitmap, name)) {
         await qemuImg(['bitmap', '--remove', disk, name]).catch(() => undefined);
       }
     }

@@ -8,6 +8,23 @@ export const COPY_BITMAP_PREFIX = 'ppn-copy-';
 /** How often a running copy job is asked how it is doing. */
 const JOB_POLL_MS = 250;
 
+/** A copy to a peer node tracks its changes in a bitmap of its own, one per peer. */
+export const REPLICA_BITMAP_PREFIX = 'ppn-replica-';
+
+export function replicaBitmapName(peerNodeId: string): string {
+  return `${REPLICA_BITMAP_PREFIX}${peerNodeId}`;
+}
+
+/**
+ * The bitmaps a new full copy on `bitmap` replaces: a backup chain's, every other backup
+ * chain's (only the newest chain grows); a peer's, its own earlier one alone (the backups'
+ * and the other peers' keep growing).
+ */
+export function replacedBitmap(bitmap: string, existing: string): boolean {
+  if (bitmap.startsWith(REPLICA_BITMAP_PREFIX)) return existing === bitmap;
+  return existing.startsWith(COPY_BITMAP_PREFIX);
+}
+
 export function copyBitmapName(chainId: string): string {
   return `${COPY_BITMAP_PREFIX}${chainId}`;
 }
@@ -111,7 +128,7 @@ export async function fullCopy(
   started: () => void = () => undefined,
 ): Promise<void> {
   for (const { name } of disk.bitmaps) {
-    if (name.startsWith(COPY_BITMAP_PREFIX)) {
+    if (replacedBitmap(bitmap, name)) {
       await qmp.execute('block-dirty-bitmap-remove', { node: disk.node, name });
     }
   }

@@ -20,6 +20,7 @@ import {
   partialFileName,
 } from './backup-folder';
 import { RetentionRules, chainsToRemove } from './backup-retention';
+import { CopyLocks } from './copy-locks';
 import { copyBitmapName } from './qmp-copy';
 import { VmCopier } from './vm-copier';
 import { VmBackupRefusedError } from './vm-backups.errors';
@@ -60,6 +61,7 @@ export class VmBackupsService {
     private readonly lifecycle: VmLifecycle,
     private readonly copier: VmCopier,
     private readonly clock: Clock,
+    private readonly copyLocks: CopyLocks = new CopyLocks(),
   ) {
     if (config.backupDir) {
       const inside = relative(config.diskDir, config.backupDir);
@@ -131,7 +133,7 @@ export class VmBackupsService {
   private queued(vmId: string, why: 'asked' | 'scheduled'): Promise<BackupOutcome> {
     const run = this.queue.then(async () => {
       try {
-        const outcome = await this.backUp(vmId, why);
+        const outcome = await this.copyLocks.run(vmId, () => this.backUp(vmId, why));
         this.lastErrors.delete(vmId);
         if ('taken' in outcome) {
           const { taken, chainId, fullBecause } = outcome;
@@ -392,13 +394,13 @@ export class VmBackupsService {
  * The VM as the manifest keeps it: its sidecar but what belongs to this node's agent alone (its
  * process, the key its create was made with: the API never shows a key, nor does a backup).
  */
-function describedVm(sidecar: VmSidecar): Record<string, unknown> {
+export function describedVm(sidecar: VmSidecar): Record<string, unknown> {
   const { driver: _driver, idempotency_key: _key, spawn_deadline: _deadline, ...vm } = sidecar;
   return vm;
 }
 
 /** The create request (POST /v1/vms) that would make a VM like this one. */
-function createRequestOf(sidecar: VmSidecar): Record<string, unknown> {
+export function createRequestOf(sidecar: VmSidecar): Record<string, unknown> {
   const [, ...published] = sidecar.forwards ?? sidecar.host_ports;
   return {
     vm_type: sidecar.vm_type,

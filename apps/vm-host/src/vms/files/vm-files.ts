@@ -7,7 +7,10 @@ import {
   HostPort,
   ID_PATTERN,
   MAX_HOST_PORTS_PER_VM,
+  MAX_COPY_EVERY_S,
+  MAX_VM_COPIES,
   MAX_VM_DISK_GB,
+  MIN_COPY_EVERY_S,
   rfc3339ToEpochNanos,
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
@@ -74,6 +77,11 @@ export interface VmSidecar {
    * short while it is here is rolled back (its sidecar is the recorded intent, its disk partial).
    */
   restoring?: boolean;
+  /**
+   * Its copy policy from the spawn (the controller's defaults resolved), reported with it in
+   * every heartbeat; absent: none recorded (a VM made before copies).
+   */
+  copies?: { count: number; every_s: number };
 }
 
 /**
@@ -149,9 +157,10 @@ function upgradeSidecar(stored: StoredSidecar): VmSidecar {
     ...(restored_from === undefined ? {} : { restored_from }),
     ...(restoring === undefined ? {} : { restoring }),
   };
+  const copies = validCopies(stored.copies);
   if ('driver' in stored) {
     const { restored_from: _from, restoring: _restoring, ...rest } = stored;
-    return { ...rest, ...later, forwards, disk_gb, spawn_deadline, ...restore };
+    return { ...rest, ...later, forwards, disk_gb, spawn_deadline, copies, ...restore };
   }
   const { accel, pid, restored_from: _from, restoring: _restoring, ...rest } = stored;
   return {
@@ -162,7 +171,20 @@ function upgradeSidecar(stored: StoredSidecar): VmSidecar {
     forwards,
     disk_gb,
     spawn_deadline,
+    copies,
   };
+}
+
+/** A stored policy within CopyPolicy's bounds, else none: it reaches the heartbeat. */
+function validCopies(stored: unknown): VmSidecar['copies'] {
+  if (typeof stored !== 'object' || stored === null) return undefined;
+  const { count, every_s } = stored as Record<string, unknown>;
+  const whole = (value: unknown, min: number, max: number): value is number =>
+    typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max;
+  if (!whole(count, 0, MAX_VM_COPIES) || !whole(every_s, MIN_COPY_EVERY_S, MAX_COPY_EVERY_S)) {
+    return undefined;
+  }
+  return { count, every_s };
 }
 
 /** Stored forwards that make sense (ports and a protocol), else none: they reach QEMU's command line. */

@@ -1,0 +1,170 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { Clock, signCopyGrant } from '@app/daemon';
+import {
+  CopyPlan,
+  NodeState,
+  chooseCopyPeers,
+  isLive,
+  liveSince,
+  toRfc3339,
+} from '@app/fleet-domain';
+import { NodeTokens } from '../nodes/node-tokens';
+import { NodesRepository } from '../nodes/nodes.repository';
+import { VmHostClient } from '../vms/vm-host.client';
+
+/** How long a copy grant lets a source write its VM's copy on a peer. */
+export const COPY_GRANT_LIFE_MS = 3_600_000;
+/** Past this share of its life, a grant is issued again (the plan pushed anew). */
+const RENEW_AFTER_MS = COPY_GRANT_LIFE_MS / 2;
+
+/** What was last pushed to a VM's agent: its node, its plan, when its grants were issued. */
+interface Pushed {
+  nodeId: string;
+  plan: CopyPlan;
+  issuedAtWallMs: number;
+}
+
+/** How one round went, for the log and the tests. */
+export interface PlanRound {
+  pushed: string[];
+  failed: string[];
+}
+
+/**
+ * Where each VM's copies go: for every VM on a live node whose policy asks for copies, peers
+ * chosen by chooseCopyPeers (live, not its node, room, spread, sticky), each with a grant
+ * signed with that peer's agent token, pushed to the VM's agent as its copy plan when the peers
+ * change or the grants pass half their life. What was pushed is kept in memory only: a
+ * restarted controller pushes every plan again.
+ */
+@Injectable()
+export class CopyPlannerService {
+  private readonly logger = new Logger('Copies');
+  private readonly pushed = new Map<string, Pushed>();
+
+  constructor(
+    private readonly nodes: NodesRepository,
+    private readonly nodeTokens: NodeTokens,
+    private readonly vmHost: VmHostClient,
+    private readonly clock: Clock,
+  ) {}
+
+  async planAll(): Promise<PlanRound> {
+    const nowMs = this.clock.now();
+    const wallMs = this.clock.wallNow();
+    const live = await this.nodes.listLive(liveSince(nowMs));
+    const round: PlanRound = { pushed: [], failed: [] };
+    const seen = new Set<string>();
+    const held = new Map<string, number>();
+    for (const node of live) held.set(node.node_id, node.replicas.length);
+    for (const node of live) {
+      if (!isLive(node, liveSince(nowMs))) continue;
+      for (const vm of node.vms) {
+        seen.add(vm.vm_id);
+        const plan = this.planFor(node, vm.vm_id, vm.copies, live, held, wallMs);
+        const last = this.pushed.get(vm.vm_id);
+        if (plan === undefined) continue;
+        if (last && last.nodeId === node.node_id && samePlan(last.plan, plan)) {
+          if (wallMs - last.issuedAtWallMs < RENEW_AFTER_MS) continue;
+        }
+        // A VM with no copies and none pushed: nothing to say.
+        if (!last && plan.peers.length === 0) continue;
+        try {
+          const outcome = await this.vmHost.putCopyPlan(node, vm.vm_id, plan);
+          if (outcome === 'set') {
+            this.pushed.set(vm.vm_id, { nodeId: node.node_id, plan, issuedAtWallMs: wallMs });
+            round.pushed.push(vm.vm_id);
+            if (!last || !samePeers(last.plan, plan)) {
+              this.logger.log(
+                `vm ${vm.vm_id} on node ${node.node_id}: copies every ${plan.every_s} s to ${plan.peers.map((peer) => `node ${peer.node_id}`).join(', ') || 'no node'}`,
+              );
+            }
+          }
+        } catch (error) {
+          round.failed.push(vm.vm_id);
+          this.logger.warn(
+            `vm ${vm.vm_id}: copy plan not sent to node ${node.node_id}: ${(error as Error).message}`,
+          );
+        }
+      }
+    }
+    for (const vmId of [...this.pushed.keys()]) if (!seen.has(vmId)) this.pushed.delete(vmId);
+    return round;
+  }
+
+  /** The VM's plan as of now (its grants issued at `wallMs`); undefined: no policy reported. */
+  private planFor(
+    node: NodeState,
+    vmId: string,
+    policy: { count: number; every_s: number } | undefined,
+    live: readonly NodeState[],
+    held: Map<string, number>,
+    wallMs: number,
+  ): CopyPlan | undefined {
+    if (!policy) return undefined;
+    const last = this.pushed.get(vmId);
+    const holders = live
+      .filter((peer) =>
+        peer.replicas.some((copy) => copy.vm_id === vmId && copy.source_node_id === node.node_id),
+      )
+      .map((peer) => peer.node_id);
+    const current = [...(last?.plan.peers.map((peer) => peer.node_id) ?? []), ...holders];
+    const knownMb = Math.max(
+      0,
+      ...live.flatMap((peer) =>
+        peer.replicas.filter((copy) => copy.vm_id === vmId).map((copy) => copy.size_bytes / 1e6),
+      ),
+    );
+    const chosen = chooseCopyPeers(
+      { vm_node_id: node.node_id, count: policy.count, needed_mb: Math.ceil(knownMb), current },
+      live.map((peer) => ({
+        node_id: peer.node_id,
+        live: true,
+        committable_mb: peer.disk_room?.committable_mb ?? null,
+        replicas_held: held.get(peer.node_id) ?? 0,
+        reserved: peer.reserved,
+      })),
+    );
+    const peers: CopyPlan['peers'] = [];
+    const renew = !last || wallMs - last.issuedAtWallMs >= RENEW_AFTER_MS;
+    for (const peerId of chosen) {
+      const peer = live.find((candidate) => candidate.node_id === peerId)!;
+      const kept = last?.plan.peers.find((candidate) => candidate.node_id === peerId);
+      const address = `${peer.wg_ip.includes(':') ? `[${peer.wg_ip}]` : peer.wg_ip}:${peer.spawn_port}`;
+      if (kept && !renew && kept.address === address) {
+        peers.push(kept);
+        continue;
+      }
+      const token = this.nodeTokens.forAgent(peer.node_id, peer.credential);
+      if ('unusable' in token) continue;
+      const expiresAtMs = wallMs + COPY_GRANT_LIFE_MS;
+      peers.push({
+        node_id: peer.node_id,
+        address,
+        grant: signCopyGrant(token.token, {
+          vm: vmId,
+          source: node.node_id,
+          peer: peer.node_id,
+          expiresAtMs,
+        }),
+        expires_at: toRfc3339(expiresAtMs),
+      });
+      if (!kept) held.set(peer.node_id, (held.get(peer.node_id) ?? 0) + 1);
+    }
+    return { every_s: policy.every_s, peers };
+  }
+}
+
+function samePeers(a: CopyPlan, b: CopyPlan): boolean {
+  return (
+    a.peers.length === b.peers.length &&
+    a.peers.every(
+      (peer, index) =>
+        peer.node_id === b.peers[index].node_id && peer.address === b.peers[index].address,
+    )
+  );
+}
+
+function samePlan(a: CopyPlan, b: CopyPlan): boolean {
+  return a.every_s === b.every_s && samePeers(a, b);
+}
