@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { Subject } from 'rxjs';
 import { Clock } from '@app/daemon';
 import {
@@ -22,6 +22,17 @@ import { KeyedMutex } from './keyed-mutex';
 import { FoundVm, VmDriver, VmRunState, VmSpec } from '../vm-driver';
 import { VmFiles, VmSidecar } from '../files/vm-files';
 import { VmRestarts } from './vm-restarts';
+import {
+  OPERATION_MOVE,
+  PHASE_OPERATION,
+  VM_TRANSITION_HOOKS,
+  VmMove,
+  VmMoveOperation,
+  VmPhase,
+  VmTransitionHook,
+  mayMove,
+  nextPhase,
+} from './vm-transitions';
 import { VmCreateError, VmPortTakenError, messageOf } from '../vms.errors';
 
 const RUN_STATES: Record<VmRunState, VmState> = {
@@ -34,11 +45,13 @@ const RUN_STATES: Record<VmRunState, VmState> = {
 };
 
 /**
- * Each VM's state and its moves in this process. A VM is Provisioning while it is admitted
- * here and then started after the answer; once started it is what the driver sees (Running,
- * Stopped, Provisioning while it does not answer yet); a failed start, or one an earlier agent
- * never made, is Error with the reason in its sidecar. The locks every VM service shares live
- * here too, so they agree on who owns a VM at any moment.
+ * Each VM's state and its moves in this process. The work under way on each VM is its phase
+ * (`vm-transitions.ts`), moved only through `move`, which the table of legal moves checks and
+ * the hooks hear of. A VM is Provisioning while it is admitted here and then started after the
+ * answer; once started it is what the driver sees (Running, Stopped, Provisioning while it
+ * does not answer yet); a failed start, or one an earlier agent never made, is Error with the
+ * reason in its sidecar. The locks every VM service shares live here too, so they agree on who
+ * owns a VM at any moment.
  */
 @Injectable()
 export class VmLifecycle {
@@ -46,14 +59,12 @@ export class VmLifecycle {
   private readonly changed = new Subject<void>();
   /** Emits when a VM was accepted, settled or deleted here. */
   readonly changes = this.changed.asObservable();
-  /** VMs being admitted (files made, not yet answered) in this process. */
-  private readonly beingAdmitted = new Set<string>();
-  /** Provisioning of a new VM under way in this process, by vm_id. */
+  /** Each VM's phase other than idle, by vm_id: changed by `move` alone. */
+  private readonly phases = new Map<string, VmPhase>();
+  /** Provisioning of a new VM under way in this process, by vm_id (waited for by a delete). */
   private readonly provisioning = new Map<string, Promise<void>>();
   /** Starts of existing VMs (after a stop, a crash, a reboot) waiting or under way, by vm_id. */
   private readonly starting = new Map<string, Promise<void>>();
-  /** Operators' stops and restarts under way, by vm_id. */
-  private readonly operations = new Map<string, VmOperation>();
   /**
    * VMs whose last start failed because one of their host ports was taken: listed Error (with
    * that reason) rather than Stopped, while starts are tried again at the backoff's pace.
@@ -80,7 +91,73 @@ export class VmLifecycle {
     private readonly failpoint: CrashFailpoint,
     private readonly metrics: HostMetrics = new HostMetrics(),
     private readonly config?: VmHostConfig,
+    @Optional()
+    @Inject(VM_TRANSITION_HOOKS)
+    private readonly hooks: readonly VmTransitionHook[] = [],
   ) {}
+
+  /** The work under way on the VM here (idle: none). */
+  phaseOf(vmId: string): VmPhase {
+    return this.phases.get(vmId) ?? VmPhase.Idle;
+  }
+
+  /** True when the table lets the operation move the VM from its phase now. */
+  mayMove(vmId: string, operation: VmMoveOperation): boolean {
+    return mayMove(this.phaseOf(vmId), operation);
+  }
+
+  /**
+   * Moves the VM's phase by the operation, as the table allows (IllegalVmTransitionError
+   * naming the VM, its phase and the operation otherwise), and tells the hooks.
+   */
+  move(vmId: string, operation: VmMoveOperation): VmPhase {
+    const from = this.phaseOf(vmId);
+    const to = nextPhase(vmId, from, operation);
+    if (to === VmPhase.Idle) this.phases.delete(vmId);
+    else this.phases.set(vmId, to);
+    const move: VmMove = { vmId, from, operation, to };
+    this.forgetDeleted(move);
+    for (const hook of this.hooks) {
+      try {
+        hook.moved(move);
+      } catch (error) {
+        this.logger.error(`vm ${vmId}: life-cycle hook ${hook.name} failed: ${messageOf(error)}`);
+      }
+    }
+    return to;
+  }
+
+  /** Ends the phase's work: back to idle, unless another move took the VM meanwhile. */
+  private settle(vmId: string, phase: VmPhase): void {
+    if (this.phaseOf(vmId) === phase) this.move(vmId, 'settle');
+  }
+
+  /** The first hook: a deleted VM's memories here (restarts, blocked ports, pauses) end with it. */
+  private forgetDeleted({ vmId, from, operation }: VmMove): void {
+    if (from !== VmPhase.Deleting || operation !== 'settle') return;
+    this.restarts.forget(vmId);
+    this.portBlocked.delete(vmId);
+    this.pausedOnDiskFull.delete(vmId);
+  }
+
+  /** Runs a delete's work as the VM's phase (after its provisioning, under its lock). */
+  async deleting<T>(vmId: string, work: () => Promise<T>): Promise<T> {
+    this.move(vmId, 'delete');
+    try {
+      return await work();
+    } finally {
+      this.settle(vmId, VmPhase.Deleting);
+    }
+  }
+
+  /**
+   * Notes that the VM's process ended without an operator asking (a reconciliation's move
+   * `crash`, idle VMs only) for the restart policy; see `VmRestarts.exited`.
+   */
+  crashed(vmId: string, why: string, nowMs: number, counts: boolean): void {
+    this.move(vmId, 'crash');
+    this.restarts.exited(vmId, why, nowMs, counts);
+  }
 
   /** The VMs paused on a full disk when last inspected, of these. */
   pausedOnFullDisk(vmIds: readonly string[]): string[] {
@@ -89,17 +166,18 @@ export class VmLifecycle {
 
   /** Runs the admission of a VM: Provisioning, and committed, until it is answered. */
   async admitting<T>(vmId: string, admission: () => Promise<T>): Promise<T> {
-    this.beingAdmitted.add(vmId);
+    this.move(vmId, 'admit');
     try {
       return await admission();
     } finally {
-      this.beingAdmitted.delete(vmId);
+      this.settle(vmId, VmPhase.Admitting);
     }
   }
 
   /** True while this process admits or provisions a new VM. */
   beingCreated(vmId: string): boolean {
-    return this.beingAdmitted.has(vmId) || this.provisioning.has(vmId);
+    const phase = this.phaseOf(vmId);
+    return phase === VmPhase.Admitting || phase === VmPhase.Provisioning;
   }
 
   /**
@@ -107,7 +185,7 @@ export class VmLifecycle {
    * sidecar is theirs to write.
    */
   inProgress(vmId: string): boolean {
-    return this.beingCreated(vmId) || this.starting.has(vmId);
+    return this.beingCreated(vmId) || this.phaseOf(vmId) === VmPhase.Starting;
   }
 
   /**
@@ -115,24 +193,23 @@ export class VmLifecycle {
    * destroy, an adoption) holds the VM.
    */
   owned(vmId: string): boolean {
-    return this.inProgress(vmId) || this.operations.has(vmId) || this.locks.busy(vmId);
+    return this.phaseOf(vmId) !== VmPhase.Idle || this.locks.busy(vmId);
   }
 
   /** The operation under way on the VM here, if any. */
   operationOf(vmId: string): VmOperation | null {
-    if (this.operations.has(vmId)) return this.operations.get(vmId)!;
-    return this.starting.has(vmId) ? VmOperation.Starting : null;
+    return PHASE_OPERATION[this.phaseOf(vmId)];
   }
 
   /** Runs an operator's stop or restart in the background; announces the change once it ends. */
   operate(vmId: string, operation: VmOperation, work: () => Promise<void>): void {
-    this.operations.set(vmId, operation);
+    const phase = this.move(vmId, OPERATION_MOVE[operation]);
     void work()
       .catch((error: unknown) => {
         this.logger.error(`vm ${vmId}: ${operation} failed: ${messageOf(error)}`);
       })
       .finally(() => {
-        if (this.operations.get(vmId) === operation) this.operations.delete(vmId);
+        this.settle(vmId, phase);
         this.announce();
       });
   }
@@ -142,12 +219,15 @@ export class VmLifecycle {
    * may; the mark ends, and the change is announced, once the start settled.
    */
   startInBackground(vmId: string, start: () => Promise<void>): void {
+    const phase = this.move(vmId, 'start');
     const task = start()
       .catch((error: unknown) => {
         this.logger.error(`vm ${vmId}: start failed: ${messageOf(error)}`);
       })
       .finally(() => {
-        this.starting.delete(vmId);
+        if (this.starting.get(vmId) === task) this.starting.delete(vmId);
+        // A start asked during a delete left the phase Deleting: the delete ends it.
+        if (phase === VmPhase.Starting) this.settle(vmId, phase);
         this.announce();
       });
     this.starting.set(vmId, task);
@@ -166,8 +246,10 @@ export class VmLifecycle {
    */
   provision(sidecar: VmSidecar, makeFiles?: () => Promise<boolean>): void {
     const vmId = sidecar.vm_id;
+    this.move(vmId, 'provision');
     const task = this.start(sidecar, makeFiles).finally(() => {
       this.provisioning.delete(vmId);
+      this.settle(vmId, VmPhase.Provisioning);
       this.announce();
     });
     this.provisioning.set(vmId, task);
