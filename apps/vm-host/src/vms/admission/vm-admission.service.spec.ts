@@ -59,10 +59,10 @@ describe('VmAdmissionService', () => {
   let logs: string[];
 
   /** The services of an agent (a restarted one when called again) on the same disk and host. */
-  function service(
+  async function service(
     vcpuOvercommit = 4,
     diskOvercommit = 1,
-  ): { admission: VmAdmissionService; vms: VmsService } {
+  ): Promise<{ admission: VmAdmissionService; vms: VmsService }> {
     const config = vmHostConfig({
       VM_NODE_ID: 'node-a',
       VM_VCPU_OVERCOMMIT: String(vcpuOvercommit),
@@ -77,7 +77,7 @@ describe('VmAdmissionService', () => {
     bed = await openVmBed('vm-admission-');
     ({ root, files, driver, clock, logs } = bed);
     host = { ...HOST };
-    ({ admission, vms } = service());
+    ({ admission, vms } = await service());
   });
 
   afterEach(() => closeVmBed(bed));
@@ -206,7 +206,7 @@ describe('VmAdmissionService', () => {
 
     it('refuses vCPUs beyond cores x VM_VCPU_OVERCOMMIT, naming vcpu_count', async () => {
       host.cpu_cores = 2;
-      ({ admission, vms } = service(1));
+      ({ admission, vms } = await service(1));
       await admission.spawn(request({ vcpu_count: 2 }));
       await expect(admission.spawn(request({ vcpu_count: 1 }))).rejects.toThrow(
         new VmDoesNotFitError(
@@ -305,7 +305,7 @@ describe('VmAdmissionService', () => {
     });
 
     it('admits it with thin provisioning (VM_DISK_OVERCOMMIT 2), and names the ratio past it', async () => {
-      ({ admission, vms } = service(4, 2));
+      ({ admission, vms } = await service(4, 2));
       // Two fit in twice the room, a third does not.
       driver.imageBytes = Math.floor((await availableBytes()) * 0.7);
       await admission.spawn(request());
@@ -386,7 +386,7 @@ describe('VmAdmissionService', () => {
 
     it('keeps the key with the VM across an agent restart, for a day', async () => {
       const { vm } = await admission.spawn(request(), key('a', 'b'));
-      const { admission: restarted } = service();
+      const { admission: restarted } = await service();
       expect(await restarted.spawn(request(), key('a', 'b'))).toMatchObject({
         vm: { vm_id: vm.vm_id },
         created: false,

@@ -33,7 +33,7 @@ describe('VmLifecycle', () => {
   beforeEach(async () => {
     bed = await openVmBed('vm-lifecycle-');
     ({ files, driver, clock, logs } = bed);
-    vms = roomyVmsService(files, driver, clock);
+    vms = await roomyVmsService(files, driver, clock);
   });
 
   afterEach(() => closeVmBed(bed));
@@ -144,7 +144,7 @@ describe('VmLifecycle', () => {
 
   it('times each VM start from accepted to started, and to failed', async () => {
     const metrics = new HostMetrics({ prometheus, listVmStates: () => Promise.resolve([]) });
-    vms = roomyVmsService(files, driver, clock, metrics);
+    vms = await roomyVmsService(files, driver, clock, metrics);
     for (const outcome of [
       { record: { kind: 'fake' }, hostPorts: [], summary: 'fake pid 1' },
       new Error('qemu exited'),

@@ -39,7 +39,7 @@ describe('VmReconciliationService', () => {
     bed = await openVmBed('vm-reconciliation-');
     ({ files, driver, clock, logs } = bed);
     const config = vmHostConfig({ VM_NODE_ID: 'node-a', VM_VCPU_OVERCOMMIT: '4' });
-    ({ vms, lifecycle } = vmServices({
+    ({ vms, lifecycle } = await vmServices({
       files,
       driver,
       clock,
