@@ -12,7 +12,6 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Clock } from '@app/daemon';
-import { type CreateVmRequest, DesiredVmState } from '@app/fleet-domain';
 import { VmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
 import { HostFactsService } from '../../apps/vm-host/src/host-facts/host-facts.service';
 import { HostMetrics } from '../../apps/vm-host/src/metrics/host-metrics.service';
@@ -28,6 +27,7 @@ import { VmRestartService } from '../../apps/vm-host/src/vms/reconciliation/vm-r
 import { VmSidecars } from '../../apps/vm-host/src/vms/files/vm-sidecars';
 import { VmsService } from '../../apps/vm-host/src/vms/vms.service';
 import { VmsModule } from '../../apps/vm-host/src/vms/vms.module';
+import { vmSidecar } from '../factories/vm-sidecar.factory';
 import { FakeClock } from './fake-clock';
 import { FakeVmDriver, fakeHostFacts } from './fake-vm-driver';
 import { vmHostConfig } from './configs';
@@ -39,10 +39,8 @@ export const FAKE_STARTED: StartedVm = {
   summary: 'fake pid 4242',
 };
 
-/** A create request as the controller sends it, with these fields changed. */
-export function createRequest(fields: Partial<CreateVmRequest> = {}): CreateVmRequest {
-  return { vm_type: 'web', ram_mb: 96, vcpu_count: 2, prefer_kvm: false, ...fields };
-}
+// Kept for the specs that take it from here; the builder is test/factories/'s.
+export { createRequest } from '../factories/create-request.factory';
 
 /** The HTTP-facing service over these parts, on a host with room for every VM a test makes. */
 export async function roomyVmsService(
@@ -192,22 +190,7 @@ export async function openVmBed(prefix: string): Promise<VmBed> {
     runFolders: () => readdir(join(root, 'run')),
     leftBehind: async (vmId, fields = {}) => {
       await mkdir(files.runDir(vmId));
-      const sidecar: VmSidecar = {
-        vm_id: vmId,
-        vm_type: 'web',
-        tenant_id: null,
-        ram_alloc_mb: 1_024,
-        vcpu_count: 2,
-        host_ports: [],
-        created_at: '2026-08-06T11:00:00.000Z',
-        started_at: null,
-        error: null,
-        driver: { kind: 'fake', pid: null },
-        idempotency_key: null,
-        desired_state: DesiredVmState.Running,
-        last_exit: null,
-        ...fields,
-      };
+      const sidecar = vmSidecar({ vm_id: vmId, ...fields });
       await writeFile(join(files.runDir(vmId), 'vm.json'), JSON.stringify(sidecar));
     },
   };

@@ -1,3 +1,4 @@
+import { createRequest } from '../../../../../test/factories/create-request.factory';
 import { mkdir, readdir, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { firstValueFrom } from 'rxjs';
@@ -41,7 +42,7 @@ describe('DeletedDisks', () => {
   async function runningVm({ vms }: VmServices): Promise<string> {
     const {
       vm: { vm_id: vmId },
-    } = await vms.spawn({ vm_type: 'web', ram_mb: 96, vcpu_count: 1, prefer_kvm: false });
+    } = await vms.spawn(createRequest({ vcpu_count: 1 }));
     const settled = firstValueFrom(vms.changes);
     bed.driver.creates.shift()!.settle({
       record: { kind: 'fake', pid: 4242 },
