@@ -16,7 +16,7 @@ function vmWith(lifeCycle: Partial<VmLifeCycle> | null, state = 'Running'): Flee
     host_ports: [],
     node_id: 'node-a',
     accel: 'tcg',
-    life_cycle: lifeCycle === null ? null : ({ ...vmLifeCycle(), ...lifeCycle }),
+    life_cycle: lifeCycle === null ? null : { ...vmLifeCycle(), ...lifeCycle },
   };
 }
 
