@@ -2,15 +2,12 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { Subject } from 'rxjs';
 import { Clock } from '@app/daemon';
 import {
-  CONTROL_CHARACTERS,
   CommittedVm,
   HYPERVISOR_OVERHEAD_MB,
   DesiredVmState,
   HostPort,
-  MAX_LIFE_CYCLE_TEXT,
   VmLifeCycle,
   VmOperation,
-  VmAccel,
   VmRecord,
   VmState,
   toRfc3339,
@@ -19,9 +16,14 @@ import { VmHostConfig } from '../../config/vm-host.config';
 import { HostMetrics } from '../../metrics/host-metrics.service';
 import { CrashFailpoint } from './crash-failpoint';
 import { KeyedMutex } from './keyed-mutex';
-import { FoundVm, VmDriver, VmRunState, VmSpec } from '../vm-driver';
+import { FoundVm, VmDriver } from '../vm-driver';
 import { VmFiles, VmSidecar } from '../files/vm-files';
 import { VmRestarts } from './vm-restarts';
+import { VmPhases } from './vm-phases';
+import { RUN_STATES, bounded, specOf, toVmRecord } from './vm-record';
+
+// Where the services that start VMs and list them took these from.
+export { specOf, toVmRecord };
 import {
   OPERATION_MOVE,
   PHASE_OPERATION,
@@ -30,19 +32,8 @@ import {
   VmMoveOperation,
   VmPhase,
   VmTransitionHook,
-  mayMove,
-  nextPhase,
 } from './vm-transitions';
 import { VmCreateError, VmPortTakenError, messageOf } from '../vms.errors';
-
-const RUN_STATES: Record<VmRunState, VmState> = {
-  running: VmState.Running,
-  stopped: VmState.Stopped,
-  // Alive but not answering (yet): not known to run.
-  unknown: VmState.Provisioning,
-  // Paused by its hypervisor on a failed write: it does not run, and no operator stopped it.
-  'io-error': VmState.Error,
-};
 
 /**
  * Each VM's state and its moves in this process. The work under way on each VM is its phase
@@ -59,8 +50,8 @@ export class VmLifecycle {
   private readonly changed = new Subject<void>();
   /** Emits when a VM was accepted, settled or deleted here. */
   readonly changes = this.changed.asObservable();
-  /** Each VM's phase other than idle, by vm_id: changed by `move` alone. */
-  private readonly phases = new Map<string, VmPhase>();
+  /** Each VM's phase, changed by `move` alone; the agent's own memories are its first hook. */
+  private readonly phases: VmPhases;
   /** Provisioning of a new VM under way in this process, by vm_id (waited for by a delete). */
   private readonly provisioning = new Map<string, Promise<void>>();
   /** Starts of existing VMs (after a stop, a crash, a reboot) waiting or under way, by vm_id. */
@@ -93,47 +84,33 @@ export class VmLifecycle {
     private readonly config?: VmHostConfig,
     @Optional()
     @Inject(VM_TRANSITION_HOOKS)
-    private readonly hooks: readonly VmTransitionHook[] = [],
-  ) {}
+    hooks: readonly VmTransitionHook[] = [],
+  ) {
+    const forgetDeleted = { name: 'forget-deleted', moved: (move: VmMove) => this.forget(move) };
+    this.phases = new VmPhases([forgetDeleted, ...hooks]);
+  }
 
   /** The work under way on the VM here (idle: none). */
   phaseOf(vmId: string): VmPhase {
-    return this.phases.get(vmId) ?? VmPhase.Idle;
+    return this.phases.of(vmId);
   }
 
   /** True when the table lets the operation move the VM from its phase now. */
   mayMove(vmId: string, operation: VmMoveOperation): boolean {
-    return mayMove(this.phaseOf(vmId), operation);
+    return this.phases.may(vmId, operation);
   }
 
-  /**
-   * Moves the VM's phase by the operation, as the table allows (IllegalVmTransitionError
-   * naming the VM, its phase and the operation otherwise), and tells the hooks.
-   */
+  /** Moves the VM's phase as the table allows (see VmPhases.move). */
   move(vmId: string, operation: VmMoveOperation): VmPhase {
-    const from = this.phaseOf(vmId);
-    const to = nextPhase(vmId, from, operation);
-    if (to === VmPhase.Idle) this.phases.delete(vmId);
-    else this.phases.set(vmId, to);
-    const move: VmMove = { vmId, from, operation, to };
-    this.forgetDeleted(move);
-    for (const hook of this.hooks) {
-      try {
-        hook.moved(move);
-      } catch (error) {
-        this.logger.error(`vm ${vmId}: life-cycle hook ${hook.name} failed: ${messageOf(error)}`);
-      }
-    }
-    return to;
+    return this.phases.move(vmId, operation);
   }
 
-  /** Ends the phase's work: back to idle, unless another move took the VM meanwhile. */
   private settle(vmId: string, phase: VmPhase): void {
-    if (this.phaseOf(vmId) === phase) this.move(vmId, 'settle');
+    this.phases.settle(vmId, phase);
   }
 
   /** The first hook: a deleted VM's memories here (restarts, blocked ports, pauses) end with it. */
-  private forgetDeleted({ vmId, from, operation }: VmMove): void {
+  private forget({ vmId, from, operation }: VmMove): void {
     if (from !== VmPhase.Deleting || operation !== 'settle') return;
     this.restarts.forget(vmId);
     this.portBlocked.delete(vmId);
@@ -415,41 +392,4 @@ export class VmLifecycle {
     this.failpoint.reached('after-pid-written', vmId);
     this.logger.log(`vm ${vmId} started: ${started.summary}`);
   }
-}
-
-/** A reason or exit text as the wire takes it: one line (a tool's stderr may have many), bounded. */
-function bounded(text: string | null): string | null {
-  if (text === null) return null;
-  const line = text.replace(CONTROL_CHARACTERS, ' ').trim() || 'unknown';
-  return line.length <= MAX_LIFE_CYCLE_TEXT ? line : `${line.slice(0, MAX_LIFE_CYCLE_TEXT - 3)}...`;
-}
-
-/** What the driver is asked to make of a VM. */
-export function specOf(sidecar: VmSidecar): VmSpec {
-  return {
-    vmId: sidecar.vm_id,
-    vmType: sidecar.vm_type,
-    ramMb: sidecar.ram_alloc_mb,
-    vcpuCount: sidecar.vcpu_count,
-    ...(sidecar.forwards ? { forwards: sidecar.forwards } : {}),
-    ...(sidecar.disk_gb === undefined ? {} : { diskGb: sidecar.disk_gb }),
-  };
-}
-
-export function toVmRecord(
-  sidecar: VmSidecar,
-  state: VmState,
-  accel: VmAccel | null = null,
-): VmRecord {
-  return {
-    vm_id: sidecar.vm_id,
-    vm_type: sidecar.vm_type,
-    state,
-    ram_alloc_mb: sidecar.ram_alloc_mb,
-    vcpu_count: sidecar.vcpu_count,
-    started_at: sidecar.started_at,
-    tenant_id: sidecar.tenant_id,
-    host_ports: sidecar.host_ports,
-    accel,
-  };
 }
