@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { VM_TRANSITIONS } from '../../apps/vm-host/src/vms/life-cycle/vm-transitions';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -62,6 +63,7 @@ describe('CONTRIBUTING.md', () => {
       'A store adapter',
       'A metric and its alert',
       'A setting',
+      "A phase of the agent's VM life cycle",
     ]);
     for (const [kind, items] of checklists(text)) {
       expect({ kind, items: items.length > 0 }).toEqual({ kind, items: true });
@@ -86,6 +88,30 @@ describe('CONTRIBUTING.md', () => {
     expect(read('libs/fleet-domain/src/idempotency.ts')).toContain(
       'export function canonicalCreateRequest(',
     );
+  });
+
+  it("draws in ARCHITECTURE.md the agent's life-cycle table the code has, move for move", () => {
+    const architecture = read('ARCHITECTURE.md');
+    const start = architecture.indexOf('| from \\ operation |');
+    expect(start).toBeGreaterThan(0);
+    const rows = architecture.slice(start).split('\n\n')[0].split('\n');
+    const operations = rows[0]
+      .split('|')
+      .slice(2, -1)
+      .map((cell) => cell.trim());
+    const drawn = rows.slice(2).map((row) => {
+      const [phase, ...cells] = row
+        .split('|')
+        .slice(1, -1)
+        .map((cell) => cell.trim());
+      const moves = Object.fromEntries(
+        cells
+          .map((cell, index) => [operations[index], cell.split(' (')[0]] as const)
+          .filter(([, to]) => to !== '-'),
+      );
+      return [phase, moves] as const;
+    });
+    expect(Object.fromEntries(drawn)).toEqual(VM_TRANSITIONS);
   });
 
   it('is linked from the README and docs/development.md', () => {

@@ -9,17 +9,20 @@ import { NodeSecretConfig } from '../../apps/ppn-fleet/src/node-token/node-token
 const ROOT = join(__dirname, '..', '..');
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
 
-/** The bash blocks of README's "A fleet of three machines": the controller's, a node's, a VM's. */
-function fleetBlocks(): { controller: string; node: string; vm: string } {
+/**
+ * The bash blocks of README's "A fleet of three machines": the controller's, a node's, a VM's,
+ * and the office's first web page.
+ */
+function fleetBlocks(): { controller: string; node: string; vm: string; web: string } {
   const readme = read('README.md');
   const start = readme.indexOf('\n## A fleet of three machines\n');
   expect(start).toBeGreaterThan(0);
   const end = readme.indexOf('\n## ', start + 1);
   const section = readme.slice(start, end < 0 ? undefined : end);
   const blocks = [...section.matchAll(/```bash\n([\s\S]*?)```/g)].map(([, block]) => block);
-  expect(blocks).toHaveLength(3);
-  const [controller, node, vm] = blocks;
-  return { controller, node, vm };
+  expect(blocks).toHaveLength(4);
+  const [controller, node, vm, web] = blocks;
+  return { controller, node, vm, web };
 }
 
 /** `NAME=` set in a block: in a heredoc (the env file, a drop-in's Environment=) or a shell line. */
@@ -28,7 +31,7 @@ function assigned(block: string): string[] {
 }
 
 describe("README's fleet of three machines", () => {
-  const { controller, node, vm } = fleetBlocks();
+  const { controller, node, vm, web } = fleetBlocks();
 
   it('gives the controller the node secret and the API token, and no shared node token', () => {
     expect(assigned(controller)).toEqual(
@@ -67,7 +70,12 @@ describe("README's fleet of three machines", () => {
       ...variableNames(ConnectionConfig),
       ...variableNames(NodeSecretConfig),
     ]);
-    for (const name of [...assigned(controller), ...assigned(node), ...assigned(vm)]) {
+    for (const name of [
+      ...assigned(controller),
+      ...assigned(node),
+      ...assigned(vm),
+      ...assigned(web),
+    ]) {
       expect({ name, declared: declared.has(name) }).toEqual({ name, declared: true });
     }
   });
@@ -101,5 +109,24 @@ describe("README's fleet of three machines", () => {
       // send empty tokens): one command a line.
       expect(lines.filter((line) => line.includes('&&'))).toEqual([]);
     }
+  });
+
+  it('ends with a web page: the image built once with a web server, a VM publishing port 80, its page fetched', () => {
+    // Built once in block 1, with the options the CLI and the builder really take.
+    expect(controller).toMatch(/^ppn-fleet image build --include nginx-light\b/m);
+    expect(read('apps/ppn-fleet/src/images/image.command.ts')).toContain("'--include <packages>'");
+    expect(read('deploy/images/build-debian-image.sh')).toContain('--include) extra=');
+    const create = web.split('\n').find((line) => line.startsWith('ppn-fleet vm create'));
+    expect(create).toMatch(/ --port 80\/tcp /);
+    expect(create).toMatch(/ --wait-port 80\b/);
+    const command = read('apps/ppn-fleet/src/vms/vm.command.ts');
+    expect(command).toContain("flags: '--port <");
+    expect(command).toContain("flags: '--wait-port <guest_port>'");
+    // The page goes where Debian's nginx serves it from, as the user the image gives sudo.
+    expect(web).toMatch(/sudo tee \/var\/www\/html\/index\.html/);
+    expect(read('deploy/images/build-debian-image.sh')).toContain(
+      "'debian ALL=(ALL) NOPASSWD:ALL'",
+    );
+    expect(web).toMatch(/^curl -s http:\/\/<wg_ip>:<web_port>\/ /m);
   });
 });

@@ -1,42 +1,5 @@
-import type { NodeHeartbeat, VmRecord } from '@app/fleet-domain';
-
-let sequence = 0;
-
-/** A heartbeat as an agent sends it; each call is stamped later than the one before. */
-export function heartbeat(overrides: Partial<NodeHeartbeat> & { node_id: string }): NodeHeartbeat {
-  sequence += 1;
-  return {
-    wg_ip: '127.0.0.1',
-    hostname: `host-${overrides.node_id}`,
-    ram_total_mb: 16384,
-    ram_used_mb: 4096,
-    cpu_cores: 8,
-    cpu_load_pct: 12.5,
-    kvm_available: false,
-    reserved: false,
-    vms: [],
-    boot_id: 'boot-1',
-    timestamp_utc: new Date(Date.UTC(2026, 7, 6, 12, 0, 0) + sequence)
-      .toISOString()
-      .replace('Z', '123456Z'),
-    ...overrides,
-  };
-}
-
-export function vmRecord(vm_id: string, overrides: Partial<VmRecord> = {}): VmRecord {
-  return {
-    vm_id,
-    vm_type: 'web',
-    state: 'Running' as VmRecord['state'],
-    ram_alloc_mb: 1024,
-    vcpu_count: 1,
-    started_at: '2026-08-06T11:00:00.000000001Z',
-    tenant_id: null,
-    host_ports: [],
-    accel: null,
-    ...overrides,
-  };
-}
+// The builders live with the other factories (test/factories/); kept here for older imports.
+export { heartbeat, vmRecord } from '../factories/heartbeat.factory';
 
 /** The eight fields of a NodeRecord, sorted: nothing else is ever shown of a node. */
 export const NODE_RECORD_FIELDS = [

@@ -1,25 +1,33 @@
-import { HostPorts } from '../../apps/vm-host/src/vms/ports/host-ports';
-import { Logger } from '@nestjs/common';
+import {
+  DynamicModule,
+  Global,
+  Logger,
+  type LoggerService,
+  Module,
+  type Type,
+} from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { Test } from '@nestjs/testing';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Clock } from '@app/daemon';
-import { type CreateVmRequest, DesiredVmState } from '@app/fleet-domain';
+import { BearerTokens, Clock } from '@app/daemon';
 import { VmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
-import type { HostFactsService } from '../../apps/vm-host/src/host-facts/host-facts.service';
-import type { HostMetrics } from '../../apps/vm-host/src/metrics/host-metrics.service';
-import { CrashFailpoint } from '../../apps/vm-host/src/vms/life-cycle/crash-failpoint';
+import { HostFactsService } from '../../apps/vm-host/src/host-facts/host-facts.service';
+import { HostMetrics } from '../../apps/vm-host/src/metrics/host-metrics.service';
 import { DeletedDisks } from '../../apps/vm-host/src/vms/files/deleted-disks.service';
 import { VmAdmissionService } from '../../apps/vm-host/src/vms/admission/vm-admission.service';
-import { VmDiskRoom } from '../../apps/vm-host/src/vms/admission/vm-disk-room';
-import type { StartedVm, VmDriver } from '../../apps/vm-host/src/vms/vm-driver';
+import { type StartedVm, VmDriver } from '../../apps/vm-host/src/vms/vm-driver';
 import { VmFiles, VmSidecar } from '../../apps/vm-host/src/vms/files/vm-files';
+import { CrashFailpoint } from '../../apps/vm-host/src/vms/life-cycle/crash-failpoint';
 import { VmLifecycle } from '../../apps/vm-host/src/vms/life-cycle/vm-lifecycle';
 import { VmActionsService } from '../../apps/vm-host/src/vms/actions/vm-actions.service';
 import { VmReconciliationService } from '../../apps/vm-host/src/vms/reconciliation/vm-reconciliation.service';
 import { VmRestartService } from '../../apps/vm-host/src/vms/reconciliation/vm-restart.service';
 import { VmSidecars } from '../../apps/vm-host/src/vms/files/vm-sidecars';
 import { VmsService } from '../../apps/vm-host/src/vms/vms.service';
+import { VmsModule } from '../../apps/vm-host/src/vms/vms.module';
+import { vmSidecar } from '../factories/vm-sidecar.factory';
 import { FakeClock } from './fake-clock';
 import { FakeVmDriver, fakeHostFacts } from './fake-vm-driver';
 import { vmHostConfig } from './configs';
@@ -31,21 +39,19 @@ export const FAKE_STARTED: StartedVm = {
   summary: 'fake pid 4242',
 };
 
-/** A create request as the controller sends it, with these fields changed. */
-export function createRequest(fields: Partial<CreateVmRequest> = {}): CreateVmRequest {
-  return { vm_type: 'web', ram_mb: 96, vcpu_count: 2, prefer_kvm: false, ...fields };
-}
+// Kept for the specs that take it from here; the builder is test/factories/'s.
+export { createRequest } from '../factories/create-request.factory';
 
 /** The HTTP-facing service over these parts, on a host with room for every VM a test makes. */
-export function roomyVmsService(
+export async function roomyVmsService(
   files: VmFiles,
   driver: VmDriver,
   clock: FakeClock,
   metrics?: HostMetrics,
-): VmsService {
+): Promise<VmsService> {
   const config = vmHostConfig({ VM_NODE_ID: 'node-a', VM_VCPU_OVERCOMMIT: '4' });
   const hostFacts = fakeHostFacts({ ram_total_mb: 65_536, ram_used_mb: 1_024, cpu_cores: 16 });
-  return vmServices({ files, driver, clock, hostFacts, config, metrics }).vms;
+  return (await vmServices({ files, driver, clock, hostFacts, config, metrics })).vms;
 }
 
 /** The agent's VM services, sharing one lifecycle and one view of the sidecars. */
@@ -60,72 +66,90 @@ export interface VmServices {
   actions: VmActionsService;
 }
 
-/** The VM services over these parts, wired as VmsModule wires them. */
-export function vmServices(parts: {
+/**
+ * The VM services over these parts, built by Nest from `VmsModule` itself (so a constructor's
+ * new dependency needs no edit here): the parts given replace the module's own, and nothing is
+ * started (no module init, no jobs scheduled).
+ */
+export async function vmServices(parts: {
   files: VmFiles;
   driver: VmDriver;
   clock: Clock;
   hostFacts: HostFactsService;
   config: VmHostConfig;
   metrics?: HostMetrics;
-}): VmServices {
+}): Promise<VmServices> {
   const { files, driver, clock, hostFacts, config } = parts;
-  const failpoint = new CrashFailpoint(config);
+  const builder = Test.createTestingModule({
+    imports: [VmsModule, VmTestCoreModule.with(config, clock, parts.metrics ?? new HostMetrics())],
+  })
+    .overrideProvider(VmFiles)
+    .useValue(files)
+    .overrideProvider(VmDriver)
+    .useValue(driver)
+    .overrideProvider(HostFactsService)
+    .useValue(hostFacts);
+  // compile() puts Nest's TestingLogger in place of the logger the unit tier collects lines
+  // with (unit-spec.setup.ts); the one in place before is put back.
+  const statics = Logger as unknown as { staticInstanceRef?: LoggerService };
+  const before = statics.staticInstanceRef;
+  const module = await builder.compile().finally(() => {
+    if (before) Logger.overrideLogger(before);
+  });
+  const get = <T>(token: Type<T>): T => module.get(token, { strict: false });
+  return {
+    vms: get(VmsService),
+    admission: get(VmAdmissionService),
+    reconciliation: get(VmReconciliationService),
+    lifecycle: get(VmLifecycle),
+    sidecars: get(VmSidecars),
+    deletedDisks: get(DeletedDisks),
+    restarts: get(VmRestartService),
+    actions: get(VmActionsService),
+  };
+}
+
+/**
+ * The two parts a service outside the VM graph's core needs (the sidecars and the life cycle),
+ * for a spec that builds that service by hand and may expect its constructor to throw.
+ */
+export function vmStateParts(parts: {
+  files: VmFiles;
+  driver: VmDriver;
+  clock: Clock;
+  config: VmHostConfig;
+}): { sidecars: VmSidecars; lifecycle: VmLifecycle } {
+  const { files, driver, clock, config } = parts;
   const sidecars = new VmSidecars(files, driver);
-  const lifecycle = new VmLifecycle(files, driver, clock, failpoint, parts.metrics, config);
-  const diskRoom = new VmDiskRoom(files, driver, config);
-  const admission = new VmAdmissionService(
+  const lifecycle = new VmLifecycle(
     files,
-    sidecars,
-    lifecycle,
     driver,
     clock,
-    hostFacts,
-    config,
-    failpoint,
-    new HostPorts(config),
-    diskRoom,
-  );
-  const restarts = new VmRestartService(
-    sidecars,
-    lifecycle,
-    admission,
-    driver,
-    clock,
-    parts.metrics,
-  );
-  const reconciliation = new VmReconciliationService(
-    files,
-    sidecars,
-    lifecycle,
-    driver,
-    clock,
-    restarts,
-    admission,
-  );
-  const actions = new VmActionsService(
-    files,
-    sidecars,
-    lifecycle,
-    admission,
-    restarts,
-    driver,
-    diskRoom,
+    new CrashFailpoint(config),
+    undefined,
     config,
   );
-  const deletedDisks = new DeletedDisks(files, driver, clock, config);
-  const vms = new VmsService(
-    files,
-    sidecars,
-    lifecycle,
-    admission,
-    reconciliation,
-    driver,
-    clock,
-    deletedDisks,
-    diskRoom,
-  );
-  return { vms, admission, reconciliation, lifecycle, sidecars, deletedDisks, restarts, actions };
+  return { sidecars, lifecycle };
+}
+
+/** What the agent's app module gives every module (config, clock, metrics, tokens, the scheduler). */
+@Global()
+@Module({})
+class VmTestCoreModule {
+  static with(config: VmHostConfig, clock: Clock, metrics: HostMetrics): DynamicModule {
+    return {
+      module: VmTestCoreModule,
+      providers: [
+        { provide: VmHostConfig, useValue: config },
+        { provide: Clock, useValue: clock },
+        { provide: HostMetrics, useValue: metrics },
+        // The agent's terminals take the node token the app module gives; none here (open).
+        { provide: BearerTokens, useValue: new BearerTokens('service-vm-host', {}, ['node']) },
+        SchedulerRegistry,
+      ],
+      exports: [VmHostConfig, Clock, HostMetrics, SchedulerRegistry, BearerTokens],
+    };
+  }
 }
 
 /**
@@ -151,10 +175,11 @@ export async function openVmBed(prefix: string): Promise<VmBed> {
   const files = new VmFiles(vmHostConfig({ VM_DISK_DIR: root }));
   await files.prepare();
   const logs: string[] = [];
-  const keep =
-    (level: string) =>
-    (message: unknown): void =>
-      void logs.push(`${level} ${String(message)}`);
+  // Nest's own lines (the testing module's "dependencies initialized") are not the services'.
+  const keep = (level: string) =>
+    function (this: { context?: string }, message: unknown): void {
+      if (this?.context !== 'InstanceLoader') logs.push(`${level} ${String(message)}`);
+    };
   jest.spyOn(Logger.prototype, 'log').mockImplementation(keep('log'));
   jest.spyOn(Logger.prototype, 'warn').mockImplementation(keep('warn'));
   jest.spyOn(Logger.prototype, 'error').mockImplementation(keep('error'));
@@ -167,22 +192,7 @@ export async function openVmBed(prefix: string): Promise<VmBed> {
     runFolders: () => readdir(join(root, 'run')),
     leftBehind: async (vmId, fields = {}) => {
       await mkdir(files.runDir(vmId));
-      const sidecar: VmSidecar = {
-        vm_id: vmId,
-        vm_type: 'web',
-        tenant_id: null,
-        ram_alloc_mb: 1_024,
-        vcpu_count: 2,
-        host_ports: [],
-        created_at: '2026-08-06T11:00:00.000Z',
-        started_at: null,
-        error: null,
-        driver: { kind: 'fake', pid: null },
-        idempotency_key: null,
-        desired_state: DesiredVmState.Running,
-        last_exit: null,
-        ...fields,
-      };
+      const sidecar = vmSidecar({ vm_id: vmId, ...fields });
       await writeFile(join(files.runDir(vmId), 'vm.json'), JSON.stringify(sidecar));
     },
   };

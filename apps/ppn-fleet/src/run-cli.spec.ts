@@ -6,6 +6,7 @@ import { CONTROL_CHARACTERS } from '@app/fleet-domain';
 import { CliIo, PortAnswer } from './terminal/cli-io';
 import { ExitCode } from './api/exit-codes';
 import { MAX_ANSWER_BYTES } from './api/fleet-api.client';
+import { vmLifeCycle } from '../../../test/factories/vm-life-cycle.factory';
 import { exitCodeOf, runCli } from './run-cli';
 import { PORT_REQUEST } from './vms/vm-reachability';
 
@@ -973,17 +974,7 @@ describe('ppn-fleet against a broken or hostile controller', () => {
 
 /** A life cycle as the operations listener relays it: running as asked, nothing under way. */
 function lifeCycle(overrides: object = {}) {
-  return {
-    vm_id: 'vm-1',
-    state: 'Running',
-    desired_state: 'running',
-    operation: null,
-    restart_count: 0,
-    last_exit: null,
-    reason: null,
-    next_start_at: null,
-    ...overrides,
-  };
+  return { ...vmLifeCycle(), ...overrides };
 }
 
 const OPS = 'http://127.0.0.1:9206';

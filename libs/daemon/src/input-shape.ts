@@ -1,14 +1,5 @@
-import { ClassConstructor, TransformationType } from 'class-transformer';
-import type { MetadataStorage as TransformerMetadataStorage } from 'class-transformer/types/MetadataStorage';
-import { getMetadataStorage } from 'class-validator';
-
-// class-transformer keeps what @Type() and @Transform() declare in this storage, which it
-// exports only by this path.
-const storageModule = 'class-transformer/cjs/storage';
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { defaultMetadataStorage: transformerMetadata } = require(storageModule) as {
-  defaultMetadataStorage: TransformerMetadataStorage;
-};
+import { ClassConstructor, plainToInstance } from 'class-transformer';
+import { ValidationTypes, getMetadataStorage } from 'class-validator';
 
 /** One field a wire class declares, as far as its shape goes. */
 export interface FieldShape {
@@ -25,6 +16,25 @@ export interface FieldShape {
 const shapes = new WeakMap<ClassConstructor<object>, FieldShape[]>();
 
 /**
+ * Values a @Transform shows itself on: one that defaults an absent value, trims, converts or
+ * drops an empty string changes one of them (or the absent probe). One that changes none is
+ * not seen; `transformed` only decides whether a list of objects is shaped item by item.
+ */
+const PROBE_TEXTS = [' \u0000probe ', ''];
+
+/** What plainToInstance makes of a probe; undefined when a @Transform throws on it. */
+function probe(
+  wireClass: ClassConstructor<object>,
+  value: Record<string, unknown>,
+): Record<string, unknown> | undefined {
+  try {
+    return plainToInstance(wireClass, value) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The fields of a wire class: those with a validation rule, the only ones validation keeps.
  * Read from the decorators once per class.
  */
@@ -32,6 +42,7 @@ export function fieldsOf(wireClass: ClassConstructor<object>): FieldShape[] {
   const known = shapes.get(wireClass);
   if (known) return known;
   const byName = new Map<string, FieldShape>();
+  const nestedRules = new Set<string>();
   for (const rule of getMetadataStorage().getTargetValidationMetadatas(
     wireClass,
     '',
@@ -45,17 +56,21 @@ export function fieldsOf(wireClass: ClassConstructor<object>): FieldShape[] {
     };
     byName.set(rule.propertyName, field);
     if (rule.name === 'isArray') field.isArray = true;
+    if (rule.type === ValidationTypes.NESTED_VALIDATION) nestedRules.add(rule.propertyName);
     if (rule.name === 'arrayMaxSize') field.maxItems = Number(rule.constraints[0]);
   }
+  // What @Type() and @Transform() declare is read through class-transformer's public API, by
+  // what plainToInstance makes of probes (its metadata storage is exported by no public path).
+  const absent = probe(wireClass, {});
   for (const field of byName.values()) {
-    const type = transformerMetadata.findTypeMetadata(wireClass, field.name);
-    if (type) field.nested = type.typeFunction() as ClassConstructor<object>;
     field.transformed =
-      transformerMetadata.findTransformMetadatas(
-        wireClass,
-        field.name,
-        TransformationType.PLAIN_TO_CLASS,
-      ).length > 0;
+      absent?.[field.name] !== undefined ||
+      PROBE_TEXTS.some((text) => probe(wireClass, { [field.name]: text })?.[field.name] !== text);
+    if (!nestedRules.has(field.name)) continue;
+    const made = probe(wireClass, { [field.name]: field.isArray ? [{}] : {} })?.[field.name];
+    const item: unknown = Array.isArray(made) ? made[0] : made;
+    const type = typeof item === 'object' && item !== null ? item.constructor : undefined;
+    if (type && type !== Object) field.nested = type as ClassConstructor<object>;
   }
   const fields = [...byName.values()];
   shapes.set(wireClass, fields);

@@ -1,32 +1,17 @@
 import { NodeState, placementCandidate } from '@app/fleet-domain';
+import { nodeState } from '../../../../test/factories/node-state.factory';
 import { consoleNode } from './console.service';
 
 const NOW_MS = 1_000_000;
 const WALL_MS = Date.UTC(2026, 7, 6, 12, 0, 0);
 
+/** Node n1 (desk-01) heard 2 s ago. */
 function stored(overrides: Partial<NodeState> = {}): NodeState {
-  return {
-    node_id: 'n1',
-    hostname: 'desk-01',
-    wg_ip: '10.8.0.11',
-    spawn_port: 9204,
-    ram_total_mb: 16384,
-    ram_used_mb: 4096,
-    kvm_available: true,
-    reserved: false,
-    vms: [],
-    boot_id: 'boot-1',
-    timestamp_utc: '2026-08-06T12:00:00.000000Z',
+  return nodeState({
     received_at_ms: NOW_MS - 2_000,
     received_at_wall_ms: WALL_MS - 2_000,
-    beat_gaps_ms: [5_000],
-    holds: {},
-    dispatch_failures: null,
-    credential: null,
-    silent_vms: [],
-    disk_room: null,
     ...overrides,
-  } as NodeState;
+  });
 }
 
 function shown(node: NodeState, live = true) {

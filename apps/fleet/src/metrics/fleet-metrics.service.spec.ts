@@ -1,3 +1,4 @@
+import { createRequest } from '../../../../test/factories/create-request.factory';
 import { Logger } from '@nestjs/common';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -216,7 +217,7 @@ describe('FleetMetrics', () => {
       metrics,
     );
     const create = (extra: Partial<CreateVmRequest> = {}) =>
-      vms.createVm({ vm_type: 'web', ram_mb: 1024, vcpu_count: 1, prefer_kvm: false, ...extra });
+      vms.createVm(createRequest({ ram_mb: 1024, vcpu_count: 1, ...extra }));
     // Both outcomes exported at 0 before any dispatch: the first one is a rise rate() sees.
     const before = await scraped();
     expect(sampleValue(before, 'ppn_fleet_dispatch_duration_seconds_count{outcome="ok"}')).toBe(0);

@@ -131,8 +131,8 @@ export interface paths {
     put?: never;
     post?: never;
     /**
-     * Stop every process of the VM, then remove its runtime files (the disk stays)
-     * @description Stops the VM's QEMU (quit, then SIGTERM, then SIGKILL), also one found by name when the agent lost its pid, and answers only once no process of the VM runs; then removes its runtime files. The VM leaves this node's list and its next heartbeat. The disk image stays in VM_DISK_DIR.
+     * Stop every process of the VM, remove its files, and put its disk aside
+     * @description Stops the VM's QEMU (quit, then SIGTERM, then SIGKILL), also one found by name when the agent lost its pid, and answers only once no process of the VM runs; then removes its runtime files and takes its disk out of use: moved to VM_DISK_DIR/deleted/ and removed once VM_DISK_RETENTION_S has passed (86400 s by default; 0 removes it at once). The VM leaves this node's list and its next heartbeat.
      */
     delete: operations['destroyVm'];
     options?: never;

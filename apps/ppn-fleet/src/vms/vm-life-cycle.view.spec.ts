@@ -1,4 +1,5 @@
 import type { FleetVmWithLifeCycle, VmLifeCycle } from '../api/fleet-ops-api.client';
+import { vmLifeCycle } from '../../../../test/factories/vm-life-cycle.factory';
 import { describeVmState, waitOutcome } from './vm-life-cycle.view';
 
 const NOW = Date.UTC(2026, 7, 6, 12, 0, 0);
@@ -15,20 +16,7 @@ function vmWith(lifeCycle: Partial<VmLifeCycle> | null, state = 'Running'): Flee
     host_ports: [],
     node_id: 'node-a',
     accel: 'tcg',
-    life_cycle:
-      lifeCycle === null
-        ? null
-        : {
-            vm_id: 'vm-1',
-            state: 'Running',
-            desired_state: 'running',
-            operation: null,
-            restart_count: 0,
-            last_exit: null,
-            reason: null,
-            next_start_at: null,
-            ...lifeCycle,
-          },
+    life_cycle: lifeCycle === null ? null : { ...vmLifeCycle(), ...lifeCycle },
   };
 }
 

@@ -1,4 +1,7 @@
+import { DesiredVmState, VmState } from '@app/fleet-domain';
+import { vmLifeCycle } from '../../../../test/factories/vm-life-cycle.factory';
 import type { FleetVm } from '../api/fleet-api.client';
+import type { FleetVmWithLifeCycle } from '../api/fleet-ops-api.client';
 import { formatVms, sshTarget } from './vms.view';
 
 const vm: FleetVm = {
@@ -128,16 +131,10 @@ describe('vms view', () => {
       'vm-2  web   Stopped  2048 MB      2  kvm    acme    node-a  -',
     ]);
     // The operations listener's life cycle is newer than the heartbeat's state: it decides.
-    const lifeCycle = {
-      vm_id: 'vm-1',
-      state: 'Stopped' as const,
-      desired_state: 'stopped' as const,
-      operation: null,
-      restart_count: 0,
-      last_exit: null,
-      reason: null,
-      next_start_at: null,
-    };
+    const lifeCycle = vmLifeCycle({
+      state: VmState.Stopped,
+      desired_state: DesiredVmState.Stopped,
+    }) as FleetVmWithLifeCycle['life_cycle'];
     expect(
       formatVms([{ ...vm, life_cycle: lifeCycle }], [nodeA], 'debian', false).split('\n')[1],
     ).toBe('vm-1  web   Stopped  2048 MB      2  kvm    acme    node-a  -');

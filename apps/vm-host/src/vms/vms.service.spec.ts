@@ -32,7 +32,7 @@ describe('VmsService', () => {
   beforeEach(async () => {
     bed = await openVmBed('vms-service-');
     ({ root, files, driver, clock } = bed);
-    vms = roomyVmsService(files, driver, clock);
+    vms = await roomyVmsService(files, driver, clock);
   });
 
   afterEach(() => {
@@ -226,13 +226,13 @@ describe('VmsService', () => {
 
     it('lists a VM whose provisioning the old agent never finished (no pid) as Error', async () => {
       await leftBehind({ ...common, started_at: null, driver: { kind: 'fake', pid: null } });
-      const restarted = roomyVmsService(files, driver, clock);
+      const restarted = await roomyVmsService(files, driver, clock);
       expect(await restarted.list()).toMatchObject([{ vm_id: vmId, state: VmState.Error }]);
       expect(driver.inspected).toEqual([]);
     });
 
     it('reads sidecars of agents before drivers: no pid is Error, a pid is asked of the driver', async () => {
-      const restarted = roomyVmsService(files, driver, clock);
+      const restarted = await roomyVmsService(files, driver, clock);
       await leftBehind({ ...common, accel: 'tcg', started_at: null, pid: null });
       expect(await restarted.list()).toMatchObject([{ vm_id: vmId, state: VmState.Error }]);
 
@@ -253,7 +253,7 @@ describe('VmsService', () => {
   describe('prepare', () => {
     it('makes the VM_DISK_DIR layout and checks the tools', async () => {
       const fresh = join(root, 'fresh');
-      const service = roomyVmsService(
+      const service = await roomyVmsService(
         new VmFiles(vmHostConfig({ VM_DISK_DIR: fresh })),
         driver,
         clock,
@@ -266,7 +266,7 @@ describe('VmsService', () => {
     it('refuses a VM_DISK_DIR that cannot be made, or that the driver cannot use, saying why', async () => {
       const file = join(root, 'a-file');
       await writeFile(file, '');
-      const onFile = roomyVmsService(
+      const onFile = await roomyVmsService(
         new VmFiles(vmHostConfig({ VM_DISK_DIR: file })),
         driver,
         clock,

@@ -208,20 +208,25 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
   async destroy(vmId: string): Promise<void> {
     await this.lifecycle.locks.run(vmId, async () => {
       await this.lifecycle.provisioned(vmId);
-      const sidecar = await this.sidecars.of(vmId);
-      if (!sidecar) throw new VmNotOnNodeError(vmId);
-      await this.driver.stop(vmId, sidecar.driver);
-      await this.files.removeRuntime(vmId);
-      this.sidecars.forget(vmId);
-      this.lifecycle.restarts.forget(vmId);
-      // The VM is gone once its run folder is; a disk left by a failure here is retired at start-up.
-      const disk = await this.deletedDisks.retire(vmId).catch((error: unknown) => {
-        this.logger.error(`vm ${vmId}: could not retire its disk: ${messageOf(error)}`);
-        return 'disk left in disks/';
-      });
-      this.logger.log(`vm ${vmId} destroyed (${disk})`);
+      await this.lifecycle.deleting(vmId, () => this.destroyLocked(vmId));
     });
     this.lifecycle.announce();
+  }
+
+  /** The delete's work, under the VM's lock, as its phase Deleting. */
+  private async destroyLocked(vmId: string): Promise<void> {
+    const sidecar = await this.sidecars.of(vmId);
+    if (!sidecar) throw new VmNotOnNodeError(vmId);
+    await this.driver.stop(vmId, sidecar.driver);
+    await this.files.removeRuntime(vmId);
+    this.sidecars.forget(vmId);
+    this.lifecycle.restarts.forget(vmId);
+    // The VM is gone once its run folder is; a disk left by a failure here is retired at start-up.
+    const disk = await this.deletedDisks.retire(vmId).catch((error: unknown) => {
+      this.logger.error(`vm ${vmId}: could not retire its disk: ${messageOf(error)}`);
+      return 'disk left in disks/';
+    });
+    this.logger.log(`vm ${vmId} destroyed (${disk})`);
   }
 }
 

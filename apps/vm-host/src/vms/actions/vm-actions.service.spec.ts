@@ -53,7 +53,7 @@ describe('VM life cycle: desired state, restarts and actions', () => {
     hostFacts.capacity = () =>
       Promise.resolve({ ram_total_mb: ramTotalMb, ram_used_mb: 1_024, cpu_cores: 16 });
     const config = vmHostConfig({ VM_NODE_ID: 'node-a', VM_VCPU_OVERCOMMIT: '4' });
-    services = vmServices({ files, driver, clock, hostFacts, config });
+    services = await vmServices({ files, driver, clock, hostFacts, config });
   });
 
   afterEach(() => closeVmBed(bed));

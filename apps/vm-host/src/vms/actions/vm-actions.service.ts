@@ -221,8 +221,12 @@ export class VmActionsService {
     });
   }
 
-  /** A 409 for a VM being created or with an action under way here. */
+  /**
+   * A 409 for a VM the life cycle's table lets no operator's action move now (being created,
+   * or with an action under way here), in the fixed forms the controller matches.
+   */
   private refuseBusy(vmId: string): void {
+    if (this.lifecycle.mayMove(vmId, 'stop')) return;
     if (this.lifecycle.beingCreated(vmId)) throw VmActionConflictError.beingCreated(vmId);
     const operation = this.lifecycle.operationOf(vmId);
     if (operation !== null) throw VmActionConflictError.busy(vmId, operation);

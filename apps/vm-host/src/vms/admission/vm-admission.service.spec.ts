@@ -1,3 +1,4 @@
+import { createRequest } from '../../../../../test/factories/create-request.factory';
 import { readdir, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
@@ -30,8 +31,9 @@ import { VmsService } from '../vms.service';
 
 const HOST: HostCapacity = { ram_total_mb: 24_576, ram_used_mb: 3_000, cpu_cores: 8 };
 
+/** A create of one vCPU unless the fields given say otherwise. */
 function request(fields: Partial<CreateVmRequest> = {}): CreateVmRequest {
-  return { vm_type: 'web', ram_mb: 96, vcpu_count: 1, prefer_kvm: false, ...fields };
+  return createRequest({ vcpu_count: 1, ...fields });
 }
 
 function key(client: string, body: string): SpawnKey {
@@ -59,10 +61,10 @@ describe('VmAdmissionService', () => {
   let logs: string[];
 
   /** The services of an agent (a restarted one when called again) on the same disk and host. */
-  function service(
+  async function service(
     vcpuOvercommit = 4,
     diskOvercommit = 1,
-  ): { admission: VmAdmissionService; vms: VmsService } {
+  ): Promise<{ admission: VmAdmissionService; vms: VmsService }> {
     const config = vmHostConfig({
       VM_NODE_ID: 'node-a',
       VM_VCPU_OVERCOMMIT: String(vcpuOvercommit),
@@ -77,7 +79,7 @@ describe('VmAdmissionService', () => {
     bed = await openVmBed('vm-admission-');
     ({ root, files, driver, clock, logs } = bed);
     host = { ...HOST };
-    ({ admission, vms } = service());
+    ({ admission, vms } = await service());
   });
 
   afterEach(() => closeVmBed(bed));
@@ -206,7 +208,7 @@ describe('VmAdmissionService', () => {
 
     it('refuses vCPUs beyond cores x VM_VCPU_OVERCOMMIT, naming vcpu_count', async () => {
       host.cpu_cores = 2;
-      ({ admission, vms } = service(1));
+      ({ admission, vms } = await service(1));
       await admission.spawn(request({ vcpu_count: 2 }));
       await expect(admission.spawn(request({ vcpu_count: 1 }))).rejects.toThrow(
         new VmDoesNotFitError(
@@ -305,7 +307,7 @@ describe('VmAdmissionService', () => {
     });
 
     it('admits it with thin provisioning (VM_DISK_OVERCOMMIT 2), and names the ratio past it', async () => {
-      ({ admission, vms } = service(4, 2));
+      ({ admission, vms } = await service(4, 2));
       // Two fit in twice the room, a third does not.
       driver.imageBytes = Math.floor((await availableBytes()) * 0.7);
       await admission.spawn(request());
@@ -398,7 +400,7 @@ describe('VmAdmissionService', () => {
 
     it('keeps the key with the VM across an agent restart, for a day', async () => {
       const { vm } = await admission.spawn(request(), key('a', 'b'));
-      const { admission: restarted } = service();
+      const { admission: restarted } = await service();
       expect(await restarted.spawn(request(), key('a', 'b'))).toMatchObject({
         vm: { vm_id: vm.vm_id },
         created: false,

@@ -3,8 +3,12 @@ import { mkdir, mkdtemp, readFile, readdir, rm, stat, utimes, writeFile } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { vmHostConfig } from '../../../../../test/support/configs';
-import { fakeHostFacts } from '../../../../../test/support/fake-vm-driver';
-import { VmBed, closeVmBed, openVmBed, vmServices } from '../../../../../test/support/vm-services';
+import {
+  VmBed,
+  closeVmBed,
+  openVmBed,
+  vmStateParts,
+} from '../../../../../test/support/vm-services';
 import { PRIVATE_FILE_MODE } from '../files/vm-files';
 import { VmNotOnNodeError } from '../vms.errors';
 import type { BackupManifest } from './backup-folder';
@@ -79,8 +83,7 @@ describe('VmBackupsService: chains of copies in VM_BACKUP_DIR', () => {
 
   function service(env: Record<string, string> = {}): VmBackupsService {
     const config = vmHostConfig({ VM_NODE_ID: 'node-a', VM_BACKUP_DIR: backupDir, ...env });
-    const hostFacts = fakeHostFacts({ ram_total_mb: 65_536, ram_used_mb: 1_024, cpu_cores: 16 });
-    const { sidecars, lifecycle } = vmServices({ ...bed, hostFacts, config });
+    const { sidecars, lifecycle } = vmStateParts({ ...bed, config });
     return new VmBackupsService(config, bed.files, sidecars, lifecycle, copier, bed.clock);
   }
 

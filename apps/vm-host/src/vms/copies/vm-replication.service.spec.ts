@@ -120,7 +120,7 @@ describe('VmReplicationService: copies of a VM to its peers', () => {
     peer = new FakePeer();
     const config = vmHostConfig({ VM_NODE_ID: 'node-a', VM_DISK_DIR: bed.root });
     const hostFacts = fakeHostFacts({ ram_total_mb: 65_536, ram_used_mb: 1_024, cpu_cores: 16 });
-    const { sidecars, lifecycle } = vmServices({ ...bed, hostFacts, config });
+    const { sidecars, lifecycle } = await vmServices({ ...bed, hostFacts, config });
     await bed.leftBehind(VM, { started_at: '2026-08-06T11:00:00.000Z' });
     await writeFile(bed.files.disk(VM), 'disk');
     replication = new VmReplicationService(

@@ -115,7 +115,7 @@ describe('VmRestoresService', () => {
   let backupDir: string;
   let copier: FakeCopier;
   let restores: VmRestoresService;
-  let services: ReturnType<typeof vmServices>;
+  let services: Awaited<ReturnType<typeof vmServices>>;
 
   beforeEach(async () => {
     bed = await openVmBed('vm-restores-');
@@ -126,7 +126,7 @@ describe('VmRestoresService', () => {
       VM_DISK_DIR: bed.root,
       VM_BACKUP_DIR: backupDir,
     });
-    services = vmServices({
+    services = await vmServices({
       files: bed.files,
       driver: bed.driver,
       clock: bed.clock,

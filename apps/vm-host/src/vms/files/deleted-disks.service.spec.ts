@@ -1,3 +1,4 @@
+import { createRequest } from '../../../../../test/factories/create-request.factory';
 import { mkdir, readdir, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { firstValueFrom } from 'rxjs';
@@ -27,7 +28,7 @@ describe('DeletedDisks', () => {
 
   afterEach(() => closeVmBed(bed));
 
-  function services(diskRetentionS: number): VmServices {
+  function services(diskRetentionS: number): Promise<VmServices> {
     const config = vmHostConfig({
       VM_NODE_ID: 'node-a',
       VM_VCPU_OVERCOMMIT: '4',
@@ -41,7 +42,7 @@ describe('DeletedDisks', () => {
   async function runningVm({ vms }: VmServices): Promise<string> {
     const {
       vm: { vm_id: vmId },
-    } = await vms.spawn({ vm_type: 'web', ram_mb: 96, vcpu_count: 1, prefer_kvm: false });
+    } = await vms.spawn(createRequest({ vcpu_count: 1 }));
     const settled = firstValueFrom(vms.changes);
     bed.driver.creates.shift()!.settle({
       record: { kind: 'fake', pid: 4242 },
@@ -56,7 +57,7 @@ describe('DeletedDisks', () => {
   const listed = (dir: string): Promise<string[]> => readdir(join(bed.root, dir));
 
   it('with retention 0, removes the disk with the VM', async () => {
-    const vm = services(0);
+    const vm = await services(0);
     const vmId = await runningVm(vm);
     await vm.vms.destroy(vmId);
     expect(await listed('run')).toEqual([]);
@@ -66,7 +67,7 @@ describe('DeletedDisks', () => {
   });
 
   it('keeps the disk, stamped with the deletion time, until the retention has passed', async () => {
-    const vm = services(3_600);
+    const vm = await services(3_600);
     const vmId = await runningVm(vm);
     const deletedAt = bed.clock.wallNow();
     await vm.vms.destroy(vmId);
@@ -84,7 +85,7 @@ describe('DeletedDisks', () => {
   });
 
   it("goes by the agent's own clock: a wall clock stepped forward removes nothing early", async () => {
-    const vm = services(3_600);
+    const vm = await services(3_600);
     const vmId = await runningVm(vm);
     await vm.vms.destroy(vmId);
     bed.clock.stepWall(YEAR_MS);
@@ -94,7 +95,7 @@ describe('DeletedDisks', () => {
   });
 
   it('keeps a disk deleted while the clock was a year behind its full retention once the clock is corrected', async () => {
-    const vm = services(3_600);
+    const vm = await services(3_600);
     const vmId = await runningVm(vm);
     bed.clock.stepWall(-YEAR_MS);
     await vm.vms.destroy(vmId);
@@ -116,7 +117,7 @@ describe('DeletedDisks', () => {
     async (_when, offsetMs) => {
       const stamp = bed.clock.wallNow() + offsetMs;
       await writeFile(join(bed.root, 'deleted', `${stamp}.vm-00000000000000d1.qcow2`), '');
-      const vm = services(3_600);
+      const vm = await services(3_600);
       expect(await vm.deletedDisks.sweep()).toBe(0);
       bed.clock.advance(HOUR_MS - 1);
       expect(await vm.deletedDisks.sweep()).toBe(0);
@@ -126,7 +127,7 @@ describe('DeletedDisks', () => {
   );
 
   it('never removes a deleted disk a process of its VM still runs on', async () => {
-    const vm = services(3_600);
+    const vm = await services(3_600);
     await writeFile(
       join(bed.root, 'deleted', `${bed.clock.wallNow() - 2 * HOUR_MS}.vm-00000000000000e1.qcow2`),
       '',
@@ -144,7 +145,7 @@ describe('DeletedDisks', () => {
   });
 
   it('at start-up, retires disks left without a run folder and sweeps those past retention', async () => {
-    const vm = services(3_600);
+    const vm = await services(3_600);
     const nowMs = bed.clock.wallNow();
     const nowS = nowMs / 1000;
     const disk = (vmId: string): string => bed.files.disk(vmId);
@@ -201,7 +202,7 @@ describe('DeletedDisks', () => {
   });
 
   it('at start-up with retention 0, removes the disks left without a run folder', async () => {
-    const vm = services(0);
+    const vm = await services(0);
     await writeFile(bed.files.disk('vm-00000000000000a1'), 'qcow2');
     await writeFile(
       join(bed.root, 'deleted', `${bed.clock.wallNow()}.vm-00000000000000a2.qcow2`),
@@ -213,7 +214,7 @@ describe('DeletedDisks', () => {
   });
 
   it('never builds a path from a name that is not a vm id', async () => {
-    const vm = services(0);
+    const vm = await services(0);
     await expect(vm.deletedDisks.retire('../etc')).rejects.toThrow('not a vm id');
     expect(() => bed.files.deletedDisk('a/b', 1)).toThrow('not a deleted disk');
   });

@@ -1,22 +1,14 @@
-import { DesiredVmState } from '@app/fleet-domain';
+import { vmSidecar } from '../../../../../test/factories/vm-sidecar.factory';
 import { wireRefusals } from './sidecar-wire';
 import type { VmSidecar } from './vm-files';
 
-const VALID: VmSidecar = {
+const VALID: VmSidecar = vmSidecar({
   vm_id: 'vm-00000000000000dd',
-  vm_type: 'web',
   tenant_id: 'acme',
-  ram_alloc_mb: 1_024,
-  vcpu_count: 2,
   host_ports: [{ host_port: 40_022, guest_port: 22, protocol: 'tcp' }],
-  created_at: '2026-08-06T11:00:00.000Z',
   started_at: '2026-08-06T11:00:01.000Z',
-  error: null,
   driver: { kind: 'fake', pid: 7 },
-  idempotency_key: null,
-  desired_state: DesiredVmState.Running,
-  last_exit: null,
-};
+});
 
 describe('wireRefusals', () => {
   it('finds nothing to refuse in a sidecar the wire takes, never started or started', () => {

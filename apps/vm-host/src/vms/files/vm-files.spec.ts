@@ -1,9 +1,9 @@
-import { DesiredVmState } from '@app/fleet-domain';
 import { chmod, mkdir, mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ID_PATTERN } from '@app/fleet-domain';
+import { vmSidecar } from '../../../../../test/factories/vm-sidecar.factory';
 import { vmHostConfig } from '../../../../../test/support/configs';
 import { VmFiles, VmSidecar } from './vm-files';
 import { SidecarUnreadableError } from '../vms.errors';
@@ -66,21 +66,14 @@ describe('VmFiles', () => {
 
   it('round-trips the sidecar and removes the runtime files but not the disk folder', async () => {
     const id = await files.newVmId();
-    const sidecar = {
+    const sidecar = vmSidecar({
       vm_id: id,
-      vm_type: 'web',
       tenant_id: 'acme',
       ram_alloc_mb: 64,
       vcpu_count: 1,
-      host_ports: [],
       created_at: '2026-08-06T12:00:00.000Z',
-      started_at: null,
-      error: null,
       driver: { kind: 'qemu', accel: 'tcg', pid: null },
-      idempotency_key: null,
-      desired_state: DesiredVmState.Running,
-      last_exit: null,
-    };
+    });
     await files.writeSidecar(sidecar);
     expect(await files.readSidecar(id)).toEqual(sidecar);
     await files.removeRuntime(id);
@@ -157,21 +150,13 @@ describe('VmFiles keeps VM files private', () => {
   });
 
   function sidecar(vmId: string): VmSidecar {
-    return {
+    return vmSidecar({
       vm_id: vmId,
-      vm_type: 'web',
-      tenant_id: null,
       ram_alloc_mb: 64,
       vcpu_count: 1,
-      host_ports: [],
       created_at: '2026-08-06T12:00:00.000Z',
-      started_at: null,
-      error: null,
       driver: { kind: 'qemu', accel: 'tcg', pid: null },
-      idempotency_key: null,
-      desired_state: DesiredVmState.Running,
-      last_exit: null,
-    };
+    });
   }
 
   it('makes its folders 0700 and sidecars 0600', async () => {

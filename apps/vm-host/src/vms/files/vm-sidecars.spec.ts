@@ -41,7 +41,7 @@ describe('VmSidecars', () => {
     bed = await openVmBed('vm-sidecars-');
     ({ root, files, driver, clock, logs } = bed);
     const config = vmHostConfig({ VM_NODE_ID: 'node-a', VM_VCPU_OVERCOMMIT: '4' });
-    ({ vms, actions } = vmServices({
+    ({ vms, actions } = await vmServices({
       files,
       driver,
       clock,

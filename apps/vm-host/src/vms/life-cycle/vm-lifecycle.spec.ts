@@ -1,6 +1,6 @@
 import * as prometheus from 'prom-client';
 import { firstValueFrom } from 'rxjs';
-import { VmState } from '@app/fleet-domain';
+import { VmOperation, VmState } from '@app/fleet-domain';
 import { FakeClock } from '../../../../../test/support/fake-clock';
 import { FakeVmDriver } from '../../../../../test/support/fake-vm-driver';
 import { sampleValue } from '../../../../../test/support/prometheus-text';
@@ -17,6 +17,10 @@ import { StartedVm } from '../vm-driver';
 import { VmFiles } from '../files/vm-files';
 import { VmCreateError } from '../vms.errors';
 import { VmsService } from '../vms.service';
+import { vmHostConfig } from '../../../../../test/support/configs';
+import { CrashFailpoint } from './crash-failpoint';
+import { VmLifecycle } from './vm-lifecycle';
+import { IllegalVmTransitionError, VmMove, VmPhase, VmTransitionHook } from './vm-transitions';
 
 describe('VmLifecycle', () => {
   let bed: VmBed;
@@ -29,7 +33,7 @@ describe('VmLifecycle', () => {
   beforeEach(async () => {
     bed = await openVmBed('vm-lifecycle-');
     ({ files, driver, clock, logs } = bed);
-    vms = roomyVmsService(files, driver, clock);
+    vms = await roomyVmsService(files, driver, clock);
   });
 
   afterEach(() => closeVmBed(bed));
@@ -140,7 +144,7 @@ describe('VmLifecycle', () => {
 
   it('times each VM start from accepted to started, and to failed', async () => {
     const metrics = new HostMetrics({ prometheus, listVmStates: () => Promise.resolve([]) });
-    vms = roomyVmsService(files, driver, clock, metrics);
+    vms = await roomyVmsService(files, driver, clock, metrics);
     for (const outcome of [
       { record: { kind: 'fake' }, hostPorts: [], summary: 'fake pid 1' },
       new Error('qemu exited'),
@@ -151,5 +155,85 @@ describe('VmLifecycle', () => {
     const text = (await metrics.scrape()).body;
     expect(sampleValue(text, 'ppn_host_spawn_duration_seconds_count{outcome="started"}')).toBe(1);
     expect(sampleValue(text, 'ppn_host_spawn_duration_seconds_count{outcome="failed"}')).toBe(1);
+  });
+
+  describe('moves through the table', () => {
+    function lifecycleHeard(): { lifecycle: VmLifecycle; moves: VmMove[] } {
+      const moves: VmMove[] = [];
+      const hook: VmTransitionHook = { name: 'recorder', moved: (move) => void moves.push(move) };
+      const config = vmHostConfig({ VM_NODE_ID: 'node-a' });
+      const lifecycle = new VmLifecycle(
+        files,
+        driver,
+        clock,
+        new CrashFailpoint(config),
+        undefined,
+        config,
+        [hook],
+      );
+      return { lifecycle, moves };
+    }
+
+    it('refuses a move the table has none for, naming the VM, its phase and the operation', async () => {
+      const { lifecycle } = lifecycleHeard();
+      await lifecycle.admitting('vm-a', () => {
+        expect(lifecycle.phaseOf('vm-a')).toBe(VmPhase.Admitting);
+        expect(() => lifecycle.move('vm-a', 'stop')).toThrow(
+          new IllegalVmTransitionError('vm-a', VmPhase.Admitting, 'stop'),
+        );
+        expect(() => lifecycle.crashed('vm-a', 'gone', 0, true)).toThrow(
+          'vm vm-a: cannot crash while admitting',
+        );
+        return Promise.resolve();
+      });
+      expect(lifecycle.phaseOf('vm-a')).toBe(VmPhase.Idle);
+      expect(lifecycle.restarts.of('vm-a').failures).toBe(0);
+    });
+
+    it('tells its hooks of every move, and a restart hands its phase to the start', async () => {
+      const { lifecycle, moves } = lifecycleHeard();
+      let finishStart!: () => void;
+      lifecycle.operate('vm-b', VmOperation.Restarting, () => {
+        lifecycle.startInBackground('vm-b', () => new Promise<void>((r) => (finishStart = r)));
+        return Promise.resolve();
+      });
+      expect(lifecycle.operationOf('vm-b')).toBe(VmOperation.Starting);
+      finishStart();
+      await lifecycle.started('vm-b');
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      await lifecycle.deleting('vm-b', () => Promise.resolve());
+      expect(moves.map(({ from, operation, to }) => `${from} -${operation}-> ${to}`)).toEqual([
+        'idle -restart-> restarting',
+        'restarting -start-> starting',
+        'starting -settle-> idle',
+        'idle -delete-> deleting',
+        'deleting -settle-> idle',
+      ]);
+      expect(lifecycle.owned('vm-b')).toBe(false);
+    });
+
+    it('logs a hook that fails and keeps the move', () => {
+      const { lifecycle } = lifecycleHeard();
+      const failing = new VmLifecycle(
+        files,
+        driver,
+        clock,
+        new CrashFailpoint(vmHostConfig({})),
+        undefined,
+        undefined,
+        [
+          {
+            name: 'broken',
+            moved: () => {
+              throw new Error('no');
+            },
+          },
+        ],
+      );
+      expect(failing.move('vm-c', 'start')).toBe(VmPhase.Starting);
+      expect(failing.owned('vm-c')).toBe(true);
+      expect(logs).toContain('error vm vm-c: life-cycle hook broken failed: no');
+      expect(lifecycle.owned('vm-c')).toBe(false);
+    });
   });
 });

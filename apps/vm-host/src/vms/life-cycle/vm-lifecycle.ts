@@ -1,16 +1,13 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { Subject } from 'rxjs';
 import { Clock } from '@app/daemon';
 import {
-  CONTROL_CHARACTERS,
   CommittedVm,
   HYPERVISOR_OVERHEAD_MB,
   DesiredVmState,
   HostPort,
-  MAX_LIFE_CYCLE_TEXT,
   VmLifeCycle,
   VmOperation,
-  VmAccel,
   VmRecord,
   VmState,
   toRfc3339,
@@ -19,26 +16,33 @@ import { VmHostConfig } from '../../config/vm-host.config';
 import { HostMetrics } from '../../metrics/host-metrics.service';
 import { CrashFailpoint } from './crash-failpoint';
 import { KeyedMutex } from './keyed-mutex';
-import { FoundVm, VmDriver, VmRunState, VmSpec } from '../vm-driver';
+import { FoundVm, VmDriver } from '../vm-driver';
 import { VmFiles, VmSidecar } from '../files/vm-files';
 import { VmRestarts } from './vm-restarts';
+import { VmPhases } from './vm-phases';
+import { RUN_STATES, bounded, specOf, toVmRecord } from './vm-record';
+
+// Where the services that start VMs and list them took these from.
+export { specOf, toVmRecord };
+import {
+  OPERATION_MOVE,
+  PHASE_OPERATION,
+  VM_TRANSITION_HOOKS,
+  VmMove,
+  VmMoveOperation,
+  VmPhase,
+  VmTransitionHook,
+} from './vm-transitions';
 import { VmCreateError, VmPortTakenError, messageOf } from '../vms.errors';
 
-const RUN_STATES: Record<VmRunState, VmState> = {
-  running: VmState.Running,
-  stopped: VmState.Stopped,
-  // Alive but not answering (yet): not known to run.
-  unknown: VmState.Provisioning,
-  // Paused by its hypervisor on a failed write: it does not run, and no operator stopped it.
-  'io-error': VmState.Error,
-};
-
 /**
- * Each VM's state and its moves in this process. A VM is Provisioning while it is admitted
- * here and then started after the answer; once started it is what the driver sees (Running,
- * Stopped, Provisioning while it does not answer yet); a failed start, or one an earlier agent
- * never made, is Error with the reason in its sidecar. The locks every VM service shares live
- * here too, so they agree on who owns a VM at any moment.
+ * Each VM's state and its moves in this process. The work under way on each VM is its phase
+ * (`vm-transitions.ts`), moved only through `move`, which the table of legal moves checks and
+ * the hooks hear of. A VM is Provisioning while it is admitted here and then started after the
+ * answer; once started it is what the driver sees (Running, Stopped, Provisioning while it
+ * does not answer yet); a failed start, or one an earlier agent never made, is Error with the
+ * reason in its sidecar. The locks every VM service shares live here too, so they agree on who
+ * owns a VM at any moment.
  */
 @Injectable()
 export class VmLifecycle {
@@ -46,14 +50,12 @@ export class VmLifecycle {
   private readonly changed = new Subject<void>();
   /** Emits when a VM was accepted, settled or deleted here. */
   readonly changes = this.changed.asObservable();
-  /** VMs being admitted (files made, not yet answered) in this process. */
-  private readonly beingAdmitted = new Set<string>();
-  /** Provisioning of a new VM under way in this process, by vm_id. */
+  /** Each VM's phase, changed by `move` alone; the agent's own memories are its first hook. */
+  private readonly phases: VmPhases;
+  /** Provisioning of a new VM under way in this process, by vm_id (waited for by a delete). */
   private readonly provisioning = new Map<string, Promise<void>>();
   /** Starts of existing VMs (after a stop, a crash, a reboot) waiting or under way, by vm_id. */
   private readonly starting = new Map<string, Promise<void>>();
-  /** Operators' stops and restarts under way, by vm_id. */
-  private readonly operations = new Map<string, VmOperation>();
   /**
    * VMs whose last start failed because one of their host ports was taken: listed Error (with
    * that reason) rather than Stopped, while starts are tried again at the backoff's pace.
@@ -80,7 +82,59 @@ export class VmLifecycle {
     private readonly failpoint: CrashFailpoint,
     private readonly metrics: HostMetrics = new HostMetrics(),
     private readonly config?: VmHostConfig,
-  ) {}
+    @Optional()
+    @Inject(VM_TRANSITION_HOOKS)
+    hooks: readonly VmTransitionHook[] = [],
+  ) {
+    const forgetDeleted = { name: 'forget-deleted', moved: (move: VmMove) => this.forget(move) };
+    this.phases = new VmPhases([forgetDeleted, ...hooks]);
+  }
+
+  /** The work under way on the VM here (idle: none). */
+  phaseOf(vmId: string): VmPhase {
+    return this.phases.of(vmId);
+  }
+
+  /** True when the table lets the operation move the VM from its phase now. */
+  mayMove(vmId: string, operation: VmMoveOperation): boolean {
+    return this.phases.may(vmId, operation);
+  }
+
+  /** Moves the VM's phase as the table allows (see VmPhases.move). */
+  move(vmId: string, operation: VmMoveOperation): VmPhase {
+    return this.phases.move(vmId, operation);
+  }
+
+  private settle(vmId: string, phase: VmPhase): void {
+    this.phases.settle(vmId, phase);
+  }
+
+  /** The first hook: a deleted VM's memories here (restarts, blocked ports, pauses) end with it. */
+  private forget({ vmId, from, operation }: VmMove): void {
+    if (from !== VmPhase.Deleting || operation !== 'settle') return;
+    this.restarts.forget(vmId);
+    this.portBlocked.delete(vmId);
+    this.pausedOnDiskFull.delete(vmId);
+  }
+
+  /** Runs a delete's work as the VM's phase (after its provisioning, under its lock). */
+  async deleting<T>(vmId: string, work: () => Promise<T>): Promise<T> {
+    this.move(vmId, 'delete');
+    try {
+      return await work();
+    } finally {
+      this.settle(vmId, VmPhase.Deleting);
+    }
+  }
+
+  /**
+   * Notes that the VM's process ended without an operator asking (a reconciliation's move
+   * `crash`, idle VMs only) for the restart policy; see `VmRestarts.exited`.
+   */
+  crashed(vmId: string, why: string, nowMs: number, counts: boolean): void {
+    this.move(vmId, 'crash');
+    this.restarts.exited(vmId, why, nowMs, counts);
+  }
 
   /** The VMs paused on a full disk when last inspected, of these. */
   pausedOnFullDisk(vmIds: readonly string[]): string[] {
@@ -89,17 +143,18 @@ export class VmLifecycle {
 
   /** Runs the admission of a VM: Provisioning, and committed, until it is answered. */
   async admitting<T>(vmId: string, admission: () => Promise<T>): Promise<T> {
-    this.beingAdmitted.add(vmId);
+    this.move(vmId, 'admit');
     try {
       return await admission();
     } finally {
-      this.beingAdmitted.delete(vmId);
+      this.settle(vmId, VmPhase.Admitting);
     }
   }
 
   /** True while this process admits or provisions a new VM. */
   beingCreated(vmId: string): boolean {
-    return this.beingAdmitted.has(vmId) || this.provisioning.has(vmId);
+    const phase = this.phaseOf(vmId);
+    return phase === VmPhase.Admitting || phase === VmPhase.Provisioning;
   }
 
   /**
@@ -107,7 +162,7 @@ export class VmLifecycle {
    * sidecar is theirs to write.
    */
   inProgress(vmId: string): boolean {
-    return this.beingCreated(vmId) || this.starting.has(vmId);
+    return this.beingCreated(vmId) || this.phaseOf(vmId) === VmPhase.Starting;
   }
 
   /**
@@ -115,24 +170,23 @@ export class VmLifecycle {
    * destroy, an adoption) holds the VM.
    */
   owned(vmId: string): boolean {
-    return this.inProgress(vmId) || this.operations.has(vmId) || this.locks.busy(vmId);
+    return this.phaseOf(vmId) !== VmPhase.Idle || this.locks.busy(vmId);
   }
 
   /** The operation under way on the VM here, if any. */
   operationOf(vmId: string): VmOperation | null {
-    if (this.operations.has(vmId)) return this.operations.get(vmId)!;
-    return this.starting.has(vmId) ? VmOperation.Starting : null;
+    return PHASE_OPERATION[this.phaseOf(vmId)];
   }
 
   /** Runs an operator's stop or restart in the background; announces the change once it ends. */
   operate(vmId: string, operation: VmOperation, work: () => Promise<void>): void {
-    this.operations.set(vmId, operation);
+    const phase = this.move(vmId, OPERATION_MOVE[operation]);
     void work()
       .catch((error: unknown) => {
         this.logger.error(`vm ${vmId}: ${operation} failed: ${messageOf(error)}`);
       })
       .finally(() => {
-        if (this.operations.get(vmId) === operation) this.operations.delete(vmId);
+        this.settle(vmId, phase);
         this.announce();
       });
   }
@@ -142,12 +196,15 @@ export class VmLifecycle {
    * may; the mark ends, and the change is announced, once the start settled.
    */
   startInBackground(vmId: string, start: () => Promise<void>): void {
+    const phase = this.move(vmId, 'start');
     const task = start()
       .catch((error: unknown) => {
         this.logger.error(`vm ${vmId}: start failed: ${messageOf(error)}`);
       })
       .finally(() => {
-        this.starting.delete(vmId);
+        if (this.starting.get(vmId) === task) this.starting.delete(vmId);
+        // A start asked during a delete left the phase Deleting: the delete ends it.
+        if (phase === VmPhase.Starting) this.settle(vmId, phase);
         this.announce();
       });
     this.starting.set(vmId, task);
@@ -166,8 +223,10 @@ export class VmLifecycle {
    */
   provision(sidecar: VmSidecar, makeFiles?: () => Promise<boolean>): void {
     const vmId = sidecar.vm_id;
+    this.move(vmId, 'provision');
     const task = this.start(sidecar, makeFiles).finally(() => {
       this.provisioning.delete(vmId);
+      this.settle(vmId, VmPhase.Provisioning);
       this.announce();
     });
     this.provisioning.set(vmId, task);
@@ -333,42 +392,4 @@ export class VmLifecycle {
     this.failpoint.reached('after-pid-written', vmId);
     this.logger.log(`vm ${vmId} started: ${started.summary}`);
   }
-}
-
-/** A reason or exit text as the wire takes it: one line (a tool's stderr may have many), bounded. */
-function bounded(text: string | null): string | null {
-  if (text === null) return null;
-  const line = text.replace(CONTROL_CHARACTERS, ' ').trim() || 'unknown';
-  return line.length <= MAX_LIFE_CYCLE_TEXT ? line : `${line.slice(0, MAX_LIFE_CYCLE_TEXT - 3)}...`;
-}
-
-/** What the driver is asked to make of a VM. */
-export function specOf(sidecar: VmSidecar): VmSpec {
-  return {
-    vmId: sidecar.vm_id,
-    vmType: sidecar.vm_type,
-    ramMb: sidecar.ram_alloc_mb,
-    vcpuCount: sidecar.vcpu_count,
-    ...(sidecar.forwards ? { forwards: sidecar.forwards } : {}),
-    ...(sidecar.disk_gb === undefined ? {} : { diskGb: sidecar.disk_gb }),
-    ...(sidecar.restored_from === undefined ? {} : { restoredDisk: true }),
-  };
-}
-
-export function toVmRecord(
-  sidecar: VmSidecar,
-  state: VmState,
-  accel: VmAccel | null = null,
-): VmRecord {
-  return {
-    vm_id: sidecar.vm_id,
-    vm_type: sidecar.vm_type,
-    state,
-    ram_alloc_mb: sidecar.ram_alloc_mb,
-    vcpu_count: sidecar.vcpu_count,
-    started_at: sidecar.started_at,
-    tenant_id: sidecar.tenant_id,
-    host_ports: sidecar.host_ports,
-    accel,
-  };
 }

@@ -1,3 +1,4 @@
+import { createRequest } from '../../../../../test/factories/create-request.factory';
 import { mkdir } from 'node:fs/promises';
 import { firstValueFrom } from 'rxjs';
 import { CreateVmRequest, VmState } from '@app/fleet-domain';
@@ -14,8 +15,9 @@ import { VmsService } from '../vms.service';
 
 const HOST: HostCapacity = { ram_total_mb: 24_576, ram_used_mb: 3_000, cpu_cores: 8 };
 
+/** A create of one vCPU unless the fields given say otherwise. */
 function request(fields: Partial<CreateVmRequest> = {}): CreateVmRequest {
-  return { vm_type: 'web', ram_mb: 96, vcpu_count: 1, prefer_kvm: false, ...fields };
+  return createRequest({ vcpu_count: 1, ...fields });
 }
 
 function started(pid: number): StartedVm {
@@ -39,7 +41,7 @@ describe('VmReconciliationService', () => {
     bed = await openVmBed('vm-reconciliation-');
     ({ files, driver, clock, logs } = bed);
     const config = vmHostConfig({ VM_NODE_ID: 'node-a', VM_VCPU_OVERCOMMIT: '4' });
-    ({ vms, lifecycle } = vmServices({
+    ({ vms, lifecycle } = await vmServices({
       files,
       driver,
       clock,

@@ -85,6 +85,9 @@ export class VmReconciliationService {
     due: VmSidecar[],
   ): Promise<VmSidecar | undefined> {
     const sidecar = await this.sidecars.of(vmId, live);
+    // Work that began while this waited for the lock owns the VM now (the table lets a
+    // reconciliation move idle VMs alone): its sidecar is that work's to write.
+    if (!this.lifecycle.mayMove(vmId, 'reconcile')) return sidecar;
     // Unreadable: kept as it is, its process (if any) left running and committed with the RAM
     // and vCPUs it was started with; only a delete acts on it.
     if (sidecar && this.sidecars.isStandIn(sidecar)) return sidecar;
@@ -164,7 +167,7 @@ export class VmReconciliationService {
       : `its process ended at ${at} while the VM should run`;
     sidecar.last_exit = why;
     await this.write(sidecar);
-    this.lifecycle.restarts.exited(vmId, why, this.clock.now(), !startUp);
+    this.lifecycle.crashed(vmId, why, this.clock.now(), !startUp);
     const { failures } = this.lifecycle.restarts.of(vmId);
     this.logger.warn(
       `vm ${vmId}: ${why}; ${startUp ? 'starting it again from its disk' : `${failures} time(s) in a row, starting it again from its disk in ${restartDelayMs(failures) / 1000} s`}`,
