@@ -3,6 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Clock } from '@app/daemon';
 import {
   AgentRestoreRequest,
+  CopyPolicy,
   HeartbeatVm,
   HostPort,
   NodeState,
@@ -46,7 +47,11 @@ export const RESTORE_AGENT_TIMEOUT_MS = 30 * 60_000;
 const RESTORE_CLAIM_MS = RESTORE_AGENT_TIMEOUT_MS + RAM_HOLD_MARGIN_MS;
 
 /** The VM to make, from the controller's last record of it or from its copy's manifest. */
-type VmSpec = Omit<RestoreSpec, 'tenant_id'> & { tenant_id: string | null };
+type VmSpec = Omit<RestoreSpec, 'tenant_id'> & {
+  tenant_id: string | null;
+  /** The copy policy its agent last reported (absent: none, an agent before copies). */
+  copies?: CopyPolicy;
+};
 
 /**
  * POST /v1/vms/{vm_id}/restore on the operations listener: the rules (planRestore), the point
@@ -121,6 +126,7 @@ export class VmRestoreService {
       ports: withSshFirst(spec.ports),
       keep_host_ports: !asNew,
       ...(spec.disk_gb === undefined ? {} : { disk_gb: spec.disk_gb }),
+      ...(spec.copies === undefined ? {} : { copies: spec.copies }),
       source: {
         ...(point.source === 'replica' ? { replica: true } : { backup_id: point.backup_id }),
         vm_id: vmId,
@@ -331,6 +337,9 @@ function specOf(record: HeartbeatVm | undefined, manifest: RestoreSpec | null): 
     tenant_id: record.tenant_id ?? null,
     ports,
     ...(manifest?.disk_gb === undefined ? {} : { disk_gb: manifest.disk_gb }),
+    ...(record.copies
+      ? { copies: { count: record.copies.count, every_s: record.copies.every_s } }
+      : {}),
   };
 }
 

@@ -299,6 +299,10 @@ export class VmAdmissionService {
       desired_state: DesiredVmState.Running,
       last_exit: null,
       ...(request.disk_gb === undefined ? {} : { disk_gb: request.disk_gb }),
+      // Its copy policy goes with it, so the restored VM is copied again from its new node.
+      ...(request.copies
+        ? { copies: { count: request.copies.count, every_s: request.copies.every_s } }
+        : {}),
       restored_from: disk.from,
       restoring: true,
     };

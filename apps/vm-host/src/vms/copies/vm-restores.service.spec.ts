@@ -172,7 +172,9 @@ describe('VmRestoresService', () => {
 
   it('makes the VM with the same id from the chosen file: its disk whole, the sidecar without its intent, then started', async () => {
     await chain(backupDir, CHAIN, ['2026-12-05T04:17:00.000Z', '2026-12-05T05:17:00.000Z']);
-    const restored = await restores.restore(restoreRequest());
+    const restored = await restores.restore(
+      restoreRequest({ copies: { count: 1, every_s: 90 } }),
+    );
     expect(restored.vm).toMatchObject({
       vm_id: VM,
       state: VmState.Provisioning,
@@ -188,6 +190,8 @@ describe('VmRestoresService', () => {
     const sidecar = await bed.files.readSidecar(VM);
     expect(sidecar).toMatchObject({ restored_from: expect.stringContaining(`${CHAIN}/0001`) });
     expect(sidecar?.restoring).toBeUndefined();
+    // Its copy policy goes with it: the restored VM is copied again from its new node.
+    expect(sidecar?.copies).toEqual({ count: 1, every_s: 90 });
     // The driver made its seed again over the restored disk, never a blank one.
     expect(bed.driver.filesMade).toEqual([
       expect.objectContaining({ vmId: VM, restoredDisk: true }),
