@@ -90,6 +90,23 @@ describe('node record derivation', () => {
     expect(nodeStateFromHeartbeat(heartbeat(sentNull), 0).disk_room).toBeNull();
   });
 
+  it('keeps the copies a node holds, their four fields only, but none said taken after the heartbeat was sent', () => {
+    const sent = heartbeat({ timestamp_utc: '2026-12-05T05:00:00Z' });
+    const copy = {
+      vm_id: 'vm-1',
+      source_node_id: 'node-a',
+      copied_at: '2026-12-05T04:59:30Z',
+      size_bytes: 1_024,
+    };
+    sent.replicas = [
+      { ...copy, extra: 'dropped' } as typeof copy,
+      { ...copy, vm_id: 'vm-2', copied_at: '2099-01-01T00:00:00Z' },
+      { ...copy, vm_id: 'vm-3', copied_at: '2026-12-05T05:00:00.000000001Z' },
+    ];
+    expect(nodeStateFromHeartbeat(sent, 0).replicas).toEqual([copy]);
+    expect(nodeStateFromHeartbeat(heartbeat(), 0).replicas).toEqual([]);
+  });
+
   it('shows the wall clock at receipt as last_heartbeat, however far the duration clock is from it', () => {
     const wallAt = Date.UTC(2026, 7, 6, 11); // the wall clock was stepped back an hour
     const state = nodeStateFromHeartbeat(heartbeat(), Date.UTC(2026, 7, 6, 12), undefined, wallAt);

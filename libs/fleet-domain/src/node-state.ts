@@ -445,14 +445,26 @@ export function nodeStateFromHeartbeat(
     credential,
     silent_vms: previous ? notListed(previous.silent_vms, heartbeat.vms) : [],
     disk_room: diskRoomOf(heartbeat.disk_room),
-    replicas: replicasOf(heartbeat.replicas),
+    replicas: replicasOf(heartbeat.replicas, heartbeat.timestamp_utc),
   });
 }
 
-/** Their four fields only, whatever else the objects carried. */
-function replicasOf(replicas: HeartbeatReplica[] | null | undefined): HeartbeatReplica[] {
+/**
+ * Their four fields only, whatever else the objects carried; a copy said to be taken after the
+ * heartbeat itself was sent is dropped (a node cannot hold a copy from its own future: such a
+ * claim would show a VM as freshly copied and keep its stale-copy alert quiet).
+ */
+function replicasOf(
+  replicas: HeartbeatReplica[] | null | undefined,
+  sentAt: string,
+): HeartbeatReplica[] {
   if (!replicas) return [];
-  return replicas.map(({ vm_id, source_node_id, copied_at, size_bytes }) => ({
+  const sentNs = rfc3339ToEpochNanos(sentAt);
+  const taken = replicas.filter(({ copied_at }) => {
+    const copiedNs = rfc3339ToEpochNanos(copied_at);
+    return sentNs !== null && copiedNs !== null && copiedNs <= sentNs;
+  });
+  return taken.map(({ vm_id, source_node_id, copied_at, size_bytes }) => ({
     vm_id,
     source_node_id,
     copied_at,
