@@ -280,7 +280,8 @@ describe('copies in the web console and in creates', () => {
     expect(spawns.map((call) => (call.body as { copies?: object }).copies)).toEqual([
       { count: 2, every_s: 30 },
       { count: 0, every_s: 60 },
-      undefined,
+      // None chosen: the controller's defaults (VM_FLEET_COPIES, VM_FLEET_COPY_EVERY_S).
+      { count: 1, every_s: 60 },
     ]);
     const lone = await post({ copies_every_s: 60 }).expect(400);
     expect(JSON.stringify(lone.body.message)).toContain('copies_count');

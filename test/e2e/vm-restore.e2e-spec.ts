@@ -16,7 +16,8 @@ import { StubAgent, StubAgentCall, json } from '../support/stub-agent';
 
 const VM = 'vm-00000000000000a1';
 const CHAIN = '20261205T041700Z-3f2a';
-const COPIED_AT = '2026-12-05T04:17:30.000Z';
+// Before the heartbeats' stamps (2026-08-06T12:00Z): a copy from after its heartbeat is not believed.
+const COPIED_AT = '2026-08-06T11:59:30.000Z';
 const PORTS = [
   { host_port: 40022, guest_port: 22, protocol: 'tcp' as const },
   { host_port: 48080, guest_port: 80, protocol: 'tcp' as const },
