@@ -10,7 +10,9 @@ function replica(vm_id: string, source_node_id: string, copied_at: string): Hear
 }
 
 function node(node_id: string, replicas: HeartbeatReplica[], receivedAtMs = NOW) {
-  return nodeStateFromHeartbeat(heartbeat({ node_id, replicas }), receivedAtMs);
+  // Sent after every copy it lists: a copy from after its heartbeat is not believed.
+  const timestamp_utc = '2026-08-06T12:02:00Z';
+  return nodeStateFromHeartbeat(heartbeat({ node_id, replicas, timestamp_utc }), receivedAtMs);
 }
 
 describe('copies of a VM on other nodes', () => {
