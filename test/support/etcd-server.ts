@@ -134,6 +134,33 @@ export class EtcdServer {
     });
   }
 
+  /**
+   * Turns etcd's auth on: a root user, and `user` with `password` and read-write access to the
+   * ppn-fleet/ keys only (as docs/operating.md sets it up). The helpers above need no
+   * credentials, so they are of no use after this.
+   */
+  async enableAuth(user: string, password: string): Promise<void> {
+    const call = async (path: string, body: unknown) => {
+      const response = await fetch(`${this.endpoint}/v3/auth/${path}`, {
+        method: 'POST',
+        body: JSON.stringify(body),
+      });
+      if (!response.ok) throw new Error(`${path}: ${response.status} ${await response.text()}`);
+    };
+    const b64 = (text: string) => Buffer.from(text).toString('base64');
+    await call('user/add', { name: 'root', password: 'root-password-of-the-test' });
+    await call('role/add', { name: 'root' });
+    await call('user/grant', { user: 'root', role: 'root' });
+    await call('user/add', { name: user, password });
+    await call('role/add', { name: 'fleet' });
+    await call('role/grant', {
+      name: 'fleet',
+      perm: { permType: 'READWRITE', key: b64('ppn-fleet/'), range_end: b64('ppn-fleet0') },
+    });
+    await call('user/grant', { user, role: 'fleet' });
+    await call('enable', {});
+  }
+
   async stop(): Promise<void> {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;

@@ -1,4 +1,6 @@
 import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { CreateVmRequest, HeartbeatVm, NodeHeartbeat, VmRecord } from '@app/fleet-domain';
 import { spawnKeyOf as spawnKeyFor } from '../../apps/fleet/src/vms/spawn-key';
 import {
@@ -14,6 +16,7 @@ import { EtcdServer } from '../support/etcd-server';
 import { heartbeat } from '../support/heartbeats';
 import { TestHost } from '../support/netns';
 import { freePort } from '../support/redis-server';
+import { scratchFolder } from '../support/scratch-folders';
 import { StubAgent, json, spawnKeyOf, spawnedVm } from '../support/stub-agent';
 
 jest.setTimeout(120_000);
@@ -89,6 +92,62 @@ describe('a controller on etcd', () => {
     expect((await beat(FLEET_URL, 'n1')).status).toBe(200);
     expect(await fleet.stop()).toEqual({ code: 0, signal: null });
     await etcd.stop();
+  });
+});
+
+describe('a controller on an etcd with auth', () => {
+  const password = 'fleet-etcd-password-0123';
+  let etcd: EtcdServer;
+  let folder: string;
+
+  const passwordFile = (name: string, text: string): string => {
+    const path = join(folder, name);
+    writeFileSync(path, `${text}\n`, { mode: 0o600 });
+    return path;
+  };
+
+  beforeAll(async () => {
+    folder = scratchFolder('etcd-auth-');
+    etcd = await EtcdServer.start();
+    await etcd.enableAuth('fleet', password);
+  });
+
+  afterAll(async () => {
+    await stopAllDaemons();
+    await etcd.stop();
+  });
+
+  it('authenticates with VM_FLEET_ETCD_USERNAME and VM_FLEET_ETCD_PASSWORD_FILE', async () => {
+    const fleet = startFleetDaemon({
+      VM_FLEET_ETCD_ENDPOINTS: etcd.endpoint,
+      VM_FLEET_ETCD_USERNAME: 'fleet',
+      VM_FLEET_ETCD_PASSWORD_FILE: passwordFile('right', password),
+    });
+    await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203 \(state shared in etcd/);
+    expect((await beat(FLEET_URL, 'n1')).status).toBe(200);
+    expect((await nodesOn(FLEET_URL)).map((node) => node.node_id)).toEqual(['n1']);
+    expect(await fleet.stop()).toEqual({ code: 0, signal: null });
+    expect(fleet.output).not.toContain(password);
+  });
+
+  it.each([
+    [
+      'a wrong password',
+      { VM_FLEET_ETCD_USERNAME: 'fleet', VM_FLEET_ETCD_PASSWORD: 'not-the-password' },
+      'etcd refused the credentials: check VM_FLEET_ETCD_USERNAME and VM_FLEET_ETCD_PASSWORD_FILE',
+    ],
+    [
+      'no credentials',
+      {},
+      'etcd requires credentials: set VM_FLEET_ETCD_USERNAME and VM_FLEET_ETCD_PASSWORD_FILE',
+    ],
+  ])('refuses to start with %s, saying so', async (_name, credentials, reason) => {
+    const fleet = startFleetDaemon({ VM_FLEET_ETCD_ENDPOINTS: etcd.endpoint, ...credentials });
+    expect(await fleet.waitForExit(20_000)).toEqual({ code: 2, signal: null });
+    expect(fleet.output).toContain(
+      `service-vm-fleet: configuration error: VM_FLEET_ETCD_ENDPOINTS: fleet state store (etcd at ${etcd.endpoint}) unavailable: ${reason}`,
+    );
+    expect(fleet.output).not.toContain('not-the-password');
   });
 });
 
