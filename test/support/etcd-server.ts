@@ -1,4 +1,8 @@
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { join } from 'node:path';
 import { freePort } from './redis-server';
 import { scratchFolder } from './scratch-folders';
 
@@ -23,32 +27,54 @@ export async function stopAllEtcdServers(): Promise<void> {
  */
 export class EtcdServer {
   private child?: ChildProcess;
+  /** With TLS: the files made for it (PEM), in the scratch folder. */
+  readonly tls?: { ca: string; cert: string; key: string; clientCert: string; clientKey: string };
 
   private constructor(
     readonly port: number,
     private readonly peerPort: number,
-    private readonly dataDir: string,
+    private readonly folder: string,
     private readonly listen: string[],
-  ) {}
+    tls: boolean,
+  ) {
+    if (tls) this.tls = makeCertificates(folder);
+  }
 
   /** The client URL on loopback. */
   get endpoint(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `${this.tls ? 'https' : 'http'}://127.0.0.1:${this.port}`;
   }
 
-  static async start(listen: string[] = []): Promise<EtcdServer> {
+  /**
+   * `tls`: its client URLs are https:// only, with a certificate of a CA of its own, and it
+   * takes only clients with a certificate of that CA (--client-cert-auth).
+   */
+  static async start(listen: string[] = [], options: { tls?: boolean } = {}): Promise<EtcdServer> {
     const server = new EtcdServer(
       await freePort(),
       await freePort(),
       scratchFolder('etcd-'),
       listen,
+      options.tls ?? false,
     );
     await server.start();
     return server;
   }
 
   async start(): Promise<void> {
-    const clientUrls = ['127.0.0.1', ...this.listen].map((ip) => `http://${ip}:${this.port}`);
+    const scheme = this.tls ? 'https' : 'http';
+    const clientUrls = ['127.0.0.1', ...this.listen].map((ip) => `${scheme}://${ip}:${this.port}`);
+    const tlsFlags = this.tls
+      ? [
+          '--cert-file',
+          this.tls.cert,
+          '--key-file',
+          this.tls.key,
+          '--trusted-ca-file',
+          this.tls.ca,
+          '--client-cert-auth',
+        ]
+      : [];
     const peer = `http://127.0.0.1:${this.peerPort}`;
     const child = spawn(
       'etcd',
@@ -56,7 +82,7 @@ export class EtcdServer {
         '--name',
         'test',
         '--data-dir',
-        this.dataDir,
+        join(this.folder, 'data'),
         '--listen-client-urls',
         clientUrls.join(','),
         '--advertise-client-urls',
@@ -71,6 +97,7 @@ export class EtcdServer {
         'warn',
         '--logger',
         'zap',
+        ...tlsFlags,
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -90,11 +117,8 @@ export class EtcdServer {
     const deadline = Date.now() + 15_000;
     for (;;) {
       const ready = await Promise.race([
-        fetch(`${this.endpoint}/v3/kv/range`, {
-          method: 'POST',
-          body: JSON.stringify({ key: Buffer.from('ready').toString('base64') }),
-        }).then(
-          (response) => response.ok,
+        this.post('/v3/kv/range', { key: Buffer.from('ready').toString('base64') }).then(
+          (reply) => reply.status === 200,
           () => false,
         ),
         exited,
@@ -109,15 +133,12 @@ export class EtcdServer {
   async keys(prefix = 'ppn-fleet/'): Promise<string[]> {
     const bytes = Buffer.from(prefix);
     bytes[bytes.length - 1]++;
-    const response = await fetch(`${this.endpoint}/v3/kv/range`, {
-      method: 'POST',
-      body: JSON.stringify({
-        key: Buffer.from(prefix).toString('base64'),
-        range_end: bytes.toString('base64'),
-        keys_only: true,
-      }),
+    const reply = await this.post('/v3/kv/range', {
+      key: Buffer.from(prefix).toString('base64'),
+      range_end: bytes.toString('base64'),
+      keys_only: true,
     });
-    const { kvs = [] } = (await response.json()) as { kvs?: Array<{ key: string }> };
+    const { kvs = [] } = JSON.parse(reply.body) as { kvs?: Array<{ key: string }> };
     return kvs.map((kv) => Buffer.from(kv.key, 'base64').toString());
   }
 
@@ -125,12 +146,9 @@ export class EtcdServer {
   async clear(prefix = 'ppn-fleet/'): Promise<void> {
     const bytes = Buffer.from(prefix);
     bytes[bytes.length - 1]++;
-    await fetch(`${this.endpoint}/v3/kv/deleterange`, {
-      method: 'POST',
-      body: JSON.stringify({
-        key: Buffer.from(prefix).toString('base64'),
-        range_end: bytes.toString('base64'),
-      }),
+    await this.post('/v3/kv/deleterange', {
+      key: Buffer.from(prefix).toString('base64'),
+      range_end: bytes.toString('base64'),
     });
   }
 
@@ -141,11 +159,8 @@ export class EtcdServer {
    */
   async enableAuth(user: string, password: string): Promise<void> {
     const call = async (path: string, body: unknown) => {
-      const response = await fetch(`${this.endpoint}/v3/auth/${path}`, {
-        method: 'POST',
-        body: JSON.stringify(body),
-      });
-      if (!response.ok) throw new Error(`${path}: ${response.status} ${await response.text()}`);
+      const reply = await this.post(`/v3/auth/${path}`, body);
+      if (reply.status !== 200) throw new Error(`${path}: ${reply.status} ${reply.body}`);
     };
     const b64 = (text: string) => Buffer.from(text).toString('base64');
     await call('user/add', { name: 'root', password: 'root-password-of-the-test' });
@@ -161,6 +176,33 @@ export class EtcdServer {
     await call('enable', {});
   }
 
+  /** A POST to its JSON gateway, with the test client's certificate when it has TLS. */
+  private post(path: string, body: unknown): Promise<{ status: number; body: string }> {
+    const tls = this.tls;
+    const send = tls ? httpsRequest : httpRequest;
+    return new Promise((resolve, reject) => {
+      const req = send(
+        `${this.endpoint}${path}`,
+        {
+          method: 'POST',
+          ...(tls && {
+            ca: readFileSync(tls.ca),
+            cert: readFileSync(tls.clientCert),
+            key: readFileSync(tls.clientKey),
+          }),
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify(body));
+    });
+  }
+
   async stop(): Promise<void> {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
@@ -169,4 +211,81 @@ export class EtcdServer {
     await exited;
     running.delete(child);
   }
+}
+
+/**
+ * A CA of the test's own, a server certificate for 127.0.0.1 and a client certificate, made
+ * with openssl in `folder` (keys 0600).
+ */
+function makeCertificates(folder: string) {
+  const path = (name: string) => join(folder, name);
+  const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' });
+  const key = (name: string) => {
+    // PKCS#8 (-----BEGIN PRIVATE KEY-----), as most tools write keys.
+    openssl(
+      'genpkey',
+      '-algorithm',
+      'EC',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-out',
+      path(name),
+    );
+    chmodSync(path(name), 0o600);
+  };
+  key('ca.key');
+  openssl(
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    path('ca.key'),
+    '-subj',
+    '/CN=test etcd CA',
+    '-days',
+    '2',
+    '-out',
+    path('ca.pem'),
+  );
+  // The server's also serves as a client: etcd's JSON gateway dials etcd itself with it.
+  const signed = (name: string, subject: string, extensions: string) => {
+    key(`${name}.key`);
+    openssl(
+      'req',
+      '-new',
+      '-key',
+      path(`${name}.key`),
+      '-subj',
+      subject,
+      '-out',
+      path(`${name}.csr`),
+    );
+    writeFileSync(path(`${name}.ext`), extensions);
+    openssl(
+      'x509',
+      '-req',
+      '-in',
+      path(`${name}.csr`),
+      '-CA',
+      path('ca.pem'),
+      '-CAkey',
+      path('ca.key'),
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-extfile',
+      path(`${name}.ext`),
+      '-out',
+      path(`${name}.pem`),
+    );
+  };
+  signed('server', '/CN=etcd', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n');
+  signed('client', '/CN=fleet', 'extendedKeyUsage=clientAuth\n');
+  return {
+    ca: path('ca.pem'),
+    cert: path('server.pem'),
+    key: path('server.key'),
+    clientCert: path('client.pem'),
+    clientKey: path('client.key'),
+  };
 }

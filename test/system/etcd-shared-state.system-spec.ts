@@ -114,7 +114,7 @@ describe('a controller on an etcd with auth', () => {
 
   afterAll(async () => {
     await stopAllDaemons();
-    await etcd.stop();
+    await etcd?.stop();
   });
 
   it('authenticates with VM_FLEET_ETCD_USERNAME and VM_FLEET_ETCD_PASSWORD_FILE', async () => {
@@ -148,6 +148,52 @@ describe('a controller on an etcd with auth', () => {
       `service-vm-fleet: configuration error: VM_FLEET_ETCD_ENDPOINTS: fleet state store (etcd at ${etcd.endpoint}) unavailable: ${reason}`,
     );
     expect(fleet.output).not.toContain('not-the-password');
+  });
+});
+
+describe('a controller on an etcd with TLS and client certificates', () => {
+  let etcd: EtcdServer;
+
+  beforeAll(async () => {
+    etcd = await EtcdServer.start([], { tls: true });
+  });
+
+  afterAll(async () => {
+    await stopAllDaemons();
+    await etcd?.stop();
+  });
+
+  it('reaches it with VM_FLEET_ETCD_CA_FILE, VM_FLEET_ETCD_CERT_FILE and VM_FLEET_ETCD_KEY_FILE', async () => {
+    const fleet = startFleetDaemon({
+      VM_FLEET_ETCD_ENDPOINTS: etcd.endpoint,
+      VM_FLEET_ETCD_CA_FILE: etcd.tls!.ca,
+      VM_FLEET_ETCD_CERT_FILE: etcd.tls!.clientCert,
+      VM_FLEET_ETCD_KEY_FILE: etcd.tls!.clientKey,
+    });
+    await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203 \(state shared in etcd at https:/);
+    expect((await beat(FLEET_URL, 'n1')).status).toBe(200);
+    expect((await nodesOn(FLEET_URL)).map((node) => node.node_id)).toEqual(['n1']);
+    expect(await fleet.stop()).toEqual({ code: 0, signal: null });
+  });
+
+  it('refuses to start when it cannot trust etcd, or etcd takes no certificate of it, saying which', async () => {
+    const untrusted = startFleetDaemon({
+      VM_FLEET_ETCD_ENDPOINTS: etcd.endpoint,
+      VM_FLEET_ETCD_CERT_FILE: etcd.tls!.clientCert,
+      VM_FLEET_ETCD_KEY_FILE: etcd.tls!.clientKey,
+    });
+    expect(await untrusted.waitForExit(20_000)).toEqual({ code: 2, signal: null });
+    expect(untrusted.output).toMatch(
+      /configuration error: VM_FLEET_ETCD_ENDPOINTS: .* unavailable: no endpoint answered \(last: https:\/\/127\.0\.0\.1:\d+: [A-Z_]+: its certificate is not trusted \(VM_FLEET_ETCD_CA_FILE names the CA that signed it\)\)/,
+    );
+    const anonymous = startFleetDaemon({
+      VM_FLEET_ETCD_ENDPOINTS: etcd.endpoint,
+      VM_FLEET_ETCD_CA_FILE: etcd.tls!.ca,
+    });
+    expect(await anonymous.waitForExit(20_000)).toEqual({ code: 2, signal: null });
+    expect(anonymous.output).toMatch(
+      /configuration error: VM_FLEET_ETCD_ENDPOINTS: .* unavailable: no endpoint answered/,
+    );
   });
 });
 

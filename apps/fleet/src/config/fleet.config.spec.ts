@@ -149,6 +149,44 @@ describe('loadFleetConfig: the node secret (per-node tokens)', () => {
     expect(config.etcdPassword).toBe('pw-from-file');
   });
 
+  it('takes etcd TLS files only with https:// endpoints, the certificate with its key', () => {
+    const ca = secretFile('ca.pem', '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----');
+    const key = secretFile(
+      'key.pem',
+      '-----BEGIN PRIVATE KEY-----\nMIGH\n-----END PRIVATE KEY-----',
+    );
+    const https = { VM_FLEET_ETCD_ENDPOINTS: 'https://10.8.0.5:2379' };
+    const config = loadFleetConfig({
+      ...https,
+      VM_FLEET_ETCD_CA_FILE: ca,
+      VM_FLEET_ETCD_CERT_FILE: ca,
+      VM_FLEET_ETCD_KEY_FILE: key,
+    });
+    expect(config.etcdCa).toContain('BEGIN CERTIFICATE');
+    expect(config.etcdCert).toContain('BEGIN CERTIFICATE');
+    expect(config.etcdKey).toContain('BEGIN PRIVATE KEY');
+    expect(() => loadFleetConfig({ ...https, VM_FLEET_ETCD_CERT_FILE: ca })).toThrow(
+      /VM_FLEET_ETCD_CERT_FILE and VM_FLEET_ETCD_KEY \(or VM_FLEET_ETCD_KEY_FILE\) go together/,
+    );
+    expect(() =>
+      loadFleetConfig({
+        VM_FLEET_ETCD_ENDPOINTS: 'http://10.8.0.5:2379',
+        VM_FLEET_ETCD_CA_FILE: ca,
+      }),
+    ).toThrow(/need VM_FLEET_ETCD_ENDPOINTS of https:\/\/ URLs only/);
+    expect(() => loadFleetConfig({ ...https, VM_FLEET_ETCD_CA_FILE: key })).toThrow(
+      `VM_FLEET_ETCD_CA_FILE ${key} cannot be used: it holds no PEM certificate`,
+    );
+    expect(() => loadFleetConfig({ ...https, VM_FLEET_ETCD_CA_FILE: '/nonexistent.pem' })).toThrow(
+      'VM_FLEET_ETCD_CA_FILE /nonexistent.pem cannot be used: it cannot be read (ENOENT)',
+    );
+    expect(() =>
+      loadFleetConfig({ ...https, VM_FLEET_ETCD_CERT_FILE: ca, VM_FLEET_ETCD_KEY_FILE: ca }),
+    ).toThrow(
+      /^VM_FLEET_ETCD_KEY must be a PEM private key .*\(read from VM_FLEET_ETCD_KEY_FILE\)$/,
+    );
+  });
+
   it('takes VM_FLEET_NODE_SECRET directly or from VM_FLEET_NODE_SECRET_FILE', () => {
     expect(loadFleetConfig({ VM_FLEET_NODE_SECRET: SECRET }).nodeSecret).toBe(SECRET);
     const fromFile = loadFleetConfig({ VM_FLEET_NODE_SECRET_FILE: secretFile('secret', SECRET) });

@@ -124,6 +124,34 @@ export class FleetConfig extends DaemonConfig {
     }),
   })
   etcdPassword?: string;
+  /** A CA file (PEM) the https:// endpoints' certificates are checked against, instead of the system's. */
+  @EnvironmentVariable('VM_FLEET_ETCD_CA_FILE', {
+    validate: Matches(/^\//, { message: '$property must be an absolute path' }),
+  })
+  etcdCaFile?: string;
+  /** The controller's client certificate (PEM) for etcd's --client-cert-auth; with its key. */
+  @EnvironmentVariable('VM_FLEET_ETCD_CERT_FILE', {
+    validate: Matches(/^\//, { message: '$property must be an absolute path' }),
+  })
+  etcdCertFile?: string;
+  /** That certificate's private key (PEM); best as VM_FLEET_ETCD_KEY_FILE (mode 600). */
+  @EnvironmentVariable('VM_FLEET_ETCD_KEY', {
+    secret: true,
+    validate: ValidateBy(
+      {
+        name: 'isPemPrivateKey',
+        validator: {
+          validate: (value: unknown) =>
+            typeof value === 'string' && /^-----BEGIN [A-Z ]*PRIVATE KEY-----\n/.test(value),
+        },
+      },
+      { message: '$property must be a PEM private key (-----BEGIN ... PRIVATE KEY-----)' },
+    ),
+  })
+  etcdKey?: string;
+  /** The CA and certificate files, read and checked at start (loadFleetConfig). */
+  etcdCa?: string;
+  etcdCert?: string;
   /**
    * The one token of every node: heartbeats need it, and the controller sends it to agents;
    * unset (and no node secret), heartbeats are open. Beside the node secret, it is still taken
@@ -260,7 +288,44 @@ function refuseStoreMisuse(config: FleetConfig): void {
   if (config.etcdUsername !== undefined && config.etcdEndpoints === undefined) {
     problems.push('VM_FLEET_ETCD_USERNAME is only taken beside VM_FLEET_ETCD_ENDPOINTS');
   }
+  if ((config.etcdCertFile === undefined) !== (config.etcdKey === undefined)) {
+    problems.push(
+      'VM_FLEET_ETCD_CERT_FILE and VM_FLEET_ETCD_KEY (or VM_FLEET_ETCD_KEY_FILE) go together',
+    );
+  }
+  const tls = config.etcdCaFile !== undefined || config.etcdCertFile !== undefined;
+  if (tls && !config.etcdEndpoints?.every((endpoint) => endpoint.startsWith('https:'))) {
+    problems.push(
+      'VM_FLEET_ETCD_CA_FILE and VM_FLEET_ETCD_CERT_FILE need VM_FLEET_ETCD_ENDPOINTS of https:// URLs only',
+    );
+  }
   if (problems.length > 0) throw new ConfigurationError(problems.join('; '));
+  if (config.etcdCaFile !== undefined) {
+    config.etcdCa = readPemFile('VM_FLEET_ETCD_CA_FILE', config.etcdCaFile);
+  }
+  if (config.etcdCertFile !== undefined) {
+    config.etcdCert = readPemFile('VM_FLEET_ETCD_CERT_FILE', config.etcdCertFile);
+  }
+}
+
+/** Largest certificate file read: a chain of a few certificates stays far below. */
+const MAX_PEM_FILE_BYTES = 256 * 1024;
+
+/** A file of PEM certificates, read and checked at start. */
+function readPemFile(variable: string, path: string): string {
+  const fault = (problem: string) =>
+    new ConfigurationError(`${variable} ${path} cannot be used: ${problem}`);
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (error) {
+    throw fault(`it cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  if (bytes.length > MAX_PEM_FILE_BYTES)
+    throw fault(`it holds more than ${MAX_PEM_FILE_BYTES} bytes`);
+  const text = bytes.toString('utf8');
+  if (!text.includes('-----BEGIN CERTIFICATE-----')) throw fault('it holds no PEM certificate');
+  return text;
 }
 
 /**

@@ -20,6 +20,7 @@ export const ETCD_NODES_STORE: NodesStore = {
       endpoints: config.etcdEndpoints!,
       username: config.etcdUsername,
       password: config.etcdPassword,
+      tls: { ca: config.etcdCa, cert: config.etcdCert, key: config.etcdKey },
     });
     return {
       repository: new EtcdNodesRepository(client),

@@ -51,6 +51,8 @@ export interface EtcdSettings {
   endpoints: readonly string[];
   username?: string;
   password?: string;
+  /** For https:// endpoints: a CA instead of the system's, a client certificate and its key. */
+  tls?: { ca?: string; cert?: string; key?: string };
 }
 
 /** A refusal by etcd itself (it answered, with an error): not worth trying another endpoint. */
@@ -145,12 +147,14 @@ export class EtcdClient {
   private available?: boolean;
   private closed = false;
   /** Connections kept open between calls (a heartbeat is a few calls), ended by close(). */
-  private readonly agents = {
-    http: new HttpAgent({ keepAlive: true, maxSockets: 64 }),
-    https: new HttpsAgent({ keepAlive: true, maxSockets: 64 }),
-  };
+  private readonly agents: { http: HttpAgent; https: HttpsAgent };
 
-  constructor(private readonly settings: EtcdSettings) {}
+  constructor(private readonly settings: EtcdSettings) {
+    this.agents = {
+      http: new HttpAgent({ keepAlive: true, maxSockets: 64 }),
+      https: new HttpsAgent({ keepAlive: true, maxSockets: 64, ...settings.tls }),
+    };
+  }
 
   /** The endpoints as logs and 503s show them (URLs without credentials). */
   get describe(): string {
@@ -393,9 +397,17 @@ function post(
       },
     );
     req.on('timeout', () => req.destroy(new Error(`no answer within ${CALL_TIMEOUT_MS} ms`)));
-    req.on('error', (error: NodeJS.ErrnoException) =>
-      reject(new Error(error.code ? `${error.code}` : error.message)),
-    );
+    req.on('error', (error: NodeJS.ErrnoException) => reject(new Error(describeNetError(error))));
     req.end(payload);
   });
+}
+
+/** A connection's failure in a few words: its code, and what a TLS one means. */
+function describeNetError(error: NodeJS.ErrnoException): string {
+  const code = error.code ?? error.message;
+  if (/CERT|SIGNATURE|SELF_SIGNED|ISSUER/.test(code))
+    return `${code}: its certificate is not trusted (VM_FLEET_ETCD_CA_FILE names the CA that signed it)`;
+  if (/ALERT_CERTIFICATE_REQUIRED|ALERT_BAD_CERTIFICATE|ALERT_UNKNOWN_CA/.test(code))
+    return `${code}: it refused the controller's certificate (VM_FLEET_ETCD_CERT_FILE and VM_FLEET_ETCD_KEY_FILE)`;
+  return code;
 }
