@@ -279,7 +279,11 @@ function makeCertificates(folder: string) {
       path(`${name}.pem`),
     );
   };
-  signed('server', '/CN=etcd', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n');
+  signed(
+    'server',
+    '/CN=etcd',
+    'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n',
+  );
   signed('client', '/CN=fleet', 'extendedKeyUsage=clientAuth\n');
   return {
     ca: path('ca.pem'),

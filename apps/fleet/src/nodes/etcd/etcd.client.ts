@@ -96,7 +96,7 @@ export function decodeKeyValue(raw: unknown): EtcdKeyValue {
     value: fromBase64(text('value')),
     modRevision: Number(kv.mod_revision ?? 0),
     createRevision: Number(kv.create_revision ?? 0),
-    lease: String(kv.lease ?? '0'),
+    lease: typeof kv.lease === 'string' || typeof kv.lease === 'number' ? String(kv.lease) : '0',
   };
 }
 
@@ -388,7 +388,8 @@ function post(
           const status = res.statusCode ?? 0;
           const error = (parsed as { error?: unknown; message?: unknown }) ?? {};
           if (status !== 200 || typeof error.error === 'string') {
-            const detail = String(error.message ?? error.error ?? '').slice(0, MAX_ERROR_TEXT);
+            const said = [error.message, error.error].find((text) => typeof text === 'string');
+            const detail = (said ?? '').slice(0, MAX_ERROR_TEXT);
             reject(new EtcdRefusal(status, detail));
             return;
           }
