@@ -7,8 +7,11 @@ import {
   decodeKeyDispatch,
   encodeKeyDispatch,
 } from '../key-claims.repository';
-import { EtcdClient } from './etcd.client';
+import { StoreUnavailableError } from '../store-unavailable.error';
+import { EtcdClient, EtcdKeyValue } from './etcd.client';
 import { ETCD_PREFIX } from './etcd-nodes.repository';
+
+const CLAIM_ATTEMPTS = 5;
 
 /** One key per claimed Idempotency-Key: "<token>\n<spawn key>", on a lease of the claim's length. */
 const claimKey = (keyHash: string) => `${ETCD_PREFIX}key-claim/${keyHash}`;
@@ -26,25 +29,40 @@ export class EtcdKeyClaims extends KeyClaims {
     super();
   }
 
+  /**
+   * Looks first (a claim held is answered without a lease granted), then takes it in a txn
+   * that puts only where no claim is: of simultaneous takers, one puts.
+   */
   async claim(keyHash: string, spawnKey: string, holdMs: number): Promise<KeyClaim> {
-    const token = randomUUID();
     const key = claimKey(keyHash);
-    const lease = await this.etcd.grantLease(holdMs / 1000);
-    const { succeeded, ranges } = await this.etcd.txn(
-      [{ key, target: 'CREATE', result: 'EQUAL', revision: 0 }],
-      [{ put: { key, value: `${token}\n${spawnKey}`, lease } }],
-      [{ range: { key } }],
+    for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+      const held = (await this.etcd.range(key)).kvs[0];
+      if (held) return this.others(held);
+      const token = randomUUID();
+      const lease = await this.etcd.grantLease(holdMs / 1000);
+      const { succeeded, ranges } = await this.etcd.txn(
+        [{ key, target: 'CREATE', result: 'EQUAL', revision: 0 }],
+        [{ put: { key, value: `${token}\n${spawnKey}`, lease } }],
+        [{ range: { key } }],
+      );
+      if (succeeded) return { kind: 'own', keyHash, token };
+      await this.etcd.revokeLease(lease);
+      // Taken meanwhile; gone again by the time it was read: look once more.
+      if (ranges[0][0]) return this.others(ranges[0][0]);
+    }
+    throw new StoreUnavailableError(
+      `the claim on an Idempotency-Key changed hands ${CLAIM_ATTEMPTS} times in a row; try again`,
     );
-    if (succeeded) return { kind: 'own', keyHash, token };
-    await this.etcd.revokeLease(lease);
-    const holder = ranges[0][0];
-    if (!holder) return this.claim(keyHash, spawnKey, holdMs);
-    const [, holderSpawnKey] = holder.value.split('\n');
-    const leftS = await this.etcd.leaseTimeToLive(holder.lease);
+  }
+
+  /** Whose claim holds the key, and for how long more (its lease, whole seconds). */
+  private async others(held: EtcdKeyValue): Promise<KeyClaim> {
+    const [, spawnKey] = held.value.split('\n');
+    const leftS = await this.etcd.leaseTimeToLive(held.lease);
     return {
       kind: 'others',
-      spawnKey: holderSpawnKey,
-      expiresInMs: Math.min(Math.ceil(holdMs), Math.max(1, leftS) * 1000),
+      spawnKey,
+      expiresInMs: Math.max(1, leftS) * 1000,
     };
   }
 
