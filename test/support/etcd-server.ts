@@ -36,6 +36,7 @@ export class EtcdServer {
     private readonly folder: string,
     private readonly listen: string[],
     tls: boolean,
+    private readonly settings: string[],
   ) {
     if (tls) this.tls = makeCertificates(folder);
   }
@@ -46,16 +47,21 @@ export class EtcdServer {
   }
 
   /**
+   * `settings`: more of its command line (e.g. `--max-txn-ops`).
    * `tls`: its client URLs are https:// only, with a certificate of a CA of its own, and it
    * takes only clients with a certificate of that CA (--client-cert-auth).
    */
-  static async start(listen: string[] = [], options: { tls?: boolean } = {}): Promise<EtcdServer> {
+  static async start(
+    listen: string[] = [],
+    options: { tls?: boolean; settings?: string[] } = {},
+  ): Promise<EtcdServer> {
     const server = new EtcdServer(
       await freePort(),
       await freePort(),
       scratchFolder('etcd-'),
       listen,
       options.tls ?? false,
+      options.settings ?? [],
     );
     await server.start();
     return server;
@@ -98,6 +104,7 @@ export class EtcdServer {
         '--logger',
         'zap',
         ...tlsFlags,
+        ...this.settings,
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );

@@ -13,7 +13,7 @@ import {
   stopAllDaemons,
 } from '../support/daemons';
 import { EtcdServer } from '../support/etcd-server';
-import { heartbeat } from '../support/heartbeats';
+import { heartbeat, vmRecord } from '../support/heartbeats';
 import { TestHost } from '../support/netns';
 import { freePort } from '../support/redis-server';
 import { scratchFolder } from '../support/scratch-folders';
@@ -91,6 +91,27 @@ describe('a controller on etcd', () => {
     await fleet.waitForOutput(/\[etcd\] etcd at .* restored: fleet state is shared/);
     expect((await beat(FLEET_URL, 'n1')).status).toBe(200);
     expect(await fleet.stop()).toEqual({ code: 0, signal: null });
+    await etcd.stop();
+  });
+});
+
+describe('a controller on an etcd whose --max-txn-ops is low', () => {
+  it('answers 503 naming that setting for a heartbeat gaining more VM ids than one change may write', async () => {
+    const etcd = await EtcdServer.start([], { settings: ['--max-txn-ops', '8'] });
+    const fleet = startFleetDaemon({ VM_FLEET_ETCD_ENDPOINTS: etcd.endpoint });
+    await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
+    const vms = (count: number) =>
+      Array.from({ length: count }, (_, index) => vmRecord(`vm-${index}`, { ram_alloc_mb: 64 }));
+    expect((await beat(FLEET_URL, 'small', { vms: vms(4) })).status).toBe(200);
+    expect(
+      await beat(FLEET_URL, 'big', {
+        vms: vms(12).map((vm) => ({ ...vm, vm_id: `big-${vm.vm_id}` })),
+      }),
+    ).toEqual({
+      status: 503,
+      message: `fleet state store (etcd at ${etcd.endpoint}) unavailable: a change needs more operations than etcd's --max-txn-ops allows (a node gaining or losing that many VM ids at once): raise it`,
+    });
+    await fleet.stop();
     await etcd.stop();
   });
 });
