@@ -6,6 +6,8 @@
  * and enrolling 100,000 nodes), about 2 minutes.
  * `npm run bench -- console`: 20 console tabs on 1,000 simulated nodes alone, about a minute.
  * `npm run bench -- copies`: a real guest copied between two agents alone, a few minutes.
+ * `npm run bench -- etcd`: heartbeat ingestion in memory and in etcd (VM_FLEET_ETCD_ENDPOINTS, a
+ * one-member etcd of the bench's own) side by side, about 40 s; also part of the other runs.
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -22,6 +24,8 @@ import {
 } from '../support/daemons';
 import { guestImagePath } from '../support/guest-image';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+import { EtcdServer, stopAllEtcdServers } from '../support/etcd-server';
+import { removeScratchFolders } from '../support/scratch-folders';
 import type { ConsoleTabsResult, ConsoleTabsSpec } from './console-tabs';
 import type { HostileResult } from './hostile-bodies';
 import type { LoadResult, LoadSpec } from './load';
@@ -41,6 +45,8 @@ const HEARTBEATS_ONLY = process.argv.slice(2).includes('heartbeats');
 const CONSOLE_ONLY = process.argv.slice(2).includes('console');
 /** Only the copies step: a real guest copied between two agents. */
 const COPIES_ONLY = process.argv.slice(2).includes('copies');
+/** Only heartbeat ingestion in memory and in etcd, side by side. */
+const ETCD_ONLY = process.argv.slice(2).includes('etcd');
 const OPS_URL = 'http://127.0.0.1:9206';
 
 interface Probe {
@@ -512,6 +518,22 @@ async function main(): Promise<void> {
     await recordCopies();
     return report(started, loadBefore);
   }
+  if (ETCD_ONLY) {
+    console.log('heartbeat ingestion in memory (10,000 node ids, 2 VMs each, 16 connections)');
+    const inMemory = await startController(probePath, probeFile);
+    await warmUp(FLEET_URL);
+    const ours = await heartbeatLoad(FLEET_URL);
+    checkClean('heartbeats', ours);
+    record(
+      'heartbeat.perSecond',
+      'controller heartbeats/s (memory), p99',
+      ours.perSecond,
+      `${fixed(ours.perSecond)}, p99 ${ours.p99Ms} ms`,
+    );
+    await inMemory.stop();
+    await measureEtcdHeartbeats(probePath, probeFile);
+    return report(started, loadBefore);
+  }
   console.log('heartbeat ingestion (10,000 node ids, 2 VMs each, 16 connections)');
   let fleet = await startController(probePath, probeFile);
   const empty = await probe(fleet, probeFile);
@@ -587,6 +609,7 @@ async function main(): Promise<void> {
   if (!HEARTBEATS_ONLY) await measureRedisRead();
   await fleet.stop();
   await redis.stop();
+  await measureEtcdHeartbeats(probePath, probeFile);
 
   if (!HEARTBEATS_ONLY) {
     console.log('reads at 1,000 nodes');
@@ -615,6 +638,27 @@ async function main(): Promise<void> {
   report(started, loadBefore);
 }
 
+/** Heartbeat ingestion with fleet state in a one-member etcd of the bench's own. */
+async function measureEtcdHeartbeats(probePath: string, probeFile: string): Promise<void> {
+  console.log('the same, with fleet state in etcd (VM_FLEET_ETCD_ENDPOINTS)');
+  const etcd = await EtcdServer.start();
+  const fleet = await startController(probePath, probeFile, {
+    VM_FLEET_ETCD_ENDPOINTS: etcd.endpoint,
+  });
+  await warmUp(FLEET_URL);
+  const viaEtcd = await heartbeatLoad(FLEET_URL);
+  checkClean('heartbeats via etcd', viaEtcd);
+  record(
+    'etcd.heartbeat',
+    'etcd store: heartbeats/s, p99',
+    viaEtcd,
+    `${fixed(viaEtcd.perSecond)}, p99 ${viaEtcd.p99Ms} ms`,
+  );
+  await fleet.stop();
+  await etcd.stop();
+  removeScratchFolders();
+}
+
 /** The table of every figure, and the same as JSON in test/bench/results/. */
 function report(started: number, loadBefore: string[]): void {
   // The machine's load average (1, 5, 15 min) before and after: its figures depend on it.
@@ -638,6 +682,7 @@ function report(started: number, loadBefore: string[]): void {
 main().catch(async (error: unknown) => {
   console.error(error);
   // No daemon or redis-server of a failed run outlives it.
-  await Promise.all([stopAllDaemons(), stopAllRedisServers()]);
+  await Promise.all([stopAllDaemons(), stopAllRedisServers(), stopAllEtcdServers()]);
+  removeScratchFolders();
   process.exit(1);
 });

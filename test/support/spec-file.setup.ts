@@ -1,5 +1,6 @@
 import { closeBrowsers } from './browser';
 import { stopAllDaemons } from './daemons';
+import { stopAllEtcdServers } from './etcd-server';
 import { stopAllRedisServers } from './redis-server';
 import { removeScratchFolders } from './scratch-folders';
 
@@ -21,5 +22,6 @@ afterAll(async () => {
   await closeBrowsers();
   await stopAllDaemons();
   await stopAllRedisServers();
+  await stopAllEtcdServers();
   removeScratchFolders();
 });

@@ -32,6 +32,10 @@ import { VmMoves } from '../../apps/fleet/src/nodes/vm-moves.repository';
 import { encodeStoredNode } from '../../apps/fleet/src/nodes/redis/stored-node';
 import { heartbeat as agentHeartbeat, vmRecord } from '../support/heartbeats';
 import { RedisServer } from '../support/redis-server';
+import { EtcdServer } from '../support/etcd-server';
+import { EtcdClient } from '../../apps/fleet/src/nodes/etcd/etcd.client';
+import { EtcdNodesRepository } from '../../apps/fleet/src/nodes/etcd/etcd-nodes.repository';
+import { EtcdKeyClaims } from '../../apps/fleet/src/nodes/etcd/etcd-key-claims.repository';
 
 /**
  * One contract, both stores: whatever the in-memory repository does, the Redis one does too
@@ -46,10 +50,16 @@ interface Store {
   leftoverKeys(): Promise<number>;
   /** The VM ids the store's index names a holder for, sorted. */
   indexedVmIds(): Promise<string[]>;
+  /**
+   * How long after its deadline a claim nobody released surely ended: etcd's leases count
+   * whole seconds, 2 at least.
+   */
+  claimEndsWithinMs: number;
   close(): Promise<void>;
 }
 
 let redisServer: RedisServer;
+let etcdServer: EtcdServer;
 let inspector: Redis;
 
 /** Keys that count writes, left when every node is gone. */
@@ -72,12 +82,14 @@ async function leftoverRedisKeys(): Promise<number> {
 beforeAll(async () => {
   redisServer = await RedisServer.start();
   inspector = new Redis(redisServer.url);
+  etcdServer = await EtcdServer.start();
 });
 
 afterAll(async () => {
   // quit, not disconnect: disconnect leaves a 2 s timer that keeps jest from exiting.
   await inspector.quit();
   await redisServer.stop();
+  await etcdServer.stop();
 });
 
 const stores: Array<[string, () => Promise<Store>]> = [
@@ -91,6 +103,7 @@ const stores: Array<[string, () => Promise<Store>]> = [
         vmMoves: new InMemoryVmMoves(),
         leftoverKeys: () => Promise.resolve(0),
         indexedVmIds: () => Promise.resolve(vmHolders.vmIds().sort()),
+        claimEndsWithinMs: 150,
         close: () => Promise.resolve(),
       });
     },
@@ -107,7 +120,29 @@ const stores: Array<[string, () => Promise<Store>]> = [
         vmMoves: new RedisVmMoves(connection),
         leftoverKeys: leftoverRedisKeys,
         indexedVmIds: async () => Object.keys(await vmHolderEntries()).sort(),
+        claimEndsWithinMs: 150,
         close: () => connection.onApplicationShutdown(),
+      };
+    },
+  ],
+  [
+    'in etcd',
+    async () => {
+      await etcdServer.clear();
+      const client = new EtcdClient({ endpoints: [etcdServer.endpoint] });
+      return {
+        repository: new EtcdNodesRepository(client),
+        keyClaims: new EtcdKeyClaims(client),
+        leftoverKeys: async () => (await etcdServer.keys()).length,
+        indexedVmIds: async () =>
+          [
+            ...new Set((await etcdServer.keys('ppn-fleet/vm/')).map((key) => key.split('/')[2])),
+          ].sort(),
+        claimEndsWithinMs: 3_000,
+        close: () => {
+          client.close();
+          return Promise.resolve();
+        },
       };
     },
   ],
@@ -809,7 +844,7 @@ describe.each(stores)('KeyClaims %s', (_name, open) => {
     const dead = await claims.claim(keyHash, spawnKey, 100);
     expect(dead.kind).toBe('own');
     expect((await claims.claim(keyHash, spawnKey, 60_000)).kind).toBe('others');
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await new Promise((resolve) => setTimeout(resolve, store.claimEndsWithinMs));
     const next = await claims.claim(keyHash, otherBody, 60_000);
     expect(next.kind).toBe('own');
     // The dead holder's late release leaves the new claim in place.

@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   await app.listen(FLEET_PORT, '0.0.0.0');
   const logger = new Logger('Fleet');
   logger.log(
-    `service-vm-fleet listening on 0.0.0.0:${FLEET_PORT} (state ${config.redisUrlForLogs ? `shared in Redis at ${config.redisUrlForLogs}` : 'in memory'}; Swagger UI at /docs)`,
+    `service-vm-fleet listening on 0.0.0.0:${FLEET_PORT} (state ${config.redisUrlForLogs ? `shared in Redis at ${config.redisUrlForLogs}` : config.etcdEndpoints ? `shared in etcd at ${config.etcdEndpoints.join(',')}` : 'in memory'}; Swagger UI at /docs)`,
   );
   const opsAddress = config.opsListenAddress;
   if (opsAddress) {

@@ -32,6 +32,57 @@ describe('loadFleetConfig', () => {
     },
   );
 
+  it('takes etcd endpoints, comma-separated, as origins', () => {
+    expect(loadFleetConfig({}).etcdEndpoints).toBeUndefined();
+    expect(
+      loadFleetConfig({
+        VM_FLEET_ETCD_ENDPOINTS: 'http://10.8.0.5:2379, https://etcd.example.internal:2379/',
+      }).etcdEndpoints,
+    ).toEqual(['http://10.8.0.5:2379', 'https://etcd.example.internal:2379']);
+  });
+
+  it.each([
+    'redis://10.8.0.5:2379',
+    '10.8.0.5:2379',
+    'http://user:pw@10.8.0.5:2379',
+    'http://10.8.0.5:2379/v3',
+    'http://10.8.0.5:2379?x=1',
+    'http://10.8.0.5:2379,,http://10.8.0.6:2379',
+    Array.from({ length: 17 }, (_, index) => `http://10.8.0.${index}:2379`).join(','),
+  ])('refuses etcd endpoints %s, naming the variable but not echoing the value', (value) => {
+    expect(() => loadFleetConfig({ VM_FLEET_ETCD_ENDPOINTS: value })).toThrow(
+      /^VM_FLEET_ETCD_ENDPOINTS must be 1 to 16 comma-separated/,
+    );
+    expect(() => loadFleetConfig({ VM_FLEET_ETCD_ENDPOINTS: value })).not.toThrow(/pw|v3|x=1/);
+  });
+
+  it('refuses Redis and etcd together, naming both', () => {
+    expect(() =>
+      loadFleetConfig({
+        VM_FLEET_REDIS_URL: 'redis://10.8.0.9:6379/0',
+        VM_FLEET_ETCD_ENDPOINTS: 'http://10.8.0.5:2379',
+      }),
+    ).toThrow(
+      /^VM_FLEET_REDIS_URL and VM_FLEET_ETCD_ENDPOINTS are both set: fleet state lives in one store, set only one$/,
+    );
+  });
+
+  it('takes an etcd user only with its password, and only beside the endpoints', () => {
+    const endpoints = { VM_FLEET_ETCD_ENDPOINTS: 'http://10.8.0.5:2379' };
+    const config = loadFleetConfig({
+      ...endpoints,
+      VM_FLEET_ETCD_USERNAME: 'fleet',
+      VM_FLEET_ETCD_PASSWORD: 'pw-0123',
+    });
+    expect(config).toMatchObject({ etcdUsername: 'fleet', etcdPassword: 'pw-0123' });
+    expect(() => loadFleetConfig({ ...endpoints, VM_FLEET_ETCD_USERNAME: 'fleet' })).toThrow(
+      /VM_FLEET_ETCD_USERNAME and VM_FLEET_ETCD_PASSWORD \(or VM_FLEET_ETCD_PASSWORD_FILE\) go together/,
+    );
+    expect(() =>
+      loadFleetConfig({ VM_FLEET_ETCD_USERNAME: 'fleet', VM_FLEET_ETCD_PASSWORD: 'pw-0123' }),
+    ).toThrow(/VM_FLEET_ETCD_USERNAME is only taken beside VM_FLEET_ETCD_ENDPOINTS/);
+  });
+
   it('has no metrics and text logs when the variables are unset or empty', () => {
     const config = loadFleetConfig({ VM_FLEET_METRICS_ADDR: '', VM_LOG_FORMAT: ' ' });
     expect(config.metricsAddress).toBeUndefined();
@@ -88,6 +139,53 @@ describe('loadFleetConfig: the node secret (per-node tokens)', () => {
     chmodSync(path, mode);
     return path;
   }
+
+  it('takes the etcd password from VM_FLEET_ETCD_PASSWORD_FILE', () => {
+    const config = loadFleetConfig({
+      VM_FLEET_ETCD_ENDPOINTS: 'http://10.8.0.5:2379',
+      VM_FLEET_ETCD_USERNAME: 'fleet',
+      VM_FLEET_ETCD_PASSWORD_FILE: secretFile('etcd-password', 'pw-from-file'),
+    });
+    expect(config.etcdPassword).toBe('pw-from-file');
+  });
+
+  it('takes etcd TLS files only with https:// endpoints, the certificate with its key', () => {
+    const ca = secretFile('ca.pem', '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----');
+    const key = secretFile(
+      'key.pem',
+      '-----BEGIN PRIVATE KEY-----\nMIGH\n-----END PRIVATE KEY-----',
+    );
+    const https = { VM_FLEET_ETCD_ENDPOINTS: 'https://10.8.0.5:2379' };
+    const config = loadFleetConfig({
+      ...https,
+      VM_FLEET_ETCD_CA_FILE: ca,
+      VM_FLEET_ETCD_CERT_FILE: ca,
+      VM_FLEET_ETCD_KEY_FILE: key,
+    });
+    expect(config.etcdCa).toContain('BEGIN CERTIFICATE');
+    expect(config.etcdCert).toContain('BEGIN CERTIFICATE');
+    expect(config.etcdKey).toContain('BEGIN PRIVATE KEY');
+    expect(() => loadFleetConfig({ ...https, VM_FLEET_ETCD_CERT_FILE: ca })).toThrow(
+      /VM_FLEET_ETCD_CERT_FILE and VM_FLEET_ETCD_KEY \(or VM_FLEET_ETCD_KEY_FILE\) go together/,
+    );
+    expect(() =>
+      loadFleetConfig({
+        VM_FLEET_ETCD_ENDPOINTS: 'http://10.8.0.5:2379',
+        VM_FLEET_ETCD_CA_FILE: ca,
+      }),
+    ).toThrow(/need VM_FLEET_ETCD_ENDPOINTS of https:\/\/ URLs only/);
+    expect(() => loadFleetConfig({ ...https, VM_FLEET_ETCD_CA_FILE: key })).toThrow(
+      `VM_FLEET_ETCD_CA_FILE ${key} cannot be used: it holds no PEM certificate`,
+    );
+    expect(() => loadFleetConfig({ ...https, VM_FLEET_ETCD_CA_FILE: '/nonexistent.pem' })).toThrow(
+      'VM_FLEET_ETCD_CA_FILE /nonexistent.pem cannot be used: it cannot be read (ENOENT)',
+    );
+    expect(() =>
+      loadFleetConfig({ ...https, VM_FLEET_ETCD_CERT_FILE: ca, VM_FLEET_ETCD_KEY_FILE: ca }),
+    ).toThrow(
+      /^VM_FLEET_ETCD_KEY must be a PEM private key .*\(read from VM_FLEET_ETCD_KEY_FILE\)$/,
+    );
+  });
 
   it('takes VM_FLEET_NODE_SECRET directly or from VM_FLEET_NODE_SECRET_FILE', () => {
     expect(loadFleetConfig({ VM_FLEET_NODE_SECRET: SECRET }).nodeSecret).toBe(SECRET);

@@ -20,6 +20,35 @@ import { TenantQuota, parseTenantQuotas } from '@app/fleet-domain';
 /** Raised at start-up, naming the variable at fault (never its value: a URL may hold a password). */
 export { ConfigurationError as FleetConfigError } from '@app/daemon';
 
+/**
+ * VM_FLEET_ETCD_ENDPOINTS as URLs: http or https, a host, no path, credentials or query. Throws
+ * naming the entry's position (never its text: it comes from the environment).
+ */
+export function parseEtcdEndpoints(value: string): string[] {
+  const entries = value.split(',').map((entry) => entry.trim());
+  if (entries.length > 16) throw new Error('at most 16 endpoints');
+  return entries.map((entry, index) => {
+    if (!URL.canParse(entry)) throw new Error(`endpoint ${index + 1} is no URL`);
+    const url = new URL(entry);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new Error(`endpoint ${index + 1} is not http:// or https://`);
+    if (url.hostname === '' || url.username || url.password || url.search || url.hash)
+      throw new Error(`endpoint ${index + 1} must be scheme://host:port only`);
+    if (url.pathname !== '/') throw new Error(`endpoint ${index + 1} must have no path`);
+    return url.origin;
+  });
+}
+
+function isEtcdEndpoints(value: unknown): boolean {
+  if (typeof value !== 'string') return false;
+  try {
+    parseEtcdEndpoints(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function isRedisUrl(value: unknown): boolean {
   if (typeof value !== 'string' || !URL.canParse(value)) return false;
   const url = new URL(value);
@@ -70,6 +99,64 @@ export class FleetConfig extends DaemonConfig {
   redisUrl?: string;
   /** The same URL as logs show it, without credentials. */
   redisUrlForLogs?: string;
+  /**
+   * etcd's client URLs, comma-separated (http:// or https://, scheme://host:port only, at most
+   * 16): fleet state shared in etcd instead; unset means in memory (or Redis).
+   */
+  @EnvironmentVariable('VM_FLEET_ETCD_ENDPOINTS', {
+    validate: ValidateBy(
+      { name: 'isEtcdEndpoints', validator: { validate: isEtcdEndpoints } },
+      {
+        message:
+          '$property must be 1 to 16 comma-separated http:// or https:// URLs (scheme://host:port only) such as http://10.8.0.5:2379,http://10.8.0.6:2379',
+      },
+    ),
+    read: parseEtcdEndpoints,
+  })
+  etcdEndpoints?: string[];
+  /** The etcd user the controller authenticates as (etcd auth enabled); needs the password. */
+  @EnvironmentVariable('VM_FLEET_ETCD_USERNAME', {
+    validate: Matches(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, {
+      message: '$property must be 1 to 64 letters, digits, ".", "_" or "-"',
+    }),
+  })
+  etcdUsername?: string;
+  /** That user's password; best as VM_FLEET_ETCD_PASSWORD_FILE. */
+  @EnvironmentVariable('VM_FLEET_ETCD_PASSWORD', {
+    secret: true,
+    validate: Matches(/^[\x21-\x7e]{1,256}$/, {
+      message: '$property must be 1 to 256 printable characters without spaces',
+    }),
+  })
+  etcdPassword?: string;
+  /** A CA file (PEM) the https:// endpoints' certificates are checked against, instead of the system's. */
+  @EnvironmentVariable('VM_FLEET_ETCD_CA_FILE', {
+    validate: Matches(/^\//, { message: '$property must be an absolute path' }),
+  })
+  etcdCaFile?: string;
+  /** The controller's client certificate (PEM) for etcd's --client-cert-auth; with its key. */
+  @EnvironmentVariable('VM_FLEET_ETCD_CERT_FILE', {
+    validate: Matches(/^\//, { message: '$property must be an absolute path' }),
+  })
+  etcdCertFile?: string;
+  /** That certificate's private key (PEM); best as VM_FLEET_ETCD_KEY_FILE (mode 600). */
+  @EnvironmentVariable('VM_FLEET_ETCD_KEY', {
+    secret: true,
+    validate: ValidateBy(
+      {
+        name: 'isPemPrivateKey',
+        validator: {
+          validate: (value: unknown) =>
+            typeof value === 'string' && /^-----BEGIN [A-Z ]*PRIVATE KEY-----\n/.test(value),
+        },
+      },
+      { message: '$property must be a PEM private key (-----BEGIN ... PRIVATE KEY-----)' },
+    ),
+  })
+  etcdKey?: string;
+  /** The CA and certificate files, read and checked at start (loadFleetConfig). */
+  etcdCa?: string;
+  etcdCert?: string;
   /**
    * The one token of every node: heartbeats need it, and the controller sends it to agents;
    * unset (and no node secret), heartbeats are open. Beside the node secret, it is still taken
@@ -204,6 +291,7 @@ export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
     throw new ConfigurationError('VM_FLEET_API_TOKEN must differ from VM_FLEET_NODE_TOKEN');
   }
   refuseSecretMisuse(config);
+  refuseStoreMisuse(config);
   refuseTenantMisuse(config);
   if (config.tenantQuotasFile !== undefined) {
     config.tenantQuotas = readTenantQuotas(config.tenantQuotasFile);
@@ -217,6 +305,62 @@ export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
     config.redisUrlForLogs = url.toString();
   }
   return config;
+}
+
+/** One shared store at a time; etcd credentials come in pairs. */
+function refuseStoreMisuse(config: FleetConfig): void {
+  const problems: string[] = [];
+  if (config.redisUrl !== undefined && config.etcdEndpoints !== undefined) {
+    problems.push(
+      'VM_FLEET_REDIS_URL and VM_FLEET_ETCD_ENDPOINTS are both set: fleet state lives in one store, set only one',
+    );
+  }
+  if ((config.etcdUsername === undefined) !== (config.etcdPassword === undefined)) {
+    problems.push(
+      'VM_FLEET_ETCD_USERNAME and VM_FLEET_ETCD_PASSWORD (or VM_FLEET_ETCD_PASSWORD_FILE) go together',
+    );
+  }
+  if (config.etcdUsername !== undefined && config.etcdEndpoints === undefined) {
+    problems.push('VM_FLEET_ETCD_USERNAME is only taken beside VM_FLEET_ETCD_ENDPOINTS');
+  }
+  if ((config.etcdCertFile === undefined) !== (config.etcdKey === undefined)) {
+    problems.push(
+      'VM_FLEET_ETCD_CERT_FILE and VM_FLEET_ETCD_KEY (or VM_FLEET_ETCD_KEY_FILE) go together',
+    );
+  }
+  const tls = config.etcdCaFile !== undefined || config.etcdCertFile !== undefined;
+  if (tls && !config.etcdEndpoints?.every((endpoint) => endpoint.startsWith('https:'))) {
+    problems.push(
+      'VM_FLEET_ETCD_CA_FILE and VM_FLEET_ETCD_CERT_FILE need VM_FLEET_ETCD_ENDPOINTS of https:// URLs only',
+    );
+  }
+  if (problems.length > 0) throw new ConfigurationError(problems.join('; '));
+  if (config.etcdCaFile !== undefined) {
+    config.etcdCa = readPemFile('VM_FLEET_ETCD_CA_FILE', config.etcdCaFile);
+  }
+  if (config.etcdCertFile !== undefined) {
+    config.etcdCert = readPemFile('VM_FLEET_ETCD_CERT_FILE', config.etcdCertFile);
+  }
+}
+
+/** Largest certificate file read: a chain of a few certificates stays far below. */
+const MAX_PEM_FILE_BYTES = 256 * 1024;
+
+/** A file of PEM certificates, read and checked at start. */
+function readPemFile(variable: string, path: string): string {
+  const fault = (problem: string) =>
+    new ConfigurationError(`${variable} ${path} cannot be used: ${problem}`);
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (error) {
+    throw fault(`it cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  if (bytes.length > MAX_PEM_FILE_BYTES)
+    throw fault(`it holds more than ${MAX_PEM_FILE_BYTES} bytes`);
+  const text = bytes.toString('utf8');
+  if (!text.includes('-----BEGIN CERTIFICATE-----')) throw fault('it holds no PEM certificate');
+  return text;
 }
 
 /**

@@ -16,13 +16,18 @@ export interface OpenNodesStore {
    * share gives one they all agree on (Redis: Redis TIME).
    */
   clock: Clock;
+  /**
+   * Checks, before the controller serves, that the store answers: a store that must be
+   * reached to start (etcd) throws a ConfigurationError naming its variable.
+   */
+  ready?(): Promise<void>;
   /** Ends its connections and timers; called when the app closes. */
   close(): Promise<void>;
 }
 
 /**
  * One kind of store NodesModule can choose: each sits in its own folder beside this file
- * (memory/, redis/) and is listed in nodes-store.choice.ts.
+ * (memory/, redis/, etcd/) and is listed in nodes-store.choice.ts.
  */
 export interface NodesStore {
   /** Says what the store is, in start-up errors. */

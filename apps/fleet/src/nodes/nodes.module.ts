@@ -1,4 +1,4 @@
-import { Module, OnApplicationShutdown } from '@nestjs/common';
+import { Module, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import { FleetConfig } from '../config/fleet.config';
 import { LiveNodesSource } from '../metrics/live-nodes.source';
@@ -13,11 +13,16 @@ import { NodesService } from './nodes.service';
 import { VmMoves } from './vm-moves.repository';
 
 /** The store the configuration chose (nodes-store.choice.ts), opened once and closed with the app. */
-class ChosenNodesStore implements OnApplicationShutdown {
+class ChosenNodesStore implements OnModuleInit, OnApplicationShutdown {
   readonly opened: OpenNodesStore;
 
   constructor(config: FleetConfig) {
     this.opened = chooseNodesStore(config).open(config);
+  }
+
+  /** A store that must answer at start (etcd) fails the start, naming its variable. */
+  async onModuleInit(): Promise<void> {
+    await this.opened.ready?.();
   }
 
   onApplicationShutdown(): Promise<void> {

@@ -1,0 +1,45 @@
+import { ConfigurationError, MonotonicClock } from '@app/daemon';
+import { NodesStore } from '../nodes-store';
+import { StoreUnavailableError } from '../store-unavailable.error';
+import { EtcdClient } from './etcd.client';
+import { EtcdKeyClaims } from './etcd-key-claims.repository';
+import { EtcdNodesRepository } from './etcd-nodes.repository';
+
+/**
+ * Fleet state shared in etcd (VM_FLEET_ETCD_ENDPOINTS). etcd has no TIME: each controller
+ * times receive times, staleness and hold deadlines on its own monotonic clock anchored to its
+ * wall clock at start (as in memory), so controllers sharing etcd agree as closely as their
+ * machines' clocks do (NTP: milliseconds, against a 30 s staleness); claims end by etcd leases,
+ * which etcd's leader times for everyone (ARCHITECTURE.md).
+ */
+export const ETCD_NODES_STORE: NodesStore = {
+  name: 'etcd',
+  isChosenBy: (config) => config.etcdEndpoints !== undefined,
+  open: (config) => {
+    const client = new EtcdClient({
+      endpoints: config.etcdEndpoints!,
+      username: config.etcdUsername,
+      password: config.etcdPassword,
+      tls: { ca: config.etcdCa, cert: config.etcdCert, key: config.etcdKey },
+    });
+    return {
+      repository: new EtcdNodesRepository(client),
+      keyClaims: new EtcdKeyClaims(client),
+      clock: new MonotonicClock(),
+      ready: async () => {
+        try {
+          await client.check();
+        } catch (error) {
+          if (!(error instanceof StoreUnavailableError)) throw error;
+          throw new ConfigurationError(
+            `VM_FLEET_ETCD_ENDPOINTS: ${error.message}; the controller does not start without its store`,
+          );
+        }
+      },
+      close: () => {
+        client.close();
+        return Promise.resolve();
+      },
+    };
+  },
+};
