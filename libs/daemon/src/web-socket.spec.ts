@@ -146,6 +146,25 @@ describe('a peer that never reads', () => {
   });
 });
 
+describe('keep-alive', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('closes with 1008 and the reason at the first ping after what it lasts for has ended', () => {
+    jest.useFakeTimers();
+    const socket = new Duplex({ read: () => undefined, write: (_c, _e, done) => done() });
+    const server = new WebSocketConnection(socket, { role: 'server' });
+    const closes: Array<[number, string]> = [];
+    server.onClose((code, reason) => closes.push([code, reason]));
+    let ended: string | undefined;
+    server.keepAlive(1_000, () => ended);
+    jest.advanceTimersByTime(1_000);
+    expect(server.isOpen).toBe(true);
+    ended = 'the console session ended';
+    jest.advanceTimersByTime(1_000);
+    expect(closes).toEqual([[CLOSE_POLICY, 'the console session ended']]);
+  });
+});
+
 describe('handshakes over node:http', () => {
   let server: Server;
   let url: URL;

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 
 /**
@@ -257,9 +257,16 @@ export class WebSocketConnection {
   /**
    * Pings every `intervalMs`, and ends the connection when nothing at all came back since the
    * previous ping: a peer gone without a word (a laptop closed, a cable pulled) frees what it held.
+   * `ended`: asked at each ping; a reason returned (a session logged out or expired) closes the
+   * connection with 1008 and that reason.
    */
-  keepAlive(intervalMs: number): void {
+  keepAlive(intervalMs: number, ended?: () => string | undefined): void {
     this.keepAliveTimer = setInterval(() => {
+      const why = ended?.();
+      if (why !== undefined) {
+        this.close(CLOSE_POLICY, why);
+        return;
+      }
       if (!this.heardSincePing) {
         this.socket.destroy();
         this.finish(CLOSE_GOING_AWAY, 'no answer to a ping');
@@ -342,6 +349,24 @@ export class WebSocketConnection {
     if (!this.socket.destroyed) this.socket.end();
     for (const handler of this.closeHandlers) handler(code, reason);
   }
+}
+
+/**
+ * Hands each WebSocket upgrade `server` receives to `handle`, one place for the agent's and the
+ * controller's listeners: whatever `handle` throws is logged through `warn` and answered 500, so
+ * no upgrade is left hanging. `handle` refuses (refuseUpgrade) what it does not serve.
+ */
+export function routeUpgrades(
+  server: Server | undefined,
+  handle: (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<void>,
+  warn: (message: string) => void,
+): void {
+  server?.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    handle(req, socket, head).catch((error: unknown) => {
+      warn(`terminal: ${error instanceof Error ? error.message : String(error)}`);
+      refuseUpgrade(socket, 500, 'the serial console could not be opened');
+    });
+  });
 }
 
 /** What a refused upgrade answers: a JSON error body, as the daemons' other errors. */
