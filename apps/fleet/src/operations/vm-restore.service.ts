@@ -14,6 +14,7 @@ import {
   RestoredVm,
   SSH_GUEST_PORT,
   copyHoldersOf,
+  countedDiskGb,
   forgetSilentVm,
   holdRam,
   isLive,
@@ -124,7 +125,11 @@ export class VmRestoreService {
         ? await this.tenantQuotas.withinQuota(
             spec.tenant_id,
             // A copy whose size its manifest does not give counts no disk, as a VM reported without one.
-            { ram_mb: spec.ram_mb, vcpu_count: spec.vcpu_count, disk_gb: spec.disk_gb ?? 0 },
+            {
+              ram_mb: spec.ram_mb,
+              vcpu_count: spec.vcpu_count,
+              disk_gb: spec.disk_gb ?? 0,
+            },
             hold,
           )
         : await hold();
@@ -267,7 +272,8 @@ export class VmRestoreService {
                 tenant: {
                   tenant_id: spec.tenant_id,
                   vcpu_count: spec.vcpu_count,
-                  ...(spec.disk_gb !== undefined ? { disk_gb: spec.disk_gb } : {}),
+                  // Its copies (none yet: a restore sets no policy) counted in, as a create's.
+                  ...(spec.disk_gb !== undefined ? { disk_gb: countedDiskGb(spec.disk_gb) } : {}),
                 },
               }
             : {}),
