@@ -37,7 +37,7 @@ import {
 import { VmCopiesService } from '../operations/vm-copies.service';
 import { TenantQuotas } from '../tenants/tenant-quotas.service';
 import { OperatorOnlyError } from '../tenants/tenants.errors';
-import { createdTenantFor } from '../vms/tenant-vm.interceptor';
+import { createdTenantFor } from '../tenants/tenant-scope';
 import { VmNotFoundError } from '../vms/vms.errors';
 import {
   ConsoleCreateVmRequest,

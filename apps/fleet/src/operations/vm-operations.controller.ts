@@ -42,7 +42,7 @@ import { ApiFleetStateErrors } from '../nodes/nodes.error-statuses';
 import { TenantQuotaBusyError, TenantQuotaExceededError } from '../tenants/tenants.errors';
 import { TENANTS_ERROR_STATUSES } from '../tenants/tenants.error-statuses';
 import { OtherTenantError } from '../tenants/tenants.errors';
-import { listedTenantFor } from '../vms/tenant-vm.interceptor';
+import { listedTenantFor } from '../tenants/tenant-scope';
 import { VMS_ERROR_STATUSES } from '../vms/vms.error-statuses';
 import { VmNotFoundError } from '../vms/vms.errors';
 import { agentConflictOf, describeAgentConflict } from './agent-conflicts';

@@ -51,7 +51,7 @@ import {
   TenantQuotaExceededError,
 } from '../tenants/tenants.errors';
 import { IdempotencyKey } from './idempotency-key.decorator';
-import { createdTenantFor, listedTenantFor } from './tenant-vm.interceptor';
+import { createdTenantFor, listedTenantFor } from '../tenants/tenant-scope';
 import { AgentCallError } from './vm-host.client';
 import {
   IdempotencyKeyClaimWaitError,
