@@ -112,7 +112,7 @@ describe('WebSocketConnection', () => {
 
 describe('a peer that never reads', () => {
   /** A socket whose writes are never taken: what a peer that stopped reading looks like. */
-  function stuck(): { socket: Duplex; feed(frame: Buffer): void } {
+  function stuck(): { socket: Duplex; feed: (frame: Buffer) => void } {
     const socket = new Duplex({
       read: () => undefined,
       write: () => undefined,
@@ -155,7 +155,7 @@ describe('keep-alive', () => {
     const server = new WebSocketConnection(socket, { role: 'server' });
     const closes: Array<[number, string]> = [];
     server.onClose((code, reason) => closes.push([code, reason]));
-    let ended: string | undefined;
+    let ended: string | undefined = undefined;
     server.keepAlive(1_000, () => ended);
     jest.advanceTimersByTime(1_000);
     expect(server.isOpen).toBe(true);

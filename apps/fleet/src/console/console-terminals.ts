@@ -175,7 +175,7 @@ export class ConsoleTerminals implements OnApplicationBootstrap, BeforeApplicati
     if (match === null) return refuseUpgrade(socket, 404, 'no such WebSocket route');
     const door = match[1] as 'console' | 'v1';
     let vmId: string | undefined;
-    let caller: Caller | undefined;
+    let caller: Caller | undefined = undefined;
     // Every console opened or refused leaves an audit line: who, which door, which VM, the status.
     const refuse = (status: number, message: string, headers?: Record<string, string>): void => {
       this.auditOf(req, door, caller, vmId, status);
