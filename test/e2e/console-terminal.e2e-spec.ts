@@ -1,9 +1,13 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import request from 'supertest';
 import {
+  CLOSE_POLICY,
   WebSocketConnection,
+  deriveTenantToken,
   WebSocketRefusedError,
   acceptUpgrade,
   openWebSocket,
@@ -11,6 +15,7 @@ import {
 } from '@app/daemon';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { heartbeat, vmRecord } from '../support/heartbeats';
+import { scratchFolder } from '../support/scratch-folders';
 
 /**
  * The interactive console's WebSocket on the operations listener, in-process, with a small
@@ -19,6 +24,9 @@ import { heartbeat, vmRecord } from '../support/heartbeats';
  */
 
 const API_TOKEN = 'api-token-1a7f3c9e5b0d2864';
+const TENANT_SECRET = 'tenant-secret-7c1e4b9a0d3f6285e1a4c7b0d9f3e628';
+const ACME = deriveTenantToken(TENANT_SECRET, 'acme');
+const GLOBEX = deriveTenantToken(TENANT_SECRET, 'globex');
 
 /** An agent that answers GET /v1/vms/vm-a/terminal with an echo, and 409 for vm-busy. */
 class TerminalAgent {
@@ -71,15 +79,33 @@ describe('the interactive console (WebSocket) on the operations listener', () =>
   let cookie: string;
   let csrf: string;
 
+  let auditLog: string;
+
   beforeEach(async () => {
-    fleet = await startFleet({ ops: true, env: { VM_FLEET_API_TOKEN: API_TOKEN } });
+    const folder = scratchFolder('ppn-console-terminal-');
+    const quotas = join(folder, 'quotas.json');
+    writeFileSync(quotas, JSON.stringify({ acme: {}, globex: {} }));
+    auditLog = join(folder, 'audit.log');
+    fleet = await startFleet({
+      ops: true,
+      env: {
+        VM_FLEET_API_TOKEN: API_TOKEN,
+        VM_FLEET_TENANT_SECRET: TENANT_SECRET,
+        VM_FLEET_TENANT_QUOTAS_FILE: quotas,
+        VM_FLEET_AUDIT_LOG: auditLog,
+      },
+    });
     agent = await new TerminalAgent().start();
     await request(fleet.url)
       .post('/v1/nodes/heartbeat')
       .send(
         heartbeat({
           node_id: 'n1',
-          vms: [vmRecord('vm-a'), vmRecord('vm-busy'), vmRecord('vm-hostile')],
+          vms: [
+            vmRecord('vm-a', { tenant_id: 'acme' }),
+            vmRecord('vm-busy'),
+            vmRecord('vm-hostile'),
+          ],
           spawn_port: agent.port,
         }),
       )
@@ -194,5 +220,80 @@ describe('the interactive console (WebSocket) on the operations listener', () =>
     expect(await refusalOf(openPage('/console/vms/vm-none/terminal', browser()))).toMatchObject({
       status: 404,
     });
+  });
+
+  it("takes a tenant's token at the CLI's door for its own VMs alone (another's: the same 404 as none)", async () => {
+    const ws = await openPage('/v1/vms/vm-a/terminal', { Authorization: `Bearer ${ACME}` });
+    ws.close();
+    for (const vm of ['vm-busy', 'vm-none']) {
+      expect(
+        await refusalOf(openPage(`/v1/vms/${vm}/terminal`, { Authorization: `Bearer ${ACME}` })),
+      ).toMatchObject({ status: 404, refusal: `vm ${vm} is not listed on any live node` });
+    }
+    expect(
+      await refusalOf(openPage('/v1/vms/vm-a/terminal', { Authorization: `Bearer ${GLOBEX}` })),
+    ).toMatchObject({ status: 404 });
+    expect(agent.upgrades.map(({ url }) => url)).toEqual(['/v1/vms/vm-a/terminal']);
+  });
+
+  it('writes an audit line for each console opened or refused: who, door, VM, status', async () => {
+    (await openPage('/v1/vms/vm-a/terminal', { Authorization: `Bearer ${ACME}` })).close();
+    await refusalOf(openPage('/v1/vms/vm-busy/terminal', { Authorization: `Bearer ${GLOBEX}` }));
+    await refusalOf(openPage('/console/vms/vm-a/terminal', {}));
+    (await openPage('/console/vms/vm-a/terminal', browser())).close();
+    const lines = readFileSync(auditLog, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter(({ path }) => String(path).endsWith('/terminal'));
+    expect(
+      lines.map(({ who, tenant_id, path, vm_id, status }) => ({
+        who,
+        tenant_id,
+        path,
+        vm_id,
+        status,
+      })),
+    ).toEqual([
+      {
+        who: 'tenant',
+        tenant_id: 'acme',
+        path: '/v1/vms/vm-a/terminal',
+        vm_id: 'vm-a',
+        status: 101,
+      },
+      {
+        who: 'tenant',
+        tenant_id: 'globex',
+        path: '/v1/vms/vm-busy/terminal',
+        vm_id: 'vm-busy',
+        status: 404,
+      },
+      {
+        who: 'none',
+        tenant_id: undefined,
+        path: '/console/vms/vm-a/terminal',
+        vm_id: 'vm-a',
+        status: 403,
+      },
+      {
+        who: 'operator',
+        tenant_id: undefined,
+        path: '/console/vms/vm-a/terminal',
+        vm_id: 'vm-a',
+        status: 101,
+      },
+    ]);
+  });
+
+  it("closes a session's open consoles when it logs out", async () => {
+    const ws = await openPage('/console/vms/vm-a/terminal', browser());
+    const closed = new Promise<number>((resolve) => ws.onClose((code) => resolve(code)));
+    await request(fleet.opsUrl)
+      .post('/logout')
+      .set({ Cookie: cookie, 'X-CSRF-Token': csrf, Origin: `http://${host}` })
+      .send({})
+      .expect(200);
+    expect(await closed).toBe(CLOSE_POLICY);
   });
 });

@@ -132,6 +132,17 @@ describe('tenants: tokens, scoping, quotas and the audit log', () => {
     expect(all.body).toHaveLength(3);
   });
 
+  it("refuses a tenant forgetting its own VM (the operator's alone), with 403 naming the API token", async () => {
+    const refused = await request(fleet.url)
+      .delete(`/v1/vms/${ACME_VM}?forget=true`)
+      .set(bearer(ACME))
+      .expect(403);
+    expect(refused.body.message).toContain('needs the API token (VM_FLEET_API_TOKEN)');
+    expect(agent.calls).toEqual([]);
+    const all = await request(fleet.url).get('/v1/vms').set(bearer(API_TOKEN)).expect(200);
+    expect(all.body).toHaveLength(3);
+  });
+
   it('lets a tenant delete its own VM', async () => {
     agent.answerWith((call, res) => {
       listed = listed.filter(({ vm_id }) => !call.url.endsWith(vm_id));
@@ -362,6 +373,12 @@ describe('tenants in the web console', () => {
         .send({})
         .expect(404);
     }
+    const forget = await request(fleet.opsUrl)
+      .post(`/console/vms/${ACME_VM}/forget`)
+      .set({ Cookie: cookie, 'X-CSRF-Token': csrf })
+      .send({})
+      .expect(403);
+    expect(forget.body.message).toContain('needs the API token (VM_FLEET_API_TOKEN)');
     // The pages read life cycles; nothing was asked of another tenant's VM.
     expect(agent.calls.filter(({ method }) => method !== 'GET')).toEqual([]);
     expect(agent.calls.filter(({ url }) => /globex|nobody/.test(url))).toEqual([]);

@@ -179,6 +179,14 @@ describe('agent VM actions', () => {
       ).toMatchObject({ status: 401 });
     });
 
+    it("refuses any upgrade carrying an Origin: no browser opens an agent's console", async () => {
+      for (const origin of ['http://evil.example', `http://${new URL(agent.url).host}`]) {
+        expect(
+          await refusalOf(`/v1/vms/${STOPPED_VM}/terminal`, { ...auth, Origin: origin }),
+        ).toMatchObject({ status: 403 });
+      }
+    });
+
     it('refuses a VM it does not have, and one that is not running, in its fixed words', async () => {
       expect(await refusalOf(`/v1/vms/${UNKNOWN_VM}/terminal`, auth)).toMatchObject({
         status: 404,

@@ -1,9 +1,12 @@
+import { writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
+import { join } from 'node:path';
 import request from 'supertest';
 import { NODE_STALE_AFTER_MS } from '@app/fleet-domain';
 import type { AgentRestoreRequest, HeartbeatReplica, VmRecord } from '@app/fleet-domain';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { heartbeat, vmRecord } from '../support/heartbeats';
+import { scratchFolder } from '../support/scratch-folders';
 import { StubAgent, StubAgentCall, json } from '../support/stub-agent';
 
 /**
@@ -293,5 +296,48 @@ describe('POST /v1/vms/{vm_id}/restore (operations listener)', () => {
     expect(sent).toMatchObject({ keep_host_ports: false, source: { replica: true, vm_id: VM } });
     expect(await beat('n1', n1, { vms: [vmRecord(VM)] })).toEqual({ accepted: true });
     expect((await listed()).map(({ vm_id }) => vm_id).sort()).toEqual([VM, body.vm.vm_id].sort());
+  });
+
+  describe("against the tenant's quota", () => {
+    /** The fleet again, with acme allowed one VM. */
+    async function withQuota(): Promise<void> {
+      await fleet.close();
+      const quotas = join(scratchFolder('ppn-restore-quotas-'), 'quotas.json');
+      writeFileSync(quotas, JSON.stringify({ acme: { vms: 1 } }));
+      fleet = await startFleet({ ops: true, env: { VM_FLEET_TENANT_QUOTAS_FILE: quotas } });
+    }
+
+    it('refuses an as_new restore beyond the quota with 429, nothing asked of the agent', async () => {
+      await withQuota();
+      const n1 = await agent(restoringAgent([]));
+      const n2 = await agent(restoringAgent(['replica']));
+      await beat('n1', n1, { vms: [vmRecord(VM, { tenant_id: 'acme', host_ports: PORTS })] });
+      await beat('n2', n2, { replicas: [replica()] });
+      const { body } = await restore({ as_new: true }).expect(429);
+      expect(body.message).toContain('vms: 1 VMs in use + 1 requested > limit 1 VMs');
+      expect(n2.calls.filter((call) => call.method === 'POST')).toEqual([]);
+      expect((await listed()).map(({ vm_id }) => vm_id)).toEqual([VM]);
+    });
+
+    it('does not count twice a lost VM still listed: its restore replaces it', async () => {
+      await withQuota();
+      await nodeLost();
+      // Still listed (its node silent): the restore replaces it, the tenant's use unchanged.
+      await restore({}).expect(201);
+      expect((await listed()).map(({ vm_id }) => vm_id)).toEqual([VM]);
+    });
+
+    it('counts a VM the fleet forgot (no record, only its copy) as a new one', async () => {
+      await withQuota();
+      const n2 = await agent(restoringAgent(['replica']));
+      // Another VM of acme's fills the quota; the controller has no record of VM any more.
+      await beat('n2', n2, {
+        vms: [vmRecord('vm-00000000000000b2', { tenant_id: 'acme' })],
+        replicas: [replica()],
+      });
+      const { body } = await restore({}).expect(429);
+      expect(body.message).toContain('limit 1 VMs');
+      expect(n2.calls.filter((call) => call.method === 'POST')).toEqual([]);
+    });
   });
 });

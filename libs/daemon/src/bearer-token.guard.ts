@@ -50,6 +50,24 @@ export function recordedCallerOf(request: object): Caller | undefined {
   return (request as { [CALLER]?: Caller })[CALLER];
 }
 
+const CALLER_RECORDED_BY_ROUTE = 'ppn:caller-recorded-by-route';
+
+/**
+ * Marks a route reached without any caller recorded by design, that gives nothing away then (a
+ * console page: without a session it only redirects to /login, or on an open console issues the
+ * operator's session): the tenant check of its VM (TenantVmInterceptor) lets it through.
+ */
+export function CallerRecordedByRoute(): MethodDecorator {
+  return SetMetadata(CALLER_RECORDED_BY_ROUTE, true);
+}
+
+/** Whether a route is marked CallerRecordedByRoute. */
+export function isCallerRecordedByRoute(reflector: Reflector, context: ExecutionContext): boolean {
+  return (
+    reflector.get<boolean | undefined>(CALLER_RECORDED_BY_ROUTE, context.getHandler()) === true
+  );
+}
+
 /** Sets the request's Caller: for a guard of its own (the web console's sessions). */
 export function setCallerOf(request: object, caller: Caller): void {
   (request as { [CALLER]?: Caller })[CALLER] = caller;

@@ -1,8 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PassThrough } from 'node:stream';
+import { Duplex, PassThrough } from 'node:stream';
 import {
+  CLOSE_POLICY,
   CLOSE_TOO_BIG,
+  MAX_WRITE_BUFFER_BYTES,
+  PONG_WRITE_BUFFER_LIMIT,
   FrameDecoder,
   Opcode,
   WebSocketConnection,
@@ -104,6 +107,61 @@ describe('WebSocketConnection', () => {
     toServer.write(encodeFrame(Opcode.Continuation, Buffer.alloc(5), MASK, true));
     expect(messages).toHaveLength(1);
     expect(closes).toEqual([CLOSE_TOO_BIG]);
+  });
+});
+
+describe('a peer that never reads', () => {
+  /** A socket whose writes are never taken: what a peer that stopped reading looks like. */
+  function stuck(): { socket: Duplex; feed: (frame: Buffer) => void } {
+    const socket = new Duplex({
+      read: () => undefined,
+      write: () => undefined,
+      highWaterMark: 16 * 1024,
+    });
+    return { socket, feed: (frame) => socket.push(frame) };
+  }
+
+  it('gets no pong while its buffer is full: pinging without reading grows nothing', async () => {
+    const { socket, feed } = stuck();
+    const server = new WebSocketConnection(socket, { role: 'server' });
+    const ping = encodeFrame(Opcode.Ping, Buffer.alloc(125, 1), MASK);
+    for (let i = 0; i < 20_000; i++) feed(ping);
+    await new Promise((resolve) => setImmediate(resolve));
+    // 20 000 pongs would be 2.5 MB; the buffer stays at the pong limit (plus one frame).
+    expect(socket.writableLength).toBeLessThan(PONG_WRITE_BUFFER_LIMIT + 200);
+    expect(server.isOpen).toBe(true);
+  });
+
+  it('is closed with 1008 once what it was sent passes the write bound', () => {
+    const { socket } = stuck();
+    const server = new WebSocketConnection(socket, { role: 'server' });
+    const closes: number[] = [];
+    server.onClose((code) => closes.push(code));
+    const chunk = Buffer.alloc(64 * 1024, 2);
+    for (let i = 0; i < 40 && server.isOpen; i++) server.send(chunk);
+    expect(closes).toEqual([CLOSE_POLICY]);
+    expect(socket.destroyed).toBe(true);
+    expect(server.send(chunk)).toBe(false);
+    expect(MAX_WRITE_BUFFER_BYTES).toBe(1024 * 1024);
+  });
+});
+
+describe('keep-alive', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('closes with 1008 and the reason at the first ping after what it lasts for has ended', () => {
+    jest.useFakeTimers();
+    const socket = new Duplex({ read: () => undefined, write: (_c, _e, done) => done() });
+    const server = new WebSocketConnection(socket, { role: 'server' });
+    const closes: Array<[number, string]> = [];
+    server.onClose((code, reason) => closes.push([code, reason]));
+    let ended: string | undefined = undefined;
+    server.keepAlive(1_000, () => ended);
+    jest.advanceTimersByTime(1_000);
+    expect(server.isOpen).toBe(true);
+    ended = 'the console session ended';
+    jest.advanceTimersByTime(1_000);
+    expect(closes).toEqual([[CLOSE_POLICY, 'the console session ended']]);
   });
 });
 

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 
 /**
@@ -24,11 +24,22 @@ export enum Opcode {
 export const CLOSE_NORMAL = 1000;
 export const CLOSE_GOING_AWAY = 1001;
 export const CLOSE_PROTOCOL_ERROR = 1002;
+export const CLOSE_POLICY = 1008;
 export const CLOSE_TOO_BIG = 1009;
 export const CLOSE_INTERNAL = 1011;
 
 /** The bound on one message (all its fragments) when none is given. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024;
+/**
+ * Past this many bytes waiting in the socket's write buffer, a peer reads too slowly and is let
+ * go (1008): whatever is written (a relay's output, pongs), the buffer never grows without bound.
+ */
+export const MAX_WRITE_BUFFER_BYTES = 1024 * 1024;
+/**
+ * A ping is answered only while less than this waits to be written: a peer that pings and never
+ * reads gets no pong to pile up (RFC 6455 5.5.3 allows answering only the latest ping).
+ */
+export const PONG_WRITE_BUFFER_LIMIT = 64 * 1024;
 /** A control frame's payload bound, fixed by the RFC. */
 const MAX_CONTROL_PAYLOAD = 125;
 /** Longest close reason sent: a close frame's payload is 125 bytes, 2 of them the code. */
@@ -211,7 +222,19 @@ export class WebSocketConnection {
   /** Sends bytes as one binary message; false when the socket's buffer is full (see `socket`'s drain). */
   send(data: Buffer, opcode: Opcode = Opcode.Binary): boolean {
     if (!this.isOpen) return false;
-    return this.socket.write(encodeFrame(opcode, data, this.maskKey()));
+    return this.write(encodeFrame(opcode, data, this.maskKey()));
+  }
+
+  /** Writes a frame; a write buffer grown past its bound closes the connection (1008). */
+  private write(frame: Buffer): boolean {
+    const flowing = this.socket.write(frame);
+    if (this.socket.writableLength > MAX_WRITE_BUFFER_BYTES) {
+      this.close(CLOSE_POLICY, 'the peer reads too slowly');
+      // The close frame may never be read: the connection does not wait for it.
+      this.socket.destroy();
+      return false;
+    }
+    return flowing;
   }
 
   /** Sends a close frame with its code and reason, then ends the connection. */
@@ -234,16 +257,23 @@ export class WebSocketConnection {
   /**
    * Pings every `intervalMs`, and ends the connection when nothing at all came back since the
    * previous ping: a peer gone without a word (a laptop closed, a cable pulled) frees what it held.
+   * `ended`: asked at each ping; a reason returned (a session logged out or expired) closes the
+   * connection with 1008 and that reason.
    */
-  keepAlive(intervalMs: number): void {
+  keepAlive(intervalMs: number, ended?: () => string | undefined): void {
     this.keepAliveTimer = setInterval(() => {
+      const why = ended?.();
+      if (why !== undefined) {
+        this.close(CLOSE_POLICY, why);
+        return;
+      }
       if (!this.heardSincePing) {
         this.socket.destroy();
         this.finish(CLOSE_GOING_AWAY, 'no answer to a ping');
         return;
       }
       this.heardSincePing = false;
-      if (this.isOpen) this.socket.write(encodeFrame(Opcode.Ping, Buffer.alloc(0), this.maskKey()));
+      if (this.isOpen) this.write(encodeFrame(Opcode.Ping, Buffer.alloc(0), this.maskKey()));
     }, intervalMs);
     this.keepAliveTimer.unref();
   }
@@ -275,7 +305,9 @@ export class WebSocketConnection {
   private frame({ fin, opcode, payload }: Frame): void {
     switch (opcode) {
       case Opcode.Ping:
-        if (this.isOpen) this.socket.write(encodeFrame(Opcode.Pong, payload, this.maskKey()));
+        if (this.isOpen && this.socket.writableLength < PONG_WRITE_BUFFER_LIMIT) {
+          this.write(encodeFrame(Opcode.Pong, payload, this.maskKey()));
+        }
         return;
       case Opcode.Pong:
         return;
@@ -317,6 +349,24 @@ export class WebSocketConnection {
     if (!this.socket.destroyed) this.socket.end();
     for (const handler of this.closeHandlers) handler(code, reason);
   }
+}
+
+/**
+ * Hands each WebSocket upgrade `server` receives to `handle`, one place for the agent's and the
+ * controller's listeners: whatever `handle` throws is logged through `warn` and answered 500, so
+ * no upgrade is left hanging. `handle` refuses (refuseUpgrade) what it does not serve.
+ */
+export function routeUpgrades(
+  server: Server | undefined,
+  handle: (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<void>,
+  warn: (message: string) => void,
+): void {
+  server?.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    handle(req, socket, head).catch((error: unknown) => {
+      warn(`terminal: ${error instanceof Error ? error.message : String(error)}`);
+      refuseUpgrade(socket, 500, 'the serial console could not be opened');
+    });
+  });
 }
 
 /** What a refused upgrade answers: a JSON error body, as the daemons' other errors. */
@@ -548,10 +598,17 @@ export function relayWebSockets(
     onEnd(why);
   };
   const pipe = (from: WebSocketConnection, to: WebSocketConnection): void => {
+    let paused = false;
     from.onMessage((data) => {
-      if (!to.send(data)) {
+      // Backpressure: a slow reader on `to` stops the reading of `from` until it drains (and
+      // `to` itself closes with 1008 should its buffer still pass MAX_WRITE_BUFFER_BYTES).
+      if (!to.send(data) && !paused) {
+        paused = true;
         from.socket.pause();
-        to.socket.once('drain', () => from.socket.resume());
+        to.socket.once('drain', () => {
+          paused = false;
+          from.socket.resume();
+        });
       }
     });
     from.onClose((code, reason) =>

@@ -35,6 +35,7 @@ export * from './wire/openapi-decorators';
 export type * as FleetApi from './wire/fleet-api.generated';
 /** The controller's operations listener as typed from openapi/fleet-ops.openapi.json: for the CLI. */
 export type * as FleetOpsApi from './wire/fleet-ops-api.generated';
+export * from './size-and-age';
 export * from './tenant-quotas';
 export * from './wire/vm-restore';
 export * from './restore-plan';

@@ -117,6 +117,38 @@ describe('tenantUse', () => {
   });
 });
 
+describe('copies against a disk_gb quota', () => {
+  it("counts a VM's disk once for itself and once per copy, listed, held or asked for", () => {
+    const listed = nodeStateFromHeartbeat(
+      heartbeat({
+        node_id: 'n1',
+        ram_total_mb: 65536,
+        vms: [
+          {
+            ...vmRecord('vm-1', { tenant_id: 'acme' }),
+            disk_gb: 10,
+            copies: { count: 2, every_s: 60 },
+          },
+          { ...vmRecord('vm-2', { tenant_id: 'acme' }), disk_gb: 5 },
+        ],
+      }),
+      NOW,
+    );
+    expect(tenantUse([listed], 'acme', NOW, liveSince(NOW)).disk_gb).toBe(35);
+    const request = { ram_mb: 512, vcpu_count: 1, disk_gb: 20, copies: { count: 1 } };
+    expect(
+      quotaExcesses({ disk_gb: 70 }, { vms: 2, ram_mb: 0, vcpus: 0, disk_gb: 35 }, request),
+    ).toEqual([{ quota: 'disk_gb', use: 35, limit: 70, requested: 40 }]);
+    expect(
+      quotaExcesses(
+        { disk_gb: 70 },
+        { vms: 2, ram_mb: 0, vcpus: 0, disk_gb: 35 },
+        { ...request, copies: undefined },
+      ),
+    ).toEqual([]);
+  });
+});
+
 describe('quotaExcesses', () => {
   const use = { vms: 2, ram_mb: 3072, vcpus: 3, disk_gb: 40 };
   const request = { ram_mb: 1024, vcpu_count: 1, disk_gb: 10 };

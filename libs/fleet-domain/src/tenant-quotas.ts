@@ -89,6 +89,18 @@ export interface QuotaRequest {
   ram_mb: number;
   vcpu_count: number;
   disk_gb?: number;
+  /** The copies kept of it on other nodes: each takes its disk again. */
+  copies?: { count: number };
+}
+
+/**
+ * The disk a VM counts against a `disk_gb` quota: its own and each copy's, disk_gb × (1 +
+ * copies.count). A create without `copies` counts none: the controller's default count (a
+ * VM_FLEET_COPIES setting, once it exists) is not applied here yet; a listed VM counts the
+ * policy its agent reports, defaults included.
+ */
+export function countedDiskGb(diskGb: number | undefined, copies?: { count: number }): number {
+  return (diskGb ?? 0) * (1 + (copies?.count ?? 0));
 }
 
 /**
@@ -96,7 +108,8 @@ export interface QuotaRequest {
  * kept silent, and VMs of earlier agents: listedVms, so a heartbeat, which only replaces a
  * node's list with the agent's own, never loses one, and a restarted controller on Redis reads
  * the same), and the creates in flight for it (live holds naming it whose VM is not listed
- * yet). A VM reported without disk_gb counts no disk.
+ * yet). A VM reported without disk_gb counts no disk; one with copies its disk once more for
+ * each (countedDiskGb); a hold names the disk already counted so.
  */
 export function tenantUse(
   nodes: readonly NodeState[],
@@ -112,7 +125,7 @@ export function tenantUse(
     use.vms += 1;
     use.ram_mb += vm.ram_alloc_mb;
     use.vcpus += vm.vcpu_count;
-    use.disk_gb += (vm as { disk_gb?: number }).disk_gb ?? 0;
+    use.disk_gb += countedDiskGb(vm.disk_gb, vm.copies);
   }
   for (const node of nodes) {
     for (const holdId in node.holds) {
@@ -144,7 +157,7 @@ export function quotaRequestOf(request: QuotaRequest): TenantUse {
     vms: 1,
     ram_mb: request.ram_mb,
     vcpus: request.vcpu_count,
-    disk_gb: request.disk_gb ?? 0,
+    disk_gb: countedDiskGb(request.disk_gb, request.copies),
   };
 }
 

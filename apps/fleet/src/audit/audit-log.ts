@@ -20,7 +20,18 @@ export interface AuditEntry {
   status: number;
   /** The peer's address. */
   from?: string;
+  /**
+   * On the summary line of a peer's `none` lines past NONE_LINES_PER_MINUTE: how many of its
+   * lines were left out in the minute before.
+   */
+  left_out?: number;
 }
+
+/** The most `who: "none"` lines (refused before any credential) one address writes a minute. */
+export const NONE_LINES_PER_MINUTE = 30;
+const MINUTE_MS = 60_000;
+/** Addresses followed at once; past it the oldest minute's counts are dropped (a flood of addresses). */
+const MAX_FOLLOWED_ADDRESSES = 10_000;
 
 const MAX_PATH = 256;
 
@@ -53,7 +64,47 @@ export class AuditLog implements OnApplicationShutdown {
     }
   }
 
+  /** Per address, its minute's start (ms) and its `none` lines in it, written and left out. */
+  private readonly noneLines = new Map<
+    string,
+    { sinceMs: number; written: number; leftOut: number }
+  >();
+
   write(entry: AuditEntry): void {
+    if (entry.who === 'none' && !this.admitNone(entry)) return;
+    this.append(entry);
+  }
+
+  /**
+   * Whether a `none` line is written: anyone can send unauthenticated requests, so each address
+   * writes NONE_LINES_PER_MINUTE a minute at most; the next minute's first line is preceded by
+   * one that says how many were left out.
+   */
+  private admitNone(entry: AuditEntry): boolean {
+    const address = entry.from ?? '';
+    const nowMs = Date.parse(entry.time);
+    let count = this.noneLines.get(address);
+    if (count !== undefined && !(nowMs - count.sinceMs < MINUTE_MS && nowMs >= count.sinceMs)) {
+      if (count.leftOut > 0) {
+        this.append({ ...entry, path: '(refused requests left out)', left_out: count.leftOut });
+      }
+      this.noneLines.delete(address);
+      count = undefined;
+    }
+    if (count === undefined) {
+      if (this.noneLines.size >= MAX_FOLLOWED_ADDRESSES) this.noneLines.clear();
+      count = { sinceMs: nowMs, written: 0, leftOut: 0 };
+      this.noneLines.set(address, count);
+    }
+    if (count.written >= NONE_LINES_PER_MINUTE) {
+      count.leftOut += 1;
+      return false;
+    }
+    count.written += 1;
+    return true;
+  }
+
+  private append(entry: AuditEntry): void {
     const line = JSON.stringify(entry);
     if (this.fd === undefined) {
       this.logger.log(line);

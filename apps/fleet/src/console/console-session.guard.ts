@@ -5,10 +5,11 @@ import {
   Injectable,
   SetMetadata,
   UnauthorizedException,
+  applyDecorators,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
-import { Clock, OPERATOR, setCallerOf } from '@app/daemon';
+import { CallerRecordedByRoute, Clock, OPERATOR, setCallerOf } from '@app/daemon';
 import { CSRF_HEADER, ConsoleSessions, SESSION_COOKIE, cookieValue } from './console-session';
 import { CONSOLE_HEADERS, isSameOrigin } from '../operations/ops-listener.http';
 
@@ -24,7 +25,9 @@ export type ConsoleAccess =
 const ACCESS = 'ppn:console-access';
 
 export const ConsoleAccess = (access: ConsoleAccess): MethodDecorator =>
-  SetMetadata(ACCESS, access);
+  access === 'page'
+    ? applyDecorators(SetMetadata(ACCESS, access), CallerRecordedByRoute())
+    : SetMetadata(ACCESS, access);
 
 /** The request's session cookie when it is one the console issued and it has not expired. */
 export function validSession(

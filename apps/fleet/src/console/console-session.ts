@@ -41,6 +41,7 @@ export class ConsoleSessions {
   private readonly live = new Map<string, number>();
   /** The tenant of each live session a tenant's token opened (none: the operator's). */
   private readonly tenants = new Map<string, string>();
+  private readonly endListeners: Array<(cookie: string) => void> = [];
 
   constructor(
     /** VM_FLEET_API_TOKEN; undefined: the API is open and no login is asked for. */
@@ -75,6 +76,12 @@ export class ConsoleSessions {
   end(cookie: string): void {
     this.live.delete(cookie.split('.')[2]);
     this.tenants.delete(cookie.split('.')[2]);
+    for (const listener of this.endListeners) listener(cookie);
+  }
+
+  /** Called with each session's cookie as it is ended (logout): its open terminals close. */
+  onEnd(listener: (cookie: string) => void): void {
+    this.endListeners.push(listener);
   }
 
   /** The tenant of a valid session a tenant's token opened; undefined for the operator's. */

@@ -10,15 +10,20 @@ import type { Duplex } from 'node:stream';
 import {
   BearerTokens,
   CLOSE_GOING_AWAY,
+  CLOSE_POLICY,
+  Caller,
   Clock,
+  OPERATOR,
   WebSocketConnection,
   acceptUpgrade,
   offeredProtocols,
   presentedBearerToken,
   refuseUpgrade,
   relayWebSockets,
+  routeUpgrades,
   upgradeProblem,
 } from '@app/daemon';
+import { AuditEntry, AuditLog } from '../audit/audit-log';
 import { ID_PATTERN } from '@app/fleet-domain';
 import { FleetConfig } from '../config/fleet.config';
 import { AgentCallError, VmHostClient } from '../vms/vm-host.client';
@@ -34,7 +39,7 @@ import { ConsoleSessions, SESSION_COOKIE, cookieValue } from './console-session'
 /**
  * The interactive console's two doors on the operations listener: the page's
  * (/console/vms/{vm_id}/terminal: a session and its CSRF token) and the CLI's
- * (/v1/vms/{vm_id}/terminal: the API token, as every /v1 route).
+ * (/v1/vms/{vm_id}/terminal: the API token or a tenant's, as every /v1 VM route).
  */
 const TERMINAL_PATH = /^\/(console|v1)\/vms\/([^/?]+)\/terminal(?:\?.*)?$/;
 
@@ -78,7 +83,7 @@ export function terminalRefusal(vmId: string, nodeId: string, message: string | 
 export class ConsoleTerminals implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Console');
   /** The pages' and CLIs' open consoles, closed (and so their agents' sides) when the controller stops. */
-  private readonly open = new Set<WebSocketConnection>();
+  private readonly open = new Map<WebSocketConnection, { session?: string }>();
 
   constructor(
     private readonly adapterHost: HttpAdapterHost,
@@ -88,27 +93,34 @@ export class ConsoleTerminals implements OnApplicationBootstrap, BeforeApplicati
     private readonly config: FleetConfig,
     private readonly vms: VmsService,
     private readonly vmHost: VmHostClient,
+    private readonly audit: AuditLog,
   ) {}
 
   onApplicationBootstrap(): void {
-    const server = this.adapterHost.httpAdapter?.getHttpServer() as Server | undefined;
-    server?.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      this.upgrade(req, socket, head).catch((error: unknown) => {
-        this.logger.warn(`terminal: ${error instanceof Error ? error.message : String(error)}`);
-        refuseUpgrade(socket, 500, 'the serial console could not be opened');
-      });
+    routeUpgrades(
+      this.adapterHost.httpAdapter?.getHttpServer() as Server | undefined,
+      (req, socket, head) => this.upgrade(req, socket, head),
+      (message) => this.logger.warn(message),
+    );
+    // A session logged out closes its open terminals at once, not at their next keep-alive.
+    this.sessions.onEnd((cookie) => {
+      for (const [client, opened] of this.open) {
+        if (opened.session === cookie) client.close(CLOSE_POLICY, 'the console session ended');
+      }
     });
   }
 
   beforeApplicationShutdown(): void {
-    for (const client of this.open) client.close(CLOSE_GOING_AWAY, 'the controller is stopping');
+    for (const client of this.open.keys()) {
+      client.close(CLOSE_GOING_AWAY, 'the controller is stopping');
+    }
   }
 
-  /** Why the handshake is refused, as a status and a message; undefined when it may go on. */
-  checkHandshake(
-    req: IncomingMessage,
-    door: 'console' | 'v1',
-  ): { status: number; message: string; headers?: Record<string, string> } | undefined {
+  /**
+   * Who opens the console (the caller, and the page's session), or why the handshake is refused,
+   * as a status and a message.
+   */
+  checkHandshake(req: IncomingMessage, door: 'console' | 'v1'): Handshake {
     const host = req.headers.host;
     if (!isListenerHost(host, req.socket.localAddress, this.config.opsHosts ?? [])) {
       return { status: 421, message: WRONG_HOST_MESSAGE(String(host ?? '').slice(0, 100)) };
@@ -121,12 +133,19 @@ export class ConsoleTerminals implements OnApplicationBootstrap, BeforeApplicati
       return { status: 403, message: CROSS_SITE_MESSAGE };
     }
     if (door === 'v1') {
-      if (!this.tokens.isSet('api')) return undefined;
+      // The API token, or a tenant's (its own VMs alone, as on every /v1 route).
+      if (!this.tokens.isSet('api')) return { caller: OPERATOR };
       const presented = presentedBearerToken(req.headers.authorization);
-      if (presented !== undefined && this.tokens.matches('api', presented)) return undefined;
+      if (presented !== undefined && this.tokens.matches('api', presented)) {
+        return { caller: OPERATOR };
+      }
+      const tenantId =
+        presented === undefined ? undefined : this.tokens.tenants?.tenantOf(presented);
+      if (tenantId !== undefined) return { caller: { kind: 'tenant', tenantId } };
       return {
         status: 401,
-        message: 'this route needs the API token (VM_FLEET_API_TOKEN) as a bearer token',
+        message:
+          "this route needs the API token (VM_FLEET_API_TOKEN) or a tenant's token as a bearer token",
         headers: { 'WWW-Authenticate': `Bearer realm="${this.tokens.realm}"` },
       };
     }
@@ -136,6 +155,8 @@ export class ConsoleTerminals implements OnApplicationBootstrap, BeforeApplicati
     if (!this.sessions.isValid(session, this.clock.wallNow() / 1000)) {
       return { status: 401, message: 'no console session, or it has expired: log in again' };
     }
+    const tenantId = this.sessions.tenantOf(session);
+    const caller: Caller = tenantId === undefined ? OPERATOR : { kind: 'tenant', tenantId };
     const csrf = offeredProtocols(req)
       .find((protocol) => protocol.startsWith(CSRF_PROTOCOL_PREFIX))
       ?.slice(CSRF_PROTOCOL_PREFIX.length);
@@ -143,46 +164,51 @@ export class ConsoleTerminals implements OnApplicationBootstrap, BeforeApplicati
       return {
         status: 403,
         message: "refused: the request does not carry this session's CSRF token; reload the page",
+        caller,
       };
     }
-    return undefined;
+    return { caller, session };
   }
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const match = TERMINAL_PATH.exec(req.url ?? '');
     if (match === null) return refuseUpgrade(socket, 404, 'no such WebSocket route');
     const door = match[1] as 'console' | 'v1';
-    let vmId: string;
+    let vmId: string | undefined;
+    let caller: Caller | undefined = undefined;
+    // Every console opened or refused leaves an audit line: who, which door, which VM, the status.
+    const refuse = (status: number, message: string, headers?: Record<string, string>): void => {
+      this.auditOf(req, door, caller, vmId, status);
+      refuseUpgrade(socket, status, message, headers);
+    };
     try {
       vmId = decodeURIComponent(match[2]);
     } catch {
-      return refuseUpgrade(socket, 400, 'vm_id is not a VM id');
+      return refuse(400, 'vm_id is not a VM id');
     }
-    const refused = this.checkHandshake(req, door);
-    if (refused !== undefined) {
-      return refuseUpgrade(socket, refused.status, refused.message, refused.headers);
+    if (!ID_PATTERN.test(vmId)) vmId = undefined;
+    const handshake = this.checkHandshake(req, door);
+    caller = handshake.caller;
+    if ('status' in handshake) {
+      return refuse(handshake.status, handshake.message, handshake.headers);
     }
     const problem = upgradeProblem(req);
-    if (problem !== undefined) return refuseUpgrade(socket, 400, problem);
-    if (!ID_PATTERN.test(vmId)) return refuseUpgrade(socket, 400, 'vm_id is not a VM id');
+    if (problem !== undefined) return refuse(400, problem);
+    if (vmId === undefined) return refuse(400, 'vm_id is not a VM id');
     let listed;
     try {
       listed = await this.vms.findWithNode(vmId);
     } catch (error) {
-      if (error instanceof VmNotFoundError) return refuseUpgrade(socket, 404, error.message);
+      if (error instanceof VmNotFoundError) return refuse(404, error.message);
       throw error;
     }
-    // A tenant's session opens its own VMs' consoles alone; another's is the same 404 as none.
-    if (door === 'console') {
-      const tenant = this.sessions.tenantOf(cookieValue(req.headers.cookie, SESSION_COOKIE) ?? '');
-      if (tenant !== undefined && listed.vm.tenant_id !== tenant) {
-        return refuseUpgrade(socket, 404, new VmNotFoundError(vmId).message);
-      }
+    // A tenant opens its own VMs' consoles alone, at either door; another's is the same 404 as none.
+    if (handshake.caller.kind === 'tenant' && listed.vm.tenant_id !== handshake.caller.tenantId) {
+      return refuse(404, new VmNotFoundError(vmId).message);
     }
     const nodeId = listed.node.node_id;
     if (listed.silent) {
-      return refuseUpgrade(
-        socket,
+      return refuse(
         409,
         `vm ${vmId}: its node ${nodeId} is silent; no agent answers for its serial console`,
       );
@@ -192,11 +218,11 @@ export class ConsoleTerminals implements OnApplicationBootstrap, BeforeApplicati
       answer = await this.vmHost.terminal(listed.node, vmId, MAX_OUTPUT_MESSAGE_BYTES);
     } catch (error) {
       if (!(error instanceof AgentCallError)) throw error;
-      return refuseUpgrade(socket, 502, `agent of node ${nodeId} could not be reached`);
+      return refuse(502, `agent of node ${nodeId} could not be reached`);
     }
     if (answer.kind === 'refused') {
       const status = answer.status === 404 ? 404 : 409;
-      return refuseUpgrade(socket, status, terminalRefusal(vmId, nodeId, answer.message));
+      return refuse(status, terminalRefusal(vmId, nodeId, answer.message));
     }
     const agent = answer.value;
     if (socket.destroyed) {
@@ -208,8 +234,17 @@ export class ConsoleTerminals implements OnApplicationBootstrap, BeforeApplicati
       maxMessageBytes: MAX_INPUT_MESSAGE_BYTES,
       ...(offered.includes(TERMINAL_PROTOCOL) ? { protocol: TERMINAL_PROTOCOL } : {}),
     });
-    client.keepAlive(KEEP_ALIVE_MS);
-    this.open.add(client);
+    this.auditOf(req, door, caller, vmId, 101);
+    const session = handshake.session;
+    // The page's console lasts as long as its session: checked at each keep-alive.
+    client.keepAlive(KEEP_ALIVE_MS, () =>
+      session === undefined || this.sessions.isValid(session, this.clock.wallNow() / 1000)
+        ? undefined
+        : 'the console session ended',
+    );
+    // The agent's side is pinged too: an agent gone without a word frees the page's side.
+    agent.keepAlive(KEEP_ALIVE_MS);
+    this.open.set(client, session === undefined ? {} : { session });
     this.logger.log(`vm ${vmId} on node ${nodeId}: interactive console opened (${door})`);
     relayWebSockets(client, agent, (why) => {
       this.open.delete(client);
@@ -218,4 +253,30 @@ export class ConsoleTerminals implements OnApplicationBootstrap, BeforeApplicati
       this.logger.log(`vm ${vmId} on node ${nodeId}: interactive console closed (${shown})`);
     });
   }
+
+  private auditOf(
+    req: IncomingMessage,
+    door: 'console' | 'v1',
+    caller: Caller | undefined,
+    vmId: string | undefined,
+    status: number,
+  ): void {
+    const entry: AuditEntry = {
+      time: new Date(this.clock.wallNow()).toISOString(),
+      who: caller?.kind ?? 'none',
+      listener: 'ops',
+      method: 'GET',
+      path: `/${door}/vms/${vmId ?? '?'}/terminal`,
+      status,
+    };
+    if (caller?.kind === 'tenant') entry.tenant_id = caller.tenantId;
+    if (vmId !== undefined) entry.vm_id = vmId;
+    if (req.socket.remoteAddress) entry.from = req.socket.remoteAddress;
+    this.audit.write(entry);
+  }
 }
+
+/** Who opens a console (the page's session beside), or why it is refused (who, when known). */
+type Handshake =
+  | { caller: Caller; session?: string }
+  | { status: number; message: string; headers?: Record<string, string>; caller?: Caller };

@@ -36,7 +36,8 @@ import {
 } from '@app/fleet-domain';
 import { VmCopiesService } from '../operations/vm-copies.service';
 import { TenantQuotas } from '../tenants/tenant-quotas.service';
-import { createdTenantFor } from '../vms/tenant-vm.interceptor';
+import { OperatorOnlyError } from '../tenants/tenants.errors';
+import { createdTenantFor } from '../tenants/tenant-scope';
 import { VmNotFoundError } from '../vms/vms.errors';
 import {
   ConsoleCreateVmRequest,
@@ -395,7 +396,10 @@ export class ConsoleController {
 
   @Post('console/vms/:vm_id/forget')
   @HttpCode(200)
-  async forget(@Param() { vm_id }: VmIdParams): Promise<Outcome> {
+  async forget(@Param() { vm_id }: VmIdParams, @Req() req: Request): Promise<Outcome> {
+    // A tenant forgetting its silent VMs would free its quota while they may still run.
+    const tenant = scopeOf(req);
+    if (tenant !== undefined) throw new OperatorOnlyError(tenant, 'forgetting a VM');
     await this.console.deleteVm(vm_id, true);
     return { message: `vm ${vm_id} forgotten: nothing was stopped on its node` };
   }

@@ -1,11 +1,5 @@
-import { VmCopies } from '@app/fleet-domain';
-import {
-  ageText,
-  createCopiesFields,
-  sizeText,
-  vmCopiesLive,
-  vmCopiesSection,
-} from './copies.views';
+import { VmCopies, ageText, sizeText } from '@app/fleet-domain';
+import { createCopiesFields, vmCopiesLive, vmCopiesSection } from './copies.views';
 
 const HOSTILE = '<img src=x onerror=alert(1)>';
 const ESCAPED = '&lt;img src=x onerror=alert(1)&gt;';

@@ -39,9 +39,10 @@ import {
   VmLifeCycle,
 } from '@app/fleet-domain';
 import { ApiFleetStateErrors } from '../nodes/nodes.error-statuses';
+import { TenantQuotaBusyError, TenantQuotaExceededError } from '../tenants/tenants.errors';
 import { TENANTS_ERROR_STATUSES } from '../tenants/tenants.error-statuses';
 import { OtherTenantError } from '../tenants/tenants.errors';
-import { listedTenantFor } from '../vms/tenant-vm.interceptor';
+import { listedTenantFor } from '../tenants/tenant-scope';
 import { VMS_ERROR_STATUSES } from '../vms/vms.error-statuses';
 import { VmNotFoundError } from '../vms/vms.errors';
 import { agentConflictOf, describeAgentConflict } from './agent-conflicts';
@@ -426,6 +427,18 @@ export class VmOperationsController {
         422,
         `to: node n3 holds no copy and no backup of vm ${EXAMPLE_VM_ID}; copies of vm ${EXAMPLE_VM_ID} are on node ${EXAMPLE_NODE_ID} (copied 2026-08-06T12:00:00.000Z) (a copy is restored on the node that holds it: moving a copy to another node is not done yet)`,
       ),
+    },
+    {
+      name: 'over-quota',
+      when: 'A new VM (as_new), or one the controller no longer counts, would take its tenant beyond a quota (VM_FLEET_TENANT_QUOTAS_FILE), as a create would: each one named with its use and limit; nothing is made.',
+      error: new TenantQuotaExceededError('acme', [
+        { quota: 'vms', use: 5, limit: 5, requested: 1 },
+      ]),
+    },
+    {
+      name: 'tenant-quota-busy',
+      when: "Other creates of the same tenant held its quota's check for longer than 15 s; retry.",
+      error: new TenantQuotaBusyError('acme'),
     },
     {
       name: 'no-ram',

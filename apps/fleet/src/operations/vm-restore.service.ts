@@ -15,6 +15,7 @@ import {
   RestoredVm,
   SSH_GUEST_PORT,
   copyHoldersOf,
+  countedDiskGb,
   forgetSilentVm,
   holdRam,
   isLive,
@@ -32,6 +33,7 @@ import {
 import { KeyClaims } from '../nodes/key-claims.repository';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { VmMoves } from '../nodes/vm-moves.repository';
+import { TenantQuotas } from '../tenants/tenant-quotas.service';
 import { AgentAnswer, AgentCallError, VmHostClient } from '../vms/vm-host.client';
 import { PlacementRefusedError } from '../vms/vms.errors';
 import { VmAgentFailedError } from './vm-operations.errors';
@@ -69,6 +71,8 @@ export class VmRestoreService {
     private readonly vmMoves: VmMoves,
     private readonly vmHost: VmHostClient,
     private readonly clock: Clock,
+    /** Absent (a unit test's service): no tenant has a quota. */
+    private readonly tenantQuotas?: TenantQuotas,
   ) {}
 
   async restore(vmId: string, request: RestoreVmRequest): Promise<RestoredVm> {
@@ -116,7 +120,24 @@ export class VmRestoreService {
       );
     }
     const newId = asNew ? `vm-${randomBytes(8).toString('hex')}` : vmId;
-    const holdId = await this.holdRam(target, spec, newId);
+    // A new VM, or one the fleet no longer counts (forgotten), adds to its tenant's use: checked
+    // against its quota in the same step as the hold, as a create is. A VM still listed is
+    // counted already (its hold names it, so it is not counted twice).
+    const counted = !asNew && listed !== undefined;
+    const hold = () => this.holdRam(target, spec, newId, !counted);
+    const holdId =
+      this.tenantQuotas && spec.tenant_id && !counted
+        ? await this.tenantQuotas.withinQuota(
+            spec.tenant_id,
+            // A copy whose size its manifest does not give counts no disk, as a VM reported without one.
+            {
+              ram_mb: spec.ram_mb,
+              vcpu_count: spec.vcpu_count,
+              disk_gb: spec.disk_gb ?? 0,
+            },
+            hold,
+          )
+        : await hold();
     const agentRequest: AgentRestoreRequest = {
       vm_id: newId,
       vm_type: spec.vm_type,
@@ -216,8 +237,18 @@ export class VmRestoreService {
     throw new VmRestoreRefusedError(422, `${late ?? what}; ${where}`);
   }
 
-  /** The VM's RAM held on the target as a create's is (placement with preferred_node). */
-  private async holdRam(target: NodeState, spec: VmSpec, vmId: string): Promise<string> {
+  /**
+   * The VM's RAM held on the target as a create's is (placement with preferred_node).
+   * `counts`: the hold names the VM and its tenant, so the tenant's use counts it until a
+   * heartbeat lists it (not for a VM still listed elsewhere: that record counts it already, and
+   * its id on a hold here would be one VM on two nodes).
+   */
+  private async holdRam(
+    target: NodeState,
+    spec: VmSpec,
+    vmId: string,
+    counts: boolean,
+  ): Promise<string> {
     const now = this.clock.now();
     const placement = placeVm(
       {
@@ -241,6 +272,17 @@ export class VmRestoreService {
           nowMs: now,
           expiresAtMs: now + RESTORE_AGENT_TIMEOUT_MS + RAM_HOLD_MARGIN_MS,
           spawnKey: `restore:${vmId}`,
+          ...(counts ? { vmId } : {}),
+          ...(counts && spec.tenant_id
+            ? {
+                tenant: {
+                  tenant_id: spec.tenant_id,
+                  vcpu_count: spec.vcpu_count,
+                  // Its copies (none yet: a restore sets no policy) counted in, as a create's.
+                  ...(spec.disk_gb !== undefined ? { disk_gb: countedDiskGb(spec.disk_gb) } : {}),
+                },
+              }
+            : {}),
         },
         liveSince(now),
       ),

@@ -1,5 +1,6 @@
 import { DomainErrorStatuses } from '@app/daemon';
 import {
+  OperatorOnlyError,
   OtherTenantError,
   TenantDiskSizeRequiredError,
   TenantQuotaBusyError,
@@ -10,6 +11,7 @@ import {
 export const TENANTS_ERROR_STATUSES: DomainErrorStatuses = [
   [TenantQuotaExceededError, 429],
   [OtherTenantError, 403],
+  [OperatorOnlyError, 403],
   [TenantDiskSizeRequiredError, 422],
   [TenantQuotaBusyError, 503],
 ];

@@ -35,3 +35,15 @@ export class TenantQuotaBusyError extends Error {
     super(`another create of tenant ${tenantId} is still being checked against its quota; retry`);
   }
 }
+
+/**
+ * A tenant asking what only the operator may: forgetting a VM's record (a silent node's VM
+ * forgotten frees the tenant's quota while its QEMU may still run): 403.
+ */
+export class OperatorOnlyError extends Error {
+  constructor(tenantId: string, what: string) {
+    super(
+      `${what} needs the API token (VM_FLEET_API_TOKEN): tenant ${tenantId}'s token cannot do it`,
+    );
+  }
+}

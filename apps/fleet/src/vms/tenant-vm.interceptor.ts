@@ -1,8 +1,14 @@
-import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import {
+  CallHandler,
+  ExecutionContext,
+  Injectable,
+  NestInterceptor,
+  UnauthorizedException,
+} from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
 import { Observable, from, switchMap } from 'rxjs';
 import type { Request } from 'express';
-import { Caller, callerOf } from '@app/daemon';
-import { OtherTenantError } from '../tenants/tenants.errors';
+import { isCallerRecordedByRoute, recordedCallerOf } from '@app/daemon';
 import { VmNotFoundError } from './vms.errors';
 import { VmsService } from './vms.service';
 
@@ -11,17 +17,27 @@ import { VmsService } from './vms.service';
  * either listener and in the web console alike, before the route runs: another tenant's VM,
  * a VM of no tenant and a VM that does not exist are the same 404, so a tenant learns nothing
  * of VMs not its own. One place for every route, so a per-VM route added later is covered.
- * The operator (and any caller while the API is open) passes untouched.
+ * The operator (and any caller while the API is open: the guard records the operator then)
+ * passes untouched. A route naming a VM that no guard recorded a caller for is refused (401),
+ * never taken for the operator's: a route whose guard forgot to record fails closed.
  */
 @Injectable()
 export class TenantVmInterceptor implements NestInterceptor {
-  constructor(private readonly vms: VmsService) {}
+  constructor(
+    private readonly vms: VmsService,
+    private readonly reflector: Reflector,
+  ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const request = context.switchToHttp().getRequest<Request>();
-    const caller = callerOf(request);
     const vmId = (request.params as Record<string, unknown> | undefined)?.vm_id;
-    if (caller.kind !== 'tenant' || typeof vmId !== 'string') return next.handle();
+    if (typeof vmId !== 'string') return next.handle();
+    const caller = recordedCallerOf(request);
+    if (caller === undefined) {
+      if (isCallerRecordedByRoute(this.reflector, context)) return next.handle();
+      throw new UnauthorizedException('no credential was recognised for this route');
+    }
+    if (caller.kind !== 'tenant') return next.handle();
     return from(this.checkOwn(caller.tenantId, vmId)).pipe(switchMap(() => next.handle()));
   }
 
@@ -32,32 +48,4 @@ export class TenantVmInterceptor implements NestInterceptor {
     });
     if (listed?.vm.tenant_id !== tenantId) throw new VmNotFoundError(vmId);
   }
-}
-
-/**
- * The tenant a listing is confined to: a tenant's own (its `tenant_id` filter may only name
- * itself: another is a 403, not an empty list), the operator's filter as given.
- */
-export function listedTenantFor(caller: Caller, tenantId: string | undefined): string | undefined {
-  if (caller.kind === 'operator') return tenantId;
-  if (tenantId !== undefined && tenantId !== caller.tenantId) {
-    throw new OtherTenantError(caller.tenantId, 'tenant_id');
-  }
-  return caller.tenantId;
-}
-
-/**
- * The tenant a create is made in: a tenant's token makes it in its own (a body without
- * tenant_id gets it; one naming another is a 403); the operator's as the body says.
- */
-export function createdTenantFor<T extends { tenant_id?: string | null }>(
-  caller: Caller,
-  request: T,
-): T {
-  if (caller.kind === 'operator') return request;
-  if (request.tenant_id != null && request.tenant_id !== caller.tenantId) {
-    throw new OtherTenantError(caller.tenantId, 'tenant_id');
-  }
-  request.tenant_id = caller.tenantId;
-  return request;
 }

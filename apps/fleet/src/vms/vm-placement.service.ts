@@ -6,6 +6,7 @@ import {
   CreateVmRequest,
   DISPATCH_NODES_TRIED,
   checkPublishedPorts,
+  countedDiskGb,
   FleetVm,
   IDEMPOTENCY_KEY_TTL_MS,
   NodeState,
@@ -606,7 +607,10 @@ export class VmPlacementService {
                   tenant: {
                     tenant_id: request.tenant_id,
                     vcpu_count: request.vcpu_count,
-                    ...(request.disk_gb !== undefined ? { disk_gb: request.disk_gb } : {}),
+                    // The disk its copies take counted in (countedDiskGb), as once listed.
+                    ...(request.disk_gb !== undefined
+                      ? { disk_gb: countedDiskGb(request.disk_gb, request.copies) }
+                      : {}),
                   },
                 }
               : {}),

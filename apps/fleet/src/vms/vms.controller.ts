@@ -44,13 +44,14 @@ import {
 } from '@app/fleet-domain';
 import { ApiFleetStateErrors } from '../nodes/nodes.error-statuses';
 import {
+  OperatorOnlyError,
   OtherTenantError,
   TenantDiskSizeRequiredError,
   TenantQuotaBusyError,
   TenantQuotaExceededError,
 } from '../tenants/tenants.errors';
 import { IdempotencyKey } from './idempotency-key.decorator';
-import { createdTenantFor, listedTenantFor } from './tenant-vm.interceptor';
+import { createdTenantFor, listedTenantFor } from '../tenants/tenant-scope';
 import { AgentCallError } from './vm-host.client';
 import {
   IdempotencyKeyClaimWaitError,
@@ -304,13 +305,26 @@ export class VmsController {
       ),
     },
     {
+      name: 'forget-operator-only',
+      when: "Only with a tenant's token: ?forget=true is the operator's (a VM forgotten leaves its tenant's quota while it may still run).",
+      error: new OperatorOnlyError('acme', '?forget=true'),
+    },
+    {
       name: 'node-back',
       when: '?forget=true for a VM a live agent manages (its node is back): nothing is forgotten.',
       error: new VmNodeIsBackError(EXAMPLE_VM_ID, EXAMPLE_NODE_ID),
     },
     agentUnreachable("The node's agent could not be reached, or did not answer within 10 s."),
   )
-  deleteVm(@Param() { vm_id }: VmIdParams, @Query() { forget }: DeleteVmQuery): Promise<void> {
+  deleteVm(
+    @Param() { vm_id }: VmIdParams,
+    @Query() { forget }: DeleteVmQuery,
+    @RequestCaller() caller: Caller,
+  ): Promise<void> {
+    // A tenant forgetting its silent VMs would free its quota while they may still run.
+    if (forget === 'true' && caller.kind === 'tenant') {
+      throw new OperatorOnlyError(caller.tenantId, '?forget=true');
+    }
     return this.vms.deleteVm(vm_id, forget === 'true');
   }
 }

@@ -7,7 +7,7 @@ import { CliIo } from '../terminal/cli-io';
 import { printable } from '../terminal/printable';
 import { Terminal } from '../terminal/terminal';
 import { WAIT_POLL_MS } from './vm-life-cycle.view';
-import { formatSize } from './vm-backups.view';
+import { sizeText } from '@app/fleet-domain';
 import { formatVmCopies } from './vm-copies.view';
 
 /** How long `vm backup --wait` waits by default: a first, full copy of a large disk is slow. */
@@ -69,7 +69,7 @@ export class VmBackupCommand extends OpsCommand {
       );
     }
     this.terminal.print(
-      `${printable(vmId)}: ${printable(taken.kind)} backup ${printable(taken.backup_id)} taken, ${formatSize(taken.size_bytes)}: ${printable(done.node_id)}:${printable(taken.path)}`,
+      `${printable(vmId)}: ${printable(taken.kind)} backup ${printable(taken.backup_id)} taken, ${sizeText(taken.size_bytes)}: ${printable(done.node_id)}:${printable(taken.path)}`,
     );
   }
 

@@ -2,7 +2,8 @@ import type { FleetVm } from '../api/fleet-api.client';
 import type { VmCopies } from '../api/fleet-ops-api.client';
 import { printable } from '../terminal/printable';
 import { Cell, formatTable } from '../terminal/table';
-import { formatAge, formatSize, formatVmBackups } from './vm-backups.view';
+import { ageText, sizeText } from '@app/fleet-domain';
+import { formatVmBackups } from './vm-backups.view';
 
 /** Whether a listing shows copies at all: a controller or agents before copies show none. */
 export function showsCopies(vms: ReadonlyArray<Pick<FleetVm, 'copied_at'>>): boolean {
@@ -15,7 +16,7 @@ export function showsCopies(vms: ReadonlyArray<Pick<FleetVm, 'copied_at'>>): boo
  */
 export function copyAgeCell(vm: Pick<FleetVm, 'copied_at'>, nowMs: number): Cell {
   if (typeof vm.copied_at !== 'string') return { text: '-', style: 'dim' };
-  return formatAge(vm.copied_at, nowMs);
+  return ageText(vm.copied_at, nowMs);
 }
 
 /** The VM's copy policy in words. */
@@ -52,8 +53,8 @@ export function formatVmCopies(copies: VmCopies, nowMs: number, colour: boolean)
           // A peer keeps a chain it can boot at once: its file is whole, never a bare increment.
           'copy',
           printable(copy.copied_at),
-          formatAge(copy.copied_at, nowMs),
-          formatSize(copy.size_bytes),
+          ageText(copy.copied_at, nowMs),
+          sizeText(copy.size_bytes),
           copy.source_node_id === copies.node_id
             ? printable(copy.source_node_id)
             : {

@@ -160,7 +160,8 @@ export class VmActionConflictError extends Error {
 
 /**
  * An interactive serial console refused (a 409 at the handshake), in one of a few fixed forms
- * the controller matches to word it itself (apps/fleet/src/console/terminal-refusals.ts).
+ * the controller matches to word it itself (terminalRefusal in
+ * apps/fleet/src/console/console-terminals.ts).
  */
 export class VmTerminalRefusedError extends Error {
   static notRunning(vmId: string): VmTerminalRefusedError {

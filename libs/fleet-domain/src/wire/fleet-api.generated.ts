@@ -1067,7 +1067,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Only when VM_FLEET_TENANT_SECRET is set on the controller: a tenant's token on a route it does not open (anything but its own VMs). */
+      /** @description Only with a tenant's token: ?forget=true is the operator's (a VM forgotten leaves its tenant's quota while it may still run). */
       403: {
         headers: {
           [name: string]: unknown;
@@ -1076,7 +1076,7 @@ export interface operations {
           /**
            * @example {
            *       "error": "Forbidden",
-           *       "message": "tenant acme's token opens only its own VMs (/v1/vms...): this route needs the API token (VM_FLEET_API_TOKEN)",
+           *       "message": "?forget=true needs the API token (VM_FLEET_API_TOKEN): tenant acme's token cannot do it",
            *       "statusCode": 403
            *     }
            */

@@ -1760,6 +1760,22 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description A new VM (as_new), or one the controller no longer counts, would take its tenant beyond a quota (VM_FLEET_TENANT_QUOTAS_FILE), as a create would: each one named with its use and limit; nothing is made. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Too Many Requests",
+           *       "message": "tenant acme would go beyond its quota, nothing was made: vms: 5 VMs in use + 1 requested > limit 5 VMs",
+           *       "statusCode": 429
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
       /** @description The target node's agent could not be reached, or answered what its API does not give. */
       502: {
         headers: {
@@ -1776,19 +1792,15 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
-      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
+      /**
+       * @description - Other creates of the same tenant held its quota's check for longer than 15 s; retry.
+       *     - Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed.
+       */
       503: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          /**
-           * @example {
-           *       "error": "Service Unavailable",
-           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
-           *       "statusCode": 503
-           *     }
-           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };

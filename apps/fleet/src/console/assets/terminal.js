@@ -12,6 +12,123 @@
   const SERIAL_MS = 1000;
   /** Lines kept on the page; the log keeps the rest. */
   const MAX_LINES = 5000;
+  /** Columns of a line: longer ones wrap. */
+  const MAX_COLUMNS = 1024;
+
+  /**
+   * The screen's lines and cursor, and the guest output that moves them (`changed` called after
+   * each write). Bounded whatever the guest prints: a line wraps at MAX_COLUMNS and the cursor
+   * never goes past it (a `\x1b[999999999999C` or a run of tabs cannot make a line of millions
+   * of spaces), and MAX_LINES lines are kept.
+   */
+  function createScreen(changed) {
+    let lines = [''];
+    let row = 0;
+    let col = 0;
+    let parse = 'text';
+    let csiParams = '';
+
+    function setText(text) {
+      lines = [];
+      for (const line of text.split('\n')) {
+        if (line.length <= MAX_COLUMNS) lines.push(line);
+        else
+          for (let at = 0; at < line.length; at += MAX_COLUMNS) {
+            lines.push(line.slice(at, at + MAX_COLUMNS));
+          }
+      }
+      if (lines.length > MAX_LINES) lines = lines.slice(lines.length - MAX_LINES);
+      row = lines.length - 1;
+      col = Math.min(lines[row].length, MAX_COLUMNS - 1);
+    }
+
+    function moveTo(column) {
+      col = Math.max(0, Math.min(MAX_COLUMNS - 1, column));
+    }
+
+    function put(ch) {
+      if (col >= MAX_COLUMNS) {
+        newLine();
+        col = 0;
+      }
+      const line = lines[row];
+      const padded = line.length < col ? line + ' '.repeat(col - line.length) : line;
+      lines[row] = padded.slice(0, col) + ch + padded.slice(col + 1);
+      col++;
+    }
+
+    function newLine() {
+      row++;
+      if (row >= lines.length) lines.push('');
+      if (lines.length > MAX_LINES) {
+        lines.shift();
+        row--;
+      }
+    }
+
+    function csi(final) {
+      const n = parseInt(csiParams, 10);
+      if (final === 'K') {
+        const line = lines[row];
+        if (csiParams === '' || n === 0) lines[row] = line.slice(0, col);
+        else if (n === 1) lines[row] = ' '.repeat(Math.min(col, line.length)) + line.slice(col);
+        else if (n === 2) lines[row] = '';
+      } else if (final === 'C') moveTo(col + (isNaN(n) ? 1 : n));
+      else if (final === 'D') moveTo(col - (isNaN(n) ? 1 : n));
+      else if (final === 'G') moveTo((isNaN(n) ? 1 : n) - 1);
+    }
+
+    /** Guest output, as text decoded from UTF-8. */
+    function write(text) {
+      for (const ch of text) {
+        const code = ch.codePointAt(0);
+        if (parse === 'esc') {
+          if (ch === '[') {
+            parse = 'csi';
+            csiParams = '';
+          } else if (ch === ']' || ch === 'P' || ch === '_' || ch === '^') parse = 'string';
+          else if (ch === '(' || ch === ')') parse = 'charset';
+          else parse = 'text';
+        } else if (parse === 'csi') {
+          if (code >= 0x40 && code <= 0x7e) {
+            csi(ch);
+            parse = 'text';
+          } else if (csiParams.length < 32) csiParams += ch;
+        } else if (parse === 'string') {
+          // An OSC, DCS, APC or PM string (a title, a clipboard write): dropped to its end.
+          if (code === 0x07) parse = 'text';
+          else if (code === 0x1b) parse = 'string-esc';
+        } else if (parse === 'string-esc') {
+          parse = ch === '\\' ? 'text' : 'string';
+        } else if (parse === 'charset') {
+          parse = 'text';
+        } else if (code === 0x1b) parse = 'esc';
+        else if (ch === '\r') col = 0;
+        else if (ch === '\n') newLine();
+        else if (ch === '\b') moveTo(col - 1);
+        else if (ch === '\t') moveTo((Math.floor(col / 8) + 1) * 8);
+        else if (code >= 0x20 && code !== 0x7f && !(code >= 0x80 && code < 0xa0)) put(ch);
+      }
+      changed();
+    }
+
+    return {
+      setText: setText,
+      write: write,
+      text: function () {
+        return lines.join('\n');
+      },
+      cursor: function () {
+        return { row: row, col: col };
+      },
+    };
+  }
+
+  // Outside a page (a unit test), the screen alone.
+  if (typeof document === 'undefined') {
+    if (typeof module === 'object') module.exports = { createScreen: createScreen };
+    return;
+  }
   const pre = document.getElementById('serial');
   if (!pre) return;
   const status = document.getElementById('terminal-status');
@@ -26,25 +143,22 @@
   }
 
   // ---- The screen: lines of text and a cursor, drawn into the pre's textContent.
-  let lines = [''];
-  let row = 0;
-  let col = 0;
-  let parse = 'text';
-  let csiParams = '';
+  const screen = createScreen(draw);
   let drawPending = false;
 
   function setText(text) {
-    lines = text.split('\n');
-    if (lines.length > MAX_LINES) lines = lines.slice(lines.length - MAX_LINES);
-    row = lines.length - 1;
-    col = lines[row].length;
+    screen.setText(text);
     draw();
+  }
+
+  function write(text) {
+    screen.write(text);
   }
 
   function drawNow() {
     drawPending = false;
     const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-    pre.textContent = lines.join('\n');
+    pre.textContent = screen.text();
     if (atEnd) pre.scrollTop = pre.scrollHeight;
   }
 
@@ -55,68 +169,6 @@
     requestAnimationFrame(function () {
       if (drawPending) drawNow();
     });
-  }
-
-  function put(ch) {
-    const line = lines[row];
-    const padded = line.length < col ? line + ' '.repeat(col - line.length) : line;
-    lines[row] = padded.slice(0, col) + ch + padded.slice(col + 1);
-    col++;
-  }
-
-  function newLine() {
-    row++;
-    if (row >= lines.length) lines.push('');
-    if (lines.length > MAX_LINES) {
-      lines.shift();
-      row--;
-    }
-  }
-
-  function csi(final) {
-    const n = parseInt(csiParams, 10);
-    if (final === 'K') {
-      const line = lines[row];
-      if (csiParams === '' || n === 0) lines[row] = line.slice(0, col);
-      else if (n === 1) lines[row] = ' '.repeat(Math.min(col, line.length)) + line.slice(col);
-      else if (n === 2) lines[row] = '';
-    } else if (final === 'C') col += isNaN(n) ? 1 : n;
-    else if (final === 'D') col = Math.max(0, col - (isNaN(n) ? 1 : n));
-    else if (final === 'G') col = Math.max(0, (isNaN(n) ? 1 : n) - 1);
-  }
-
-  /** Guest output, as text decoded from UTF-8. */
-  function write(text) {
-    for (const ch of text) {
-      const code = ch.codePointAt(0);
-      if (parse === 'esc') {
-        if (ch === '[') {
-          parse = 'csi';
-          csiParams = '';
-        } else if (ch === ']' || ch === 'P' || ch === '_' || ch === '^') parse = 'string';
-        else if (ch === '(' || ch === ')') parse = 'charset';
-        else parse = 'text';
-      } else if (parse === 'csi') {
-        if (code >= 0x40 && code <= 0x7e) {
-          csi(ch);
-          parse = 'text';
-        } else if (csiParams.length < 32) csiParams += ch;
-      } else if (parse === 'string') {
-        // An OSC, DCS, APC or PM string (a title, a clipboard write): dropped to its end.
-        if (code === 0x07) parse = 'text';
-        else if (code === 0x1b) parse = 'string-esc';
-      } else if (parse === 'string-esc') {
-        parse = ch === '\\' ? 'text' : 'string';
-      } else if (parse === 'charset') {
-        parse = 'text';
-      } else if (code === 0x1b) parse = 'esc';
-      else if (ch === '\r') col = 0;
-      else if (ch === '\n') newLine();
-      else if (ch === '\b') col = Math.max(0, col - 1);
-      else if (ch === '\t') col = (Math.floor(col / 8) + 1) * 8;
-      else if (code >= 0x20 && code !== 0x7f && !(code >= 0x80 && code < 0xa0)) put(ch);
-    }
-    draw();
   }
 
   // ---- Following the log while no terminal is open.

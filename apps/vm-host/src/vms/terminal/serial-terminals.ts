@@ -11,6 +11,7 @@ import {
   bridgeWebSocket,
   presentedBearerToken,
   refuseUpgrade,
+  routeUpgrades,
   upgradeProblem,
 } from '@app/daemon';
 import { ID_PATTERN } from '@app/fleet-domain';
@@ -46,13 +47,11 @@ export class SerialTerminals implements OnApplicationBootstrap, OnApplicationShu
   ) {}
 
   onApplicationBootstrap(): void {
-    const server = this.adapterHost.httpAdapter?.getHttpServer() as Server | undefined;
-    server?.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      this.upgrade(req, socket, head).catch((error: unknown) => {
-        this.logger.warn(`terminal: ${error instanceof Error ? error.message : String(error)}`);
-        refuseUpgrade(socket, 500, 'the serial console could not be opened');
-      });
-    });
+    routeUpgrades(
+      this.adapterHost.httpAdapter?.getHttpServer() as Server | undefined,
+      (req, socket, head) => this.upgrade(req, socket, head),
+      (message) => this.logger.warn(message),
+    );
   }
 
   onApplicationShutdown(): void {
@@ -63,6 +62,15 @@ export class SerialTerminals implements OnApplicationBootstrap, OnApplicationShu
     const vmId = TERMINAL_PATH.exec(req.url ?? '')?.[1];
     if (vmId === undefined || !ID_PATTERN.test(vmId)) {
       return refuseUpgrade(socket, 404, 'no such WebSocket route');
+    }
+    // Only the controller opens an agent's console; a browser always sends Origin with a
+    // WebSocket, so one carrying it is a page of some site trying the agent directly.
+    if (req.headers.origin !== undefined) {
+      return refuseUpgrade(
+        socket,
+        403,
+        "no browser opens an agent's serial console: use the controller's",
+      );
     }
     if (this.tokens.isSet('node')) {
       const presented = presentedBearerToken(req.headers.authorization);
