@@ -35,6 +35,7 @@ import { RedisServer } from '../support/redis-server';
 import { EtcdServer } from '../support/etcd-server';
 import { EtcdClient } from '../../apps/fleet/src/nodes/etcd/etcd.client';
 import { EtcdNodesRepository } from '../../apps/fleet/src/nodes/etcd/etcd-nodes.repository';
+import { EtcdVmMoves } from '../../apps/fleet/src/nodes/etcd/etcd-vm-moves.repository';
 import { EtcdKeyClaims } from '../../apps/fleet/src/nodes/etcd/etcd-key-claims.repository';
 
 /**
@@ -133,6 +134,7 @@ const stores: Array<[string, () => Promise<Store>]> = [
       return {
         repository: new EtcdNodesRepository(client),
         keyClaims: new EtcdKeyClaims(client),
+        vmMoves: new EtcdVmMoves(client),
         leftoverKeys: async () => (await etcdServer.keys()).length,
         indexedVmIds: async () =>
           [

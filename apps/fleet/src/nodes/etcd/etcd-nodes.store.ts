@@ -4,6 +4,7 @@ import { StoreUnavailableError } from '../store-unavailable.error';
 import { EtcdClient } from './etcd.client';
 import { EtcdKeyClaims } from './etcd-key-claims.repository';
 import { EtcdNodesRepository } from './etcd-nodes.repository';
+import { EtcdVmMoves } from './etcd-vm-moves.repository';
 
 /**
  * Fleet state shared in etcd (VM_FLEET_ETCD_ENDPOINTS). etcd has no TIME: each controller
@@ -25,6 +26,7 @@ export const ETCD_NODES_STORE: NodesStore = {
     return {
       repository: new EtcdNodesRepository(client),
       keyClaims: new EtcdKeyClaims(client),
+      vmMoves: new EtcdVmMoves(client),
       clock: new MonotonicClock(),
       ready: async () => {
         try {
