@@ -172,9 +172,7 @@ describe('VmRestoresService', () => {
 
   it('makes the VM with the same id from the chosen file: its disk whole, the sidecar without its intent, then started', async () => {
     await chain(backupDir, CHAIN, ['2026-12-05T04:17:00.000Z', '2026-12-05T05:17:00.000Z']);
-    const restored = await restores.restore(
-      restoreRequest({ copies: { count: 1, every_s: 90 } }),
-    );
+    const restored = await restores.restore(restoreRequest({ copies: { count: 1, every_s: 90 } }));
     expect(restored.vm).toMatchObject({
       vm_id: VM,
       state: VmState.Provisioning,
