@@ -21,6 +21,7 @@ const NODE_TOKEN = 'node-token-91c4e7a02b6d3f58';
 const TENANT_SECRET = 'tenant-secret-0f3b8d6e2a4c71958e0d3b6a2f4c7e91';
 const ACME = deriveTenantToken(TENANT_SECRET, 'acme');
 const GLOBEX = deriveTenantToken(TENANT_SECRET, 'globex');
+const HOOLI = deriveTenantToken(TENANT_SECRET, 'hooli');
 
 const ACME_VM = 'vm-acme000000000001';
 const GLOBEX_VM = 'vm-globex0000000001';
@@ -39,7 +40,14 @@ describe('tenants: tokens, scoping, quotas and the audit log', () => {
   beforeAll(() => {
     folder = scratchFolder('ppn-tenants-');
     const quotas = join(folder, 'quotas.json');
-    writeFileSync(quotas, JSON.stringify({ acme: { vms: 2, ram_mb: 3072, vcpus: 4 }, globex: {} }));
+    writeFileSync(
+      quotas,
+      JSON.stringify({
+        acme: { vms: 2, ram_mb: 3072, vcpus: 4 },
+        globex: {},
+        hooli: { disk_gb: 30 },
+      }),
+    );
     env = {
       VM_FLEET_API_TOKEN: API_TOKEN,
       VM_FLEET_NODE_TOKEN: NODE_TOKEN,
@@ -207,6 +215,21 @@ describe('tenants: tokens, scoping, quotas and the audit log', () => {
     // globex has no limits.
     await request(fleet.url).post('/v1/vms').set(bearer(GLOBEX)).send(small).expect(201);
     await request(fleet.url).post('/v1/vms').set(bearer(GLOBEX)).send(small).expect(201);
+  });
+
+  it("counts a VM's disk once more for each copy, the controller's default copies included", async () => {
+    // hooli: 30 GiB. A 10 GiB VM with the default copy (VM_FLEET_COPIES, 1) takes 20 GiB.
+    const disk = { ...small, disk_gb: 10 };
+    await request(fleet.url).post('/v1/vms').set(bearer(HOOLI)).send(disk).expect(201);
+    const over = await request(fleet.url).post('/v1/vms').set(bearer(HOOLI)).send(disk);
+    expect(over.status).toBe(429);
+    expect(over.body.message).toContain('disk_gb: 20 GiB in use + 20 requested > limit 30 GiB');
+    // Without copies it fits.
+    await request(fleet.url)
+      .post('/v1/vms')
+      .set(bearer(HOOLI))
+      .send({ ...disk, copies: { count: 0, every_s: 60 } })
+      .expect(201);
   });
 
   it("keeps counting a tenant's VMs after heartbeats and after a controller restart", async () => {

@@ -95,9 +95,8 @@ export interface QuotaRequest {
 
 /**
  * The disk a VM counts against a `disk_gb` quota: its own and each copy's, disk_gb × (1 +
- * copies.count). A create without `copies` counts none: the controller's default count (a
- * VM_FLEET_COPIES setting, once it exists) is not applied here yet; a listed VM counts the
- * policy its agent reports, defaults included.
+ * copies.count). A create counts the copies it will have (the controller fills in its
+ * defaults, VM_FLEET_COPIES, before asking); a listed VM the policy its agent reports.
  */
 export function countedDiskGb(diskGb: number | undefined, copies?: { count: number }): number {
   return (diskGb ?? 0) * (1 + (copies?.count ?? 0));
@@ -109,13 +108,16 @@ export function countedDiskGb(diskGb: number | undefined, copies?: { count: numb
  * node's list with the agent's own, never loses one, and a restarted controller on Redis reads
  * the same), and the creates in flight for it (live holds naming it whose VM is not listed
  * yet). A VM reported without disk_gb counts no disk; one with copies its disk once more for
- * each (countedDiskGb); a hold names the disk already counted so.
+ * each (countedDiskGb), `defaultCopies` (the controller's, VM_FLEET_COPIES) when its policy is
+ * not reported (a VM just made, before its node's heartbeat lists it); a hold names the disk
+ * already counted so.
  */
 export function tenantUse(
   nodes: readonly NodeState[],
   tenantId: string,
   nowMs: number,
   notBeforeMs: number,
+  defaultCopies?: { count: number },
 ): TenantUse {
   const use: TenantUse = { vms: 0, ram_mb: 0, vcpus: 0, disk_gb: 0 };
   const listed = new Set<string>();
@@ -125,7 +127,7 @@ export function tenantUse(
     use.vms += 1;
     use.ram_mb += vm.ram_alloc_mb;
     use.vcpus += vm.vcpu_count;
-    use.disk_gb += countedDiskGb(vm.disk_gb, vm.copies);
+    use.disk_gb += countedDiskGb(vm.disk_gb, vm.copies ?? defaultCopies);
   }
   for (const node of nodes) {
     for (const holdId in node.holds) {

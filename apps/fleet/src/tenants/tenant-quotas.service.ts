@@ -57,7 +57,11 @@ export class TenantQuotas {
     private readonly clock: Clock,
   ) {
     this.quotas = config.tenantQuotas ?? new Map();
+    this.defaultCopies = { count: config.copies };
   }
+
+  /** The copies a VM whose policy is not reported yet counts (VM_FLEET_COPIES). */
+  private readonly defaultCopies: { count: number };
 
   /** The tenants the quotas file names, in its order. */
   get tenantIds(): string[] {
@@ -71,7 +75,7 @@ export class TenantQuotas {
   /** What `tenantId` uses now (see tenantUse). */
   async useOf(tenantId: string): Promise<TenantUse> {
     const now = this.clock.now();
-    return tenantUse(await this.nodes.listAll(), tenantId, now, liveSince(now));
+    return tenantUse(await this.nodes.listAll(), tenantId, now, liveSince(now), this.defaultCopies);
   }
 
   /** Every tenant the quotas file names, with its quota and use: one read of the store. */
@@ -82,7 +86,7 @@ export class TenantQuotas {
     return [...this.quotas].map(([tenant_id, quota]) => ({
       tenant_id,
       quota,
-      use: tenantUse(stored, tenant_id, now, liveSince(now)),
+      use: tenantUse(stored, tenant_id, now, liveSince(now), this.defaultCopies),
     }));
   }
 

@@ -318,6 +318,10 @@ export class VmPlacementService {
   ): Promise<CreatedVm> {
     // Real time, not the clock's: this bounds how long the client waits on the network.
     const deadline = performance.now() + this.createSettings.dispatchDeadlineMs;
+    // Its quota counts the copies it will have: the controller's defaults when it names none.
+    const counted = request.copies
+      ? request
+      : { ...request, copies: { ...this.createSettings.copies } };
     const tried: string[] = [];
     let lastFailure: Error | undefined;
     for (;;) {
@@ -326,9 +330,9 @@ export class VmPlacementService {
       // before refusing) must never be the id another node makes.
       // The tenant's quota is checked in the same step as the hold, under the tenant's claim.
       const vmId = mintVmId();
-      const hold = () => this.placeAndHold(request, spawnKey, vmId, tried);
+      const hold = () => this.placeAndHold(counted, spawnKey, vmId, tried);
       const target = await (
-        this.tenantQuotas ? this.tenantQuotas.withinQuota(request.tenant_id, request, hold) : hold()
+        this.tenantQuotas ? this.tenantQuotas.withinQuota(request.tenant_id, counted, hold) : hold()
       ).catch((error: unknown) => {
         if (!(error instanceof PlacementRefusedError)) throw error;
         // No other node can take it: the client hears what went wrong on the one that could.
@@ -449,7 +453,12 @@ export class VmPlacementService {
     try {
       await this.nodes.update(
         node.node_id,
-        recordDispatchedVm(holdId, { ...record, idempotency_key: spawnKey }),
+        // With the disk its quota counts, until its heartbeat reports it.
+        recordDispatchedVm(holdId, {
+          ...record,
+          idempotency_key: spawnKey,
+          ...(request.disk_gb === undefined ? {} : { disk_gb: request.disk_gb }),
+        }),
       );
     } catch (error) {
       this.logger.warn(
