@@ -255,8 +255,13 @@ export class ReplicasService {
       );
     }
     this.transfers.delete(transfer.id);
+    const backing =
+      transfer.index === 0
+        ? null
+        : chainFileName(transfer.index - 1, transfer.index === 1 ? 'full' : 'incremental');
     try {
-      await this.copier.check(transfer.partial);
+      // Its header must name no file but the chain's previous one (the sender chose it).
+      await this.copier.check(transfer.partial, backing);
     } catch (error) {
       await this.drop(transfer);
       throw new ReplicaTransferInvalidError(
@@ -270,10 +275,7 @@ export class ReplicasService {
       const taken: ChainFile = {
         file,
         kind: request.kind,
-        backing:
-          transfer.index === 0
-            ? null
-            : chainFileName(transfer.index - 1, transfer.index === 1 ? 'full' : 'incremental'),
+        backing,
         taken_at: request.taken_at,
         vm_state: request.vm_state,
         size_bytes: size,

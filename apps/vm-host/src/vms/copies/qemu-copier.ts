@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { execFile } from 'node:child_process';
-import { chmod, stat } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { chmod, lstat, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
 import { CrashFailpoint } from '../life-cycle/crash-failpoint';
@@ -132,8 +132,18 @@ export class QemuCopier extends VmCopier {
     await chmod(target, PRIVATE_FILE_MODE);
   }
 
-  async check(file: string): Promise<void> {
-    await qemuImg(['check', '-q', file]);
+  async check(file: string, backing: string | null): Promise<void> {
+    if ((await lstat(file)).isSymbolicLink())
+      throw new Error(`${basename(file)} is a symbolic link`);
+    // Its header alone first (-f qcow2: never probed; no chain opened yet).
+    const { stdout } = await exec(
+      'qemu-img',
+      ['info', '-U', '-f', 'qcow2', '--output=json', file],
+      { timeout: 60_000 },
+    );
+    const why = headerProblem(JSON.parse(stdout) as HeaderInfo, backing);
+    if (why) throw new Error(`${basename(file)}: ${why}`);
+    await qemuImg(['check', '-q', '-f', 'qcow2', file]);
     // Every file of the chain must open, backing included.
     await qemuImg(['info', '--backing-chain', file]);
   }
@@ -146,6 +156,28 @@ export class QemuCopier extends VmCopier {
     const size = (await imageInfo(file).catch((): ImageInfo => ({})))['virtual-size'];
     return { tool: await qemuImgVersion, virtualSizeBytes: typeof size === 'number' ? size : null };
   }
+}
+
+interface HeaderInfo {
+  'backing-filename'?: unknown;
+  'full-backing-filename'?: unknown;
+  'backing-filename-format'?: unknown;
+  'format-specific'?: { data?: { 'data-file'?: unknown } };
+}
+
+/**
+ * Why a qcow2 header is not one of a chain's files: a backing other than the expected file of
+ * the same folder (by its plain name, in qcow2), or an external data file.
+ */
+export function headerProblem(info: HeaderInfo, backing: string | null): string | null {
+  if (info['format-specific']?.data?.['data-file'] !== undefined) {
+    return 'it names an external data file';
+  }
+  const named = info['backing-filename'] ?? info['full-backing-filename'];
+  if (backing === null) return named === undefined ? null : 'a full copy names a backing file';
+  if (named !== backing) return `its backing is not ${backing}, the chain's previous file`;
+  if (info['backing-filename-format'] !== 'qcow2') return 'its backing is not read as qcow2';
+  return null;
 }
 
 /** qemu-img's version line, asked once. */

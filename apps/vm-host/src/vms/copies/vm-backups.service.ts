@@ -290,7 +290,7 @@ export class VmBackupsService {
     const takenAt = toRfc3339(this.clock.wallNow());
     try {
       await copy(partial);
-      await this.copier.check(partial);
+      await this.copier.check(partial, backing);
       const { size, sha256 } = await fileDigest(partial);
       await rename(partial, join(dir, file));
       return {

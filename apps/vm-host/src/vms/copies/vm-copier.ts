@@ -30,8 +30,13 @@ export abstract class VmCopier {
    */
   abstract copyStopped(vmId: string, target: string, bitmap: string): Promise<void>;
 
-  /** Throws, saying why, when `file` is not a sound qcow2 image (its chain openable too). */
-  abstract check(file: string): Promise<void>;
+  /**
+   * Throws, saying why, when `file` is not a sound qcow2 image whose backing is exactly
+   * `backing` (a file of the same folder, by its name; null: none) with no external data file,
+   * or is a symbolic link: a file's own header must never make the agent read a file it names
+   * (another VM's disk, /etc/shadow, a device), as a copy's sender chose it. Its chain is opened.
+   */
+  abstract check(file: string, backing: string | null): Promise<void>;
 
   /** For a chain's manifest: the tool that reads it (name and version), the disk's size. */
   abstract describe(file: string): Promise<{ tool: string; virtualSizeBytes: number | null }>;

@@ -16,6 +16,7 @@ import { VmAdmissionService } from '../admission/vm-admission.service';
 import { BackupFolder, Chain, fileDigest } from './backup-folder';
 import { VmCopier } from './vm-copier';
 import { RestoreSourceError } from './vm-restores.errors';
+import { messageOf } from '../vms.errors';
 
 /** A point found on disk: what the answer shows, and the chain file it is. */
 interface FoundPoint {
@@ -125,13 +126,22 @@ export class VmRestoresService {
    * wrote: a copy damaged (or cut) on its way between disks is refused, not booted.
    */
   private async checkFiles(chain: Chain, index: number): Promise<void> {
-    for (const file of chain.manifest.files.slice(0, index + 1)) {
+    const files = chain.manifest.files.slice(0, index + 1);
+    for (const [at, file] of files.entries()) {
       const digest = await fileDigest(join(chain.dir, file.file)).catch(() => undefined);
       if (!digest || digest.size !== file.size_bytes || digest.sha256 !== file.sha256) {
         throw new RestoreSourceError(
           `the chain ${chain.id} of vm ${chain.manifest.vm_id}: its file ${file.file} is ${digest ? 'not what its manifest says (size or sha256)' : 'missing or unreadable'}; restore from another point`,
         );
       }
+      // A chain from another node (a peer's copy, a backup folder carried over) is the
+      // sender's: each file's header may name nothing but the chain's previous file.
+      const backing = at === 0 ? null : files[at - 1].file;
+      await this.copier.check(join(chain.dir, file.file), backing).catch((error: unknown) => {
+        throw new RestoreSourceError(
+          `the chain ${chain.id} of vm ${chain.manifest.vm_id}: its file ${file.file} is not a file of this chain (${messageOf(error).slice(0, 200)}); restore from another point`,
+        );
+      });
     }
   }
 
