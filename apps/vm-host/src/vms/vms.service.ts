@@ -165,7 +165,9 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
     await this.lifecycle.provisioned(vmId);
     await this.lifecycle.started(vmId);
     const sidecar = await this.sidecars.of(vmId);
-    if (!sidecar) return undefined;
+    // A restore under way here is this node's own: the controller records the move to it only
+    // once it answers, so until then its record still names the VM's node before.
+    if (!sidecar || sidecar.restoring) return undefined;
     const stopped = (await this.driver.find([vmId])).has(vmId);
     await this.driver.stop(vmId, sidecar.driver);
     const stamp = new Date(this.clock.wallNow())

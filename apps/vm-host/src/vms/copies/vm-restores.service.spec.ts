@@ -272,4 +272,16 @@ describe('VmRestoresService', () => {
     expect(await services.vms.list()).toEqual([]);
     expect(bed.logs.some((line) => line.startsWith(`warn vm ${VM}: superseded`))).toBe(true);
   });
+
+  it('never sets aside a VM whose restore is under way here (the controller records its move once answered)', async () => {
+    await bed.leftBehind(VM, {
+      restoring: true,
+      restored_from: 'replica 20261205T041700Z-3f2a/0000',
+    });
+    await writeFile(bed.files.disk(VM), 'disk being restored');
+    await services.vms.supersede([VM]);
+    expect(bed.driver.stopped).toEqual([]);
+    expect(existsSync(join(bed.root, 'superseded'))).toBe(false);
+    expect(await readFile(bed.files.disk(VM), 'utf8')).toBe('disk being restored');
+  });
 });
