@@ -14,6 +14,8 @@ import {
   ReplicaTransferInvalidError,
 } from './replicas.errors';
 import { ReplicasService } from './replicas.service';
+import { VmDiskRoom } from '../vms/admission/vm-disk-room';
+import { VmSidecars } from '../vms/files/vm-sidecars';
 
 const VM = 'vm-00000000000000c1';
 
@@ -43,8 +45,8 @@ class FakeCopier extends VmCopier {
   }
 }
 
-function grant(source = 'node-a'): CopyGrant {
-  return { vm: VM, source, peer: 'node-b', expiresAtMs: Number.MAX_SAFE_INTEGER };
+function grant(source = 'node-a', vm = VM): CopyGrant {
+  return { vm, source, peer: 'node-b', expiresAtMs: Number.MAX_SAFE_INTEGER };
 }
 
 function full(size: number, takenAt = '2026-08-06T12:00:00Z'): StartReplicaTransfer {
@@ -186,5 +188,28 @@ describe('ReplicasService: a peer keeps copies of other nodes VMs', () => {
   it('refuses (no room) a copy larger than the free room, writing nothing', async () => {
     await expect(replicas.start(VM, grant(), full(2 ** 52))).rejects.toThrow(ReplicaNoRoomError);
     expect(await readdir(join(diskDir, 'replicas')).catch(() => [])).toEqual([]);
+  });
+
+  it("never takes the room promised to this node's own VMs' disks, nor what transfers under way will write", async () => {
+    // Free space aplenty, but only 1 MiB committable left for disks (its VMs' thin disks).
+    const promised = new ReplicasService(
+      vmHostConfig({ VM_NODE_ID: 'node-b', VM_DISK_DIR: diskDir }),
+      copier,
+      clock,
+      { room: () => Promise.resolve({ committableBytes: 1024 * 1024 }) } as unknown as VmDiskRoom,
+      { all: () => Promise.resolve([]) } as unknown as VmSidecars,
+    );
+    await expect(promised.start(VM, grant(), full(2 * 1024 * 1024))).rejects.toThrow(
+      ReplicaNoRoomError,
+    );
+    await promised.start(VM, grant(), full(768 * 1024));
+    // The first transfer's 768 KiB still to come leave 256 KiB for another.
+    await expect(
+      promised.start(
+        'vm-00000000000000b2',
+        grant('node-a', 'vm-00000000000000b2'),
+        full(512 * 1024),
+      ),
+    ).rejects.toThrow(ReplicaNoRoomError);
   });
 });

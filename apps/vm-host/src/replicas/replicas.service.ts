@@ -26,6 +26,8 @@ import {
   fileDigest,
   partialFileName,
 } from '../vms/copies/backup-folder';
+import { VmDiskRoom } from '../vms/admission/vm-disk-room';
+import { VmSidecars } from '../vms/files/vm-sidecars';
 import { VmCopier } from '../vms/copies/vm-copier';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../vms/files/vm-files';
 import { messageOf } from '../vms/vms.errors';
@@ -74,6 +76,8 @@ export class ReplicasService {
     private readonly config: VmHostConfig,
     private readonly copier: VmCopier,
     private readonly clock: Clock,
+    private readonly diskRoom?: VmDiskRoom,
+    private readonly sidecars?: VmSidecars,
   ) {
     this.folder = new BackupFolder(join(config.diskDir, 'replicas'));
   }
@@ -211,7 +215,7 @@ export class ReplicasService {
         `the chunk ends past the file's announced size_bytes ${transfer.request.size_bytes}`,
       );
     }
-    const room = await this.room();
+    const room = await this.room(transfer);
     if (length > room) {
       await this.abandon(transfer, 'no room');
       throw new ReplicaNoRoomError(vmId, transfer.request.size_bytes - offset, room);
@@ -309,10 +313,25 @@ export class ReplicasService {
   }
 
   /** Room for a copy: what VM_DISK_DIR's file system has free beyond its reserve. */
-  private async room(): Promise<number> {
+  /**
+   * The room a copy may take: the free space beyond the reserve, and never the room already
+   * promised to this node's own VMs' disks (their committable room, as admission counts it),
+   * less what transfers under way will still write.
+   */
+  private async room(except?: Transfer): Promise<number> {
     const found = await statfs(this.config.diskDir);
     const total = found.blocks * found.bsize;
-    return Math.max(0, found.bavail * found.bsize - diskReserveBytes(total));
+    const free = Math.max(0, found.bavail * found.bsize - diskReserveBytes(total));
+    const own =
+      this.diskRoom && this.sidecars
+        ? await this.diskRoom.room(await this.sidecars.all())
+        : undefined;
+    let pending = 0;
+    for (const transfer of this.transfers.values()) {
+      if (transfer !== except) pending += transfer.request.size_bytes - transfer.received;
+    }
+    const room = own === undefined ? free : Math.min(free, own.committableBytes);
+    return Math.max(0, room - pending);
   }
 
   /** The VM's newest chain held here; undefined when none. */

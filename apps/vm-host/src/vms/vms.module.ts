@@ -91,6 +91,7 @@ import { VmReplicationService } from './copies/vm-replication.service';
     VmFiles,
     VmSidecars,
     VmLifecycle,
+    VmDiskRoom,
   ],
 })
 export class VmsModule {}
