@@ -12,8 +12,12 @@ import { NodeTokens } from '../nodes/node-tokens';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { VmHostClient } from '../vms/vm-host.client';
 
-/** How long a copy grant lets a source write its VM's copy on a peer. */
-export const COPY_GRANT_LIFE_MS = 3_600_000;
+/**
+ * How long a copy grant lets a source write its VM's copy on a peer: short, so a grant outlives
+ * the VM's move (a restore elsewhere) by minutes at most; long enough for a full copy of a
+ * large disk at VM_COPY_MAX_MBPS.
+ */
+export const COPY_GRANT_LIFE_MS = 20 * 60_000;
 /** Past this share of its life, a grant is issued again (the plan pushed anew). */
 const RENEW_AFTER_MS = COPY_GRANT_LIFE_MS / 2;
 
