@@ -185,6 +185,18 @@ describe('ReplicasService: a peer keeps copies of other nodes VMs', () => {
     expect(await readdir(join(diskDir, 'replicas', VM))).toEqual([]);
   });
 
+  it('takes one of two chunks sent at once for the same offset, refusing the other', async () => {
+    const bytes = Buffer.alloc(4096, 7);
+    const { transfer_id } = await replicas.start(VM, grant(), full(bytes.length));
+    const chunk = () =>
+      replicas.chunk(VM, grant(), transfer_id, 0, bytes.length, Readable.from([bytes]));
+    const outcomes = await Promise.allSettled([chunk(), chunk()]);
+    expect(outcomes.map(({ status }) => status).sort()).toEqual(['fulfilled', 'rejected']);
+    const refused = outcomes.find((outcome) => outcome.status === 'rejected');
+    expect((refused as PromiseRejectedResult).reason).toBeInstanceOf(ReplicaConflictError);
+    await replicas.finish(VM, grant(), transfer_id);
+  });
+
   it('refuses (no room) a copy larger than the free room, writing nothing', async () => {
     await expect(replicas.start(VM, grant(), full(2 ** 52))).rejects.toThrow(ReplicaNoRoomError);
     expect(await readdir(join(diskDir, 'replicas')).catch(() => [])).toEqual([]);

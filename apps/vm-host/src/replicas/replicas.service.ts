@@ -215,12 +215,18 @@ export class ReplicasService {
         `the chunk ends past the file's announced size_bytes ${transfer.request.size_bytes}`,
       );
     }
-    const room = await this.room(transfer);
+    // Busy before the first wait: a second chunk at the same offset (or a finish) meanwhile is
+    // refused, never taken twice.
+    transfer.busy = true;
+    const room = await this.room(transfer).catch((error: unknown) => {
+      transfer.busy = false;
+      throw error;
+    });
     if (length > room) {
+      transfer.busy = false;
       await this.abandon(transfer, 'no room');
       throw new ReplicaNoRoomError(vmId, transfer.request.size_bytes - offset, room);
     }
-    transfer.busy = true;
     let handle: FileHandle | undefined;
     try {
       handle = await open(transfer.partial, 'r+');
