@@ -112,7 +112,8 @@ describe('ppn-fleet against a controller and an agent', () => {
 
     const table = await ppnFleet(['vms', '--tenant', 'acme']);
     expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(/^VM +TYPE +STATE +RAM +VCPUS +ACCEL +TENANT +NODE +SSH$/m);
+    // Every VM has a copy policy (the controller's defaults): the COPY column shows its age.
+    expect(table.stdout).toMatch(/^VM +TYPE +STATE +RAM +VCPUS +ACCEL +TENANT +NODE +SSH +COPY$/m);
     expect(table.stdout).toMatch(
       // The test's agent runs VMs under TCG (VM_ACCEL=tcg, see startAgent).
       new RegExp(`^${vmId} +cli-e2e +Running +64 MB +1 +tcg +acme +${NODE_ID} `, 'm'),

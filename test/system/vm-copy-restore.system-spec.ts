@@ -167,9 +167,16 @@ describe("a dead node's VM restored from its copy on the other node", () => {
     killQemusUnder(join(workDir, SOURCE.id));
     rmSync(join(workDir, SOURCE.id), { recursive: true, force: true });
     fleet.process.kill('SIGUSR2');
+    // The jump makes every node silent at once: the peer is live again at its next heartbeat.
     await eventually(
-      'the source silent',
-      async () => ((await listed(vmId))?.node_silent_since ? true : undefined),
+      'the source silent, the peer live',
+      async () => {
+        const live = (await getJson<Array<{ node_id: string }>>('/v1/nodes')).map(
+          ({ node_id }) => node_id,
+        );
+        const silent = (await listed(vmId))?.node_silent_since !== undefined;
+        return silent && live.includes(PEER.id) && !live.includes(SOURCE.id) ? true : undefined;
+      },
       30_000,
       200,
     );
