@@ -1,4 +1,4 @@
-import { BrowserContext, chromium } from 'playwright-core';
+import { BrowserContext, Page, chromium } from 'playwright-core';
 import { scratchFolder } from './scratch-folders';
 
 /** Debian's chromium (`apt-get install chromium`): no browser is ever downloaded. */
@@ -41,4 +41,17 @@ export async function launchChromium(
 /** Closes every browser a spec launched. */
 export async function closeBrowsers(): Promise<void> {
   await Promise.all([...open].map((context) => context.close()));
+}
+
+/**
+ * The rows a VM page's terminal (xterm.js, `#serial`) shows, as its DOM renderer draws them
+ * (`.xterm-rows`, a div a row): each row's text, its trailing blanks cut, the blank rows below
+ * the last written one left out.
+ */
+export async function terminalRows(page: Page): Promise<string[]> {
+  const rows = await page
+    .locator('#serial .xterm-rows > div')
+    .evaluateAll((divs) => divs.map((div) => (div.textContent ?? '').replace(/\s+$/, '')));
+  while (rows.length > 0 && rows[rows.length - 1] === '') rows.pop();
+  return rows;
 }
