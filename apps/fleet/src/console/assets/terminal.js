@@ -51,12 +51,22 @@
     const rows = Math.max(5, Math.floor(height / cellHeight));
     if (cols !== term.cols || rows !== term.rows) term.resize(cols, rows);
   }
-  fit();
+  // The screen is measured once drawn; again whenever the pane's size changes (a window resized).
   let fitPending;
-  window.addEventListener('resize', function () {
+  function fitSoon() {
     clearTimeout(fitPending);
-    fitPending = setTimeout(fit, 100);
-  });
+    fitPending = setTimeout(fit, 50);
+  }
+  requestAnimationFrame(fit);
+  if (typeof ResizeObserver === 'function') new ResizeObserver(fitSoon).observe(pane);
+  else window.addEventListener('resize', fitSoon);
+
+  /**
+   * Writes of the log under way: the queries a guest sent its terminal at boot (a cursor
+   * position, the device's attributes) are in the log, and xterm answers them as typed data;
+   * replayed, their answers go nowhere (they would open the port and type into the guest).
+   */
+  let replaying = 0;
 
   /** The log's text: it has its line breaks as \n alone (a terminal's LF keeps the column). */
   function setText(text) {
@@ -65,7 +75,10 @@
   }
 
   function write(text) {
-    term.write(text);
+    replaying++;
+    term.write(text, function () {
+      replaying--;
+    });
   }
 
   // ---- Following the log while no terminal is open.
@@ -161,7 +174,10 @@
     }
   }
 
-  term.onData(send);
+  term.onData(function (data) {
+    if (replaying > 0) return;
+    send(data);
+  });
   // Focused (a click, Tab): the port is opened, as before a key is typed.
   pane.addEventListener('focusin', connect);
   if (disconnectButton) {
