@@ -44,14 +44,33 @@ export async function closeBrowsers(): Promise<void> {
 }
 
 /**
- * The rows a VM page's terminal (xterm.js, `#serial`) shows, as its DOM renderer draws them
- * (`.xterm-rows`, a div a row): each row's text, its trailing blanks cut, the blank rows below
+ * The lines a VM page's terminal (xterm.js, `#serial`) shows: its screen's rows as xterm holds
+ * them (the page's `window.ppnTerminal`), each with its trailing blanks cut, the blank rows below
  * the last written one left out.
  */
 export async function terminalRows(page: Page): Promise<string[]> {
-  const rows = await page
-    .locator('#serial .xterm-rows > div')
-    .evaluateAll((divs) => divs.map((div) => (div.textContent ?? '').replace(/\s+$/, '')));
+  const rows = await page.evaluate(() => {
+    const term = (
+      globalThis as unknown as {
+        ppnTerminal?: {
+          rows: number;
+          buffer: {
+            active: {
+              viewportY: number;
+              getLine(y: number): { translateToString(trim: boolean): string } | undefined;
+            };
+          };
+        };
+      }
+    ).ppnTerminal;
+    if (term === undefined) return [];
+    const buffer = term.buffer.active;
+    const lines: string[] = [];
+    for (let y = buffer.viewportY; y < buffer.viewportY + term.rows; y++) {
+      lines.push(buffer.getLine(y)?.translateToString(true) ?? '');
+    }
+    return lines;
+  });
   while (rows.length > 0 && rows[rows.length - 1] === '') rows.pop();
   return rows;
 }

@@ -99,9 +99,11 @@ describe("the web console's serial console, with a real guest", () => {
     // Booted to its login prompt (the log followed), before any key is sent.
     await eventually(
       'a login prompt in the terminal',
-      async () => (/login:$/.test(await shown()) ? true : undefined),
+      async () => (/login:/.test(await shown()) ? true : undefined),
       BOOT_LINES_MS,
-    );
+    ).catch(async (error: Error) => {
+      throw new Error(`${error.message}; the terminal shows ${JSON.stringify(await shown())}`);
+    });
     const before = await prompts();
     // xterm.js draws the terminal: a click focuses it, which opens the port.
     await page.locator('#serial .xterm-screen').click();

@@ -32,6 +32,9 @@
     theme: { background: '#0f141b', foreground: '#d7e0ea' },
   });
   term.open(pane);
+  // The terminal's lines as xterm holds them, for a browser test to read (xterm's renderer draws
+  // on animation frames, which a headless test browser may not run).
+  window.ppnTerminal = term;
 
   /**
    * As many columns and rows as the pane holds: a cell's size is the drawn screen's over its
