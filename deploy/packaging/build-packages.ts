@@ -87,7 +87,15 @@ const PACKAGES: DebianPackage[] = [
       'swagger-ui-standalone-preset.js',
       'favicon-16x16.png',
       'favicon-32x32.png',
-    ].map((file) => `node_modules/swagger-ui-dist/${file}`),
+    ]
+      .map((file) => `node_modules/swagger-ui-dist/${file}`)
+      .concat(
+        // The VM page's terminal: the console serves these two of @xterm/xterm (and resolves
+        // them by its package.json) by a path the trace does not follow.
+        ['package.json', 'lib/xterm.js', 'css/xterm.css'].map(
+          (file) => `node_modules/@xterm/xterm/${file}`,
+        ),
+      ),
     // The alert rules with their unit tests (side by side, as promtool test rules needs them)
     // and the Grafana dashboard: docs/operating.md, "Alert rules and a Grafana dashboard".
     operatorFiles: [

@@ -224,6 +224,20 @@ describe('web console', () => {
       expect(css.headers['content-type']).toMatch(/^text\/css/);
       const js = await request(fleet.opsUrl).get('/console/assets/console.js').expect(200);
       expect(js.headers['content-type']).toMatch(/^text\/javascript/);
+      // The VM page's terminal, xterm.js, from the controller's own @xterm/xterm package, with
+      // the console's headers (no CDN, no source map asked for).
+      const xterm = await request(fleet.opsUrl).get('/console/assets/xterm.js').expect(200);
+      expect(xterm.headers['content-type']).toMatch(/^text\/javascript/);
+      expect(xterm.text).toContain('Terminal');
+      expect(xterm.text).not.toContain('sourceMappingURL');
+      const xtermCss = await request(fleet.opsUrl).get('/console/assets/xterm.css').expect(200);
+      expect(xtermCss.headers['content-type']).toMatch(/^text\/css/);
+      expect(xtermCss.text).toContain('.xterm');
+      for (const answer of [xterm, xtermCss]) {
+        expect(answer.headers['content-security-policy']).toBe(CSP);
+        expect(answer.headers['x-content-type-options']).toBe('nosniff');
+        expect(answer.headers['cache-control']).toBe('no-store');
+      }
       await request(fleet.opsUrl).get('/console/assets/..%2Fconsole.controller.ts').expect(404);
       await request(fleet.opsUrl).get('/console/assets/constructor').expect(404);
     });
@@ -295,6 +309,15 @@ describe('web console', () => {
       const { cookie, csrf } = await session();
       const page = await request(fleet.opsUrl).get('/vms/vm-a').set('Cookie', cookie).expect(200);
       expect(page.text).toContain('data-action="/console/vms/vm-a/restore"');
+      // Its terminal is xterm.js, which injects styles: inline styles allowed on this page alone,
+      // its scripts still its own files only.
+      expect(page.text).toContain('<script src="/console/assets/xterm.js" defer></script>');
+      expect(page.headers['content-security-policy']).toBe(
+        CSP.replace("style-src 'self';", "style-src 'self' 'unsafe-inline';"),
+      );
+      expect(page.headers['content-security-policy']).toContain("script-src 'self';");
+      const overview = await request(fleet.opsUrl).get('/').set('Cookie', cookie).expect(200);
+      expect(overview.headers['content-security-policy']).toBe(CSP);
       await request(fleet.opsUrl)
         .post('/console/vms/vm-a/restore')
         .set('Cookie', cookie)

@@ -1,4 +1,4 @@
-import { BrowserContext, chromium } from 'playwright-core';
+import { BrowserContext, Page, chromium } from 'playwright-core';
 import { scratchFolder } from './scratch-folders';
 
 /** Debian's chromium (`apt-get install chromium`): no browser is ever downloaded. */
@@ -41,4 +41,36 @@ export async function launchChromium(
 /** Closes every browser a spec launched. */
 export async function closeBrowsers(): Promise<void> {
   await Promise.all([...open].map((context) => context.close()));
+}
+
+/**
+ * The lines a VM page's terminal (xterm.js, `#serial`) shows: its screen's rows as xterm holds
+ * them (the page's `window.ppnTerminal`), each with its trailing blanks cut, the blank rows below
+ * the last written one left out.
+ */
+export async function terminalRows(page: Page): Promise<string[]> {
+  const rows = await page.evaluate(() => {
+    const term = (
+      globalThis as unknown as {
+        ppnTerminal?: {
+          rows: number;
+          buffer: {
+            active: {
+              viewportY: number;
+              getLine(y: number): { translateToString(trim: boolean): string } | undefined;
+            };
+          };
+        };
+      }
+    ).ppnTerminal;
+    if (term === undefined) return [];
+    const buffer = term.buffer.active;
+    const lines: string[] = [];
+    for (let y = buffer.viewportY; y < buffer.viewportY + term.rows; y++) {
+      lines.push(buffer.getLine(y)?.translateToString(true) ?? '');
+    }
+    return lines;
+  });
+  while (rows.length > 0 && rows[rows.length - 1] === '') rows.pop();
+  return rows;
 }

@@ -467,7 +467,9 @@ describe('the Debian packages', () => {
       '/console/assets/console.css',
       '/console/assets/console.js',
     ]);
-    for (const [, path] of consoleLoads) {
+    // And the VM page's terminal, xterm.js and its stylesheet, from the package's @xterm/xterm.
+    const xterm = ['/console/assets/xterm.js', '/console/assets/xterm.css'];
+    for (const path of [...consoleLoads.map(([, loaded]) => loaded), ...xterm]) {
       const url = new URL(path, consolePage.url).href;
       expect({ url, status: (await fetch(url)).status }).toEqual({ url, status: 200 });
     }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { WebSocketConnection, WebSocketRefusedError, openWebSocket } from '@app/daemon';
-import { launchChromium } from '../support/browser';
+import { launchChromium, terminalRows } from '../support/browser';
 import {
   FLEET_URL,
   enrolled,
@@ -78,30 +78,49 @@ describe("the web console's serial console, with a real guest", () => {
     vmId = /^vm (\S+) created/.exec((await outcome.textContent()) ?? '')?.[1] ?? '';
     expect(vmId).toMatch(/^vm-/);
     await page.goto(`${OPS_URL}/vms/${vmId}`);
-    await page
-      .locator('#serial', { hasText: /Linux version|login:|vm-fleet-seed|cloud-init/ })
-      .waitFor({ timeout: BOOT_LINES_MS });
-    expect(await page.locator('#serial').textContent()).not.toContain(String.fromCharCode(0x1b));
+    // The log followed in the terminal (xterm.js's rows), its escape sequences interpreted.
+    await eventually(
+      'the boot lines in the terminal',
+      async () =>
+        /Linux version|login:|vm-fleet-seed|cloud-init/.test((await terminalRows(page)).join('\n'))
+          ? true
+          : undefined,
+      BOOT_LINES_MS,
+    );
+    expect((await terminalRows(page)).join('\n')).not.toContain(String.fromCharCode(0x1b));
   });
 
   it("becomes a terminal on the guest's serial port once clicked: Enter shows login:, typing echoes", async () => {
     await page.goto(`${OPS_URL}/vms/${vmId}`);
-    const serial = page.locator('#serial');
+    const shown = async (): Promise<string> => (await terminalRows(page)).join('\n');
+    /** How many rows show a login prompt. */
+    const prompts = async (): Promise<number> =>
+      (await terminalRows(page)).filter((row) => /login:/.test(row)).length;
     // Booted to its login prompt (the log followed), before any key is sent.
-    await page.locator('#serial', { hasText: /login: *$/ }).waitFor({ timeout: BOOT_LINES_MS });
-    const before = ((await serial.textContent()) ?? '').split('login:').length - 1;
-    await serial.click();
+    await eventually(
+      'a login prompt in the terminal',
+      async () => (/login:/.test(await shown()) ? true : undefined),
+      BOOT_LINES_MS,
+    ).catch(async (error: Error) => {
+      throw new Error(`${error.message}; the terminal shows ${JSON.stringify(await shown())}`);
+    });
+    const before = await prompts();
+    // xterm.js draws the terminal: a click focuses it, which opens the port.
+    await page.locator('#serial .xterm-screen').click();
     await page.locator('#serial[data-terminal-state="open"]').waitFor({ timeout: ANSWER_MS });
     await page.keyboard.press('Enter');
     // A new prompt drawn: the guest's getty answered the Enter.
     await eventually(
       'a new login prompt',
-      async () =>
-        ((await serial.textContent()) ?? '').split('login:').length - 1 > before ? true : undefined,
+      async () => ((await prompts()) > before ? true : undefined),
       ANSWER_MS,
     );
     await page.keyboard.type('ppnecho');
-    await page.locator('#serial', { hasText: /login: ppnecho/ }).waitFor({ timeout: ANSWER_MS });
+    await eventually(
+      'the typed name echoed',
+      async () => (/login:\s+ppnecho$/.test(await shown()) ? true : undefined),
+      ANSWER_MS,
+    );
     await page.keyboard.press('Control+U');
     // The console as an operator sees it (gitignored, as the overview's of web-console.system-spec.ts).
     await page.screenshot({ path: join(__dirname, '.artifacts', 'console-vm-terminal-1280.png') });

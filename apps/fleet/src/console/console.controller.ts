@@ -34,6 +34,7 @@ import {
   StopVmRequest,
   VmIdParams,
 } from '@app/fleet-domain';
+import { VM_PAGE_CSP } from '../operations/ops-listener.http';
 import { VmCopiesService } from '../operations/vm-copies.service';
 import { TenantQuotas } from '../tenants/tenant-quotas.service';
 import { OperatorOnlyError } from '../tenants/tenants.errors';
@@ -72,15 +73,22 @@ import {
 import { Html } from './html';
 import { LoginBackoff } from './login-backoff';
 
-/** The console's stylesheet and script, read once from the files shipped beside this code. */
+/**
+ * The console's stylesheets and scripts, read once: its own from the files shipped beside this
+ * code, xterm.js's (the VM page's terminal) from the installed @xterm/xterm package, so the page
+ * loads nothing from elsewhere (the package ships those two files: build-packages.ts's assets).
+ */
 const ASSETS: Readonly<Record<string, { type: string; body: string }>> = Object.fromEntries(
   [
-    ['console.css', 'text/css; charset=utf-8'],
-    ['console.js', 'text/javascript; charset=utf-8'],
-    ['terminal.js', 'text/javascript; charset=utf-8'],
-  ].map(([name, type]) => [
+    ['console.css', 'text/css; charset=utf-8', join(__dirname, 'assets', 'console.css')],
+    ['console.js', 'text/javascript; charset=utf-8', join(__dirname, 'assets', 'console.js')],
+    ['terminal.js', 'text/javascript; charset=utf-8', join(__dirname, 'assets', 'terminal.js')],
+    ['xterm.js', 'text/javascript; charset=utf-8', require.resolve('@xterm/xterm/lib/xterm.js')],
+    ['xterm.css', 'text/css; charset=utf-8', require.resolve('@xterm/xterm/css/xterm.css')],
+  ].map(([name, type, path]) => [
     name,
-    { type, body: readFileSync(join(__dirname, 'assets', name), 'utf8') },
+    // Its source map is not shipped: no reference to it for a browser to ask for.
+    { type, body: readFileSync(path, 'utf8').replace(/\n\/\/# sourceMappingURL=\S*\s*$/, '\n') },
   ]),
 );
 
@@ -220,6 +228,8 @@ export class ConsoleController {
     const nodes = await this.console.fleetNodes(scopeOf(req));
     // Unreadable now: the section says so at the page's first refresh, which answers the error.
     const copies = await this.copies.shared(vm_id).catch(() => undefined);
+    // Its terminal (xterm.js) injects <style> elements: allowed on this page alone.
+    res.setHeader('Content-Security-Policy', VM_PAGE_CSP);
     sendHtml(res, vmPage(found, nodes, context, this.clock.wallNow(), copies));
   }
 

@@ -2,11 +2,15 @@ import { FleetVmWithLifeCycle } from '@app/fleet-domain';
 import { Html, html, pathPart } from './html';
 
 const TERMINAL_SCRIPT = '/console/assets/terminal.js';
+/** xterm.js, served by the controller from its own @xterm/xterm package (no CDN). */
+export const XTERM_SCRIPT = '/console/assets/xterm.js';
+export const XTERM_STYLESHEET = '/console/assets/xterm.css';
 
 /**
- * A VM's serial console on its page: its log followed as it grows, and, once focused (a click,
- * Tab), an interactive terminal over a WebSocket to its serial port (terminal.js); Disconnect,
- * leaving the page or closing it frees the port for another session.
+ * A VM's serial console on its page, an xterm.js terminal: its log followed as it grows, and,
+ * once focused (a click, Tab), typed into over a WebSocket to its serial port (terminal.js);
+ * Disconnect, leaving the page or closing it frees the port for another session. The page's
+ * policy allows the inline styles xterm.js injects (VM_PAGE_CSP), its scripts stay files.
  */
 export function terminalSection(vm: FleetVmWithLifeCycle): Html {
   const id = pathPart(vm.vm_id);
@@ -23,15 +27,15 @@ export function terminalSection(vm: FleetVmWithLifeCycle): Html {
       >
       <button type="button" id="terminal-disconnect" hidden>Disconnect</button>
     </div>
-    <pre
+    <link rel="stylesheet" href="${XTERM_STYLESHEET}" />
+    <div
       id="serial"
       class="serial"
-      tabindex="0"
-      aria-live="off"
       aria-label="Serial console of ${vm.vm_id}"
       data-serial="/console/vms/${id}/serial"
       data-terminal="/console/vms/${id}/terminal"
-    ></pre>
+    ></div>
+    <script src="${XTERM_SCRIPT}" defer></script>
     <script src="${TERMINAL_SCRIPT}" defer></script>
   </section>`;
 }

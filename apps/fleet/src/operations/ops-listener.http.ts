@@ -21,6 +21,14 @@ export const CONSOLE_HEADERS: Readonly<Record<string, string>> = {
 };
 
 /**
+ * A VM page's policy: the console's, with inline styles allowed, which its terminal (xterm.js)
+ * injects as <style> elements and style attributes; its scripts are still the console's files
+ * only (script-src 'self'), and an inline style cannot run script.
+ */
+export const VM_PAGE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/**
  * Swagger UI's (/docs) headers: the console's, its policy loosened only for what the page is
  * made of (an inline stylesheet, inline SVG icons); its scripts are its own files still.
  */
