@@ -138,22 +138,18 @@ describe("a dead node's VM restored from its copy on the other node", () => {
     );
     expect(guestA).toContain(`copied-${vmId.slice(-8)}`);
 
-    // One interval later: a copy taken after the write, held by the peer, shown in the listing.
-    const written = source.output.length;
-    const taken = new RegExp(`vm ${vmId}: copy to node ${PEER.id} taken`);
-    await eventually(
-      'a copy taken after the write',
-      () => Promise.resolve(taken.test(source.output.slice(written)) ? true : undefined),
-      COPY_WAIT_MS,
-      250,
-    );
+    // One interval later: a copy whose point in time (taken_at, when it began) is after the
+    // write, held by the peer, shown in the listing. A copy under way during the write is not.
+    const writtenAt = Date.now();
     const copied = await eventually(
-      'the copy listed',
+      'a copy taken after the write, listed',
       async () => {
         const vm = await listed(vmId);
-        return vm?.copy_node_id === PEER.id && vm.copied_at ? vm : undefined;
+        return vm?.copy_node_id === PEER.id && vm.copied_at && Date.parse(vm.copied_at) > writtenAt
+          ? vm
+          : undefined;
       },
-      30_000,
+      COPY_WAIT_MS,
       250,
     );
     expect(Date.parse(copied.copied_at!)).toBeGreaterThan(createdAt);
