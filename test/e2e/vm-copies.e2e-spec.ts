@@ -273,10 +273,12 @@ describe('copies in the web console and in creates', () => {
         .set('Cookie', cookie)
         .set('X-CSRF-Token', csrf)
         .send({ vm_type: 'web', ram_mb: 512, vcpu_count: 1, ...body });
-    await post({ copies_count: 2, copies_every_s: 30 }).expect(201);
+    await post({ copies_count: 2, copies_every_s: 30, disk_gb: 20 }).expect(201);
     await post({ copies_count: 0 }).expect(201);
     await post({}).expect(201);
     const spawns = agent.calls.filter((call) => call.url === '/v1/spawn');
+    // The form's disk size reaches the agent as the API's disk_gb.
+    expect((spawns[0].body as { disk_gb?: number }).disk_gb).toBe(20);
     expect(spawns.map((call) => (call.body as { copies?: object }).copies)).toEqual([
       { count: 2, every_s: 30 },
       { count: 0, every_s: 60 },

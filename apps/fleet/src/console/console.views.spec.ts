@@ -205,6 +205,9 @@ describe('console views', () => {
     const text = overviewPage(overview(), CONTEXT).text;
     expect(text).toMatch(/id="ram_mb"[^>]* min="1"[^>]* max="1048576"/s);
     expect(text).toMatch(/id="vcpu_count"[^>]* min="1"[^>]* max="256"/s);
+    // The disk's size, optional (left empty: the base image's), as `vm create --disk` takes it.
+    expect(text).toMatch(/id="disk_gb"[^>]* data-type="integer"[^>]* min="1"[^>]* max="16384"/s);
+    expect(text).not.toMatch(/id="disk_gb"[^>]* required/s);
     expect(text).toMatch(/<option value="n1"\s*>\s*n1\s*<\/option>/);
     expect(text).toMatch(/id="ports"[^>]* data-type="ports"/s);
   });

@@ -1,5 +1,6 @@
 import {
   FleetVmWithLifeCycle,
+  MAX_VM_DISK_GB,
   MAX_VM_RAM_MB,
   MAX_VM_VCPUS,
   HeartbeatDiskRoom,
@@ -469,6 +470,17 @@ export function createForm(nodes: ConsoleNode[]): Html {
         max="${MAX_VM_VCPUS}"
         step="1"
         value="1"
+      />
+      <label for="disk_gb">Disk (GiB, optional)</label>
+      <input
+        id="disk_gb"
+        name="disk_gb"
+        type="number"
+        data-type="integer"
+        min="1"
+        max="${MAX_VM_DISK_GB}"
+        step="1"
+        placeholder="the base image's size"
       />
       <label for="tenant_id">Tenant (optional)</label>
       <input
