@@ -187,13 +187,16 @@ describe('npm start', () => {
   }
 
   async function expectStopped(daemons: number[]): Promise<void> {
+    // The ports are waited for too: a daemon's main thread shows as a zombie while its other
+    // threads are still exiting, and those hold its sockets until the last of them is gone.
     await eventually(
-      `both daemons (${daemons.join(', ')}) gone`,
-      () => Promise.resolve(daemons.every(isGone) ? true : undefined),
+      `both daemons (${daemons.join(', ')}) gone, :9203 and :9204 free`,
+      async () =>
+        daemons.every(isGone) && (await portIsFree(9203)) && (await portIsFree(9204))
+          ? true
+          : undefined,
       15_000,
     );
-    expect(await portIsFree(9203)).toBe(true);
-    expect(await portIsFree(9204)).toBe(true);
   }
 
   it.each(['SIGTERM', 'SIGINT', 'SIGHUP'] as const)(
