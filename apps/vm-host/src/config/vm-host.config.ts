@@ -24,18 +24,9 @@ import {
   isUnicastAddress,
   keepsNodeListed,
 } from '@app/fleet-domain';
+import { IsFleetEndpoints, endpointForLogs, readFleetEndpoints } from './fleet-endpoints';
 
 const PORT = /^(?:[1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5])$/;
-
-function isHttpUrl(value: unknown): boolean {
-  if (typeof value !== 'string' || !URL.canParse(value)) return false;
-  const url = new URL(value);
-  return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
-}
-
-function IsHttpUrl(options: ValidationOptions): PropertyDecorator {
-  return ValidateBy({ name: 'isHttpUrl', validator: { validate: isHttpUrl } }, options);
-}
 
 function IsUnicastAddress(options: ValidationOptions): PropertyDecorator {
   return ValidateBy(
@@ -205,15 +196,16 @@ function IsBackupKeep(min: number): PropertyDecorator {
  * them; a test checks).
  */
 export class VmHostConfig extends DaemonConfig {
+  /** The controllers, tried in turn (fleet-endpoints.ts): one URL, or several separated by commas. */
   @EnvironmentVariable('VM_FLEET_ENDPOINT', {
     required: true,
-    validate: IsHttpUrl({
-      message: '$property must be an http(s) URL such as http://<fleet-controller-host>:9203',
-    }),
-    read: (url) => url.replace(/\/+$/, ''),
+    validate: IsFleetEndpoints(),
+    read: readFleetEndpoints,
   })
-  fleetEndpoint!: string;
-  /** The endpoint as logs show it: without any user:password@ it may carry. */
+  fleetEndpoints!: string[];
+  /** The endpoints as logs show them: without any user:password@ they may carry. */
+  fleetEndpointsForLogs!: string[];
+  /** The same, joined for a log line. */
   fleetEndpointForLogs!: string;
 
   @EnvironmentVariable('VM_NODE_ID', {
@@ -413,10 +405,8 @@ export { ConfigurationError as VmHostConfigError } from '@app/daemon';
  */
 export function loadVmHostConfig(env: NodeJS.ProcessEnv): VmHostConfig {
   const config = readEnvironment(VmHostConfig, env);
-  const endpoint = new URL(config.fleetEndpoint);
-  endpoint.username = '';
-  endpoint.password = '';
-  config.fleetEndpointForLogs = endpoint.toString().replace(/\/+$/, '');
+  config.fleetEndpointsForLogs = config.fleetEndpoints.map(endpointForLogs);
+  config.fleetEndpointForLogs = config.fleetEndpointsForLogs.join(', ');
   return config;
 }
 

@@ -35,6 +35,11 @@ export class HeartbeatService {
     @Optional() private readonly replicas?: ReplicasService,
   ) {}
 
+  /** The controller that answered last, as logs name it. */
+  get endpointForLogs(): string {
+    return this.fleet.endpointForLogs;
+  }
+
   /** `ram_used_mb` is the RAM committed to VMs (committedRamMb), not the RAM they touched. */
   async compose(): Promise<HeartbeatBody> {
     const [facts, report, replicas] = await Promise.all([
