@@ -27,6 +27,7 @@ import { VmRestartService } from '../../apps/vm-host/src/vms/reconciliation/vm-r
 import { VmSidecars } from '../../apps/vm-host/src/vms/files/vm-sidecars';
 import { VmsService } from '../../apps/vm-host/src/vms/vms.service';
 import { VmsModule } from '../../apps/vm-host/src/vms/vms.module';
+import { VmFencing } from '../../apps/vm-host/src/vms/fencing/vm-fencing.service';
 import { vmSidecar } from '../factories/vm-sidecar.factory';
 import { FakeClock } from './fake-clock';
 import { FakeVmDriver, fakeHostFacts } from './fake-vm-driver';
@@ -64,6 +65,7 @@ export interface VmServices {
   deletedDisks: DeletedDisks;
   restarts: VmRestartService;
   actions: VmActionsService;
+  fencing: VmFencing;
 }
 
 /**
@@ -106,6 +108,7 @@ export async function vmServices(parts: {
     deletedDisks: get(DeletedDisks),
     restarts: get(VmRestartService),
     actions: get(VmActionsService),
+    fencing: get(VmFencing),
   };
 }
 

@@ -6,6 +6,7 @@ import { HostFactsService } from '../host-facts/host-facts.service';
 import { HostMetrics } from '../metrics/host-metrics.service';
 import { ReplicasService } from '../replicas/replicas.service';
 import { NodeVmsSource } from '../vms/node-vms.source';
+import { VmFencing } from '../vms/fencing/vm-fencing.service';
 import { FleetClient, HeartbeatAnswer, HeartbeatBody } from './fleet.client';
 
 const NS_PER_MS = 1_000_000n;
@@ -33,6 +34,7 @@ export class HeartbeatService {
     private readonly clock: Clock,
     private readonly metrics: HostMetrics = new HostMetrics(),
     @Optional() private readonly replicas?: ReplicasService,
+    @Optional() private readonly fencing?: VmFencing,
   ) {}
 
   /** The controller that answered last, as logs name it. */
@@ -60,6 +62,7 @@ export class HeartbeatService {
       vms: report.vms,
       ...(report.diskRoom ? { disk_room: report.diskRoom } : {}),
       ...(replicas.length > 0 ? { replicas } : {}),
+      ...fencedOf(this.fencing),
       timestamp_utc: this.stamp(),
     };
   }
@@ -76,13 +79,18 @@ export class HeartbeatService {
   async send(timeoutMs: number, shutdown?: AbortSignal): Promise<void> {
     const body = await this.compose();
     this.metrics.observeRam(body);
+    // The lease a renewing answer grants runs from the send (fencing/).
+    const sentAtMs = this.clock.now();
     const answer = await this.post(body, timeoutMs, shutdown);
     if (answer.superseded_vm_ids?.length) await this.vms.supersede(answer.superseded_vm_ids);
+    await this.fencing?.answered(sentAtMs, answer);
     if (answer.accepted) return this.taken();
     this.ignored(body, answer);
     if (!this.stampAfter(answer.stored_timestamp_utc)) return;
     const again = { ...body, timestamp_utc: this.stamp() };
+    const againAtMs = this.clock.now();
     const second = await this.post(again, timeoutMs, shutdown);
+    await this.fencing?.answered(againAtMs, second);
     if (second.accepted) this.taken();
     else this.ignored(again, second);
   }
@@ -138,6 +146,12 @@ export class HeartbeatService {
     this.lastStampNs = bigMax(nowNs(this.clock), this.lastStampNs + 1n);
     return rfc3339Nanos(this.lastStampNs);
   }
+}
+
+/** The heartbeat's fenced_vm_ids: present only while some VM is fenced. */
+function fencedOf(fencing: VmFencing | undefined): Pick<HeartbeatBody, 'fenced_vm_ids'> {
+  const ids = fencing?.fencedVmIds() ?? [];
+  return ids.length > 0 ? { fenced_vm_ids: ids } : {};
 }
 
 function nowNs(clock: Clock): bigint {

@@ -33,6 +33,10 @@ import { CopyLocks } from './copies/copy-locks';
 import { VmCopyPlanController } from './copies/vm-copy-plan.controller';
 import { VmReplicationJob } from './copies/vm-replication.job';
 import { VmReplicationService } from './copies/vm-replication.service';
+import { VM_TRANSITION_HOOKS } from './life-cycle/vm-transitions';
+import { FencedVms } from './fencing/fenced-vms.hook';
+import { VmFencing } from './fencing/vm-fencing.service';
+import { VmFencingJob } from './fencing/vm-fencing.job';
 
 @Module({
   imports: [HostFactsModule],
@@ -68,6 +72,15 @@ import { VmReplicationService } from './copies/vm-replication.service';
     CopyLocks,
     VmReplicationService,
     VmReplicationJob,
+    FencedVms,
+    VmFencing,
+    VmFencingJob,
+    // The concerns that join the life cycle's moves, after its own (fencing's phase).
+    {
+      provide: VM_TRANSITION_HOOKS,
+      useFactory: (fenced: FencedVms) => [fenced],
+      inject: [FencedVms],
+    },
     // QEMU's copies, as QEMU is the only driver (vm-driver.provider.ts).
     { provide: VmCopier, useClass: QemuCopier },
     { provide: NodeVmsSource, useExisting: VmsService },
@@ -92,6 +105,7 @@ import { VmReplicationService } from './copies/vm-replication.service';
     VmSidecars,
     VmLifecycle,
     VmDiskRoom,
+    VmFencing,
   ],
 })
 export class VmsModule {}

@@ -15,6 +15,7 @@ import { VmDiskRoom } from '../admission/vm-disk-room';
 import { DriverRecord, VmDriver } from '../vm-driver';
 import { VmFiles, VmSidecar } from '../files/vm-files';
 import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmPhase } from '../life-cycle/vm-transitions';
 import { VmRestartService } from '../reconciliation/vm-restart.service';
 import { VmSidecars } from '../files/vm-sidecars';
 import { printableConsole } from './console-text';
@@ -227,6 +228,7 @@ export class VmActionsService {
    */
   private refuseBusy(vmId: string): void {
     if (this.lifecycle.mayMove(vmId, 'stop')) return;
+    if (this.lifecycle.phaseOf(vmId) === VmPhase.Fenced) throw VmActionConflictError.fenced(vmId);
     if (this.lifecycle.beingCreated(vmId)) throw VmActionConflictError.beingCreated(vmId);
     const operation = this.lifecycle.operationOf(vmId);
     if (operation !== null) throw VmActionConflictError.busy(vmId, operation);

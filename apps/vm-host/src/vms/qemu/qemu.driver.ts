@@ -427,6 +427,18 @@ export class QemuDriver extends VmDriver {
     }
   }
 
+  /** SIGKILL at once to the record's QEMU and every one found by the VM's name (fencing). */
+  override async kill(vmId: string, record: DriverRecord): Promise<void> {
+    const pids = new Set((await this.qemus.of([vmId])).get(vmId)?.map(({ pid }) => pid) ?? []);
+    const { pid } = qemuRecord(record);
+    if (pid !== null && (await this.qemus.isAlive(pid, vmId))) pids.add(pid);
+    for (const each of pids) this.qemus.signal(each, 'SIGKILL');
+    const alive = await this.qemus.survivors([...pids], vmId, KILL_GRACE_MS);
+    if (alive.length > 0) {
+      throw new VmStillRunningError(`vm ${vmId}: QEMU pid ${alive.join(', ')} outlived SIGKILL`);
+    }
+  }
+
   /**
    * How often the ACPI power button is pressed again while the guest has not powered down: a
    * guest still booting misses a press (the project's image answers SSH before logind watches
