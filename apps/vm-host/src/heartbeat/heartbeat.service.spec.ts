@@ -98,6 +98,7 @@ describe('HeartbeatService', () => {
   it('lists the fenced VMs and hands each answer to fencing with the time the heartbeat was sent', async () => {
     const answered: Array<{ sentAtMs: number; answer: HeartbeatAnswer }> = [];
     const fencing = {
+      now: () => clock.now(),
       fencedVmIds: () => ['vm-00000000000000a1'],
       answered: (sentAtMs: number, answer: HeartbeatAnswer) => {
         answered.push({ sentAtMs, answer });

@@ -79,8 +79,8 @@ export class HeartbeatService {
   async send(timeoutMs: number, shutdown?: AbortSignal): Promise<void> {
     const body = await this.compose();
     this.metrics.observeRam(body);
-    // The lease a renewing answer grants runs from the send (fencing/).
-    const sentAtMs = this.clock.now();
+    // The lease a renewing answer grants runs from the send, on the lease's clock (fencing/).
+    const sentAtMs = this.fencing?.now() ?? 0;
     const answer = await this.post(body, timeoutMs, shutdown);
     if (answer.superseded_vm_ids?.length) await this.vms.supersede(answer.superseded_vm_ids);
     await this.fencing?.answered(sentAtMs, answer);
@@ -88,7 +88,7 @@ export class HeartbeatService {
     this.ignored(body, answer);
     if (!this.stampAfter(answer.stored_timestamp_utc)) return;
     const again = { ...body, timestamp_utc: this.stamp() };
-    const againAtMs = this.clock.now();
+    const againAtMs = this.fencing?.now() ?? 0;
     const second = await this.post(again, timeoutMs, shutdown);
     await this.fencing?.answered(againAtMs, second);
     if (second.accepted) this.taken();

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { MonotonicClock } from '@app/daemon';
 import { HostFactsModule } from '../host-facts/host-facts.module';
 import { VmStatesSource } from '../metrics/vm-states.source';
 import { CrashFailpoint } from './life-cycle/crash-failpoint';
@@ -35,7 +36,7 @@ import { VmReplicationJob } from './copies/vm-replication.job';
 import { VmReplicationService } from './copies/vm-replication.service';
 import { VM_TRANSITION_HOOKS } from './life-cycle/vm-transitions';
 import { FencedVms } from './fencing/fenced-vms.hook';
-import { VmFencing } from './fencing/vm-fencing.service';
+import { LEASE_CLOCK, VmFencing } from './fencing/vm-fencing.service';
 import { VmFencingJob } from './fencing/vm-fencing.job';
 
 @Module({
@@ -75,6 +76,7 @@ import { VmFencingJob } from './fencing/vm-fencing.job';
     FencedVms,
     VmFencing,
     VmFencingJob,
+    { provide: LEASE_CLOCK, useFactory: () => new MonotonicClock() },
     // The concerns that join the life cycle's moves, after its own (fencing's phase).
     {
       provide: VM_TRANSITION_HOOKS,

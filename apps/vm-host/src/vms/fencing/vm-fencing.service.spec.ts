@@ -127,6 +127,14 @@ describe('VmFencing (self-fencing on the agent)', () => {
     expect(killed()).toEqual([PROTECTED]);
   });
 
+  it('measures the lease on the monotonic reading: a wall clock set back an hour does not delay the fence', async () => {
+    await services.fencing.answered(services.fencing.now(), { fence_after_s: FENCE_AFTER_S });
+    bed.clock.stepWall(-3_600_000);
+    bed.clock.advance(FENCE_AFTER_S * 1000 + 1);
+    await services.fencing.check();
+    expect(killed()).toEqual([PROTECTED]);
+  });
+
   it('refuses an operator start of a fenced VM with a 409 naming the fencing', async () => {
     await services.fencing.answered(bed.clock.now(), { fence_after_s: FENCE_AFTER_S });
     bed.clock.advance(FENCE_AFTER_S * 1000 + 1);

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import {
   DEFAULT_FENCE_AFTER_S,
@@ -15,6 +15,13 @@ import { VmLifecycle } from '../life-cycle/vm-lifecycle';
 import { messageOf } from '../vms.errors';
 import { FencedVms } from './fenced-vms.hook';
 import { LeaseFile } from './lease-file';
+
+/**
+ * DI token of the clock the lease is measured on: a monotonic one (`MonotonicClock`), so a wall
+ * clock stepped back (NTP, `date -s`) never lets a protected VM outlive its lease, nor one
+ * stepped forward fence every VM at once. Tests give their own.
+ */
+export const LEASE_CLOCK = Symbol('LEASE_CLOCK');
 
 /** What a heartbeat's answer says of the lease and of VMs restored elsewhere. */
 export interface LeaseAnswer {
@@ -48,9 +55,9 @@ export class VmFencing {
   private readonly lease: LeaseFile;
   /** The last renewing answer's fence_after_s, in ms; null while fencing is off. */
   private fenceAfterMs: number | null = null;
-  /** When (Clock.now()) the heartbeat that last renewed the lease was sent; null: unknown. */
+  /** When (`now()`) the heartbeat that last renewed the lease was sent; null: unknown. */
   private renewedAtMs: number | null = null;
-  /** Protected VMs may run until then (Clock.now()). */
+  /** Protected VMs may run until then (`now()`). */
   private deadlineMs = Number.NEGATIVE_INFINITY;
   private leaseWriteFailed = false;
 
@@ -60,11 +67,16 @@ export class VmFencing {
     private readonly sidecars: VmSidecars,
     private readonly lifecycle: VmLifecycle,
     private readonly driver: VmDriver,
-    private readonly clock: Clock,
+    @Inject(LEASE_CLOCK) private readonly clock: Clock,
     private readonly fenced: FencedVms,
     private readonly metrics: HostMetrics,
   ) {
     this.lease = new LeaseFile(files.root);
+  }
+
+  /** Now on the lease's clock: what a heartbeat's send time is read on. */
+  now(): number {
+    return this.clock.now();
   }
 
   /** True once an answer (or the remembered lease) turned fencing on. */
@@ -106,7 +118,7 @@ export class VmFencing {
   }
 
   /**
-   * A heartbeat's answer, the heartbeat sent at `sentAtMs` (Clock.now()). With fence_after_s
+   * A heartbeat's answer, the heartbeat sent at `sentAtMs` (`now()`). With fence_after_s
    * the lease was renewed: the deadline moves to fence_after_s after the send, it is
    * remembered, and every fenced VM the answer does not supersede is unfenced.
    */
