@@ -96,12 +96,14 @@ describe('an agent whose lease is not renewed (etcd mode)', () => {
   const controller = new LeaseController();
   let agent: Daemon;
   let controllerUrl: string;
+  let env: NodeJS.ProcessEnv;
+  const vms: { protected?: string; unprotected?: string } = {};
 
   beforeAll(async () => {
     execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', baseImage, '64M']);
     controllerUrl = await controller.start();
     const dead = `http://127.0.0.1:${await freePort()}`;
-    agent = startAgent({
+    env = {
       VM_FLEET_ENDPOINT: `${dead},${controllerUrl}`,
       VM_NODE_ID: 'fencing-node',
       VM_WG_IP: WG_IP,
@@ -109,7 +111,8 @@ describe('an agent whose lease is not renewed (etcd mode)', () => {
       VM_DISK_DIR: diskDir,
       VM_BASE_IMAGE: baseImage,
       VM_METRICS_ADDR: METRICS,
-    });
+    };
+    agent = startAgent(env);
   });
 
   afterAll(async () => {
@@ -134,6 +137,7 @@ describe('an agent whose lease is not renewed (etcd mode)', () => {
   it('kills the protected QEMU within fence_after_s of the last renewal, keeps its disk and the unprotected VM, and starts it again once renewed', async () => {
     const protectedVm = await spawn(1);
     const unprotectedVm = await spawn(0);
+    Object.assign(vms, { protected: protectedVm, unprotected: unprotectedVm });
     await eventually(
       'both QEMUs running',
       () =>
@@ -193,6 +197,43 @@ describe('an agent whose lease is not renewed (etcd mode)', () => {
         ),
       10_000,
       100,
+    );
+  });
+
+  it('after a reboot, a restarted agent holds the protected VM until a heartbeat renews the lease', async () => {
+    const { protected: protectedVm, unprotected: unprotectedVm } = vms as Required<typeof vms>;
+    // The machine goes down: the agent and every QEMU end; it comes back cut off.
+    await agent.stop();
+    for (const pid of [...qemuPidsOf(protectedVm), ...qemuPidsOf(unprotectedVm)]) {
+      process.kill(pid, 'SIGKILL');
+    }
+    await eventually(
+      'every QEMU gone',
+      () => Promise.resolve(liveQemusUnder(workDir).length === 0 ? true : undefined),
+      10_000,
+      100,
+    );
+    controller.answering = false;
+
+    agent = startAgent(env);
+    await agent.waitForOutput(
+      new RegExp(`node fencing-node: lease not renewed for \\d+s, holding VM ${protectedVm}`),
+    );
+    await eventually(
+      'the unprotected QEMU started again',
+      () => Promise.resolve(qemuPidsOf(unprotectedVm).length === 1 ? true : undefined),
+      30_000,
+      200,
+    );
+    expect(qemuPidsOf(protectedVm)).toEqual([]);
+
+    controller.answering = true;
+    await agent.waitForOutput(new RegExp(`lease renewed, VM ${protectedVm} unfenced`), 10_000);
+    await eventually(
+      'the protected QEMU started again',
+      () => Promise.resolve(qemuPidsOf(protectedVm).length === 1 ? true : undefined),
+      30_000,
+      200,
     );
   });
 });
