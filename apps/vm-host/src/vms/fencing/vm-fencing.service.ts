@@ -70,6 +70,8 @@ export class VmFencing {
     @Inject(LEASE_CLOCK) private readonly clock: Clock,
     private readonly fenced: FencedVms,
     private readonly metrics: HostMetrics,
+    /** The agent's clock, which the restart policy's times are on. */
+    private readonly agentClock: Clock,
   ) {
     this.lease = new LeaseFile(files.root);
   }
@@ -141,7 +143,7 @@ export class VmFencing {
     const superseded = new Set(answer.superseded_vm_ids ?? []);
     for (const vmId of this.fenced.ids()) {
       if (superseded.has(vmId)) continue;
-      this.lifecycle.unfence(vmId);
+      this.unfence(vmId);
       this.logger.log(
         `node ${this.config.nodeId}: lease renewed, VM ${vmId} unfenced; starting it again from its disk`,
       );
@@ -179,7 +181,10 @@ export class VmFencing {
         ? 'lease not renewed since the agent started'
         : `lease not renewed for ${Math.floor(since / 1000)}s`;
     const at = toRfc3339(this.clock.wallNow());
-    this.lifecycle.fence(vmId, `fenced at ${at}: node ${this.config.nodeId}'s ${notRenewed}`);
+    this.lifecycle.move(vmId, 'fence');
+    // Its start, once unfenced, is due at once: not a crash of the VM's own (no backoff).
+    const why = `fenced at ${at}: node ${this.config.nodeId}'s ${notRenewed}`;
+    this.lifecycle.restarts.exited(vmId, why, this.agentClock.now(), false);
     const runs = ending && (await this.driver.find([vmId])).has(vmId);
     if (!runs) {
       this.logger.warn(
@@ -205,10 +210,17 @@ export class VmFencing {
     });
   }
 
+  /** Out of the fenced phase: the reconciliation's again, to start at once. */
+  private unfence(vmId: string): void {
+    if (!this.fenced.has(vmId)) return;
+    this.lifecycle.move(vmId, 'unfence');
+    this.lifecycle.announce();
+  }
+
   /** Fenced VMs no longer here (superseded and set aside, deleted) are fenced no more. */
   private async forgetGone(): Promise<void> {
     for (const vmId of this.fenced.ids()) {
-      if ((await this.sidecars.of(vmId)) === undefined) this.lifecycle.unfence(vmId);
+      if ((await this.sidecars.of(vmId)) === undefined) this.unfence(vmId);
     }
   }
 

@@ -128,23 +128,6 @@ export class VmLifecycle {
   }
 
   /**
-   * Fences the VM (`fencing/`): its phase holds it, so neither reconciliation nor an operator
-   * starts it, until `unfence`. `why` is its restart policy's reason, shown in its life cycle;
-   * its start, once unfenced, is due at once (not a crash of the VM's own).
-   */
-  fence(vmId: string, why: string): void {
-    this.move(vmId, 'fence');
-    this.restarts.exited(vmId, why, this.clock.now(), false);
-  }
-
-  /** The lease was renewed: a fenced VM is the reconciliation's again, to start at once. */
-  unfence(vmId: string): void {
-    if (this.phaseOf(vmId) !== VmPhase.Fenced) return;
-    this.move(vmId, 'unfence');
-    this.announce();
-  }
-
-  /**
    * Notes that the VM's process ended without an operator asking (a reconciliation's move
    * `crash`, idle VMs only) for the restart policy; see `VmRestarts.exited`.
    */
