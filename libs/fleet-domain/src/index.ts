@@ -40,3 +40,4 @@ export * from './tenant-quotas';
 export * from './wire/vm-restore';
 export * from './restore-plan';
 export * from './copy-placement';
+export * from './fencing';
