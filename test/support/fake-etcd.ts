@@ -117,8 +117,7 @@ export class FakeEtcd {
 
   private holds(compare: EtcdCompare): boolean {
     const kv = this.keys.get(compare.key);
-    const actual =
-      compare.target === 'CREATE' ? (kv?.createRevision ?? 0) : (kv?.modRevision ?? 0);
+    const actual = compare.target === 'CREATE' ? (kv?.createRevision ?? 0) : (kv?.modRevision ?? 0);
     if (compare.result === 'EQUAL') return actual === compare.revision;
     return compare.result === 'LESS' ? actual < compare.revision : actual > compare.revision;
   }

@@ -65,6 +65,9 @@ export class RecoveryService {
     if (!this.leases.enabled || !this.leadership.isLeader()) return [];
     const lapsed = await this.leases.lapsed(this.clock.wallNow() - this.recoverAfterMs);
     const done: NodeRecovery[] = [];
+    if (lapsed.length === 0) return done;
+    // Kept silent after the sweep dropped them, lapsed nodes are out of the live reads.
+    const stored = new Map((await this.nodes.listAll()).map((state) => [state.node_id, state]));
     for (const node of lapsed) {
       // A leader that lost its leadership mid-pass leaves the rest to the next one.
       if (!this.leadership.isLeader()) break;
@@ -74,12 +77,12 @@ export class RecoveryService {
           `node ${node.nodeId}: lease lapsed, last renewed ${describeRenewal(node)}: its protected VMs are recovered from their copies on other nodes`,
         );
       }
-      done.push(await this.recoverNode(node));
+      done.push(await this.recoverNode(node, stored.get(node.nodeId)));
     }
     return done;
   }
 
-  private async recoverNode(node: LapsedNode): Promise<NodeRecovery> {
+  private async recoverNode(node: LapsedNode, state?: NodeState): Promise<NodeRecovery> {
     const result: NodeRecovery = {
       nodeId: node.nodeId,
       recovered: [],
@@ -87,10 +90,9 @@ export class RecoveryService {
       unprotected: [],
       cameBack: false,
     };
-    const state = await this.nodes.findLive(node.nodeId, Number.MIN_SAFE_INTEGER);
-    if (state && isLive(state, liveSince(this.clock.now()))) {
-      // Its agent heartbeats again before its VMs ran elsewhere: they stay its own (fenced
-      // until its lease is renewed, at its next heartbeat now that the mark is gone).
+    if (state && cameBack(state, node)) {
+      // Its agent heartbeats again (taken, its lease not renewed) before its VMs ran elsewhere:
+      // they stay its own (fenced until its lease is renewed, at its next heartbeat now).
       await this.leases.endRecovery(node.nodeId);
       this.logger.warn(
         `node ${node.nodeId} heartbeats again: recovery of its VMs ends, its lease is renewed at its next heartbeat`,
@@ -98,6 +100,9 @@ export class RecoveryService {
       result.cameBack = true;
       return result;
     }
+    // Still listed live (its last heartbeat under 30 s ago: a recover_after_s below that), the
+    // restore path would refuse its VMs: the next pass, once it is silent.
+    if (state && isLive(state, liveSince(this.clock.now()))) return result;
     const vms = state ? vmsOf(state) : [];
     const moved = await this.vmMoves.movesOf(vms.map((vm) => vm.vm_id));
     for (const vm of vms) {
@@ -150,6 +155,14 @@ export class RecoveryService {
       return false;
     }
   }
+}
+
+/**
+ * A heartbeat of the node was taken after its last lease renewal: it heartbeats again (its lease
+ * not renewed while marked). One that renewed was stored before its renewal was stamped.
+ */
+function cameBack(state: NodeState, node: LapsedNode): boolean {
+  return node.renewedAtWallMs !== undefined && state.received_at_wall_ms > node.renewedAtWallMs;
 }
 
 /** Its own VMs and those an earlier agent of its id listed: all of them may have been its. */
