@@ -1,12 +1,12 @@
 import { Logger } from '@nestjs/common';
 import type { RestoredVm } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
+import { fleetConfig } from '../../../../test/support/configs';
 import { FakeEtcd } from '../../../../test/support/fake-etcd';
 import { heartbeat, vmRecord } from '../../../../test/support/heartbeats';
-import { FleetConfig } from '../config/fleet.config';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { EtcdNodeLeases } from '../nodes/etcd/etcd-node-leases';
-import { Leadership, SoleLeader } from '../nodes/leadership';
+import { SoleLeader } from '../nodes/leadership';
 import { InMemoryNodesRepository } from '../nodes/memory/in-memory-nodes.repository';
 import { InMemoryVmMoves } from '../nodes/memory/in-memory-vm-moves.repository';
 import { NodeTokens } from '../nodes/node-tokens';
@@ -74,8 +74,8 @@ describe('RecoveryService (etcd mode, the leader)', () => {
       override isLeader(): boolean {
         return leading;
       }
-    })() as Leadership;
-    const config = Object.assign(new FleetConfig(), { copies: 1, recoverAfterS: 90 });
+    })();
+    const config = fleetConfig({ VM_FLEET_COPIES: '1', VM_FLEET_RECOVER_AFTER_S: '90' });
     recovery = new RecoveryService(
       leases,
       leadership,
