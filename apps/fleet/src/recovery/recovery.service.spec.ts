@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { RestoredVm } from '@app/fleet-domain';
+import type { HeartbeatVm, RestoredVm } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { fleetConfig } from '../../../../test/support/configs';
 import { FakeEtcd } from '../../../../test/support/fake-etcd';
@@ -30,7 +30,7 @@ describe('RecoveryService (etcd mode, the leader)', () => {
   let recovery: RecoveryService;
   let logs: string[];
 
-  const beat = (nodeId: string, vms = [] as ReturnType<typeof vmRecord>[]) =>
+  const beat = (nodeId: string, vms: HeartbeatVm[] = []) =>
     nodes.acceptHeartbeat(
       heartbeat({
         node_id: nodeId,
@@ -87,11 +87,10 @@ describe('RecoveryService (etcd mode, the leader)', () => {
       metrics,
     );
     logs = [];
-    for (const level of ['log', 'warn', 'error'] as const) {
-      jest.spyOn(Logger.prototype, level).mockImplementation((message: unknown) => {
-        logs.push(String(message));
-      });
-    }
+    const keep = (message: unknown) => void logs.push(String(message));
+    jest.spyOn(Logger.prototype, 'log').mockImplementation(keep);
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation(keep);
+    jest.spyOn(Logger.prototype, 'error').mockImplementation(keep);
   });
 
   afterEach(() => jest.restoreAllMocks());
