@@ -67,6 +67,7 @@ describe('two controllers on one etcd: leadership and recovery', () => {
   const controllers = new Map<TestHost, Daemon>();
   const stubs: StubAgent[] = [];
   const base = (host: TestHost) => `http://${host.address}:9203`;
+  const ops = (host: TestHost) => `http://${host.address}:9206`;
 
   const controllerOn = async (host: TestHost): Promise<Daemon> => {
     const daemon = new Daemon(
@@ -75,6 +76,7 @@ describe('two controllers on one etcd: leadership and recovery', () => {
         VM_FLEET_ETCD_ENDPOINTS: `http://${host.hostAddress}:${etcd.port}`,
         VM_FLEET_FENCE_AFTER_S: String(FENCE_AFTER_S),
         VM_FLEET_RECOVER_AFTER_S: String(RECOVER_AFTER_S),
+        VM_FLEET_OPS_ADDR: `${host.address}:9206`,
       },
       [],
       [],
@@ -212,8 +214,48 @@ describe('two controllers on one etcd: leadership and recovery', () => {
         superseded_vm_ids: [VM],
         fence_after_s: FENCE_AFTER_S,
       });
+      // `ppn-fleet vm copies` shows the generation raised, through either controller.
+      for (const host of [hostA, hostB]) {
+        const copies = await fetch(`${ops(host)}/v1/vms/${VM}/copies`);
+        expect(copies.status).toBe(200);
+        expect(await copies.json()).toMatchObject({
+          vm_id: VM,
+          node_id: 'node-holder',
+          generation: 1,
+        });
+      }
     } finally {
       clearInterval(beating);
     }
+  });
+
+  it('refuses declare-dead (409, naming the lease) while the node renews its lease, and takes it once the lease ran out', async () => {
+    const declare = () =>
+      fetch(`${ops(hostB)}/v1/nodes/node-gone/declare-dead`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+      });
+    expect(await beat(hostA, { node_id: 'node-gone', wg_ip: hostA.hostAddress })).toEqual({
+      accepted: true,
+      fence_after_s: FENCE_AFTER_S,
+    });
+    const refused = await declare();
+    expect(refused.status).toBe(409);
+    expect(((await refused.json()) as { message: string }).message).toMatch(
+      /^node node-gone still renews its lease \(last renewed \S+, \d+ s left\): it heartbeats to a controller, so it may run its VMs; a node is declared dead only once its lease ran out \(10 s, VM_FLEET_FENCE_AFTER_S, after its last heartbeat\), when it has ended them itself$/,
+    );
+    const declared = await eventually(
+      'the lease ran out',
+      async () => {
+        const answer = await declare();
+        return answer.status === 202 ? answer : undefined;
+      },
+      (FENCE_AFTER_S + 5) * 1000,
+      500,
+    );
+    expect(await declared.json()).toMatchObject({ node_id: 'node-gone', protected_vm_ids: [] });
+    await controllers
+      .get(hostB)!
+      .waitForOutput(/\[Recovery\] node node-gone declared dead by an operator/);
   });
 });

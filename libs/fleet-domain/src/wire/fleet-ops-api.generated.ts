@@ -565,6 +565,11 @@ export interface components {
       /** @description The node holding it. */
       copy_node_id: string | null;
       /**
+       * @description etcd mode: how many times the leader recovered the VM on another node (its generation, raised at each recovery); a node that ran an older generation never starts it again. Absent: never recovered, or not etcd mode.
+       * @example 1
+       */
+      generation?: number;
+      /**
        * @description The VM's node.
        * @example example-node-01
        */
