@@ -143,6 +143,27 @@ describe('RecoveryService (etcd mode, the leader)', () => {
     });
   });
 
+  it('judges no node in its first 30 s (after a power cut, agents have a staleness window to beat again)', async () => {
+    await n1Lost();
+    clock.advance(120_000);
+    const restarted = new RecoveryService(
+      leases,
+      new SoleLeader(),
+      repository,
+      moves,
+      { restore: () => Promise.reject(new Error('not expected')) } as unknown as VmRestoreService,
+      clock,
+      fleetConfig({}),
+      new FleetMetrics(),
+    );
+    expect(await restarted.recoverLapsedNodes()).toEqual([]);
+    clock.advance(25_000);
+    await beat('n1', [{ ...vmRecord(PROTECTED), copies: { count: 1, every_s: 60 } }]);
+    clock.advance(5_000);
+    expect(await restarted.recoverLapsedNodes()).toEqual([]);
+    expect(await leases.lapsed(clock.wallNow())).toEqual([]);
+  });
+
   it('does nothing on a controller that does not lead', async () => {
     await n1Lost();
     leading = false;

@@ -3,6 +3,7 @@ import { Clock } from '@app/daemon';
 import {
   DEFAULT_RECOVER_AFTER_S,
   HeartbeatVm,
+  NODE_STALE_AFTER_MS,
   NodeState,
   isLive,
   liveSince,
@@ -44,6 +45,12 @@ export class RecoveryService {
   private readonly logger = new Logger('Recovery');
   /** The last failure warned for each VM, so a retry every pass logs only a new reason. */
   private readonly failures = new Map<string, string>();
+  /**
+   * When this controller started: after a restart of every machine (a power cut), the nodes'
+   * records are old and their leases lapsed, so no node is judged before their agents had a
+   * staleness window to heartbeat again.
+   */
+  private readonly startedAtMs: number;
 
   constructor(
     private readonly leases: NodeLeases,
@@ -54,7 +61,9 @@ export class RecoveryService {
     private readonly clock: Clock,
     private readonly config: FleetConfig,
     private readonly metrics: FleetMetrics,
-  ) {}
+  ) {
+    this.startedAtMs = clock.now();
+  }
 
   private get recoverAfterMs(): number {
     return (this.config.recoverAfterS ?? DEFAULT_RECOVER_AFTER_S) * 1000;
@@ -63,6 +72,7 @@ export class RecoveryService {
   /** One pass: every lapsed node, on the leader only. */
   async recoverLapsedNodes(): Promise<NodeRecovery[]> {
     if (!this.leases.enabled || !this.leadership.isLeader()) return [];
+    if (this.clock.now() - this.startedAtMs < NODE_STALE_AFTER_MS) return [];
     const lapsed = await this.leases.lapsed(this.clock.wallNow() - this.recoverAfterMs);
     const done: NodeRecovery[] = [];
     if (lapsed.length === 0) return done;
