@@ -1,5 +1,5 @@
 import { Controller, HttpCode, Param, Post } from '@nestjs/common';
-import { RequiresToken } from '@app/daemon';
+import { RequiresToken, invalidInput } from '@app/daemon';
 import {
   ApiAcceptedResponse,
   ApiOperation,
@@ -36,6 +36,10 @@ export class DeclareDeadController {
   @ApiFleetStateErrors(
     RECOVERY_ERROR_STATUSES,
     WRONG_HOST,
+    invalidInput(
+      'node_id is not a fleet id.',
+      'node_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
+    ),
     {
       name: 'lease-live',
       when: 'The node still renews its lease (it heartbeats to a controller), or the fleet is not in etcd mode. Nothing was marked.',

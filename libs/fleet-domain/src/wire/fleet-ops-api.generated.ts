@@ -750,6 +750,22 @@ export interface operations {
           'application/json': components['schemas']['DeclaredDeadNode'];
         };
       };
+      /** @description node_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "node_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
       /**
        * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
        *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
