@@ -41,3 +41,4 @@ export * from './wire/vm-restore';
 export * from './restore-plan';
 export * from './copy-placement';
 export * from './fencing';
+export * from './wire/node-recovery';

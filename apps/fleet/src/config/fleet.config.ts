@@ -1,7 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { Matches, ValidateBy } from 'class-validator';
-import { MAX_COPY_EVERY_S, MIN_COPY_EVERY_S } from '@app/fleet-domain';
+import {
+  DEFAULT_FENCE_AFTER_S,
+  DEFAULT_RECOVER_AFTER_S,
+  MAX_COPY_EVERY_S,
+  MAX_FENCE_AFTER_S,
+  MIN_COPY_EVERY_S,
+  MIN_FENCE_AFTER_S,
+  recoverAfterProblem,
+} from '@app/fleet-domain';
 import {
   ConfigurationError,
   DaemonConfig,
@@ -276,6 +284,22 @@ export class FleetConfig extends DaemonConfig {
   })
   copyEveryS!: number;
 
+  /** etcd mode: a node keeps its protected VMs running this long past an unrenewed lease. */
+  @EnvironmentVariable('VM_FLEET_FENCE_AFTER_S', {
+    validate: wholeSecondsFrom(MIN_FENCE_AFTER_S, MAX_FENCE_AFTER_S),
+    read: Number,
+    default: DEFAULT_FENCE_AFTER_S,
+  })
+  fenceAfterS!: number;
+
+  /** etcd mode: the leader recovers a node's protected VMs this long after its last renewal. */
+  @EnvironmentVariable('VM_FLEET_RECOVER_AFTER_S', {
+    validate: wholeSecondsFrom(1, 86_400),
+    read: Number,
+    default: DEFAULT_RECOVER_AFTER_S,
+  })
+  recoverAfterS!: number;
+
   /** The operations listener's address; undefined when VM_FLEET_OPS_ADDR is `off`. */
   get opsListenAddress(): ListenAddress | undefined {
     return this.opsAddress === undefined || this.opsAddress === OPS_LISTENER_OFF
@@ -284,8 +308,26 @@ export class FleetConfig extends DaemonConfig {
   }
 }
 
+function wholeSecondsFrom(least: number, most: number): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isWholeSeconds',
+      validator: {
+        validate: (value: unknown) =>
+          typeof value === 'string' &&
+          /^[1-9]\d{0,5}$/.test(value) &&
+          Number(value) >= least &&
+          Number(value) <= most,
+      },
+    },
+    { message: `$property must be a whole number of seconds from ${least} to ${most}` },
+  );
+}
+
 export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
   const config = readEnvironment(FleetConfig, env);
+  const recoverProblem = recoverAfterProblem(config.fenceAfterS, config.recoverAfterS);
+  if (recoverProblem) throw new ConfigurationError(recoverProblem);
   if (config.nodeToken && config.nodeToken === config.apiToken) {
     // Then every agent, which holds the node token, could act as an operator.
     throw new ConfigurationError('VM_FLEET_API_TOKEN must differ from VM_FLEET_NODE_TOKEN');

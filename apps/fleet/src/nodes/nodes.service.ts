@@ -29,6 +29,7 @@ import { NodeCredential, NodeTokens } from './node-tokens';
 import { LoopbackWgIpError, NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
 import { NodesRepository, VmIdsHeldElsewhereError } from './nodes.repository';
 import { VmMoves } from './vm-moves.repository';
+import { NodeLeases } from './node-leases';
 
 /** Nodes named one by one per sweep; beyond that, one summary line. */
 const DROP_LINES_PER_SWEEP = 20;
@@ -69,6 +70,8 @@ export class NodesService {
     // Required: a default of none would quietly take any token for any node (fail open).
     private readonly nodeTokens: NodeTokens,
     private readonly vmMoves?: VmMoves,
+    /** etcd mode: each heartbeat taken renews its node's fencing lease (answer fence_after_s). */
+    private readonly leases?: NodeLeases,
   ) {}
 
   /**
@@ -137,7 +140,13 @@ export class NodesService {
       case 'refreshed':
         break;
     }
-    return superseded.length > 0 ? { accepted: true, superseded_vm_ids: superseded } : ACCEPTED;
+    const fenceAfterS = await this.leases?.renew(id, this.clock.wallNow());
+    if (fenceAfterS === undefined && superseded.length === 0) return ACCEPTED;
+    return {
+      accepted: true,
+      ...(superseded.length > 0 && { superseded_vm_ids: superseded }),
+      ...(fenceAfterS !== undefined && { fence_after_s: fenceAfterS }),
+    };
   }
 
   /**
