@@ -22,6 +22,7 @@ import { FLEET_OPS_ERROR_STATUSES } from './fleet-error.statuses';
 import { KeyClaims } from './nodes/key-claims.repository';
 import { NodesRepository } from './nodes/nodes.repository';
 import { VmMoves } from './nodes/vm-moves.repository';
+import { NodeTokens } from './nodes/node-tokens';
 import { OperationsModule } from './operations/operations.module';
 import { TenantQuotas } from './tenants/tenant-quotas.service';
 import { TenantVmInterceptor } from './vms/tenant-vm.interceptor';
@@ -54,6 +55,8 @@ export interface FleetOpsShared {
   /** For restores: the store's claims (one restore of a VM at a time) and its moves. */
   keyClaims: KeyClaims;
   vmMoves: VmMoves;
+  /** For a restore onto a node that does not hold the copy: the holder's token signs its read grant. */
+  nodeTokens: NodeTokens;
 }
 
 /** The shared instances of `fleet`, the controller's main app. */
@@ -71,6 +74,7 @@ export function fleetOpsSharedFrom(fleet: INestApplicationContext): FleetOpsShar
     audit: fleet.get(AuditLog),
     keyClaims: fleet.get(KeyClaims),
     vmMoves: fleet.get(VmMoves),
+    nodeTokens: fleet.get(NodeTokens),
   };
 }
 
@@ -113,6 +117,7 @@ class FleetOpsCoreModule {
         { provide: AuditLog, useValue: shared.audit },
         { provide: KeyClaims, useValue: shared.keyClaims },
         { provide: VmMoves, useValue: shared.vmMoves },
+        { provide: NodeTokens, useValue: shared.nodeTokens },
       ],
       exports: [
         BearerTokens,
@@ -127,6 +132,7 @@ class FleetOpsCoreModule {
         AuditLog,
         KeyClaims,
         VmMoves,
+        NodeTokens,
       ],
     };
   }

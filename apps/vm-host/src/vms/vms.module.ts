@@ -33,6 +33,8 @@ import { CopyLocks } from './copies/copy-locks';
 import { VmCopyPlanController } from './copies/vm-copy-plan.controller';
 import { VmReplicationJob } from './copies/vm-replication.job';
 import { VmReplicationService } from './copies/vm-replication.service';
+import { CopyThrottle } from './copies/copy-throttle';
+import { ReplicaPuller } from './copies/replica-pull';
 
 @Module({
   imports: [HostFactsModule],
@@ -66,6 +68,8 @@ import { VmReplicationService } from './copies/vm-replication.service';
     VmBackupsJob,
     VmRestoresService,
     CopyLocks,
+    CopyThrottle,
+    ReplicaPuller,
     VmReplicationService,
     VmReplicationJob,
     // QEMU's copies, as QEMU is the only driver (vm-driver.provider.ts).
@@ -88,6 +92,7 @@ import { VmReplicationService } from './copies/vm-replication.service';
     VmsService,
     VmCopier,
     CopyLocks,
+    CopyThrottle,
     VmFiles,
     VmSidecars,
     VmLifecycle,
