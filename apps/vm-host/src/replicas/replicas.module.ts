@@ -6,12 +6,19 @@ import { ReplicaReadGuard } from './replica-read.guard';
 import { ReplicaReadService } from './replica-read.service';
 import { ReplicasController } from './replicas.controller';
 import { ReplicasService } from './replicas.service';
+import { ReplicaSweep } from './replica-sweep';
 
 /** Copies of other nodes' VMs this node keeps (the peer side of copies). */
 @Module({
   imports: [VmsModule],
   controllers: [ReplicasController, ReplicaReadController],
-  providers: [ReplicasService, ReplicaGrantGuard, ReplicaReadService, ReplicaReadGuard],
+  providers: [
+    ReplicasService,
+    ReplicaGrantGuard,
+    ReplicaReadService,
+    ReplicaReadGuard,
+    ReplicaSweep,
+  ],
   exports: [ReplicasService],
 })
 export class ReplicasModule {}

@@ -2,7 +2,6 @@ import { ApiProperty } from './openapi-decorators';
 import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
-  ArrayMinSize,
   IsArray,
   IsIn,
   IsInt,
@@ -98,9 +97,8 @@ export class ReplicaChainRead {
   @Matches(CHAIN_ID_PATTERN)
   chain_id!: string;
 
-  @ApiProperty({ type: [ReplicaChainFile], minItems: 1, maxItems: MAX_REPLICA_CHAIN_FILES })
+  @ApiProperty({ type: [ReplicaChainFile], maxItems: MAX_REPLICA_CHAIN_FILES })
   @ValidateNested({ each: true })
-  @ArrayMinSize(1)
   @ArrayMaxSize(MAX_REPLICA_CHAIN_FILES)
   @IsArray()
   @Type(() => ReplicaChainFile)

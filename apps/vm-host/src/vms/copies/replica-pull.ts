@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm, statfs } from 'node:fs/promises';
@@ -46,7 +46,7 @@ export interface PulledChain {
  * hold the copy uses it; a cold move will too.
  */
 @Injectable()
-export class ReplicaPuller {
+export class ReplicaPuller implements OnApplicationBootstrap {
   private readonly logger = new Logger('Restores');
   readonly root: string;
 
@@ -56,6 +56,13 @@ export class ReplicaPuller {
     private readonly throttle: CopyThrottle,
   ) {
     this.root = join(config.diskDir, 'pulls');
+  }
+
+  /** What a pull cut short by a killed agent left (its restore is rolled back at start too). */
+  async onApplicationBootstrap(): Promise<void> {
+    await rm(this.root, { recursive: true, force: true }).catch((error: unknown) =>
+      this.logger.warn(`${this.root} not swept: ${messageOf(error)}`),
+    );
   }
 
   async pull(vmId: string, from: RestorePull): Promise<PulledChain> {
