@@ -28,6 +28,7 @@ import { NodeIdConflicts } from './node-id-conflicts.tracker';
 import { NodeCredential, NodeTokens } from './node-tokens';
 import { LoopbackWgIpError, NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
 import { NodesRepository, VmIdsHeldElsewhereError } from './nodes.repository';
+import { wantedReplicaVmIds } from './wanted-replicas';
 import { VmMoves } from './vm-moves.repository';
 
 /** Nodes named one by one per sweep; beyond that, one summary line. */
@@ -136,6 +137,18 @@ export class NodesService {
         };
       case 'refreshed':
         break;
+    }
+    // A store that cannot be read now says nothing of them (the peer removes nothing).
+    const all = heartbeat.replicas?.length
+      ? await this.nodes.listAll().catch(() => undefined)
+      : undefined;
+    const wanted = all && wantedReplicaVmIds(heartbeat.replicas, all);
+    if (wanted) {
+      return {
+        accepted: true,
+        wanted_replica_vm_ids: wanted,
+        ...(superseded.length > 0 ? { superseded_vm_ids: superseded } : {}),
+      };
     }
     return superseded.length > 0 ? { accepted: true, superseded_vm_ids: superseded } : ACCEPTED;
   }

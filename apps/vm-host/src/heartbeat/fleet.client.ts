@@ -1,5 +1,5 @@
 import { ClientRequest, IncomingMessage, RequestOptions, request as httpRequest } from 'node:http';
-import { ID_PATTERN, type FleetApi } from '@app/fleet-domain';
+import { ID_PATTERN, MAX_REPLICAS_REPORTED, type FleetApi } from '@app/fleet-domain';
 
 export type HeartbeatBody = FleetApi.components['schemas']['NodeHeartbeat'];
 export type HeartbeatAnswer = FleetApi.components['schemas']['HeartbeatAnswer'];
@@ -115,13 +115,32 @@ function answerOf(body: unknown): HeartbeatAnswer {
         .slice(0, MAX_SUPERSEDED)
         .filter((id): id is string => typeof id === 'string' && ID_PATTERN.test(id))
     : [];
+  const wanted = wantedReplicasOf(body.wanted_replica_vm_ids);
   if (body.accepted !== false) {
+    if (wanted) {
+      return {
+        accepted: true,
+        wanted_replica_vm_ids: wanted,
+        ...(superseded.length > 0 ? { superseded_vm_ids: superseded } : {}),
+      };
+    }
     return superseded.length > 0 ? { accepted: true, superseded_vm_ids: superseded } : TAKEN;
   }
   const stored = body.stored_timestamp_utc;
   return typeof stored === 'string'
     ? { accepted: false, stored_timestamp_utc: stored.slice(0, MAX_MESSAGE_CHARS) }
     : { accepted: false };
+}
+
+/**
+ * The copies the controller still wants (fleet ids only, at most as many as a heartbeat
+ * reports); undefined when it said nothing of them, or said it so that it cannot be read:
+ * then nothing is removed.
+ */
+function wantedReplicasOf(ids: unknown): string[] | undefined {
+  if (!Array.isArray(ids) || ids.length > MAX_REPLICAS_REPORTED) return undefined;
+  if (!ids.every((id) => typeof id === 'string' && ID_PATTERN.test(id))) return undefined;
+  return ids as string[];
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

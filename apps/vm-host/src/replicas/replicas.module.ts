@@ -7,6 +7,7 @@ import { ReplicaReadService } from './replica-read.service';
 import { ReplicasController } from './replicas.controller';
 import { ReplicasService } from './replicas.service';
 import { ReplicaSweep } from './replica-sweep';
+import { ReplicaPrune } from './replica-prune';
 
 /** Copies of other nodes' VMs this node keeps (the peer side of copies). */
 @Module({
@@ -18,7 +19,8 @@ import { ReplicaSweep } from './replica-sweep';
     ReplicaReadService,
     ReplicaReadGuard,
     ReplicaSweep,
+    ReplicaPrune,
   ],
-  exports: [ReplicasService],
+  exports: [ReplicasService, ReplicaPrune],
 })
 export class ReplicasModule {}

@@ -237,4 +237,13 @@ export class HeartbeatAnswer {
       'VMs this node lists that were restored on another node since: the agent stops them if they run, sets their disks aside and lists them no more. Absent: none.',
   })
   superseded_vm_ids?: string[];
+
+  @ApiProperty({
+    type: [String],
+    required: false,
+    maxItems: MAX_REPLICAS_REPORTED,
+    description:
+      "Only when the heartbeat reported replicas: those of VMs the fleet still has (some node's record lists it, live or silent). A copy this node holds of a VM no answer has listed for 24 h is removed by its agent (docs/vms.md). Absent: a controller before it; nothing is removed.",
+  })
+  wanted_replica_vm_ids?: string[];
 }
