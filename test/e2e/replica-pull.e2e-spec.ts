@@ -41,13 +41,16 @@ function writeGrant(issuedAtMs: number | undefined): string {
   });
 }
 
-function readGrant(overrides: Partial<{ token: string; vm: string; holder: string }> = {}): string {
+function readGrant(
+  overrides: Partial<{ token: string; vm: string; holder: string; moves: boolean }> = {},
+): string {
   return signCopyReadGrant(overrides.token ?? HOLDER_TOKEN, {
     vm: overrides.vm ?? VM,
     holder: overrides.holder ?? 'node-b',
     reader: 'node-c',
     issuedAtMs: Date.now(),
     expiresAtMs: Date.now() + HOUR_MS,
+    moves: overrides.moves ?? true,
   });
 }
 
@@ -172,6 +175,34 @@ describe("a VM's copy pulled by a node that does not hold it", () => {
       .expect(404);
   });
 
+  it("takes no copy grant issued before the copy was read for a restore (an old node's replay)", async () => {
+    const start = (grant: string) =>
+      request(holder.url)
+        .post(`/v1/replicas/${VM}/transfers`)
+        .set('authorization', `Bearer ${grant}`)
+        .send({
+          kind: 'full',
+          size_bytes: 1024,
+          taken_at: '2026-08-06T11:00:00Z',
+          vm_state: 'stopped',
+        });
+    const issuedBefore = Date.now() - 30_000;
+    // Read for a restore as a new VM: the original still runs and copies on.
+    await read(readGrant({ moves: false })).expect(200);
+    await start(writeGrant(issuedBefore)).expect(201);
+    // Read for a restore that moves the VM: its old node's grant writes nothing more.
+    const answer = await read(readGrant()).expect(200);
+    expect(answer.body).toEqual({
+      vm_id: VM,
+      chain_id: chainId,
+      files: [expect.objectContaining({ file: '0000-full.qcow2', kind: 'full' }) as object],
+    });
+    const stale = await start(writeGrant(issuedBefore)).expect(403);
+    expect(stale.body.message).toMatch(/before the VM's last restore/);
+    await start(writeGrant(undefined)).expect(403);
+    await start(writeGrant(Date.now() + 1_000)).expect(201);
+  });
+
   it('pulls the chain into a private staging folder, checked: the same disk', async () => {
     const puller = target.app.get(ReplicaPuller);
     const pulled = await puller.pull(VM, {
@@ -189,23 +220,6 @@ describe("a VM's copy pulled by a node that does not hold it", () => {
     execFileSync('qemu-img', ['compare', '-q', disk, pulled.top]);
     await puller.remove(pulled.dir);
     expect(existsSync(pulled.dir)).toBe(false);
-  });
-
-  it("takes no copy grant issued before the copy was read for a restore (an old node's replay)", async () => {
-    const start = (grant: string) =>
-      request(holder.url)
-        .post(`/v1/replicas/${VM}/transfers`)
-        .set('authorization', `Bearer ${grant}`)
-        .send({
-          kind: 'full',
-          size_bytes: 1024,
-          taken_at: '2026-08-06T11:00:00Z',
-          vm_state: 'stopped',
-        });
-    const stale = await start(writeGrant(Date.now() - 30_000)).expect(403);
-    expect(stale.body.message).toMatch(/before the VM's last restore/);
-    await start(writeGrant(undefined)).expect(403);
-    await start(writeGrant(Date.now() + 1_000)).expect(201);
   });
 
   it("refuses a file that is not what the holder's manifest says, leaving nothing staged", async () => {

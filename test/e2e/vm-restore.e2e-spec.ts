@@ -207,7 +207,9 @@ describe('POST /v1/vms/{vm_id}/restore (operations listener)', () => {
       });
       // Signed with n2's token (none: this fleet's agents are open), for n2 to check.
       const grant = verifyCopyReadGrant(undefined, 'n2', sent.source.pull!.grant, 0);
-      expect(grant).toEqual(expect.objectContaining({ vm: VM, holder: 'n2', reader: 'n3' }));
+      expect(grant).toEqual(
+        expect.objectContaining({ vm: VM, holder: 'n2', reader: 'n3', moves: true }),
+      );
       expect(verifyCopyReadGrant('other-token', 'n2', sent.source.pull!.grant, 0)).toEqual({
         refused: 'grant not signed for this node',
       });

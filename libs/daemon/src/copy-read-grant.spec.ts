@@ -8,6 +8,7 @@ describe('copy read grants', () => {
     reader: 'node-c',
     issuedAtMs: 1_000,
     expiresAtMs: 2_000,
+    moves: true,
   };
 
   it('is taken by the holder it names, with its token, until it expires', () => {

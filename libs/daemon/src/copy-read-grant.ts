@@ -16,6 +16,11 @@ export interface CopyReadGrant {
   issuedAtMs: number;
   /** Wall-clock milliseconds after which the holder refuses it. */
   expiresAtMs: number;
+  /**
+   * The read moves the VM (a restore keeping its id, not one as a new VM beside it): the holder
+   * then takes no copy grant issued before it (the VM's old node's).
+   */
+  moves: boolean;
 }
 
 /**
@@ -33,6 +38,7 @@ export function signCopyReadGrant(holderToken: string | undefined, grant: CopyRe
       reader: grant.reader,
       iat: grant.issuedAtMs,
       exp: grant.expiresAtMs,
+      mv: grant.moves,
     }),
     'utf8',
   ).toString('base64url');
@@ -66,7 +72,7 @@ export function verifyCopyReadGrant(
   } catch {
     return { refused: 'malformed grant' };
   }
-  const { v, vm, holder, reader, iat, exp } = fields;
+  const { v, vm, holder, reader, iat, exp, mv } = fields;
   if (
     v !== 1 ||
     typeof vm !== 'string' ||
@@ -75,11 +81,12 @@ export function verifyCopyReadGrant(
     typeof iat !== 'number' ||
     !Number.isFinite(iat) ||
     typeof exp !== 'number' ||
-    !Number.isFinite(exp)
+    !Number.isFinite(exp) ||
+    typeof mv !== 'boolean'
   ) {
     return { refused: 'malformed grant' };
   }
   if (holder !== ownNodeId) return { refused: 'grant for another node' };
   if (exp <= nowMs) return { refused: 'grant expired' };
-  return { vm, holder, reader, issuedAtMs: iat, expiresAtMs: exp };
+  return { vm, holder, reader, issuedAtMs: iat, expiresAtMs: exp, moves: mv };
 }

@@ -50,7 +50,14 @@ export class RestorePulls {
     private readonly clock: Clock,
   ) {}
 
-  pullFrom(vmId: string, holder: NodeState, reader: NodeState, point: RestorePoint): RestorePull {
+  /** `moves`: the restore keeps the VM's id (not as a new VM beside it). */
+  pullFrom(
+    vmId: string,
+    holder: NodeState,
+    reader: NodeState,
+    point: RestorePoint,
+    moves: boolean,
+  ): RestorePull {
     const token = this.nodeTokens.forAgent(holder.node_id, holder.credential);
     if ('unusable' in token) {
       throw new VmRestoreRefusedError(
@@ -68,6 +75,7 @@ export class RestorePulls {
         reader: reader.node_id,
         issuedAtMs: nowMs,
         expiresAtMs: nowMs + READ_GRANT_LIFE_MS,
+        moves,
       }),
       backup_id: point.backup_id,
     };

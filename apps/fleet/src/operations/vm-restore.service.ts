@@ -181,7 +181,9 @@ export class VmRestoreService {
       source: {
         ...(point.source === 'replica' ? { replica: true } : { backup_id: point.backup_id }),
         vm_id: vmId,
-        ...(pulled && holder ? { pull: this.pulls.pullFrom(vmId, holder, target, pulled) } : {}),
+        ...(pulled && holder
+          ? { pull: this.pulls.pullFrom(vmId, holder, target, pulled, !asNew) }
+          : {}),
       },
     };
     let restored;

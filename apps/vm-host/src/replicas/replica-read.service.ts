@@ -39,9 +39,9 @@ export class ReplicaReadService {
         `vm ${vmId}: chain ${chainId} here has ${chain.manifest.files.length} file(s), no point ${point}`,
       );
     }
-    await this.floor.restored(vmId, grant.issuedAtMs);
+    if (grant.moves) await this.floor.restored(vmId, grant.issuedAtMs);
     this.logger.log(
-      `vm ${vmId}: its copy ${point} read by node ${grant.reader} (a restore there); copy grants issued before now write nothing more here`,
+      `vm ${vmId}: its copy ${point} read by node ${grant.reader} (a restore there${grant.moves ? '; copy grants issued before it write nothing more here' : ', as a new VM'})`,
     );
     return {
       vm_id: vmId,

@@ -77,8 +77,9 @@ export class VmRestoresService {
         await this.copier.convert(join(chain.dir, chain.manifest.files[index].file), target);
       },
     });
-    // Restored from this copy: a copy grant issued before now writes nothing more over it.
-    if (point.source === 'replica') {
+    // Restored (moved, not as a new VM) from this copy: a copy grant issued before now writes
+    // nothing more over it.
+    if (point.source === 'replica' && request.vm_id === chain.manifest.vm_id) {
       await new ReplicaGrantFloor(this.replicas).restored(chain.manifest.vm_id, Date.now());
     }
     return { vm: outcome.vm, point };
