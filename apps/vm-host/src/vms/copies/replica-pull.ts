@@ -237,7 +237,12 @@ async function readBounded(response: IncomingMessage, limit: number): Promise<st
   let size = 0;
   for await (const chunk of response) {
     size += (chunk as Buffer).length;
-    if (size <= limit) chunks.push(chunk as Buffer);
+    // A holder that would send more is not read on (nor waited for).
+    if (size > limit) {
+      response.destroy();
+      break;
+    }
+    chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
 }
