@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { deriveNodeToken, signCopyGrant } from '@app/daemon';
+import { deriveNodeToken, signCopyGrant, signCopyReadGrant } from '@app/daemon';
+import { CHAIN_ID_PATTERN } from '@app/fleet-domain';
 import {
   Daemon,
   FLEET_URL,
@@ -92,8 +93,13 @@ describe('copies of a real guest on a peer node', () => {
   let sourceHost: TestHost;
   let peerHost: TestHost;
   const replicas = (vmId: string) => join(workDir, PEER, 'replicas', vmId);
+  // The chain folders (beside them, grant-floor.json: the grant replay window).
   const chains = (vmId: string) =>
-    existsSync(replicas(vmId)) ? readdirSync(replicas(vmId)).sort() : [];
+    existsSync(replicas(vmId))
+      ? readdirSync(replicas(vmId))
+          .filter((name) => CHAIN_ID_PATTERN.test(name))
+          .sort()
+      : [];
   const manifest = (vmId: string, chain: string): Manifest =>
     JSON.parse(readFileSync(join(replicas(vmId), chain, 'manifest.json'), 'utf8')) as Manifest;
 
@@ -203,6 +209,22 @@ describe('copies of a real guest on a peer node', () => {
       expect([read.status, written.status]).toEqual(
         credential === otherVmGrant ? [403, 403] : [401, 401],
       );
+    }
+    // Nor its read route (a restore's on another node: a read grant only): no node token, no
+    // copy grant, no read grant a hostile node signed with its own token.
+    const forgedRead = signCopyReadGrant(sourceToken, {
+      vm: vmId,
+      holder: PEER,
+      reader: SOURCE,
+      issuedAtMs: Date.now(),
+      expiresAtMs: Date.now() + 3_600_000,
+      moves: false,
+    });
+    for (const credential of [sourceToken, forged, forgedRead]) {
+      const read = await fetch(`${peerUrl}/read?point=${chain}/0000`, {
+        headers: { authorization: `Bearer ${credential}` },
+      });
+      expect(read.status).toBe(401);
     }
     expect(chains(vmId)).toEqual([chain]);
 

@@ -23,6 +23,7 @@ import { KeyClaims } from './nodes/key-claims.repository';
 import { NodeLeases } from './nodes/node-leases';
 import { NodesRepository } from './nodes/nodes.repository';
 import { VmMoves } from './nodes/vm-moves.repository';
+import { NodeTokens } from './nodes/node-tokens';
 import { OperationsModule } from './operations/operations.module';
 import { RecoveryOpsModule } from './recovery/recovery-ops.module';
 import { TenantQuotas } from './tenants/tenant-quotas.service';
@@ -58,6 +59,8 @@ export interface FleetOpsShared {
   vmMoves: VmMoves;
   /** etcd mode's node leases, for `node declare-dead`. */
   nodeLeases: NodeLeases;
+  /** For a restore onto a node that does not hold the copy: the holder's token signs its read grant. */
+  nodeTokens: NodeTokens;
 }
 
 /** The shared instances of `fleet`, the controller's main app. */
@@ -76,6 +79,7 @@ export function fleetOpsSharedFrom(fleet: INestApplicationContext): FleetOpsShar
     keyClaims: fleet.get(KeyClaims),
     vmMoves: fleet.get(VmMoves),
     nodeLeases: fleet.get(NodeLeases),
+    nodeTokens: fleet.get(NodeTokens),
   };
 }
 
@@ -119,6 +123,7 @@ class FleetOpsCoreModule {
         { provide: KeyClaims, useValue: shared.keyClaims },
         { provide: VmMoves, useValue: shared.vmMoves },
         { provide: NodeLeases, useValue: shared.nodeLeases },
+        { provide: NodeTokens, useValue: shared.nodeTokens },
       ],
       exports: [
         BearerTokens,
@@ -134,6 +139,7 @@ class FleetOpsCoreModule {
         KeyClaims,
         VmMoves,
         NodeLeases,
+        NodeTokens,
       ],
     };
   }

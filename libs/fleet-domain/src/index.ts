@@ -16,6 +16,7 @@ export * from './wire/vm-life-cycle';
 export * from './wire/vm-backup';
 export * from './wire/vm-copies';
 export * from './wire/replica-transfer';
+export * from './wire/replica-read';
 export * from './wire/vm-record';
 export * from './wire/heartbeat-vm';
 export * from './wire/fleet-vm';

@@ -28,6 +28,7 @@ import { NodeIdConflicts } from './node-id-conflicts.tracker';
 import { NodeCredential, NodeTokens } from './node-tokens';
 import { LoopbackWgIpError, NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
 import { NodesRepository, VmIdsHeldElsewhereError } from './nodes.repository';
+import { wantedReplicaVmIds } from './wanted-replicas';
 import { VmMoves } from './vm-moves.repository';
 import { NodeLeases } from './node-leases';
 
@@ -141,9 +142,15 @@ export class NodesService {
         break;
     }
     const fenceAfterS = await this.leases?.renew(id, this.clock.wallNow());
-    if (fenceAfterS === undefined && superseded.length === 0) return ACCEPTED;
+    // A store that cannot be read now says nothing of them (the peer removes nothing).
+    const all = heartbeat.replicas?.length
+      ? await this.nodes.listAll().catch(() => undefined)
+      : undefined;
+    const wanted = all && wantedReplicaVmIds(heartbeat.replicas, all);
+    if (fenceAfterS === undefined && superseded.length === 0 && !wanted) return ACCEPTED;
     return {
       accepted: true,
+      ...(wanted ? { wanted_replica_vm_ids: wanted } : {}),
       ...(superseded.length > 0 && { superseded_vm_ids: superseded }),
       ...(fenceAfterS !== undefined && { fence_after_s: fenceAfterS }),
     };

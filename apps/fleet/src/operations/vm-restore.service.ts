@@ -38,6 +38,7 @@ import { AgentAnswer, AgentCallError, VmHostClient } from '../vms/vm-host.client
 import { PlacementRefusedError } from '../vms/vms.errors';
 import { VmAgentFailedError } from './vm-operations.errors';
 import { VmRestoreRefusedError } from './vm-restore.errors';
+import { RestorePulls, newestInTime, remoteIsNewer } from './restore-pull';
 
 /**
  * How long the controller waits for an agent's restore: it answers once the whole disk is
@@ -71,6 +72,7 @@ export class VmRestoreService {
     private readonly vmMoves: VmMoves,
     private readonly vmHost: VmHostClient,
     private readonly clock: Clock,
+    private readonly pulls: RestorePulls,
     /** Absent (a unit test's service): no tenant has a quota. */
     private readonly tenantQuotas?: TenantQuotas,
   ) {}
@@ -111,8 +113,36 @@ export class VmRestoreService {
     const points = await this.ask(vmId, target, 'restore points read', () =>
       this.vmHost.restorePoints(target, vmId),
     );
-    const point = this.choosePoint(vmId, target, plan, points, request, listed !== undefined, live);
-    const spec = specOf(listed?.vm, points.spec);
+    // The copy held by another node: pulled by the target when asked for, or when newer.
+    const holder = plan.holder ? live.find((node) => node.node_id === plan.holder) : undefined;
+    const held = holder
+      ? await this.ask(vmId, holder, 'restore points read', () =>
+          this.vmHost.restorePoints(holder, vmId),
+        )
+      : undefined;
+    const remote = held && newestInTime(held.points, request.at, 'replica');
+    const local =
+      plan.kind === 'replica' && holder
+        ? undefined
+        : this.choosePoint(
+            vmId,
+            target,
+            plan,
+            points,
+            request,
+            listed !== undefined,
+            live,
+            !!remote,
+          );
+    const pulled = holder && remote && remoteIsNewer(local, remote) ? remote : undefined;
+    if (plan.kind === 'replica' && holder && !pulled) {
+      throw new VmRestoreRefusedError(
+        422,
+        `from: node ${holder.node_id} holds no readable copy of vm ${vmId}${request.at ? ` taken at or before ${request.at}` : ''}`,
+      );
+    }
+    const point = (pulled ?? local)!;
+    const spec = specOf(listed?.vm, (pulled ? held?.spec : points.spec) ?? points.spec);
     if (!spec) {
       throw new VmRestoreRefusedError(
         422,
@@ -151,6 +181,9 @@ export class VmRestoreService {
       source: {
         ...(point.source === 'replica' ? { replica: true } : { backup_id: point.backup_id }),
         vm_id: vmId,
+        ...(pulled && holder
+          ? { pull: this.pulls.pullFrom(vmId, holder, target, pulled, !asNew) }
+          : {}),
       },
     };
     let restored;
@@ -184,7 +217,7 @@ export class VmRestoreService {
         ),
       );
     this.logger.log(
-      `vm ${newId}${asNew ? ` (a new VM from vm ${vmId})` : ''} restored on node ${target.node_id} from ${point.source} ${point.backup_id} taken ${point.taken_at}${replaced ? `; node ${replaced} will not run it again (superseded when it comes back)` : ''}; ports ${record.host_ports.map((port) => `${port.host_port}->${port.guest_port}/${port.protocol}`).join(' ')}`,
+      `vm ${newId}${asNew ? ` (a new VM from vm ${vmId})` : ''} restored on node ${target.node_id} from ${point.source} ${point.backup_id}${pulled ? ` pulled from node ${holder!.node_id}` : ''} taken ${point.taken_at}${replaced ? `; node ${replaced} will not run it again (superseded when it comes back)` : ''}; ports ${record.host_ports.map((port) => `${port.host_port}->${port.guest_port}/${port.protocol}`).join(' ')}`,
     );
     return { vm: shownVm(record, target.node_id), point, replaced_node_id: replaced };
   }
@@ -198,7 +231,9 @@ export class VmRestoreService {
     request: RestoreVmRequest,
     known: boolean,
     live: readonly NodeState[],
-  ): RestorePoint {
+    /** A copy elsewhere can serve: none here is no refusal (undefined). */
+    elsewhereServes = false,
+  ): RestorePoint | undefined {
     const atNs = request.at === undefined ? undefined : rfc3339ToEpochNanos(request.at);
     // `to` alone (no backup named): whatever that node holds, its copy or its backups, newest
     // first; its copy also when its heartbeat did not report it (an agent before copies' reports).
@@ -218,12 +253,12 @@ export class VmRestoreService {
         const bn = rfc3339ToEpochNanos(b.taken_at) ?? 0n;
         return an === bn ? 0 : an > bn ? -1 : 1;
       });
-    if (inTime[0]) return inTime[0];
+    if (inTime[0] || elsewhereServes) return inTime[0];
     const elsewhere = copyHoldersOf(vmId, live);
     const where =
       elsewhere.length === 0
         ? `no live node holds a copy of vm ${vmId}`
-        : `copies of vm ${vmId} are on ${elsewhere.join(', ')} (a copy is restored on the node that holds it: moving a copy to another node is not done yet)`;
+        : `copies of vm ${vmId} are on ${elsewhere.join(', ')}`;
     const what =
       plan.kind === 'replica'
         ? `node ${target.node_id} holds no readable copy of vm ${vmId}`

@@ -1,7 +1,13 @@
 import { ClientRequest, IncomingMessage, RequestOptions, request as httpRequest } from 'node:http';
 import { Logger } from '@nestjs/common';
 import { describeRequestFailure } from '@app/daemon';
-import { ID_PATTERN, MAX_FENCE_AFTER_S, MIN_FENCE_AFTER_S, type FleetApi } from '@app/fleet-domain';
+import {
+  ID_PATTERN,
+  MAX_FENCE_AFTER_S,
+  MAX_REPLICAS_REPORTED,
+  MIN_FENCE_AFTER_S,
+  type FleetApi,
+} from '@app/fleet-domain';
 
 export type HeartbeatBody = FleetApi.components['schemas']['NodeHeartbeat'];
 export type HeartbeatAnswer = FleetApi.components['schemas']['HeartbeatAnswer'];
@@ -190,6 +196,7 @@ function answerOf(body: unknown): HeartbeatAnswer {
         .slice(0, MAX_SUPERSEDED)
         .filter((id): id is string => typeof id === 'string' && ID_PATTERN.test(id))
     : [];
+  const wanted = wantedReplicasOf(body.wanted_replica_vm_ids);
   if (body.accepted !== false) {
     const fence = body.fence_after_s;
     const fenceAfterS =
@@ -201,6 +208,7 @@ function answerOf(body: unknown): HeartbeatAnswer {
         : undefined;
     return {
       accepted: true,
+      ...(wanted ? { wanted_replica_vm_ids: wanted } : {}),
       ...(superseded.length > 0 ? { superseded_vm_ids: superseded } : {}),
       ...(fenceAfterS !== undefined ? { fence_after_s: fenceAfterS } : {}),
     };
@@ -209,6 +217,17 @@ function answerOf(body: unknown): HeartbeatAnswer {
   return typeof stored === 'string'
     ? { accepted: false, stored_timestamp_utc: stored.slice(0, MAX_MESSAGE_CHARS) }
     : { accepted: false };
+}
+
+/**
+ * The copies the controller still wants (fleet ids only, at most as many as a heartbeat
+ * reports); undefined when it said nothing of them, or said it so that it cannot be read:
+ * then nothing is removed.
+ */
+function wantedReplicasOf(ids: unknown): string[] | undefined {
+  if (!Array.isArray(ids) || ids.length > MAX_REPLICAS_REPORTED) return undefined;
+  if (!ids.every((id) => typeof id === 'string' && ID_PATTERN.test(id))) return undefined;
+  return ids as string[];
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

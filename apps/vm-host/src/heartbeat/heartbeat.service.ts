@@ -5,6 +5,7 @@ import { VmHostConfig } from '../config/vm-host.config';
 import { HostFactsService } from '../host-facts/host-facts.service';
 import { HostMetrics } from '../metrics/host-metrics.service';
 import { ReplicasService } from '../replicas/replicas.service';
+import { ReplicaPrune } from '../replicas/replica-prune';
 import { NodeVmsSource } from '../vms/node-vms.source';
 import { VmFencing } from '../vms/fencing/vm-fencing.service';
 import { FleetClient, HeartbeatAnswer, HeartbeatBody } from './fleet.client';
@@ -35,6 +36,7 @@ export class HeartbeatService {
     private readonly metrics: HostMetrics = new HostMetrics(),
     @Optional() private readonly replicas?: ReplicasService,
     @Optional() private readonly fencing?: VmFencing,
+    @Optional() private readonly prune?: ReplicaPrune,
   ) {}
 
   /** The controller that answered last, as logs name it. */
@@ -84,6 +86,12 @@ export class HeartbeatService {
     const answer = await this.post(body, timeoutMs, shutdown);
     if (answer.superseded_vm_ids?.length) await this.vms.supersede(answer.superseded_vm_ids);
     await this.fencing?.answered(sentAtMs, answer);
+    if (answer.wanted_replica_vm_ids && body.replicas) {
+      await this.prune?.judge(
+        body.replicas.map((replica) => replica.vm_id),
+        answer.wanted_replica_vm_ids,
+      );
+    }
     if (answer.accepted) return this.taken();
     this.ignored(body, answer);
     if (!this.stampAfter(answer.stored_timestamp_utc)) return;

@@ -38,6 +38,8 @@ import { VM_TRANSITION_HOOKS } from './life-cycle/vm-transitions';
 import { FencedVms } from './fencing/fenced-vms.hook';
 import { LEASE_CLOCK, VmFencing } from './fencing/vm-fencing.service';
 import { VmFencingJob } from './fencing/vm-fencing.job';
+import { CopyThrottle } from './copies/copy-throttle';
+import { ReplicaPuller } from './copies/replica-pull';
 
 @Module({
   imports: [HostFactsModule],
@@ -71,6 +73,8 @@ import { VmFencingJob } from './fencing/vm-fencing.job';
     VmBackupsJob,
     VmRestoresService,
     CopyLocks,
+    CopyThrottle,
+    ReplicaPuller,
     VmReplicationService,
     VmReplicationJob,
     FencedVms,
@@ -103,6 +107,7 @@ import { VmFencingJob } from './fencing/vm-fencing.job';
     VmsService,
     VmCopier,
     CopyLocks,
+    CopyThrottle,
     VmFiles,
     VmSidecars,
     VmLifecycle,

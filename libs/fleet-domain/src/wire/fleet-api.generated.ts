@@ -246,6 +246,8 @@ export interface components {
       stored_timestamp_utc?: string;
       /** @description VMs this node lists that were restored on another node since: the agent stops them if they run, sets their disks aside and lists them no more. Absent: none. */
       superseded_vm_ids?: string[];
+      /** @description Only when the heartbeat reported replicas: those of VMs the fleet still has (some node's record lists it, live or silent). A copy this node holds of a VM no answer has listed for 24 h is removed by its agent (docs/vms.md). Absent: a controller before it; nothing is removed. */
+      wanted_replica_vm_ids?: string[];
     };
     HeartbeatDiskRoom: {
       /**

@@ -270,4 +270,13 @@ export class HeartbeatAnswer {
   @Min(MIN_FENCE_AFTER_S)
   @IsInt()
   fence_after_s?: number;
+
+  @ApiProperty({
+    type: [String],
+    required: false,
+    maxItems: MAX_REPLICAS_REPORTED,
+    description:
+      "Only when the heartbeat reported replicas: those of VMs the fleet still has (some node's record lists it, live or silent). A copy this node holds of a VM no answer has listed for 24 h is removed by its agent (docs/vms.md). Absent: a controller before it; nothing is removed.",
+  })
+  wanted_replica_vm_ids?: string[];
 }
