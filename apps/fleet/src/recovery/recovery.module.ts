@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { NodesModule } from '../nodes/nodes.module';
+import { RestorePulls } from '../operations/restore-pull';
 import { VmRestoreService } from '../operations/vm-restore.service';
 import { VmsModule } from '../vms/vms.module';
 import { RecoveryJob } from './recovery.job';
@@ -12,6 +13,6 @@ import { RecoveryService } from './recovery.service';
  */
 @Module({
   imports: [NodesModule, VmsModule],
-  providers: [VmRestoreService, RecoveryService, RecoveryJob],
+  providers: [VmRestoreService, RestorePulls, RecoveryService, RecoveryJob],
 })
 export class RecoveryModule {}
