@@ -181,7 +181,12 @@ describe('two controllers on one etcd: leadership and recovery', () => {
       ).toEqual({ accepted: true, fence_after_s: FENCE_AFTER_S });
     }
     const lastRenewal = Date.now();
-    expect(await holderBeat()).toEqual({ accepted: true, fence_after_s: FENCE_AFTER_S });
+    // The holder reports the VM's copy: the answer says the fleet still wants it.
+    expect(await holderBeat()).toEqual({
+      accepted: true,
+      fence_after_s: FENCE_AFTER_S,
+      wanted_replica_vm_ids: [VM],
+    });
     const beating = setInterval(() => void holderBeat().catch(() => undefined), 2_000);
     try {
       const { daemon } = await leader(1_000);
