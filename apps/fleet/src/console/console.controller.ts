@@ -62,14 +62,11 @@ import {
   ConsoleOverview,
   PageContext,
   loginPage,
-  nodeLive,
-  nodePage,
   notFoundPage,
-  overviewPage,
-  serialAnswer,
-  vmLive,
-  vmPage,
 } from './console.views';
+import { nodeLive, nodePage } from './node-page.views';
+import { overviewPage } from './overview.views';
+import { serialAnswer, vmLive, vmPage } from './vm-page.views';
 import { Html } from './html';
 import { LoginBackoff } from './login-backoff';
 
