@@ -18,7 +18,8 @@ import { HostMetrics } from '../../apps/vm-host/src/metrics/host-metrics.service
 import { DeletedDisks } from '../../apps/vm-host/src/vms/files/deleted-disks.service';
 import { VmAdmissionService } from '../../apps/vm-host/src/vms/admission/vm-admission.service';
 import { type StartedVm, VmDriver } from '../../apps/vm-host/src/vms/vm-driver';
-import { VmFiles, VmSidecar } from '../../apps/vm-host/src/vms/files/vm-files';
+import { VmFiles } from '../../apps/vm-host/src/vms/files/vm-files';
+import { VmSidecar } from '../../apps/vm-host/src/vms/files/vm-sidecar';
 import { CrashFailpoint } from '../../apps/vm-host/src/vms/life-cycle/crash-failpoint';
 import { VmLifecycle } from '../../apps/vm-host/src/vms/life-cycle/vm-lifecycle';
 import { VmActionsService } from '../../apps/vm-host/src/vms/actions/vm-actions.service';

@@ -24,7 +24,8 @@ import { VmDiskRoom } from './vm-disk-room';
 import { SpawnKey, keptKey } from './idempotency-key';
 import { VmLifecycle, specOf } from '../life-cycle/vm-lifecycle';
 import { DriverRecord, VmDriver } from '../vm-driver';
-import { PRIVATE_FILE_MODE, VmFiles, VmSidecar } from '../files/vm-files';
+import { PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
+import { VmSidecar } from '../files/vm-sidecar';
 import { VmSidecars } from '../files/vm-sidecars';
 import {
   IdempotencyKeyReusedError,

@@ -4,7 +4,7 @@ import { isAbsolute, join, relative } from 'node:path';
 import { Clock } from '@app/daemon';
 import { MAX_BACKUPS_LISTED, VmBackups, VmState, toRfc3339 } from '@app/fleet-domain';
 import { VmHostConfig, VmHostConfigError } from '../../config/vm-host.config';
-import type { VmSidecar } from '../files/vm-files';
+import type { VmSidecar } from '../files/vm-sidecar';
 import { VmFiles } from '../files/vm-files';
 import { VmSidecars } from '../files/vm-sidecars';
 import { VmLifecycle } from '../life-cycle/vm-lifecycle';

@@ -14,7 +14,8 @@ import {
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { HostMetrics } from '../../metrics/host-metrics.service';
-import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, VmFiles, VmSidecar } from '../files/vm-files';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
+import { VmSidecar } from '../files/vm-sidecar';
 import { VmSidecars } from '../files/vm-sidecars';
 import { VmLifecycle } from '../life-cycle/vm-lifecycle';
 import { VmNotOnNodeError, messageOf } from '../vms.errors';

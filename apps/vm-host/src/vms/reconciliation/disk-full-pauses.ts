@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { VmDiskRoom } from '../admission/vm-disk-room';
-import { VmSidecar } from '../files/vm-files';
+import { VmSidecar } from '../files/vm-sidecar';
 import { VmLifecycle } from '../life-cycle/vm-lifecycle';
 import { VmDriver } from '../vm-driver';
 import { messageOf } from '../vms.errors';

@@ -4,7 +4,7 @@ import { DesiredVmState, VM_STARTS_AT_ONCE, restartDelayMs } from '@app/fleet-do
 import { HostMetrics } from '../../metrics/host-metrics.service';
 import { VmAdmissionService } from '../admission/vm-admission.service';
 import { VmDriver } from '../vm-driver';
-import { VmSidecar } from '../files/vm-files';
+import { VmSidecar } from '../files/vm-sidecar';
 import { VmLifecycle, specOf } from '../life-cycle/vm-lifecycle';
 import { VmSidecars } from '../files/vm-sidecars';
 import { VmCreateError, messageOf } from '../vms.errors';
