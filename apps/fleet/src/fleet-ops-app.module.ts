@@ -25,7 +25,8 @@ import { VmMoves } from './nodes/vm-moves.repository';
 import { OperationsModule } from './operations/operations.module';
 import { TenantQuotas } from './tenants/tenant-quotas.service';
 import { TenantVmInterceptor } from './vms/tenant-vm.interceptor';
-import { VmHostClient, VmHostClientSettings } from './vms/vm-host.client';
+import { VmHostClient } from './vms/vm-host.client';
+import { VmHostClientSettings } from './vms/agent-calls';
 import { VmPlacementService } from './vms/vm-placement.service';
 import { VmsService } from './vms/vms.service';
 

@@ -1,7 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import { MAX_COPIES_LISTED, VmBackups, VmCopies } from '@app/fleet-domain';
-import { AgentCallError, VmHostClient } from '../vms/vm-host.client';
+import { VmHostClient } from '../vms/vm-host.client';
+import { AgentCallError } from '../vms/agent-calls';
 import { VmsService } from '../vms/vms.service';
 import { SharedRead } from './shared-read';
 import { LISTING_BUSY_FACTOR, LISTING_MIN_INTERVAL_MS } from './vm-operations.service';

@@ -34,7 +34,8 @@ import { NodesRepository } from '../nodes/nodes.repository';
 import { TenantQuotas } from '../tenants/tenant-quotas.service';
 import { spawnKeyOf } from './spawn-key';
 import { VmCreateSettings } from './vm-create.settings';
-import { AgentCallError, Spawned, VmHostClient, VmHostClientSettings } from './vm-host.client';
+import { Spawned, VmHostClient } from './vm-host.client';
+import { AgentCallError, VmHostClientSettings } from './agent-calls';
 import {
   IdempotencyKeyClaimWaitError,
   IdempotencyKeyReusedError,
