@@ -23,7 +23,7 @@ import { CopyLocks } from './copy-locks';
 import { PeerCallError, PeerTarget, PeerTransport, Throttle } from './peer-transport';
 import { replicaBitmapName } from './qmp-copy';
 import { VmCopier } from './vm-copier';
-import { createRequestOf, describedVm } from './vm-backups.service';
+import { createRequestOf, describedVm } from './backup-manifest-vm';
 
 const PLAN_FILE = 'copy-plan.json';
 const STATE_FILE = 'state.json';
