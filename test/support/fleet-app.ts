@@ -8,7 +8,7 @@ import {
   configureFleetApp,
   configureFleetOpsApp,
 } from '../../apps/fleet/src/bootstrap';
-import { loadFleetConfig } from '../../apps/fleet/src/config/fleet.config';
+import { loadFleetConfig } from '../../apps/fleet/src/config/fleet-config.load';
 import { FleetAppModule } from '../../apps/fleet/src/fleet-app.module';
 import { VmHostClientSettings } from '../../apps/fleet/src/vms/agent-calls';
 import { FakeClock } from './fake-clock';
