@@ -21,7 +21,7 @@ import { type StartedVm, VmDriver } from '../../apps/vm-host/src/vms/vm-driver';
 import { VmFiles } from '../../apps/vm-host/src/vms/files/vm-files';
 import { VmSidecar } from '../../apps/vm-host/src/vms/files/vm-sidecar';
 import { CrashFailpoint } from '../../apps/vm-host/src/vms/life-cycle/crash-failpoint';
-import { VmLifecycle } from '../../apps/vm-host/src/vms/life-cycle/vm-lifecycle';
+import { VmLifeCycles } from '../../apps/vm-host/src/vms/life-cycle/vm-life-cycles';
 import { VmActionsService } from '../../apps/vm-host/src/vms/actions/vm-actions.service';
 import { VmReconciliationService } from '../../apps/vm-host/src/vms/reconciliation/vm-reconciliation.service';
 import { VmRestartService } from '../../apps/vm-host/src/vms/reconciliation/vm-restart.service';
@@ -60,7 +60,7 @@ export interface VmServices {
   vms: VmsService;
   admission: VmAdmissionService;
   reconciliation: VmReconciliationService;
-  lifecycle: VmLifecycle;
+  lifecycle: VmLifeCycles;
   sidecars: VmSidecars;
   deletedDisks: DeletedDisks;
   restarts: VmRestartService;
@@ -102,7 +102,7 @@ export async function vmServices(parts: {
     vms: get(VmsService),
     admission: get(VmAdmissionService),
     reconciliation: get(VmReconciliationService),
-    lifecycle: get(VmLifecycle),
+    lifecycle: get(VmLifeCycles),
     sidecars: get(VmSidecars),
     deletedDisks: get(DeletedDisks),
     restarts: get(VmRestartService),
@@ -119,10 +119,10 @@ export function vmStateParts(parts: {
   driver: VmDriver;
   clock: Clock;
   config: VmHostConfig;
-}): { sidecars: VmSidecars; lifecycle: VmLifecycle } {
+}): { sidecars: VmSidecars; lifecycle: VmLifeCycles } {
   const { files, driver, clock, config } = parts;
   const sidecars = new VmSidecars(files, driver);
-  const lifecycle = new VmLifecycle(
+  const lifecycle = new VmLifeCycles(
     files,
     driver,
     clock,

@@ -8,7 +8,7 @@ import { NodeVmsSource } from './node-vms.source';
 import { VmAdmissionService } from './admission/vm-admission.service';
 import { VM_DRIVER_PROVIDER } from './vm-driver.provider';
 import { VmFiles } from './files/vm-files';
-import { VmLifecycle } from './life-cycle/vm-lifecycle';
+import { VmLifeCycles } from './life-cycle/vm-life-cycles';
 import { VmReconciliationService } from './reconciliation/vm-reconciliation.service';
 import { VmRestartService } from './reconciliation/vm-restart.service';
 import { VmWatchJob } from './reconciliation/vm-watch.job';
@@ -50,7 +50,7 @@ import { VmReplicationService } from './copies/vm-replication.service';
     VmRestartService,
     VmActionsService,
     SerialTerminals,
-    VmLifecycle,
+    VmLifeCycles,
     VmSidecars,
     VmFiles,
     DeletedDisks,
@@ -90,7 +90,7 @@ import { VmReplicationService } from './copies/vm-replication.service';
     CopyLocks,
     VmFiles,
     VmSidecars,
-    VmLifecycle,
+    VmLifeCycles,
     VmDiskRoom,
   ],
 })

@@ -15,7 +15,7 @@ import { VmDiskRoom } from '../admission/vm-disk-room';
 import { DriverRecord, VmDriver } from '../vm-driver';
 import { VmFiles } from '../files/vm-files';
 import { VmSidecar } from '../files/vm-sidecar';
-import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmLifeCycles } from '../life-cycle/vm-life-cycles';
 import { VmRestartService } from '../reconciliation/vm-restart.service';
 import { VmSidecars } from '../files/vm-sidecars';
 import { printableConsole } from './console-text';
@@ -41,7 +41,7 @@ export class VmActionsService {
   constructor(
     private readonly files: VmFiles,
     private readonly sidecars: VmSidecars,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly admission: VmAdmissionService,
     private readonly restarts: VmRestartService,
     private readonly driver: VmDriver,

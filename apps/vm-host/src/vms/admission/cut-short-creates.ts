@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import { rfc3339ToEpochNanos } from '@app/fleet-domain';
 import { diskProblemOf } from './disk-problem';
-import { VmLifecycle, specOf } from '../life-cycle/vm-lifecycle';
+import { VmLifeCycles, specOf } from '../life-cycle/vm-life-cycles';
 import { VmDriver } from '../vm-driver';
 import { VmFiles } from '../files/vm-files';
 import { VmSidecar } from '../files/vm-sidecar';
@@ -17,7 +17,7 @@ export class CutShortCreates {
   constructor(
     private readonly files: VmFiles,
     private readonly sidecars: VmSidecars,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly driver: VmDriver,
     private readonly clock: Clock,
     private readonly logger: Logger,

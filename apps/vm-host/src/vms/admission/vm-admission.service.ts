@@ -22,7 +22,7 @@ import { VmDiskRoom } from './vm-disk-room';
 import { VmRoomChecks } from './vm-room-checks';
 import { CutShortCreates } from './cut-short-creates';
 import { SpawnKey, keptKey } from './idempotency-key';
-import { VmLifecycle, specOf } from '../life-cycle/vm-lifecycle';
+import { VmLifeCycles, specOf } from '../life-cycle/vm-life-cycles';
 import { DriverRecord, VmDriver } from '../vm-driver';
 import { PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
 import { VmSidecar } from '../files/vm-sidecar';
@@ -75,7 +75,7 @@ export class VmAdmissionService {
   constructor(
     private readonly files: VmFiles,
     private readonly sidecars: VmSidecars,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly driver: VmDriver,
     private readonly clock: Clock,
     private readonly hostFacts: HostFactsService,

@@ -10,7 +10,7 @@ import { VmHostConfig } from '../../config/vm-host.config';
 import { HostFactsService } from '../../host-facts/host-facts.service';
 import { HostPorts } from '../ports/host-ports';
 import { VmDiskRoom } from './vm-disk-room';
-import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmLifeCycles } from '../life-cycle/vm-life-cycles';
 import { VmDriver } from '../vm-driver';
 import { VmSidecar } from '../files/vm-sidecar';
 import { VmDoesNotFitError, messageOf } from '../vms.errors';
@@ -25,7 +25,7 @@ export class VmRoomChecks {
   constructor(
     private readonly hostFacts: HostFactsService,
     private readonly driver: VmDriver,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly diskRoom: VmDiskRoom,
     private readonly hostPorts: HostPorts,
     private readonly config: VmHostConfig,

@@ -7,7 +7,7 @@ import { VmHostConfig, VmHostConfigError } from '../../config/vm-host.config';
 import type { VmSidecar } from '../files/vm-sidecar';
 import { VmFiles } from '../files/vm-files';
 import { VmSidecars } from '../files/vm-sidecars';
-import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmLifeCycles } from '../life-cycle/vm-life-cycles';
 import { VmNotOnNodeError, messageOf } from '../vms.errors';
 import {
   BackupFolder,
@@ -59,7 +59,7 @@ export class VmBackupsService {
     private readonly config: VmHostConfig,
     private readonly files: VmFiles,
     private readonly sidecars: VmSidecars,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly copier: VmCopier,
     private readonly clock: Clock,
     private readonly copyLocks: CopyLocks = new CopyLocks(),

@@ -17,7 +17,7 @@ import { HostMetrics } from '../../metrics/host-metrics.service';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
 import { VmSidecar } from '../files/vm-sidecar';
 import { VmSidecars } from '../files/vm-sidecars';
-import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmLifeCycles } from '../life-cycle/vm-life-cycles';
 import { VmNotOnNodeError, messageOf } from '../vms.errors';
 import { CopyLocks } from './copy-locks';
 import { PeerCallError, PeerTarget, PeerTransport, Throttle } from './peer-transport';
@@ -76,7 +76,7 @@ export class VmReplicationService {
     private readonly config: VmHostConfig,
     private readonly files: VmFiles,
     private readonly sidecars: VmSidecars,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly copier: VmCopier,
     private readonly copyLocks: CopyLocks,
     private readonly clock: Clock,

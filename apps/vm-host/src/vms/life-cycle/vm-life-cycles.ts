@@ -46,7 +46,7 @@ import { VmCreateError, VmPortTakenError, messageOf } from '../vms.errors';
  * owns a VM at any moment.
  */
 @Injectable()
-export class VmLifecycle {
+export class VmLifeCycles {
   private readonly logger = new Logger('Vms');
   private readonly changed = new Subject<void>();
   /** Emits when a VM was accepted, settled or deleted here. */
