@@ -20,7 +20,7 @@ import { VmAdmissionService } from '../../apps/vm-host/src/vms/admission/vm-admi
 import { type StartedVm, VmDriver } from '../../apps/vm-host/src/vms/vm-driver';
 import { VmFiles } from '../../apps/vm-host/src/vms/files/vm-files';
 import { VmSidecar } from '../../apps/vm-host/src/vms/files/vm-sidecar';
-import { CrashFailpoint } from '../../apps/vm-host/src/vms/life-cycle/crash-failpoint';
+import { CrashFailpoint } from '../../apps/vm-host/src/vms/failpoints/crash-failpoint';
 import { VmLifeCycles } from '../../apps/vm-host/src/vms/life-cycle/vm-life-cycles';
 import { VmActionsService } from '../../apps/vm-host/src/vms/actions/vm-actions.service';
 import { VmReconciliationService } from '../../apps/vm-host/src/vms/reconciliation/vm-reconciliation.service';

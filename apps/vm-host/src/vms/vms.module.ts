@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { HostFactsModule } from '../host-facts/host-facts.module';
 import { VmStatesSource } from '../metrics/vm-states.source';
-import { CrashFailpoint } from './life-cycle/crash-failpoint';
+import { CrashFailpoint } from './failpoints/crash-failpoint';
 import { DeletedDisksJob } from './files/deleted-disks.job';
 import { DeletedDisks } from './files/deleted-disks.service';
 import { NodeVmsSource } from './node-vms.source';

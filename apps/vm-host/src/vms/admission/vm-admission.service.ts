@@ -15,7 +15,7 @@ import {
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { HostFactsService } from '../../host-facts/host-facts.service';
-import { CrashFailpoint } from '../life-cycle/crash-failpoint';
+import { CrashFailpoint } from '../failpoints/crash-failpoint';
 import { HostPorts } from '../ports/host-ports';
 import { diskProblemOf } from './disk-problem';
 import { VmDiskRoom } from './vm-disk-room';

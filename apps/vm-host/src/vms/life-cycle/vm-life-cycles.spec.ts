@@ -18,7 +18,7 @@ import { VmFiles } from '../files/vm-files';
 import { VmCreateError } from '../vms.errors';
 import { VmsService } from '../vms.service';
 import { vmHostConfig } from '../../../../../test/support/configs';
-import { CrashFailpoint } from './crash-failpoint';
+import { CrashFailpoint } from '../failpoints/crash-failpoint';
 import { VmLifeCycles } from './vm-life-cycles';
 import { IllegalVmTransitionError, VmMove, VmPhase, VmTransitionHook } from './vm-transitions';
 

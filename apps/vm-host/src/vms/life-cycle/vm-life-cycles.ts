@@ -14,7 +14,7 @@ import {
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { HostMetrics } from '../../metrics/host-metrics.service';
-import { CrashFailpoint } from './crash-failpoint';
+import { CrashFailpoint } from '../failpoints/crash-failpoint';
 import { KeyedMutex } from './keyed-mutex';
 import { FoundVm, VmDriver } from '../vm-driver';
 import { VmFiles } from '../files/vm-files';

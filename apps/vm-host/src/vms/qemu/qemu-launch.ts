@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { chmod, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CrashFailpoint } from '../life-cycle/crash-failpoint';
+import { CrashFailpoint } from '../failpoints/crash-failpoint';
 import { PRIVATE_FILE_MODE } from '../files/vm-files';
 import { COPY_QMP_SOCKET, SERIAL_SOCKET, QemuLaunch, qemuArgs } from './qemu-command-line';
 import { GuestIsolation } from '../network/guest-isolation';

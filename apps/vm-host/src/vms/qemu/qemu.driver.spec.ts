@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { vmHostConfig } from '../../../../../test/support/configs';
 import { HostFactsPaths, HostFactsService } from '../../host-facts/host-facts.service';
 import { HostProcess, ProcessTable } from '../../host-facts/process-table';
-import { CrashFailpoint } from '../life-cycle/crash-failpoint';
+import { CrashFailpoint } from '../failpoints/crash-failpoint';
 import { VmFiles } from '../files/vm-files';
 import { VmCreateError, VmCreationUnavailableError, VmPortTakenError } from '../vms.errors';
 import { AddressInfo, Server, createServer } from 'node:net';

@@ -5,7 +5,7 @@ import { HYPERVISOR_OVERHEAD_MB, TCG_OVERHEAD_MB, type HostPort } from '@app/fle
 import { VmHostConfig } from '../../config/vm-host.config';
 import { HostFactsService } from '../../host-facts/host-facts.service';
 import { ProcessTable } from '../../host-facts/process-table';
-import { CrashFailpoint } from '../life-cycle/crash-failpoint';
+import { CrashFailpoint } from '../failpoints/crash-failpoint';
 import {
   DriverRecord,
   FoundVm,
