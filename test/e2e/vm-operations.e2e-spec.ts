@@ -497,6 +497,7 @@ describe('controller operations listener', () => {
       const docs = await request(fleet.opsUrl).get('/docs-json').expect(200);
       expect(Object.keys(docs.body.paths).sort()).toEqual([
         '/v1/node-disks',
+        '/v1/nodes/{node_id}/declare-dead',
         '/v1/vms',
         '/v1/vms/{vm_id}',
         '/v1/vms/{vm_id}/backups',

@@ -28,6 +28,7 @@ import { VmRestartService } from '../../apps/vm-host/src/vms/reconciliation/vm-r
 import { VmSidecars } from '../../apps/vm-host/src/vms/files/vm-sidecars';
 import { VmsService } from '../../apps/vm-host/src/vms/vms.service';
 import { VmsModule } from '../../apps/vm-host/src/vms/vms.module';
+import { LEASE_CLOCK, VmFencing } from '../../apps/vm-host/src/vms/fencing/vm-fencing.service';
 import { vmSidecar } from '../factories/vm-sidecar.factory';
 import { FakeClock } from './fake-clock';
 import { FakeVmDriver, fakeHostFacts } from './fake-vm-driver';
@@ -65,6 +66,7 @@ export interface VmServices {
   deletedDisks: DeletedDisks;
   restarts: VmRestartService;
   actions: VmActionsService;
+  fencing: VmFencing;
 }
 
 /**
@@ -89,7 +91,10 @@ export async function vmServices(parts: {
     .overrideProvider(VmDriver)
     .useValue(driver)
     .overrideProvider(HostFactsService)
-    .useValue(hostFacts);
+    .useValue(hostFacts)
+    // The lease is measured on the test's clock too.
+    .overrideProvider(LEASE_CLOCK)
+    .useValue(clock);
   // compile() puts Nest's TestingLogger in place of the logger the unit tier collects lines
   // with (unit-spec.setup.ts); the one in place before is put back.
   const statics = Logger as unknown as { staticInstanceRef?: LoggerService };
@@ -107,6 +112,7 @@ export async function vmServices(parts: {
     deletedDisks: get(DeletedDisks),
     restarts: get(VmRestartService),
     actions: get(VmActionsService),
+    fencing: get(VmFencing),
   };
 }
 

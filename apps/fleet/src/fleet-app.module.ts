@@ -18,6 +18,7 @@ import { NodeTokens } from './nodes/node-tokens';
 import { NodesModule } from './nodes/nodes.module';
 import { TenantVmInterceptor } from './vms/tenant-vm.interceptor';
 import { CopiesModule } from './copies/copies.module';
+import { RecoveryModule } from './recovery/recovery.module';
 import { VmsModule } from './vms/vms.module';
 
 /**
@@ -85,6 +86,7 @@ export class FleetAppModule {
         FleetModule,
         VmsModule,
         CopiesModule,
+        RecoveryModule,
       ],
       providers: [
         { provide: APP_GUARD, useClass: BearerTokenGuard },

@@ -12,9 +12,12 @@ import { ConsoleModule } from './console/console.module';
 import { FleetConfig } from './config/fleet.config';
 import { FLEET_OPS_ERROR_STATUSES } from './fleet-error.statuses';
 import { KeyClaims } from './nodes/key-claims.repository';
+import { NodeLeases } from './nodes/node-leases';
 import { NodesRepository } from './nodes/nodes.repository';
 import { VmMoves } from './nodes/vm-moves.repository';
+import { NodeTokens } from './nodes/node-tokens';
 import { OperationsModule } from './operations/operations.module';
+import { RecoveryOpsModule } from './recovery/recovery-ops.module';
 import { TenantQuotas } from './tenants/tenant-quotas.service';
 import { TenantVmInterceptor } from './vms/tenant-vm.interceptor';
 import { VmHostClient } from './vms/vm-host.client';
@@ -45,6 +48,10 @@ export interface FleetOpsShared {
   /** For restores: the store's claims (one restore of a VM at a time) and its moves. */
   keyClaims: KeyClaims;
   vmMoves: VmMoves;
+  /** etcd mode's node leases, for `node declare-dead`. */
+  nodeLeases: NodeLeases;
+  /** For a restore onto a node that does not hold the copy: the holder's token signs its read grant. */
+  nodeTokens: NodeTokens;
 }
 
 /** The shared instances of `fleet`, the controller's main app. */
@@ -62,6 +69,8 @@ export function fleetOpsSharedFrom(fleet: INestApplicationContext): FleetOpsShar
     audit: fleet.get(AuditLog),
     keyClaims: fleet.get(KeyClaims),
     vmMoves: fleet.get(VmMoves),
+    nodeLeases: fleet.get(NodeLeases),
+    nodeTokens: fleet.get(NodeTokens),
   };
 }
 
@@ -85,6 +94,8 @@ class FleetOpsCoreModule {
         { provide: AuditLog, useValue: shared.audit },
         { provide: KeyClaims, useValue: shared.keyClaims },
         { provide: VmMoves, useValue: shared.vmMoves },
+        { provide: NodeLeases, useValue: shared.nodeLeases },
+        { provide: NodeTokens, useValue: shared.nodeTokens },
       ],
       exports: [
         BearerTokens,
@@ -99,6 +110,8 @@ class FleetOpsCoreModule {
         AuditLog,
         KeyClaims,
         VmMoves,
+        NodeLeases,
+        NodeTokens,
       ],
     };
   }
@@ -114,7 +127,12 @@ export class FleetOpsAppModule {
   static forShared(shared: FleetOpsShared): DynamicModule {
     return {
       module: FleetOpsAppModule,
-      imports: [FleetOpsCoreModule.with(shared), OperationsModule, ConsoleModule],
+      imports: [
+        FleetOpsCoreModule.with(shared),
+        OperationsModule,
+        RecoveryOpsModule,
+        ConsoleModule,
+      ],
       providers: [
         { provide: APP_GUARD, useClass: BearerTokenGuard },
         { provide: APP_INTERCEPTOR, useClass: TenantVmInterceptor },

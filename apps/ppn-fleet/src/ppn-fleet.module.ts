@@ -5,6 +5,7 @@ import { ImageBuildCommand, ImageCommand, ImageListCommand } from './images/imag
 import { CommandLineSetup } from './command-line.setup';
 import { NodeTokenCommand } from './node-token/node-token.command';
 import { TenantTokenCommand } from './tenant-token/tenant-token.command';
+import { NodeDeclareDeadCommand } from './nodes/node-declare-dead.command';
 import { NodeCommand, NodesCommand } from './nodes/nodes.command';
 import { StatusCommand } from './status/status.command';
 import { Terminal } from './terminal/terminal';
@@ -35,6 +36,7 @@ export class PpnFleetModule {
         StatusCommand,
         NodesCommand,
         NodeCommand,
+        NodeDeclareDeadCommand,
         VmsCommand,
         VmCommand,
         VmCreateCommand,

@@ -17,6 +17,7 @@ export * from './process-metrics';
 export * from './service-readiness';
 export * from './node-token';
 export * from './copy-grant';
+export * from './copy-read-grant';
 export * from './package-version';
 export * from './tenant-token';
 export * from './web-socket';

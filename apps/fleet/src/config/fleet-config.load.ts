@@ -5,11 +5,13 @@ import {
   readEnvironment,
   refuseArguments as refuseDaemonArguments,
 } from '@app/daemon';
-import { TenantQuota, parseTenantQuotas } from '@app/fleet-domain';
+import { TenantQuota, parseTenantQuotas, recoverAfterProblem } from '@app/fleet-domain';
 import { FleetConfig } from './fleet.config';
 
 export function loadFleetConfig(env: NodeJS.ProcessEnv): FleetConfig {
   const config = readEnvironment(FleetConfig, env);
+  const recoverProblem = recoverAfterProblem(config.fenceAfterS, config.recoverAfterS);
+  if (recoverProblem) throw new ConfigurationError(recoverProblem);
   if (config.nodeToken && config.nodeToken === config.apiToken) {
     // Then every agent, which holds the node token, could act as an operator.
     throw new ConfigurationError('VM_FLEET_API_TOKEN must differ from VM_FLEET_NODE_TOKEN');

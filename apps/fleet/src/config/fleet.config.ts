@@ -1,5 +1,13 @@
 import { Matches, ValidateBy } from 'class-validator';
-import { MAX_COPY_EVERY_S, MIN_COPY_EVERY_S } from '@app/fleet-domain';
+import {
+  DEFAULT_FENCE_AFTER_S,
+  DEFAULT_RECOVER_AFTER_S,
+  MAX_COPY_EVERY_S,
+  MAX_FENCE_AFTER_S,
+  MIN_COPY_EVERY_S,
+  MIN_FENCE_AFTER_S,
+  recoverAfterProblem,
+} from '@app/fleet-domain';
 import {
   DaemonConfig,
   EnvironmentVariable,
@@ -225,10 +233,42 @@ export class FleetConfig extends DaemonConfig {
   })
   copyEveryS!: number;
 
+  /** etcd mode: a node keeps its protected VMs running this long past an unrenewed lease. */
+  @EnvironmentVariable('VM_FLEET_FENCE_AFTER_S', {
+    validate: wholeSecondsFrom(MIN_FENCE_AFTER_S, MAX_FENCE_AFTER_S),
+    read: Number,
+    default: DEFAULT_FENCE_AFTER_S,
+  })
+  fenceAfterS!: number;
+
+  /** etcd mode: the leader recovers a node's protected VMs this long after its last renewal. */
+  @EnvironmentVariable('VM_FLEET_RECOVER_AFTER_S', {
+    validate: wholeSecondsFrom(1, 86_400),
+    read: Number,
+    default: DEFAULT_RECOVER_AFTER_S,
+  })
+  recoverAfterS!: number;
+
   /** The operations listener's address; undefined when VM_FLEET_OPS_ADDR is `off`. */
   get opsListenAddress(): ListenAddress | undefined {
     return this.opsAddress === undefined || this.opsAddress === OPS_LISTENER_OFF
       ? undefined
       : parseListenAddress(this.opsAddress);
   }
+}
+
+function wholeSecondsFrom(least: number, most: number): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isWholeSeconds',
+      validator: {
+        validate: (value: unknown) =>
+          typeof value === 'string' &&
+          /^[1-9]\d{0,5}$/.test(value) &&
+          Number(value) >= least &&
+          Number(value) <= most,
+      },
+    },
+    { message: `$property must be a whole number of seconds from ${least} to ${most}` },
+  );
 }

@@ -437,6 +437,8 @@ describe('FleetMetrics', () => {
       ppn_fleet_node_id_conflicts_total: 'counter',
       ppn_fleet_vm_id_conflicts_total: 'counter',
       ppn_fleet_sweep_duration_seconds: 'histogram',
+      ppn_fleet_leader: 'gauge',
+      ppn_fleet_vm_recoveries_total: 'counter',
       ppn_fleet_build_info: 'gauge',
       ppn_fleet_node_ram_available_bytes: 'gauge',
       ppn_fleet_node_ram_total_bytes: 'gauge',

@@ -29,7 +29,9 @@ import { NodeTokens } from './node-tokens';
 import { LoopbackWgIpError, NodeNotFoundError } from './nodes.errors';
 import { HeartbeatCredentials } from './heartbeat-credentials';
 import { NodesRepository, VmIdsHeldElsewhereError } from './nodes.repository';
+import { wantedReplicaVmIds } from './wanted-replicas';
 import { VmMoves } from './vm-moves.repository';
+import { NodeLeases } from './node-leases';
 
 /** Nodes named one by one per sweep; beyond that, one summary line. */
 const DROP_LINES_PER_SWEEP = 20;
@@ -60,6 +62,8 @@ export class NodesService {
     // Required: a default of none would quietly take any token for any node (fail open).
     private readonly nodeTokens: NodeTokens,
     private readonly vmMoves?: VmMoves,
+    /** etcd mode: each heartbeat taken renews its node's fencing lease (answer fence_after_s). */
+    private readonly leases?: NodeLeases,
   ) {
     this.credentials = new HeartbeatCredentials(nodeTokens, clock, this.logger);
   }
@@ -130,7 +134,19 @@ export class NodesService {
       case 'refreshed':
         break;
     }
-    return superseded.length > 0 ? { accepted: true, superseded_vm_ids: superseded } : ACCEPTED;
+    const fenceAfterS = await this.leases?.renew(id, this.clock.wallNow());
+    // A store that cannot be read now says nothing of them (the peer removes nothing).
+    const all = heartbeat.replicas?.length
+      ? await this.nodes.listAll().catch(() => undefined)
+      : undefined;
+    const wanted = all && wantedReplicaVmIds(heartbeat.replicas, all);
+    if (fenceAfterS === undefined && superseded.length === 0 && !wanted) return ACCEPTED;
+    return {
+      accepted: true,
+      ...(wanted ? { wanted_replica_vm_ids: wanted } : {}),
+      ...(superseded.length > 0 && { superseded_vm_ids: superseded }),
+      ...(fenceAfterS !== undefined && { fence_after_s: fenceAfterS }),
+    };
   }
 
   /**

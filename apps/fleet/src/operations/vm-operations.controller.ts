@@ -244,7 +244,7 @@ export class VmOperationsController {
     operationId: 'restoreVm',
     summary: 'Bring a VM back from a copy or a backup, on a node of your choice',
     description:
-      "Restores the VM from `from`: a node id (the copy that node holds of it), or a backup id (`<chain_id>/<index>`, or a chain id for its newest file) in the VM_BACKUP_DIR of the node named by `to` (a backup of any VM: a folder copied there from a dead node is read the same); absent, the freshest copy on any live node (or, with `to`, the copy or newest backup that node holds). `at`: the newest file taken at or before it. `to` absent: the node holding the copy. The VM keeps its id (its guest sees the same instance: same host keys), tenant, size and published ports (the same host ports where free on that node, else new ones). A VM a live node lists is refused (409) unless `as_new` (a new id, new ports, beside the original). The target's RAM is held as for a create. Once its agent made the VM, it is listed on that node only, and the node it was on, should it come back, is told in its heartbeat answer (superseded_vm_ids) to stop it and set its disk aside. A copy is restored on the node that holds it: moving a copy to another node is not done yet.",
+      "Restores the VM from `from`: a node id (the copy that node holds of it), or a backup id (`<chain_id>/<index>`, or a chain id for its newest file) in the VM_BACKUP_DIR of the node named by `to` (a backup of any VM: a folder copied there from a dead node is read the same); absent, the freshest copy on any live node (or, with `to`, the copy that node holds, else the newer of its newest backup and the freshest copy on another live node). `at`: the newest file taken at or before it. `to` absent: the node holding the copy; `to` a node that does not hold it: that node's agent pulls the copy from its holder first (a short-lived read grant signed with the holder's token, the chain checked against its manifest and with qemu-img in a private staging folder before it becomes the VM's disk). The VM keeps its id (its guest sees the same instance: same host keys), tenant, size and published ports (the same host ports where free on that node, else new ones). A VM a live node lists is refused (409) unless `as_new` (a new id, new ports, beside the original). The target's RAM is held as for a create. Once its agent made the VM, it is listed on that node only, and the node it was on, should it come back, is told in its heartbeat answer (superseded_vm_ids) to stop it and set its disk aside.",
   })
   @ApiCreatedResponse({ type: RestoredVm, description: 'The VM, made and starting on its node.' })
   @ApiFleetStateErrors(
@@ -274,10 +274,10 @@ export class VmOperationsController {
     },
     {
       name: 'no-such-copy',
-      when: "The copy or backup cannot be had where named: a node not live, one holding no copy, a backup without `to`, none at or before `at`, a copy on another node than `to`; or the target's agent refused (no room, a damaged file). The message names the field and where the VM's copies are. Nothing was made.",
+      when: "The copy or backup cannot be had where named: a node not live, one holding no copy, a backup without `to`, none at or before `at`; or the target's agent refused (no room, a damaged file, a pull from the holder that failed). The message names the field and where the VM's copies are. Nothing was made.",
       error: new VmRestoreRefusedError(
         422,
-        `to: node n3 holds no copy and no backup of vm ${EXAMPLE_VM_ID}; copies of vm ${EXAMPLE_VM_ID} are on node ${EXAMPLE_NODE_ID} (copied 2026-08-06T12:00:00.000Z) (a copy is restored on the node that holds it: moving a copy to another node is not done yet)`,
+        `to: node n3 holds no copy and no backup of vm ${EXAMPLE_VM_ID}; no live node holds a copy of vm ${EXAMPLE_VM_ID}`,
       ),
     },
     {

@@ -1,5 +1,6 @@
 import { DesiredVmState, ID_PATTERN, VmOperation, VmState } from '@app/fleet-domain';
 import type {
+  DeclaredDeadNode,
   FleetStatus,
   FleetVm,
   FleetVmBackups,
@@ -229,5 +230,15 @@ export function isRestoredVm(value: unknown): value is RestoredVm {
     typeof value.point.backup_id === 'string' &&
     typeof value.point.taken_at === 'string' &&
     (value.replaced_node_id === null || typeof value.replaced_node_id === 'string')
+  );
+}
+
+export function isDeclaredDeadNode(value: unknown): value is DeclaredDeadNode {
+  return (
+    isObject(value) &&
+    typeof value.node_id === 'string' &&
+    isNullableText(value.last_renewed_at) &&
+    Array.isArray(value.protected_vm_ids) &&
+    value.protected_vm_ids.every((id) => typeof id === 'string')
   );
 }

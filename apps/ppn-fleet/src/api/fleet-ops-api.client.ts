@@ -1,6 +1,7 @@
 import createClient, { Client } from 'openapi-fetch';
 import { FleetOpsApi } from '@app/fleet-domain';
 import {
+  isDeclaredDeadNode,
   isFleetVmBackups,
   isFleetVmWithLifeCycle,
   isFleetVmWithLifeCycleList,
@@ -11,6 +12,7 @@ import {
   isVmLifeCycle,
 } from './answer-shapes';
 import type {
+  DeclaredDeadNode,
   FleetVmBackups,
   FleetVmWithLifeCycle,
   NodeDiskRoom,
@@ -24,6 +26,7 @@ import type {
 import { Answer, AnswerReader, clientOptions, timeout } from './fleet-api.client';
 
 export type {
+  DeclaredDeadNode,
   FleetVmBackups,
   FleetVmWithLifeCycle,
   NodeDiskRoom,
@@ -189,6 +192,19 @@ export class FleetOpsApiClient {
           signal: AbortSignal.timeout(RESTORE_TIMEOUT_MS),
         }),
       isRestoredVm,
+    );
+  }
+
+  /** Marks a node whose lease lapsed for recovery now (etcd mode; 409 while its lease is live). */
+  declareNodeDead(nodeId: string): Promise<Answer<DeclaredDeadNode>> {
+    return this.reader.call(
+      () =>
+        this.client.POST('/v1/nodes/{node_id}/declare-dead', {
+          params: { path: { node_id: nodeId } },
+          parseAs: 'text',
+          signal: timeout(),
+        }),
+      isDeclaredDeadNode,
     );
   }
 

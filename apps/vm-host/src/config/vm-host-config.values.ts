@@ -12,16 +12,6 @@ import {
 
 export const PORT = /^(?:[1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5])$/;
 
-function isHttpUrl(value: unknown): boolean {
-  if (typeof value !== 'string' || !URL.canParse(value)) return false;
-  const url = new URL(value);
-  return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
-}
-
-export function IsHttpUrl(options: ValidationOptions): PropertyDecorator {
-  return ValidateBy({ name: 'isHttpUrl', validator: { validate: isHttpUrl } }, options);
-}
-
 export function IsUnicastAddress(options: ValidationOptions): PropertyDecorator {
   return ValidateBy(
     { name: 'isUnicastAddress', validator: { validate: isUnicastAddress } },

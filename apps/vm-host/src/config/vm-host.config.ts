@@ -33,7 +33,6 @@ import {
   IsBackupKeep,
   IsDiskRetention,
   IsHeartbeatInterval,
-  IsHttpUrl,
   IsPortList,
   IsUnicastAddress,
   MAX_COPY_MAX_MBPS,
@@ -41,6 +40,7 @@ import {
   VM_ACCEL_MODES,
   VmAccelMode,
 } from './vm-host-config.values';
+import { IsFleetEndpoints, endpointForLogs, readFleetEndpoints } from './fleet-endpoints';
 
 /**
  * The agent's configuration, each setting declared once with the variable it comes from and its
@@ -48,15 +48,16 @@ import {
  * them; a test checks).
  */
 export class VmHostConfig extends DaemonConfig {
+  /** The controllers, tried in turn (fleet-endpoints.ts): one URL, or several separated by commas. */
   @EnvironmentVariable('VM_FLEET_ENDPOINT', {
     required: true,
-    validate: IsHttpUrl({
-      message: '$property must be an http(s) URL such as http://<fleet-controller-host>:9203',
-    }),
-    read: (url) => url.replace(/\/+$/, ''),
+    validate: IsFleetEndpoints(),
+    read: readFleetEndpoints,
   })
-  fleetEndpoint!: string;
-  /** The endpoint as logs show it: without any user:password@ it may carry. */
+  fleetEndpoints!: string[];
+  /** The endpoints as logs show them: without any user:password@ they may carry. */
+  fleetEndpointsForLogs!: string[];
+  /** The same, joined for a log line. */
   fleetEndpointForLogs!: string;
 
   @EnvironmentVariable('VM_NODE_ID', {
@@ -256,10 +257,8 @@ export { ConfigurationError as VmHostConfigError } from '@app/daemon';
  */
 export function loadVmHostConfig(env: NodeJS.ProcessEnv): VmHostConfig {
   const config = readEnvironment(VmHostConfig, env);
-  const endpoint = new URL(config.fleetEndpoint);
-  endpoint.username = '';
-  endpoint.password = '';
-  config.fleetEndpointForLogs = endpoint.toString().replace(/\/+$/, '');
+  config.fleetEndpointsForLogs = config.fleetEndpoints.map(endpointForLogs);
+  config.fleetEndpointForLogs = config.fleetEndpointsForLogs.join(', ');
   return config;
 }
 

@@ -31,6 +31,7 @@ import { VmSidecars } from '../vms/files/vm-sidecars';
 import { VmCopier } from '../vms/copies/vm-copier';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../vms/files/vm-files';
 import { messageOf } from '../vms/vms.errors';
+import { ReplicaGrantFloor } from '../vms/copies/replica-grant-floor';
 import {
   ReplicaConflictError,
   ReplicaNoRoomError,
@@ -51,6 +52,7 @@ export class ReplicasService {
   private readonly logger = new Logger('Replicas');
   readonly folder: BackupFolder;
   private readonly transfers = new Map<string, Transfer>();
+  private readonly floor: ReplicaGrantFloor;
 
   constructor(
     private readonly config: VmHostConfig,
@@ -60,6 +62,7 @@ export class ReplicasService {
     private readonly sidecars?: VmSidecars,
   ) {
     this.folder = new BackupFolder(join(config.diskDir, 'replicas'));
+    this.floor = new ReplicaGrantFloor(this.folder);
   }
 
   /** What this node holds of the VM's copy. */
@@ -112,6 +115,7 @@ export class ReplicasService {
     request: StartReplicaTransfer,
   ): Promise<ReplicaTransfer> {
     await this.giveUpIdle();
+    await this.floor.check(vmId, grant, request.kind);
     const earlier = [...this.transfers.values()].find((transfer) => transfer.vmId === vmId);
     if (earlier) await this.abandon(earlier, 'a new transfer of the VM began');
     const room = await this.room();
@@ -294,7 +298,10 @@ export class ReplicasService {
       await this.drop(transfer);
       throw error;
     }
-    if (transfer.newChain) await this.removeOlderChains(vmId, transfer.chainId);
+    if (transfer.newChain) {
+      await this.floor.chainStarted(vmId, grant);
+      await this.removeOlderChains(vmId, transfer.chainId);
+    }
     return this.state(vmId);
   }
 

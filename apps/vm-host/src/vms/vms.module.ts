@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { MonotonicClock } from '@app/daemon';
 import { HostFactsModule } from '../host-facts/host-facts.module';
 import { VmStatesSource } from '../metrics/vm-states.source';
 import { CrashFailpoint } from './failpoints/crash-failpoint';
@@ -33,6 +34,12 @@ import { CopyLocks } from './copies/copy-locks';
 import { VmCopyPlanController } from './copies/vm-copy-plan.controller';
 import { VmReplicationJob } from './copies/vm-replication.job';
 import { VmReplicationService } from './copies/vm-replication.service';
+import { VM_TRANSITION_HOOKS } from './life-cycle/vm-transitions';
+import { FencedVms } from './fencing/fenced-vms.hook';
+import { LEASE_CLOCK, VmFencing } from './fencing/vm-fencing.service';
+import { VmFencingJob } from './fencing/vm-fencing.job';
+import { CopyThrottle } from './copies/copy-throttle';
+import { ReplicaPuller } from './copies/replica-pull';
 
 @Module({
   imports: [HostFactsModule],
@@ -66,8 +73,20 @@ import { VmReplicationService } from './copies/vm-replication.service';
     VmBackupsJob,
     VmRestoresService,
     CopyLocks,
+    CopyThrottle,
+    ReplicaPuller,
     VmReplicationService,
     VmReplicationJob,
+    FencedVms,
+    VmFencing,
+    VmFencingJob,
+    { provide: LEASE_CLOCK, useFactory: () => new MonotonicClock() },
+    // The concerns that join the life cycle's moves, after its own (fencing's phase).
+    {
+      provide: VM_TRANSITION_HOOKS,
+      useFactory: (fenced: FencedVms) => [fenced],
+      inject: [FencedVms],
+    },
     // QEMU's copies, as QEMU is the only driver (vm-driver.provider.ts).
     { provide: VmCopier, useClass: QemuCopier },
     { provide: NodeVmsSource, useExisting: VmsService },
@@ -88,10 +107,12 @@ import { VmReplicationService } from './copies/vm-replication.service';
     VmsService,
     VmCopier,
     CopyLocks,
+    CopyThrottle,
     VmFiles,
     VmSidecars,
     VmLifeCycles,
     VmDiskRoom,
+    VmFencing,
   ],
 })
 export class VmsModule {}

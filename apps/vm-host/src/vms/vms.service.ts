@@ -23,6 +23,7 @@ import { VmReconciliationService } from './reconciliation/vm-reconciliation.serv
 import { VmSidecars } from './files/vm-sidecars';
 import { DeletedDisks } from './files/deleted-disks.service';
 import { VmNotOnNodeError, messageOf } from './vms.errors';
+import { VmFencing } from './fencing/vm-fencing.service';
 
 /**
  * This node's VMs, as the agent's API and its heartbeat see them: admits them (VmAdmissionService),
@@ -45,6 +46,7 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
     private readonly clock: Clock,
     private readonly deletedDisks: DeletedDisks,
     private readonly diskRoom: VmDiskRoom,
+    private readonly fencing: VmFencing,
   ) {
     super();
     this.changes = lifecycle.changes;
@@ -65,6 +67,8 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
       );
     }
     await this.driver.checkTools();
+    // A remembered lease holds protected VMs before reconciliation would start them.
+    await this.fencing.prepare();
     await this.reconciliation.recover();
     await this.deletedDisks.recover();
   }

@@ -113,6 +113,14 @@ export class EtcdClient {
     return Math.max(0, Number(reply.TTL ?? 0));
   }
 
+  /** Renews the lease once (the gateway's keep-alive stream, one message): seconds left, 0 if gone. */
+  async keepAliveLease(id: string): Promise<number> {
+    const reply = (await this.call('/v3/lease/keepalive', { ID: id })) as {
+      result?: { TTL?: string };
+    };
+    return Math.max(0, Number(reply.result?.TTL ?? 0));
+  }
+
   async revokeLease(id: string): Promise<void> {
     try {
       await this.call('/v3/lease/revoke', { ID: id });

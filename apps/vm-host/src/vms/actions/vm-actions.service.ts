@@ -16,6 +16,7 @@ import { DriverRecord, VmDriver } from '../vm-driver';
 import { VmFiles } from '../files/vm-files';
 import { VmSidecar } from '../files/vm-sidecar';
 import { VmLifeCycles } from '../life-cycle/vm-life-cycles';
+import { VmPhase } from '../life-cycle/vm-transitions';
 import { VmRestartService } from '../reconciliation/vm-restart.service';
 import { VmSidecars } from '../files/vm-sidecars';
 import { printableConsole } from './console-text';
@@ -228,6 +229,7 @@ export class VmActionsService {
    */
   private refuseBusy(vmId: string): void {
     if (this.lifecycle.mayMove(vmId, 'stop')) return;
+    if (this.lifecycle.phaseOf(vmId) === VmPhase.Fenced) throw VmActionConflictError.fenced(vmId);
     if (this.lifecycle.beingCreated(vmId)) throw VmActionConflictError.beingCreated(vmId);
     const operation = this.lifecycle.operationOf(vmId);
     if (operation !== null) throw VmActionConflictError.busy(vmId, operation);

@@ -21,6 +21,7 @@ import { VmLifeCycles } from '../life-cycle/vm-life-cycles';
 import { VmNotOnNodeError, messageOf } from '../vms.errors';
 import { CopyLocks } from './copy-locks';
 import { PeerCallError, PeerTarget, PeerTransport, Throttle } from './peer-transport';
+import { CopyThrottle } from './copy-throttle';
 import { replicaBitmapName } from './qmp-copy';
 import { VmCopier } from './vm-copier';
 import { createRequestOf, describedVm } from './backup-manifest-vm';
@@ -83,8 +84,11 @@ export class VmReplicationService {
     private readonly metrics: HostMetrics,
     /** Tests only: the peers answered in process. */
     @Optional() transport?: PeerTransport,
+    /** The node's copy throttle, shared with the copies it serves and pulls. */
+    @Optional() throttle?: CopyThrottle,
   ) {
-    this.transport = transport ?? new PeerTransport(new Throttle(config.copyMaxMbps * 1_000_000));
+    this.transport =
+      transport ?? new PeerTransport(throttle ?? new Throttle(config.copyMaxMbps * 1_000_000));
   }
 
   /** The controller's plan for the VM, kept privately beside its files (an agent restart keeps copying). */

@@ -91,3 +91,17 @@ export async function powerDownQemu(
   if (!pressed) logger.warn(`vm ${vmId}: ACPI power-down could not be asked: ${refusal}`);
   return false;
 }
+
+/** SIGKILL at once to the record's QEMU and every one found by the VM's name (fencing). */
+export async function killQemu(
+  { vmId, qemus }: Pick<QemuStopping, 'vmId' | 'qemus'>,
+  pid: number | null,
+): Promise<void> {
+  const pids = new Set((await qemus.of([vmId])).get(vmId)?.map((found) => found.pid) ?? []);
+  if (pid !== null && (await qemus.isAlive(pid, vmId))) pids.add(pid);
+  for (const each of pids) qemus.signal(each, 'SIGKILL');
+  const alive = await qemus.survivors([...pids], vmId, KILL_GRACE_MS);
+  if (alive.length > 0) {
+    throw new VmStillRunningError(`vm ${vmId}: QEMU pid ${alive.join(', ')} outlived SIGKILL`);
+  }
+}

@@ -52,7 +52,7 @@ import {
 import { capSerialLog } from './serial-log';
 import { launchQemu } from './qemu-launch';
 import { QemuRunFiles } from './qemu-record';
-import { QMP_TIMEOUT_MS, QemuStopping, powerDownQemu, stopQemu } from './qemu-stops';
+import { QMP_TIMEOUT_MS, QemuStopping, killQemu, powerDownQemu, stopQemu } from './qemu-stops';
 
 /** QMP's run state of a VM QEMU paused because a write to its disk failed. */
 const IO_ERROR_STATUS = 'io-error';
@@ -310,6 +310,11 @@ export class QemuDriver extends VmDriver {
    */
   async stop(vmId: string, record: DriverRecord): Promise<void> {
     await stopQemu(this.stopping(vmId), qemuRecord(record).pid);
+  }
+
+  /** SIGKILL at once to the record's QEMU and every one found by the VM's name (fencing). */
+  override async kill(vmId: string, record: DriverRecord): Promise<void> {
+    await killQemu({ vmId, qemus: this.qemus }, qemuRecord(record).pid);
   }
 
   /**
