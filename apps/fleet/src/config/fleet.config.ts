@@ -6,7 +6,6 @@ import {
   MAX_FENCE_AFTER_S,
   MIN_COPY_EVERY_S,
   MIN_FENCE_AFTER_S,
-  recoverAfterProblem,
 } from '@app/fleet-domain';
 import {
   DaemonConfig,
