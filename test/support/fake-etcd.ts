@@ -4,7 +4,7 @@ import type {
   EtcdKeyValue,
   EtcdOp,
   EtcdTxnResult,
-} from '../../apps/fleet/src/nodes/etcd/etcd.client';
+} from '../../apps/fleet/src/nodes/etcd/etcd-wire';
 import { StoreUnavailableError } from '../../apps/fleet/src/nodes/store-unavailable.error';
 
 /**

@@ -18,9 +18,10 @@ import { HostMetrics } from '../../apps/vm-host/src/metrics/host-metrics.service
 import { DeletedDisks } from '../../apps/vm-host/src/vms/files/deleted-disks.service';
 import { VmAdmissionService } from '../../apps/vm-host/src/vms/admission/vm-admission.service';
 import { type StartedVm, VmDriver } from '../../apps/vm-host/src/vms/vm-driver';
-import { VmFiles, VmSidecar } from '../../apps/vm-host/src/vms/files/vm-files';
-import { CrashFailpoint } from '../../apps/vm-host/src/vms/life-cycle/crash-failpoint';
-import { VmLifecycle } from '../../apps/vm-host/src/vms/life-cycle/vm-lifecycle';
+import { VmFiles } from '../../apps/vm-host/src/vms/files/vm-files';
+import { VmSidecar } from '../../apps/vm-host/src/vms/files/vm-sidecar';
+import { CrashFailpoint } from '../../apps/vm-host/src/vms/failpoints/crash-failpoint';
+import { VmLifeCycles } from '../../apps/vm-host/src/vms/life-cycle/vm-life-cycles';
 import { VmActionsService } from '../../apps/vm-host/src/vms/actions/vm-actions.service';
 import { VmReconciliationService } from '../../apps/vm-host/src/vms/reconciliation/vm-reconciliation.service';
 import { VmRestartService } from '../../apps/vm-host/src/vms/reconciliation/vm-restart.service';
@@ -60,7 +61,7 @@ export interface VmServices {
   vms: VmsService;
   admission: VmAdmissionService;
   reconciliation: VmReconciliationService;
-  lifecycle: VmLifecycle;
+  lifecycle: VmLifeCycles;
   sidecars: VmSidecars;
   deletedDisks: DeletedDisks;
   restarts: VmRestartService;
@@ -106,7 +107,7 @@ export async function vmServices(parts: {
     vms: get(VmsService),
     admission: get(VmAdmissionService),
     reconciliation: get(VmReconciliationService),
-    lifecycle: get(VmLifecycle),
+    lifecycle: get(VmLifeCycles),
     sidecars: get(VmSidecars),
     deletedDisks: get(DeletedDisks),
     restarts: get(VmRestartService),
@@ -124,10 +125,10 @@ export function vmStateParts(parts: {
   driver: VmDriver;
   clock: Clock;
   config: VmHostConfig;
-}): { sidecars: VmSidecars; lifecycle: VmLifecycle } {
+}): { sidecars: VmSidecars; lifecycle: VmLifeCycles } {
   const { files, driver, clock, config } = parts;
   const sidecars = new VmSidecars(files, driver);
-  const lifecycle = new VmLifecycle(
+  const lifecycle = new VmLifeCycles(
     files,
     driver,
     clock,

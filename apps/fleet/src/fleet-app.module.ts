@@ -11,7 +11,7 @@ import {
 import { AuditLog } from './audit/audit-log';
 import { FleetConfig } from './config/fleet.config';
 import { FLEET_ERROR_STATUSES } from './fleet-error.statuses';
-import { FLEET_REALM, FleetOpsAppHolder } from './fleet-ops-app.module';
+import { FLEET_REALM, FleetOpsAppHolder } from './fleet-ops-app.holder';
 import { FleetModule } from './fleet/fleet.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { NodeTokens } from './nodes/node-tokens';

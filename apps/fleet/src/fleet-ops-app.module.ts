@@ -1,12 +1,4 @@
-import {
-  BeforeApplicationShutdown,
-  DynamicModule,
-  Global,
-  INestApplication,
-  INestApplicationContext,
-  Injectable,
-  Module,
-} from '@nestjs/common';
+import { DynamicModule, Global, INestApplicationContext, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import {
   BearerTokenGuard,
@@ -28,12 +20,11 @@ import { OperationsModule } from './operations/operations.module';
 import { RecoveryOpsModule } from './recovery/recovery-ops.module';
 import { TenantQuotas } from './tenants/tenant-quotas.service';
 import { TenantVmInterceptor } from './vms/tenant-vm.interceptor';
-import { VmHostClient, VmHostClientSettings } from './vms/vm-host.client';
+import { VmHostClient } from './vms/vm-host.client';
+import { VmHostClientSettings } from './vms/agent-calls';
 import { VmPlacementService } from './vms/vm-placement.service';
 import { VmsService } from './vms/vms.service';
-
-/** The realm of every Bearer challenge the controller sends, on either listener. */
-export const FLEET_REALM = 'service-vm-fleet';
+import { FLEET_REALM } from './fleet-ops-app.holder';
 
 /**
  * The controller's own instances the operations listener works with, taken from the main app
@@ -81,25 +72,6 @@ export function fleetOpsSharedFrom(fleet: INestApplicationContext): FleetOpsShar
     nodeLeases: fleet.get(NodeLeases),
     nodeTokens: fleet.get(NodeTokens),
   };
-}
-
-/**
- * Holds the operations listener's app in the main app, so closing the controller (a signal,
- * a test's close) closes it first, before the store it reads is closed.
- */
-@Injectable()
-export class FleetOpsAppHolder implements BeforeApplicationShutdown {
-  private app?: INestApplication;
-
-  hold(app: INestApplication): void {
-    this.app = app;
-  }
-
-  async beforeApplicationShutdown(): Promise<void> {
-    const app = this.app;
-    this.app = undefined;
-    await app?.close();
-  }
 }
 
 /** The shared instances, for every module of the ops app. */

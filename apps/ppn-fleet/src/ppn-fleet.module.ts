@@ -17,7 +17,9 @@ import {
 } from './vms/vm-actions.command';
 import { VmBackupCommand, VmCopiesCommand } from './vms/vm-backups.command';
 import { VmRestoreCommand } from './vms/vm-restore.command';
-import { VmCommand, VmCreateCommand, VmDeleteCommand } from './vms/vm.command';
+import { VmCommand } from './vms/vm.command';
+import { VmCreateCommand } from './vms/vm-create.command';
+import { VmDeleteCommand } from './vms/vm-delete.command';
 import { VmsCommand } from './vms/vms.command';
 
 /** Every command of `ppn-fleet`, and what they share; `io` is the process's or a test's. */

@@ -21,3 +21,7 @@ export * from './copy-read-grant';
 export * from './package-version';
 export * from './tenant-token';
 export * from './web-socket';
+export * from './web-socket-frames';
+export * from './web-socket-upgrades';
+export * from './web-socket-client';
+export * from './web-socket-bridges';

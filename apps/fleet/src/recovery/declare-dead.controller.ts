@@ -9,7 +9,7 @@ import {
   NodeIdParams,
 } from '@app/fleet-domain';
 import { ApiFleetStateErrors } from '../nodes/nodes.error-statuses';
-import { WRONG_HOST } from '../operations/vm-operations.controller';
+import { WRONG_HOST } from '../operations/vm-operations.api-errors';
 import { DeclareDeadService } from './declare-dead.service';
 import { RECOVERY_ERROR_STATUSES } from './recovery.error-statuses';
 import { DeclareDeadRefusedError } from './recovery.errors';

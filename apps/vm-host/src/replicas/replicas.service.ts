@@ -38,27 +38,7 @@ import {
   ReplicaTransferGoneError,
   ReplicaTransferInvalidError,
 } from './replicas.errors';
-
-/** A transfer that has not moved for this long is given up (its partial file removed). */
-export const TRANSFER_IDLE_MS = 10 * 60_000;
-
-/** One file of a VM's copy being received, in chunks, into its `.partial` file. */
-interface Transfer {
-  id: string;
-  vmId: string;
-  source: string;
-  request: StartReplicaTransfer;
-  chainId: string;
-  chainDir: string;
-  /** A full copy made its chain's folder: removed with it when the transfer fails. */
-  newChain: boolean;
-  partial: string;
-  index: number;
-  received: number;
-  lastMoveMs: number;
-  /** A chunk being written: the next waits (one at a time, in order). */
-  busy: boolean;
-}
+import { TRANSFER_IDLE_MS, Transfer, appendBody } from './replica-transfer';
 
 /**
  * Copies of other nodes' VMs held on this node (replicas), each a chain folder in the backup
@@ -396,21 +376,4 @@ export class ReplicasService {
       }
     }
   }
-}
-
-/** Writes the body at `offset`, at most `length` bytes; the bytes it really carried. */
-async function appendBody(
-  handle: FileHandle,
-  offset: number,
-  length: number,
-  body: Readable,
-): Promise<number> {
-  let written = 0;
-  for await (const chunk of body) {
-    const bytes = chunk as Buffer;
-    if (written + bytes.length > length) throw new Error('more bytes than Content-Length');
-    await handle.write(bytes, 0, bytes.length, offset + written);
-    written += bytes.length;
-  }
-  return written;
 }

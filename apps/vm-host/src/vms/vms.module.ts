@@ -2,14 +2,14 @@ import { Module } from '@nestjs/common';
 import { MonotonicClock } from '@app/daemon';
 import { HostFactsModule } from '../host-facts/host-facts.module';
 import { VmStatesSource } from '../metrics/vm-states.source';
-import { CrashFailpoint } from './life-cycle/crash-failpoint';
+import { CrashFailpoint } from './failpoints/crash-failpoint';
 import { DeletedDisksJob } from './files/deleted-disks.job';
 import { DeletedDisks } from './files/deleted-disks.service';
 import { NodeVmsSource } from './node-vms.source';
 import { VmAdmissionService } from './admission/vm-admission.service';
 import { VM_DRIVER_PROVIDER } from './vm-driver.provider';
 import { VmFiles } from './files/vm-files';
-import { VmLifecycle } from './life-cycle/vm-lifecycle';
+import { VmLifeCycles } from './life-cycle/vm-life-cycles';
 import { VmReconciliationService } from './reconciliation/vm-reconciliation.service';
 import { VmRestartService } from './reconciliation/vm-restart.service';
 import { VmWatchJob } from './reconciliation/vm-watch.job';
@@ -57,7 +57,7 @@ import { ReplicaPuller } from './copies/replica-pull';
     VmRestartService,
     VmActionsService,
     SerialTerminals,
-    VmLifecycle,
+    VmLifeCycles,
     VmSidecars,
     VmFiles,
     DeletedDisks,
@@ -110,7 +110,7 @@ import { ReplicaPuller } from './copies/replica-pull';
     CopyThrottle,
     VmFiles,
     VmSidecars,
-    VmLifecycle,
+    VmLifeCycles,
     VmDiskRoom,
     VmFencing,
   ],

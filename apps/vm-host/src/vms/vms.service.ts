@@ -18,7 +18,7 @@ import { SpawnOutcome, VmAdmissionService } from './admission/vm-admission.servi
 import { VmDiskRoom } from './admission/vm-disk-room';
 import { VmDriver } from './vm-driver';
 import { PRIVATE_DIR_MODE, VmFiles } from './files/vm-files';
-import { VmLifecycle } from './life-cycle/vm-lifecycle';
+import { VmLifeCycles } from './life-cycle/vm-life-cycles';
 import { VmReconciliationService } from './reconciliation/vm-reconciliation.service';
 import { VmSidecars } from './files/vm-sidecars';
 import { DeletedDisks } from './files/deleted-disks.service';
@@ -39,7 +39,7 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
   constructor(
     private readonly files: VmFiles,
     private readonly sidecars: VmSidecars,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly admission: VmAdmissionService,
     private readonly reconciliation: VmReconciliationService,
     private readonly driver: VmDriver,

@@ -1,7 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { DeclareDeadOutcome, LapsedNode, NodeLeases } from '../node-leases';
 import { StoreUnavailableError } from '../store-unavailable.error';
-import { EtcdClient, prefixEnd } from './etcd.client';
+import { EtcdClient } from './etcd.client';
+import { prefixEnd } from './etcd-wire';
 
 /** The node's fencing lease: the key lives as long as the lease (TTL fence_after_s). */
 export const LEASE_PREFIX = 'ppn-fleet/leases/';

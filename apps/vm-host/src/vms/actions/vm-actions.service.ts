@@ -13,8 +13,9 @@ import { VmHostConfig } from '../../config/vm-host.config';
 import { VmAdmissionService } from '../admission/vm-admission.service';
 import { VmDiskRoom } from '../admission/vm-disk-room';
 import { DriverRecord, VmDriver } from '../vm-driver';
-import { VmFiles, VmSidecar } from '../files/vm-files';
-import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmFiles } from '../files/vm-files';
+import { VmSidecar } from '../files/vm-sidecar';
+import { VmLifeCycles } from '../life-cycle/vm-life-cycles';
 import { VmPhase } from '../life-cycle/vm-transitions';
 import { VmRestartService } from '../reconciliation/vm-restart.service';
 import { VmSidecars } from '../files/vm-sidecars';
@@ -41,7 +42,7 @@ export class VmActionsService {
   constructor(
     private readonly files: VmFiles,
     private readonly sidecars: VmSidecars,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly admission: VmAdmissionService,
     private readonly restarts: VmRestartService,
     private readonly driver: VmDriver,

@@ -14,7 +14,7 @@ import {
   vmServices,
 } from '../../../../../test/support/vm-services';
 import { HostMetrics } from '../../metrics/host-metrics.service';
-import type { VmSidecar } from '../files/vm-files';
+import type { VmSidecar } from '../files/vm-sidecar';
 import { VmPhase } from '../life-cycle/vm-transitions';
 
 const PROTECTED = 'vm-00000000000000aa';

@@ -9,9 +9,10 @@ import {
 import { VmHostConfig } from '../../config/vm-host.config';
 import { HostMetrics } from '../../metrics/host-metrics.service';
 import { VmDriver } from '../vm-driver';
-import { VmFiles, VmSidecar } from '../files/vm-files';
+import { VmFiles } from '../files/vm-files';
+import { VmSidecar } from '../files/vm-sidecar';
 import { VmSidecars } from '../files/vm-sidecars';
-import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmLifeCycles } from '../life-cycle/vm-life-cycles';
 import { messageOf } from '../vms.errors';
 import { FencedVms } from './fenced-vms.hook';
 import { LeaseFile } from './lease-file';
@@ -65,7 +66,7 @@ export class VmFencing {
     private readonly config: VmHostConfig,
     private readonly files: VmFiles,
     private readonly sidecars: VmSidecars,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly driver: VmDriver,
     @Inject(LEASE_CLOCK) private readonly clock: Clock,
     private readonly fenced: FencedVms,

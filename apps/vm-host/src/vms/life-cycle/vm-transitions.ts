@@ -2,13 +2,13 @@ import { VmOperation } from '@app/fleet-domain';
 
 /**
  * The agent's VM life cycle as one table: the work this process is doing on a VM (its phase)
- * and the phase each operation may move it to. Pure: no clock, no I/O. `VmLifecycle` keeps
+ * and the phase each operation may move it to. Pure: no clock, no I/O. `VmLifeCycles` keeps
  * each VM's phase and asks `nextPhase` before every move, so a move the table has no row for
  * is refused in one place, with the VM, the phase and the operation named.
  *
  * The phase is this process's work, not what the guest does: `idle` VMs are whatever the
  * driver sees (Running, Stopped, Error). The operator-visible state is derived from both
- * (`VmLifecycle.stateOf`): admitting, provisioning and starting are listed Provisioning.
+ * (`VmLifeCycles.stateOf`): admitting, provisioning and starting are listed Provisioning.
  */
 export enum VmPhase {
   /** No work on the VM here: it is what its driver and sidecar say. */
@@ -134,7 +134,7 @@ export interface VmMove {
  * every move after the table allowed it and the phase changed. Bound as a list under
  * `VM_TRANSITION_HOOKS`; a hook that throws is logged and does not undo the move. The agent's
  * own per-VM memories (restart policy, blocked ports, disk-full pauses) are its first hook
- * (`VmLifecycle`); copies and fencing add theirs.
+ * (`VmLifeCycles`); copies and fencing add theirs.
  */
 export interface VmTransitionHook {
   /** Names the hook in the log when it fails. */
