@@ -7,6 +7,7 @@ import { DeletedDisks } from './files/deleted-disks.service';
 import { NodeVmsSource } from './node-vms.source';
 import { VmAdmissionService } from './admission/vm-admission.service';
 import { VM_DRIVER_PROVIDER } from './vm-driver.provider';
+import { VmDriver } from './vm-driver';
 import { VmFiles } from './files/vm-files';
 import { VmLifecycle } from './life-cycle/vm-lifecycle';
 import { VmReconciliationService } from './reconciliation/vm-reconciliation.service';
@@ -92,6 +93,8 @@ import { VmReplicationService } from './copies/vm-replication.service';
     VmSidecars,
     VmLifecycle,
     VmDiskRoom,
+    VmAdmissionService,
+    VmDriver,
   ],
 })
 export class VmsModule {}

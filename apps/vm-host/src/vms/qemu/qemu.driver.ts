@@ -40,6 +40,7 @@ import {
   SSH_GUEST_PORT,
   accelOf,
   forwardedPorts,
+  optionOf,
   qemuArgs,
   ramMbOf,
   vcpuCountOf,
@@ -299,6 +300,48 @@ export class QemuDriver extends VmDriver {
         ...(accelFallback === undefined ? {} : { accelFallback }),
       };
     });
+  }
+
+  /**
+   * A VM moved in live (apps/vm-host/src/moves/): QEMU on its files as `start` runs it, but on
+   * the source's machine type, accelerator and CPU model, waiting paused for its migration.
+   */
+  async startIncoming(
+    spec: VmSpec,
+    pin: { machine: string; accel: QemuAccel; cpuModel?: KvmCpuModel },
+  ): Promise<StartedVm> {
+    const { vmId } = spec;
+    const forwards = spec.forwards ?? [];
+    const taken = await firstTakenPort(this.config.wgIp, forwards);
+    if (taken) throw new VmPortTakenError(taken, this.config.wgIp);
+    const pid = await step('QEMU', () =>
+      this.launch({
+        vmId,
+        ramMb: spec.ramMb,
+        vcpuCount: spec.vcpuCount,
+        accel: pin.accel,
+        ...(pin.cpuModel === undefined ? {} : { cpuModel: pin.cpuModel }),
+        machine: pin.machine,
+        incoming: true,
+        disk: this.files.disk(vmId),
+        seedIso: this.seedIso(vmId),
+        qmpSocket: this.qmpSocket(vmId),
+        pidFile: this.pidFile(vmId),
+        serialLog: this.serialLog(vmId),
+        forwardAddress: this.config.wgIp,
+        forwards,
+      }),
+    );
+    const record: QemuRecord = { kind: 'qemu', accel: pin.accel, pid };
+    return { record, hostPorts: [...forwards], summary: `QEMU pid ${pid}, ${pin.accel}, incoming` };
+  }
+
+  /** The accelerator and CPU model a VM's QEMU runs with, from its command line; none: gone. */
+  async runningPin(vmId: string): Promise<{ accel: QemuAccel; cpu: string } | undefined> {
+    const [first] = (await this.qemus.of([vmId])).get(vmId) ?? [];
+    if (!first) return undefined;
+    // Under TCG qemuArgs names no CPU: QEMU's default for x86_64, qemu64.
+    return { accel: accelOf(first.args), cpu: optionOf(first.args, '-cpu') ?? 'qemu64' };
   }
 
   /** A VM admitted before published ports: SSH from the port it had when still free, else a new one. */
