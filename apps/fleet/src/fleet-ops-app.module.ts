@@ -23,6 +23,7 @@ import { KeyClaims } from './nodes/key-claims.repository';
 import { NodesRepository } from './nodes/nodes.repository';
 import { VmMoves } from './nodes/vm-moves.repository';
 import { OperationsModule } from './operations/operations.module';
+import { VmMoveModule } from './moves/vm-move.module';
 import { TenantQuotas } from './tenants/tenant-quotas.service';
 import { TenantVmInterceptor } from './vms/tenant-vm.interceptor';
 import { VmHostClient, VmHostClientSettings } from './vms/vm-host.client';
@@ -142,7 +143,7 @@ export class FleetOpsAppModule {
   static forShared(shared: FleetOpsShared): DynamicModule {
     return {
       module: FleetOpsAppModule,
-      imports: [FleetOpsCoreModule.with(shared), OperationsModule, ConsoleModule],
+      imports: [FleetOpsCoreModule.with(shared), OperationsModule, VmMoveModule, ConsoleModule],
       providers: [
         { provide: APP_GUARD, useClass: BearerTokenGuard },
         { provide: APP_INTERCEPTOR, useClass: TenantVmInterceptor },

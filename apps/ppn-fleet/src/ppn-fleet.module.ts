@@ -16,6 +16,7 @@ import {
 } from './vms/vm-actions.command';
 import { VmBackupCommand, VmCopiesCommand } from './vms/vm-backups.command';
 import { VmRestoreCommand } from './vms/vm-restore.command';
+import { VmMoveCommand } from './vms/vm-move.command';
 import { VmCommand, VmCreateCommand, VmDeleteCommand } from './vms/vm.command';
 import { VmsCommand } from './vms/vms.command';
 
@@ -43,6 +44,7 @@ export class PpnFleetModule {
         VmConsoleCommand,
         VmBackupCommand,
         VmRestoreCommand,
+        VmMoveCommand,
         VmCopiesCommand,
         NodeTokenCommand,
         TenantTokenCommand,

@@ -38,6 +38,7 @@ import {
 } from './vm-actions.command';
 import { VmBackupCommand, VmCopiesCommand } from './vm-backups.command';
 import { VmRestoreCommand } from './vm-restore.command';
+import { VmMoveCommand } from './vm-move.command';
 import { DEFAULT_WAIT_TIMEOUT_S, WAIT_POLL_MS } from './vm-life-cycle.view';
 import { DEFAULT_SSH_USER, sshTarget } from './vms.view';
 import { parsePortFlag } from './port-flag';
@@ -391,7 +392,7 @@ export class VmDeleteCommand extends ApiCommand {
 @Command({
   name: 'vm',
   description:
-    'create, delete, stop, start, restart, back up or restore a VM, show its console or list its backups',
+    'create, delete, stop, start, restart, back up, restore or move a VM, show its console or list its backups',
   subCommands: [
     VmCreateCommand,
     VmDeleteCommand,
@@ -402,13 +403,14 @@ export class VmDeleteCommand extends ApiCommand {
     VmBackupCommand,
     VmCopiesCommand,
     VmRestoreCommand,
+    VmMoveCommand,
   ],
 })
 export class VmCommand extends CommandRunner {
   /** Reached only without one of its commands: none, or one it does not have (`vm list`). */
   run([given]: string[] = []): Promise<void> {
     const commands =
-      'create, delete, stop, start, restart, console, backup, copies or restore (see ppn-fleet vm --help)';
+      'create, delete, stop, start, restart, console, backup, copies, restore or move (see ppn-fleet vm --help)';
     return Promise.reject(
       new CliFailure(
         given === undefined
