@@ -117,11 +117,11 @@ describe("the QMP sequences of a VM's move", () => {
   });
 
   it('mirrors the whole disk to the NBD export, write-blocking, until the job is ready', async () => {
-    await session((qmp) => mirrorToNbd(qmp, '#block149', { host: '10.0.0.2', port: 40123 }));
+    await session((qmp) => mirrorToNbd(qmp, '#block149', '/run/vm/move-nbd'));
     expect(call('blockdev-add')?.arguments).toEqual({
       'node-name': MOVE_TARGET_NODE,
       driver: 'nbd',
-      server: { type: 'inet', host: '10.0.0.2', port: '40123' },
+      server: { type: 'unix', path: '/run/vm/move-nbd' },
       export: MOVE_EXPORT,
     });
     expect(call('blockdev-mirror')?.arguments).toMatchObject({
@@ -134,16 +134,16 @@ describe("the QMP sequences of a VM's move", () => {
   });
 
   it('ends the mirror only once the guest is paused before the switchover, then switches over', async () => {
-    await session((qmp) => mirrorToNbd(qmp, '#block149', { host: '10.0.0.2', port: 40123 }));
+    await session((qmp) => mirrorToNbd(qmp, '#block149', '/run/vm/move-nbd'));
     calls.length = 0;
     let pausedAt: string[] = [];
     const figures = await session((qmp) =>
-      migrateWithSwitchover(qmp, { host: '10.0.0.2', port: 40124 }, () => (pausedAt = sent())),
+      migrateWithSwitchover(qmp, '/run/vm/move-mig', () => (pausedAt = sent())),
     );
     expect(call('migrate-set-capabilities')?.arguments).toEqual({
       capabilities: [{ capability: 'pause-before-switchover', state: true }],
     });
-    expect(call('migrate')?.arguments).toEqual({ uri: 'tcp:10.0.0.2:40124' });
+    expect(call('migrate')?.arguments).toEqual({ uri: 'unix:/run/vm/move-mig' });
     // Nothing of the mirror is touched before the pause.
     expect(pausedAt).toEqual(['migrate-set-capabilities', 'migrate-set-parameters', 'migrate']);
     expect(sent()).toEqual([
@@ -159,16 +159,16 @@ describe("the QMP sequences of a VM's move", () => {
   });
 
   it('says why a migration failed, and never switches over', async () => {
-    await session((qmp) => mirrorToNbd(qmp, '#block149', { host: '10.0.0.2', port: 1 }));
+    await session((qmp) => mirrorToNbd(qmp, '#block149', '/run/vm/move-nbd'));
     qemu.failWith = 'Unable to write to socket: Connection reset by peer';
-    await expect(
-      session((qmp) => migrateWithSwitchover(qmp, { host: '10.0.0.2', port: 2 })),
-    ).rejects.toThrow('the migration failed: Unable to write to socket: Connection reset by peer');
+    await expect(session((qmp) => migrateWithSwitchover(qmp, '/run/vm/move-mig'))).rejects.toThrow(
+      'the migration failed: Unable to write to socket: Connection reset by peer',
+    );
     expect(call('migrate-continue')).toBeUndefined();
   });
 
   it('after a failure, cancels the migration and the mirror and runs the guest again', async () => {
-    await session((qmp) => mirrorToNbd(qmp, '#block149', { host: '10.0.0.2', port: 1 }));
+    await session((qmp) => mirrorToNbd(qmp, '#block149', '/run/vm/move-nbd'));
     qemu.migration = 'pre-switchover';
     qemu.running = false;
     calls.length = 0;

@@ -13,11 +13,6 @@ const POLL_MS = 100;
 const MIGRATE_BANDWIDTH_BYTES_S = 1024 * 1024 * 1024;
 const DOWNTIME_LIMIT_MS = 300;
 
-export interface HostPortAddress {
-  host: string;
-  port: number;
-}
-
 /** What the source sent, as QEMU counted it. */
 export interface LiveMoveFigures {
   /** The disk's bytes the mirror wrote to the target. */
@@ -54,19 +49,21 @@ export async function runningMachine(qmp: QmpSession): Promise<string> {
 }
 
 /**
- * On the source: the disk mirrored into the target's NBD export, every guest write from the
+ * On the source: the disk mirrored into the target's NBD export (reached through the agent's
+ * relay at `nbdSocket`), every guest write from the
  * start also written there before it completes (write-blocking), so once the job is ready the
  * two disks stay equal until the job ends. Resolves when it is ready.
  */
 export async function mirrorToNbd(
   qmp: QmpSession,
   diskNode: string,
-  nbd: HostPortAddress,
+  nbdSocket: string,
 ): Promise<void> {
   await qmp.execute('blockdev-add', {
     'node-name': MOVE_TARGET_NODE,
     driver: 'nbd',
-    server: { type: 'inet', host: nbd.host, port: String(nbd.port) },
+    // The agent's relay to the target's export (see MoveRelay): QEMU connects to no address.
+    server: { type: 'unix', path: nbdSocket },
     export: MOVE_EXPORT,
   });
   await qmp.execute('blockdev-mirror', {
@@ -90,7 +87,8 @@ export async function mirrorToNbd(
 }
 
 /**
- * On the source, the mirror ready: the migration to `to`, paused before its switchover (the
+ * On the source, the mirror ready: the migration to the target (through the agent's relay at
+ * `migrateSocket`), paused before its switchover (the
  * guest stopped, every byte of its memory but the last sent), the mirror ended there without
  * switching the source over to the target's disk (both equal, the guest stopped), then the
  * switchover. Resolves once QEMU says the migration completed; the source is then stopped for
@@ -98,7 +96,7 @@ export async function mirrorToNbd(
  */
 export async function migrateWithSwitchover(
   qmp: QmpSession,
-  to: HostPortAddress,
+  migrateSocket: string,
   paused: () => void = () => undefined,
 ): Promise<LiveMoveFigures> {
   await qmp.execute('migrate-set-capabilities', {
@@ -108,7 +106,7 @@ export async function migrateWithSwitchover(
     'max-bandwidth': MIGRATE_BANDWIDTH_BYTES_S,
     'downtime-limit': DOWNTIME_LIMIT_MS,
   });
-  await qmp.execute('migrate', { uri: `tcp:${uriHost(to.host)}:${to.port}` });
+  await qmp.execute('migrate', { uri: `unix:${migrateSocket}` });
   await migrationReaches(qmp, 'pre-switchover');
   const pausedAtMs = performance.now();
   paused();

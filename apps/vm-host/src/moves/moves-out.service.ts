@@ -36,6 +36,7 @@ import {
   runningMachine,
 } from './move-qmp';
 import { hostCpu } from './moves-in.service';
+import { MoveRelay } from './move-relay';
 import { MoveConflictError, MoveFailedError, MoveRefusedError } from './moves.errors';
 
 /** QMP's session of a move stays open for the whole move: silent this long, it is given up. */
@@ -185,18 +186,28 @@ export class MovesOutService {
     vmId: string,
     where: IncomingMove,
   ): Promise<{ vm: VmRecord; pauseMs: number; bytes: number }> {
+    const runDir = this.files.runDir(vmId);
+    const relays: MoveRelay[] = [];
     try {
-      if (where.migrate_address === undefined)
+      if (where.migrate_address === undefined) {
         throw new Error(`node ${peer.nodeId} named no migration address`);
-      await mirrorToNbd(qmp, diskNodeName, splitAddress(where.nbd_address));
-      const figures = await migrateWithSwitchover(qmp, splitAddress(where.migrate_address));
+      }
+      const nbd = await MoveRelay.open(join(runDir, 'move-nbd'), splitAddress(where.nbd_address));
+      relays.push(nbd);
+      const migration = await MoveRelay.open(
+        join(runDir, 'move-mig'),
+        splitAddress(where.migrate_address),
+      );
+      relays.push(migration);
+      await mirrorToNbd(qmp, diskNodeName, nbd.path);
+      const figures = await migrateWithSwitchover(qmp, migration.path);
       const vm = (await this.peers.call(
         peer,
         'POST',
         `/v1/moves/${vmId}/incoming/done`,
       )) as VmRecord;
       const pauseMs = Math.round(performance.now() - figures.pausedAtMs);
-      return { vm, pauseMs, bytes: figures.diskBytes + figures.memoryBytes };
+      return { vm, pauseMs, bytes: nbd.sentBytes + migration.sentBytes };
     } catch (error) {
       this.logger.warn(
         `vm ${vmId}: live move to node ${peer.nodeId} failed (${messageOf(error)}); resuming it here`,
@@ -208,6 +219,8 @@ export class MovesOutService {
       });
       await this.abort(peer, vmId);
       throw error;
+    } finally {
+      for (const relay of relays) await relay.close();
     }
   }
 
