@@ -39,5 +39,6 @@ export * from './size-and-age';
 export * from './tenant-quotas';
 export * from './wire/vm-restore';
 export * from './wire/vm-moves';
+export * from './vm-move-rules';
 export * from './restore-plan';
 export * from './copy-placement';

@@ -11,10 +11,12 @@ import {
   isLive,
   listedVms,
   liveSince,
+  moveSpawnKey,
   placeVm,
   placementCandidate,
   recordDispatchedVm,
   releaseHold,
+  removeVm,
   shownVm,
   toRfc3339,
   vmRecordOf,
@@ -32,6 +34,8 @@ export const MOVE_AGENT_TIMEOUT_MS = 2 * 60 * 60_000;
 /** How long the new node may take to report the VM in a heartbeat after the move. */
 export const MOVE_REPORT_WITHIN_MS = 60_000;
 const REPORT_POLL_MS = 250;
+/** Times the VM's record is taken off its old node and put on its new one, a heartbeat in between. */
+const HAND_OVER_ATTEMPTS = 5;
 
 /**
  * POST /v1/vms/{vm_id}/move on the operations listener: the target (named, or chosen by
@@ -153,8 +157,7 @@ export class VmMoveService {
     }
     const record = vmRecordOf({ ...moved.vm, tenant_id: moved.vm.tenant_id ?? vm.tenant_id });
     const answeredAt = this.clock.now();
-    // The id is the new node's from now on: its heartbeat's listing of it is not foreign.
-    await this.nodes.update(target.node_id, recordDispatchedVm(holdId, record));
+    await this.handOver(vmId, source.node_id, target.node_id, holdId, record);
     const reported = await this.reportedBy(target.node_id, vmId, answeredAt);
     if (!reported) {
       // The new node runs it (its agent said so) but has not reported it: the old node's disk is
@@ -181,6 +184,34 @@ export class VmMoveService {
       total_ms: moved.total_ms,
       bytes_sent: moved.bytes_sent,
     };
+  }
+
+  /**
+   * The id is the new node's from now on (its heartbeat's listing of it is not foreign, the old
+   * node's is): taken off the old node's record, then put on the new one's. A heartbeat of the
+   * old node in between lists it there again: taken off again, a few times.
+   */
+  private async handOver(
+    vmId: string,
+    from: string,
+    to: string,
+    holdId: string,
+    record: ReturnType<typeof vmRecordOf>,
+  ): Promise<void> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await this.nodes.update(from, removeVm(vmId));
+        await this.nodes.update(to, recordDispatchedVm(holdId, record));
+        return;
+      } catch (error) {
+        if (attempt >= HAND_OVER_ATTEMPTS) {
+          this.logger.error(
+            `vm ${vmId}: runs on node ${to} now but its record not moved there (${(error as Error).message}); node ${to}'s heartbeats list it once node ${from} no longer does`,
+          );
+          return;
+        }
+      }
+    }
   }
 
   /** The VM as a heartbeat of `nodeId` received after `sinceMs` lists it, once one does. */
@@ -228,7 +259,7 @@ export class VmMoveService {
           requiredFreeMb,
           nowMs: now,
           expiresAtMs: now + MOVE_AGENT_TIMEOUT_MS + RAM_HOLD_MARGIN_MS,
-          spawnKey: `move:${vmId}`,
+          spawnKey: moveSpawnKey(vmId),
         },
         liveSince(now),
       ),
