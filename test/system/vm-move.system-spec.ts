@@ -177,7 +177,7 @@ describe('moving a VM between two agents', () => {
     expect(liveQemusUnder(A.diskDir)).toEqual([]);
     await eventually(
       'node A without the VM',
-      async () => (leftOf(A, vmId).length === 0 ? true : undefined),
+      () => Promise.resolve(leftOf(A, vmId).length === 0 ? true : undefined),
       10_000,
       200,
     );
@@ -209,7 +209,7 @@ describe('moving a VM between two agents', () => {
     expect(liveQemusUnder(B.diskDir)).toEqual([]);
     await eventually(
       'node B without the VM',
-      async () => (leftOf(B, vmId).length === 0 ? true : undefined),
+      () => Promise.resolve(leftOf(B, vmId).length === 0 ? true : undefined),
       10_000,
       200,
     );

@@ -9,6 +9,7 @@ import {
   MOVE_JOB_ID,
   MOVE_TARGET_NODE,
   abandonOnSource,
+  clearMoveLeftovers,
   awaitIncoming,
   migrateWithSwitchover,
   mirrorToNbd,
@@ -23,6 +24,7 @@ import {
 class FakeQemu {
   job?: { id: string; status: string; 'current-progress': number; error?: string };
   migration = 'none';
+  nodes = new Set<string>();
   running = true;
   failWith?: string;
   /** What the migration reaches after `migrate`: its pause, unless the test says otherwise. */
@@ -72,6 +74,14 @@ class FakeQemu {
                   ram: { transferred: 530_000_000 },
                 },
         };
+      case 'query-named-block-nodes':
+        return { return: [...this.nodes].map((name) => ({ 'node-name': name })) };
+      case 'blockdev-add':
+        this.nodes.add(args['node-name'] as string);
+        return { return: {} };
+      case 'blockdev-del':
+        this.nodes.delete(args['node-name'] as string);
+        return { return: {} };
       case 'query-status':
         return { return: { status: this.running ? 'running' : 'paused', running: this.running } };
       case 'cont':
@@ -182,6 +192,20 @@ describe("the QMP sequences of a VM's move", () => {
       'cont',
     ]);
     expect(qemu.running).toBe(true);
+  });
+
+  it('clears what a move cut short left (its job, its NBD node) before the next, and nothing else', async () => {
+    await session((qmp) => clearMoveLeftovers(qmp));
+    expect(sent()).toEqual(['query-named-block-nodes']);
+    await session((qmp) => mirrorToNbd(qmp, '#block149', '/run/vm/move-nbd'));
+    calls.length = 0;
+    await session((qmp) => clearMoveLeftovers(qmp));
+    expect(sent()).toEqual([
+      'block-job-cancel',
+      'job-dismiss',
+      'query-named-block-nodes',
+      'blockdev-del',
+    ]);
   });
 
   it('on the target: exports the blank disk and awaits the migration on the mesh address', async () => {

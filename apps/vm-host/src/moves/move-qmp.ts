@@ -131,6 +131,34 @@ export async function migrateWithSwitchover(
 }
 
 /**
+ * On the source, before a move: what a move cut short left in QEMU (its agent killed midway,
+ * which ends the relay and so the mirror and the migration): the job and the NBD node. The
+ * guest ran on meanwhile (QEMU resumes it when its migration fails).
+ */
+export async function clearMoveLeftovers(qmp: QmpSession): Promise<void> {
+  const job = await moveJob(qmp);
+  if (job) {
+    if (job.status !== 'concluded') {
+      await qmp
+        .execute('block-job-cancel', { device: MOVE_JOB_ID, force: true })
+        .catch(() => undefined);
+      for (let tries = 0; tries < 100; tries += 1) {
+        const left = await moveJob(qmp);
+        if (!left || left.status === 'concluded') break;
+        await pause(POLL_MS);
+      }
+    }
+    await qmp.execute('job-dismiss', { id: MOVE_JOB_ID }).catch(() => undefined);
+  }
+  const nodes = (await qmp.execute('query-named-block-nodes', { flat: true })) as Array<{
+    'node-name'?: string;
+  }>;
+  if (nodes.some((node) => node['node-name'] === MOVE_TARGET_NODE)) {
+    await qmp.execute('blockdev-del', { 'node-name': MOVE_TARGET_NODE });
+  }
+}
+
+/**
  * On the source, after a move failed anywhere before the target took the guest: the migration
  * cancelled, the mirror and its NBD node gone, the guest running again. Each step is tried
  * whatever the one before did: what QEMU had not got to refuses and is skipped.

@@ -20,9 +20,10 @@ export class MoveRelay {
 
   static async open(path: string, to: { host: string; port: number }): Promise<MoveRelay> {
     await rm(path, { force: true });
-    let relay: MoveRelay | undefined;
-    const server = createServer((local) => relay?.pipe(local, to));
-    relay = new MoveRelay(server, path);
+    const sockets: { relay?: MoveRelay } = {};
+    const server = createServer((local) => sockets.relay?.pipe(local, to));
+    const relay = new MoveRelay(server, path);
+    sockets.relay = relay;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(path, () => resolve());

@@ -38,6 +38,8 @@ export const INCOMING_MOVE_TIMEOUT_MS = 30 * 60_000;
 /** How long the target waits, once told the migration completed, for its QEMU to agree. */
 const TAKE_OVER_WITHIN_MS = 10_000;
 const QMP_TIMEOUT_MS = 10_000;
+/** How long the answer of an adopted move is kept for its source asking `done` again. */
+const FINISHED_KEPT_MS = 10 * 60_000;
 /** How long qemu-nbd may take to listen. */
 const NBD_LISTEN_WITHIN_MS = 10_000;
 
@@ -62,6 +64,8 @@ interface Incoming {
 export class MovesInService implements OnModuleDestroy {
   private readonly logger = new Logger('Moves');
   private readonly incoming = new Map<string, Incoming>();
+  /** The moves adopted here lately, for a `done` asked again. */
+  private readonly finished = new Map<string, { vm: VmRecord; atMs: number }>();
 
   constructor(
     private readonly config: VmHostConfig,
@@ -130,7 +134,10 @@ export class MovesInService implements OnModuleDestroy {
             ? this.adoptLive(driver, sidecar, request, cpuModel, ready, finished)
             : Promise.resolve(this.adoptCold(sidecar, request)),
       })
-      .then(({ vm }) => vm)
+      .then(({ vm }) => {
+        this.remember(vmId, vm);
+        return vm;
+      })
       .finally(() => {
         clearTimeout(timer);
         this.incoming.delete(vmId);
@@ -147,10 +154,17 @@ export class MovesInService implements OnModuleDestroy {
     ]);
   }
 
-  /** The source is done: the VM adopted here, as its answer. */
+  /**
+   * The source is done: the VM adopted here, as its answer. Asked again (its answer lost on the
+   * way), the same answer, for a while: the source must not resume a guest that runs here.
+   */
   async done(vmId: string): Promise<VmRecord> {
     const move = this.incoming.get(vmId);
-    if (!move) throw new IncomingMoveGoneError(vmId);
+    if (!move) {
+      const finished = this.finished.get(vmId);
+      if (finished && performance.now() - finished.atMs < FINISHED_KEPT_MS) return finished.vm;
+      throw new IncomingMoveGoneError(vmId);
+    }
     move.finish('done');
     try {
       return await move.outcome;
@@ -159,6 +173,14 @@ export class MovesInService implements OnModuleDestroy {
         `vm ${vmId}: node ${this.config.nodeId} could not take it over: ${messageOf(error)}`,
       );
     }
+  }
+
+  private remember(vmId: string, vm: VmRecord): void {
+    const now = performance.now();
+    for (const [id, { atMs }] of this.finished) {
+      if (now - atMs >= FINISHED_KEPT_MS) this.finished.delete(id);
+    }
+    this.finished.set(vmId, { vm, atMs: now });
   }
 
   /** The source gave up: everything of the VM here rolled back. */

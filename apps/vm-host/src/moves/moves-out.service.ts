@@ -31,6 +31,7 @@ import { VmNotOnNodeError, messageOf } from '../vms/vms.errors';
 import {
   MOVE_EXPORT,
   abandonOnSource,
+  clearMoveLeftovers,
   migrateWithSwitchover,
   mirrorToNbd,
   runningMachine,
@@ -41,6 +42,8 @@ import { MoveConflictError, MoveFailedError, MoveRefusedError } from './moves.er
 
 /** QMP's session of a move stays open for the whole move: silent this long, it is given up. */
 const MOVE_QMP_TIMEOUT_MS = 30_000;
+/** Times the new node is asked to take the guest over when it does not answer. */
+const DONE_ATTEMPTS = 3;
 /** How long a cold move's disk may take to send (a 20 GiB disk over a slow mesh). */
 const COLD_SEND_TIMEOUT_MS = 60 * 60_000;
 
@@ -135,6 +138,7 @@ export class MovesOutService {
     let answer: { vm: VmRecord; pauseMs: number; bytes: number };
     try {
       answer = await withQmp(socket, MOVE_QMP_TIMEOUT_MS, async (qmp) => {
+        await clearMoveLeftovers(qmp);
         const machine = await runningMachine(qmp);
         const disk = await diskNode(qmp, this.files.disk(vmId));
         const cpu = pin.accel === 'kvm' && pin.cpu.startsWith('host') ? await hostCpu() : undefined;
@@ -201,11 +205,7 @@ export class MovesOutService {
       relays.push(migration);
       await mirrorToNbd(qmp, diskNodeName, nbd.path);
       const figures = await migrateWithSwitchover(qmp, migration.path);
-      const vm = (await this.peers.call(
-        peer,
-        'POST',
-        `/v1/moves/${vmId}/incoming/done`,
-      )) as VmRecord;
+      const vm = await this.done(peer, vmId);
       const pauseMs = Math.round(performance.now() - figures.pausedAtMs);
       return { vm, pauseMs, bytes: nbd.sentBytes + migration.sentBytes };
     } catch (error) {
@@ -221,6 +221,25 @@ export class MovesOutService {
       throw error;
     } finally {
       for (const relay of relays) await relay.close();
+    }
+  }
+
+  /**
+   * The new node told to run the guest: asked again when no answer came (it may have taken the
+   * guest over and its answer been lost: it answers the same again), up to DONE_ATTEMPTS times.
+   */
+  private async done(peer: PeerTarget, vmId: string): Promise<VmRecord> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return (await this.peers.call(peer, 'POST', `/v1/moves/${vmId}/incoming/done`)) as VmRecord;
+      } catch (error) {
+        if (!(error instanceof PeerCallError) || error.status !== 0 || attempt >= DONE_ATTEMPTS) {
+          throw error;
+        }
+        this.logger.warn(
+          `vm ${vmId}: node ${peer.nodeId} did not answer its take-over (${error.message}); asking again`,
+        );
+      }
     }
   }
 
@@ -247,7 +266,7 @@ export class MovesOutService {
         ['convert', '-n', '-f', 'qcow2', '-O', 'raw', disk, uri],
         COLD_SEND_TIMEOUT_MS,
       );
-      vm = (await this.peers.call(peer, 'POST', `/v1/moves/${vmId}/incoming/done`)) as VmRecord;
+      vm = await this.done(peer, vmId);
     } catch (error) {
       await this.abort(peer, vmId);
       throw new MoveFailedError(
