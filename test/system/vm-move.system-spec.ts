@@ -22,7 +22,8 @@ import { scratchFolder } from '../support/scratch-folders';
  * agent on its own loopback address (127.0.0.2, 127.0.0.3), so the VM keeps its host ports.
  * A running VM moved live to node B: its guest did not reboot (same boot id), the file it wrote
  * is there, SSH answers at node B's address on the same port, node A has no QEMU and no disk
- * left. Then, stopped, it moves cold back to node A, stays stopped there, and starts on A.
+ * left. Then, stopped, it moves cold back to node A, stays stopped there, and starts on A. Then
+ * a live move cut by killing the new node's agent: the VM runs on node A only, same boot.
  * The guest's pause, the time and the bytes of each move are printed.
  */
 jest.setTimeout(2 * GUEST_SSH_DEADLINE_MS + 480_000);
@@ -87,6 +88,8 @@ describe('moving a VM between two agents', () => {
   let fleet: Daemon;
   let agents: Daemon[] = [];
   let pubkey: string;
+  /** What the first test leaves for the second: the VM, running on node A. */
+  let left: { vmId: string; sshPort: number; kept: string } | undefined;
 
   beforeAll(async () => {
     if (!existsSync(guestImagePath())) {
@@ -224,5 +227,53 @@ describe('moving a VM between two agents', () => {
     });
     expect(afterCold.trim()).toBe(kept);
     expect(readdirSync(join(B.diskDir, 'disks')).filter((file) => file.includes(vmId))).toEqual([]);
+    left = { vmId, sshPort, kept };
+  });
+
+  it("a live move cut by killing the new node's agent leaves the VM running on its old node only", async () => {
+    if (!left) throw new Error('the first test left no VM');
+    const { vmId, sshPort, kept } = left;
+    const bootId = (
+      await sshRun(key, A.wgIp, sshPort, 'cat /proc/sys/kernel/random/boot_id')
+    ).trim();
+    const moving = ppnFleet(['vm', 'move', vmId, '--to', B.id], {}, WAIT_MS);
+    // Once the old node mirrors the disk to the new one (its relay is open), node B's agent dies;
+    // its QEMU, waiting for the guest, lives on.
+    await eventually(
+      'the mirror under way',
+      () =>
+        Promise.resolve(existsSync(join(A.diskDir, 'run', vmId, 'move-nbd')) ? true : undefined),
+      60_000,
+      50,
+    );
+    agents[1].process.kill('SIGKILL');
+    await agents[1].waitForExit(10_000);
+    const cut = await moving;
+    expect(cut.code).not.toBe(0);
+    expect(cut.stderr).toContain(`the move failed; the VM is left on node ${A.id}`);
+    await listedOn(vmId, A.id, 'Running');
+    expect((await sshRun(key, A.wgIp, sshPort, 'cat /proc/sys/kernel/random/boot_id')).trim()).toBe(
+      bootId,
+    );
+    expect((await sshRun(key, A.wgIp, sshPort, 'sha256sum ~/kept')).trim()).toBe(kept);
+    // Node B's agent back: it rolls the VM back, its waiting QEMU stopped, nothing of it left.
+    agents[1] = await startNode(B, pubkey);
+    await eventually(
+      'node B without the VM',
+      () =>
+        Promise.resolve(
+          leftOf(B, vmId).length === 0 && liveQemusUnder(B.diskDir).length === 0 ? true : undefined,
+        ),
+      30_000,
+      200,
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}\nnode B: ${agents[1].output.slice(-3000)}`);
+    });
+    expect(
+      (await getJson<ListedVm[]>('/v1/vms'))
+        .filter(({ vm_id }) => vm_id === vmId)
+        .map(({ node_id }) => node_id),
+    ).toEqual([A.id]);
+    expect(liveQemusUnder(A.diskDir)).toHaveLength(1);
   });
 });
