@@ -1,4 +1,4 @@
-import { findImportCircles, findUpwardImports } from './app-imports';
+import { findImportCircles, findLongFiles, findUpwardImports } from './app-imports';
 import { allSources, appSources, libSources, readSources } from './check-app-imports';
 
 const FLEET = 'apps/fleet/src';
@@ -163,5 +163,25 @@ describe('findImportCircles', () => {
       }),
     );
     expect(found).toEqual([]);
+  });
+});
+
+describe('findLongFiles', () => {
+  const lines = (count: number): string => 'x\n'.repeat(count);
+
+  it('names a hand-written file over 400 lines, with its count, and no spec nor generated client', () => {
+    const files = new Map([
+      ['apps/fleet/src/vms/long.service.ts', lines(401)],
+      ['apps/fleet/src/vms/just-right.service.ts', lines(400)],
+      ['apps/fleet/src/vms/long.service.spec.ts', lines(900)],
+      ['apps/fleet/src/vms/vm-host-api.generated.ts', lines(900)],
+    ]);
+    expect(findLongFiles(files)).toEqual([
+      { file: 'apps/fleet/src/vms/long.service.ts', lines: 401 },
+    ]);
+  });
+
+  it('finds none in the apps and libs of this checkout', () => {
+    expect(findLongFiles(allSources())).toEqual([]);
   });
 });

@@ -213,3 +213,28 @@ export function findImportCircles(files: ReadonlyMap<string, string>): ImportCir
     })
     .sort((a, b) => a.files[0].localeCompare(b.files[0]));
 }
+
+/** The most lines a hand-written source file of an app or lib may have (ARCHITECTURE.md). */
+export const MAX_SOURCE_LINES = 400;
+
+/** A hand-written source file longer than MAX_SOURCE_LINES. */
+export interface LongFile {
+  file: string;
+  lines: number;
+}
+
+/**
+ * The files of `files` (path → text) longer than MAX_SOURCE_LINES, but specs and generated
+ * clients (`*.spec.ts`, `*generated*`): a longer file is split along its concerns.
+ */
+export function findLongFiles(files: ReadonlyMap<string, string>): LongFile[] {
+  const long: LongFile[] = [];
+  for (const [file, text] of files) {
+    const name = file.slice(file.lastIndexOf('/') + 1);
+    if (name.endsWith('.spec.ts') || name.includes('generated')) continue;
+    // As `wc -l` counts: newlines.
+    const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+    if (lines > MAX_SOURCE_LINES) long.push({ file, lines });
+  }
+  return long.sort((a, b) => b.lines - a.lines);
+}

@@ -1,10 +1,16 @@
 /**
  * `npm run lint` runs this: fails, naming each one, when an import runs back up inside an app
- * or files of an app or lib import each other round a loop (see app-imports.ts for the rules).
+ * or files of an app or lib import each other round a loop (see app-imports.ts for the rules),
+ * or when a hand-written source file of an app or lib is longer than MAX_SOURCE_LINES.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
-import { findImportCircles, findUpwardImports } from './app-imports';
+import {
+  MAX_SOURCE_LINES,
+  findImportCircles,
+  findLongFiles,
+  findUpwardImports,
+} from './app-imports';
 
 const REPOSITORY = path.resolve(__dirname, '../..');
 
@@ -49,7 +55,14 @@ if (require.main === module) {
       found += 1;
     }
   }
-  const circles = findImportCircles(allSources());
+  const sources = allSources();
+  const circles = findImportCircles(sources);
+  const long = findLongFiles(sources);
+  for (const { file, lines } of long) {
+    console.error(
+      `${file}: ${lines} lines, more than ${MAX_SOURCE_LINES}: split it along its concerns`,
+    );
+  }
   for (const { files } of circles) {
     console.error(`${[...files, files[0]].join(' imports ')}: files never import each other`);
   }
@@ -61,5 +74,10 @@ if (require.main === module) {
   if (circles.length > 0) {
     console.error(`${circles.length} circle(s) of imports between files of the apps and libs`);
   }
-  if (found > 0 || circles.length > 0) process.exit(1);
+  if (long.length > 0) {
+    console.error(
+      `${long.length} hand-written source file(s) longer than ${MAX_SOURCE_LINES} lines`,
+    );
+  }
+  if (found > 0 || circles.length > 0 || long.length > 0) process.exit(1);
 }

@@ -119,7 +119,7 @@ describe("README's fleet of three machines", () => {
     const create = web.split('\n').find((line) => line.startsWith('ppn-fleet vm create'));
     expect(create).toMatch(/ --port 80\/tcp /);
     expect(create).toMatch(/ --wait-port 80\b/);
-    const command = read('apps/ppn-fleet/src/vms/vm.command.ts');
+    const command = read('apps/ppn-fleet/src/vms/vm-create.command.ts');
     expect(command).toContain("flags: '--port <");
     expect(command).toContain("flags: '--wait-port <guest_port>'");
     // The page goes where Debian's nginx serves it from, as the user the image gives sudo.

@@ -6,6 +6,7 @@
  * and enrolling 100,000 nodes), about 2 minutes.
  * `npm run bench -- console`: 20 console tabs on 1,000 simulated nodes alone, about a minute.
  * `npm run bench -- copies`: a real guest copied between two agents alone, a few minutes.
+ * `npm run bench -- copy-age [--minutes 10]`: the age of 3 guests' copies alone (copy-age.ts).
  * `npm run bench -- etcd`: heartbeat ingestion in memory and in etcd (VM_FLEET_ETCD_ENDPOINTS, a
  * one-member etcd of the bench's own) side by side, about 40 s; also part of the other runs.
  */
@@ -31,6 +32,7 @@ import type { HostileResult } from './hostile-bodies';
 import type { LoadResult, LoadSpec } from './load';
 import { measureBootTime } from './boot-time';
 import { measureCopies } from './copies';
+import { copyAgeFigure, copyAgeMinutes, measureCopyAge } from './copy-age';
 import { measureQemuMemory } from './qemu-memory';
 
 const RESULTS = join(__dirname, 'results');
@@ -45,6 +47,8 @@ const HEARTBEATS_ONLY = process.argv.slice(2).includes('heartbeats');
 const CONSOLE_ONLY = process.argv.slice(2).includes('console');
 /** Only the copies step: a real guest copied between two agents. */
 const COPIES_ONLY = process.argv.slice(2).includes('copies');
+/** Only the age of 3 guests' copies, over `--minutes` (10). */
+const COPY_AGE_ONLY = process.argv.slice(2).includes('copy-age');
 /** Only heartbeat ingestion in memory and in etcd, side by side. */
 const ETCD_ONLY = process.argv.slice(2).includes('etcd');
 const OPS_URL = 'http://127.0.0.1:9206';
@@ -468,6 +472,7 @@ async function measureSweepHostileAndAgent(
       record(`boot.phase.${phase}`, `  ${phase}`, atS, `${atS.toFixed(1)} s`);
     }
     await recordCopies();
+    await recordCopyAge();
   } else {
     console.log('  QEMU memory and create → SSH: skipped (needs root and the guest image)');
   }
@@ -502,6 +507,13 @@ async function recordCopies(): Promise<void> {
   );
 }
 
+/** The age of 3 guests' copies under TCG every 60 s (needs root and the guest image). */
+async function recordCopyAge(): Promise<void> {
+  const minutes = copyAgeMinutes();
+  console.log(`the age of the copies of 3 guests on 2 nodes under TCG, ${minutes} min`);
+  record(...copyAgeFigure(await measureCopyAge(minutes)));
+}
+
 async function main(): Promise<void> {
   mkdirSync(RESULTS, { recursive: true });
   const probePath = compileProbe();
@@ -516,6 +528,13 @@ async function main(): Promise<void> {
   }
   if (COPIES_ONLY) {
     await recordCopies();
+    return report(started, loadBefore);
+  }
+  if (COPY_AGE_ONLY) {
+    if (process.getuid?.() !== 0 || !existsSync(guestImagePath())) {
+      throw new Error('copy-age needs root and the guest image');
+    }
+    await recordCopyAge();
     return report(started, loadBefore);
   }
   if (ETCD_ONLY) {

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Clock, deriveNodeToken } from '@app/daemon';
 import { FLEET_APP_OPTIONS, configureFleetApp } from '../../apps/fleet/src/bootstrap';
-import { loadFleetConfig } from '../../apps/fleet/src/config/fleet.config';
+import { loadFleetConfig } from '../../apps/fleet/src/config/fleet-config.load';
 import { FleetAppModule } from '../../apps/fleet/src/fleet-app.module';
 import { FakeClock } from '../support/fake-clock';
 import { heartbeat } from '../support/heartbeats';

@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { renderFleetDocument, renderVmHostDocument } from '../../openapi/documents';
-import { FleetConfigError, loadFleetConfig } from '../../apps/fleet/src/config/fleet.config';
+import { FleetConfigError } from '../../apps/fleet/src/config/fleet.config';
+import { loadFleetConfig } from '../../apps/fleet/src/config/fleet-config.load';
 import { FakeClock } from '../support/fake-clock';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { heartbeat, vmRecord } from '../support/heartbeats';

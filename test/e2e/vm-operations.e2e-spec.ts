@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import request from 'supertest';
 import { deriveNodeToken } from '@app/daemon';
 import { NODE_STALE_AFTER_MS } from '@app/fleet-domain';
-import { VmHostClientSettings } from '../../apps/fleet/src/vms/vm-host.client';
+import { VmHostClientSettings } from '../../apps/fleet/src/vms/agent-calls';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { heartbeat, vmRecord } from '../support/heartbeats';
 import { StubAgent, StubAgentCall, json } from '../support/stub-agent';
@@ -497,6 +497,7 @@ describe('controller operations listener', () => {
       const docs = await request(fleet.opsUrl).get('/docs-json').expect(200);
       expect(Object.keys(docs.body.paths).sort()).toEqual([
         '/v1/node-disks',
+        '/v1/nodes/{node_id}/declare-dead',
         '/v1/vms',
         '/v1/vms/{vm_id}',
         '/v1/vms/{vm_id}/backups',

@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import request from 'supertest';
+import { verifyCopyReadGrant } from '@app/daemon';
 import { NODE_STALE_AFTER_MS } from '@app/fleet-domain';
 import type { AgentRestoreRequest, HeartbeatReplica, VmRecord } from '@app/fleet-domain';
 import { RunningFleet, startFleet } from '../support/fleet-app';
@@ -69,7 +70,9 @@ function restoringAgent(sources: Array<'replica' | 'backup'>) {
         started_at: null,
       });
       const point = points(body.vm_id, sources) as { points: object[] };
-      return json(res, 201, { vm, point: point.points[0] });
+      // A copy pulled from its holder: the point the holder's points named.
+      const pulled = body.source.pull && (points(body.vm_id, ['replica']) as { points: object[] });
+      return json(res, 201, { vm, point: (pulled || point).points[0] });
     }
     json(res, 404, { statusCode: 404, message: 'no such route' });
   };
@@ -164,11 +167,6 @@ describe('POST /v1/vms/{vm_id}/restore (operations listener)', () => {
       { to: 'n1' },
       `to: node n1 is not live (no heartbeat in the last 30 s); copies of vm ${VM} are on node n2 (copied ${COPIED_AT})`,
     ],
-    [
-      'a copy moved to another node',
-      { from: 'n2', to: 'n3' },
-      "to: a copy is restored on the node that holds it (moving a copy to another node is not done yet): restore it on node n2, or from a backup in node n3's VM_BACKUP_DIR",
-    ],
   ])('refuses %s with 422 naming the field, changing nothing', async (_, body, message) => {
     const { n1, n2 } = await nodeLost();
     const n3 = await agent(restoringAgent([]));
@@ -182,17 +180,53 @@ describe('POST /v1/vms/{vm_id}/restore (operations listener)', () => {
     ).toEqual([]);
   });
 
-  it('refuses with 422 a node named by to that holds no copy and no backup, naming where copies are', async () => {
-    await nodeLost();
+  it.each([[{ to: 'n3' }], [{ from: 'n2', to: 'n3' }]])(
+    'onto a node that holds no copy (%j): pulled from its holder with a read grant for that VM, holder and node',
+    async (body) => {
+      const { n2 } = await nodeLost();
+      const n3 = await agent(restoringAgent([]));
+      await beat('n3', n3);
+      const { body: answer } = await restore(body).expect(201);
+      expect(answer.vm).toEqual(expect.objectContaining({ vm_id: VM, node_id: 'n3' }));
+      expect(answer.point).toEqual(
+        expect.objectContaining({ source: 'replica', backup_id: `${CHAIN}/0000` }),
+      );
+      expect(n2.calls.map(({ method, url }) => `${method} ${url}`)).toEqual([
+        `GET /v1/restores/${VM}/points`,
+      ]);
+      const sent = n3.calls.find((call) => call.method === 'POST')!.body as AgentRestoreRequest;
+      expect(sent.source).toEqual({
+        replica: true,
+        vm_id: VM,
+        pull: {
+          node_id: 'n2',
+          address: expect.stringMatching(new RegExp(`:${n2.port}$`)) as string,
+          grant: expect.any(String) as string,
+          backup_id: `${CHAIN}/0000`,
+        },
+      });
+      // Signed with n2's token (none: this fleet's agents are open), for n2 to check.
+      const grant = verifyCopyReadGrant(undefined, 'n2', sent.source.pull!.grant, 0);
+      expect(grant).toEqual(
+        expect.objectContaining({ vm: VM, holder: 'n2', reader: 'n3', moves: true }),
+      );
+      expect(verifyCopyReadGrant('other-token', 'n2', sent.source.pull!.grant, 0)).toEqual({
+        refused: 'grant not signed for this node',
+      });
+      expect(await listed()).toEqual([{ vm_id: VM, node_id: 'n3', silent: false }]);
+    },
+  );
+
+  it('refuses with 422 a node named by to that holds no copy and no backup, with no copy elsewhere', async () => {
+    const n1 = await agent(restoringAgent([]));
+    await beat('n1', n1, { vms: [vmRecord(VM)] });
+    fleet.clock.advance(NODE_STALE_AFTER_MS + 1_000);
     const n3 = await agent(restoringAgent([]));
     await beat('n3', n3);
     const { body } = await restore({ to: 'n3' }).expect(422);
     expect(body.message).toBe(
-      `to: node n3 holds no copy and no backup of vm ${VM}; copies of vm ${VM} are on node n2 (copied ${COPIED_AT}) (a copy is restored on the node that holds it: moving a copy to another node is not done yet)`,
+      `to: node n3 holds no copy and no backup of vm ${VM}; no live node holds a copy of vm ${VM}`,
     );
-    expect(n3.calls.map(({ method, url }) => `${method} ${url}`)).toEqual([
-      `GET /v1/restores/${VM}/points`,
-    ]);
   });
 
   it('answers 404 for a VM it has no record of and no copy of', async () => {

@@ -20,7 +20,7 @@ import { NodesService } from '../../apps/fleet/src/nodes/nodes.service';
 import { StoreUnavailableError } from '../../apps/fleet/src/nodes/store-unavailable.error';
 import { spawnKeyOf as spawnKeyFor } from '../../apps/fleet/src/vms/spawn-key';
 import { VmCreateSettings } from '../../apps/fleet/src/vms/vm-create.settings';
-import { VmHostClientSettings } from '../../apps/fleet/src/vms/vm-host.client';
+import { VmHostClientSettings } from '../../apps/fleet/src/vms/agent-calls';
 import { eventually } from '../support/daemons';
 import { unansweredPort } from '../support/unanswered-port';
 import { RunningFleet, startFleet } from '../support/fleet-app';

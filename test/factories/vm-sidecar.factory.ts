@@ -1,5 +1,5 @@
 import { DesiredVmState } from '@app/fleet-domain';
-import type { VmSidecar } from '../../apps/vm-host/src/vms/files/vm-files';
+import type { VmSidecar } from '../../apps/vm-host/src/vms/files/vm-sidecar';
 
 /**
  * A VM's sidecar (`vm.json`) as the agent writes it: a 1 GB, 2 vCPU web VM that should run, never

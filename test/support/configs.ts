@@ -1,5 +1,6 @@
 import { declaredVariables } from '@app/daemon';
-import { FleetConfig, loadFleetConfig } from '../../apps/fleet/src/config/fleet.config';
+import { FleetConfig } from '../../apps/fleet/src/config/fleet.config';
+import { loadFleetConfig } from '../../apps/fleet/src/config/fleet-config.load';
 import { VmHostConfig, loadVmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
 
 /**

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { chromium } from 'playwright-core';
 import { createFleetApp, createFleetOpsApp } from '../../apps/fleet/src/bootstrap';
-import { loadFleetConfig } from '../../apps/fleet/src/config/fleet.config';
+import { loadFleetConfig } from '../../apps/fleet/src/config/fleet-config.load';
 import { CHROMIUM, CHROMIUM_ARGS } from './browser';
 import { heartbeat, vmRecord } from './heartbeats';
 import { StubAgent, json } from './stub-agent';

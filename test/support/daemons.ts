@@ -157,12 +157,13 @@ export async function listeningFleetDaemon(): Promise<Daemon> {
  * of the test's, it runs VMs under TCG: most tests boot a blank disk, which cannot show whether
  * KVM runs a guest (the agent would watch its first KVM VM for 30 s, KVM_PROBATION_MS) and
  * whose RAM is counted as under TCG. Tests booting the guest image run the product's default,
- * VM_ACCEL=auto, with its KVM attempt and fallback on hosts whose KVM fails.
+ * VM_ACCEL=auto, with its KVM attempt and fallback on hosts whose KVM fails. `netns`: run it in
+ * that test host's network namespace (netns.ts), as a node of its own.
  */
-export function startAgent(env: NodeJS.ProcessEnv, args: string[] = []): Daemon {
+export function startAgent(env: NodeJS.ProcessEnv, args: string[] = [], netns?: string): Daemon {
   const disks = 'VM_DISK_DIR' in env ? {} : { VM_DISK_DIR: scratchFolder('agent-disks-') };
   const accel = 'VM_ACCEL' in env ? {} : { VM_ACCEL: 'tcg' };
-  return new Daemon(VM_HOST_MAIN, { ...disks, ...accel, ...env }, args);
+  return new Daemon(VM_HOST_MAIN, { ...disks, ...accel, ...env }, args, [], netns);
 }
 
 /** Resolves once the agent says its first heartbeat was delivered: the controller lists it. */

@@ -8,9 +8,9 @@ import {
   configureFleetApp,
   configureFleetOpsApp,
 } from '../../apps/fleet/src/bootstrap';
-import { loadFleetConfig } from '../../apps/fleet/src/config/fleet.config';
+import { loadFleetConfig } from '../../apps/fleet/src/config/fleet-config.load';
 import { FleetAppModule } from '../../apps/fleet/src/fleet-app.module';
-import { VmHostClientSettings } from '../../apps/fleet/src/vms/vm-host.client';
+import { VmHostClientSettings } from '../../apps/fleet/src/vms/agent-calls';
 import { FakeClock } from './fake-clock';
 import { OpenApiContract, checkResponsesAgainst, closeAndJudge } from './openapi-contract';
 

@@ -34,6 +34,33 @@ export class TestHost {
     return host;
   }
 
+  /**
+   * Every process in the namespace (`ip netns pids`): a node's agent and the QEMU processes it
+   * started, which inherit its namespace wherever they daemonize to.
+   */
+  processes(): number[] {
+    return execFileSync('ip', ['netns', 'pids', this.name], { encoding: 'utf8' })
+      .split('\n')
+      .filter((line) => /^\d+$/.test(line))
+      .map(Number);
+  }
+
+  /**
+   * The machine killed whole, as a power cut leaves it: SIGKILL to every process of the
+   * namespace at once. Returns the pids killed; `processes()` is empty once they are reaped.
+   */
+  killAll(): number[] {
+    const pids = this.processes();
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return pids;
+  }
+
   /** Deleting the namespace deletes its veth pair too. */
   remove(): void {
     try {

@@ -1,5 +1,6 @@
 import { closeBrowsers } from './browser';
 import { stopAllDaemons } from './daemons';
+import { stopAllEtcdClusters } from './etcd-cluster';
 import { stopAllEtcdServers } from './etcd-server';
 import { stopAllRedisServers } from './redis-server';
 import { removeScratchFolders } from './scratch-folders';
@@ -23,5 +24,6 @@ afterAll(async () => {
   await stopAllDaemons();
   await stopAllRedisServers();
   await stopAllEtcdServers();
+  await stopAllEtcdClusters();
   removeScratchFolders();
 });

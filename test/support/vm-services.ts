@@ -18,15 +18,17 @@ import { HostMetrics } from '../../apps/vm-host/src/metrics/host-metrics.service
 import { DeletedDisks } from '../../apps/vm-host/src/vms/files/deleted-disks.service';
 import { VmAdmissionService } from '../../apps/vm-host/src/vms/admission/vm-admission.service';
 import { type StartedVm, VmDriver } from '../../apps/vm-host/src/vms/vm-driver';
-import { VmFiles, VmSidecar } from '../../apps/vm-host/src/vms/files/vm-files';
-import { CrashFailpoint } from '../../apps/vm-host/src/vms/life-cycle/crash-failpoint';
-import { VmLifecycle } from '../../apps/vm-host/src/vms/life-cycle/vm-lifecycle';
+import { VmFiles } from '../../apps/vm-host/src/vms/files/vm-files';
+import { VmSidecar } from '../../apps/vm-host/src/vms/files/vm-sidecar';
+import { CrashFailpoint } from '../../apps/vm-host/src/vms/failpoints/crash-failpoint';
+import { VmLifeCycles } from '../../apps/vm-host/src/vms/life-cycle/vm-life-cycles';
 import { VmActionsService } from '../../apps/vm-host/src/vms/actions/vm-actions.service';
 import { VmReconciliationService } from '../../apps/vm-host/src/vms/reconciliation/vm-reconciliation.service';
 import { VmRestartService } from '../../apps/vm-host/src/vms/reconciliation/vm-restart.service';
 import { VmSidecars } from '../../apps/vm-host/src/vms/files/vm-sidecars';
 import { VmsService } from '../../apps/vm-host/src/vms/vms.service';
 import { VmsModule } from '../../apps/vm-host/src/vms/vms.module';
+import { LEASE_CLOCK, VmFencing } from '../../apps/vm-host/src/vms/fencing/vm-fencing.service';
 import { vmSidecar } from '../factories/vm-sidecar.factory';
 import { FakeClock } from './fake-clock';
 import { FakeVmDriver, fakeHostFacts } from './fake-vm-driver';
@@ -59,11 +61,12 @@ export interface VmServices {
   vms: VmsService;
   admission: VmAdmissionService;
   reconciliation: VmReconciliationService;
-  lifecycle: VmLifecycle;
+  lifecycle: VmLifeCycles;
   sidecars: VmSidecars;
   deletedDisks: DeletedDisks;
   restarts: VmRestartService;
   actions: VmActionsService;
+  fencing: VmFencing;
 }
 
 /**
@@ -88,7 +91,10 @@ export async function vmServices(parts: {
     .overrideProvider(VmDriver)
     .useValue(driver)
     .overrideProvider(HostFactsService)
-    .useValue(hostFacts);
+    .useValue(hostFacts)
+    // The lease is measured on the test's clock too.
+    .overrideProvider(LEASE_CLOCK)
+    .useValue(clock);
   // compile() puts Nest's TestingLogger in place of the logger the unit tier collects lines
   // with (unit-spec.setup.ts); the one in place before is put back.
   const statics = Logger as unknown as { staticInstanceRef?: LoggerService };
@@ -101,11 +107,12 @@ export async function vmServices(parts: {
     vms: get(VmsService),
     admission: get(VmAdmissionService),
     reconciliation: get(VmReconciliationService),
-    lifecycle: get(VmLifecycle),
+    lifecycle: get(VmLifeCycles),
     sidecars: get(VmSidecars),
     deletedDisks: get(DeletedDisks),
     restarts: get(VmRestartService),
     actions: get(VmActionsService),
+    fencing: get(VmFencing),
   };
 }
 
@@ -118,10 +125,10 @@ export function vmStateParts(parts: {
   driver: VmDriver;
   clock: Clock;
   config: VmHostConfig;
-}): { sidecars: VmSidecars; lifecycle: VmLifecycle } {
+}): { sidecars: VmSidecars; lifecycle: VmLifeCycles } {
   const { files, driver, clock, config } = parts;
   const sidecars = new VmSidecars(files, driver);
-  const lifecycle = new VmLifecycle(
+  const lifecycle = new VmLifeCycles(
     files,
     driver,
     clock,

@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { deriveNodeToken, signCopyGrant } from '@app/daemon';
+import { deriveNodeToken, signCopyGrant, signCopyReadGrant } from '@app/daemon';
+import { CHAIN_ID_PATTERN } from '@app/fleet-domain';
 import {
   Daemon,
   FLEET_URL,
@@ -15,15 +16,18 @@ import {
 import { guestImageBuildCommand, guestImagePath } from '../support/guest-image';
 import { GUEST_SSH_DEADLINE_MS, sshOnceUp, sshRun } from '../support/guest-ssh';
 import { ppnFleet } from '../support/ppn-fleet-cli';
+import { TestHost } from '../support/netns';
+import { NodeMesh, emptied } from '../support/node-mesh';
 import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
 import { scratchFolder } from '../support/scratch-folders';
 
 /**
- * Copies of a real guest (the Debian image) on a peer node: two built agents (each its own
- * loopback address, disk folder and per-node token) and the built controller, which plans the
- * copy and issues the grant. A running VM copied full then incrementally, the copy checked and
- * equal to the stopped disk; a transfer cut midway (the peer killed) leaves the previous copy
- * sound and the next run completes; after a power cut of the source the next copy is full by
+ * Copies of a real guest (the Debian image) on a peer node: two built agents (each in a network
+ * namespace of its own, with its disk folder and per-node token) and the built controller,
+ * which plans the copy and issues the grant. A running VM copied full then incrementally, the
+ * copy checked and equal to the stopped disk; a transfer cut midway (the peer node killed
+ * whole) leaves the previous copy sound and the next run completes; after a power cut of the
+ * source (every process of its node killed, its agent started again) the next copy is full by
  * itself; another node's token or a grant for another VM reads and writes nothing.
  */
 jest.setTimeout(2 * GUEST_SSH_DEADLINE_MS + 600_000);
@@ -31,29 +35,31 @@ jest.setTimeout(2 * GUEST_SSH_DEADLINE_MS + 600_000);
 const SECRET = 'replicas-node-secret-0123456789abcdef0123';
 const SOURCE = 'copies-a';
 const PEER = 'copies-b';
-const SOURCE_IP = '127.0.0.41';
-const PEER_IP = '127.0.0.42';
 const SPAWN_PORT = 9204;
 const workDir = scratchFolder('vm-replicas-');
 const key = join(workDir, 'id_ed25519');
 const COPY_WAIT_MS = 240_000;
 
-function startNode(nodeId: string, ip: string, pubkey: string, env: NodeJS.ProcessEnv = {}) {
+function startNode(nodeId: string, host: TestHost, pubkey: string, env: NodeJS.ProcessEnv = {}) {
   return enrolled(
-    startAgent({
-      VM_FLEET_ENDPOINT: FLEET_URL,
-      VM_NODE_ID: nodeId,
-      VM_WG_IP: ip,
-      VM_HEARTBEAT_INTERVAL_S: '1',
-      VM_DISK_DIR: join(workDir, nodeId),
-      VM_DISK_RETENTION_S: '0',
-      VM_BASE_IMAGE: guestImagePath(),
-      VM_SSH_PUBKEY: pubkey,
-      VM_FLEET_NODE_TOKEN: deriveNodeToken(SECRET, nodeId),
-      VM_COPY_MAX_MBPS: '0',
-      VM_ACCEL: 'auto',
-      ...env,
-    }),
+    startAgent(
+      {
+        VM_FLEET_ENDPOINT: `http://${host.hostAddress}:9203`,
+        VM_NODE_ID: nodeId,
+        VM_WG_IP: host.address,
+        VM_HEARTBEAT_INTERVAL_S: '1',
+        VM_DISK_DIR: join(workDir, nodeId),
+        VM_DISK_RETENTION_S: '0',
+        VM_BASE_IMAGE: guestImagePath(),
+        VM_SSH_PUBKEY: pubkey,
+        VM_FLEET_NODE_TOKEN: deriveNodeToken(SECRET, nodeId),
+        VM_COPY_MAX_MBPS: '0',
+        VM_ACCEL: 'auto',
+        ...env,
+      },
+      [],
+      host.name,
+    ),
   );
 }
 
@@ -83,9 +89,17 @@ describe('copies of a real guest on a peer node', () => {
   let source: Daemon;
   let peer: Daemon;
   let pubkey: string;
+  let mesh: NodeMesh | undefined;
+  let sourceHost: TestHost;
+  let peerHost: TestHost;
   const replicas = (vmId: string) => join(workDir, PEER, 'replicas', vmId);
+  // The chain folders (beside them, grant-floor.json: the grant replay window).
   const chains = (vmId: string) =>
-    existsSync(replicas(vmId)) ? readdirSync(replicas(vmId)).sort() : [];
+    existsSync(replicas(vmId))
+      ? readdirSync(replicas(vmId))
+          .filter((name) => CHAIN_ID_PATTERN.test(name))
+          .sort()
+      : [];
   const manifest = (vmId: string, chain: string): Manifest =>
     JSON.parse(readFileSync(join(replicas(vmId), chain, 'manifest.json'), 'utf8')) as Manifest;
 
@@ -95,14 +109,17 @@ describe('copies of a real guest on a peer node', () => {
     }
     execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'replicas', '-f', key]);
     pubkey = readFileSync(`${key}.pub`, 'utf8').trim();
+    mesh = NodeMesh.create(['ppn-rep-a', 'ppn-rep-b'], 73);
+    [sourceHost, peerHost] = mesh.hosts;
     const fleet = startFleetDaemon({ VM_FLEET_NODE_SECRET: SECRET });
     await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
-    peer = await startNode(PEER, PEER_IP, pubkey);
-    source = await startNode(SOURCE, SOURCE_IP, pubkey);
+    peer = await startNode(PEER, peerHost, pubkey);
+    source = await startNode(SOURCE, sourceHost, pubkey);
   });
 
   afterAll(async () => {
     await stopAllDaemons();
+    mesh?.remove();
     killQemusUnder(workDir);
   });
 
@@ -132,7 +149,8 @@ describe('copies of a real guest on a peer node', () => {
     );
     const sshPort = running.host_ports.find(({ guest_port }) => guest_port === 22)!.host_port;
     const serialLog = join(workDir, SOURCE, 'run', vmId, 'serial.log');
-    const ssh = (command: string): Promise<string> => sshRun(key, SOURCE_IP, sshPort, command);
+    const ssh = (command: string): Promise<string> =>
+      sshRun(key, sourceHost.address, sshPort, command);
     const write = (name: string, mib: number): string =>
       `head -c ${mib * 1048576} /dev/urandom > ~/${name} && sync`;
     const taken = new RegExp(
@@ -143,7 +161,7 @@ describe('copies of a real guest on a peer node', () => {
     let from = 0;
     const first = await nextLine(source, from, taken);
     expect(first[1]).toBe('full');
-    await sshOnceUp(key, SOURCE_IP, sshPort, write('a', 8), {
+    await sshOnceUp(key, sourceHost.address, sshPort, write('a', 8), {
       since: createdAt,
       deadlineMs: GUEST_SSH_DEADLINE_MS,
       serialLog,
@@ -174,7 +192,7 @@ describe('copies of a real guest on a peer node', () => {
       peer: PEER,
       expiresAtMs: Date.now() + 3_600_000,
     });
-    const peerUrl = `http://${PEER_IP}:${SPAWN_PORT}/v1/replicas/${vmId}`;
+    const peerUrl = `http://${peerHost.address}:${SPAWN_PORT}/v1/replicas/${vmId}`;
     for (const credential of [sourceToken, deriveNodeToken(SECRET, PEER), forged, otherVmGrant]) {
       const headers = { authorization: `Bearer ${credential}` };
       const read = await fetch(peerUrl, { headers });
@@ -192,11 +210,27 @@ describe('copies of a real guest on a peer node', () => {
         credential === otherVmGrant ? [403, 403] : [401, 401],
       );
     }
+    // Nor its read route (a restore's on another node: a read grant only): no node token, no
+    // copy grant, no read grant a hostile node signed with its own token.
+    const forgedRead = signCopyReadGrant(sourceToken, {
+      vm: vmId,
+      holder: PEER,
+      reader: SOURCE,
+      issuedAtMs: Date.now(),
+      expiresAtMs: Date.now() + 3_600_000,
+      moves: false,
+    });
+    for (const credential of [sourceToken, forged, forgedRead]) {
+      const read = await fetch(`${peerUrl}/read?point=${chain}/0000`, {
+        headers: { authorization: `Bearer ${credential}` },
+      });
+      expect(read.status).toBe(401);
+    }
     expect(chains(vmId)).toEqual([chain]);
 
     // (b) A transfer cut midway: the peer killed while a slow copy is received.
     expect((await source.stop()).code).toBe(0);
-    source = await startNode(SOURCE, SOURCE_IP, pubkey, { VM_COPY_MAX_MBPS: '2' });
+    source = await startNode(SOURCE, sourceHost, pubkey, { VM_COPY_MAX_MBPS: '2' });
     await ssh(write('b', 24));
     const partial = await eventually(
       'a transfer under way on the peer',
@@ -219,14 +253,16 @@ describe('copies of a real guest on a peer node', () => {
       chain,
       (JSON.parse(before) as Manifest).files.at(-1)!.file,
     );
-    peer.process.kill('SIGKILL');
+    // The peer node killed whole: every process of its namespace.
+    expect(peerHost.killAll()).toContain(peer.process.pid);
     await peer.waitForExit();
+    await emptied(peerHost);
     from = source.output.length;
     await nextLine(source, from, new RegExp(`vm ${vmId}: copy to node ${PEER} failed: `));
     expect(readFileSync(join(replicas(vmId), chain, 'manifest.json'), 'utf8')).toBe(before);
     execFileSync('qemu-img', ['check', '-q', heldFile]);
     // The next run completes.
-    peer = await startNode(PEER, PEER_IP, pubkey);
+    peer = await startNode(PEER, peerHost, pubkey);
     from = source.output.length;
     const resumed = await nextLine(source, from, taken);
     expect(resumed[1]).toBe('incremental');
@@ -234,19 +270,20 @@ describe('copies of a real guest on a peer node', () => {
       [],
     );
 
-    // (c) A power cut of the source: agent and QEMU killed, the agent started again.
+    // (c) A power cut of the source: every process of its node killed at once (its agent and
+    // the VM's QEMU among them), the agent started again.
     const [pid] = liveQemusUnder(workDir)
       .filter(({ args }) => args.includes(`guest=${vmId}`))
       .map((qemu) => qemu.pid);
-    source.process.kill('SIGKILL');
-    process.kill(pid, 'SIGKILL');
+    expect(sourceHost.killAll()).toEqual(expect.arrayContaining([source.process.pid, pid]));
     await source.waitForExit();
+    await emptied(sourceHost);
     const cutAt = Date.now();
-    source = await startNode(SOURCE, SOURCE_IP, pubkey);
+    source = await startNode(SOURCE, sourceHost, pubkey);
     const full = await nextLine(source, 0, taken);
     expect(full[1]).toBe('full');
     expect(full[3]).toMatch(/bitmap/);
-    await sshOnceUp(key, SOURCE_IP, sshPort, 'true', {
+    await sshOnceUp(key, sourceHost.address, sshPort, 'true', {
       since: cutAt,
       deadlineMs: GUEST_SSH_DEADLINE_MS,
       serialLog,

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { NODE_STALE_AFTER_MS } from '@app/fleet-domain';
 import {
   Daemon,
-  FLEET_URL,
   enrolled,
   eventually,
   getJson,
@@ -16,25 +15,27 @@ import {
 import { guestImageBuildCommand, guestImagePath } from '../support/guest-image';
 import { GUEST_SSH_DEADLINE_MS, sshOnceUp } from '../support/guest-ssh';
 import { ppnFleet } from '../support/ppn-fleet-cli';
+import { TestHost } from '../support/netns';
+import { NodeMesh, emptied } from '../support/node-mesh';
 import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
 import { scratchFolder } from '../support/scratch-folders';
 
 /**
- * A machine that dies for good, with the built daemons, two agents and the Debian guest: a VM
- * backed up to node A's VM_BACKUP_DIR, node A killed whole (agent and QEMU, its disk folder
- * gone), the backup folder copied into node B's VM_BACKUP_DIR (a USB disk moved over),
- * `ppn-fleet vm restore --to node-b --from <backup_id>`: over SSH the file written and synced
- * before the backup is there, the host key, machine id and hostname (from the VM id) are the same, the
- * published ports too. Then node A comes back with its old files: its heartbeat answer says the
- * VM is superseded, and its agent stops it and sets its disk aside instead of running it. The
- * controller's monotonic clock is jumped past the 30 s silence (monotonic-clock-jump.cjs).
- * Then the replica source: the chain placed under node B's VM_DISK_DIR/replicas/<vm_id>/ (a
- * replica is a chain in the backup format), restored as a new VM beside the running original.
+ * A machine that dies for good, with the built daemons, two agents (each in a network namespace of
+ * its own) and the Debian guest: a VM backed up to node A's VM_BACKUP_DIR, node A killed whole
+ * (every process of its namespace, its agent and QEMU, at once; its disk folder gone), the backup
+ * folder copied into node B's VM_BACKUP_DIR (a USB disk moved over), `ppn-fleet vm restore --to
+ * node-b --from <backup_id>`: over SSH the file written and synced before the backup is there, the
+ * host key, machine id and hostname (from the VM id) are the same, the published ports too. Then
+ * node A comes back with its old files: its heartbeat answer says the VM is superseded, and its
+ * agent stops it and sets its disk aside instead of running it. The controller's monotonic clock is
+ * jumped past the 30 s silence (monotonic-clock-jump.cjs). Then the replica source: the chain
+ * placed under node B's VM_DISK_DIR/replicas/<vm_id>/ (a replica is a chain in the backup format),
+ * restored as a new VM beside the running original.
  */
 jest.setTimeout(2 * GUEST_SSH_DEADLINE_MS + 420_000);
 
 const JUMP = join(__dirname, '../support/monotonic-clock-jump.cjs');
-const WG_IP = '127.0.0.1';
 const workDir = scratchFolder('vm-restore-');
 const key = join(workDir, 'id_ed25519');
 const WEB_PORT = 48_080;
@@ -52,25 +53,29 @@ const node = (id: 'a' | 'b') => ({
   id: `node-${id}`,
   diskDir: join(workDir, `${id}-disks`),
   backupDir: join(workDir, `${id}-backups`),
-  spawnPort: id === 'a' ? '9214' : '9224',
+  /** Its machine: a network namespace of its own (beforeAll). */
+  host: undefined as unknown as TestHost,
 });
 const A = node('a');
 const B = node('b');
 
 function startNode(which: typeof A, pubkey: string): Promise<Daemon> {
   return enrolled(
-    startAgent({
-      VM_FLEET_ENDPOINT: FLEET_URL,
-      VM_NODE_ID: which.id,
-      VM_WG_IP: WG_IP,
-      VM_SPAWN_PORT: which.spawnPort,
-      VM_HEARTBEAT_INTERVAL_S: '1',
-      VM_DISK_DIR: which.diskDir,
-      VM_BASE_IMAGE: guestImagePath(),
-      VM_SSH_PUBKEY: pubkey,
-      VM_BACKUP_DIR: which.backupDir,
-      VM_BACKUP_EVERY_S: '0',
-    }),
+    startAgent(
+      {
+        VM_FLEET_ENDPOINT: `http://${which.host.hostAddress}:9203`,
+        VM_NODE_ID: which.id,
+        VM_WG_IP: which.host.address,
+        VM_HEARTBEAT_INTERVAL_S: '1',
+        VM_DISK_DIR: which.diskDir,
+        VM_BASE_IMAGE: guestImagePath(),
+        VM_SSH_PUBKEY: pubkey,
+        VM_BACKUP_DIR: which.backupDir,
+        VM_BACKUP_EVERY_S: '0',
+      },
+      [],
+      which.host.name,
+    ),
   );
 }
 
@@ -89,6 +94,7 @@ async function listedOn(vmId: string, nodeId: string, state: string): Promise<Li
 describe("restore anywhere: a dead node's VM from a backup folder moved to another node", () => {
   let fleet: Daemon;
   let pubkey: string;
+  let mesh: NodeMesh | undefined;
   /** What the first test leaves for the second: the VM, now on node B, and its guest's answers. */
   let first: { vmId: string; kept: string } | undefined;
 
@@ -101,6 +107,8 @@ describe("restore anywhere: a dead node's VM from a backup folder moved to anoth
     execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'restore', '-f', key]);
     pubkey = readFileSync(`${key}.pub`, 'utf8').trim();
     for (const which of [A, B]) mkdirSync(which.backupDir, { mode: 0o700 });
+    mesh = NodeMesh.create(['ppn-restore-a', 'ppn-restore-b'], 77);
+    [A.host, B.host] = mesh.hosts;
     fleet = startFleetDaemon({ MONOTONIC_JUMP_MS: String(NODE_STALE_AFTER_MS + 2_000) }, [
       '--require',
       JUMP,
@@ -110,6 +118,7 @@ describe("restore anywhere: a dead node's VM from a backup folder moved to anoth
 
   afterAll(async () => {
     await stopAllDaemons();
+    mesh?.remove();
     killQemusUnder(workDir);
   });
 
@@ -142,7 +151,7 @@ describe("restore anywhere: a dead node's VM from a backup folder moved to anoth
       'sha256sum ~/kept && cat /etc/ssh/ssh_host_ed25519_key.pub && cat /etc/machine-id && hostname';
     const guestA = await sshOnceUp(
       key,
-      WG_IP,
+      A.host.address,
       sshPort,
       `head -c 1048576 /dev/urandom > ~/kept && sync && ${probe}`,
       {
@@ -158,10 +167,12 @@ describe("restore anywhere: a dead node's VM from a backup folder moved to anoth
     const backupId = new RegExp(`${vmId}: full backup (\\S+/0000) taken`).exec(backup.stdout)?.[1];
     expect(backupId).toBeDefined();
 
-    // Node A dies whole: agent and QEMU killed, its disk folder gone. Its USB disk goes to B.
-    agentA.process.kill('SIGKILL');
+    // Node A dies whole: every process of its namespace killed at once (its agent and the VM's
+    // QEMU among them), its disk folder gone. Its USB disk goes to B.
+    const [qemuA] = liveQemusUnder(A.diskDir).map(({ pid }) => pid);
+    expect(A.host.killAll()).toEqual(expect.arrayContaining([agentA.process.pid, qemuA]));
     await agentA.waitForExit(10_000);
-    killQemusUnder(A.diskDir);
+    await emptied(A.host);
     const away = `${A.diskDir}.away`;
     renameSync(A.diskDir, away);
     execFileSync('cp', ['-a', join(A.backupDir, vmId), join(B.backupDir, vmId)]);
@@ -192,14 +203,14 @@ describe("restore anywhere: a dead node's VM from a backup folder moved to anoth
     }
     expect(restored.stdout).toContain(`${vmId} restored on node ${B.id} from backup ${backupId}`);
     expect(restored.stdout).toContain(
-      `ports: ${WG_IP}:${sshPort} → 22/tcp, ${WG_IP}:${WEB_PORT} → 80/tcp`,
+      `ports: ${B.host.address}:${sshPort} → 22/tcp, ${B.host.address}:${WEB_PORT} → 80/tcp`,
     );
     const after = await listedOn(vmId, B.id, 'Running');
     expect(after.host_ports).toEqual(before.host_ports);
     expect(
       (await getJson<ListedVm[]>('/v1/vms')).filter(({ vm_id }) => vm_id === vmId),
     ).toHaveLength(1);
-    const guestB = await sshOnceUp(key, WG_IP, sshPort, probe, {
+    const guestB = await sshOnceUp(key, B.host.address, sshPort, probe, {
       since: restoredAt,
       deadlineMs: GUEST_SSH_DEADLINE_MS,
       serialLog: join(B.diskDir, 'run', vmId, 'serial.log'),
@@ -227,7 +238,7 @@ describe("restore anywhere: a dead node's VM from a backup folder moved to anoth
     expect(listed.map(({ node_id, state }) => [node_id, state])).toEqual([[B.id, 'Running']]);
     // The restored guest is untouched.
     expect(
-      await sshOnceUp(key, WG_IP, sshPort, 'sha256sum ~/kept', {
+      await sshOnceUp(key, B.host.address, sshPort, 'sha256sum ~/kept', {
         since: Date.now(),
         deadlineMs: 30_000,
         serialLog: join(B.diskDir, 'run', vmId, 'serial.log'),
@@ -267,7 +278,7 @@ describe("restore anywhere: a dead node's VM from a backup folder moved to anoth
     );
     const answered = await sshOnceUp(
       key,
-      WG_IP,
+      B.host.address,
       copy.host_ports[0].host_port,
       'sha256sum ~/kept && hostname',
       {

@@ -18,7 +18,8 @@ import { AuditLog, auditRequests } from './audit/audit-log';
 import { FleetConfig } from './config/fleet.config';
 import { FleetAppModule } from './fleet-app.module';
 import { guardOpsListener } from './operations/ops-listener.http';
-import { FleetOpsAppHolder, FleetOpsAppModule, fleetOpsSharedFrom } from './fleet-ops-app.module';
+import { FleetOpsAppModule, fleetOpsSharedFrom } from './fleet-ops-app.module';
+import { FleetOpsAppHolder } from './fleet-ops-app.holder';
 
 /** Options every fleet app is created with: main, the e2e tests and the OpenAPI generator. */
 export const FLEET_APP_OPTIONS: NestApplicationOptions = { bodyParser: false };

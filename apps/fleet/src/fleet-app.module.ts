@@ -11,13 +11,14 @@ import {
 import { AuditLog } from './audit/audit-log';
 import { FleetConfig } from './config/fleet.config';
 import { FLEET_ERROR_STATUSES } from './fleet-error.statuses';
-import { FLEET_REALM, FleetOpsAppHolder } from './fleet-ops-app.module';
+import { FLEET_REALM, FleetOpsAppHolder } from './fleet-ops-app.holder';
 import { FleetModule } from './fleet/fleet.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { NodeTokens } from './nodes/node-tokens';
 import { NodesModule } from './nodes/nodes.module';
 import { TenantVmInterceptor } from './vms/tenant-vm.interceptor';
 import { CopiesModule } from './copies/copies.module';
+import { RecoveryModule } from './recovery/recovery.module';
 import { VmsModule } from './vms/vms.module';
 
 /**
@@ -85,6 +86,7 @@ export class FleetAppModule {
         FleetModule,
         VmsModule,
         CopiesModule,
+        RecoveryModule,
       ],
       providers: [
         { provide: APP_GUARD, useClass: BearerTokenGuard },

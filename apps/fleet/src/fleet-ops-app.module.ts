@@ -1,12 +1,4 @@
-import {
-  BeforeApplicationShutdown,
-  DynamicModule,
-  Global,
-  INestApplication,
-  INestApplicationContext,
-  Injectable,
-  Module,
-} from '@nestjs/common';
+import { DynamicModule, Global, INestApplicationContext, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import {
   BearerTokenGuard,
@@ -20,18 +12,20 @@ import { ConsoleModule } from './console/console.module';
 import { FleetConfig } from './config/fleet.config';
 import { FLEET_OPS_ERROR_STATUSES } from './fleet-error.statuses';
 import { KeyClaims } from './nodes/key-claims.repository';
+import { NodeLeases } from './nodes/node-leases';
 import { NodesRepository } from './nodes/nodes.repository';
 import { VmMoves } from './nodes/vm-moves.repository';
+import { NodeTokens } from './nodes/node-tokens';
 import { OperationsModule } from './operations/operations.module';
 import { VmMoveModule } from './moves/vm-move.module';
+import { RecoveryOpsModule } from './recovery/recovery-ops.module';
 import { TenantQuotas } from './tenants/tenant-quotas.service';
 import { TenantVmInterceptor } from './vms/tenant-vm.interceptor';
-import { VmHostClient, VmHostClientSettings } from './vms/vm-host.client';
+import { VmHostClient } from './vms/vm-host.client';
+import { VmHostClientSettings } from './vms/agent-calls';
 import { VmPlacementService } from './vms/vm-placement.service';
 import { VmsService } from './vms/vms.service';
-
-/** The realm of every Bearer challenge the controller sends, on either listener. */
-export const FLEET_REALM = 'service-vm-fleet';
+import { FLEET_REALM } from './fleet-ops-app.holder';
 
 /**
  * The controller's own instances the operations listener works with, taken from the main app
@@ -55,6 +49,10 @@ export interface FleetOpsShared {
   /** For restores: the store's claims (one restore of a VM at a time) and its moves. */
   keyClaims: KeyClaims;
   vmMoves: VmMoves;
+  /** etcd mode's node leases, for `node declare-dead`. */
+  nodeLeases: NodeLeases;
+  /** For a restore onto a node that does not hold the copy: the holder's token signs its read grant. */
+  nodeTokens: NodeTokens;
 }
 
 /** The shared instances of `fleet`, the controller's main app. */
@@ -72,26 +70,9 @@ export function fleetOpsSharedFrom(fleet: INestApplicationContext): FleetOpsShar
     audit: fleet.get(AuditLog),
     keyClaims: fleet.get(KeyClaims),
     vmMoves: fleet.get(VmMoves),
+    nodeLeases: fleet.get(NodeLeases),
+    nodeTokens: fleet.get(NodeTokens),
   };
-}
-
-/**
- * Holds the operations listener's app in the main app, so closing the controller (a signal,
- * a test's close) closes it first, before the store it reads is closed.
- */
-@Injectable()
-export class FleetOpsAppHolder implements BeforeApplicationShutdown {
-  private app?: INestApplication;
-
-  hold(app: INestApplication): void {
-    this.app = app;
-  }
-
-  async beforeApplicationShutdown(): Promise<void> {
-    const app = this.app;
-    this.app = undefined;
-    await app?.close();
-  }
 }
 
 /** The shared instances, for every module of the ops app. */
@@ -114,6 +95,8 @@ class FleetOpsCoreModule {
         { provide: AuditLog, useValue: shared.audit },
         { provide: KeyClaims, useValue: shared.keyClaims },
         { provide: VmMoves, useValue: shared.vmMoves },
+        { provide: NodeLeases, useValue: shared.nodeLeases },
+        { provide: NodeTokens, useValue: shared.nodeTokens },
       ],
       exports: [
         BearerTokens,
@@ -128,6 +111,8 @@ class FleetOpsCoreModule {
         AuditLog,
         KeyClaims,
         VmMoves,
+        NodeLeases,
+        NodeTokens,
       ],
     };
   }
@@ -143,7 +128,13 @@ export class FleetOpsAppModule {
   static forShared(shared: FleetOpsShared): DynamicModule {
     return {
       module: FleetOpsAppModule,
-      imports: [FleetOpsCoreModule.with(shared), OperationsModule, VmMoveModule, ConsoleModule],
+      imports: [
+        FleetOpsCoreModule.with(shared),
+        OperationsModule,
+        RecoveryOpsModule,
+        VmMoveModule,
+        ConsoleModule,
+      ],
       providers: [
         { provide: APP_GUARD, useClass: BearerTokenGuard },
         { provide: APP_INTERCEPTOR, useClass: TenantVmInterceptor },

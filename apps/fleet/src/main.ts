@@ -10,7 +10,7 @@ import {
 } from '@app/daemon';
 import { FLEET_PORT } from '@app/fleet-domain';
 import { createFleetApp, createFleetOpsApp, listenForOperators } from './bootstrap';
-import { loadFleetConfig, refuseArguments } from './config/fleet.config';
+import { loadFleetConfig, refuseArguments } from './config/fleet-config.load';
 import { NodeTokens } from './nodes/node-tokens';
 
 async function main(): Promise<void> {

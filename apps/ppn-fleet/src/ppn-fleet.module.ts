@@ -5,6 +5,7 @@ import { ImageBuildCommand, ImageCommand, ImageListCommand } from './images/imag
 import { CommandLineSetup } from './command-line.setup';
 import { NodeTokenCommand } from './node-token/node-token.command';
 import { TenantTokenCommand } from './tenant-token/tenant-token.command';
+import { NodeDeclareDeadCommand } from './nodes/node-declare-dead.command';
 import { NodeCommand, NodesCommand } from './nodes/nodes.command';
 import { StatusCommand } from './status/status.command';
 import { Terminal } from './terminal/terminal';
@@ -17,7 +18,9 @@ import {
 import { VmBackupCommand, VmCopiesCommand } from './vms/vm-backups.command';
 import { VmRestoreCommand } from './vms/vm-restore.command';
 import { VmMoveCommand } from './vms/vm-move.command';
-import { VmCommand, VmCreateCommand, VmDeleteCommand } from './vms/vm.command';
+import { VmCommand } from './vms/vm.command';
+import { VmCreateCommand } from './vms/vm-create.command';
+import { VmDeleteCommand } from './vms/vm-delete.command';
 import { VmsCommand } from './vms/vms.command';
 
 /** Every command of `ppn-fleet`, and what they share; `io` is the process's or a test's. */
@@ -34,6 +37,7 @@ export class PpnFleetModule {
         StatusCommand,
         NodesCommand,
         NodeCommand,
+        NodeDeclareDeadCommand,
         VmsCommand,
         VmCommand,
         VmCreateCommand,

@@ -152,6 +152,7 @@ describe('ppn-fleet arguments', () => {
       ['status'],
       ['nodes'],
       ['node'],
+      ['node', 'declare-dead'],
       ['vms'],
       ['vm'],
       ['vm', 'create'],
@@ -1564,5 +1565,37 @@ describe('ppn-fleet status with the operations listener', () => {
       '10.8.0.1:9203',
       '10.8.0.1:9203',
     ]);
+  });
+});
+
+describe('ppn-fleet node declare-dead (the operations listener)', () => {
+  it('marks the node and says which VMs the leader recovers; a node still renewing is refused, exit 1', async () => {
+    const io = new FakeIo({}, () =>
+      json(
+        {
+          node_id: 'node-a',
+          last_renewed_at: '2026-08-06T11:58:00.000Z',
+          protected_vm_ids: ['vm-1'],
+        },
+        202,
+      ),
+    );
+    expect(await run(['node', 'declare-dead', 'node-a'], io)).toBe(ExitCode.Ok);
+    expect(sent(io)).toEqual(['POST /v1/nodes/node-a/declare-dead']);
+    expect(io.stdout.text).toBe(
+      'node-a declared dead (lease last renewed 2026-08-06T11:58:00.000Z): the leader recovers vm-1 from their copies at its next pass\n',
+    );
+    const refused = new FakeIo({}, () =>
+      refusal(
+        409,
+        'node node-a still renews its lease (last renewed 2026-08-06T12:00:00.000Z, 40 s left)',
+      ),
+    );
+    expect(await run(['node', 'declare-dead', 'node-a'], refused)).toBe(ExitCode.Refused);
+    expect(refused.stderr.text).toContain('ppn-fleet: node node-a still renews its lease');
+    // `node <node_id>` still shows the node.
+    const shown = new FakeIo({}, fleetOfOne);
+    expect(await run(['node', 'node-a'], shown)).toBe(ExitCode.Ok);
+    expect(shown.stdout.text).toContain('WireGuard IP:    10.8.0.2');
   });
 });

@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   await startVmHost(app, config);
   const logger = new Logger('VmHost');
   logger.log(
-    `service-vm-host node ${config.nodeId} listening on ${config.wgIp}:${config.spawnPort}, controller ${config.fleetEndpointForLogs}, every ${config.heartbeatIntervalS} s${config.reserved ? ', reserved' : ''}`,
+    `service-vm-host node ${config.nodeId} listening on ${config.wgIp}:${config.spawnPort}, ${config.fleetEndpoints.length > 1 ? 'controllers (tried in turn)' : 'controller'} ${config.fleetEndpointForLogs}, every ${config.heartbeatIntervalS} s${config.reserved ? ', reserved' : ''}`,
   );
   const open = app.get(BearerTokens).openWarning({
     node: `anyone who reaches ${config.wgIp}:${config.spawnPort} can start, list and destroy this node's VMs`,

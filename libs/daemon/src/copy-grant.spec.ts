@@ -30,3 +30,16 @@ describe('copy grants', () => {
     });
   });
 });
+
+describe('copy grants: issued-at', () => {
+  it('carries the moment it was issued, when given (a grant without it reads as before)', () => {
+    const grant = {
+      vm: 'vm-0123456789abcdef',
+      source: 'node-a',
+      peer: 'node-b',
+      expiresAtMs: 2_000,
+      issuedAtMs: 1_500,
+    };
+    expect(verifyCopyGrant('token-b', 'node-b', signCopyGrant('token-b', grant), 0)).toEqual(grant);
+  });
+});

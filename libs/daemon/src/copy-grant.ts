@@ -16,6 +16,12 @@ export interface CopyGrant {
   peer: string;
   /** Wall-clock milliseconds after which the peer refuses it. */
   expiresAtMs: number;
+  /**
+   * The controller's wall-clock milliseconds when it issued the grant (`iat`): the peer refuses
+   * a grant issued before its copy's current chain began or before the VM's last restore
+   * (replica-grant-floor.ts). Absent in a grant of a controller before it.
+   */
+  issuedAtMs?: number;
 }
 
 /**
@@ -36,10 +42,11 @@ export function signCopyGrant(
       src: grant.source,
       peer: grant.peer,
       exp: grant.expiresAtMs,
+      ...(grant.issuedAtMs === undefined ? {} : { iat: grant.issuedAtMs }),
     }),
     'utf8',
   ).toString('base64url');
-  return `${payload}.${mac(peerToken, payload, context)}`;
+  return `${payload}.${grantMac(context, peerToken, payload)}`;
 }
 
 /**
@@ -57,7 +64,7 @@ export function verifyCopyGrant(
   const dot = presented.indexOf('.');
   if (dot <= 0 || presented.length > 1024) return { refused: 'malformed grant' };
   const payload = presented.slice(0, dot);
-  if (!tokensMatch(mac(ownToken, payload, context), presented.slice(dot + 1))) {
+  if (!tokensMatch(grantMac(context, ownToken, payload), presented.slice(dot + 1))) {
     return { refused: 'grant not signed for this node' };
   }
   let fields: Record<string, unknown>;
@@ -69,17 +76,27 @@ export function verifyCopyGrant(
   } catch {
     return { refused: 'malformed grant' };
   }
-  const { v, vm, src, peer, exp } = fields;
+  const { v, vm, src, peer, exp, iat } = fields;
   if (v !== 1 || typeof vm !== 'string' || typeof src !== 'string' || typeof peer !== 'string') {
     return { refused: 'malformed grant' };
   }
   if (typeof exp !== 'number' || !Number.isFinite(exp)) return { refused: 'malformed grant' };
+  if (iat !== undefined && (typeof iat !== 'number' || !Number.isFinite(iat))) {
+    return { refused: 'malformed grant' };
+  }
   if (peer !== ownNodeId) return { refused: 'grant for another node' };
   if (exp <= nowMs) return { refused: 'grant expired' };
-  return { vm, source: src, peer, expiresAtMs: exp };
+  return {
+    vm,
+    source: src,
+    peer,
+    expiresAtMs: exp,
+    ...(iat === undefined ? {} : { issuedAtMs: iat }),
+  };
 }
 
-function mac(token: string | undefined, payload: string, context: string): string {
+/** HMAC-SHA256 of `context` + `payload` keyed with `token` (the empty key when open), base64url. */
+export function grantMac(context: string, token: string | undefined, payload: string): string {
   return createHmac('sha256', Buffer.from(token ?? '', 'utf8'))
     .update(context + payload, 'utf8')
     .digest('base64url');

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Duplex, PassThrough } from 'node:stream';
+import { WebSocketConnection } from './web-socket';
 import {
   CLOSE_POLICY,
   CLOSE_TOO_BIG,
@@ -8,17 +9,17 @@ import {
   PONG_WRITE_BUFFER_LIMIT,
   FrameDecoder,
   Opcode,
-  WebSocketConnection,
   WebSocketProtocolError,
-  WebSocketRefusedError,
+  encodeFrame,
+} from './web-socket-frames';
+import { WebSocketRefusedError, openWebSocket } from './web-socket-client';
+import {
   acceptKeyOf,
   acceptUpgrade,
-  encodeFrame,
   isWebSocketKey,
-  openWebSocket,
   refuseUpgrade,
   upgradeProblem,
-} from './web-socket';
+} from './web-socket-upgrades';
 
 const MASK = Buffer.from([1, 2, 3, 4]);
 

@@ -3,31 +3,28 @@ import { NodeHeartbeat } from './wire/node-heartbeat';
 import {
   NodeChange,
   NodeState,
-  RamHoldRequest,
-  acceptHeartbeat,
   beatIntervalMs,
   earliestHoldDeadline,
+  isLive,
+  liveSince,
+  ramAvailableMb,
+  toNodeRecord,
+  vmCount,
+} from './node-state';
+import {
+  RamHoldRequest,
   endExpiredHolds,
-  findEarlierCreate,
-  foreignVms,
   forgetSilentVm,
   holdRam,
-  isLive,
-  judgeHeartbeat,
-  keepsVmsWhenSilent,
-  listedVms,
-  liveSince,
-  nodeStateFromHeartbeat,
   noteDispatchFailure,
-  ramAvailableMb,
   recordDispatchedVm,
   releaseHold,
   removeVm,
   silentBeyond,
-  toNodeRecord,
-  vmCount,
-  vmOwnersAmong,
-} from './node-state';
+} from './node-changes';
+import { acceptHeartbeat, judgeHeartbeat, nodeStateFromHeartbeat } from './node-heartbeats';
+import { findEarlierCreate } from './earlier-create';
+import { foreignVms, keepsVmsWhenSilent, listedVms, vmOwnersAmong } from './node-vm-listing';
 
 function vm(vm_id: string, ram_alloc_mb = 512) {
   return vmRecord(vm_id, { ram_alloc_mb });

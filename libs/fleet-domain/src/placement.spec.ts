@@ -1,5 +1,6 @@
 import { heartbeat } from '../../../test/support/heartbeats';
-import { holdRam, nodeStateFromHeartbeat } from './node-state';
+import { holdRam } from './node-changes';
+import { nodeStateFromHeartbeat } from './node-heartbeats';
 import { PlacementCandidate, placeVm, placementCandidate } from './placement';
 
 function node(node_id: string, ram_available_mb: number, extra: Partial<PlacementCandidate> = {}) {

@@ -55,17 +55,19 @@ describe('planRestore', () => {
     });
   });
 
-  it('restores a copy on the node that holds it, refusing to move it elsewhere (422 saying so)', () => {
+  it('restores a copy on the node that holds it, or pulls it from there onto the node named by to', () => {
     const live = [node('n1', { copiedAt: '2026-12-05T04:17:00Z' }), node('n2')];
-    expect(planRestore({ ...asked, from: 'n1' }, live)).toMatchObject({
+    expect(planRestore({ ...asked, from: 'n1' }, live)).toEqual({
       kind: 'replica',
       to: 'n1',
+      copiedAt: '2026-12-05T04:17:00Z',
     });
-    const moved = planRestore({ ...asked, from: 'n1', to: 'n2' }, live);
-    expect(moved).toMatchObject({ kind: 'refused', status: 422 });
-    expect((moved as { message: string }).message).toContain(
-      'moving a copy to another node is not done yet',
-    );
+    expect(planRestore({ ...asked, from: 'n1', to: 'n2' }, live)).toEqual({
+      kind: 'replica',
+      to: 'n2',
+      copiedAt: '2026-12-05T04:17:00Z',
+      holder: 'n1',
+    });
   });
 
   it('refuses from a node that holds no copy, or is not live, naming where copies are', () => {
@@ -82,10 +84,15 @@ describe('planRestore', () => {
     });
   });
 
-  it('with to alone: the copy it holds, else its backups', () => {
+  it('with to alone: the copy it holds, else its backups or the freshest copy elsewhere', () => {
     const live = [node('n1', { copiedAt: '2026-12-05T04:17:00Z' }), node('n2')];
     expect(planRestore({ ...asked, to: 'n1' }, live)).toMatchObject({ kind: 'replica', to: 'n1' });
-    expect(planRestore({ ...asked, to: 'n2' }, live)).toEqual({ kind: 'backup', to: 'n2' });
+    expect(planRestore({ ...asked, to: 'n2' }, live)).toEqual({
+      kind: 'backup',
+      to: 'n2',
+      holder: 'n1',
+    });
+    expect(planRestore({ ...asked, to: 'n2' }, [node('n2')])).toEqual({ kind: 'backup', to: 'n2' });
   });
 
   it('no copy anywhere: 422 for a VM it knows, 404 for one it does not', () => {

@@ -24,15 +24,13 @@ export interface RestoreAsked {
 /**
  * Where a restore reads and where it makes the VM: the replica `to` holds, or a backup in
  * `to`'s VM_BACKUP_DIR (`backupId` undefined: its newest, asked of its agent); or why not.
+ * `holder`: another live node holds the copy: `to` pulls it from there (a replica plan), or
+ * does when that copy is newer than what `to` holds itself (a backup plan without backupId).
  */
 export type RestorePlan =
-  | { kind: 'replica'; to: string; copiedAt: string }
-  | { kind: 'backup'; to: string; backupId?: string }
+  | { kind: 'replica'; to: string; copiedAt: string; holder?: string }
+  | { kind: 'backup'; to: string; backupId?: string; holder?: string }
   | { kind: 'refused'; status: 404 | 409 | 422; message: string };
-
-/** Moving a replica between nodes is not part of this round: said the same way everywhere. */
-export const REPLICA_MOVE_NOT_DONE =
-  'a copy is restored on the node that holds it (moving a copy to another node is not done yet)';
 
 /** Where the VM's copies are, for a refusal to name: `node n2 (copied 2026-...)`, newest first. */
 export function copyHoldersOf(vmId: string, live: readonly RestoreNode[]): string[] {
@@ -61,11 +59,11 @@ function copiesText(vmId: string, live: readonly RestoreNode[]): string {
 
 /**
  * The restore rules, on the live nodes only: a VM a live agent lists is refused (409) unless
- * restored as new; `from` a node names the replica it holds (restored there: `to` another node
- * is refused, see REPLICA_MOVE_NOT_DONE), `from` a backup id reads `to`'s VM_BACKUP_DIR (so `to`
- * is needed); no `from` takes the freshest replica (max copied_at), or with `to` the replica it
- * holds, else its backups (judged once its agent is asked). No copy anywhere and no record of
- * the VM: 404.
+ * restored as new; `from` a node names the replica it holds (restored there, or pulled from
+ * there by `to`), `from` a backup id reads `to`'s VM_BACKUP_DIR (so `to` is needed); no `from`
+ * takes the freshest replica (max copied_at) where it is, or with `to` the replica it holds,
+ * else the newer of its backups and the freshest copy elsewhere (pulled; judged once the agents
+ * are asked). No copy anywhere and no record of the VM: 404.
  */
 export function planRestore(asked: RestoreAsked, live: readonly RestoreNode[]): RestorePlan {
   const { vmId, from, to, asNew } = asked;
@@ -108,27 +106,15 @@ export function planRestore(asked: RestoreAsked, live: readonly RestoreNode[]): 
       };
     }
     if (to !== undefined && to !== from) {
-      return {
-        kind: 'refused',
-        status: 422,
-        message: `to: ${REPLICA_MOVE_NOT_DONE}: restore it on node ${from}, or from a backup in node ${to}'s VM_BACKUP_DIR`,
-      };
+      return { kind: 'replica', to, copiedAt: replica.copied_at, holder: from };
     }
     return { kind: 'replica', to: from, copiedAt: replica.copied_at };
   }
+  const freshest = freshestReplica(vmId, live);
   if (to !== undefined) {
     const replica = replicaOn(liveNode(to));
-    return replica ? { kind: 'replica', to, copiedAt: replica.copied_at } : { kind: 'backup', to };
-  }
-  let freshest: { node: string; replica: HeartbeatReplica } | undefined;
-  for (const node of live) {
-    const replica = replicaOn(node);
-    if (
-      replica &&
-      (!freshest || compareStamps(replica.copied_at, freshest.replica.copied_at) > 0)
-    ) {
-      freshest = { node: node.node_id, replica };
-    }
+    if (replica) return { kind: 'replica', to, copiedAt: replica.copied_at };
+    return freshest ? { kind: 'backup', to, holder: freshest.node } : { kind: 'backup', to };
   }
   if (freshest) {
     return { kind: 'replica', to: freshest.node, copiedAt: freshest.replica.copied_at };
@@ -140,4 +126,22 @@ export function planRestore(asked: RestoreAsked, live: readonly RestoreNode[]): 
       ? `vm ${vmId}: no live node holds a copy of it; restore it from a backup: from <backup_id> with to <node> (the node whose VM_BACKUP_DIR holds it)`
       : `vm ${vmId} is not known here and no live node holds a copy of it; restore it from a backup: from <backup_id> with to <node>`,
   };
+}
+
+/** The live node holding the VM's newest copy (max copied_at). */
+function freshestReplica(
+  vmId: string,
+  live: readonly RestoreNode[],
+): { node: string; replica: HeartbeatReplica } | undefined {
+  let freshest: { node: string; replica: HeartbeatReplica } | undefined;
+  for (const node of live) {
+    const replica = node.replicas.find((held) => held.vm_id === vmId);
+    if (
+      replica &&
+      (!freshest || compareStamps(replica.copied_at, freshest.replica.copied_at) > 0)
+    ) {
+      freshest = { node: node.node_id, replica };
+    }
+  }
+  return freshest;
 }

@@ -1,12 +1,7 @@
 import { heartbeat, vmRecord } from '../../../test/support/heartbeats';
-import {
-  NodeChange,
-  NodeState,
-  holdRam,
-  liveSince,
-  nodeStateFromHeartbeat,
-  recordDispatchedVm,
-} from './node-state';
+import { NodeChange, NodeState, liveSince } from './node-state';
+import { holdRam, recordDispatchedVm } from './node-changes';
+import { nodeStateFromHeartbeat } from './node-heartbeats';
 import {
   describeQuotaExcesses,
   parseTenantQuotas,

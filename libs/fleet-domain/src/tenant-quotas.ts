@@ -1,5 +1,6 @@
 import { ID_PATTERN, ID_RULE } from './ids';
-import { NodeState, isHoldLive, listedVms } from './node-state';
+import { NodeState, isHoldLive } from './node-state';
+import { listedVms } from './node-vm-listing';
 
 /** What a tenant's quota may limit: its VMs, and their RAM, vCPUs and disks summed. */
 export const QUOTA_KEYS = ['vms', 'ram_mb', 'vcpus', 'disk_gb'] as const;

@@ -1,5 +1,6 @@
 import { heartbeat, vmRecord } from '../../../test/support/heartbeats';
-import { liveSince, nodeStateFromHeartbeat } from './node-state';
+import { liveSince } from './node-state';
+import { nodeStateFromHeartbeat } from './node-heartbeats';
 import { copiesHeld, copiesOf, copyFieldsOf, freshestCopy } from './vm-copy-status';
 import type { HeartbeatReplica } from './wire/vm-copies';
 

@@ -1,5 +1,6 @@
 import { heartbeat, vmRecord } from '../../../test/support/heartbeats';
-import { holdRam, nodeStateFromHeartbeat } from './node-state';
+import { holdRam } from './node-changes';
+import { nodeStateFromHeartbeat } from './node-heartbeats';
 import { keepsMovedVm, moveSpawnKey } from './vm-move-rules';
 
 const NOW = 1_000_000;

@@ -1,4 +1,5 @@
-import { NodeState, heldVmIds, isHoldLive } from './node-state';
+import { NodeState, isHoldLive } from './node-state';
+import { heldVmIds } from './node-vm-listing';
 
 /** The spawn key of the RAM a move holds on its target node: `move:<vm_id>`. */
 export function moveSpawnKey(vmId: string): string {

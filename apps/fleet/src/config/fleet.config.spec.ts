@@ -1,7 +1,8 @@
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FleetConfigError, loadFleetConfig, refuseArguments } from './fleet.config';
+import { FleetConfigError } from './fleet.config';
+import { loadFleetConfig, refuseArguments } from './fleet-config.load';
 
 describe('loadFleetConfig', () => {
   it('keeps state in memory when VM_FLEET_REDIS_URL is unset or empty', () => {

@@ -9,7 +9,7 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
-import { CallerRecordedByRoute, Clock, OPERATOR, setCallerOf } from '@app/daemon';
+import { CallerRecordedByRoute, Clock, OPERATOR, callerOf, setCallerOf } from '@app/daemon';
 import { CSRF_HEADER, ConsoleSessions, SESSION_COOKIE, cookieValue } from './console-session';
 import { CONSOLE_HEADERS, isSameOrigin } from '../operations/ops-listener.http';
 
@@ -86,4 +86,10 @@ export class ConsoleSessionGuard implements CanActivate {
 function headerOf(req: Request, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? undefined : value;
+}
+
+/** The tenant a request's session is confined to; undefined for the operator's. */
+export function scopeOf(req: Request): string | undefined {
+  const caller = callerOf(req);
+  return caller.kind === 'tenant' ? caller.tenantId : undefined;
 }

@@ -26,7 +26,8 @@ import {
 import { AuditEntry, AuditLog } from '../audit/audit-log';
 import { ID_PATTERN } from '@app/fleet-domain';
 import { FleetConfig } from '../config/fleet.config';
-import { AgentCallError, VmHostClient } from '../vms/vm-host.client';
+import { VmHostClient } from '../vms/vm-host.client';
+import { AgentCallError } from '../vms/agent-calls';
 import { VmNotFoundError } from '../vms/vms.errors';
 import { VmsService } from '../vms/vms.service';
 import {

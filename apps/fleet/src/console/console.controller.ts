@@ -22,7 +22,6 @@ import {
   Clock,
   OPERATOR,
   OwnCredentials,
-  callerOf,
   packageVersion,
   setCallerOf,
 } from '@app/daemon';
@@ -30,23 +29,13 @@ import {
   ApiExcludeController,
   FleetVmWithLifeCycle,
   NodeIdParams,
-  RestoreVmRequest,
-  StopVmRequest,
   VmIdParams,
 } from '@app/fleet-domain';
 import { VM_PAGE_CSP } from '../operations/ops-listener.http';
 import { VmCopiesService } from '../operations/vm-copies.service';
 import { TenantQuotas } from '../tenants/tenant-quotas.service';
-import { OperatorOnlyError } from '../tenants/tenants.errors';
-import { createdTenantFor } from '../tenants/tenant-scope';
 import { VmNotFoundError } from '../vms/vms.errors';
-import {
-  ConsoleCreateVmRequest,
-  ConsoleFiltersQuery,
-  ConsoleSerialQuery,
-  LoginRequest,
-  createRequestOf,
-} from './console.requests';
+import { ConsoleFiltersQuery, ConsoleSerialQuery, LoginRequest, Outcome } from './console.requests';
 import { vmCopiesLive } from './copies.views';
 import { tenantsSection } from './tenants.views';
 import { ConsoleService } from './console.service';
@@ -56,20 +45,17 @@ import {
   clearedSessionCookie,
   sessionCookie,
 } from './console-session';
-import { ConsoleAccess, ConsoleSessionGuard, validSession } from './console-session.guard';
+import { ConsoleAccess, ConsoleSessionGuard, scopeOf, validSession } from './console-session.guard';
 import {
   ConsoleFilters,
   ConsoleOverview,
   PageContext,
   loginPage,
-  nodeLive,
-  nodePage,
   notFoundPage,
-  overviewPage,
-  serialAnswer,
-  vmLive,
-  vmPage,
 } from './console.views';
+import { nodeLive, nodePage } from './node-page.views';
+import { overviewPage } from './overview.views';
+import { serialAnswer, vmLive, vmPage } from './vm-page.views';
 import { Html } from './html';
 import { LoginBackoff } from './login-backoff';
 
@@ -92,11 +78,6 @@ const ASSETS: Readonly<Record<string, { type: string; body: string }>> = Object.
   ]),
 );
 
-/** What an action answers the page: the outcome in the controller's words. */
-interface Outcome {
-  message: string;
-}
-
 function filtersOf(query: ConsoleFiltersQuery): ConsoleFilters {
   return {
     ...(query.tenant ? { tenant: query.tenant } : {}),
@@ -113,20 +94,15 @@ function servedOverTls(req: Request): boolean {
   return req.secure || req.headers['x-forwarded-proto'] === 'https';
 }
 
-/** The tenant a request's session is confined to; undefined for the operator's. */
-function scopeOf(req: Request): string | undefined {
-  const caller = callerOf(req);
-  return caller.kind === 'tenant' ? caller.tenantId : undefined;
-}
-
 function sendHtml(res: Response, page: Html, status = 200): void {
   res.status(status).type('html').send(page.text);
 }
 
 /**
  * The web console, on the operations listener: its pages at /, /nodes/{id} and /vms/{id}, the
- * parts of them the page refreshes, the serial console and the actions, all under a session of
- * its own (see ConsoleSessions) instead of a bearer token, and none in the OpenAPI document.
+ * parts of them the page refreshes and the serial console (its actions, POST /console/vms...,
+ * in ConsoleActionsController), all under a session of its own (see ConsoleSessions) instead of
+ * a bearer token, and none in the OpenAPI document.
  */
 @ApiExcludeController()
 @OwnCredentials()
@@ -347,71 +323,6 @@ export class ConsoleController {
     @Query() { from }: ConsoleSerialQuery,
   ): Promise<ReturnType<typeof serialAnswer>> {
     return serialAnswer(await this.console.readConsole(vm_id, from));
-  }
-
-  @Post('console/vms')
-  @HttpCode(201)
-  async create(@Body() request: ConsoleCreateVmRequest, @Req() req: Request): Promise<Outcome> {
-    const vm = await this.console.createVm(
-      createdTenantFor(callerOf(req), createRequestOf(request)),
-    );
-    return { message: `vm ${vm.vm_id} created on node ${vm.node_id} (${vm.state})` };
-  }
-
-  @Post('console/vms/:vm_id/stop')
-  @HttpCode(202)
-  async stop(@Param() { vm_id }: VmIdParams, @Body() request: StopVmRequest): Promise<Outcome> {
-    const lifeCycle = await this.console.stopVm(vm_id, request);
-    return {
-      message: `vm ${vm_id}: stop taken by its node (${lifeCycle.operation ?? lifeCycle.state})`,
-    };
-  }
-
-  @Post('console/vms/:vm_id/start')
-  @HttpCode(202)
-  async start(@Param() { vm_id }: VmIdParams): Promise<Outcome> {
-    const lifeCycle = await this.console.startVm(vm_id);
-    return {
-      message: `vm ${vm_id}: start taken by its node (${lifeCycle.operation ?? lifeCycle.state})`,
-    };
-  }
-
-  @Post('console/vms/:vm_id/restart')
-  @HttpCode(202)
-  async restart(@Param() { vm_id }: VmIdParams): Promise<Outcome> {
-    const lifeCycle = await this.console.restartVm(vm_id);
-    return {
-      message: `vm ${vm_id}: restart taken by its node (${lifeCycle.operation ?? lifeCycle.state})`,
-    };
-  }
-
-  @Post('console/vms/:vm_id/delete')
-  @HttpCode(200)
-  async delete(@Param() { vm_id }: VmIdParams): Promise<Outcome> {
-    await this.console.deleteVm(vm_id, false);
-    return { message: `vm ${vm_id} deleted` };
-  }
-
-  @Post('console/vms/:vm_id/restore')
-  @HttpCode(201)
-  async restore(
-    @Param() { vm_id }: VmIdParams,
-    @Body() request: RestoreVmRequest,
-  ): Promise<Outcome> {
-    const restored = await this.console.restoreVm(vm_id, request);
-    return {
-      message: `vm ${restored.vm.vm_id} restored on node ${restored.vm.node_id} from ${restored.point.source} ${restored.point.backup_id} (taken ${restored.point.taken_at}); starting`,
-    };
-  }
-
-  @Post('console/vms/:vm_id/forget')
-  @HttpCode(200)
-  async forget(@Param() { vm_id }: VmIdParams, @Req() req: Request): Promise<Outcome> {
-    // A tenant forgetting its silent VMs would free its quota while they may still run.
-    const tenant = scopeOf(req);
-    if (tenant !== undefined) throw new OperatorOnlyError(tenant, 'forgetting a VM');
-    await this.console.deleteVm(vm_id, true);
-    return { message: `vm ${vm_id} forgotten: nothing was stopped on its node` };
   }
 
   private overviewOf(query: ConsoleFiltersQuery, scope?: string): Promise<ConsoleOverview> {

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { FleetConfig } from '../config/fleet.config';
 import { OperationsModule } from '../operations/operations.module';
 import { ConsoleController } from './console.controller';
+import { ConsoleActionsController } from './console-actions.controller';
 import { ConsoleService } from './console.service';
 import { ConsoleSessions } from './console-session';
 import { ConsoleSessionGuard } from './console-session.guard';
@@ -9,12 +10,13 @@ import { LoginBackoff } from './login-backoff';
 import { ConsoleTerminals } from './console-terminals';
 
 /**
- * The web console on the operations listener: its pages, assets and actions (ConsoleController)
+ * The web console on the operations listener: its pages and assets (ConsoleController) and its
+ * actions (ConsoleActionsController)
  * over the same services as the API and the operations routes (ConsoleService).
  */
 @Module({
   imports: [OperationsModule],
-  controllers: [ConsoleController],
+  controllers: [ConsoleController, ConsoleActionsController],
   providers: [
     ConsoleService,
     ConsoleSessionGuard,

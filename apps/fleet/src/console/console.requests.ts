@@ -89,3 +89,8 @@ export function createRequestOf(form: ConsoleCreateVmRequest): CreateVmRequest {
     copies: { count: copies_count, every_s: copies_every_s ?? CONSOLE_DEFAULT_COPY_EVERY_S },
   };
 }
+
+/** What an action answers the page: the outcome in the controller's words. */
+export interface Outcome {
+  message: string;
+}

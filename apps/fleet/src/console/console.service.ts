@@ -31,7 +31,8 @@ import {
 import { VmRestoreService } from '../operations/vm-restore.service';
 import { VmPlacementService } from '../vms/vm-placement.service';
 import { VmsService } from '../vms/vms.service';
-import { ConsoleFilters, ConsoleNode, ConsoleOverview, overviewLive } from './console.views';
+import { ConsoleFilters, ConsoleNode, ConsoleOverview } from './console.views';
+import { overviewLive } from './overview.views';
 
 /** The console's most of a serial log per read: what the page shows and follows. */
 export const CONSOLE_READ_BYTES = 64 * 1024;

@@ -1,14 +1,9 @@
 import { FleetVmWithLifeCycle, VmState } from '@app/fleet-domain';
-import {
-  ConsoleNode,
-  ConsoleOverview,
-  PageContext,
-  loginPage,
-  nodePage,
-  overviewPage,
-  sshLine,
-  vmPage,
-} from './console.views';
+import { ConsoleNode, ConsoleOverview, PageContext, loginPage } from './console.views';
+import { nodePage } from './node-page.views';
+import { overviewPage } from './overview.views';
+import { sshLine } from './vm-table.views';
+import { vmPage } from './vm-page.views';
 
 const HOSTILE = '<img src=x onerror=alert(1)>';
 const ESCAPED = '&lt;img src=x onerror=alert(1)&gt;';

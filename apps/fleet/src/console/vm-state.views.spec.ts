@@ -1,5 +1,6 @@
 import { DesiredVmState, FleetVmWithLifeCycle, VmLifeCycle, VmState } from '@app/fleet-domain';
-import { sshLine, vmLive } from './console.views';
+import { sshLine } from './vm-table.views';
+import { vmLive } from './vm-page.views';
 import { actionsFor, canAnswer, lifeCycleSummary } from './vm-state.views';
 
 const NOW = Date.parse('2026-08-06T12:00:00.000Z');

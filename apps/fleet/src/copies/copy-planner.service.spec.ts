@@ -100,6 +100,7 @@ describe('CopyPlannerService', () => {
       source: 'node-a',
       peer: 'node-b',
       expiresAtMs: clock.wallNow() + COPY_GRANT_LIFE_MS,
+      issuedAtMs: clock.wallNow(),
     });
     // Another node's token does not verify it.
     expect(

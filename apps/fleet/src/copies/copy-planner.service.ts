@@ -150,6 +150,8 @@ export class CopyPlannerService {
           source: node.node_id,
           peer: peer.node_id,
           expiresAtMs,
+          // The peer refuses a grant older than its copy's chain or the VM's last restore.
+          issuedAtMs: wallMs,
         }),
         expires_at: toRfc3339(expiresAtMs),
       });

@@ -20,7 +20,8 @@ import { InMemoryNodesRepository } from '../nodes/memory/in-memory-nodes.reposit
 import { LiveNodesReader } from '../nodes/live-nodes.reader';
 import { NodeTokens } from '../nodes/node-tokens';
 import { NodesService } from '../nodes/nodes.service';
-import { AgentCallError, Spawned, VmHostClient, VmHostClientSettings } from '../vms/vm-host.client';
+import { Spawned, VmHostClient } from '../vms/vm-host.client';
+import { AgentCallError, VmHostClientSettings } from '../vms/agent-calls';
 import { VmPlacementService } from '../vms/vm-placement.service';
 import { FleetMetrics, exportedNodes, exportedVmCopies } from './fleet-metrics.service';
 import { LiveNodeReading, NodesReading } from './live-nodes.source';
@@ -436,6 +437,8 @@ describe('FleetMetrics', () => {
       ppn_fleet_node_id_conflicts_total: 'counter',
       ppn_fleet_vm_id_conflicts_total: 'counter',
       ppn_fleet_sweep_duration_seconds: 'histogram',
+      ppn_fleet_leader: 'gauge',
+      ppn_fleet_vm_recoveries_total: 'counter',
       ppn_fleet_build_info: 'gauge',
       ppn_fleet_node_ram_available_bytes: 'gauge',
       ppn_fleet_node_ram_total_bytes: 'gauge',

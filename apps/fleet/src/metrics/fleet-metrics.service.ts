@@ -48,6 +48,8 @@ interface FleetInstruments {
   nodeIdConflicts: Prometheus.Counter;
   vmIdConflicts: Prometheus.Counter;
   sweep: Prometheus.Histogram;
+  leader: Prometheus.Gauge;
+  recoveries: Prometheus.Counter<'outcome'>;
 }
 
 /** prom-client, loaded by the metrics module only when metrics are asked for. */
@@ -303,6 +305,7 @@ export class FleetMetrics {
         buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
         registers,
       }),
+      ...leadershipInstruments(prometheus, registers),
     };
   }
 
@@ -338,6 +341,15 @@ export class FleetMetrics {
     this.instruments?.vmIdConflicts.inc();
   }
 
+  /** 1 while this controller leads (etcd mode; always 1 in memory and Redis mode). */
+  setLeader(leading: boolean): void {
+    this.instruments?.leader.set(leading ? 1 : 0);
+  }
+
+  countRecovery(outcome: 'recovered' | 'failed'): void {
+    this.instruments?.recoveries.inc({ outcome });
+  }
+
   observeSweep(seconds: number, dropped: number): void {
     this.instruments?.sweep.observe(seconds);
     if (dropped > 0) this.instruments?.drops.inc(dropped);
@@ -348,4 +360,25 @@ export class FleetMetrics {
     const { registry } = this.instruments;
     return { contentType: registry.contentType, body: await registry.metrics() };
   }
+}
+
+/** Leadership and recovery (etcd mode, issue 36). */
+function leadershipInstruments(
+  prometheus: PrometheusClient,
+  registers: Prometheus.Registry[],
+): Pick<FleetInstruments, 'leader' | 'recoveries'> {
+  const leader = new prometheus.Gauge({
+    name: 'ppn_fleet_leader',
+    help: 'Whether this controller is the leader that runs the staleness sweep and recoveries (1) or not (0); in memory and Redis mode always 1.',
+    registers,
+  });
+  leader.set(1);
+  const recoveries = new prometheus.Counter({
+    name: 'ppn_fleet_vm_recoveries_total',
+    help: "Protected VMs of a node whose lease lapsed, restored from a copy on another node by the leader (recovered), or whose restore failed and is tried again (failed). The log line names the node, the VM and the copy's age.",
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  for (const outcome of ['recovered', 'failed']) recoveries.inc({ outcome }, 0);
+  return { leader, recoveries };
 }

@@ -25,7 +25,8 @@ import { KeyClaims } from '../nodes/key-claims.repository';
 import { NodeTokens } from '../nodes/node-tokens';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { VmMoves } from '../nodes/vm-moves.repository';
-import { AgentCallError, VmHostClient } from '../vms/vm-host.client';
+import { VmHostClient } from '../vms/vm-host.client';
+import { AgentCallError } from '../vms/agent-calls';
 import { PlacementRefusedError } from '../vms/vms.errors';
 import { VmMoveFailedError, VmMoveRefusedError } from './vm-move.errors';
 

@@ -1,6 +1,8 @@
 import { Clock } from '@app/daemon';
 import { FleetConfig } from '../config/fleet.config';
 import { KeyClaims } from './key-claims.repository';
+import { Leadership } from './leadership';
+import { NodeLeases } from './node-leases';
 import { NodesRepository } from './nodes.repository';
 import { VmMoves } from './vm-moves.repository';
 
@@ -21,6 +23,10 @@ export interface OpenNodesStore {
    * reached to start (etcd) throws a ConfigurationError naming its variable.
    */
   ready?(): Promise<void>;
+  /** etcd: the nodes' fencing leases and VM generations (absent: none, memory and Redis). */
+  nodeLeases?: NodeLeases;
+  /** etcd: the election among controllers (absent: this controller leads itself). */
+  leadership?: Leadership;
   /** Ends its connections and timers; called when the app closes. */
   close(): Promise<void>;
 }

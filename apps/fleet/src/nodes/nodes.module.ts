@@ -5,6 +5,9 @@ import { LiveNodesSource } from '../metrics/live-nodes.source';
 import { LiveNodesReader } from './live-nodes.reader';
 import { NodeStalenessJob } from './node-staleness.job';
 import { KeyClaims } from './key-claims.repository';
+import { Leadership, SoleLeader } from './leadership';
+import { LeadershipJob } from './leadership.job';
+import { NodeLeases, NoNodeLeases } from './node-leases';
 import { chooseNodesStore } from './nodes-store.choice';
 import { OpenNodesStore } from './nodes-store';
 import { NodesController } from './nodes.controller';
@@ -64,8 +67,28 @@ class ChosenNodesStore implements OnModuleInit, OnApplicationShutdown {
       useFactory: (store: ChosenNodesStore) => store.opened.clock,
       inject: [ChosenNodesStore],
     },
+    {
+      provide: NodeLeases,
+      useFactory: (store: ChosenNodesStore) => store.opened.nodeLeases ?? new NoNodeLeases(),
+      inject: [ChosenNodesStore],
+    },
+    {
+      provide: Leadership,
+      useFactory: (store: ChosenNodesStore) => store.opened.leadership ?? new SoleLeader(),
+      inject: [ChosenNodesStore],
+    },
+    LeadershipJob,
     { provide: LiveNodesSource, useClass: LiveNodesReader },
   ],
-  exports: [NodesService, NodesRepository, KeyClaims, VmMoves, Clock, LiveNodesSource],
+  exports: [
+    NodesService,
+    NodesRepository,
+    KeyClaims,
+    VmMoves,
+    NodeLeases,
+    Leadership,
+    Clock,
+    LiveNodesSource,
+  ],
 })
 export class NodesModule {}

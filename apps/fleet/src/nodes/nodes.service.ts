@@ -26,19 +26,16 @@ import {
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { FOREIGN_VM_EPISODE_QUIET_MS, ForeignVmIds } from './foreign-vm-ids.tracker';
 import { NodeIdConflicts } from './node-id-conflicts.tracker';
-import { NodeCredential, NodeTokens } from './node-tokens';
-import { LoopbackWgIpError, NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
+import { NodeTokens } from './node-tokens';
+import { LoopbackWgIpError, NodeNotFoundError } from './nodes.errors';
+import { HeartbeatCredentials } from './heartbeat-credentials';
 import { NodesRepository, VmIdsHeldElsewhereError } from './nodes.repository';
+import { wantedReplicaVmIds } from './wanted-replicas';
 import { VmMoves } from './vm-moves.repository';
+import { NodeLeases } from './node-leases';
 
 /** Nodes named one by one per sweep; beyond that, one summary line. */
 const DROP_LINES_PER_SWEEP = 20;
-
-/** Node ids named in the once-per-node note on an old credential; beyond, no more notes. */
-const OLD_CREDENTIAL_NOTES = 4096;
-
-/** At most one warning per this for heartbeats refused a node's token; the next counts the rest. */
-const REFUSAL_WARNING_EVERY_MS = 60_000;
 
 /** Nodes whose last listed VM ids are kept (see NodesService.knownVmIds). */
 const KNOWN_VM_IDS_NODES = 100_000;
@@ -57,11 +54,7 @@ export class NodesService {
    * KNOWN_VM_IDS_NODES nodes.
    */
   private readonly knownVmIds = new Map<string, ReadonlySet<string>>();
-  /** Nodes already noted as speaking with an old credential (once each per process). */
-  private readonly notedOldCredentials = new Set<string>();
-  /** When the last refused-token warning was logged, and the refusals not logged since. */
-  private lastRefusalWarningAtMs: number | undefined;
-  private refusalsNotLogged = 0;
+  private readonly credentials: HeartbeatCredentials;
 
   constructor(
     private readonly nodes: NodesRepository,
@@ -70,7 +63,11 @@ export class NodesService {
     // Required: a default of none would quietly take any token for any node (fail open).
     private readonly nodeTokens: NodeTokens,
     private readonly vmMoves?: VmMoves,
-  ) {}
+    /** etcd mode: each heartbeat taken renews its node's fencing lease (answer fence_after_s). */
+    private readonly leases?: NodeLeases,
+  ) {
+    this.credentials = new HeartbeatCredentials(nodeTokens, clock, this.logger);
+  }
 
   /**
    * Replaces the node's record with the heartbeat; the first one enrolls the node. The answer
@@ -84,7 +81,7 @@ export class NodesService {
     token?: string,
     from?: string,
   ): Promise<HeartbeatAnswer> {
-    const credential = this.checkSpeaksForItself(heartbeat.node_id, token, from);
+    const credential = this.credentials.checkSpeaksForItself(heartbeat.node_id, token, from);
     this.checkWgIp(heartbeat, from);
     const receivedAtMs = this.clock.now();
     const superseded = await this.supersededOf(heartbeat);
@@ -138,7 +135,19 @@ export class NodesService {
       case 'refreshed':
         break;
     }
-    return superseded.length > 0 ? { accepted: true, superseded_vm_ids: superseded } : ACCEPTED;
+    const fenceAfterS = await this.leases?.renew(id, this.clock.wallNow());
+    // A store that cannot be read now says nothing of them (the peer removes nothing).
+    const all = heartbeat.replicas?.length
+      ? await this.nodes.listAll().catch(() => undefined)
+      : undefined;
+    const wanted = all && wantedReplicaVmIds(heartbeat.replicas, all);
+    if (fenceAfterS === undefined && superseded.length === 0 && !wanted) return ACCEPTED;
+    return {
+      accepted: true,
+      ...(wanted ? { wanted_replica_vm_ids: wanted } : {}),
+      ...(superseded.length > 0 && { superseded_vm_ids: superseded }),
+      ...(fenceAfterS !== undefined && { fence_after_s: fenceAfterS }),
+    };
   }
 
   /**
@@ -224,29 +233,6 @@ export class NodesService {
   }
 
   /**
-   * With per-node tokens, a heartbeat speaks only for its own node_id: NodeRestriction's rule,
-   * checked before the store is read or written. (Without, the guard checked the shared token.)
-   * Returns the credential it was taken with.
-   */
-  private checkSpeaksForItself(
-    nodeId: string,
-    token: string | undefined,
-    from: string | undefined,
-  ): NodeCredential | null {
-    if (!this.nodeTokens.perNode) return this.nodeTokens.sharedCredential;
-    const credential = token === undefined ? undefined : this.nodeTokens.identify(nodeId, token);
-    if (credential === undefined) {
-      this.noteRefusal(nodeId, from);
-      throw new NotThisNodesTokenError(nodeId);
-    }
-    if (credential !== 'own') this.noteOldCredential(nodeId, credential);
-    else if (this.notedOldCredentials.delete(nodeId)) {
-      this.logger.log(`node ${nodeId} now heartbeats with its own token`);
-    }
-    return credential;
-  }
-
-  /**
    * A loopback wg_ip only from a heartbeat whose TCP peer is loopback too: the agent is on the
    * controller's own machine (`npm start`, the tests), and calling it there is calling it. From
    * anywhere else it would aim the controller's calls at its own loopback services (Redis, the
@@ -259,46 +245,6 @@ export class NodesService {
       `node ${heartbeat.node_id}: heartbeat refused, its wg_ip ${heartbeat.wg_ip} is loopback but it came from ${from ?? 'an unknown address'}`,
     );
     throw new LoopbackWgIpError(heartbeat.wg_ip, from);
-  }
-
-  /**
-   * A heartbeat refused its node's token: a node given the wrong token, or someone trying ids.
-   * Warned at most once a minute (a prober must not flood the log), naming the node id and the
-   * address, never the token; ppn_fleet_heartbeats_total{outcome="refused"} counts every one.
-   */
-  private noteRefusal(nodeId: string, from: string | undefined): void {
-    const now = this.clock.now();
-    if (
-      this.lastRefusalWarningAtMs !== undefined &&
-      now - this.lastRefusalWarningAtMs < REFUSAL_WARNING_EVERY_MS
-    ) {
-      this.refusalsNotLogged += 1;
-      return;
-    }
-    const earlier =
-      this.refusalsNotLogged === 0
-        ? ''
-        : `; ${this.refusalsNotLogged} more refused since the last such warning, not logged one by one`;
-    this.lastRefusalWarningAtMs = now;
-    this.refusalsNotLogged = 0;
-    this.logger.warn(
-      `heartbeat for node ${nodeId} from ${from ?? 'an unknown address'} refused: its bearer token is not one this controller takes for that node (give the node the token \`ppn-fleet node-token ${nodeId}\` prints)${earlier}; at most one such line a minute`,
-    );
-  }
-
-  /**
-   * Once per node and process: which nodes still need their new token before a migration or
-   * rotation can end (docs/securing.md).
-   */
-  private noteOldCredential(nodeId: string, credential: NodeCredential): void {
-    if (this.notedOldCredentials.has(nodeId)) return;
-    if (this.notedOldCredentials.size >= OLD_CREDENTIAL_NOTES) return;
-    this.notedOldCredentials.add(nodeId);
-    this.logger.warn(
-      credential === 'shared'
-        ? `node ${nodeId} heartbeats with the shared VM_FLEET_NODE_TOKEN, taken only while it is set beside VM_FLEET_NODE_SECRET: give the node its own token (ppn-fleet node-token ${nodeId})`
-        : `node ${nodeId} heartbeats with its token under VM_FLEET_NODE_SECRET_PREVIOUS: give the node its token under VM_FLEET_NODE_SECRET (ppn-fleet node-token ${nodeId})`,
-    );
   }
 
   /**

@@ -4,7 +4,7 @@ import { ApiOkResponse, ApiOperation, ApiTags, NodeDiskRoom } from '@app/fleet-d
 import { ApiFleetStateErrors } from '../nodes/nodes.error-statuses';
 import { OPERATIONS_ERROR_STATUSES } from './operations.error-statuses';
 import { NodeDisksService } from './node-disks.service';
-import { WRONG_HOST } from './vm-operations.controller';
+import { WRONG_HOST } from './vm-operations.api-errors';
 
 /** The nodes' disk room, which GET /v1/nodes does not show (its records keep eight fields). */
 @ApiTags('nodes')

@@ -6,6 +6,7 @@ import { VmCopiesService } from './vm-copies.service';
 import { VmOperationsController } from './vm-operations.controller';
 import { VmOperationsService } from './vm-operations.service';
 import { VmRestoreService } from './vm-restore.service';
+import { RestorePulls } from './restore-pull';
 
 /**
  * The operations listener's feature: its controller and service. What they need (the VMs'
@@ -14,7 +15,13 @@ import { VmRestoreService } from './vm-restore.service';
  */
 @Module({
   controllers: [VmOperationsController, NodeDisksController, VmCopiesController],
-  providers: [VmOperationsService, NodeDisksService, VmCopiesService, VmRestoreService],
+  providers: [
+    VmOperationsService,
+    NodeDisksService,
+    VmCopiesService,
+    VmRestoreService,
+    RestorePulls,
+  ],
   exports: [VmOperationsService, VmCopiesService, VmRestoreService],
 })
 export class OperationsModule {}

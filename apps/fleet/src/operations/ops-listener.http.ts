@@ -3,7 +3,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import { isIP } from 'node:net';
 import { excerpt } from '@app/daemon';
-import { normalHostName } from '../config/fleet.config';
+import { normalHostName } from '../config/fleet-config.values';
 
 /**
  * The console's responses' headers: a strict Content-Security-Policy (the page's own script

@@ -3,7 +3,7 @@ import { RequiresToken, TenantScoped } from '@app/daemon';
 import { ApiOkResponse, ApiOperation, ApiTags, VmCopies, VmIdParams } from '@app/fleet-domain';
 import { ApiFleetStateErrors } from '../nodes/nodes.error-statuses';
 import { VmCopiesService } from './vm-copies.service';
-import { INVALID_VM_ID, STATUSES, VM_NOT_FOUND, WRONG_HOST } from './vm-operations.controller';
+import { INVALID_VM_ID, STATUSES, VM_NOT_FOUND, WRONG_HOST } from './vm-operations.api-errors';
 
 /** What protects a VM: its copies on other nodes and its backups (`ppn-fleet vm copies`). */
 @ApiTags('vms')

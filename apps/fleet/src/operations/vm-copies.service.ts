@@ -1,7 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import { MAX_COPIES_LISTED, VmBackups, VmCopies } from '@app/fleet-domain';
-import { AgentCallError, VmHostClient } from '../vms/vm-host.client';
+import { NodeLeases } from '../nodes/node-leases';
+import { VmHostClient } from '../vms/vm-host.client';
+import { AgentCallError } from '../vms/agent-calls';
 import { VmsService } from '../vms/vms.service';
 import { SharedRead } from './shared-read';
 import { LISTING_BUSY_FACTOR, LISTING_MIN_INTERVAL_MS } from './vm-operations.service';
@@ -23,6 +25,8 @@ export class VmCopiesService {
     private readonly vms: VmsService,
     private readonly vmHost: VmHostClient,
     private readonly clock: Clock,
+    /** etcd mode: the VM's generation, raised by each recovery. */
+    private readonly leases?: NodeLeases,
   ) {}
 
   /**
@@ -68,9 +72,11 @@ export class VmCopiesService {
             : `the agent of node ${nodeId} answered the backups read unusably`;
       }
     }
+    const generation = (await this.leases?.generationsOf([vmId]))?.get(vmId);
     return {
       vm_id: vmId,
       node_id: nodeId,
+      ...(generation !== undefined && { generation }),
       policy,
       copied_at: vm.copied_at ?? null,
       copy_node_id: vm.copy_node_id ?? null,

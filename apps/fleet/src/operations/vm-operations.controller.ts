@@ -1,18 +1,7 @@
-import {
-  Body,
-  Controller,
-  ForbiddenException,
-  Get,
-  HttpCode,
-  MisdirectedException,
-  Param,
-  Post,
-  Query,
-} from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import {
   BODY_ERRORS,
   Caller,
-  ErrorCase,
   RequestCaller,
   RequiresToken,
   TenantScoped,
@@ -40,159 +29,22 @@ import {
 } from '@app/fleet-domain';
 import { ApiFleetStateErrors } from '../nodes/nodes.error-statuses';
 import { TenantQuotaBusyError, TenantQuotaExceededError } from '../tenants/tenants.errors';
-import { TENANTS_ERROR_STATUSES } from '../tenants/tenants.error-statuses';
 import { OtherTenantError } from '../tenants/tenants.errors';
 import { listedTenantFor } from '../tenants/tenant-scope';
-import { VMS_ERROR_STATUSES } from '../vms/vms.error-statuses';
-import { VmNotFoundError } from '../vms/vms.errors';
-import { agentConflictOf, describeAgentConflict } from './agent-conflicts';
-import { OPERATIONS_ERROR_STATUSES } from './operations.error-statuses';
-import {
-  CROSS_SITE_MESSAGE,
-  SIMPLE_REQUEST_MESSAGE,
-  WRONG_HOST_MESSAGE,
-} from './ops-listener.http';
 import { VmOperationsService } from './vm-operations.service';
 import { VmRestoreRefusedError } from './vm-restore.errors';
 import { VmRestoreService } from './vm-restore.service';
 import { PlacementRefusedError } from '../vms/vms.errors';
+import { VmAgentFailedError } from './vm-operations.errors';
 import {
-  VmAction,
-  VmActionConflictError,
-  VmAgentFailedError,
-  VmNodeSilentError,
-  VmNotOnItsNodeError,
-  VmStartNoRoomError,
-} from './vm-operations.errors';
-
-export const STATUSES = [
-  ...OPERATIONS_ERROR_STATUSES,
-  ...VMS_ERROR_STATUSES,
-  ...TENANTS_ERROR_STATUSES,
-];
-
-export const INVALID_VM_ID = invalidInput(
-  'vm_id is not a fleet id.',
-  'vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit',
-);
-
-/** What the listener refuses before any route (see guardOpsListener). */
-export const WRONG_HOST: ErrorCase = {
-  name: 'wrong-host',
-  when: "The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say).",
-  error: new MisdirectedException(WRONG_HOST_MESSAGE('rebind.attacker.example:9206')),
-};
-
-/** What the listener refuses of a request that changes something, open or not. */
-const WRITE_REFUSALS: ErrorCase[] = [
-  {
-    name: 'cross-site',
-    when: 'Sec-Fetch-Site or Origin says a page of another site sent it.',
-    error: new ForbiddenException(CROSS_SITE_MESSAGE),
-  },
-  {
-    name: 'simple-request',
-    when: 'It carries neither Content-Type: application/json nor an Authorization header: what a cross-site form or no-CORS fetch sends.',
-    error: new ForbiddenException(SIMPLE_REQUEST_MESSAGE),
-  },
-];
-
-export const VM_NOT_FOUND: ErrorCase = {
-  name: 'vm-not-found',
-  when: 'No node lists a VM with this id.',
-  error: new VmNotFoundError(EXAMPLE_VM_ID),
-};
-
-/** The errors every action on one VM may answer, besides its own. */
-function actionErrors(action: VmAction): ErrorCase[] {
-  const conflict = (name: string, agentMessage: string): ErrorCase => ({
-    name,
-    when: `The agent refused: ${agentMessage.replace(EXAMPLE_VM_ID, '<vm_id>')}.`,
-    error: new VmActionConflictError(
-      EXAMPLE_VM_ID,
-      EXAMPLE_NODE_ID,
-      describeAgentConflict(
-        EXAMPLE_VM_ID,
-        EXAMPLE_NODE_ID,
-        action,
-        agentConflictOf(EXAMPLE_VM_ID, agentMessage),
-      ),
-    ),
-  });
-  // A read changes nothing: the agent has no state to refuse it for.
-  const conflicts: ErrorCase[] =
-    action === 'console read' || action === 'backups read'
-      ? []
-      : action === 'backup'
-        ? [
-            conflict('backups-off', 'backups are off on this node (VM_BACKUP_DIR is not set)'),
-            conflict('backup-under-way', `vm ${EXAMPLE_VM_ID} is already being backed up`),
-          ]
-        : [
-            ...(action === 'stop'
-              ? [conflict('already-stopped', `vm ${EXAMPLE_VM_ID} is already stopped`)]
-              : action === 'start'
-                ? [conflict('already-running', `vm ${EXAMPLE_VM_ID} is already running`)]
-                : []),
-            conflict(
-              'being-created',
-              `vm ${EXAMPLE_VM_ID} is being created; try again once it is Running`,
-            ),
-            conflict('operation-under-way', `vm ${EXAMPLE_VM_ID} is already stopping`),
-            conflict(
-              'unreadable',
-              `vm ${EXAMPLE_VM_ID} cannot be read on its node (sidecar unreadable); only a delete acts on it`,
-            ),
-            {
-              name: 'agent-conflict',
-              when: 'The agent refused with a 409 in other words: the answer does not quote it.',
-              error: new VmActionConflictError(
-                EXAMPLE_VM_ID,
-                EXAMPLE_NODE_ID,
-                describeAgentConflict(EXAMPLE_VM_ID, EXAMPLE_NODE_ID, action, { kind: 'other' }),
-              ),
-            },
-          ];
-  return [
-    VM_NOT_FOUND,
-    {
-      name: 'node-silent',
-      when: 'The VM is listed with node_silent_since: no live agent manages it, so none is asked.',
-      error: new VmNodeSilentError(
-        EXAMPLE_VM_ID,
-        EXAMPLE_NODE_ID,
-        action,
-        '2026-08-06T12:00:00.000Z',
-      ),
-    },
-    ...conflicts,
-    {
-      name: 'not-on-its-node',
-      when: "The node's agent does not know the VM (deleted meanwhile): it leaves the listing at the next heartbeat.",
-      error: new VmNotOnItsNodeError(EXAMPLE_VM_ID, EXAMPLE_NODE_ID),
-    },
-    {
-      name: 'agent-unreachable',
-      when: "The node's agent could not be reached, or did not answer within 10 s. The answer is the same whatever is at the node's address; the controller's log has the detail.",
-      error: new VmAgentFailedError(EXAMPLE_VM_ID, EXAMPLE_NODE_ID, action, 'unreachable'),
-    },
-    {
-      name: 'agent-failed',
-      when: "The node's agent answered what its API does not give (another status, a body that is not its answer). Nothing of it is passed on; the controller's log has the detail.",
-      error: new VmAgentFailedError(EXAMPLE_VM_ID, EXAMPLE_NODE_ID, action, 'failed'),
-    },
-  ];
-}
-
-const NO_ROOM: ErrorCase = {
-  name: 'no-room',
-  when: "The node has no room to start the VM: the agent's reason follows, printable and at most 200 characters.",
-  error: new VmStartNoRoomError(
-    EXAMPLE_VM_ID,
-    EXAMPLE_NODE_ID,
-    'ram_mb: 2048 MB does not fit on this node: 1024 MB committable of 24576 MB (margin 512 MB)',
-  ),
-};
+  INVALID_VM_ID,
+  NO_ROOM,
+  STATUSES,
+  VM_NOT_FOUND,
+  WRITE_REFUSALS,
+  WRONG_HOST,
+  actionErrors,
+} from './vm-operations.api-errors';
 
 /**
  * The operations listener's routes on VMs: the listing with life cycles, and the actions sent
@@ -392,7 +244,7 @@ export class VmOperationsController {
     operationId: 'restoreVm',
     summary: 'Bring a VM back from a copy or a backup, on a node of your choice',
     description:
-      "Restores the VM from `from`: a node id (the copy that node holds of it), or a backup id (`<chain_id>/<index>`, or a chain id for its newest file) in the VM_BACKUP_DIR of the node named by `to` (a backup of any VM: a folder copied there from a dead node is read the same); absent, the freshest copy on any live node (or, with `to`, the copy or newest backup that node holds). `at`: the newest file taken at or before it. `to` absent: the node holding the copy. The VM keeps its id (its guest sees the same instance: same host keys), tenant, size and published ports (the same host ports where free on that node, else new ones). A VM a live node lists is refused (409) unless `as_new` (a new id, new ports, beside the original). The target's RAM is held as for a create. Once its agent made the VM, it is listed on that node only, and the node it was on, should it come back, is told in its heartbeat answer (superseded_vm_ids) to stop it and set its disk aside. A copy is restored on the node that holds it: moving a copy to another node is not done yet.",
+      "Restores the VM from `from`: a node id (the copy that node holds of it), or a backup id (`<chain_id>/<index>`, or a chain id for its newest file) in the VM_BACKUP_DIR of the node named by `to` (a backup of any VM: a folder copied there from a dead node is read the same); absent, the freshest copy on any live node (or, with `to`, the copy that node holds, else the newer of its newest backup and the freshest copy on another live node). `at`: the newest file taken at or before it. `to` absent: the node holding the copy; `to` a node that does not hold it: that node's agent pulls the copy from its holder first (a short-lived read grant signed with the holder's token, the chain checked against its manifest and with qemu-img in a private staging folder before it becomes the VM's disk). The VM keeps its id (its guest sees the same instance: same host keys), tenant, size and published ports (the same host ports where free on that node, else new ones). A VM a live node lists is refused (409) unless `as_new` (a new id, new ports, beside the original). The target's RAM is held as for a create. Once its agent made the VM, it is listed on that node only, and the node it was on, should it come back, is told in its heartbeat answer (superseded_vm_ids) to stop it and set its disk aside.",
   })
   @ApiCreatedResponse({ type: RestoredVm, description: 'The VM, made and starting on its node.' })
   @ApiFleetStateErrors(
@@ -422,10 +274,10 @@ export class VmOperationsController {
     },
     {
       name: 'no-such-copy',
-      when: "The copy or backup cannot be had where named: a node not live, one holding no copy, a backup without `to`, none at or before `at`, a copy on another node than `to`; or the target's agent refused (no room, a damaged file). The message names the field and where the VM's copies are. Nothing was made.",
+      when: "The copy or backup cannot be had where named: a node not live, one holding no copy, a backup without `to`, none at or before `at`; or the target's agent refused (no room, a damaged file, a pull from the holder that failed). The message names the field and where the VM's copies are. Nothing was made.",
       error: new VmRestoreRefusedError(
         422,
-        `to: node n3 holds no copy and no backup of vm ${EXAMPLE_VM_ID}; copies of vm ${EXAMPLE_VM_ID} are on node ${EXAMPLE_NODE_ID} (copied 2026-08-06T12:00:00.000Z) (a copy is restored on the node that holds it: moving a copy to another node is not done yet)`,
+        `to: node n3 holds no copy and no backup of vm ${EXAMPLE_VM_ID}; no live node holds a copy of vm ${EXAMPLE_VM_ID}`,
       ),
     },
     {

@@ -10,12 +10,8 @@ import {
   VmLifeCycle,
   compareIds,
 } from '@app/fleet-domain';
-import {
-  AgentAnswer,
-  AgentCallError,
-  VmHostClient,
-  VmHostClientSettings,
-} from '../vms/vm-host.client';
+import { VmHostClient } from '../vms/vm-host.client';
+import { AgentAnswer, AgentCallError, VmHostClientSettings } from '../vms/agent-calls';
 import { ListedFleetVm, VmsService } from '../vms/vms.service';
 import { agentConflictOf, describeAgentConflict } from './agent-conflicts';
 import { CallLimit, SharedRead } from './shared-read';

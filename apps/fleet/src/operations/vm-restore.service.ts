@@ -8,13 +8,10 @@ import {
   HostPort,
   NodeState,
   RAM_HOLD_MARGIN_MS,
-  RestorePoint,
-  RestorePoints,
   RestoreSpec,
   RestoreVmRequest,
   RestoredVm,
   SSH_GUEST_PORT,
-  copyHoldersOf,
   countedDiskGb,
   forgetSilentVm,
   holdRam,
@@ -26,7 +23,6 @@ import {
   planRestore,
   recordDispatchedVm,
   releaseHold,
-  rfc3339ToEpochNanos,
   shownVm,
   vmRecordOf,
 } from '@app/fleet-domain';
@@ -34,10 +30,13 @@ import { KeyClaims } from '../nodes/key-claims.repository';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { VmMoves } from '../nodes/vm-moves.repository';
 import { TenantQuotas } from '../tenants/tenant-quotas.service';
-import { AgentAnswer, AgentCallError, VmHostClient } from '../vms/vm-host.client';
+import { VmHostClient } from '../vms/vm-host.client';
+import { AgentAnswer, AgentCallError } from '../vms/agent-calls';
 import { PlacementRefusedError } from '../vms/vms.errors';
 import { VmAgentFailedError } from './vm-operations.errors';
 import { VmRestoreRefusedError } from './vm-restore.errors';
+import { RestorePulls, newestInTime, remoteIsNewer } from './restore-pull';
+import { chooseRestorePoint } from './restore-point';
 
 /**
  * How long the controller waits for an agent's restore: it answers once the whole disk is
@@ -71,6 +70,7 @@ export class VmRestoreService {
     private readonly vmMoves: VmMoves,
     private readonly vmHost: VmHostClient,
     private readonly clock: Clock,
+    private readonly pulls: RestorePulls,
     /** Absent (a unit test's service): no tenant has a quota. */
     private readonly tenantQuotas?: TenantQuotas,
   ) {}
@@ -111,8 +111,36 @@ export class VmRestoreService {
     const points = await this.ask(vmId, target, 'restore points read', () =>
       this.vmHost.restorePoints(target, vmId),
     );
-    const point = this.choosePoint(vmId, target, plan, points, request, listed !== undefined, live);
-    const spec = specOf(listed?.vm, points.spec);
+    // The copy held by another node: pulled by the target when asked for, or when newer.
+    const holder = plan.holder ? live.find((node) => node.node_id === plan.holder) : undefined;
+    const held = holder
+      ? await this.ask(vmId, holder, 'restore points read', () =>
+          this.vmHost.restorePoints(holder, vmId),
+        )
+      : undefined;
+    const remote = held && newestInTime(held.points, request.at, 'replica');
+    const local =
+      plan.kind === 'replica' && holder
+        ? undefined
+        : chooseRestorePoint(
+            vmId,
+            target,
+            plan,
+            points,
+            request,
+            listed !== undefined,
+            live,
+            !!remote,
+          );
+    const pulled = holder && remote && remoteIsNewer(local, remote) ? remote : undefined;
+    if (plan.kind === 'replica' && holder && !pulled) {
+      throw new VmRestoreRefusedError(
+        422,
+        `from: node ${holder.node_id} holds no readable copy of vm ${vmId}${request.at ? ` taken at or before ${request.at}` : ''}`,
+      );
+    }
+    const point = (pulled ?? local)!;
+    const spec = specOf(listed?.vm, (pulled ? held?.spec : points.spec) ?? points.spec);
     if (!spec) {
       throw new VmRestoreRefusedError(
         422,
@@ -151,6 +179,9 @@ export class VmRestoreService {
       source: {
         ...(point.source === 'replica' ? { replica: true } : { backup_id: point.backup_id }),
         vm_id: vmId,
+        ...(pulled && holder
+          ? { pull: this.pulls.pullFrom(vmId, holder, target, pulled, !asNew) }
+          : {}),
       },
     };
     let restored;
@@ -184,57 +215,9 @@ export class VmRestoreService {
         ),
       );
     this.logger.log(
-      `vm ${newId}${asNew ? ` (a new VM from vm ${vmId})` : ''} restored on node ${target.node_id} from ${point.source} ${point.backup_id} taken ${point.taken_at}${replaced ? `; node ${replaced} will not run it again (superseded when it comes back)` : ''}; ports ${record.host_ports.map((port) => `${port.host_port}->${port.guest_port}/${port.protocol}`).join(' ')}`,
+      `vm ${newId}${asNew ? ` (a new VM from vm ${vmId})` : ''} restored on node ${target.node_id} from ${point.source} ${point.backup_id}${pulled ? ` pulled from node ${holder!.node_id}` : ''} taken ${point.taken_at}${replaced ? `; node ${replaced} will not run it again (superseded when it comes back)` : ''}; ports ${record.host_ports.map((port) => `${port.host_port}->${port.guest_port}/${port.protocol}`).join(' ')}`,
     );
     return { vm: shownVm(record, target.node_id), point, replaced_node_id: replaced };
-  }
-
-  /** The point the plan names among those the target's agent holds, or why none serves. */
-  private choosePoint(
-    vmId: string,
-    target: NodeState,
-    plan: { kind: 'replica' | 'backup'; backupId?: string },
-    points: RestorePoints,
-    request: RestoreVmRequest,
-    known: boolean,
-    live: readonly NodeState[],
-  ): RestorePoint {
-    const atNs = request.at === undefined ? undefined : rfc3339ToEpochNanos(request.at);
-    // `to` alone (no backup named): whatever that node holds, its copy or its backups, newest
-    // first; its copy also when its heartbeat did not report it (an agent before copies' reports).
-    const anyHeld = plan.kind === 'backup' && plan.backupId === undefined;
-    const of = points.points.filter((point) => anyHeld || point.source === plan.kind);
-    const named =
-      plan.backupId === undefined
-        ? of
-        : of.filter(
-            (point) =>
-              point.backup_id === plan.backupId || point.backup_id.startsWith(`${plan.backupId}/`),
-          );
-    const inTime = named
-      .filter((point) => atNs == null || (rfc3339ToEpochNanos(point.taken_at) ?? 0n) <= atNs)
-      .sort((a, b) => {
-        const an = rfc3339ToEpochNanos(a.taken_at) ?? 0n;
-        const bn = rfc3339ToEpochNanos(b.taken_at) ?? 0n;
-        return an === bn ? 0 : an > bn ? -1 : 1;
-      });
-    if (inTime[0]) return inTime[0];
-    const elsewhere = copyHoldersOf(vmId, live);
-    const where =
-      elsewhere.length === 0
-        ? `no live node holds a copy of vm ${vmId}`
-        : `copies of vm ${vmId} are on ${elsewhere.join(', ')} (a copy is restored on the node that holds it: moving a copy to another node is not done yet)`;
-    const what =
-      plan.kind === 'replica'
-        ? `node ${target.node_id} holds no readable copy of vm ${vmId}`
-        : plan.backupId !== undefined
-          ? `from: node ${target.node_id} has no backup ${plan.backupId} of vm ${vmId} in its VM_BACKUP_DIR`
-          : `to: node ${target.node_id} holds no copy and no backup of vm ${vmId}`;
-    const late = named.length > 0 ? `at: none was taken at or before ${request.at}` : undefined;
-    if (!known && named.length === 0 && plan.backupId === undefined && elsewhere.length === 0) {
-      throw new VmRestoreRefusedError(404, `vm ${vmId} is not known here, and ${what}; ${where}`);
-    }
-    throw new VmRestoreRefusedError(422, `${late ?? what}; ${where}`);
   }
 
   /**

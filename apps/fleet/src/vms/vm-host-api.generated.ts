@@ -451,6 +451,22 @@ export interface components {
       /** @example vm-0123456789abcdef */
       vm_id: string;
     };
+    RestorePull: {
+      /**
+       * @description The holder's agent: its wg_ip and spawn_port.
+       * @example 192.0.2.11:9100
+       */
+      address: string;
+      /** @example 20261205T041700Z-3f2a/0003 */
+      backup_id: string;
+      /** @description A read grant: lets this node read that VM's copy on the holder alone, until it expires. Sent to the holder as "Authorization: Bearer <grant>". */
+      grant: string;
+      /**
+       * @description The node holding the copy.
+       * @example example-node-01
+       */
+      node_id: string;
+    };
     RestoreSource: {
       /**
        * Format: date-time
@@ -462,6 +478,8 @@ export interface components {
        * @example 20261205T041700Z-3f2a/0003
        */
       backup_id?: string;
+      /** @description With replica: the copy is held by another node: pulled from it (a read grant) into a private staging folder, checked, then made the VM's disk. */
+      pull?: components['schemas']['RestorePull'];
       /** @description true: the copy of the VM this node holds as a peer (VM_DISK_DIR/replicas/<vm_id>/), its newest complete file (or the newest taken at or before `at`). Exactly one of replica and backup_id. */
       replica?: boolean;
       /**

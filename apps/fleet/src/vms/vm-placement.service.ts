@@ -6,22 +6,13 @@ import {
   CreateVmRequest,
   DISPATCH_NODES_TRIED,
   checkPublishedPorts,
-  countedDiskGb,
   FleetVm,
   IDEMPOTENCY_KEY_TTL_MS,
-  NodeState,
-  RAM_HOLD_MARGIN_MS,
   SPAWN_DEADLINE_SKEW_MS,
   findEarlierCreate,
-  holdRam,
   keyHashOf,
   liveSince,
-  noteDispatchFailure,
-  placeVm,
-  placementCandidate,
   recordDispatchedVm,
-  releaseHold,
-  shortened,
   shownVm,
   copiesHeld,
   copyFieldsOf,
@@ -33,85 +24,23 @@ import { KeyClaims } from '../nodes/key-claims.repository';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { TenantQuotas } from '../tenants/tenant-quotas.service';
 import { spawnKeyOf } from './spawn-key';
+import { Dispatch, PlacementHolds } from './placement-holds';
+import { KeyClaimTurns } from './key-claim-turns';
 import { VmCreateSettings } from './vm-create.settings';
-import { AgentCallError, Spawned, VmHostClient, VmHostClientSettings } from './vm-host.client';
+import { VmHostClient } from './vm-host.client';
+import { VmHostClientSettings } from './agent-calls';
 import {
-  IdempotencyKeyClaimWaitError,
   IdempotencyKeyReusedError,
   IdempotencyKeyUnresolvedError,
-  NodeRefusedVmError,
   PlacementRefusedError,
 } from './vms.errors';
-
-/** Placement is retried when a concurrent create took the chosen node's RAM first. */
-const PLACEMENT_ATTEMPTS = 5;
+import { nodeFailure } from './dispatch-failures';
 
 /** Passed-over nodes a placement log line names. */
 const PASSED_OVER_LOGGED = 3;
 
-/** How long a keyed create first waits for another create's claim on its key to end... */
-const KEY_CLAIM_FIRST_WAIT_MS = 20;
-/** ...doubling up to this between looks. */
-const KEY_CLAIM_LONGEST_WAIT_MS = 250;
-
 /** Less time than this left before the create's deadline: no other node is tried. */
 const MIN_DISPATCH_TIME_MS = 1_000;
-
-/**
- * What a failed dispatch says of the node: `reason` when the failure is the node's, not the
- * request's (unreachable, no answer, a 5xx, a full disk, no room: it is passed over for a
- * while, the reason named in placement's explanations), and `retry` when another node may take
- * the request without risking a second VM (the agent never saw it, or refused it making
- * nothing). A capacity 422 moves on only for a create without preferred_node (`movesOn`).
- * Undefined for anything else the agent said about the request.
- */
-function nodeFailure(
-  error: unknown,
-  movesOn = true,
-): { reason: string; retry: boolean; mayHaveMadeIt: boolean; notTheNodes?: boolean } | undefined {
-  if (error instanceof AgentCallError) {
-    // Cut off before any answer (a timeout, a reset): the agent may be making the VM.
-    const cutOff = !error.neverReached && error.reason === 'unreachable';
-    return { reason: error.reason, retry: error.neverReached, mayHaveMadeIt: cutOff };
-  }
-  if (error instanceof NodeRefusedVmError) {
-    switch (error.agentStatus) {
-      case 500:
-        return { reason: 'failed', retry: false, mayHaveMadeIt: false };
-      // Its disk folder is full: it kept nothing of the VM, another node may have room.
-      case 507:
-        return { reason: 'disk full (507)', retry: true, mayHaveMadeIt: false };
-      // It says it cannot hold the VM (whatever its heartbeat claimed): it made nothing.
-      case 422:
-        // A host_port it holds (a VM not yet in its heartbeat, another process): the request's
-        // problem on that node, not the node's; another node may have the port free.
-        if (error.hostPortTaken) {
-          return movesOn
-            ? {
-                reason: 'host_port taken (422)',
-                retry: true,
-                mayHaveMadeIt: false,
-                notTheNodes: true,
-              }
-            : undefined;
-        }
-        // A disk_gb below the base image's: the request's, and every node has that image.
-        if (error.diskTooSmall) return undefined;
-        // Out of host ports or disk room, as out of RAM: the node's state, passed over a while.
-        if (!movesOn) return undefined;
-        return {
-          reason: error.hostPortsExhausted
-            ? 'out of free host ports (422)'
-            : error.diskRoom
-              ? 'no disk room for the VM (422)'
-              : 'refused the VM as too big (422)',
-          retry: true,
-          mayHaveMadeIt: false,
-        };
-    }
-  }
-  return undefined;
-}
 
 /** `vm-` and 16 hex digits (64 random bits), as agents of ours have always named VMs. */
 function mintVmId(): string {
@@ -124,17 +53,6 @@ export interface CreatedVm {
   replayed: boolean;
 }
 
-/** Where a dispatch goes, and the hold that counts its RAM there (this create's own, or not). */
-interface Dispatch {
-  node: NodeState;
-  holdId: string;
-  ownHold: boolean;
-  /** The id the controller minted for the VM, sent with the spawn. */
-  vmId: string;
-  /** Why placement chose no other node, for the log line. */
-  passedOver?: string[];
-}
-
 /**
  * POST /v1/vms: placement, the RAM hold on the chosen node, and the dispatch to its agent, with
  * the Idempotency-Key's claim that makes a retried create answer the VM the first one made.
@@ -144,6 +62,9 @@ export class VmPlacementService {
   private readonly logger = new Logger('Vms');
   /** Keyed creates in progress on this controller, by key hash: a second one waits for the first. */
   private readonly keyedCreates = new Map<string, { spawnKey: string; done: Promise<CreatedVm> }>();
+  /** Placement's reads and writes of the nodes: RAM holds, failures, ids answered. */
+  private readonly keyClaimTurns: KeyClaimTurns;
+  private readonly holds: PlacementHolds;
 
   constructor(
     private readonly nodes: NodesRepository,
@@ -155,7 +76,10 @@ export class VmPlacementService {
     private readonly createSettings: VmCreateSettings = new VmCreateSettings(),
     /** Absent (a unit test's service): no tenant has a quota. */
     private readonly tenantQuotas?: TenantQuotas,
-  ) {}
+  ) {
+    this.keyClaimTurns = new KeyClaimTurns(keyClaims, createSettings, vmHostSettings, this.logger);
+    this.holds = new PlacementHolds(nodes, clock, metrics, vmHostSettings, this.logger);
+  }
 
   /**
    * Creates the VM, or with an Idempotency-Key, answers the VM an earlier create with the same
@@ -177,67 +101,12 @@ export class VmPlacementService {
       if (running.spawnKey !== spawnKey) throw new IdempotencyKeyReusedError();
       return { vm: (await running.done).vm, replayed: true };
     }
-    const done = this.createClaimed(request, spawnKey);
+    const done = this.keyClaimTurns.run(spawnKey, () => this.createKeyed(request, spawnKey));
     this.keyedCreates.set(keyHash, { spawnKey, done });
     try {
       return await done;
     } finally {
       this.keyedCreates.delete(keyHash);
-    }
-  }
-
-  /**
-   * A keyed create, whichever controller takes it: only the holder of the key's claim (in the
-   * shared store) places and dispatches. Another create with the key waits for the claim to
-   * end, then takes it and finds what the holder left: its VM (answered as a replay), its RAM
-   * still held (a holder that died mid-dispatch: the same node is asked again with the same
-   * key), or nothing (the holder failed: this create places anew). Held for another body: 422.
-   * Still held after keyClaimWaitMs (a claim the store keeps with no deadline, other creates
-   * taking it in turn): 503, and the client retries with the same key.
-   */
-  private async createClaimed(request: CreateVmRequest, spawnKey: string): Promise<CreatedVm> {
-    const keyHash = keyHashOf(spawnKey);
-    // Longer than a create can take (every node it may try, the hold's margin), so a live
-    // holder always ends its claim itself; a dead one's ends by itself.
-    const holdMs =
-      Math.max(this.createSettings.dispatchDeadlineMs, this.vmHostSettings.timeoutMs) +
-      RAM_HOLD_MARGIN_MS;
-    // Real time, not the clock's: this bounds how long the client waits.
-    const waitUntil = performance.now() + this.createSettings.keyClaimWaitMs;
-    let waitMs = KEY_CLAIM_FIRST_WAIT_MS;
-    for (;;) {
-      const claim = await this.keyClaims.claim(keyHash, spawnKey, holdMs);
-      if (claim.kind === 'own') {
-        try {
-          return await this.createKeyed(request, spawnKey);
-        } finally {
-          await this.keyClaims
-            .release(claim)
-            .catch((storeError: Error) =>
-              this.logger.warn(
-                `Idempotency-Key claim not released (${storeError.message}); it ends at its deadline`,
-              ),
-            );
-        }
-      }
-      if (claim.spawnKey !== spawnKey) throw new IdempotencyKeyReusedError();
-      if (waitMs === KEY_CLAIM_FIRST_WAIT_MS) {
-        this.logger.log(
-          'vm create: another create with the same Idempotency-Key is in progress; waiting for its VM',
-        );
-      }
-      const waitLeft = waitUntil - performance.now();
-      if (waitLeft <= 0) {
-        this.logger.warn(
-          'vm create: another create with the same Idempotency-Key is still in progress; answered 503',
-        );
-        throw new IdempotencyKeyClaimWaitError();
-      }
-      // A claim the store reports no time left for (Redis: no expiry, or just expired) is
-      // looked at again after the usual pause, not at once.
-      const pause = claim.expiresInMs > 0 ? Math.min(waitMs, claim.expiresInMs) : waitMs;
-      await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(pause, waitLeft))));
-      waitMs = Math.min(2 * waitMs, KEY_CLAIM_LONGEST_WAIT_MS);
     }
   }
 
@@ -330,7 +199,7 @@ export class VmPlacementService {
       // before refusing) must never be the id another node makes.
       // The tenant's quota is checked in the same step as the hold, under the tenant's claim.
       const vmId = mintVmId();
-      const hold = () => this.placeAndHold(counted, spawnKey, vmId, tried);
+      const hold = () => this.holds.placeAndHold(counted, spawnKey, vmId, tried);
       const target = await (
         this.tenantQuotas ? this.tenantQuotas.withinQuota(request.tenant_id, counted, hold) : hold()
       ).catch((error: unknown) => {
@@ -350,7 +219,7 @@ export class VmPlacementService {
       if (lastFailure !== undefined && timeLeftMs < MIN_DISPATCH_TIME_MS) {
         // Placing took what was left (a slow store): the client hears the last node's failure,
         // and the node just chosen is not asked (nor marked) with too little time to answer.
-        await this.giveBack(target);
+        await this.holds.giveBack(target);
         this.metrics.countPlacement('agent_failed');
         throw lastFailure;
       }
@@ -401,7 +270,7 @@ export class VmPlacementService {
           IDEMPOTENCY_KEY_TTL_MS,
         )
         .catch(async (storeError: unknown) => {
-          await this.giveBack(target);
+          await this.holds.giveBack(target);
           throw storeError;
         });
     }
@@ -422,18 +291,18 @@ export class VmPlacementService {
           timeoutMs,
         ),
       );
-      await this.checkSpawnedId(node, vmId, spawned);
+      await this.holds.checkSpawnedId(node, vmId, spawned);
     } catch (error) {
       this.logger.warn(`spawn on node ${node.node_id} failed: ${(error as Error).message}`);
       const failure = nodeFailure(error, !request.preferred_node);
       if (failure !== undefined && !failure.notTheNodes) {
-        await this.noteNodeFailure(node.node_id, failure.reason);
+        await this.holds.noteNodeFailure(node.node_id, failure.reason);
       }
       // An agent that got the request may still be making the VM (a timeout, a reset): its
       // RAM stays held until the hold's deadline or the heartbeat that lists it, and the key's
       // record stays unresolved until the spawn's deadline.
       if (!failure?.mayHaveMadeIt) {
-        await this.giveBack(target);
+        await this.holds.giveBack(target);
         if (keyed) await this.forgetKeyDispatch(keyHash, node.node_id, vmId);
       }
       throw error;
@@ -497,143 +366,5 @@ export class VmPlacementService {
           `vm ${vmId} on node ${nodeId}: the refused dispatch of its Idempotency-Key stays recorded (${storeError.message}); a retry with the key waits until the spawn's deadline`,
         ),
       );
-  }
-
-  /**
-   * The agent made the VM under the id the controller minted, and no other node holds that id:
-   * anything else is refused as answered unusably, nothing recorded; both ids logged. An agent
-   * of the original services mints its own ids (it made a VM: the create ends there). A replay
-   * (200) naming another VM says the agent made nothing now, holding a VM for the spawn key
-   * that this controller never dispatched (a node squatting a guessable key, or a record the
-   * controller lost): never taken as the key's VM, whatever the node lists, and another node
-   * may be asked.
-   */
-  private async checkSpawnedId(
-    node: NodeState,
-    asked: string,
-    { vm, replayed }: Spawned,
-  ): Promise<void> {
-    const answered = vm.vm_id;
-    // The index of VM ids answers, not a read of every node. The store down now: the id asked
-    // for, which this controller minted, is taken as it is (the VM was made; its record waits
-    // for the node's next heartbeat), anything else refused.
-    const owners = await this.nodes
-      .ownersOf([answered], node.node_id)
-      .catch((storeError: Error) => {
-        this.logger.warn(
-          `node ${node.node_id}: vm ${answered} not checked against the other nodes' VMs (${storeError.message})`,
-        );
-        return undefined;
-      });
-    if (owners === undefined && answered === asked) return;
-    const holder = owners?.get(answered);
-    let problem: string;
-    if (holder !== undefined) {
-      problem = `answered vm ${answered} (asked for vm ${asked}), which node ${holder} already holds`;
-    } else if (answered !== asked && replayed) {
-      problem = `answered 200 with vm ${answered}, not the vm ${asked} it was asked to make: a VM for this spawn key that this controller never dispatched there`;
-    } else if (answered !== asked) {
-      problem = `answered vm ${answered}, not the vm ${asked} it was asked to make (an agent that mints its own ids, or a hostile one)`;
-    } else {
-      return;
-    }
-    this.logger.warn(`node ${node.node_id}: /v1/spawn ${problem}; nothing recorded`);
-    throw new AgentCallError(
-      `agent of node ${node.node_id} answered unusably`,
-      'failed',
-      // A replay of another VM: by the agent's own answer, it made nothing for this dispatch.
-      holder === undefined && replayed,
-    );
-  }
-
-  /** Gives the dispatch's own hold back (not another create's); a store error only logs. */
-  private async giveBack({
-    node,
-    holdId,
-    ownHold,
-  }: Pick<Dispatch, 'node' | 'holdId' | 'ownHold'>): Promise<void> {
-    if (!ownHold) return;
-    await this.nodes
-      .update(node.node_id, releaseHold(holdId))
-      .catch((storeError: Error) =>
-        this.logger.warn(
-          `node ${node.node_id}: RAM hold not given back (${storeError.message}); it ends at its deadline`,
-        ),
-      );
-  }
-
-  /** Passes the node over for a while (see dispatch-health); a store error only costs that. */
-  private async noteNodeFailure(nodeId: string, reason: string): Promise<void> {
-    this.metrics.countDispatchFailure();
-    await this.nodes
-      .update(nodeId, noteDispatchFailure(reason, this.clock.now()))
-      .catch((storeError: Error) =>
-        this.logger.warn(`node ${nodeId}: dispatch failure not recorded (${storeError.message})`),
-      );
-  }
-
-  /** `tried`: nodes this create already failed on, passed over whatever the store says. */
-  private async placeAndHold(
-    request: CreateVmRequest,
-    spawnKey: string,
-    vmId: string,
-    tried: readonly string[] = [],
-  ): Promise<Dispatch> {
-    for (let attempt = 1; ; attempt++) {
-      const now = this.clock.now();
-      const notBefore = liveSince(now);
-      const live = await this.nodes.listLive(notBefore);
-      const placement = placeVm(
-        request,
-        live.map((state) => {
-          const candidate = placementCandidate(state, now);
-          if (tried.includes(state.node_id) && candidate.dispatch_trouble === undefined) {
-            candidate.dispatch_trouble = 'dispatch failed just now';
-          }
-          return candidate;
-        }),
-      );
-      if (placement.kind !== 'placed') {
-        throw new PlacementRefusedError(placement.kind, placement.message);
-      }
-      const holdId = randomUUID();
-      const node = live.find((candidate) => candidate.node_id === placement.node_id)!;
-      const held = await this.nodes.update(
-        node.node_id,
-        holdRam(
-          {
-            holdId,
-            ramMb: request.ram_mb,
-            requiredFreeMb: placement.required_free_mb,
-            nowMs: now,
-            // The dispatch cannot take longer than its timeout; the margin covers the rest.
-            expiresAtMs: now + this.vmHostSettings.timeoutMs + RAM_HOLD_MARGIN_MS,
-            spawnKey,
-            vmId,
-            // Counted against the tenant's quotas until a heartbeat lists the VM.
-            ...(request.tenant_id
-              ? {
-                  tenant: {
-                    tenant_id: request.tenant_id,
-                    vcpu_count: request.vcpu_count,
-                    // The disk its copies take counted in (countedDiskGb), as once listed.
-                    ...(request.disk_gb !== undefined
-                      ? { disk_gb: countedDiskGb(request.disk_gb, request.copies) }
-                      : {}),
-                  },
-                }
-              : {}),
-          },
-          notBefore,
-        ),
-      );
-      if (held) return { node, holdId, ownHold: true, vmId, passedOver: placement.passed_over };
-      if (attempt === PLACEMENT_ATTEMPTS) {
-        throw new PlacementRefusedError(
-          'no-capacity',
-          `node ${node.node_id} lost its room to concurrent creates ${attempt} times; try again (other nodes: ${shortened(placement.passed_over) || 'none'})`,
-        );
-      }
-    }
   }
 }

@@ -52,7 +52,7 @@ import {
 } from '../tenants/tenants.errors';
 import { IdempotencyKey } from './idempotency-key.decorator';
 import { createdTenantFor, listedTenantFor } from '../tenants/tenant-scope';
-import { AgentCallError } from './vm-host.client';
+import { AgentCallError } from './agent-calls';
 import {
   IdempotencyKeyClaimWaitError,
   IdempotencyKeyReusedError,

@@ -1,6 +1,6 @@
 import { DomainErrorStatuses } from '@app/daemon';
 import { PortsConflictError } from '@app/fleet-domain';
-import { AgentCallError } from './vm-host.client';
+import { AgentCallError } from './agent-calls';
 import {
   IdempotencyKeyClaimWaitError,
   IdempotencyKeyReusedError,

@@ -1,5 +1,6 @@
 import { DesiredVmState, ID_PATTERN, VmOperation, VmState } from '@app/fleet-domain';
 import type {
+  DeclaredDeadNode,
   FleetStatus,
   FleetVm,
   FleetVmBackups,
@@ -244,5 +245,15 @@ export function isMovedVm(value: unknown): value is MovedVm {
     (value.pause_ms === null || isCount(value.pause_ms)) &&
     isCount(value.total_ms) &&
     isCount(value.bytes_sent)
+  );
+}
+
+export function isDeclaredDeadNode(value: unknown): value is DeclaredDeadNode {
+  return (
+    isObject(value) &&
+    typeof value.node_id === 'string' &&
+    isNullableText(value.last_renewed_at) &&
+    Array.isArray(value.protected_vm_ids) &&
+    value.protected_vm_ids.every((id) => typeof id === 'string')
   );
 }

@@ -16,6 +16,7 @@ export type FleetVmBackups = FleetOpsApi.components['schemas']['FleetVmBackups']
 export type VmCopies = FleetOpsApi.components['schemas']['VmCopies'];
 export type NodeDiskRoom = FleetOpsApi.components['schemas']['NodeDiskRoom'];
 export type RestoredVm = FleetOpsApi.components['schemas']['RestoredVm'];
+export type DeclaredDeadNode = FleetOpsApi.components['schemas']['DeclaredDeadNode'];
 export type RestoreVmRequest = FleetOpsApi.components['schemas']['RestoreVmRequest'];
 export type MovedVm = FleetOpsApi.components['schemas']['MovedVm'];
 export type MoveVmRequest = FleetOpsApi.components['schemas']['MoveVmRequest'];

@@ -1,6 +1,7 @@
 import createClient, { Client } from 'openapi-fetch';
 import { FleetOpsApi } from '@app/fleet-domain';
 import {
+  isDeclaredDeadNode,
   isFleetVmBackups,
   isFleetVmWithLifeCycle,
   isFleetVmWithLifeCycleList,
@@ -12,6 +13,7 @@ import {
   isVmLifeCycle,
 } from './answer-shapes';
 import type {
+  DeclaredDeadNode,
   FleetVmBackups,
   FleetVmWithLifeCycle,
   MovedVm,
@@ -27,6 +29,7 @@ import type {
 import { Answer, AnswerReader, clientOptions, timeout } from './fleet-api.client';
 
 export type {
+  DeclaredDeadNode,
   FleetVmBackups,
   FleetVmWithLifeCycle,
   MovedVm,
@@ -211,6 +214,19 @@ export class FleetOpsApiClient {
           signal: AbortSignal.timeout(MOVE_TIMEOUT_MS),
         }),
       isMovedVm,
+    );
+  }
+
+  /** Marks a node whose lease lapsed for recovery now (etcd mode; 409 while its lease is live). */
+  declareNodeDead(nodeId: string): Promise<Answer<DeclaredDeadNode>> {
+    return this.reader.call(
+      () =>
+        this.client.POST('/v1/nodes/{node_id}/declare-dead', {
+          params: { path: { node_id: nodeId } },
+          parseAs: 'text',
+          signal: timeout(),
+        }),
+      isDeclaredDeadNode,
     );
   }
 

@@ -2,6 +2,7 @@ import { Command } from 'nest-commander';
 import { ApiOptions, JsonApiCommand, requireFleetId } from '../api/command-options';
 import { FleetApiConnector } from '../api/fleet-api.connector';
 import { Terminal } from '../terminal/terminal';
+import { NodeDeclareDeadCommand } from './node-declare-dead.command';
 import { formatNode, formatNodes } from './nodes.view';
 
 @Command({ name: 'nodes', description: 'the live nodes (GET /v1/nodes)' })
@@ -30,7 +31,8 @@ export class NodesCommand extends JsonApiCommand {
   name: 'node',
   arguments: '<node_id>',
   argsDescription: { node_id: 'the node to show' },
-  description: 'one live node (GET /v1/nodes/{node_id})',
+  description: 'one live node (GET /v1/nodes/{node_id}), or `node declare-dead <node_id>`',
+  subCommands: [NodeDeclareDeadCommand],
 })
 export class NodeCommand extends JsonApiCommand {
   constructor(

@@ -79,6 +79,13 @@ describe('copies in the CLI', () => {
     ]);
   });
 
+  it('names the generation of a VM a recovery made anew (etcd mode)', () => {
+    expect(formatVmCopies({ ...copies, generation: 2 }, NOW, false).split('\n')[0]).toBe(
+      'vm-1 on node node-a (generation 2: recovered on another node 2 times): copies: 1 on other nodes, every 60 s',
+    );
+    expect(formatVmCopies(copies, NOW, false).split('\n')[0]).not.toContain('generation');
+  });
+
   it('ages a copy in whole units, and says - for none or an unreadable time', () => {
     expect(copyAgeCell({ copied_at: '2026-08-06T11:40:00Z' }, NOW)).toBe('20 min');
     expect(copyAgeCell({ copied_at: null }, NOW)).toEqual({ text: '-', style: 'dim' });

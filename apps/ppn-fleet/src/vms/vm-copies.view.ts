@@ -34,7 +34,11 @@ function describePolicy(policy: VmCopies['policy']): string {
 export function formatVmCopies(copies: VmCopies, nowMs: number, colour: boolean): string {
   const vmId = printable(copies.vm_id);
   const node = printable(copies.node_id);
-  const lines = [`${vmId} on node ${node}: ${describePolicy(copies.policy)}`];
+  const generation =
+    copies.generation === undefined
+      ? ''
+      : ` (generation ${copies.generation}: recovered on another node ${copies.generation === 1 ? 'once' : `${copies.generation} times`})`;
+  const lines = [`${vmId} on node ${node}${generation}: ${describePolicy(copies.policy)}`];
   if (copies.copies.length === 0) {
     lines.push(`${vmId} has no copy on another node`);
   } else {

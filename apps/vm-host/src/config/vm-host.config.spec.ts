@@ -20,7 +20,8 @@ function errorOf(env: NodeJS.ProcessEnv): string {
 describe('loadVmHostConfig', () => {
   it('applies the documented defaults', () => {
     expect(loadVmHostConfig(required)).toEqual({
-      fleetEndpoint: 'http://10.8.0.9:9203',
+      fleetEndpoints: ['http://10.8.0.9:9203'],
+      fleetEndpointsForLogs: ['http://10.8.0.9:9203'],
       fleetEndpointForLogs: 'http://10.8.0.9:9203',
       nodeId: 'compute-west-01',
       wgIp: '10.8.0.21',
@@ -139,8 +140,38 @@ describe('loadVmHostConfig', () => {
       ...required,
       VM_FLEET_ENDPOINT: 'https://ops:s3cret@fleet:9203',
     });
-    expect(config.fleetEndpoint).toBe('https://ops:s3cret@fleet:9203');
+    expect(config.fleetEndpoints).toEqual(['https://ops:s3cret@fleet:9203']);
     expect(config.fleetEndpointForLogs).toBe('https://fleet:9203');
+  });
+
+  it('takes several controllers separated by commas, in order, each shown without credentials', () => {
+    const config = loadVmHostConfig({
+      ...required,
+      VM_FLEET_ENDPOINT: ' http://10.8.0.9:9203/ ,https://ops:s3cret@10.8.0.10:9203',
+    });
+    expect(config.fleetEndpoints).toEqual([
+      'http://10.8.0.9:9203',
+      'https://ops:s3cret@10.8.0.10:9203',
+    ]);
+    expect(config.fleetEndpointForLogs).toBe('http://10.8.0.9:9203, https://10.8.0.10:9203');
+  });
+
+  it.each([
+    [
+      'http://10.8.0.9:9203,ftp://ops:s3cret@10.8.0.10:9203?token=x',
+      'VM_FLEET_ENDPOINT entry 2 of 2 ("ftp://10.8.0.10:9203") must be an http(s) URL',
+    ],
+    ['http://10.8.0.9:9203,,http://10.8.0.10:9203', 'VM_FLEET_ENDPOINT entry 2 of 3 is empty'],
+    ['http://a:9203,http://a:9203/', 'VM_FLEET_ENDPOINT names one controller twice'],
+    [
+      Array.from({ length: 9 }, (_, i) => `http://10.8.0.${i + 1}:9203`).join(','),
+      'VM_FLEET_ENDPOINT names 9 controllers; at most 8',
+    ],
+  ])('refuses the endpoint list %s naming the variable and the bad entry', (value, expected) => {
+    const message = errorOf({ ...required, VM_FLEET_ENDPOINT: value });
+    expect(message).toContain(expected);
+    expect(message).not.toContain('s3cret');
+    expect(message).not.toContain('token=x');
   });
 
   it('takes overrides of the optional variables', () => {
@@ -152,7 +183,7 @@ describe('loadVmHostConfig', () => {
       VM_SPAWN_PORT: '65535',
     });
     expect(config).toMatchObject({
-      fleetEndpoint: 'https://fleet.example:9203',
+      fleetEndpoints: ['https://fleet.example:9203'],
       wgIp: 'fd00::21',
       heartbeatIntervalS: 1,
       spawnPort: 65535,

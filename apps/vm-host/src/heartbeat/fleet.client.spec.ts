@@ -148,3 +148,75 @@ describe('FleetClient', () => {
     ]);
   });
 });
+
+describe('FleetClient with several controllers (VM_FLEET_ENDPOINT a list)', () => {
+  const servers: Server[] = [];
+
+  afterEach(async () => {
+    for (const server of servers.splice(0)) {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  async function counting(): Promise<{ url: string; beats: () => number }> {
+    let beats = 0;
+    const fleet = await controller((_request, _body, response) => {
+      beats += 1;
+      response.setHeader('content-type', 'application/json');
+      response.end('{"accepted":true,"fence_after_s":45}');
+    });
+    servers.push(fleet.server);
+    return { url: fleet.url, beats: () => beats };
+  }
+
+  it('tries the next controller when the first is dead, then sticks to the one that answered', async () => {
+    const dead = `http://127.0.0.1:${await freePort()}`;
+    const alive = await counting();
+    const client = new FleetClient([dead, alive.url], {}, 1_000);
+    expect(client.endpointForLogs).toBe(dead);
+    const answer = await client.sendHeartbeat(
+      heartbeat({ node_id: 'n' }),
+      AbortSignal.timeout(2_000),
+    );
+    expect(answer).toEqual({ accepted: true, fence_after_s: 45 });
+    expect(client.endpointForLogs).toBe(alive.url);
+    await client.sendHeartbeat(heartbeat({ node_id: 'n' }), AbortSignal.timeout(2_000));
+    expect(alive.beats()).toBe(2);
+  });
+
+  it('gives a silent controller only its share of the time, then asks the next', async () => {
+    const silent = await controller(() => undefined);
+    servers.push(silent.server);
+    const alive = await counting();
+    const client = new FleetClient([silent.url, alive.url], {}, 300);
+    await client.sendHeartbeat(heartbeat({ node_id: 'n' }), AbortSignal.timeout(2_000));
+    expect(alive.beats()).toBe(1);
+  });
+
+  it("says every controller's failure when none answers, without their credentials", async () => {
+    const first = `http://127.0.0.1:${await freePort()}`;
+    const second = `http://ops:s3cret@127.0.0.1:${await freePort()}`;
+    const failure = await new FleetClient([first, second], {}, 1_000)
+      .sendHeartbeat(heartbeat({ node_id: 'n' }), AbortSignal.timeout(2_000))
+      .catch((error: Error) => error.message);
+    expect(failure).toMatch(
+      /^no controller answered \(http:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED.*; http:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED/,
+    );
+    expect(failure).not.toContain('s3cret');
+  });
+
+  it('reads fence_after_s only as whole seconds within 10..600', async () => {
+    const answers = ['{"fence_after_s":9}', '{"fence_after_s":"45"}', '{"fence_after_s":45.5}'];
+    const fleet = await controller((_request, _body, response) => response.end(answers.shift()));
+    servers.push(fleet.server);
+    const client = new FleetClient(fleet.url);
+    for (let i = 0; i < 3; i += 1) {
+      expect(
+        await client.sendHeartbeat(heartbeat({ node_id: 'n' }), AbortSignal.timeout(2_000)),
+      ).toEqual({
+        accepted: true,
+      });
+    }
+  });
+});

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { BearerTokens } from '@app/daemon';
+import { heartbeatRequestTimeoutMs } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HostFactsModule } from '../host-facts/host-facts.module';
 import { ReplicasModule } from '../replicas/replicas.module';
@@ -15,8 +16,16 @@ import { HeartbeatService } from './heartbeat.service';
     HeartbeatScheduler,
     {
       provide: FleetClient,
+      // Several controllers share the heartbeat's timeout, so a silent one leaves the others time.
       useFactory: (config: VmHostConfig, tokens: BearerTokens) =>
-        new FleetClient(config.fleetEndpoint, tokens.headersFor('node')),
+        new FleetClient(
+          config.fleetEndpoints,
+          tokens.headersFor('node'),
+          Math.floor(
+            heartbeatRequestTimeoutMs(config.heartbeatIntervalS * 1000) /
+              config.fleetEndpoints.length,
+          ),
+        ),
       inject: [VmHostConfig, BearerTokens],
     },
   ],

@@ -11,6 +11,8 @@ import type { HeartbeatService } from './heartbeat.service';
 
 /** One heartbeat the test answers by hand. */
 class ManualBeats {
+  /** The controller that answered, as the heartbeat service names it. */
+  readonly endpointForLogs = 'http://fleet:9203';
   readonly pending: Array<{ resolve: () => void; reject: (error: Error) => void }> = [];
   readonly send = jest.fn(
     () => new Promise<void>((resolve, reject) => this.pending.push({ resolve, reject })),

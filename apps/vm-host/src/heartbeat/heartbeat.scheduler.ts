@@ -89,7 +89,7 @@ export class HeartbeatScheduler implements OnApplicationShutdown {
     if (!this.delivered) {
       this.delivered = true;
       this.logger.log(
-        `node ${this.config.nodeId} enrolled: heartbeating to ${this.config.fleetEndpointForLogs} every ${this.config.heartbeatIntervalS} s${this.failures > 0 ? ` (after ${this.failures} failed attempt(s))` : ''}`,
+        `node ${this.config.nodeId} enrolled: heartbeating to ${this.heartbeat.endpointForLogs} every ${this.config.heartbeatIntervalS} s${this.failures > 0 ? ` (after ${this.failures} failed attempt(s))` : ''}`,
       );
     } else if (this.failures > 0) {
       this.logger.log(

@@ -11,6 +11,7 @@ import { HostMetrics } from '../metrics/host-metrics.service';
 import type { NodeVmsReport, NodeVmsSource, ReportedVm } from '../vms/node-vms.source';
 import type { FleetClient, HeartbeatAnswer, HeartbeatBody } from './fleet.client';
 import { HeartbeatService } from './heartbeat.service';
+import type { VmFencing } from '../vms/fencing/vm-fencing.service';
 
 const FACTS: HostFacts = {
   hostname: 'node-a.example',
@@ -91,6 +92,43 @@ describe('HeartbeatService', () => {
         }),
         signal: expect.any(AbortSignal) as AbortSignal,
       },
+    ]);
+  });
+
+  it('lists the fenced VMs and hands each answer to fencing with the time the heartbeat was sent', async () => {
+    const answered: Array<{ sentAtMs: number; answer: HeartbeatAnswer }> = [];
+    const fencing = {
+      now: () => clock.now(),
+      fencedVmIds: () => ['vm-00000000000000a1'],
+      answered: (sentAtMs: number, answer: HeartbeatAnswer) => {
+        answered.push({ sentAtMs, answer });
+        return Promise.resolve();
+      },
+    } as unknown as VmFencing;
+    const bodies: HeartbeatBody[] = [];
+    const sendAtMs = clock.now();
+    const fleet = {
+      sendHeartbeat: (body: HeartbeatBody) => {
+        bodies.push(body);
+        // The answer takes 2 s: the lease still runs from the send.
+        clock.advance(2_000);
+        return Promise.resolve({ accepted: true, fence_after_s: 45 });
+      },
+    } as unknown as FleetClient;
+    const beat = new HeartbeatService(
+      CONFIG,
+      hostFactsOf(FACTS),
+      vmsOf(() => report()),
+      fleet,
+      clock,
+      undefined,
+      undefined,
+      fencing,
+    );
+    await beat.send(5_000);
+    expect(bodies[0].fenced_vm_ids).toEqual(['vm-00000000000000a1']);
+    expect(answered).toEqual([
+      { sentAtMs: sendAtMs, answer: { accepted: true, fence_after_s: 45 } },
     ]);
   });
 

@@ -5,7 +5,9 @@ import { VmHostConfig } from '../config/vm-host.config';
 import { HostFactsService } from '../host-facts/host-facts.service';
 import { HostMetrics } from '../metrics/host-metrics.service';
 import { ReplicasService } from '../replicas/replicas.service';
+import { ReplicaPrune } from '../replicas/replica-prune';
 import { NodeVmsSource } from '../vms/node-vms.source';
+import { VmFencing } from '../vms/fencing/vm-fencing.service';
 import { FleetClient, HeartbeatAnswer, HeartbeatBody } from './fleet.client';
 
 const NS_PER_MS = 1_000_000n;
@@ -33,7 +35,14 @@ export class HeartbeatService {
     private readonly clock: Clock,
     private readonly metrics: HostMetrics = new HostMetrics(),
     @Optional() private readonly replicas?: ReplicasService,
+    @Optional() private readonly fencing?: VmFencing,
+    @Optional() private readonly prune?: ReplicaPrune,
   ) {}
+
+  /** The controller that answered last, as logs name it. */
+  get endpointForLogs(): string {
+    return this.fleet.endpointForLogs;
+  }
 
   /** `ram_used_mb` is the RAM committed to VMs (committedRamMb), not the RAM they touched. */
   async compose(): Promise<HeartbeatBody> {
@@ -55,6 +64,7 @@ export class HeartbeatService {
       vms: report.vms,
       ...(report.diskRoom ? { disk_room: report.diskRoom } : {}),
       ...(replicas.length > 0 ? { replicas } : {}),
+      ...fencedOf(this.fencing),
       timestamp_utc: this.stamp(),
     };
   }
@@ -71,13 +81,24 @@ export class HeartbeatService {
   async send(timeoutMs: number, shutdown?: AbortSignal): Promise<void> {
     const body = await this.compose();
     this.metrics.observeRam(body);
+    // The lease a renewing answer grants runs from the send, on the lease's clock (fencing/).
+    const sentAtMs = this.fencing?.now() ?? 0;
     const answer = await this.post(body, timeoutMs, shutdown);
     if (answer.superseded_vm_ids?.length) await this.vms.supersede(answer.superseded_vm_ids);
+    await this.fencing?.answered(sentAtMs, answer);
+    if (answer.wanted_replica_vm_ids && body.replicas) {
+      await this.prune?.judge(
+        body.replicas.map((replica) => replica.vm_id),
+        answer.wanted_replica_vm_ids,
+      );
+    }
     if (answer.accepted) return this.taken();
     this.ignored(body, answer);
     if (!this.stampAfter(answer.stored_timestamp_utc)) return;
     const again = { ...body, timestamp_utc: this.stamp() };
+    const againAtMs = this.fencing?.now() ?? 0;
     const second = await this.post(again, timeoutMs, shutdown);
+    await this.fencing?.answered(againAtMs, second);
     if (second.accepted) this.taken();
     else this.ignored(again, second);
   }
@@ -133,6 +154,12 @@ export class HeartbeatService {
     this.lastStampNs = bigMax(nowNs(this.clock), this.lastStampNs + 1n);
     return rfc3339Nanos(this.lastStampNs);
   }
+}
+
+/** The heartbeat's fenced_vm_ids: present only while some VM is fenced. */
+function fencedOf(fencing: VmFencing | undefined): Pick<HeartbeatBody, 'fenced_vm_ids'> {
+  const ids = fencing?.fencedVmIds() ?? [];
+  return ids.length > 0 ? { fenced_vm_ids: ids } : {};
 }
 
 function nowNs(clock: Clock): bigint {

@@ -17,6 +17,8 @@ interface HostInstruments {
   copyBytesSent: Prometheus.Counter<'vm_id'>;
   copyFailures: Prometheus.Counter<'vm_id'>;
   copyLastTime: Prometheus.Gauge<'vm_id'>;
+  fencedVms: Prometheus.Gauge;
+  fences: Prometheus.Counter;
 }
 
 /** prom-client, loaded by the metrics module only when metrics are asked for. */
@@ -139,6 +141,17 @@ export class HostMetrics {
         labelNames: ['vm_id'] as const,
         registers,
       }),
+      // Named as the fencing design (issue 36) agreed with the controller's side.
+      fencedVms: new prometheus.Gauge({
+        name: 'ppn_vm_host_fenced_vms',
+        help: "Protected VMs this agent holds fenced now: ended (or not started) because its node's lease was not renewed in time (etcd mode); started again once it is.",
+        registers,
+      }),
+      fences: new prometheus.Counter({
+        name: 'ppn_vm_host_fences_total',
+        help: "Protected VMs this agent ended hard because its node's lease was not renewed in time (etcd mode).",
+        registers,
+      }),
       // In bytes, Prometheus' base unit (promtool refuses `_mb`); the heartbeat's MB are MiB.
       ramCommitted: new prometheus.Gauge({
         name: 'ppn_host_ram_committed_bytes',
@@ -173,6 +186,16 @@ export class HostMetrics {
   /** A VM found paused on a full disk (once per pause). */
   countDiskFullPause(): void {
     this.instruments?.diskFullPauses.inc();
+  }
+
+  /** A protected VM ended because the node's lease ran out. */
+  countFence(): void {
+    this.instruments?.fences.inc();
+  }
+
+  /** How many VMs are fenced now. */
+  observeFenced(count: number): void {
+    this.instruments?.fencedVms.set(count);
   }
 
   countStartFailure(): void {

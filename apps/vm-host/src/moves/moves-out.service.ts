@@ -19,9 +19,10 @@ import {
 } from '../vms/copies/peer-transport';
 import { diskNode } from '../vms/copies/qmp-copy';
 import { VmCopier } from '../vms/copies/vm-copier';
-import { VmFiles, VmSidecar } from '../vms/files/vm-files';
+import { VmFiles } from '../vms/files/vm-files';
+import { VmSidecar } from '../vms/files/vm-sidecar';
 import { VmSidecars } from '../vms/files/vm-sidecars';
-import { VmLifecycle } from '../vms/life-cycle/vm-lifecycle';
+import { VmLifeCycles } from '../vms/life-cycle/vm-life-cycles';
 import { COPY_QMP_SOCKET } from '../vms/qemu/qemu-command-line';
 import { QemuDriver } from '../vms/qemu/qemu.driver';
 import { QmpSession, withQmp } from '../vms/qemu/qmp.client';
@@ -64,7 +65,7 @@ export class MovesOutService {
     private readonly sidecars: VmSidecars,
     private readonly files: VmFiles,
     private readonly driver: VmDriver,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly copyLocks: CopyLocks,
     private readonly copier: VmCopier,
   ) {}

@@ -3,15 +3,19 @@ import { ApiErrors, DomainErrorStatuses } from '@app/daemon';
 import {
   ReplicaConflictError,
   ReplicaNoRoomError,
+  ReplicaNotHeldError,
   ReplicaTransferGoneError,
   ReplicaTransferInvalidError,
 } from './replicas.errors';
+import { ReplicaGrantStaleError } from '../vms/copies/replica-grant-floor';
 
 export const REPLICAS_ERROR_STATUSES: DomainErrorStatuses = [
   [ReplicaConflictError, 409],
   [ReplicaTransferGoneError, 404],
   [ReplicaTransferInvalidError, 422],
   [ReplicaNoRoomError, 507],
+  [ReplicaGrantStaleError, 403],
+  [ReplicaNotHeldError, 404],
 ];
 
 /** The replica routes' refusals: no or a bad grant (401), a grant for another VM (403), and theirs. */

@@ -25,3 +25,6 @@ export class ReplicaTransferInvalidError extends Error {}
 function mb(bytes: number): string {
   return (Math.max(0, bytes) / 1e6).toFixed(1);
 }
+
+/** No such copy, chain or point on this node for a read: 404. */
+export class ReplicaNotHeldError extends Error {}

@@ -31,33 +31,14 @@ import { VmSidecars } from '../vms/files/vm-sidecars';
 import { VmCopier } from '../vms/copies/vm-copier';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../vms/files/vm-files';
 import { messageOf } from '../vms/vms.errors';
+import { ReplicaGrantFloor } from '../vms/copies/replica-grant-floor';
 import {
   ReplicaConflictError,
   ReplicaNoRoomError,
   ReplicaTransferGoneError,
   ReplicaTransferInvalidError,
 } from './replicas.errors';
-
-/** A transfer that has not moved for this long is given up (its partial file removed). */
-export const TRANSFER_IDLE_MS = 10 * 60_000;
-
-/** One file of a VM's copy being received, in chunks, into its `.partial` file. */
-interface Transfer {
-  id: string;
-  vmId: string;
-  source: string;
-  request: StartReplicaTransfer;
-  chainId: string;
-  chainDir: string;
-  /** A full copy made its chain's folder: removed with it when the transfer fails. */
-  newChain: boolean;
-  partial: string;
-  index: number;
-  received: number;
-  lastMoveMs: number;
-  /** A chunk being written: the next waits (one at a time, in order). */
-  busy: boolean;
-}
+import { TRANSFER_IDLE_MS, Transfer, appendBody } from './replica-transfer';
 
 /**
  * Copies of other nodes' VMs held on this node (replicas), each a chain folder in the backup
@@ -71,6 +52,7 @@ export class ReplicasService {
   private readonly logger = new Logger('Replicas');
   readonly folder: BackupFolder;
   private readonly transfers = new Map<string, Transfer>();
+  private readonly floor: ReplicaGrantFloor;
 
   constructor(
     private readonly config: VmHostConfig,
@@ -80,6 +62,7 @@ export class ReplicasService {
     private readonly sidecars?: VmSidecars,
   ) {
     this.folder = new BackupFolder(join(config.diskDir, 'replicas'));
+    this.floor = new ReplicaGrantFloor(this.folder);
   }
 
   /** What this node holds of the VM's copy. */
@@ -132,6 +115,7 @@ export class ReplicasService {
     request: StartReplicaTransfer,
   ): Promise<ReplicaTransfer> {
     await this.giveUpIdle();
+    await this.floor.check(vmId, grant, request.kind);
     const earlier = [...this.transfers.values()].find((transfer) => transfer.vmId === vmId);
     if (earlier) await this.abandon(earlier, 'a new transfer of the VM began');
     const room = await this.room();
@@ -314,7 +298,10 @@ export class ReplicasService {
       await this.drop(transfer);
       throw error;
     }
-    if (transfer.newChain) await this.removeOlderChains(vmId, transfer.chainId);
+    if (transfer.newChain) {
+      await this.floor.chainStarted(vmId, grant);
+      await this.removeOlderChains(vmId, transfer.chainId);
+    }
     return this.state(vmId);
   }
 
@@ -389,21 +376,4 @@ export class ReplicasService {
       }
     }
   }
-}
-
-/** Writes the body at `offset`, at most `length` bytes; the bytes it really carried. */
-async function appendBody(
-  handle: FileHandle,
-  offset: number,
-  length: number,
-  body: Readable,
-): Promise<number> {
-  let written = 0;
-  for await (const chunk of body) {
-    const bytes = chunk as Buffer;
-    if (written + bytes.length > length) throw new Error('more bytes than Content-Length');
-    await handle.write(bytes, 0, bytes.length, offset + written);
-    written += bytes.length;
-  }
-  return written;
 }

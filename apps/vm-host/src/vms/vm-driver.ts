@@ -128,6 +128,15 @@ export abstract class VmDriver {
   abstract stop(vmId: string, record: DriverRecord): Promise<void>;
 
   /**
+   * Ends every process of the VM at once, with no grace (fencing: its node lost its lease, and
+   * another node may start the VM from a copy); its disk stays as the guest left it. A driver
+   * that cannot do better stops it.
+   */
+  kill(vmId: string, record: DriverRecord): Promise<void> {
+    return this.stop(vmId, record);
+  }
+
+  /**
    * Asks the guest to power down (ACPI) and resolves true once its process is gone within
    * `withinMs`, false when it still runs then (or could not be asked); stops nothing itself.
    */

@@ -151,6 +151,11 @@ export class VmActionConflictError extends Error {
   static busy(vmId: string, operation: string): VmActionConflictError {
     return new VmActionConflictError(`vm ${vmId} is already ${operation}`);
   }
+  static fenced(vmId: string): VmActionConflictError {
+    return new VmActionConflictError(
+      `vm ${vmId} is fenced: its node's lease ran out; it starts again once the node renews it`,
+    );
+  }
   static unreadable(vmId: string): VmActionConflictError {
     return new VmActionConflictError(
       `vm ${vmId} cannot be read on its node (sidecar unreadable); only a delete acts on it`,

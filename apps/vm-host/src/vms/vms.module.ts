@@ -1,7 +1,8 @@
 import { Module } from '@nestjs/common';
+import { MonotonicClock } from '@app/daemon';
 import { HostFactsModule } from '../host-facts/host-facts.module';
 import { VmStatesSource } from '../metrics/vm-states.source';
-import { CrashFailpoint } from './life-cycle/crash-failpoint';
+import { CrashFailpoint } from './failpoints/crash-failpoint';
 import { DeletedDisksJob } from './files/deleted-disks.job';
 import { DeletedDisks } from './files/deleted-disks.service';
 import { NodeVmsSource } from './node-vms.source';
@@ -9,7 +10,7 @@ import { VmAdmissionService } from './admission/vm-admission.service';
 import { VM_DRIVER_PROVIDER } from './vm-driver.provider';
 import { VmDriver } from './vm-driver';
 import { VmFiles } from './files/vm-files';
-import { VmLifecycle } from './life-cycle/vm-lifecycle';
+import { VmLifeCycles } from './life-cycle/vm-life-cycles';
 import { VmReconciliationService } from './reconciliation/vm-reconciliation.service';
 import { VmRestartService } from './reconciliation/vm-restart.service';
 import { VmWatchJob } from './reconciliation/vm-watch.job';
@@ -34,6 +35,12 @@ import { CopyLocks } from './copies/copy-locks';
 import { VmCopyPlanController } from './copies/vm-copy-plan.controller';
 import { VmReplicationJob } from './copies/vm-replication.job';
 import { VmReplicationService } from './copies/vm-replication.service';
+import { VM_TRANSITION_HOOKS } from './life-cycle/vm-transitions';
+import { FencedVms } from './fencing/fenced-vms.hook';
+import { LEASE_CLOCK, VmFencing } from './fencing/vm-fencing.service';
+import { VmFencingJob } from './fencing/vm-fencing.job';
+import { CopyThrottle } from './copies/copy-throttle';
+import { ReplicaPuller } from './copies/replica-pull';
 
 @Module({
   imports: [HostFactsModule],
@@ -51,7 +58,7 @@ import { VmReplicationService } from './copies/vm-replication.service';
     VmRestartService,
     VmActionsService,
     SerialTerminals,
-    VmLifecycle,
+    VmLifeCycles,
     VmSidecars,
     VmFiles,
     DeletedDisks,
@@ -67,8 +74,20 @@ import { VmReplicationService } from './copies/vm-replication.service';
     VmBackupsJob,
     VmRestoresService,
     CopyLocks,
+    CopyThrottle,
+    ReplicaPuller,
     VmReplicationService,
     VmReplicationJob,
+    FencedVms,
+    VmFencing,
+    VmFencingJob,
+    { provide: LEASE_CLOCK, useFactory: () => new MonotonicClock() },
+    // The concerns that join the life cycle's moves, after its own (fencing's phase).
+    {
+      provide: VM_TRANSITION_HOOKS,
+      useFactory: (fenced: FencedVms) => [fenced],
+      inject: [FencedVms],
+    },
     // QEMU's copies, as QEMU is the only driver (vm-driver.provider.ts).
     { provide: VmCopier, useClass: QemuCopier },
     { provide: NodeVmsSource, useExisting: VmsService },
@@ -89,12 +108,14 @@ import { VmReplicationService } from './copies/vm-replication.service';
     VmsService,
     VmCopier,
     CopyLocks,
+    CopyThrottle,
     VmFiles,
     VmSidecars,
-    VmLifecycle,
+    VmLifeCycles,
     VmDiskRoom,
     VmAdmissionService,
     VmDriver,
+    VmFencing,
   ],
 })
 export class VmsModule {}

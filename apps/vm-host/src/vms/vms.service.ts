@@ -18,11 +18,12 @@ import { SpawnOutcome, VmAdmissionService } from './admission/vm-admission.servi
 import { VmDiskRoom } from './admission/vm-disk-room';
 import { VmDriver } from './vm-driver';
 import { PRIVATE_DIR_MODE, VmFiles } from './files/vm-files';
-import { VmLifecycle } from './life-cycle/vm-lifecycle';
+import { VmLifeCycles } from './life-cycle/vm-life-cycles';
 import { VmReconciliationService } from './reconciliation/vm-reconciliation.service';
 import { VmSidecars } from './files/vm-sidecars';
 import { DeletedDisks } from './files/deleted-disks.service';
 import { VmNotOnNodeError, messageOf } from './vms.errors';
+import { VmFencing } from './fencing/vm-fencing.service';
 
 /**
  * This node's VMs, as the agent's API and its heartbeat see them: admits them (VmAdmissionService),
@@ -38,13 +39,14 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
   constructor(
     private readonly files: VmFiles,
     private readonly sidecars: VmSidecars,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly admission: VmAdmissionService,
     private readonly reconciliation: VmReconciliationService,
     private readonly driver: VmDriver,
     private readonly clock: Clock,
     private readonly deletedDisks: DeletedDisks,
     private readonly diskRoom: VmDiskRoom,
+    private readonly fencing: VmFencing,
   ) {
     super();
     this.changes = lifecycle.changes;
@@ -65,6 +67,8 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
       );
     }
     await this.driver.checkTools();
+    // A remembered lease holds protected VMs before reconciliation would start them.
+    await this.fencing.prepare();
     await this.reconciliation.recover();
     await this.deletedDisks.recover();
   }

@@ -234,6 +234,11 @@ export interface components {
        */
       accepted: boolean;
       /**
+       * @description etcd mode only, present only when the controller renewed this node's lease in etcd before answering: the node may keep its protected VMs (copies count >= 1) running until fence_after_s seconds after it sent this heartbeat, by its monotonic clock. Absent: no fencing (memory or Redis mode), or the renewal failed.
+       * @example 45
+       */
+      fence_after_s?: number;
+      /**
        * Format: date-time
        * @description Only when not accepted: the stamp stored for this boot. A heartbeat stamped after it is taken.
        * @example 2026-08-06T12:00:10.123456789Z
@@ -241,6 +246,8 @@ export interface components {
       stored_timestamp_utc?: string;
       /** @description VMs this node lists that were restored on another node since: the agent stops them if they run, sets their disks aside and lists them no more. Absent: none. */
       superseded_vm_ids?: string[];
+      /** @description Only when the heartbeat reported replicas: those of VMs the fleet still has (some node's record lists it, live or silent). A copy this node holds of a VM no answer has listed for 24 h is removed by its agent (docs/vms.md). Absent: a controller before it; nothing is removed. */
+      wanted_replica_vm_ids?: string[];
     };
     HeartbeatDiskRoom: {
       /**
@@ -348,6 +355,8 @@ export interface components {
       cpu_load_pct: number;
       /** @description VM_DISK_DIR's disk room; absent from older agents, and when the agent cannot read it. */
       disk_room?: components['schemas']['HeartbeatDiskRoom'];
+      /** @description etcd mode only: the protected VMs this agent ended because its lease ran out (fence_after_s passed without a renewal), still fenced (not started again). Absent: none. */
+      fenced_vm_ids?: string[];
       /**
        * @description Any text without control or format characters (Unicode Cc, Cf, Zl, Zp).
        * @example example-node-01

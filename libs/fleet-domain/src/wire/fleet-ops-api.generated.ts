@@ -20,6 +20,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/nodes/{node_id}/declare-dead': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Recover a lost node now, without waiting for VM_FLEET_RECOVER_AFTER_S
+     * @description etcd mode: marks the node for recovery, so the leader restores each of its protected VMs (copies count 1 or 2) from its freshest copy on another live node at its next pass, raising its generation, instead of VM_FLEET_RECOVER_AFTER_S after its last lease renewal. Refused (409) while its lease is live: a node that still renews it may still run its VMs. Nothing is asked of any agent here.
+     */
+    post: operations['declareNodeDead'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/vms': {
     parameters: {
       query?: never;
@@ -175,7 +195,7 @@ export interface paths {
     put?: never;
     /**
      * Bring a VM back from a copy or a backup, on a node of your choice
-     * @description Restores the VM from `from`: a node id (the copy that node holds of it), or a backup id (`<chain_id>/<index>`, or a chain id for its newest file) in the VM_BACKUP_DIR of the node named by `to` (a backup of any VM: a folder copied there from a dead node is read the same); absent, the freshest copy on any live node (or, with `to`, the copy or newest backup that node holds). `at`: the newest file taken at or before it. `to` absent: the node holding the copy. The VM keeps its id (its guest sees the same instance: same host keys), tenant, size and published ports (the same host ports where free on that node, else new ones). A VM a live node lists is refused (409) unless `as_new` (a new id, new ports, beside the original). The target's RAM is held as for a create. Once its agent made the VM, it is listed on that node only, and the node it was on, should it come back, is told in its heartbeat answer (superseded_vm_ids) to stop it and set its disk aside. A copy is restored on the node that holds it: moving a copy to another node is not done yet.
+     * @description Restores the VM from `from`: a node id (the copy that node holds of it), or a backup id (`<chain_id>/<index>`, or a chain id for its newest file) in the VM_BACKUP_DIR of the node named by `to` (a backup of any VM: a folder copied there from a dead node is read the same); absent, the freshest copy on any live node (or, with `to`, the copy that node holds, else the newer of its newest backup and the freshest copy on another live node). `at`: the newest file taken at or before it. `to` absent: the node holding the copy; `to` a node that does not hold it: that node's agent pulls the copy from its holder first (a short-lived read grant signed with the holder's token, the chain checked against its manifest and with qemu-img in a private staging folder before it becomes the VM's disk). The VM keeps its id (its guest sees the same instance: same host keys), tenant, size and published ports (the same host ports where free on that node, else new ones). A VM a live node lists is refused (409) unless `as_new` (a new id, new ports, beside the original). The target's RAM is held as for a create. Once its agent made the VM, it is listed on that node only, and the node it was on, should it come back, is told in its heartbeat answer (superseded_vm_ids) to stop it and set its disk aside.
      */
     post: operations['restoreVm'];
     delete?: never;
@@ -239,6 +259,23 @@ export interface components {
        * @example 60
        */
       every_s: number;
+    };
+    DeclaredDeadNode: {
+      /**
+       * Format: date-time
+       * @description When a controller last renewed its lease; null when etcd keeps no such time.
+       * @example 2026-08-06T12:00:00.000Z
+       */
+      last_renewed_at: string | null;
+      /** @example example-node-01 */
+      node_id: string;
+      /**
+       * @description Its protected VMs (copies count 1 or 2) the controllers know of: the leader restores each from its freshest copy on another live node at its next pass (every 5 s), once the node is no longer listed live (30 s after its last heartbeat).
+       * @example [
+       *       "vm-0123456789abcdef"
+       *     ]
+       */
+      protected_vm_ids: string[];
     };
     /**
      * @description running from the create on, stopped once an operator stops it, running again once started; kept with the VM on its node across agent restarts and reboots.
@@ -577,6 +614,11 @@ export interface components {
       /** @description The node holding it. */
       copy_node_id: string | null;
       /**
+       * @description etcd mode: how many times the leader recovered the VM on another node (its generation, raised at each recovery); a node that ran an older generation never starts it again. Absent: never recovered, or not etcd mode.
+       * @example 1
+       */
+      generation?: number;
+      /**
        * @description The VM's node.
        * @example example-node-01
        */
@@ -697,6 +739,137 @@ export interface operations {
            *       "error": "Forbidden",
            *       "message": "tenant acme's token opens only its own VMs (/v1/vms...): this route needs the API token (VM_FLEET_API_TOKEN)",
            *       "statusCode": 403
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  declareNodeDead: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example example-node-01 */
+        node_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Marked: the leader recovers its protected VMs. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DeclaredDeadNode'];
+        };
+      };
+      /** @description node_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "node_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only when VM_FLEET_TENANT_SECRET is set on the controller: a tenant's token on a route it does not open (anything but its own VMs). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Forbidden",
+           *       "message": "tenant acme's token opens only its own VMs (/v1/vms...): this route needs the API token (VM_FLEET_API_TOKEN)",
+           *       "statusCode": 403
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description No lease of the node is known in etcd. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "node example-node-01: no lease of it is known in etcd (it never heartbeat to a controller on etcd, or its recovery is done)",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The node still renews its lease (it heartbeats to a controller), or the fleet is not in etcd mode. Nothing was marked. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "node example-node-01 still renews its lease (last renewed 2026-08-06T12:00:00.000Z, 40 s left): it heartbeats to a controller, so it may run its VMs; a node is declared dead only once its lease ran out (45 s, VM_FLEET_FENCE_AFTER_S, after its last heartbeat), when it has ended them itself",
+           *       "statusCode": 409
            *     }
            */
           'application/json': components['schemas']['ErrorBody'];
@@ -1970,7 +2143,7 @@ export interface operations {
         };
       };
       /**
-       * @description - The copy or backup cannot be had where named: a node not live, one holding no copy, a backup without `to`, none at or before `at`, a copy on another node than `to`; or the target's agent refused (no room, a damaged file). The message names the field and where the VM's copies are. Nothing was made.
+       * @description - The copy or backup cannot be had where named: a node not live, one holding no copy, a backup without `to`, none at or before `at`; or the target's agent refused (no room, a damaged file, a pull from the holder that failed). The message names the field and where the VM's copies are. Nothing was made.
        *     - The target node's RAM cannot hold the VM, as for a create with preferred_node.
        */
       422: {

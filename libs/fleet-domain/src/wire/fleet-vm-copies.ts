@@ -1,6 +1,15 @@
 import { ApiProperty } from './openapi-decorators';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsObject, ValidateIf, ValidateNested } from 'class-validator';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsInt,
+  IsObject,
+  IsOptional,
+  Min,
+  ValidateIf,
+  ValidateNested,
+} from 'class-validator';
 import { ID_SCHEMA, IsFleetId, IsPrintableText } from '../ids';
 import { IsRfc3339 } from '../rfc3339';
 import { EXAMPLE_NODE_ID, EXAMPLE_VM_ID } from './examples';
@@ -101,4 +110,17 @@ export class VmCopies {
   @nullable
   @IsPrintableText(MAX_BACKUPS_UNREAD_REASON)
   backups_unread!: string | null;
+
+  @ApiProperty({
+    type: 'integer',
+    minimum: 1,
+    required: false,
+    example: 1,
+    description:
+      'etcd mode: how many times the leader recovered the VM on another node (its generation, raised at each recovery); a node that ran an older generation never starts it again. Absent: never recovered, or not etcd mode.',
+  })
+  @IsOptional()
+  @Min(1)
+  @IsInt()
+  generation?: number;
 }

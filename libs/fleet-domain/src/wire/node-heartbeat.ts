@@ -4,6 +4,7 @@ import { HeartbeatReplica, MAX_REPLICAS_REPORTED } from './vm-copies';
 import {
   ArrayMaxSize,
   IsArray,
+  Matches,
   IsBoolean,
   IsInt,
   IsNumber,
@@ -22,7 +23,10 @@ import {
   MAX_VMS_PER_HEARTBEAT,
   DEFAULT_SPAWN_PORT,
 } from '../fleet.constants';
+import { MAX_FENCE_AFTER_S, MAX_FENCED_VMS_REPORTED, MIN_FENCE_AFTER_S } from '../fencing';
 import {
+  ID_PATTERN,
+  ID_RULE,
   ID_SCHEMA,
   IP_LITERAL_MAX_LENGTH,
   IP_LITERAL_PATTERN,
@@ -206,6 +210,20 @@ export class NodeHeartbeat {
   @IsArray()
   @Type(() => HeartbeatReplica)
   replicas?: HeartbeatReplica[];
+
+  @ApiProperty({
+    type: 'array',
+    items: { type: 'string', ...ID_SCHEMA },
+    required: false,
+    maxItems: MAX_FENCED_VMS_REPORTED,
+    description:
+      'etcd mode only: the protected VMs this agent ended because its lease ran out (fence_after_s passed without a renewal), still fenced (not started again). Absent: none.',
+  })
+  @IsOptional()
+  @Matches(ID_PATTERN, { each: true, message: `each value in $property must be ${ID_RULE}` })
+  @ArrayMaxSize(MAX_FENCED_VMS_REPORTED)
+  @IsArray()
+  fenced_vm_ids?: string[];
 }
 
 /**
@@ -237,4 +255,28 @@ export class HeartbeatAnswer {
       'VMs this node lists that were restored on another node since: the agent stops them if they run, sets their disks aside and lists them no more. Absent: none.',
   })
   superseded_vm_ids?: string[];
+
+  @ApiProperty({
+    type: 'integer',
+    minimum: MIN_FENCE_AFTER_S,
+    maximum: MAX_FENCE_AFTER_S,
+    required: false,
+    example: 45,
+    description:
+      "etcd mode only, present only when the controller renewed this node's lease in etcd before answering: the node may keep its protected VMs (copies count >= 1) running until fence_after_s seconds after it sent this heartbeat, by its monotonic clock. Absent: no fencing (memory or Redis mode), or the renewal failed.",
+  })
+  @IsOptional()
+  @Max(MAX_FENCE_AFTER_S)
+  @Min(MIN_FENCE_AFTER_S)
+  @IsInt()
+  fence_after_s?: number;
+
+  @ApiProperty({
+    type: [String],
+    required: false,
+    maxItems: MAX_REPLICAS_REPORTED,
+    description:
+      "Only when the heartbeat reported replicas: those of VMs the fleet still has (some node's record lists it, live or silent). A copy this node holds of a VM no answer has listed for 24 h is removed by its agent (docs/vms.md). Absent: a controller before it; nothing is removed.",
+  })
+  wanted_replica_vm_ids?: string[];
 }

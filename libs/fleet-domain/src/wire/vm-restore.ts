@@ -24,6 +24,7 @@ import { CopyPolicy } from './vm-copies';
 import { MAX_BACKUPS_LISTED } from './vm-backup';
 import { FleetVm } from './fleet-vm';
 import { HostPort, VmRecord } from './vm-record';
+import { RestorePull } from './replica-read';
 
 /** `<chain_id>/<index>`: one file of a chain (the point in time it holds). */
 export const RESTORE_POINT_ID = /^\d{8}T\d{6}Z-[0-9a-f]{4}\/\d{4}$/;
@@ -78,6 +79,18 @@ export class RestoreSource {
   @IsOptional()
   @IsFleetId()
   vm_id?: string;
+
+  @ApiProperty({
+    type: RestorePull,
+    required: false,
+    description:
+      "With replica: the copy is held by another node: pulled from it (a read grant) into a private staging folder, checked, then made the VM's disk.",
+  })
+  @IsOptional()
+  @ValidateNested()
+  @IsObject()
+  @Type(() => RestorePull)
+  pull?: RestorePull;
 }
 
 /**

@@ -8,7 +8,8 @@ import {
   encodeKeyDispatch,
 } from '../key-claims.repository';
 import { StoreUnavailableError } from '../store-unavailable.error';
-import { EtcdClient, EtcdKeyValue } from './etcd.client';
+import { EtcdClient } from './etcd.client';
+import { EtcdKeyValue } from './etcd-wire';
 import { ETCD_PREFIX } from './etcd-nodes.repository';
 
 const CLAIM_ATTEMPTS = 5;

@@ -17,7 +17,8 @@ import {
   decodeStoredNode,
   encodeStoredNode,
 } from '../redis/stored-node';
-import { EtcdClient, EtcdCompare, EtcdKeyValue, EtcdOp, prefixEnd } from './etcd.client';
+import { EtcdClient } from './etcd.client';
+import { EtcdCompare, EtcdKeyValue, EtcdOp, prefixEnd } from './etcd-wire';
 
 export const ETCD_PREFIX = 'ppn-fleet/';
 /** A node: "e\n<record json>\n<state json>" (stored-node.ts's shape; etcd's mod_revision is the version). */

@@ -1,8 +1,13 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { ConfigurationError, MonotonicClock } from '@app/daemon';
+import { DEFAULT_FENCE_AFTER_S } from '@app/fleet-domain';
 import { NodesStore } from '../nodes-store';
 import { StoreUnavailableError } from '../store-unavailable.error';
 import { EtcdClient } from './etcd.client';
 import { EtcdKeyClaims } from './etcd-key-claims.repository';
+import { EtcdLeaderElection } from './etcd-leader-election';
+import { EtcdNodeLeases } from './etcd-node-leases';
 import { EtcdNodesRepository } from './etcd-nodes.repository';
 import { EtcdVmMoves } from './etcd-vm-moves.repository';
 
@@ -23,11 +28,16 @@ export const ETCD_NODES_STORE: NodesStore = {
       password: config.etcdPassword,
       tls: { ca: config.etcdCa, cert: config.etcdCert, key: config.etcdKey },
     });
+    const clock = new MonotonicClock();
+    // Unique per process: a restarted controller campaigns anew, never mistakes the old key for its own.
+    const controllerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
     return {
       repository: new EtcdNodesRepository(client),
       keyClaims: new EtcdKeyClaims(client),
       vmMoves: new EtcdVmMoves(client),
-      clock: new MonotonicClock(),
+      clock,
+      nodeLeases: new EtcdNodeLeases(client, config.fenceAfterS ?? DEFAULT_FENCE_AFTER_S),
+      leadership: new EtcdLeaderElection(client, clock, controllerId),
       ready: async () => {
         try {
           await client.check();

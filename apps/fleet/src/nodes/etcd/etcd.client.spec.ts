@@ -5,7 +5,7 @@ import {
   fromBase64,
   prefixEnd,
   toBase64,
-} from './etcd.client';
+} from './etcd-wire';
 
 describe('the etcd JSON gateway encoding', () => {
   it('gives the end of a prefix range: the last byte raised', () => {

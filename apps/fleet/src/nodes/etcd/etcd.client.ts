@@ -1,7 +1,18 @@
 import { Logger } from '@nestjs/common';
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import { StoreUnavailableError } from '../store-unavailable.error';
+import {
+  EtcdCompare,
+  EtcdKeyValue,
+  EtcdOp,
+  EtcdTxnResult,
+  decodeKeyValue,
+  encodeCompare,
+  encodeOp,
+  prefixEnd,
+} from './etcd-wire';
+import { EtcdRefusal, post } from './etcd-post';
 
 /**
  * A small client of etcd's v3 API as JSON over HTTP (its gRPC gateway, served by etcd 3.4 on
@@ -11,131 +22,12 @@ import { StoreUnavailableError } from '../store-unavailable.error';
  * words, never etcd's reply.
  */
 
-/** One call's deadline, per endpoint tried. */
-const CALL_TIMEOUT_MS = 2_000;
-/** Largest reply body read: a listing of every node stays far below. */
-const MAX_REPLY_BYTES = 64 * 1024 * 1024;
-/** Largest error text kept from an etcd reply, for the log only. */
-const MAX_ERROR_TEXT = 200;
-
-export interface EtcdKeyValue {
-  key: string;
-  value: string;
-  modRevision: number;
-  createRevision: number;
-  lease: string;
-}
-
-export type EtcdCompare = {
-  key: string;
-  /** Compares every key in [key, rangeEnd) (none there: compared as revision 0). */
-  rangeEnd?: string;
-  target: 'MOD' | 'CREATE';
-  result: 'EQUAL' | 'LESS' | 'GREATER';
-  revision: number;
-};
-
-export type EtcdOp =
-  | { range: { key: string; rangeEnd?: string; revision?: number; keysOnly?: boolean } }
-  | { put: { key: string; value: string; lease?: string } }
-  | { deleteRange: { key: string; rangeEnd?: string } };
-
-export interface EtcdTxnResult {
-  succeeded: boolean;
-  revision: number;
-  /** One per op run: the keys a range read (empty for a put or a delete). */
-  ranges: EtcdKeyValue[][];
-}
-
 export interface EtcdSettings {
   endpoints: readonly string[];
   username?: string;
   password?: string;
   /** For https:// endpoints: a CA instead of the system's, a client certificate and its key. */
   tls?: { ca?: string; cert?: string; key?: string };
-}
-
-/** A refusal by etcd itself (it answered, with an error): not worth trying another endpoint. */
-class EtcdRefusal extends Error {
-  constructor(
-    readonly status: number,
-    readonly detail: string,
-  ) {
-    super(detail);
-  }
-}
-
-export const toBase64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
-export const fromBase64 = (text: string | undefined): string =>
-  Buffer.from(text ?? '', 'base64').toString('utf8');
-
-/** The end of the range of every key that starts with `prefix` (etcd's "prefix" range end). */
-export function prefixEnd(prefix: string): string {
-  const bytes = Buffer.from(prefix, 'utf8');
-  for (let index = bytes.length - 1; index >= 0; index--) {
-    if (bytes[index] < 0xff) {
-      const end = bytes.subarray(0, index + 1);
-      end[index]++;
-      return end.toString('latin1');
-    }
-  }
-  return '\0';
-}
-
-/** The range end in base64, from its bytes (`prefixEnd` gives latin1). */
-function rangeEndBase64(rangeEnd: string): string {
-  return Buffer.from(rangeEnd, 'latin1').toString('base64');
-}
-
-/** A gateway reply's key-value, decoded (absent numbers are 0: the gateway leaves zeros out). */
-export function decodeKeyValue(raw: unknown): EtcdKeyValue {
-  const kv = (raw ?? {}) as Record<string, unknown>;
-  const text = (field: string) => (typeof kv[field] === 'string' ? kv[field] : undefined);
-  return {
-    key: fromBase64(text('key')),
-    value: fromBase64(text('value')),
-    modRevision: Number(kv.mod_revision ?? 0),
-    createRevision: Number(kv.create_revision ?? 0),
-    lease: typeof kv.lease === 'string' || typeof kv.lease === 'number' ? String(kv.lease) : '0',
-  };
-}
-
-/** An op as the gateway takes it. */
-export function encodeOp(op: EtcdOp): Record<string, unknown> {
-  if ('range' in op) {
-    const { key, rangeEnd, revision, keysOnly } = op.range;
-    return {
-      request_range: {
-        key: toBase64(key),
-        ...(rangeEnd !== undefined && { range_end: rangeEndBase64(rangeEnd) }),
-        ...(revision !== undefined && { revision: String(revision) }),
-        ...(keysOnly && { keys_only: true }),
-      },
-    };
-  }
-  if ('put' in op) {
-    const { key, value, lease } = op.put;
-    return {
-      request_put: { key: toBase64(key), value: toBase64(value), ...(lease && { lease }) },
-    };
-  }
-  const { key, rangeEnd } = op.deleteRange;
-  return {
-    request_delete_range: {
-      key: toBase64(key),
-      ...(rangeEnd !== undefined && { range_end: rangeEndBase64(rangeEnd) }),
-    },
-  };
-}
-
-export function encodeCompare(compare: EtcdCompare): Record<string, unknown> {
-  return {
-    key: toBase64(compare.key),
-    ...(compare.rangeEnd !== undefined && { range_end: rangeEndBase64(compare.rangeEnd) }),
-    target: compare.target,
-    result: compare.result,
-    [compare.target === 'MOD' ? 'mod_revision' : 'create_revision']: String(compare.revision),
-  };
 }
 
 export class EtcdClient {
@@ -219,6 +111,14 @@ export class EtcdClient {
   async leaseTimeToLive(id: string): Promise<number> {
     const reply = (await this.call('/v3/lease/timetolive', { ID: id })) as { TTL?: string };
     return Math.max(0, Number(reply.TTL ?? 0));
+  }
+
+  /** Renews the lease once (the gateway's keep-alive stream, one message): seconds left, 0 if gone. */
+  async keepAliveLease(id: string): Promise<number> {
+    const reply = (await this.call('/v3/lease/keepalive', { ID: id })) as {
+      result?: { TTL?: string };
+    };
+    return Math.max(0, Number(reply.result?.TTL ?? 0));
   }
 
   async revokeLease(id: string): Promise<void> {
@@ -337,78 +237,4 @@ export class EtcdClient {
       );
     }
   }
-}
-
-/** One POST with a deadline: the reply's JSON, or EtcdRefusal for an error etcd answered. */
-function post(
-  agents: { http: HttpAgent; https: HttpsAgent },
-  endpoint: string,
-  path: string,
-  body: unknown,
-  token?: string,
-): Promise<unknown> {
-  const url = new URL(path, endpoint);
-  const payload = Buffer.from(JSON.stringify(body));
-  const https = url.protocol === 'https:';
-  const send = https ? httpsRequest : httpRequest;
-  return new Promise((resolve, reject) => {
-    const req = send(
-      url,
-      {
-        method: 'POST',
-        agent: https ? agents.https : agents.http,
-        timeout: CALL_TIMEOUT_MS,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': payload.length,
-          ...(token && { authorization: token }),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > MAX_REPLY_BYTES) {
-            req.destroy(new Error(`reply larger than ${MAX_REPLY_BYTES} bytes`));
-            return;
-          }
-          chunks.push(chunk);
-        });
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let parsed: unknown;
-          try {
-            parsed = JSON.parse(text);
-          } catch {
-            reject(new Error(`HTTP ${res.statusCode}, no JSON reply: not etcd's v3 gateway?`));
-            return;
-          }
-          const status = res.statusCode ?? 0;
-          const error = (parsed as { error?: unknown; message?: unknown }) ?? {};
-          if (status !== 200 || typeof error.error === 'string') {
-            const said = [error.message, error.error].find((text) => typeof text === 'string');
-            const detail = (said ?? '').slice(0, MAX_ERROR_TEXT);
-            reject(new EtcdRefusal(status, detail));
-            return;
-          }
-          resolve(parsed);
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${CALL_TIMEOUT_MS} ms`)));
-    req.on('error', (error: NodeJS.ErrnoException) => reject(new Error(describeNetError(error))));
-    req.end(payload);
-  });
-}
-
-/** A connection's failure in a few words: its code, and what a TLS one means. */
-function describeNetError(error: NodeJS.ErrnoException): string {
-  const code = error.code ?? error.message;
-  if (/CERT|SIGNATURE|SELF_SIGNED|ISSUER/.test(code))
-    return `${code}: its certificate is not trusted (VM_FLEET_ETCD_CA_FILE names the CA that signed it)`;
-  if (/ALERT_CERTIFICATE_REQUIRED|ALERT_BAD_CERTIFICATE|ALERT_UNKNOWN_CA/.test(code))
-    return `${code}: it refused the controller's certificate (VM_FLEET_ETCD_CERT_FILE and VM_FLEET_ETCD_KEY_FILE)`;
-  return code;
 }

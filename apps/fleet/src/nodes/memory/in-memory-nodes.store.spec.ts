@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { NodeHeartbeat, liveSince } from '@app/fleet-domain';
 import { heartbeat as agentHeartbeat } from '../../../../../test/support/heartbeats';
-import { loadFleetConfig } from '../../config/fleet.config';
+import { loadFleetConfig } from '../../config/fleet-config.load';
 import { FleetMetrics } from '../../metrics/fleet-metrics.service';
 import { NodeTokens } from '../node-tokens';
 import { NodeNotFoundError } from '../nodes.errors';

@@ -13,8 +13,10 @@ import { VmHostConfig } from '../../config/vm-host.config';
 import { VmAdmissionService } from '../admission/vm-admission.service';
 import { VmDiskRoom } from '../admission/vm-disk-room';
 import { DriverRecord, VmDriver } from '../vm-driver';
-import { VmFiles, VmSidecar } from '../files/vm-files';
-import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmFiles } from '../files/vm-files';
+import { VmSidecar } from '../files/vm-sidecar';
+import { VmLifeCycles } from '../life-cycle/vm-life-cycles';
+import { VmPhase } from '../life-cycle/vm-transitions';
 import { VmRestartService } from '../reconciliation/vm-restart.service';
 import { VmSidecars } from '../files/vm-sidecars';
 import { printableConsole } from './console-text';
@@ -40,7 +42,7 @@ export class VmActionsService {
   constructor(
     private readonly files: VmFiles,
     private readonly sidecars: VmSidecars,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly admission: VmAdmissionService,
     private readonly restarts: VmRestartService,
     private readonly driver: VmDriver,
@@ -227,6 +229,7 @@ export class VmActionsService {
    */
   private refuseBusy(vmId: string): void {
     if (this.lifecycle.mayMove(vmId, 'stop')) return;
+    if (this.lifecycle.phaseOf(vmId) === VmPhase.Fenced) throw VmActionConflictError.fenced(vmId);
     if (this.lifecycle.beingCreated(vmId)) throw VmActionConflictError.beingCreated(vmId);
     const operation = this.lifecycle.operationOf(vmId);
     if (operation !== null) throw VmActionConflictError.busy(vmId, operation);

@@ -6,32 +6,32 @@ import {
   CreateVmRequest,
   DesiredVmState,
   HostPort,
-  MAX_VMS_PER_HEARTBEAT,
   SpawnVmRequest,
   VmRecord,
   VmState,
-  capacityRefusal,
   checkPublishedPorts,
   rfc3339ToEpochNanos,
   toRfc3339,
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { HostFactsService } from '../../host-facts/host-facts.service';
-import { CrashFailpoint } from '../life-cycle/crash-failpoint';
+import { CrashFailpoint } from '../failpoints/crash-failpoint';
 import { HostPorts } from '../ports/host-ports';
 import { diskProblemOf } from './disk-problem';
 import { VmDiskRoom } from './vm-disk-room';
+import { VmRoomChecks } from './vm-room-checks';
+import { CutShortCreates } from './cut-short-creates';
 import { SpawnKey, keptKey } from './idempotency-key';
-import { VmLifecycle, specOf } from '../life-cycle/vm-lifecycle';
+import { VmLifeCycles, specOf } from '../life-cycle/vm-life-cycles';
 import { DriverRecord, VmDriver } from '../vm-driver';
-import { PRIVATE_FILE_MODE, VmFiles, VmSidecar } from '../files/vm-files';
+import { PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
+import { VmSidecar } from '../files/vm-sidecar';
 import { VmSidecars } from '../files/vm-sidecars';
 import {
   IdempotencyKeyReusedError,
   SpawnDeadlinePassedError,
   VmCreateError,
   VmDiskError,
-  VmDoesNotFitError,
   VmIdTakenError,
   messageOf,
 } from '../vms.errors';
@@ -80,11 +80,14 @@ export interface SpawnOutcome {
 @Injectable()
 export class VmAdmissionService {
   private readonly logger = new Logger('Vms');
+  /** What the node has room for: ports, RAM and vCPUs, disk. */
+  private readonly room: VmRoomChecks;
+  private readonly cutShort: CutShortCreates;
 
   constructor(
     private readonly files: VmFiles,
     private readonly sidecars: VmSidecars,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly driver: VmDriver,
     private readonly clock: Clock,
     private readonly hostFacts: HostFactsService,
@@ -92,7 +95,18 @@ export class VmAdmissionService {
     private readonly failpoint: CrashFailpoint,
     private readonly hostPorts: HostPorts,
     private readonly diskRoom: VmDiskRoom,
-  ) {}
+  ) {
+    this.room = new VmRoomChecks(
+      hostFacts,
+      driver,
+      lifecycle,
+      diskRoom,
+      hostPorts,
+      config,
+      this.logger,
+    );
+    this.cutShort = new CutShortCreates(files, sidecars, lifecycle, driver, clock, this.logger);
+  }
 
   /**
    * Admits the VM (state Provisioning) once its files are made, and starts it after answering.
@@ -139,12 +153,12 @@ export class VmAdmissionService {
         };
       }
     }
-    await this.checkCapacity(request, sidecars);
-    const forwards: HostPort[] = await this.assignPorts(request, sidecars);
+    await this.room.checkCapacity(request, sidecars);
+    const forwards: HostPort[] = await this.room.assignPorts(request, sidecars);
     const plan = await this.refusingDiskProblems('making the base image', () =>
       this.driver.plan({ preferKvm: request.prefer_kvm }),
     );
-    await this.checkDiskRoom(request, sidecars);
+    await this.room.checkDiskRoom(request, sidecars);
     this.refuseIfLate(request);
     const vmId = await this.refusingDiskProblems('making the run folder', () =>
       this.takeVmId(request.vm_id),
@@ -152,26 +166,6 @@ export class VmAdmissionService {
     return this.lifecycle.admitting(vmId, () =>
       this.accept(vmId, request, forwards, plan.record, plan.summary, key),
     );
-  }
-
-  /**
-   * SSH and the create's ports on VM_WG_IP, none another VM here holds (running or stopped);
-   * a host_port asked for that is taken is refused naming it, before anything is made.
-   */
-  private async assignPorts(request: SpawnVmRequest, sidecars: VmSidecar[]): Promise<HostPort[]> {
-    try {
-      return await this.hostPorts.assign(
-        request.ports ?? [],
-        sidecars.map((sidecar) => ({
-          vm_id: sidecar.vm_id,
-          ports: [...(sidecar.forwards ?? []), ...sidecar.host_ports],
-        })),
-        request.vm_id,
-      );
-    } catch (error) {
-      this.logger.warn(`node ${this.config.nodeId} refused a VM: ${messageOf(error)}`);
-      throw error;
-    }
   }
 
   /** The controller's minted id (refused when taken here), or one of the agent's own without. */
@@ -265,7 +259,7 @@ export class VmAdmissionService {
         throw new VmIdTakenError(request.vm_id);
       }
       const wanted = { ...request, prefer_kvm: false };
-      await this.checkCapacity(wanted, sidecars);
+      await this.room.checkCapacity(wanted, sidecars);
       const forwards = await this.hostPorts.keep(
         request.ports,
         sidecars.map((sidecar) => ({
@@ -278,7 +272,7 @@ export class VmAdmissionService {
       const plan = await this.refusingDiskProblems('making the base image', () =>
         this.driver.plan({ preferKvm: false }),
       );
-      await this.checkDiskRoom(wanted, sidecars);
+      await this.room.checkDiskRoom(wanted, sidecars);
       const vmId = await this.refusingDiskProblems('making the run folder', () =>
         this.takeVmId(request.vm_id),
       );
@@ -357,100 +351,11 @@ export class VmAdmissionService {
   }
 
   /**
-   * Finishes, in the background, a create an agent was killed in after writing its sidecar (the
-   * recorded intent) and before the VM's first start: its files made again (the disk was never
-   * booted, so nothing is lost), then started as a create is, listed Provisioning meanwhile. A
-   * full or unwritable VM_DISK_DIR rolls it back instead (nothing of it is left, so a retry of
-   * its spawn makes it anew); a failing tool lists it Error with the step, as a create's failure.
+   * Finishes, in the background, a create an agent was killed in after writing its sidecar and
+   * before the VM's first start, or rolls it back (see CutShortCreates).
    */
   resume(sidecar: VmSidecar): void {
-    const vmId = sidecar.vm_id;
-    if (sidecar.restoring) {
-      // Its disk may be partial: nothing of it is kept; the controller's restore failed too.
-      this.logger.warn(
-        `vm ${vmId}: its restore from ${sidecar.restored_from ?? 'a copy'} was cut short before its disk was whole: rolling it back`,
-      );
-      this.lifecycle.provision(sidecar, async () => {
-        // A live move in: its QEMU, waiting for (or holding, paused) the guest, ends first.
-        await this.driver.stop(vmId, sidecar.driver);
-        await this.files.removeAll(vmId);
-        this.sidecars.forget(vmId);
-        this.logger.warn(`vm ${vmId}: restore rolled back, nothing of it left`);
-        return false;
-      });
-      this.lifecycle.announce();
-      return;
-    }
-    const late = this.unansweredPastDeadline(sidecar);
-    this.logger.warn(
-      late
-        ? `vm ${vmId}: its create was cut short before its spawn was answered, and its deadline ${sidecar.spawn_deadline} has passed (the controller stopped waiting for it, and may have placed it elsewhere): rolling it back`
-        : `vm ${vmId}: its create was cut short (the agent stopped before the VM's first start); making its files and starting it`,
-    );
-    this.lifecycle.provision(sidecar, async () => {
-      if (late) {
-        await this.files.removeAll(vmId);
-        this.sidecars.forget(vmId);
-        this.logger.warn(`vm ${vmId}: create rolled back, nothing of it left`);
-        return false;
-      }
-      try {
-        await this.driver.makeFiles(specOf(sidecar), sidecar.driver);
-        return true;
-      } catch (error) {
-        const problem = diskProblemOf(error);
-        if (!problem) throw error;
-        await this.files.removeAll(vmId);
-        this.sidecars.forget(vmId);
-        const refusal = new VmDiskError(this.files.root, problem, 'making its files again');
-        this.logger.error(`vm ${vmId}: create rolled back: ${refusal.message}`);
-        return false;
-      }
-    });
-    this.lifecycle.announce();
-  }
-
-  /** A create whose spawn was never answered (its files not all made) and is now too late. */
-  private unansweredPastDeadline(sidecar: VmSidecar): boolean {
-    if (sidecar.spawn_deadline === undefined) return false;
-    const deadline = rfc3339ToEpochNanos(sidecar.spawn_deadline) ?? 0n;
-    return BigInt(this.clock.wallNow()) * 1_000_000n > deadline;
-  }
-
-  /**
-   * Refuses, naming the numbers, a VM the node cannot hold beside the VMs it has: also one
-   * more than a heartbeat may carry (any state counts), which the controller would refuse.
-   */
-  private async checkCapacity(request: CreateVmRequest, sidecars: VmSidecar[]): Promise<void> {
-    if (sidecars.length >= MAX_VMS_PER_HEARTBEAT) {
-      const refusal = `this node holds ${sidecars.length} VMs, the most a heartbeat may report (limit ${MAX_VMS_PER_HEARTBEAT}); delete one first`;
-      this.logger.warn(`node ${this.config.nodeId} refused a VM: ${refusal}`);
-      throw new VmDoesNotFitError(refusal);
-    }
-    const refusal = await this.capacityRefusal(request.ram_mb, request.vcpu_count, sidecars);
-    if (refusal) {
-      this.logger.warn(`node ${this.config.nodeId} refused a VM: ${refusal}`);
-      throw new VmDoesNotFitError(refusal);
-    }
-  }
-
-  /**
-   * Refuses, naming disk_gb and the node's disk room, a VM whose disk (at its virtual size)
-   * does not fit beside every VM disk here (any state: a stopped VM keeps its disk).
-   */
-  private async checkDiskRoom(request: CreateVmRequest, sidecars: VmSidecar[]): Promise<void> {
-    const diskGb = request.disk_gb ?? undefined;
-    try {
-      await this.diskRoom.checkSize(diskGb);
-    } catch (error) {
-      this.logger.warn(`node ${this.config.nodeId} refused a VM: ${messageOf(error)}`);
-      throw error;
-    }
-    const refusal = await this.diskRoom.refusal({ diskGb }, sidecars);
-    if (refusal) {
-      this.logger.warn(`node ${this.config.nodeId} refused a VM: ${refusal}`);
-      throw new VmDoesNotFitError(refusal);
-    }
+    this.cutShort.resume(sidecar);
   }
 
   /**
@@ -462,30 +367,14 @@ export class VmAdmissionService {
   refusalToStart(sidecar: VmSidecar): Promise<string | undefined> {
     return this.lifecycle.locks.run(ADMISSION, async () => {
       const others = (await this.sidecars.all()).filter(({ vm_id }) => vm_id !== sidecar.vm_id);
-      const capacity = await this.capacityRefusal(sidecar.ram_alloc_mb, sidecar.vcpu_count, others);
+      const capacity = await this.room.capacityRefusal(
+        sidecar.ram_alloc_mb,
+        sidecar.vcpu_count,
+        others,
+      );
       if (capacity) return capacity;
       return this.diskRoom.refusal({ vmId: sidecar.vm_id, diskGb: sidecar.disk_gb }, others);
     });
-  }
-
-  private async capacityRefusal(
-    ramMb: number,
-    vcpuCount: number,
-    sidecars: VmSidecar[],
-  ): Promise<string | undefined> {
-    const [host, found] = await Promise.all([
-      this.hostFacts.capacity(),
-      this.driver.find(sidecars.map((sidecar) => sidecar.vm_id)),
-    ]);
-    return capacityRefusal(
-      { ramMb, vcpuCount },
-      {
-        memory: { totalMb: host.ram_total_mb, usedMb: host.ram_used_mb },
-        cpuCores: host.cpu_cores,
-        vcpuOvercommit: this.config.vcpuOvercommit,
-      },
-      this.lifecycle.committed(sidecars, found),
-    );
   }
 
   /** Runs a step that writes in VM_DISK_DIR, turning a full or unwritable folder into a refusal. */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { vmHostConfig } from '../../../../../test/support/configs';
 import { VmFiles } from '../files/vm-files';
-import { CrashFailpoint } from '../life-cycle/crash-failpoint';
+import { CrashFailpoint } from '../failpoints/crash-failpoint';
 import { QemuCopier, headerProblem } from './qemu-copier';
 
 /**

@@ -4,7 +4,7 @@ import { chmod, lstat, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
-import { CrashFailpoint } from '../life-cycle/crash-failpoint';
+import { CrashFailpoint } from '../failpoints/crash-failpoint';
 import { COPY_QMP_SOCKET } from '../qemu/qemu-command-line';
 import { withQmp } from '../qemu/qmp.client';
 import { runTool } from '../qemu/run-tool';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { QmpCommand, qmpServer } from '../../../../../test/support/fake-qmp-server';
 import { vmHostConfig } from '../../../../../test/support/configs';
 import { VmFiles } from '../files/vm-files';
-import { CrashFailpoint } from '../life-cycle/crash-failpoint';
+import { CrashFailpoint } from '../failpoints/crash-failpoint';
 import { withQmp } from '../qemu/qmp.client';
 import { QemuCopier } from './qemu-copier';
 import {

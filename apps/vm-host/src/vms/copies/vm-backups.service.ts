@@ -4,10 +4,10 @@ import { isAbsolute, join, relative } from 'node:path';
 import { Clock } from '@app/daemon';
 import { MAX_BACKUPS_LISTED, VmBackups, VmState, toRfc3339 } from '@app/fleet-domain';
 import { VmHostConfig, VmHostConfigError } from '../../config/vm-host.config';
-import type { VmSidecar } from '../files/vm-files';
+import type { VmSidecar } from '../files/vm-sidecar';
 import { VmFiles } from '../files/vm-files';
 import { VmSidecars } from '../files/vm-sidecars';
-import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmLifeCycles } from '../life-cycle/vm-life-cycles';
 import { VmNotOnNodeError, messageOf } from '../vms.errors';
 import {
   BackupFolder,
@@ -24,6 +24,7 @@ import { CopyLocks } from './copy-locks';
 import { copyBitmapName } from './qmp-copy';
 import { VmCopier } from './vm-copier';
 import { VmBackupRefusedError } from './vm-backups.errors';
+import { createRequestOf, describedVm } from './backup-manifest-vm';
 
 /**
  * A chain grows by one incremental per backup until this many files, or until the UTC day
@@ -58,7 +59,7 @@ export class VmBackupsService {
     private readonly config: VmHostConfig,
     private readonly files: VmFiles,
     private readonly sidecars: VmSidecars,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly copier: VmCopier,
     private readonly clock: Clock,
     private readonly copyLocks: CopyLocks = new CopyLocks(),
@@ -388,26 +389,4 @@ export class VmBackupsService {
     if (!sidecar) throw new VmNotOnNodeError(vmId);
     return sidecar;
   }
-}
-
-/**
- * The VM as the manifest keeps it: its sidecar but what belongs to this node's agent alone (its
- * process, the key its create was made with: the API never shows a key, nor does a backup).
- */
-export function describedVm(sidecar: VmSidecar): Record<string, unknown> {
-  const { driver: _driver, idempotency_key: _key, spawn_deadline: _deadline, ...vm } = sidecar;
-  return vm;
-}
-
-/** The create request (POST /v1/vms) that would make a VM like this one. */
-export function createRequestOf(sidecar: VmSidecar): Record<string, unknown> {
-  const [, ...published] = sidecar.forwards ?? sidecar.host_ports;
-  return {
-    vm_type: sidecar.vm_type,
-    ram_mb: sidecar.ram_alloc_mb,
-    vcpu_count: sidecar.vcpu_count,
-    tenant_id: sidecar.tenant_id,
-    ports: published.map(({ guest_port, protocol }) => ({ guest_port, protocol })),
-    ...(sidecar.disk_gb === undefined ? {} : { disk_gb: sidecar.disk_gb }),
-  };
 }

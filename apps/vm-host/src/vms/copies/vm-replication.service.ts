@@ -14,15 +14,17 @@ import {
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { HostMetrics } from '../../metrics/host-metrics.service';
-import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, VmFiles, VmSidecar } from '../files/vm-files';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
+import { VmSidecar } from '../files/vm-sidecar';
 import { VmSidecars } from '../files/vm-sidecars';
-import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmLifeCycles } from '../life-cycle/vm-life-cycles';
 import { VmNotOnNodeError, messageOf } from '../vms.errors';
 import { CopyLocks } from './copy-locks';
 import { PeerCallError, PeerTarget, PeerTransport, Throttle } from './peer-transport';
+import { CopyThrottle } from './copy-throttle';
 import { replicaBitmapName } from './qmp-copy';
 import { VmCopier } from './vm-copier';
-import { createRequestOf, describedVm } from './vm-backups.service';
+import { createRequestOf, describedVm } from './backup-manifest-vm';
 
 const PLAN_FILE = 'copy-plan.json';
 const STATE_FILE = 'state.json';
@@ -75,15 +77,18 @@ export class VmReplicationService {
     private readonly config: VmHostConfig,
     private readonly files: VmFiles,
     private readonly sidecars: VmSidecars,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly copier: VmCopier,
     private readonly copyLocks: CopyLocks,
     private readonly clock: Clock,
     private readonly metrics: HostMetrics,
     /** Tests only: the peers answered in process. */
     @Optional() transport?: PeerTransport,
+    /** The node's copy throttle, shared with the copies it serves and pulls. */
+    @Optional() throttle?: CopyThrottle,
   ) {
-    this.transport = transport ?? new PeerTransport(new Throttle(config.copyMaxMbps * 1_000_000));
+    this.transport =
+      transport ?? new PeerTransport(throttle ?? new Throttle(config.copyMaxMbps * 1_000_000));
   }
 
   /** The controller's plan for the VM, kept privately beside its files (an agent restart keeps copying). */

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { join } from 'node:path';
 import { validateInput } from '@app/daemon';
 import {
@@ -15,6 +15,8 @@ import { VmHostConfig } from '../../config/vm-host.config';
 import { VmAdmissionService } from '../admission/vm-admission.service';
 import { BackupFolder, Chain, fileDigest } from './backup-folder';
 import { VmCopier } from './vm-copier';
+import { ReplicaGrantFloor } from './replica-grant-floor';
+import { ReplicaPuller } from './replica-pull';
 import { RestoreSourceError } from './vm-restores.errors';
 import { messageOf } from '../vms.errors';
 
@@ -41,6 +43,8 @@ export class VmRestoresService {
     config: VmHostConfig,
     private readonly admission: VmAdmissionService,
     private readonly copier: VmCopier,
+    /** Absent (a unit test's service): no pull from another node. */
+    @Optional() private readonly puller?: ReplicaPuller,
   ) {
     this.replicas = new BackupFolder(join(config.diskDir, 'replicas'));
     if (config.backupDir) this.backups = new BackupFolder(config.backupDir);
@@ -62,6 +66,7 @@ export class VmRestoresService {
 
   /** The VM made from the point the request names, started; see VmAdmissionService.restore. */
   async restore(request: AgentRestoreRequest): Promise<AgentRestoredVm> {
+    if (request.source.pull) return this.restorePulled(request);
     const chosen = await this.choose(request);
     const { chain, index, point } = chosen;
     const from = `${point.source} ${point.backup_id} of vm ${chain.manifest.vm_id} (taken ${point.taken_at})`;
@@ -72,7 +77,44 @@ export class VmRestoresService {
         await this.copier.convert(join(chain.dir, chain.manifest.files[index].file), target);
       },
     });
+    // Restored (moved, not as a new VM) from this copy: a copy grant issued before now writes
+    // nothing more over it.
+    if (point.source === 'replica' && request.vm_id === chain.manifest.vm_id) {
+      await new ReplicaGrantFloor(this.replicas).restored(chain.manifest.vm_id, Date.now());
+    }
     return { vm: outcome.vm, point };
+  }
+
+  /**
+   * From a copy another node holds (source.pull): pulled into a private staging folder and
+   * checked (ReplicaPuller) once admitted, converted into the VM's disk, the staging removed.
+   */
+  private async restorePulled(request: AgentRestoreRequest): Promise<AgentRestoredVm> {
+    const { pull, replica, backup_id: backupId } = request.source;
+    const sourceVm = request.source.vm_id ?? request.vm_id;
+    const [ssh] = request.ports;
+    if (ssh?.guest_port !== SSH_GUEST_PORT || ssh.protocol !== 'tcp') {
+      throw new RestoreSourceError('ports: the first must be SSH (guest_port 22, tcp)', 400);
+    }
+    if (replica !== true || backupId !== undefined || !pull) {
+      throw new RestoreSourceError('source.pull: goes with replica (true) and no backup_id', 400);
+    }
+    if (!this.puller) throw new RestoreSourceError('source.pull: not taken by this node');
+    const puller = this.puller;
+    let point: RestorePoint | undefined;
+    const outcome = await this.admission.restore(request, {
+      from: `replica ${pull.backup_id} of vm ${sourceVm} on node ${pull.node_id}`,
+      make: async (target) => {
+        const pulled = await puller.pull(sourceVm, pull);
+        try {
+          await this.copier.convert(pulled.top, target);
+          point = pulled.point;
+        } finally {
+          await puller.remove(pulled.dir);
+        }
+      },
+    });
+    return { vm: outcome.vm, point: point! };
   }
 
   private async choose(request: AgentRestoreRequest): Promise<FoundPoint> {

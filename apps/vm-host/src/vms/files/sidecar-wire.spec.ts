@@ -1,6 +1,6 @@
 import { vmSidecar } from '../../../../../test/factories/vm-sidecar.factory';
 import { wireRefusals } from './sidecar-wire';
-import type { VmSidecar } from './vm-files';
+import type { VmSidecar } from './vm-sidecar';
 
 const VALID: VmSidecar = vmSidecar({
   vm_id: 'vm-00000000000000dd',

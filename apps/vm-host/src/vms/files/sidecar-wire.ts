@@ -1,7 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { VmRecord, VmState } from '@app/fleet-domain';
-import type { VmSidecar } from './vm-files';
+import type { VmSidecar } from './vm-sidecar';
 
 /** The fields of a VM's record (VmRecord) that a heartbeat takes from its sidecar. */
 export const RECORD_FIELDS = [

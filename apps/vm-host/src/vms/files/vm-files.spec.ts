@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { ID_PATTERN } from '@app/fleet-domain';
 import { vmSidecar } from '../../../../../test/factories/vm-sidecar.factory';
 import { vmHostConfig } from '../../../../../test/support/configs';
-import { VmFiles, VmSidecar } from './vm-files';
+import { VmFiles } from './vm-files';
+import { VmSidecar } from './vm-sidecar';
 import { SidecarUnreadableError } from '../vms.errors';
 
 describe('VmFiles', () => {

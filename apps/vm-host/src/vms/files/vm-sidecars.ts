@@ -1,7 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DesiredVmState, toRfc3339 } from '@app/fleet-domain';
 import { DriverRecord, FoundVm, VmDriver } from '../vm-driver';
-import { VmFiles, VmSidecar } from './vm-files';
+import { VmFiles } from './vm-files';
+import { VmSidecar } from './vm-sidecar';
 import { SidecarUnreadableError } from '../vms.errors';
 import { LEAST_RECORD, RECORD_FIELDS, RecordField, wireRefusals } from './sidecar-wire';
 

@@ -6,7 +6,7 @@ import {
   VmState,
 } from '@app/fleet-domain';
 import { VmRunState, VmSpec } from '../vm-driver';
-import { VmSidecar } from '../files/vm-files';
+import { VmSidecar } from '../files/vm-sidecar';
 
 /** A VM's state from what its driver sees of its process. */
 export const RUN_STATES: Record<VmRunState, VmState> = {

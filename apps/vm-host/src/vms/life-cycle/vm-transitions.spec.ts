@@ -16,6 +16,8 @@ const OPERATIONS: VmMoveOperation[] = [
   'crash',
   'reconcile',
   'delete',
+  'fence',
+  'unfence',
   'settle',
 ];
 
@@ -62,13 +64,28 @@ describe('the VM life cycle table', () => {
     expect(nextPhase('vm-1', VmPhase.Deleting, 'start')).toBe(VmPhase.Deleting);
   });
 
-  it('settles every phase but idle, back to idle; reconciliation and crashes move idle VMs alone', () => {
+  it('settles every phase but idle and fenced, back to idle; reconciliation and crashes move idle VMs alone', () => {
     for (const phase of Object.values(VmPhase)) {
-      expect(mayMove(phase, 'settle')).toBe(phase !== VmPhase.Idle);
-      if (phase !== VmPhase.Idle) expect(nextPhase('vm-1', phase, 'settle')).toBe(VmPhase.Idle);
+      const settles = phase !== VmPhase.Idle && phase !== VmPhase.Fenced;
+      expect(mayMove(phase, 'settle')).toBe(settles);
+      if (settles) expect(nextPhase('vm-1', phase, 'settle')).toBe(VmPhase.Idle);
       expect(mayMove(phase, 'reconcile')).toBe(phase === VmPhase.Idle);
       expect(mayMove(phase, 'crash')).toBe(phase === VmPhase.Idle);
     }
+  });
+
+  it('fences idle VMs alone, and holds a fenced VM until unfenced or deleted', () => {
+    for (const phase of Object.values(VmPhase)) {
+      expect(mayMove(phase, 'fence')).toBe(phase === VmPhase.Idle);
+    }
+    expect(nextPhase('vm-1', VmPhase.Idle, 'fence')).toBe(VmPhase.Fenced);
+    for (const operation of ['start', 'stop', 'restart', 'reconcile', 'crash', 'settle'] as const) {
+      expect(() => nextPhase('vm-1', VmPhase.Fenced, operation)).toThrow(
+        `vm vm-1: cannot ${operation} while fenced`,
+      );
+    }
+    expect(nextPhase('vm-1', VmPhase.Fenced, 'unfence')).toBe(VmPhase.Idle);
+    expect(nextPhase('vm-1', VmPhase.Fenced, 'delete')).toBe(VmPhase.Deleting);
   });
 
   it('has a row for every phase and names only known operations', () => {

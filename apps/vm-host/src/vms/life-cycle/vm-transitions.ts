@@ -2,13 +2,13 @@ import { VmOperation } from '@app/fleet-domain';
 
 /**
  * The agent's VM life cycle as one table: the work this process is doing on a VM (its phase)
- * and the phase each operation may move it to. Pure: no clock, no I/O. `VmLifecycle` keeps
+ * and the phase each operation may move it to. Pure: no clock, no I/O. `VmLifeCycles` keeps
  * each VM's phase and asks `nextPhase` before every move, so a move the table has no row for
  * is refused in one place, with the VM, the phase and the operation named.
  *
  * The phase is this process's work, not what the guest does: `idle` VMs are whatever the
  * driver sees (Running, Stopped, Error). The operator-visible state is derived from both
- * (`VmLifecycle.stateOf`): admitting, provisioning and starting are listed Provisioning.
+ * (`VmLifeCycles.stateOf`): admitting, provisioning and starting are listed Provisioning.
  */
 export enum VmPhase {
   /** No work on the VM here: it is what its driver and sidecar say. */
@@ -25,6 +25,11 @@ export enum VmPhase {
   Restarting = 'restarting',
   /** Its delete under way: process stopped, files removed, disk retired. */
   Deleting = 'deleting',
+  /**
+   * Its node's lease ran out (etcd mode, `fencing/`): its process ended hard, its disk kept,
+   * not started again until a heartbeat renews the lease without superseding it.
+   */
+  Fenced = 'fenced',
 }
 
 /** What moves a VM from one phase to another. */
@@ -37,6 +42,10 @@ export type VmMoveOperation =
   | 'crash'
   | 'reconcile'
   | 'delete'
+  /** The node's lease ran out: the VM is ended and held. */
+  | 'fence'
+  /** The lease was renewed: the VM is the reconciliation's to start again. */
+  | 'unfence'
   /** The work of the phase ended (well or not): back to idle. */
   | 'settle';
 
@@ -52,7 +61,10 @@ export type VmMoveOperation =
  * - stop and restart from idle only: an operator's action on a VM with work under way is a 409.
  * - crash and reconcile from idle only: reconciliation leaves a VM with work under way to it.
  * - delete from every phase but deleting (one delete at a time, under the VM's lock).
- * - settle from every phase but idle.
+ * - settle from every phase but idle and fenced.
+ * - fence from idle only: work under way (a start, a stop) ends first, the watchdog tries again
+ *   each second; fenced is left by unfence (the lease renewed) or delete alone, so nothing else
+ *   (reconciliation, an operator's start) runs the VM meanwhile.
  */
 export const VM_TRANSITIONS: Readonly<
   Record<VmPhase, Readonly<Partial<Record<VmMoveOperation, VmPhase>>>>
@@ -66,6 +78,7 @@ export const VM_TRANSITIONS: Readonly<
     crash: VmPhase.Idle,
     reconcile: VmPhase.Idle,
     delete: VmPhase.Deleting,
+    fence: VmPhase.Fenced,
   },
   [VmPhase.Admitting]: {
     provision: VmPhase.Provisioning,
@@ -81,6 +94,7 @@ export const VM_TRANSITIONS: Readonly<
     settle: VmPhase.Idle,
   },
   [VmPhase.Deleting]: { start: VmPhase.Deleting, settle: VmPhase.Idle },
+  [VmPhase.Fenced]: { unfence: VmPhase.Idle, delete: VmPhase.Deleting },
 };
 
 /** A move the table refuses: names the VM, its phase and the operation. */
@@ -120,7 +134,7 @@ export interface VmMove {
  * every move after the table allowed it and the phase changed. Bound as a list under
  * `VM_TRANSITION_HOOKS`; a hook that throws is logged and does not undo the move. The agent's
  * own per-VM memories (restart policy, blocked ports, disk-full pauses) are its first hook
- * (`VmLifecycle`); copies and fencing add theirs.
+ * (`VmLifeCycles`); copies and fencing add theirs.
  */
 export interface VmTransitionHook {
   /** Names the hook in the log when it fails. */
@@ -140,6 +154,7 @@ export const PHASE_OPERATION: Readonly<Record<VmPhase, VmOperation | null>> = {
   [VmPhase.Stopping]: VmOperation.Stopping,
   [VmPhase.Restarting]: VmOperation.Restarting,
   [VmPhase.Deleting]: null,
+  [VmPhase.Fenced]: null,
 };
 
 /** The move an operator's operation makes. */

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { vmHostConfig } from '../../../../../test/support/configs';
-import { GuestIsolation, GuestIsolationMode } from './guest-isolation';
+import { GuestIsolation, GuestIsolationMode, runWithInput } from './guest-isolation';
 
 describe('GuestIsolation', () => {
   let folder: string;
@@ -51,5 +51,11 @@ describe('GuestIsolation', () => {
     expect(new GuestIsolation(config).refusedPorts().sort((a, b) => a - b)).toEqual([
       2379, 2380, 6379, 9101, 9203, 9204, 9206, 9207, 9300,
     ]);
+  });
+
+  it('judges a program that exits without reading its input by its exit status, never by the broken pipe', async () => {
+    const input = 'x'.repeat(8 << 20);
+    await expect(runWithInput('true', [], input)).resolves.toBeUndefined();
+    await expect(runWithInput('false', [], input)).rejects.toThrow('false failed');
   });
 });

@@ -33,12 +33,16 @@ export interface GuestCommand {
   args: string[];
 }
 
-function run(command: string, args: string[], input?: string): Promise<void> {
+/** Runs `command` with `input` on its stdin; its exit status and stderr say whether it worked. */
+export function runWithInput(command: string, args: string[], input?: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = execFile(command, args, { timeout: 10_000 }, (error, _stdout, stderr) => {
       if (error) reject(new Error(`${command} failed: ${stderr.trim() || error.message}`));
       else resolve();
     });
+    // A program that exits before reading its input (EPIPE) is judged by its exit status above,
+    // never by an unhandled stream error, which would end the agent.
+    child.stdin?.on('error', () => undefined);
     child.stdin?.end(input ?? '');
   });
 }
@@ -205,7 +209,11 @@ export class GuestIsolation implements OnApplicationBootstrap, OnModuleDestroy {
     const nft = cgroup && nftCgroupOf(cgroup.mount, dir);
     if (!nft) throw new Error(`cgroup v2 is mounted at ${cgroup?.mount}, not under ${CGROUP_FS}`);
     await mkdir(dir, { recursive: true });
-    await run(NFT, ['-f', '-'], guestFirewallRules(this.table(), nft, this.refusedPorts()));
+    await runWithInput(
+      NFT,
+      ['-f', '-'],
+      guestFirewallRules(this.table(), nft, this.refusedPorts()),
+    );
   }
 
   private table(): string {
@@ -228,7 +236,7 @@ export class GuestIsolation implements OnApplicationBootstrap, OnModuleDestroy {
       );
       return;
     }
-    await run(NFT, ['delete', 'table', 'inet', this.table()]).catch(() => undefined);
+    await runWithInput(NFT, ['delete', 'table', 'inet', this.table()]).catch(() => undefined);
     await rmdir(cgroupDir).catch(() => undefined);
   }
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { vmHostConfig } from '../../../../../test/support/configs';
 import { HostFactsPaths, HostFactsService } from '../../host-facts/host-facts.service';
 import { HostProcess, ProcessTable } from '../../host-facts/process-table';
-import { CrashFailpoint } from '../life-cycle/crash-failpoint';
+import { CrashFailpoint } from '../failpoints/crash-failpoint';
 import { VmFiles } from '../files/vm-files';
 import { VmCreateError, VmCreationUnavailableError, VmPortTakenError } from '../vms.errors';
 import { AddressInfo, Server, createServer } from 'node:net';
@@ -16,7 +16,8 @@ import { KvmStarts } from './kvm-starts';
 import { qemuArgs } from './qemu-command-line';
 import { SOCKET_PORT_PROBE } from '../ports/port-probe';
 import * as tools from './run-tool';
-import { QemuDriver, SERIAL_LOG_MAX_BYTES } from './qemu.driver';
+import { QemuDriver } from './qemu.driver';
+import { SERIAL_LOG_MAX_BYTES } from './qemu-record';
 import { MAX_CONSOLE_BYTES } from '@app/fleet-domain';
 
 /** QEMU started as it is, in no cgroup: a unit test sets up no firewall. */

@@ -1,16 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { chmod, open, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  HYPERVISOR_OVERHEAD_MB,
-  MAX_CONSOLE_BYTES,
-  TCG_OVERHEAD_MB,
-  type HostPort,
-} from '@app/fleet-domain';
+import { HYPERVISOR_OVERHEAD_MB, TCG_OVERHEAD_MB, type HostPort } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { HostFactsService } from '../../host-facts/host-facts.service';
 import { ProcessTable } from '../../host-facts/process-table';
-import { CrashFailpoint } from '../life-cycle/crash-failpoint';
+import { CrashFailpoint } from '../failpoints/crash-failpoint';
 import {
   DriverRecord,
   FoundVm,
@@ -20,91 +15,47 @@ import {
   VmRunState,
   VmSpec,
 } from '../vm-driver';
-import { PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
+import { VmFiles } from '../files/vm-files';
 import {
   VmCreateError,
   VmCreationUnavailableError,
   VmPortTakenError,
-  VmStillRunningError,
   messageOf,
 } from '../vms.errors';
-import { SOCKET_PORT_PROBE, firstTakenPort } from '../ports/port-probe';
+import { firstTakenPort } from '../ports/port-probe';
 import { makeSeedIso } from './cloud-init';
 import { BROKEN_RUN_STATES, KvmStarts } from './kvm-starts';
-import {
-  COPY_QMP_SOCKET,
-  SERIAL_SOCKET,
-  QemuAccel,
-  KvmCpuModel,
-  QemuLaunch,
-  SSH_GUEST_PORT,
-  accelOf,
-  forwardedPorts,
-  optionOf,
-  qemuArgs,
-  ramMbOf,
-  vcpuCountOf,
-} from './qemu-command-line';
+import { COPY_QMP_SOCKET, SERIAL_SOCKET, QemuAccel, QemuLaunch } from './qemu-command-line';
 import { GuestIsolation } from '../network/guest-isolation';
 import { QemuImages } from './qemu-images';
 import { QemuProcesses } from './qemu-processes';
 import { QmpStatus, withQmp } from './qmp.client';
 import { runTool } from './run-tool';
+import {
+  AcceleratedRun,
+  LONGEST_VM_ID,
+  MAX_SOCKET_PATH,
+  QemuRecord,
+  qemuRecord,
+  step,
+} from './qemu-record';
+import { capSerialLog } from './serial-log';
+import { launchQemu } from './qemu-launch';
+import { foundQemus } from './qemu-found';
+import {
+  IncomingPin,
+  IncomingLaunch,
+  launchIncoming,
+  runningPinOf,
+  sshForwardOf,
+} from './qemu-incoming';
+import { QemuRunFiles } from './qemu-record';
+import { QMP_TIMEOUT_MS, QemuStopping, killQemu, powerDownQemu, stopQemu } from './qemu-stops';
 
 /** QMP's run state of a VM QEMU paused because a write to its disk failed. */
 const IO_ERROR_STATUS = 'io-error';
 /** See QemuDriver.powerButtonEveryMs. */
 const POWER_BUTTON_EVERY_MS = 5_000;
-const QMP_TIMEOUT_MS = 2_000;
-/** A VM's console log past this is cut to its last part (see capConsoleLog). */
-export const SERIAL_LOG_MAX_BYTES = 8 * 1024 * 1024;
-/** Grace after QMP quit, then again after SIGTERM, before SIGKILL. */
-const STOP_GRACE_MS = 1_500;
-/** How long a SIGKILLed QEMU may take to be gone (a process in uninterruptible I/O). */
-const KILL_GRACE_MS = 5_000;
-/** How long QEMU may take to daemonize. */
-const LAUNCH_TIMEOUT_MS = 60_000;
-/** Longest path a unix socket may have on Linux, less its terminating NUL. */
-const MAX_SOCKET_PATH = 107;
-/** As long as every vm_id VmFiles makes. */
-const LONGEST_VM_ID = 'vm-0123456789abcdef';
-
-/** What QemuDriver keeps in a VM's sidecar. */
-type QemuRecord = {
-  kind: 'qemu';
-  accel: QemuAccel;
-  /** QEMU's pid once it daemonized; QEMU removes its pidfile on exit, so it is kept here too. */
-  pid: number | null;
-};
-
-/** The record as stored; a pid that is not a positive integer, or another driver's, is none. */
-function qemuRecord(record: DriverRecord): QemuRecord {
-  const { pid } = record;
-  const known =
-    record.kind === 'qemu' && typeof pid === 'number' && Number.isInteger(pid) && pid > 0;
-  return { kind: 'qemu', accel: record.accel === 'kvm' ? 'kvm' : 'tcg', pid: known ? pid : null };
-}
-
-/** How a launch ended up running the VM. */
-interface AcceleratedRun {
-  pid: number;
-  accel: QemuAccel;
-  cpuModel?: KvmCpuModel;
-  /** When KVM failed and TCG runs it instead: what failed, for the sidecar. */
-  accelFallback?: string;
-}
-
-/** Runs one create step, so a failure says which step it was. */
-async function step<T>(name: string, work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    if (error instanceof VmCreateError) throw error;
-    throw new VmCreateError(name, error instanceof Error ? error.message : String(error), {
-      cause: error,
-    });
-  }
-}
 
 /** Starts, watches and stops QEMU virtual machines in VM_DISK_DIR. */
 @Injectable()
@@ -112,6 +63,7 @@ export class QemuDriver extends VmDriver {
   private readonly logger = new Logger('QemuDriver');
   private readonly images: QemuImages;
   private readonly qemus: QemuProcesses;
+  private readonly paths: QemuRunFiles;
   /** This process's memory of KVM: the CPU model that starts here, whether it ran a guest. */
   private readonly kvm = new KvmStarts();
   /** VMs whose QEMU is being stopped after KVM stopped their guest (see inspect). */
@@ -126,34 +78,14 @@ export class QemuDriver extends VmDriver {
     private readonly guestNetwork: GuestIsolation,
   ) {
     super();
+    this.paths = new QemuRunFiles(files);
     this.images = new QemuImages(config.baseImage, files);
-    this.qemus = new QemuProcesses(processes, (vmId) => this.pidFile(vmId));
+    this.qemus = new QemuProcesses(processes, (vmId) => this.paths.pidFile(vmId));
   }
 
-  /** QEMU's files of a VM, all in its run folder. */
-  private qmpSocket(vmId: string): string {
-    return join(this.files.runDir(vmId), 'qmp.sock');
-  }
-
-  private pidFile(vmId: string): string {
-    return join(this.files.runDir(vmId), 'qemu.pid');
-  }
-
-  private seedIso(vmId: string): string {
-    return join(this.files.runDir(vmId), 'seed.iso');
-  }
-
-  private serialLog(vmId: string): string {
-    return join(this.files.runDir(vmId), 'serial.log');
-  }
-
-  /** The serial log of the boot before the current one, kept for a look after a crash. */
-  private previousSerialLog(vmId: string): string {
-    return join(this.files.runDir(vmId), 'serial.previous.log');
-  }
-
+  /** The VM's serial console log (QEMU appends to it; see capConsoleLog). */
   consoleLog(vmId: string): string {
-    return this.serialLog(vmId);
+    return this.paths.serialLog(vmId);
   }
 
   override consoleSocket(vmId: string): string {
@@ -165,24 +97,7 @@ export class QemuDriver extends VmDriver {
    * it, so its next line lands after them); a follower of the console sees it start over.
    */
   async capConsoleLog(vmId: string): Promise<void> {
-    const log = this.serialLog(vmId);
-    const size = await stat(log).then(
-      (found) => found.size,
-      () => 0,
-    );
-    if (size <= SERIAL_LOG_MAX_BYTES) return;
-    const handle = await open(log, 'r+');
-    try {
-      const tail = Buffer.alloc(MAX_CONSOLE_BYTES);
-      const { bytesRead } = await handle.read(tail, 0, tail.length, size - tail.length);
-      await handle.truncate(0);
-      await handle.write(tail.subarray(0, bytesRead), 0, bytesRead, 0);
-    } finally {
-      await handle.close();
-    }
-    this.logger.warn(
-      `vm ${vmId}: console log cut from ${size} bytes to its last ${MAX_CONSOLE_BYTES} bytes`,
-    );
+    await capSerialLog(this.paths.serialLog(vmId), vmId, this.logger);
   }
 
   /** Under TCG, QEMU's translation cache too (bounded by qemuArgs to TCG_TRANSLATION_CACHE_MB). */
@@ -192,7 +107,7 @@ export class QemuDriver extends VmDriver {
 
   checkDiskDir(): void {
     const longest = join(this.files.runDir(LONGEST_VM_ID), COPY_QMP_SOCKET);
-    if (Math.max(longest.length, this.qmpSocket(LONGEST_VM_ID).length) > MAX_SOCKET_PATH) {
+    if (Math.max(longest.length, this.paths.qmpSocket(LONGEST_VM_ID).length) > MAX_SOCKET_PATH) {
       throw new Error(`too long: QMP socket paths under it would exceed ${MAX_SOCKET_PATH} bytes`);
     }
   }
@@ -255,7 +170,7 @@ export class QemuDriver extends VmDriver {
         vmType: spec.vmType,
         sshPubkey: this.config.sshPubkey,
         workDir: this.files.runDir(vmId),
-        iso: this.seedIso(vmId),
+        iso: this.paths.seedIso(vmId),
       }),
     );
     this.failpoint.reached('after-seed', vmId);
@@ -272,7 +187,9 @@ export class QemuDriver extends VmDriver {
     keepPorts: readonly HostPort[] = [],
   ): Promise<StartedVm> {
     const { vmId } = spec;
-    const forwards = spec.forwards ?? [await this.sshForward(vmId, keepPorts)];
+    const forwards = spec.forwards ?? [
+      await sshForwardOf(this.config.wgIp, this.logger, vmId, keepPorts),
+    ];
     if (spec.forwards) {
       const taken = await firstTakenPort(this.config.wgIp, forwards);
       if (taken) throw new VmPortTakenError(taken, this.config.wgIp);
@@ -284,10 +201,10 @@ export class QemuDriver extends VmDriver {
         vcpuCount: spec.vcpuCount,
         accel: await this.accelNow(),
         disk: this.files.disk(vmId),
-        seedIso: this.seedIso(vmId),
-        qmpSocket: this.qmpSocket(vmId),
-        pidFile: this.pidFile(vmId),
-        serialLog: this.serialLog(vmId),
+        seedIso: this.paths.seedIso(vmId),
+        qmpSocket: this.paths.qmpSocket(vmId),
+        pidFile: this.paths.pidFile(vmId),
+        serialLog: this.paths.serialLog(vmId),
         forwardAddress: this.config.wgIp,
         forwards,
       });
@@ -302,63 +219,20 @@ export class QemuDriver extends VmDriver {
     });
   }
 
-  /**
-   * A VM moved in live (apps/vm-host/src/moves/): QEMU on its files as `start` runs it, but on
-   * the source's machine type, accelerator and CPU model, waiting paused for its migration.
-   */
-  async startIncoming(
-    spec: VmSpec,
-    pin: { machine: string; accel: QemuAccel; cpuModel?: KvmCpuModel },
-  ): Promise<StartedVm> {
-    const { vmId } = spec;
-    const forwards = spec.forwards ?? [];
-    const taken = await firstTakenPort(this.config.wgIp, forwards);
-    if (taken) throw new VmPortTakenError(taken, this.config.wgIp);
-    const pid = await step('QEMU', () =>
-      this.launch({
-        vmId,
-        ramMb: spec.ramMb,
-        vcpuCount: spec.vcpuCount,
-        accel: pin.accel,
-        ...(pin.cpuModel === undefined ? {} : { cpuModel: pin.cpuModel }),
-        machine: pin.machine,
-        incoming: true,
-        disk: this.files.disk(vmId),
-        seedIso: this.seedIso(vmId),
-        qmpSocket: this.qmpSocket(vmId),
-        pidFile: this.pidFile(vmId),
-        serialLog: this.serialLog(vmId),
-        forwardAddress: this.config.wgIp,
-        forwards,
-      }),
-    );
-    const record: QemuRecord = { kind: 'qemu', accel: pin.accel, pid };
-    return { record, hostPorts: [...forwards], summary: `QEMU pid ${pid}, ${pin.accel}, incoming` };
+  /** A VM moved in live, waiting paused for its migration (qemu-incoming.ts). */
+  startIncoming(spec: VmSpec, pin: IncomingPin): Promise<StartedVm> {
+    const launching: IncomingLaunch = {
+      wgIp: this.config.wgIp,
+      files: this.files,
+      paths: this.paths,
+      launch: (launch) => this.launch(launch),
+    };
+    return launchIncoming(launching, spec, pin);
   }
 
-  /** The accelerator and CPU model a VM's QEMU runs with, from its command line; none: gone. */
-  async runningPin(vmId: string): Promise<{ accel: QemuAccel; cpu: string } | undefined> {
-    const [first] = (await this.qemus.of([vmId])).get(vmId) ?? [];
-    if (!first) return undefined;
-    // Under TCG qemuArgs names no CPU: QEMU's default for x86_64, qemu64.
-    return { accel: accelOf(first.args), cpu: optionOf(first.args, '-cpu') ?? 'qemu64' };
-  }
-
-  /** A VM admitted before published ports: SSH from the port it had when still free, else a new one. */
-  private async sshForward(vmId: string, keepPorts: readonly HostPort[]): Promise<HostPort> {
-    const kept = keepPorts.find(
-      (port) => port.guest_port === SSH_GUEST_PORT && port.protocol === 'tcp',
-    )?.host_port;
-    const wgIp = this.config.wgIp;
-    const sshPort = await step('QEMU', async () =>
-      kept !== undefined && (await SOCKET_PORT_PROBE.isFree(wgIp, kept, 'tcp'))
-        ? kept
-        : SOCKET_PORT_PROBE.anyFree(wgIp, 'tcp'),
-    );
-    if (kept !== undefined && kept !== sshPort) {
-      this.logger.warn(`vm ${vmId}: host port ${kept} is taken now; ssh forwarded from ${sshPort}`);
-    }
-    return { host_port: sshPort, guest_port: SSH_GUEST_PORT, protocol: 'tcp' };
+  /** The accelerator and CPU model a VM's QEMU runs with; none: gone. */
+  runningPin(vmId: string): Promise<{ accel: QemuAccel; cpu: string } | undefined> {
+    return runningPinOf(this.qemus, vmId);
   }
 
   /** QEMU's own view over QMP, once its pid is known to be this VM's live QEMU. */
@@ -383,7 +257,7 @@ export class QemuDriver extends VmDriver {
 
   /** QMP cont: QEMU tries the failed write again, and pauses again if it fails again. */
   async resume(vmId: string): Promise<void> {
-    await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) => qmp.execute('cont'));
+    await withQmp(this.paths.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) => qmp.execute('cont'));
   }
 
   /**
@@ -408,66 +282,20 @@ export class QemuDriver extends VmDriver {
 
   /** QEMU processes whose command line names one of these VMs and its pidfile under VM_DISK_DIR. */
   async find(vmIds: readonly string[]): Promise<Map<string, FoundVm>> {
-    const found = new Map<string, FoundVm>();
-    for (const [vmId, processes] of await this.qemus.of(vmIds)) {
-      const [first] = processes;
-      await this.guestNetwork.enclose(
-        vmId,
-        processes.map(({ pid }) => pid),
-      );
-      const accel = accelOf(first.args);
-      const record: QemuRecord = { kind: 'qemu', accel, pid: first.pid };
-      found.set(vmId, {
-        record,
-        hostPorts: forwardedPorts(first.args),
-        rssMb: await this.qemus.residentMb(processes),
-        ramMb: ramMbOf(first.args),
-        vcpuCount: vcpuCountOf(first.args),
-        summary: `QEMU pid ${processes.map(({ pid }) => pid).join(', ')}, ${accel}`,
-      });
-    }
-    return found;
+    return foundQemus(this.qemus, this.guestNetwork, vmIds);
   }
 
   /**
    * QMP quit, then SIGTERM, then SIGKILL, each after a short grace, to the record's pid and to
-   * every QEMU found by the VM's name (one started by an agent killed before it wrote the pid).
+   * every QEMU found by the VM's name (see stopQemu).
    */
   async stop(vmId: string, record: DriverRecord): Promise<void> {
-    const pids = new Set<number>();
-    const { pid } = qemuRecord(record);
-    if (pid !== null && (await this.qemus.isAlive(pid, vmId))) pids.add(pid);
-    for (const found of (await this.qemus.of([vmId])).get(vmId) ?? []) {
-      if (!pids.has(found.pid)) {
-        this.logger.warn(`vm ${vmId}: stopping QEMU pid ${found.pid}, found by name`);
-        pids.add(found.pid);
-      }
-    }
-    if (pids.size === 0) return;
-    let asked = false;
-    try {
-      await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, (qmp) => {
-        asked = true;
-        return qmp.execute('quit');
-      });
-    } catch {
-      // QEMU may close the socket as it quits; the wait below tells. No socket: no grace.
-    }
-    let alive = asked ? await this.qemus.survivors([...pids], vmId, STOP_GRACE_MS) : [...pids];
-    if (alive.length === 0) return;
-    for (const survivor of alive) this.qemus.signal(survivor, 'SIGTERM');
-    alive = await this.qemus.survivors(alive, vmId, STOP_GRACE_MS);
-    if (alive.length === 0) return;
-    this.logger.warn(
-      `vm ${vmId}: QEMU pid ${alive.join(', ')} ignored quit and SIGTERM; killing it`,
-    );
-    for (const survivor of alive) this.qemus.signal(survivor, 'SIGKILL');
-    alive = await this.qemus.survivors(alive, vmId, KILL_GRACE_MS);
-    if (alive.length > 0) {
-      throw new VmStillRunningError(
-        `vm ${vmId}: QEMU pid ${alive.join(', ')} still runs after quit, SIGTERM and SIGKILL; the VM is kept`,
-      );
-    }
+    await stopQemu(this.stopping(vmId), qemuRecord(record).pid);
+  }
+
+  /** SIGKILL at once to the record's QEMU and every one found by the VM's name (fencing). */
+  override async kill(vmId: string, record: DriverRecord): Promise<void> {
+    await killQemu({ vmId, qemus: this.qemus }, qemuRecord(record).pid);
   }
 
   /**
@@ -477,33 +305,18 @@ export class QemuDriver extends VmDriver {
    */
   powerButtonEveryMs = POWER_BUTTON_EVERY_MS;
 
-  /**
-   * Asks the guest to power down over QMP (system_powerdown: the ACPI power button), again every
-   * powerButtonEveryMs, and waits up to `withinMs` for its QEMU to end, which it does once the
-   * guest has shut down.
-   */
+  /** ACPI power-down, pressed again every powerButtonEveryMs, up to `withinMs` (see powerDownQemu). */
   async powerDown(vmId: string, record: DriverRecord, withinMs: number): Promise<boolean> {
-    const { pid } = qemuRecord(record);
-    if (pid === null || !(await this.qemus.isAlive(pid, vmId))) return true;
-    const deadline = Date.now() + withinMs;
-    let pressed = false;
-    let refusal = '';
-    for (;;) {
-      try {
-        // Never past the deadline waiting on QMP either.
-        const qmpMs = Math.max(1, Math.min(QMP_TIMEOUT_MS, deadline - Date.now()));
-        await withQmp(this.qmpSocket(vmId), qmpMs, (qmp) => qmp.execute('system_powerdown'));
-        pressed = true;
-      } catch (error) {
-        // QMP busy, or QEMU ending: the wait below tells, and the next press tries again.
-        refusal = error instanceof Error ? error.message : String(error);
-      }
-      const waitMs = Math.max(0, Math.min(this.powerButtonEveryMs, deadline - Date.now()));
-      if ((await this.qemus.survivors([pid], vmId, waitMs)).length === 0) return true;
-      if (Date.now() >= deadline) break;
-    }
-    if (!pressed) this.logger.warn(`vm ${vmId}: ACPI power-down could not be asked: ${refusal}`);
-    return false;
+    return powerDownQemu(
+      this.stopping(vmId),
+      qemuRecord(record).pid,
+      withinMs,
+      this.powerButtonEveryMs,
+    );
+  }
+
+  private stopping(vmId: string): QemuStopping {
+    return { vmId, qemus: this.qemus, logger: this.logger, qmpSocket: this.paths.qmpSocket(vmId) };
   }
 
   /**
@@ -511,45 +324,21 @@ export class QemuDriver extends VmDriver {
    * QEMU's prelaunch state, where its guest never runs until told).
    */
   async reset(vmId: string): Promise<void> {
-    await withQmp(this.qmpSocket(vmId), QMP_TIMEOUT_MS, async (qmp) => {
+    await withQmp(this.paths.qmpSocket(vmId), QMP_TIMEOUT_MS, async (qmp) => {
       await qmp.execute('system_reset');
       const status = (await qmp.execute('query-status')) as QmpStatus;
       if (!status.running) await qmp.execute('cont');
     });
   }
 
-  /**
-   * Starts QEMU daemonized; resolves with its pid once it runs in the background. `-daemonize`
-   * sets QEMU's umask to 027, so what it creates would be readable by the group: the serial log
-   * is made 0600 before (QEMU opens it as it is), the QMP socket made 0600 once it exists (in a
-   * 0700 folder meanwhile).
-   */
-  private async launch(launch: QemuLaunch): Promise<number> {
-    await rename(launch.serialLog, this.previousSerialLog(launch.vmId)).catch(() => undefined);
-    await writeFile(launch.serialLog, '', { mode: PRIVATE_FILE_MODE });
-    await chmod(launch.serialLog, PRIVATE_FILE_MODE);
-    // In the guests' cgroup, whose sockets (the guest's user network) the node's firewall knows.
-    const { command, args } = await this.guestNetwork.guestCommand(
-      'qemu-system-x86_64',
-      qemuArgs(launch),
-    );
-    await runTool(command, args, LAUNCH_TIMEOUT_MS, 'qemu-system-x86_64');
-    this.failpoint.reached('after-launch-before-pid-written', launch.vmId);
-    const pid = Number((await readFile(launch.pidFile, 'utf8')).trim());
-    if (!Number.isInteger(pid) || pid <= 0) throw new Error(`unreadable pidfile ${launch.pidFile}`);
-    // The copies' and the serial port's sockets too, quietly: the run folder is 0700 anyway.
-    for (const socket of [COPY_QMP_SOCKET, SERIAL_SOCKET]) {
-      await chmod(join(this.files.runDir(launch.vmId), socket), PRIVATE_FILE_MODE).catch(
-        () => undefined,
-      );
-    }
-    await chmod(launch.qmpSocket, PRIVATE_FILE_MODE).catch((error: unknown) => {
-      // QEMU runs: not a reason to fail the VM; the run folder is 0700 anyway.
-      this.logger.warn(
-        `vm ${launch.vmId}: could not make its QMP socket private: ${error instanceof Error ? error.message : String(error)}`,
-      );
+  private launch(launch: QemuLaunch): Promise<number> {
+    return launchQemu(launch, {
+      previousSerialLog: this.paths.previousSerialLog(launch.vmId),
+      runDir: this.files.runDir(launch.vmId),
+      guestNetwork: this.guestNetwork,
+      failpoint: this.failpoint,
+      logger: this.logger,
     });
-    return pid;
   }
 
   /**
@@ -580,7 +369,7 @@ export class QemuDriver extends VmDriver {
 
   private async status(vmId: string): Promise<QmpStatus> {
     return withQmp(
-      this.qmpSocket(vmId),
+      this.paths.qmpSocket(vmId),
       QMP_TIMEOUT_MS,
       async (qmp) => (await qmp.execute('query-status')) as QmpStatus,
     );

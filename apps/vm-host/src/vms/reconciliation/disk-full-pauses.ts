@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { VmDiskRoom } from '../admission/vm-disk-room';
-import { VmSidecar } from '../files/vm-files';
-import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmSidecar } from '../files/vm-sidecar';
+import { VmLifeCycles } from '../life-cycle/vm-life-cycles';
 import { VmDriver } from '../vm-driver';
 import { messageOf } from '../vms.errors';
 
@@ -17,7 +17,7 @@ export class DiskFullPauses {
   private readonly logger = new Logger('Vms');
 
   constructor(
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly driver: VmDriver,
     private readonly diskRoom: VmDiskRoom,
     private readonly config: VmHostConfig,

@@ -9,7 +9,7 @@ import { vmHostConfig } from '../../../../../test/support/configs';
 import type { HostCapacity } from '../../host-facts/host-facts.service';
 import { StartedVm } from '../vm-driver';
 import { VmFiles } from '../files/vm-files';
-import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmLifeCycles } from '../life-cycle/vm-life-cycles';
 import { VmCreateError } from '../vms.errors';
 import { VmsService } from '../vms.service';
 
@@ -34,7 +34,7 @@ describe('VmReconciliationService', () => {
   let driver: FakeVmDriver;
   let clock: FakeClock;
   let vms: VmsService;
-  let lifecycle: VmLifecycle;
+  let lifecycle: VmLifeCycles;
   let logs: string[];
 
   beforeEach(async () => {

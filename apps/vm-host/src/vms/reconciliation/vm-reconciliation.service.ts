@@ -1,9 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import { DesiredVmState, restartDelayMs, toRfc3339 } from '@app/fleet-domain';
-import { VmLifecycle } from '../life-cycle/vm-lifecycle';
+import { VmLifeCycles } from '../life-cycle/vm-life-cycles';
 import { DriverRecord, FoundVm, VmDriver } from '../vm-driver';
-import { VmFiles, VmSidecar } from '../files/vm-files';
+import { VmFiles } from '../files/vm-files';
+import { VmSidecar } from '../files/vm-sidecar';
 import { NO_RECORD, VmSidecars } from '../files/vm-sidecars';
 import { VmAdmissionService } from '../admission/vm-admission.service';
 import { VmRestartService } from './vm-restart.service';
@@ -41,7 +42,7 @@ export class VmReconciliationService {
   constructor(
     private readonly files: VmFiles,
     private readonly sidecars: VmSidecars,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly driver: VmDriver,
     private readonly clock: Clock,
     private readonly restarts: VmRestartService,

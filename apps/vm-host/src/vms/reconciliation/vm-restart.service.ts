@@ -4,8 +4,8 @@ import { DesiredVmState, VM_STARTS_AT_ONCE, restartDelayMs } from '@app/fleet-do
 import { HostMetrics } from '../../metrics/host-metrics.service';
 import { VmAdmissionService } from '../admission/vm-admission.service';
 import { VmDriver } from '../vm-driver';
-import { VmSidecar } from '../files/vm-files';
-import { VmLifecycle, specOf } from '../life-cycle/vm-lifecycle';
+import { VmSidecar } from '../files/vm-sidecar';
+import { VmLifeCycles, specOf } from '../life-cycle/vm-life-cycles';
 import { VmSidecars } from '../files/vm-sidecars';
 import { VmCreateError, messageOf } from '../vms.errors';
 
@@ -28,7 +28,7 @@ export class VmRestartService {
 
   constructor(
     private readonly sidecars: VmSidecars,
-    private readonly lifecycle: VmLifecycle,
+    private readonly lifecycle: VmLifeCycles,
     private readonly admission: VmAdmissionService,
     private readonly driver: VmDriver,
     private readonly clock: Clock,

@@ -14,10 +14,11 @@ import {
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { HostMetrics } from '../../metrics/host-metrics.service';
-import { CrashFailpoint } from './crash-failpoint';
+import { CrashFailpoint } from '../failpoints/crash-failpoint';
 import { KeyedMutex } from './keyed-mutex';
 import { FoundVm, VmDriver } from '../vm-driver';
-import { VmFiles, VmSidecar } from '../files/vm-files';
+import { VmFiles } from '../files/vm-files';
+import { VmSidecar } from '../files/vm-sidecar';
 import { VmRestarts } from './vm-restarts';
 import { VmPhases } from './vm-phases';
 import { RUN_STATES, bounded, specOf, toVmRecord } from './vm-record';
@@ -45,7 +46,7 @@ import { VmCreateError, VmPortTakenError, messageOf } from '../vms.errors';
  * owns a VM at any moment.
  */
 @Injectable()
-export class VmLifecycle {
+export class VmLifeCycles {
   private readonly logger = new Logger('Vms');
   private readonly changed = new Subject<void>();
   /** Emits when a VM was accepted, settled or deleted here. */

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { writeSync } from 'node:fs';
-import { Failpoint, VmHostConfig } from '../../config/vm-host.config';
+import { VmHostConfig } from '../../config/vm-host.config';
+import { Failpoint } from '../../config/vm-host-config.values';
 
 /**
  * Test-only: kills the agent at one provisioning step (VM_HOST_FAILPOINT, read at start-up), as

@@ -18,11 +18,11 @@ import { VmFiles } from '../files/vm-files';
 import { VmCreateError } from '../vms.errors';
 import { VmsService } from '../vms.service';
 import { vmHostConfig } from '../../../../../test/support/configs';
-import { CrashFailpoint } from './crash-failpoint';
-import { VmLifecycle } from './vm-lifecycle';
+import { CrashFailpoint } from '../failpoints/crash-failpoint';
+import { VmLifeCycles } from './vm-life-cycles';
 import { IllegalVmTransitionError, VmMove, VmPhase, VmTransitionHook } from './vm-transitions';
 
-describe('VmLifecycle', () => {
+describe('VmLifeCycles', () => {
   let bed: VmBed;
   let files: VmFiles;
   let driver: FakeVmDriver;
@@ -158,11 +158,11 @@ describe('VmLifecycle', () => {
   });
 
   describe('moves through the table', () => {
-    function lifecycleHeard(): { lifecycle: VmLifecycle; moves: VmMove[] } {
+    function lifecycleHeard(): { lifecycle: VmLifeCycles; moves: VmMove[] } {
       const moves: VmMove[] = [];
       const hook: VmTransitionHook = { name: 'recorder', moved: (move) => void moves.push(move) };
       const config = vmHostConfig({ VM_NODE_ID: 'node-a' });
-      const lifecycle = new VmLifecycle(
+      const lifecycle = new VmLifeCycles(
         files,
         driver,
         clock,
@@ -214,7 +214,7 @@ describe('VmLifecycle', () => {
 
     it('logs a hook that fails and keeps the move', () => {
       const { lifecycle } = lifecycleHeard();
-      const failing = new VmLifecycle(
+      const failing = new VmLifeCycles(
         files,
         driver,
         clock,

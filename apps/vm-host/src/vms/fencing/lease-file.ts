@@ -1,0 +1,56 @@
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { MAX_FENCE_AFTER_S, MIN_FENCE_AFTER_S } from '@app/fleet-domain';
+import { PRIVATE_FILE_MODE } from '../files/vm-files';
+
+/** What a node remembers of its lease across agent restarts (`<VM_DISK_DIR>/fencing.json`). */
+export interface RememberedLease {
+  /** The last renewing answer's fence_after_s: fencing is on from the first one. */
+  fence_after_s: number;
+  /** When (wall clock, ms since the epoch) the heartbeat that last renewed the lease was sent. */
+  renewed_at_ms: number;
+}
+
+const FILE = 'fencing.json';
+
+/**
+ * The lease remembered in the agent's state folder, private (0600), written whole (a
+ * temporary file renamed), so an agent started again knows fencing is on and holds its
+ * protected VMs until a heartbeat renews the lease, even before its first answer.
+ */
+export class LeaseFile {
+  private readonly path: string;
+
+  constructor(root: string) {
+    this.path = join(root, FILE);
+  }
+
+  /** The lease remembered; undefined when none is (fencing never on here) or it is unreadable. */
+  async read(): Promise<RememberedLease | 'unreadable' | undefined> {
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      return 'unreadable';
+    }
+    try {
+      const stored = JSON.parse(text) as Partial<RememberedLease>;
+      const { fence_after_s: fenceAfterS, renewed_at_ms: renewedAtMs } = stored;
+      const valid =
+        Number.isInteger(fenceAfterS) &&
+        fenceAfterS! >= MIN_FENCE_AFTER_S &&
+        fenceAfterS! <= MAX_FENCE_AFTER_S &&
+        Number.isSafeInteger(renewedAtMs);
+      return valid ? { fence_after_s: fenceAfterS!, renewed_at_ms: renewedAtMs! } : 'unreadable';
+    } catch {
+      return 'unreadable';
+    }
+  }
+
+  async write(lease: RememberedLease): Promise<void> {
+    const temporary = `${this.path}.tmp`;
+    await writeFile(temporary, JSON.stringify(lease), { mode: PRIVATE_FILE_MODE });
+    await rename(temporary, this.path);
+  }
+}

@@ -1,0 +1,27 @@
+import { ApiProperty } from './openapi-decorators';
+import { ID_SCHEMA } from '../ids';
+import { EXAMPLE_NODE_ID, EXAMPLE_VM_ID } from './examples';
+
+/** POST /v1/nodes/{node_id}/declare-dead's answer (operations listener, etcd mode). */
+export class DeclaredDeadNode {
+  @ApiProperty({ example: EXAMPLE_NODE_ID, ...ID_SCHEMA })
+  node_id!: string;
+
+  @ApiProperty({
+    type: String,
+    format: 'date-time',
+    nullable: true,
+    example: '2026-08-06T12:00:00.000Z',
+    description: 'When a controller last renewed its lease; null when etcd keeps no such time.',
+  })
+  last_renewed_at!: string | null;
+
+  @ApiProperty({
+    type: 'array',
+    items: { type: 'string', ...ID_SCHEMA },
+    example: [EXAMPLE_VM_ID],
+    description:
+      'Its protected VMs (copies count 1 or 2) the controllers know of: the leader restores each from its freshest copy on another live node at its next pass (every 5 s), once the node is no longer listed live (30 s after its last heartbeat).',
+  })
+  protected_vm_ids!: string[];
+}
