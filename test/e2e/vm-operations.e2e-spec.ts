@@ -503,6 +503,7 @@ describe('controller operations listener', () => {
         '/v1/vms/{vm_id}/backups',
         '/v1/vms/{vm_id}/console',
         '/v1/vms/{vm_id}/copies',
+        '/v1/vms/{vm_id}/move',
         '/v1/vms/{vm_id}/restart',
         '/v1/vms/{vm_id}/restore',
         '/v1/vms/{vm_id}/start',

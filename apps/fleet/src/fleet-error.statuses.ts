@@ -1,6 +1,7 @@
 import { DomainErrorStatuses } from '@app/daemon';
 import { NODES_ERROR_STATUSES, STORE_ERROR_STATUSES } from './nodes/nodes.error-statuses';
 import { OPERATIONS_ERROR_STATUSES } from './operations/operations.error-statuses';
+import { MOVES_ERROR_STATUSES } from './moves/vm-move.error-statuses';
 import { RECOVERY_ERROR_STATUSES } from './recovery/recovery.error-statuses';
 import { TENANTS_ERROR_STATUSES } from './tenants/tenants.error-statuses';
 import { VMS_ERROR_STATUSES } from './vms/vms.error-statuses';
@@ -19,6 +20,7 @@ export const FLEET_ERROR_STATUSES: DomainErrorStatuses = [
 /** Every domain error the operations listener's services throw, and its status. */
 export const FLEET_OPS_ERROR_STATUSES: DomainErrorStatuses = [
   ...OPERATIONS_ERROR_STATUSES,
+  ...MOVES_ERROR_STATUSES,
   ...RECOVERY_ERROR_STATUSES,
   ...VMS_ERROR_STATUSES,
   ...TENANTS_ERROR_STATUSES,

@@ -17,6 +17,7 @@ import { NodesRepository } from './nodes/nodes.repository';
 import { VmMoves } from './nodes/vm-moves.repository';
 import { NodeTokens } from './nodes/node-tokens';
 import { OperationsModule } from './operations/operations.module';
+import { VmMoveModule } from './moves/vm-move.module';
 import { RecoveryOpsModule } from './recovery/recovery-ops.module';
 import { TenantQuotas } from './tenants/tenant-quotas.service';
 import { TenantVmInterceptor } from './vms/tenant-vm.interceptor';
@@ -131,6 +132,7 @@ export class FleetOpsAppModule {
         FleetOpsCoreModule.with(shared),
         OperationsModule,
         RecoveryOpsModule,
+        VmMoveModule,
         ConsoleModule,
       ],
       providers: [

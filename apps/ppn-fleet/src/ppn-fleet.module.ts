@@ -17,6 +17,7 @@ import {
 } from './vms/vm-actions.command';
 import { VmBackupCommand, VmCopiesCommand } from './vms/vm-backups.command';
 import { VmRestoreCommand } from './vms/vm-restore.command';
+import { VmMoveCommand } from './vms/vm-move.command';
 import { VmCommand } from './vms/vm.command';
 import { VmCreateCommand } from './vms/vm-create.command';
 import { VmDeleteCommand } from './vms/vm-delete.command';
@@ -47,6 +48,7 @@ export class PpnFleetModule {
         VmConsoleCommand,
         VmBackupCommand,
         VmRestoreCommand,
+        VmMoveCommand,
         VmCopiesCommand,
         NodeTokenCommand,
         TenantTokenCommand,

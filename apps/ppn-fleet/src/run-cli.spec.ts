@@ -164,6 +164,7 @@ describe('ppn-fleet arguments', () => {
       ['vm', 'backup'],
       ['vm', 'copies'],
       ['vm', 'restore'],
+      ['vm', 'move'],
       ['node-token'],
       ['image'],
       ['image', 'build'],
@@ -242,11 +243,11 @@ describe('ppn-fleet arguments', () => {
     for (const [args, says] of [
       [
         ['vm', 'list'],
-        'ppn-fleet: vm has no command list: it takes create, delete, stop, start, restart, console, backup, copies or restore (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
+        'ppn-fleet: vm has no command list: it takes create, delete, stop, start, restart, console, backup, copies, restore or move (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
       ],
       [
         ['vm'],
-        'ppn-fleet: vm needs a command: create, delete, stop, start, restart, console, backup, copies or restore (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
+        'ppn-fleet: vm needs a command: create, delete, stop, start, restart, console, backup, copies, restore or move (see ppn-fleet vm --help); the VMs are listed by ppn-fleet vms\n',
       ],
     ] as const) {
       const io = new FakeIo({}, fleetOfOne);
@@ -1393,6 +1394,67 @@ describe('ppn-fleet vm restore', () => {
     const io = new FakeIo({}, () => json({}));
     expect(await run(['vm', 'restore', 'vm-1', '--at', 'yesterday'], io)).toBe(ExitCode.Usage);
     expect(await run(['vm', 'restore', 'vm-1', '--to', '-x'], io)).toBe(ExitCode.Usage);
+    expect(io.requests).toEqual([]);
+  });
+});
+
+describe('ppn-fleet vm move', () => {
+  const moved = (mode: 'live' | 'cold', state: string) => ({
+    vm: {
+      ...vm(state),
+      host_ports: [
+        { host_port: 22022, guest_port: 22, protocol: 'tcp' },
+        { host_port: 48080, guest_port: 80, protocol: 'tcp' },
+      ],
+    },
+    from_node_id: 'node-b',
+    mode,
+    pause_ms: mode === 'live' ? 271 : null,
+    total_ms: 11_900,
+    bytes_sent: 509_700_000,
+  });
+
+  it('asks the listener for the node given, and prints how it moved and its ports there', async () => {
+    const io = new FakeIo({}, (request) =>
+      json(request.url.endsWith('/move') ? moved('live', 'Running') : NODE),
+    );
+    expect(await run(['vm', 'move', 'vm-1', '--to', 'node-a'], io)).toBe(ExitCode.Ok);
+    expect(sent(io)).toEqual([
+      'POST /v1/vms/vm-1/move',
+      'GET http://127.0.0.1:9203/v1/nodes/node-a',
+    ]);
+    expect(await io.requests[0].json()).toEqual({ to: 'node-a' });
+    expect(io.stdout.text.split('\n')).toEqual([
+      'vm-1 moved live (guest paused 271 ms) from node node-b to node node-a in 11.9 s, 486.1 MiB sent',
+      'ports: 10.8.0.2:22022 → 22/tcp, 10.8.0.2:48080 → 80/tcp',
+      'node node-b no longer has its disk',
+      '',
+    ]);
+  });
+
+  it('without --to lets placement choose; a stopped VM moves cold; a refusal exits 1', async () => {
+    const io = new FakeIo({}, (request) =>
+      json(request.url.endsWith('/move') ? moved('cold', 'Stopped') : NODE),
+    );
+    expect(await run(['vm', 'move', 'vm-1'], io)).toBe(ExitCode.Ok);
+    expect(await io.requests[0].json()).toEqual({});
+    expect(io.stdout.text.split('\n')[0]).toBe(
+      'vm-1 moved cold (left stopped) from node node-b to node node-a in 11.9 s, 486.1 MiB sent',
+    );
+    const refused = new FakeIo({}, () =>
+      refusal(
+        422,
+        "node node-b refused the move: machine: this node's QEMU has no machine type pc-q35-9.1",
+      ),
+    );
+    expect(await run(['vm', 'move', 'vm-1'], refused)).toBe(ExitCode.Refused);
+    expect(refused.stderr.text).toContain('ppn-fleet: node node-b refused the move: machine');
+  });
+
+  it('refuses a bad vm_id or --to before sending anything (exit 2)', async () => {
+    const io = new FakeIo({}, () => json({}));
+    expect(await run(['vm', 'move', 'vm-1', '--to', '-x'], io)).toBe(ExitCode.Usage);
+    expect(await run(['vm', 'move', '../etc'], io)).toBe(ExitCode.Usage);
     expect(io.requests).toEqual([]);
   });
 });

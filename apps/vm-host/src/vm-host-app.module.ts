@@ -14,6 +14,7 @@ import { HeartbeatModule } from './heartbeat/heartbeat.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { VM_HOST_ERROR_STATUSES } from './vm-host-error.statuses';
 import { ReplicasModule } from './replicas/replicas.module';
+import { MovesModule } from './moves/moves.module';
 import { VmsModule } from './vms/vms.module';
 
 /** The configuration read once at start-up, the clock and the tokens, for every module of the agent. */
@@ -48,6 +49,7 @@ export class VmHostAppModule {
         MetricsModule.forConfig(config),
         VmsModule,
         ReplicasModule,
+        MovesModule,
         HeartbeatModule,
       ],
       providers: [

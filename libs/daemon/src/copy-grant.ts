@@ -3,6 +3,11 @@ import { tokensMatch } from './bearer-token.guard';
 
 /** The fixed prefix of a grant's HMAC message, versioned like the node tokens'. */
 export const COPY_GRANT_CONTEXT = 'ppn-copy-grant:v1:';
+/**
+ * A move grant's: the same form, signed under another context so that a copy grant (which every
+ * copy peer's source holds) never opens a move route, nor a move grant a copy route.
+ */
+export const MOVE_GRANT_CONTEXT = 'ppn-move-grant:v1:';
 
 /** What a copy grant allows: node `source` to write and read VM `vm`'s copy on node `peer`. */
 export interface CopyGrant {
@@ -25,7 +30,11 @@ export interface CopyGrant {
  * already holds and no new secret is shared: base64url(JSON payload) "." base64url(HMAC-SHA256(
  * key = peer's token, message = "ppn-copy-grant:v1:" + payload)), both unpadded.
  */
-export function signCopyGrant(peerToken: string | undefined, grant: CopyGrant): string {
+export function signCopyGrant(
+  peerToken: string | undefined,
+  grant: CopyGrant,
+  context = COPY_GRANT_CONTEXT,
+): string {
   const payload = Buffer.from(
     JSON.stringify({
       v: 1,
@@ -37,7 +46,7 @@ export function signCopyGrant(peerToken: string | undefined, grant: CopyGrant): 
     }),
     'utf8',
   ).toString('base64url');
-  return `${payload}.${grantMac(COPY_GRANT_CONTEXT, peerToken, payload)}`;
+  return `${payload}.${grantMac(context, peerToken, payload)}`;
 }
 
 /**
@@ -50,11 +59,12 @@ export function verifyCopyGrant(
   ownNodeId: string,
   presented: string,
   nowMs: number,
+  context = COPY_GRANT_CONTEXT,
 ): CopyGrant | { refused: string } {
   const dot = presented.indexOf('.');
   if (dot <= 0 || presented.length > 1024) return { refused: 'malformed grant' };
   const payload = presented.slice(0, dot);
-  if (!tokensMatch(grantMac(COPY_GRANT_CONTEXT, ownToken, payload), presented.slice(dot + 1))) {
+  if (!tokensMatch(grantMac(context, ownToken, payload), presented.slice(dot + 1))) {
     return { refused: 'grant not signed for this node' };
   }
   let fields: Record<string, unknown>;

@@ -43,6 +43,8 @@ export type * as FleetOpsApi from './wire/fleet-ops-api.generated';
 export * from './size-and-age';
 export * from './tenant-quotas';
 export * from './wire/vm-restore';
+export * from './wire/vm-moves';
+export * from './vm-move-rules';
 export * from './restore-plan';
 export * from './copy-placement';
 export * from './fencing';

@@ -21,6 +21,7 @@ import {
   keepsVmsWhenSilent,
   liveSince,
   toRfc3339,
+  keepsMovedVm,
 } from '@app/fleet-domain';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { FOREIGN_VM_EPISODE_QUIET_MS, ForeignVmIds } from './foreign-vm-ids.tracker';
@@ -158,8 +159,14 @@ export class NodesService {
     if (!this.vmMoves || heartbeat.vms.length === 0) return [];
     const moves = await this.vmMoves.movesOf(heartbeat.vms.map((vm) => vm.vm_id));
     const superseded: string[] = [];
+    // A node a VM is being moved to, or was moved to since, keeps it (see keepsMovedVm).
+    const own =
+      moves.size > 0
+        ? await this.nodes.findLive(heartbeat.node_id, Number.MIN_SAFE_INTEGER)
+        : undefined;
     for (const [vmId, move] of moves) {
       if (move.nodeId === heartbeat.node_id) continue;
+      if (own && keepsMovedVm(own, vmId, this.clock.now())) continue;
       superseded.push(vmId);
       this.logger.warn(
         `node ${heartbeat.node_id} lists vm ${vmId}, restored on node ${move.nodeId} at ${toRfc3339(move.atWallMs)}: its agent is told it is superseded (it stops it and sets its disk aside)`,

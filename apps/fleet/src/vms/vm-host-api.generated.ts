@@ -204,6 +204,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/vms/{vm_id}/move-out': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Moves the VM to another node (live when it runs, cold when stopped)
+     * @description Live: its disk mirrored over NBD (write-blocking) to the other node, whose QEMU, on the same machine type and CPU model, awaits its migration; the migration paused before its switchover, the mirror ended, then the switchover; the other node runs the guest and answers, and it is stopped here (desired_state stopped) with its disk kept until move-release. Cold: its disk sent over NBD, the other node starting it when it should run. A failure before the other node runs it leaves it running here. Answers once it is there, with what the move took.
+     */
+    post: operations['moveVmOut'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/vms/{vm_id}/move-release': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Removes a VM moved to another node: its disk and files here
+     * @description Sent by the controller once the new node reported the VM. Refused (409) while the VM should run here or its QEMU lives; 204 also when it is gone already.
+     */
+    post: operations['releaseMovedVm'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/vms/{vm_id}/restart': {
     parameters: {
       query?: never;
@@ -268,6 +308,19 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
+    AgentMoveOutRequest: {
+      /** @description The node it goes to: its agent, and the controller's grant for it. */
+      to: components['schemas']['CopyPeer'];
+    };
+    AgentMovedOut: {
+      bytes_sent: number;
+      /** @enum {string} */
+      mode: 'live' | 'cold';
+      pause_ms: number | null;
+      total_ms: number;
+      /** @description The VM as its new node answered it. */
+      vm: components['schemas']['VmRecord'];
+    };
     AgentRestoreRequest: {
       copies?: components['schemas']['CopyPolicy'];
       /** @example 20 */
@@ -1478,6 +1531,214 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  moveVmOut: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['AgentMoveOutRequest'];
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AgentMovedOut'];
+        };
+      };
+      /**
+       * @description - vm_id is not a fleet id.
+       *     - The body is not valid JSON.
+       *     - The body nests or holds more than any valid request could (depth, values, field names).
+       */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description This node has no VM with this id. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-0123456789abcdef is not on this node",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The VM is being started, stopped or deleted, in error, or neither running nor stopped. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "vm vm-0123456789abcdef is busy (stop): move it once that ends",
+           *       "statusCode": 409
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than 1 MiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Payload Too Large",
+           *       "message": "request body is larger than 1 MiB",
+           *       "statusCode": 413
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The body comes with a Content-Encoding other than identity: the daemons decode nothing.
+       *     - The body is not sent as Content-Type: application/json.
+       */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The other node refused it: another machine type, CPU model or accelerator, no room. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Unprocessable Entity",
+           *       "message": "node node-b answered POST /v1/moves/web-1/incoming with 422: machine: this node's QEMU has no machine type pc-q35-9.1",
+           *       "statusCode": 422
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The move failed midway; the VM runs here still (or stays here, stopped). */
+      502: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Gateway",
+           *       "message": "vm vm-0123456789abcdef: its move to node node-b failed, it runs here still: the migration failed",
+           *       "statusCode": 502
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  releaseMovedVm: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Removed, or not here. */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description vm_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The VM should run here, or its QEMU lives: kept. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "vm vm-0123456789abcdef is not moved out of this node: kept",
+           *       "statusCode": 409
+           *     }
+           */
           'application/json': components['schemas']['ErrorBody'];
         };
       };

@@ -7,6 +7,8 @@ import {
   validateInput,
 } from '@app/daemon';
 import {
+  AgentMoveOutRequest,
+  AgentMovedOut,
   AgentRestoreRequest,
   AgentRestoredVm,
   CopyPlan,
@@ -257,6 +259,44 @@ export class VmHostClient {
       (client, signal) => client.POST('/v1/restores', { body: request, signal, parseAs: 'text' }),
       timeoutMs,
     );
+  }
+
+  /** POST /v1/vms/{vm_id}/move-out: the agent moves the VM, answering once it is there. */
+  moveOut(
+    node: AgentAddress,
+    vmId: string,
+    request: AgentMoveOutRequest,
+    timeoutMs: number,
+  ): Promise<AgentAnswer<AgentMovedOut>> {
+    return this.calls.operate(
+      node,
+      `/v1/vms/${vmId}/move-out`,
+      AgentMovedOut,
+      (client, signal) =>
+        client.POST('/v1/vms/{vm_id}/move-out', {
+          params: { path: { vm_id: vmId } },
+          body: request,
+          signal,
+          parseAs: 'text',
+        }),
+      timeoutMs,
+    );
+  }
+
+  /** POST /v1/vms/{vm_id}/move-release: the VM's disk and files removed from its old node. */
+  async releaseMoved(node: AgentAddress, vmId: string): Promise<void> {
+    const { error, response } = await this.calls.call(
+      node,
+      `/v1/vms/${vmId}/move-release`,
+      this.settings.timeoutMs,
+      (client, signal) =>
+        client.POST('/v1/vms/{vm_id}/move-release', {
+          params: { path: { vm_id: vmId } },
+          signal,
+          parseAs: 'text',
+        }),
+    );
+    if (!response.ok) throw failure(node, response.status, error);
   }
 
   /**

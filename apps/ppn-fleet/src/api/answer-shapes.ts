@@ -7,6 +7,7 @@ import type {
   NodeDiskRoom,
   FleetVmWithLifeCycle,
   NodeRecord,
+  MovedVm,
   RestoredVm,
   VmConsole,
   VmCopies,
@@ -230,6 +231,20 @@ export function isRestoredVm(value: unknown): value is RestoredVm {
     typeof value.point.backup_id === 'string' &&
     typeof value.point.taken_at === 'string' &&
     (value.replaced_node_id === null || typeof value.replaced_node_id === 'string')
+  );
+}
+
+const MOVE_MODES = new Set<unknown>(['live', 'cold']);
+
+export function isMovedVm(value: unknown): value is MovedVm {
+  return (
+    isObject(value) &&
+    isFleetVm(value.vm) &&
+    typeof value.from_node_id === 'string' &&
+    MOVE_MODES.has(value.mode) &&
+    (value.pause_ms === null || isCount(value.pause_ms)) &&
+    isCount(value.total_ms) &&
+    isCount(value.bytes_sent)
   );
 }
 

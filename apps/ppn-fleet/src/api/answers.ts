@@ -18,5 +18,7 @@ export type NodeDiskRoom = FleetOpsApi.components['schemas']['NodeDiskRoom'];
 export type RestoredVm = FleetOpsApi.components['schemas']['RestoredVm'];
 export type DeclaredDeadNode = FleetOpsApi.components['schemas']['DeclaredDeadNode'];
 export type RestoreVmRequest = FleetOpsApi.components['schemas']['RestoreVmRequest'];
+export type MovedVm = FleetOpsApi.components['schemas']['MovedVm'];
+export type MoveVmRequest = FleetOpsApi.components['schemas']['MoveVmRequest'];
 /** What a stop or restart asks: force, and the guest's time to power down. */
 export type StopVmRequest = FleetOpsApi.components['schemas']['StopVmRequest'];

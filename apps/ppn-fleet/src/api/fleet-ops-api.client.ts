@@ -6,6 +6,7 @@ import {
   isFleetVmWithLifeCycle,
   isFleetVmWithLifeCycleList,
   isNodeDiskRoomList,
+  isMovedVm,
   isRestoredVm,
   isVmConsole,
   isVmCopies,
@@ -15,6 +16,8 @@ import type {
   DeclaredDeadNode,
   FleetVmBackups,
   FleetVmWithLifeCycle,
+  MovedVm,
+  MoveVmRequest,
   NodeDiskRoom,
   RestoredVm,
   RestoreVmRequest,
@@ -29,6 +32,8 @@ export type {
   DeclaredDeadNode,
   FleetVmBackups,
   FleetVmWithLifeCycle,
+  MovedVm,
+  MoveVmRequest,
   NodeDiskRoom,
   RestoredVm,
   RestoreVmRequest,
@@ -37,6 +42,9 @@ export type {
   VmCopies,
   VmLifeCycle,
 } from './answers';
+
+/** A move's answer waits for a whole disk and the memory sent: the controller's 2 h, and more. */
+export const MOVE_TIMEOUT_MS = 121 * 60_000;
 
 /** A restore's answer waits for a whole disk to be converted: the controller's 30 min, and more. */
 export const RESTORE_TIMEOUT_MS = 31 * 60_000;
@@ -192,6 +200,20 @@ export class FleetOpsApiClient {
           signal: AbortSignal.timeout(RESTORE_TIMEOUT_MS),
         }),
       isRestoredVm,
+    );
+  }
+
+  /** The VM moved to another node; answered once it is there (its disk and memory sent). */
+  move(vmId: string, request: MoveVmRequest): Promise<Answer<MovedVm>> {
+    return this.reader.call(
+      () =>
+        this.client.POST('/v1/vms/{vm_id}/move', {
+          params: { path: { vm_id: vmId } },
+          body: request,
+          parseAs: 'text',
+          signal: AbortSignal.timeout(MOVE_TIMEOUT_MS),
+        }),
+      isMovedVm,
     );
   }
 

@@ -9,13 +9,14 @@ import {
 } from './vm-actions.command';
 import { VmBackupCommand, VmCopiesCommand } from './vm-backups.command';
 import { VmRestoreCommand } from './vm-restore.command';
+import { VmMoveCommand } from './vm-move.command';
 import { VmCreateCommand } from './vm-create.command';
 import { VmDeleteCommand } from './vm-delete.command';
 
 @Command({
   name: 'vm',
   description:
-    'create, delete, stop, start, restart, back up or restore a VM, show its console or list its backups',
+    'create, delete, stop, start, restart, back up, restore or move a VM, show its console or list its backups',
   subCommands: [
     VmCreateCommand,
     VmDeleteCommand,
@@ -26,13 +27,14 @@ import { VmDeleteCommand } from './vm-delete.command';
     VmBackupCommand,
     VmCopiesCommand,
     VmRestoreCommand,
+    VmMoveCommand,
   ],
 })
 export class VmCommand extends CommandRunner {
   /** Reached only without one of its commands: none, or one it does not have (`vm list`). */
   run([given]: string[] = []): Promise<void> {
     const commands =
-      'create, delete, stop, start, restart, console, backup, copies or restore (see ppn-fleet vm --help)';
+      'create, delete, stop, start, restart, console, backup, copies, restore or move (see ppn-fleet vm --help)';
     return Promise.reject(
       new CliFailure(
         given === undefined

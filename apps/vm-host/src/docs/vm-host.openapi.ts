@@ -36,6 +36,8 @@ export function buildVmHostOpenApiDocument(app: NestExpressApplication): OpenAPI
         "Restores on this node, through the controller's operations listener: the points it holds for a VM (a peer's copy, its VM_BACKUP_DIR's backups), and a VM made from one.",
       'vm-copies':
         "Where a VM's copies on other nodes go, as the controller's copy planner says (peers, interval, grants).",
+      moves:
+        "A VM leaving this node for another, through the controller's operations listener: moved live or cold, then its old disk released.",
     },
   });
   return createDaemonDocument(

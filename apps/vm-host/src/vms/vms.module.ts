@@ -8,6 +8,7 @@ import { DeletedDisks } from './files/deleted-disks.service';
 import { NodeVmsSource } from './node-vms.source';
 import { VmAdmissionService } from './admission/vm-admission.service';
 import { VM_DRIVER_PROVIDER } from './vm-driver.provider';
+import { VmDriver } from './vm-driver';
 import { VmFiles } from './files/vm-files';
 import { VmLifeCycles } from './life-cycle/vm-life-cycles';
 import { VmReconciliationService } from './reconciliation/vm-reconciliation.service';
@@ -112,6 +113,8 @@ import { ReplicaPuller } from './copies/replica-pull';
     VmSidecars,
     VmLifeCycles,
     VmDiskRoom,
+    VmAdmissionService,
+    VmDriver,
     VmFencing,
   ],
 })

@@ -144,6 +144,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/vms/{vm_id}/move': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Move a VM to another node: live when it runs, cold when stopped
+     * @description A Running VM moves live: its disk mirrored to the new node over NBD (every write reaching both until the end), its memory migrated, the guest paused only for the switchover (it does not reboot). A Stopped VM moves cold: its disk file sent; it stays stopped. Both nodes' QEMU must offer the VM's machine type, CPU model and accelerator (refused, naming what differs, otherwise). `to` absent: placement chooses among the live nodes but its own (refused with its reasons when none fits); the new node's RAM is held as for a create. The VM keeps its id, tenant, size, desired state, copies policy and published ports (the same host ports where free there, else new ones). Its old node keeps its disk until the new node reported the VM in a heartbeat, then removes it; a move that fails before the new node runs it leaves it running on its old node. Answers once it is there, with the pause, the time taken and the bytes sent.
+     */
+    post: operations['moveVm'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/vms/{vm_id}/restart': {
     parameters: {
       query?: never;
@@ -421,6 +441,35 @@ export interface components {
        * @enum {string}
        */
       protocol: 'tcp' | 'udp';
+    };
+    MoveVmRequest: {
+      /**
+       * @description The node the VM moves to; absent: placement chooses among the live nodes other than its own (refusing with its reasons when none fits).
+       * @example example-node-01
+       */
+      to?: string;
+    };
+    MovedVm: {
+      /** @description Bytes sent between the agents: the disk's and (live) the memory's. */
+      bytes_sent: number;
+      /**
+       * @description The node it left.
+       * @example example-node-01
+       */
+      from_node_id: string;
+      /**
+       * @example live
+       * @enum {string}
+       */
+      mode: 'live' | 'cold';
+      /**
+       * @description Live: how long the guest was paused at the switchover, in ms, as its old node measured it (from the migration's pause to the new node running it). Null for a cold move.
+       * @example 420
+       */
+      pause_ms: number | null;
+      /** @description The whole move, in ms. */
+      total_ms: number;
+      vm: components['schemas']['FleetVm'];
     };
     NodeDiskRoom: {
       /** @description null: its agent reports none (an older agent, or VM_DISK_DIR unreadable). */
@@ -1599,6 +1648,178 @@ export interface operations {
            *       "statusCode": 503
            *     }
            */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  moveVm: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['MoveVmRequest'];
+      };
+    };
+    responses: {
+      /** @description The VM, on its new node. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['MovedVm'];
+        };
+      };
+      /**
+       * @description - The body is not valid JSON.
+       *     - The body nests or holds more than any valid request could (depth, values, field names).
+       *     - vm_id or to is not a fleet id.
+       */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only when VM_FLEET_TENANT_SECRET is set on the controller: a tenant's token on a route it does not open (anything but its own VMs). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Forbidden",
+           *       "message": "tenant acme's token opens only its own VMs (/v1/vms...): this route needs the API token (VM_FLEET_API_TOKEN)",
+           *       "statusCode": 403
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description No node lists the VM. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-0123456789abcdef is not on any node",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The VM is neither Running nor Stopped, its node is silent, or another move of it is under way. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "vm vm-0123456789abcdef is Provisioning on node example-node-01: a move takes a Running or Stopped VM",
+           *       "statusCode": 409
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The body is larger than 1 MiB. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Payload Too Large",
+           *       "message": "request body is larger than 1 MiB",
+           *       "statusCode": 413
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - The body comes with a Content-Encoding other than identity: the daemons decode nothing.
+       *     - The body is not sent as Content-Type: application/json.
+       */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description `to` is not a live node, or is the VM's own; or a node refused: another machine type, CPU model or accelerator (named), no room. */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Unprocessable Entity",
+           *       "message": "node example-node-01 refused the move: node n2 answered POST /v1/moves/vm-0123456789abcdef/incoming with 422: accel: the VM runs under KVM on node example-node-01 and this node cannot use KVM",
+           *       "statusCode": 422
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The move failed midway (the VM is left on its old node), or its new node did not report it within 60 s (the old node keeps its disk). */
+      502: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Gateway",
+           *       "message": "vm vm-0123456789abcdef: the move failed; the VM is left on node example-node-01 (its agent's log says why)",
+           *       "statusCode": 502
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - No node can take the VM (placement names each and why), or the named one cannot.
+       *     - Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed.
+       */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
           'application/json': components['schemas']['ErrorBody'];
         };
       };

@@ -38,6 +38,8 @@ export class CutShortCreates {
         `vm ${vmId}: its restore from ${sidecar.restored_from ?? 'a copy'} was cut short before its disk was whole: rolling it back`,
       );
       this.lifecycle.provision(sidecar, async () => {
+        // A live move in: its QEMU, waiting for (or holding, paused) the guest, ends first.
+        await this.driver.stop(vmId, sidecar.driver);
         await this.files.removeAll(vmId);
         this.sidecars.forget(vmId);
         this.logger.warn(`vm ${vmId}: restore rolled back, nothing of it left`);

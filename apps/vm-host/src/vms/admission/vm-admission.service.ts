@@ -49,7 +49,19 @@ function publishedText(request: CreateVmRequest, forwards: readonly HostPort[]):
 export interface RestoredDisk {
   from: string;
   make(target: string): Promise<void>;
+  /**
+   * A VM moved in (apps/vm-host/src/moves/): run once its files are made, its sidecar still
+   * marked restoring (an agent killed meanwhile rolls it back). Resolves how it is left: `running`
+   * (started by it, its sidecar saying so), `start` (started as a restore is) or `stopped`.
+   */
+  adopt?(sidecar: VmSidecar): Promise<'running' | 'start' | 'stopped'>;
 }
+
+const ADOPTED_STATES = {
+  running: VmState.Running,
+  start: VmState.Provisioning,
+  stopped: VmState.Stopped,
+} as const;
 
 /** The lock key of admissions (vm ids never look like it). */
 const ADMISSION = '<admission>';
@@ -301,6 +313,7 @@ export class VmAdmissionService {
       restoring: true,
     };
     const partial = this.files.restoringDisk(vmId);
+    let adopted: 'running' | 'start' | 'stopped' = 'start';
     try {
       await this.files.writeSidecar(sidecar);
       this.failpoint.reached('after-sidecar', vmId);
@@ -309,6 +322,7 @@ export class VmAdmissionService {
       await rename(partial, this.files.disk(vmId));
       this.failpoint.reached('after-disk', vmId);
       await this.driver.makeFiles(specOf(sidecar), record);
+      adopted = disk.adopt ? await disk.adopt(sidecar) : 'start';
       delete sidecar.restoring;
       await this.files.writeSidecar(sidecar);
     } catch (error) {
@@ -329,10 +343,10 @@ export class VmAdmissionService {
     this.logger.log(
       `vm ${vmId} restored from ${disk.from}: ${request.vm_type}, ${request.ram_mb} MB, ${request.vcpu_count} vCPU, ports ${forwards.map((port) => `${port.host_port}->${port.guest_port}/${port.protocol}`).join(' ')}${sidecar.tenant_id ? `, tenant ${sidecar.tenant_id}` : ''}; starting it`,
     );
-    this.lifecycle.provision(sidecar);
+    if (adopted === 'start') this.lifecycle.provision(sidecar);
     this.lifecycle.announce();
     // Its ports are fixed now (the start forwards exactly these): the answer names them.
-    const vm = this.lifecycle.recordOf(sidecar, VmState.Provisioning);
+    const vm = this.lifecycle.recordOf(sidecar, ADOPTED_STATES[adopted]);
     return { vm: { ...vm, host_ports: forwards }, created: true };
   }
 

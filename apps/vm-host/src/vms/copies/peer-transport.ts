@@ -111,7 +111,8 @@ export class PeerTransport {
     )) as ReplicaState;
   }
 
-  private call(
+  /** One JSON call of a peer's grant-authenticated route (the moves' too): its answer. */
+  call(
     peer: PeerTarget,
     method: string,
     path: string,

@@ -46,6 +46,10 @@ export interface QemuLaunch {
   forwardAddress: string;
   /** What is forwarded from forwardAddress into the guest, SSH first. */
   forwards: readonly HostPort[];
+  /** A VM moved in live: its source's machine type, pinned (`pc-q35-7.2`); else `q35`. */
+  machine?: string;
+  /** A VM moved in live: QEMU waits, paused, for its migration (apps/vm-host/src/moves/). */
+  incoming?: boolean;
 }
 
 /** QEMU reads commas in option values as separators unless doubled. */
@@ -100,15 +104,20 @@ export function qemuArgs(launch: QemuLaunch): string[] {
     '-monitor',
     'none',
     '-daemonize',
+    ...(launch.incoming ? ['-incoming', 'defer', '-S'] : []),
   ];
 }
 
 /** The machine, accelerator and CPU options of a launch. */
-export function accelArgs({ accel, cpuModel }: Pick<QemuLaunch, 'accel' | 'cpuModel'>): string[] {
-  if (accel === 'kvm') return ['-machine', 'q35,accel=kvm', '-cpu', cpuModel ?? 'host'];
+export function accelArgs({
+  accel,
+  cpuModel,
+  machine = 'q35',
+}: Pick<QemuLaunch, 'accel' | 'cpuModel' | 'machine'>): string[] {
+  if (accel === 'kvm') return ['-machine', `${machine},accel=kvm`, '-cpu', cpuModel ?? 'host'];
   // Under TCG, a bounded translation cache: QEMU's default of 1 GiB grows as the guest runs,
   // memory counted nowhere (see TCG_OVERHEAD_MB).
-  return ['-machine', 'q35', '-accel', `tcg,tb-size=${TCG_TRANSLATION_CACHE_MB}`];
+  return ['-machine', machine, '-accel', `tcg,tb-size=${TCG_TRANSLATION_CACHE_MB}`];
 }
 
 /**

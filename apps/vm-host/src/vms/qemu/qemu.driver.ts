@@ -22,20 +22,10 @@ import {
   VmPortTakenError,
   messageOf,
 } from '../vms.errors';
-import { SOCKET_PORT_PROBE, firstTakenPort } from '../ports/port-probe';
+import { firstTakenPort } from '../ports/port-probe';
 import { makeSeedIso } from './cloud-init';
 import { BROKEN_RUN_STATES, KvmStarts } from './kvm-starts';
-import {
-  COPY_QMP_SOCKET,
-  SERIAL_SOCKET,
-  QemuAccel,
-  QemuLaunch,
-  SSH_GUEST_PORT,
-  accelOf,
-  forwardedPorts,
-  ramMbOf,
-  vcpuCountOf,
-} from './qemu-command-line';
+import { COPY_QMP_SOCKET, SERIAL_SOCKET, QemuAccel, QemuLaunch } from './qemu-command-line';
 import { GuestIsolation } from '../network/guest-isolation';
 import { QemuImages } from './qemu-images';
 import { QemuProcesses } from './qemu-processes';
@@ -51,6 +41,14 @@ import {
 } from './qemu-record';
 import { capSerialLog } from './serial-log';
 import { launchQemu } from './qemu-launch';
+import { foundQemus } from './qemu-found';
+import {
+  IncomingPin,
+  IncomingLaunch,
+  launchIncoming,
+  runningPinOf,
+  sshForwardOf,
+} from './qemu-incoming';
 import { QemuRunFiles } from './qemu-record';
 import { QMP_TIMEOUT_MS, QemuStopping, killQemu, powerDownQemu, stopQemu } from './qemu-stops';
 
@@ -189,7 +187,9 @@ export class QemuDriver extends VmDriver {
     keepPorts: readonly HostPort[] = [],
   ): Promise<StartedVm> {
     const { vmId } = spec;
-    const forwards = spec.forwards ?? [await this.sshForward(vmId, keepPorts)];
+    const forwards = spec.forwards ?? [
+      await sshForwardOf(this.config.wgIp, this.logger, vmId, keepPorts),
+    ];
     if (spec.forwards) {
       const taken = await firstTakenPort(this.config.wgIp, forwards);
       if (taken) throw new VmPortTakenError(taken, this.config.wgIp);
@@ -219,21 +219,20 @@ export class QemuDriver extends VmDriver {
     });
   }
 
-  /** A VM admitted before published ports: SSH from the port it had when still free, else a new one. */
-  private async sshForward(vmId: string, keepPorts: readonly HostPort[]): Promise<HostPort> {
-    const kept = keepPorts.find(
-      (port) => port.guest_port === SSH_GUEST_PORT && port.protocol === 'tcp',
-    )?.host_port;
-    const wgIp = this.config.wgIp;
-    const sshPort = await step('QEMU', async () =>
-      kept !== undefined && (await SOCKET_PORT_PROBE.isFree(wgIp, kept, 'tcp'))
-        ? kept
-        : SOCKET_PORT_PROBE.anyFree(wgIp, 'tcp'),
-    );
-    if (kept !== undefined && kept !== sshPort) {
-      this.logger.warn(`vm ${vmId}: host port ${kept} is taken now; ssh forwarded from ${sshPort}`);
-    }
-    return { host_port: sshPort, guest_port: SSH_GUEST_PORT, protocol: 'tcp' };
+  /** A VM moved in live, waiting paused for its migration (qemu-incoming.ts). */
+  startIncoming(spec: VmSpec, pin: IncomingPin): Promise<StartedVm> {
+    const launching: IncomingLaunch = {
+      wgIp: this.config.wgIp,
+      files: this.files,
+      paths: this.paths,
+      launch: (launch) => this.launch(launch),
+    };
+    return launchIncoming(launching, spec, pin);
+  }
+
+  /** The accelerator and CPU model a VM's QEMU runs with; none: gone. */
+  runningPin(vmId: string): Promise<{ accel: QemuAccel; cpu: string } | undefined> {
+    return runningPinOf(this.qemus, vmId);
   }
 
   /** QEMU's own view over QMP, once its pid is known to be this VM's live QEMU. */
@@ -283,25 +282,7 @@ export class QemuDriver extends VmDriver {
 
   /** QEMU processes whose command line names one of these VMs and its pidfile under VM_DISK_DIR. */
   async find(vmIds: readonly string[]): Promise<Map<string, FoundVm>> {
-    const found = new Map<string, FoundVm>();
-    for (const [vmId, processes] of await this.qemus.of(vmIds)) {
-      const [first] = processes;
-      await this.guestNetwork.enclose(
-        vmId,
-        processes.map(({ pid }) => pid),
-      );
-      const accel = accelOf(first.args);
-      const record: QemuRecord = { kind: 'qemu', accel, pid: first.pid };
-      found.set(vmId, {
-        record,
-        hostPorts: forwardedPorts(first.args),
-        rssMb: await this.qemus.residentMb(processes),
-        ramMb: ramMbOf(first.args),
-        vcpuCount: vcpuCountOf(first.args),
-        summary: `QEMU pid ${processes.map(({ pid }) => pid).join(', ')}, ${accel}`,
-      });
-    }
-    return found;
+    return foundQemus(this.qemus, this.guestNetwork, vmIds);
   }
 
   /**

@@ -100,7 +100,10 @@ export class VmReconciliationService {
       }
       return undefined;
     }
-    if (live) {
+    if (live && sidecar.restoring) {
+      // A move in cut short: its QEMU waits for a guest it may never get, no VM to adopt.
+      this.admission.resume(sidecar);
+    } else if (live) {
       await this.adopt(sidecar, live);
       if (sidecar.desired_state === DesiredVmState.Stopped) this.restarts.enforceStopped(sidecar);
       else this.lifecycle.restarts.notice(vmId, this.clock.now());
