@@ -1,11 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { createReadStream } from 'node:fs';
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { CopyReadGrant } from '@app/daemon';
 import { ReplicaChainRead } from '@app/fleet-domain';
 import { CopyThrottle } from '../vms/copies/copy-throttle';
+import { throttledFile } from '../vms/copies/throttled-file';
 import { Chain } from '../vms/copies/backup-folder';
 import { ReplicaGrantFloor } from '../vms/copies/replica-grant-floor';
 import { ReplicasService } from './replicas.service';
@@ -73,7 +73,7 @@ export class ReplicaReadService {
     if (!found?.isFile()) throw new ReplicaNotHeldError(`vm ${vmId}: ${file} is not here`);
     return {
       sizeBytes: found.size,
-      body: createReadStream(path).pipe(this.throttle.stream()),
+      body: throttledFile(this.throttle, path),
     };
   }
 
