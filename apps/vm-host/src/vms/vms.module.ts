@@ -40,6 +40,7 @@ import { LEASE_CLOCK, VmFencing } from './fencing/vm-fencing.service';
 import { VmFencingJob } from './fencing/vm-fencing.job';
 import { CopyThrottle } from './copies/copy-throttle';
 import { ReplicaPuller } from './copies/replica-pull';
+import { ReplicaGrantFloors } from './copies/replica-grant-floors';
 
 @Module({
   imports: [HostFactsModule],
@@ -75,6 +76,7 @@ import { ReplicaPuller } from './copies/replica-pull';
     CopyLocks,
     CopyThrottle,
     ReplicaPuller,
+    ReplicaGrantFloors,
     VmReplicationService,
     VmReplicationJob,
     FencedVms,
@@ -113,6 +115,7 @@ import { ReplicaPuller } from './copies/replica-pull';
     VmLifeCycles,
     VmDiskRoom,
     VmFencing,
+    ReplicaGrantFloors,
   ],
 })
 export class VmsModule {}

@@ -15,7 +15,7 @@ import { VmHostConfig } from '../../config/vm-host.config';
 import { VmAdmissionService } from '../admission/vm-admission.service';
 import { BackupFolder, Chain, fileDigest } from './backup-folder';
 import { VmCopier } from './vm-copier';
-import { ReplicaGrantFloor } from './replica-grant-floor';
+import { ReplicaGrantFloors } from './replica-grant-floors';
 import { ReplicaPuller } from './replica-pull';
 import { RestoreSourceError } from './vm-restores.errors';
 import { messageOf } from '../vms.errors';
@@ -38,6 +38,7 @@ export class VmRestoresService {
   private readonly logger = new Logger('Restores');
   private readonly replicas: BackupFolder;
   private readonly backups?: BackupFolder;
+  private readonly floors: ReplicaGrantFloors;
 
   constructor(
     config: VmHostConfig,
@@ -45,7 +46,10 @@ export class VmRestoresService {
     private readonly copier: VmCopier,
     /** Absent (a unit test's service): no pull from another node. */
     @Optional() private readonly puller?: ReplicaPuller,
+    /** The node's one (VmsModule's); a unit test's service makes its own. */
+    @Optional() floors?: ReplicaGrantFloors,
   ) {
+    this.floors = floors ?? new ReplicaGrantFloors(config);
     this.replicas = new BackupFolder(join(config.diskDir, 'replicas'));
     if (config.backupDir) this.backups = new BackupFolder(config.backupDir);
   }
@@ -80,7 +84,7 @@ export class VmRestoresService {
     // Restored (moved, not as a new VM) from this copy: a copy grant issued before now writes
     // nothing more over it.
     if (point.source === 'replica' && request.vm_id === chain.manifest.vm_id) {
-      await new ReplicaGrantFloor(this.replicas).restored(chain.manifest.vm_id, Date.now());
+      await this.floors.restored(chain.manifest.vm_id, Date.now());
     }
     return { vm: outcome.vm, point };
   }
