@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { mkdir, open, readdir, rename, rm, statfs } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -13,7 +13,6 @@ import {
   ReplicaState,
   ReplicaTransfer,
   StartReplicaTransfer,
-  diskReserveBytes,
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
 import {
@@ -32,6 +31,7 @@ import { VmCopier } from '../vms/copies/vm-copier';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../vms/files/vm-files';
 import { messageOf } from '../vms/vms.errors';
 import { ReplicaGrantFloors } from '../vms/copies/replica-grant-floors';
+import { copyRoomBytes } from '../vms/copies/copy-room';
 import { ReplicaGrantStaleError } from '../vms/copies/replica-grant-floor';
 import {
   ReplicaConflictError,
@@ -323,25 +323,13 @@ export class ReplicasService {
     }
   }
 
-  /** Room for a copy: what VM_DISK_DIR's file system has free beyond its reserve. */
-  /**
-   * The room a copy may take: the free space beyond the reserve, and never the room already
-   * promised to this node's own VMs' disks (their committable room, as admission counts it),
-   * less what transfers under way will still write.
-   */
+  /** The room a copy may take (copyRoomBytes), less what transfers under way will still write. */
   private async room(except?: Transfer): Promise<number> {
-    const found = await statfs(this.config.diskDir);
-    const total = found.blocks * found.bsize;
-    const free = Math.max(0, found.bavail * found.bsize - diskReserveBytes(total));
-    const own =
-      this.diskRoom && this.sidecars
-        ? await this.diskRoom.room(await this.sidecars.all())
-        : undefined;
+    const room = await copyRoomBytes(this.config.diskDir, this.diskRoom, this.sidecars);
     let pending = 0;
     for (const transfer of this.transfers.values()) {
       if (transfer !== except) pending += transfer.request.size_bytes - transfer.received;
     }
-    const room = own === undefined ? free : Math.min(free, own.committableBytes);
     return Math.max(0, room - pending);
   }
 

@@ -9,6 +9,8 @@ import { CopyThrottle } from './copy-throttle';
 import { ReplicaPuller } from './replica-pull';
 import { VmCopier } from './vm-copier';
 import { RestoreSourceError } from './vm-restores.errors';
+import { VmDiskRoom } from '../admission/vm-disk-room';
+import { VmSidecars } from '../files/vm-sidecars';
 
 const VM = 'vm-00000000000000b7';
 const CHAIN = '20261205T041700Z-3f2a';
@@ -170,5 +172,27 @@ describe('ReplicaPuller: a copy pulled from the node that holds it', () => {
     // Far before the 60 s idle timeout.
     expect(Date.now() - startedMs).toBeLessThan(10_000);
     expect(await readdir(puller.root)).toEqual([]);
+  });
+
+  it("never takes the room promised to this node's own VMs' disks (the peer's rule)", async () => {
+    const config = vmHostConfig({ VM_NODE_ID: 'node-c', VM_DISK_DIR: diskDir });
+    const promised = new ReplicaPuller(
+      config,
+      copier as unknown as VmCopier,
+      new CopyThrottle(config),
+      { room: () => Promise.resolve({ committableBytes: 8 }) } as unknown as VmDiskRoom,
+      { all: () => Promise.resolve([]) } as unknown as VmSidecars,
+    );
+    await expect(
+      promised.pull(VM, {
+        node_id: 'node-b',
+        address,
+        grant: 'the.grant',
+        backup_id: `${CHAIN}/0001`,
+      }),
+    ).rejects.toThrow(
+      /no room to pull .* 0\.0 MB free in VM_DISK_DIR beyond its reserve and the room promised/,
+    );
+    await expect(readdir(promised.root)).rejects.toThrow(/ENOENT/);
   });
 });

@@ -1,19 +1,13 @@
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, statfs } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { request as httpRequest, IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { Transform, TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { validateInput } from '@app/daemon';
-import {
-  ReplicaChainFile,
-  ReplicaChainRead,
-  RestorePoint,
-  RestorePull,
-  diskReserveBytes,
-} from '@app/fleet-domain';
+import { ReplicaChainFile, ReplicaChainRead, RestorePoint, RestorePull } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../files/vm-files';
 import { messageOf } from '../vms.errors';
@@ -23,6 +17,9 @@ import { splitAddress } from './peer-transport';
 import { VmCopier } from './vm-copier';
 import { RestoreSourceError } from './vm-restores.errors';
 import { abortAt, pullDeadline } from './pull-deadline';
+import { copyRoomBytes } from './copy-room';
+import { VmDiskRoom } from '../admission/vm-disk-room';
+import { VmSidecars } from '../files/vm-sidecars';
 
 /** The most of the holder's chain answer read: 64 files of a few hundred bytes. */
 const MAX_CHAIN_ANSWER_BYTES = 256 * 1024;
@@ -55,6 +52,9 @@ export class ReplicaPuller implements OnApplicationBootstrap {
     private readonly config: VmHostConfig,
     private readonly copier: VmCopier,
     private readonly throttle: CopyThrottle,
+    /** Absent (a unit test's puller): the free space alone counts (copyRoomBytes). */
+    @Optional() private readonly diskRoom?: VmDiskRoom,
+    @Optional() private readonly sidecars?: VmSidecars,
   ) {
     this.root = join(config.diskDir, 'pulls');
   }
@@ -95,7 +95,7 @@ export class ReplicaPuller implements OnApplicationBootstrap {
     const room = await this.room();
     if (wanted > room) {
       throw new RestoreSourceError(
-        `source.pull: no room to pull vm ${vmId}'s copy from node ${from.node_id}: ${mb(wanted)} MB, ${mb(room)} MB free in VM_DISK_DIR beyond its reserve`,
+        `source.pull: no room to pull vm ${vmId}'s copy from node ${from.node_id}: ${mb(wanted)} MB, ${mb(room)} MB free in VM_DISK_DIR beyond its reserve and the room promised to its VMs' disks`,
       );
     }
     await mkdir(this.root, { recursive: true, mode: PRIVATE_DIR_MODE });
@@ -256,11 +256,9 @@ export class ReplicaPuller implements OnApplicationBootstrap {
     });
   }
 
-  /** What VM_DISK_DIR's file system has free beyond its reserve. */
-  private async room(): Promise<number> {
-    const found = await statfs(this.config.diskDir);
-    const total = found.blocks * found.bsize;
-    return Math.max(0, found.bavail * found.bsize - diskReserveBytes(total));
+  /** The room a pull may take: the same rule as a copy a peer receives (copyRoomBytes). */
+  private room(): Promise<number> {
+    return copyRoomBytes(this.config.diskDir, this.diskRoom, this.sidecars);
   }
 }
 
