@@ -8,6 +8,7 @@ import {
   RestorePoint,
   RestorePoints,
   RestoreSpec,
+  GIB,
   SSH_GUEST_PORT,
   rfc3339ToEpochNanos,
 } from '@app/fleet-domain';
@@ -17,6 +18,8 @@ import { BackupFolder, Chain, fileDigest } from './backup-folder';
 import { VmCopier } from './vm-copier';
 import { ReplicaGrantFloors } from './replica-grant-floors';
 import { ReplicaPuller } from './replica-pull';
+import { checkRestoredSize } from './restored-disk-size';
+import { VmDiskRoom } from '../admission/vm-disk-room';
 import { RestoreSourceError } from './vm-restores.errors';
 import { messageOf } from '../vms.errors';
 
@@ -48,6 +51,8 @@ export class VmRestoresService {
     @Optional() private readonly puller?: ReplicaPuller,
     /** The node's one (VmsModule's); a unit test's service makes its own. */
     @Optional() floors?: ReplicaGrantFloors,
+    /** Absent (a unit test's service): a restore without disk_gb is not judged by size. */
+    @Optional() private readonly diskRoom?: VmDiskRoom,
   ) {
     this.floors = floors ?? new ReplicaGrantFloors(config);
     this.replicas = new BackupFolder(join(config.diskDir, 'replicas'));
@@ -79,6 +84,7 @@ export class VmRestoresService {
       make: async (target) => {
         await this.checkFiles(chain, index);
         await this.copier.convert(join(chain.dir, chain.manifest.files[index].file), target);
+        await checkRestoredSize(this.copier, target, await this.limitBytes(request), from);
       },
     });
     // Restored (moved, not as a new VM) from this copy: a copy grant issued before now writes
@@ -112,6 +118,12 @@ export class VmRestoresService {
         const pulled = await puller.pull(sourceVm, pull);
         try {
           await this.copier.convert(pulled.top, target);
+          await checkRestoredSize(
+            this.copier,
+            target,
+            await this.limitBytes(request),
+            `vm ${sourceVm}'s copy on node ${pull.node_id}`,
+          );
           point = pulled.point;
         } finally {
           await puller.remove(pulled.dir);
@@ -119,6 +131,12 @@ export class VmRestoresService {
       },
     });
     return { vm: outcome.vm, point: point! };
+  }
+
+  /** The most a restored disk may be: the request's disk_gb, else the base image's size. */
+  private async limitBytes(request: AgentRestoreRequest): Promise<number | undefined> {
+    if (request.disk_gb !== undefined && request.disk_gb !== null) return request.disk_gb * GIB;
+    return this.diskRoom?.imageBytes();
   }
 
   private async choose(request: AgentRestoreRequest): Promise<FoundPoint> {
