@@ -272,6 +272,8 @@ describe('POST /v1/vms/{vm_id}/restore (operations listener)', () => {
       tenant_id: 'acme',
       ports: PORTS,
       keep_host_ports: true,
+      // The controller's moment, recorded by the holder as the copy's restore (not its own clock).
+      issued_at: new Date(fleet.clock.wallNow()).toISOString(),
       disk_gb: 8,
       source: { replica: true, vm_id: VM },
     });

@@ -1,4 +1,4 @@
-import { GIB } from '@app/fleet-domain';
+import { AgentRestoreRequest, GIB, rfc3339ToEpochNanos } from '@app/fleet-domain';
 import type { VmCopier } from './vm-copier';
 import { RestoreSourceError } from './vm-restores.errors';
 
@@ -21,4 +21,14 @@ export async function checkRestoredSize(
       `source: the disk of ${from} is ${(virtualSizeBytes / GIB).toFixed(1)} GiB, more than the VM's ${(limitBytes / GIB).toFixed(1)} GiB (its disk_gb, else the base image's size)`,
     );
   }
+}
+
+/**
+ * The moment a restore from this node's copy is recorded on its grant floor: the controller's
+ * issued_at (its clock, as the copy grants' issued-at are), else this node's clock (an older
+ * controller).
+ */
+export function restoredAtMs(request: AgentRestoreRequest, nowMs = Date.now()): number {
+  const ns = request.issued_at === undefined ? null : rfc3339ToEpochNanos(request.issued_at);
+  return ns === null ? nowMs : Number(ns / 1_000_000n);
 }

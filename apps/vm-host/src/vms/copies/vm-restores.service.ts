@@ -18,7 +18,7 @@ import { BackupFolder, Chain, fileDigest } from './backup-folder';
 import { VmCopier } from './vm-copier';
 import { ReplicaGrantFloors } from './replica-grant-floors';
 import { ReplicaPuller } from './replica-pull';
-import { checkRestoredSize } from './restored-disk-size';
+import { checkRestoredSize, restoredAtMs } from './restored-disk-size';
 import { VmDiskRoom } from '../admission/vm-disk-room';
 import { RestoreSourceError } from './vm-restores.errors';
 import { messageOf } from '../vms.errors';
@@ -90,7 +90,7 @@ export class VmRestoresService {
     // Restored (moved, not as a new VM) from this copy: a copy grant issued before now writes
     // nothing more over it.
     if (point.source === 'replica' && request.vm_id === chain.manifest.vm_id) {
-      await this.floors.restored(chain.manifest.vm_id, Date.now());
+      await this.floors.restored(chain.manifest.vm_id, restoredAtMs(request));
     }
     return { vm: outcome.vm, point };
   }
