@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { grantCopies } from '../support/granted-copies';
 import { NODE_STALE_AFTER_MS } from '@app/fleet-domain';
 import type { HeartbeatReplica, HeartbeatVm } from '@app/fleet-domain';
 import { RunningFleet, startFleet } from '../support/fleet-app';
@@ -45,6 +46,7 @@ describe('copies of VMs, as the controller shows them', () => {
     replicas: HeartbeatReplica[] = [],
     spawn_port = 9,
   ): Promise<void> {
+    grantCopies(fleet, node_id, replicas);
     await request(fleet.url)
       .post('/v1/nodes/heartbeat')
       .set('Authorization', `Bearer ${API_TOKEN}`)
@@ -124,6 +126,25 @@ describe('copies of VMs, as the controller shows them', () => {
     await beat('other', []);
     [listed] = (await api('/v1/vms').expect(200)).body;
     expect(listed).toMatchObject({ copied_at: null, copy_node_id: null });
+  });
+
+  it('ignores a node claiming a copy of a VM it was never granted (no copy node, no restore source)', async () => {
+    await beat('src', [{ ...vmRecord(VM), copies: POLICY }]);
+    // No grant recorded for 'evil' (beat() records one): it claims a huge, fresh copy.
+    await request(fleet.url)
+      .post('/v1/nodes/heartbeat')
+      .send(
+        heartbeat({
+          node_id: 'evil',
+          spawn_port: 9,
+          replicas: [{ ...replica(VM, 'src', '2026-08-06T11:59:30.000Z'), size_bytes: 1e15 }],
+        }),
+      )
+      .expect(200);
+    const [listed] = (await api('/v1/vms').expect(200)).body;
+    expect(listed).toMatchObject({ copied_at: null, copy_node_id: null });
+    const copies = await ops(`/v1/vms/${VM}/copies`).expect(200);
+    expect(copies.body).toMatchObject({ copy_node_id: null });
   });
 
   it('answers GET /v1/vms/{vm_id}/copies with the policy, every copy freshest first, and the backups its agent lists', async () => {
@@ -218,6 +239,7 @@ describe('copies in the web console and in creates', () => {
         }),
       )
       .expect(200);
+    grantCopies(fleet, 'peer', [replica(VM, 'src', '2026-08-06T11:59:18.000Z')]);
     await request(fleet.url)
       .post('/v1/nodes/heartbeat')
       .send(

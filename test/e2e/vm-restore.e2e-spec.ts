@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { grantCopies } from '../support/granted-copies';
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import request from 'supertest';
@@ -104,6 +105,7 @@ describe('POST /v1/vms/{vm_id}/restore (operations listener)', () => {
     stub: StubAgent,
     fields: { vms?: VmRecord[]; replicas?: HeartbeatReplica[] } = {},
   ): Promise<{ accepted: boolean; superseded_vm_ids?: string[] }> {
+    grantCopies(fleet, nodeId, fields.replicas);
     const { body } = await request(fleet.url)
       .post('/v1/nodes/heartbeat')
       .send(heartbeat({ node_id: nodeId, spawn_port: stub.port, ...fields }))
@@ -270,6 +272,8 @@ describe('POST /v1/vms/{vm_id}/restore (operations listener)', () => {
       tenant_id: 'acme',
       ports: PORTS,
       keep_host_ports: true,
+      // The controller's moment, recorded by the holder as the copy's restore (not its own clock).
+      issued_at: new Date(fleet.clock.wallNow()).toISOString(),
       disk_gb: 8,
       source: { replica: true, vm_id: VM },
     });

@@ -10,6 +10,7 @@ import {
 } from '@app/fleet-domain';
 import { NodeTokens } from '../nodes/node-tokens';
 import { NodesRepository } from '../nodes/nodes.repository';
+import { GrantedCopies } from '../nodes/granted-copies';
 import { VmHostClient } from '../vms/vm-host.client';
 
 /**
@@ -51,6 +52,8 @@ export class CopyPlannerService {
     private readonly nodeTokens: NodeTokens,
     private readonly vmHost: VmHostClient,
     private readonly clock: Clock,
+    /** Absent (a unit test's planner): the grants issued are not recorded. */
+    private readonly granted?: GrantedCopies,
   ) {}
 
   async planAll(): Promise<PlanRound> {
@@ -65,7 +68,7 @@ export class CopyPlannerService {
       if (!isLive(node, liveSince(nowMs))) continue;
       for (const vm of node.vms) {
         seen.add(vm.vm_id);
-        const plan = this.planFor(node, vm.vm_id, vm.copies, live, held, wallMs);
+        const plan = this.planFor(node, vm.vm_id, vm.copies, vm.disk_gb, live, held, wallMs);
         const last = this.pushed.get(vm.vm_id);
         if (plan === undefined) continue;
         if (last && last.nodeId === node.node_id && samePlan(last.plan, plan)) {
@@ -77,6 +80,8 @@ export class CopyPlannerService {
           const outcome = await this.vmHost.putCopyPlan(node, vm.vm_id, plan);
           if (outcome === 'set') {
             this.pushed.set(vm.vm_id, { nodeId: node.node_id, plan, issuedAtWallMs: wallMs });
+            // Only the peers granted may report holding its copy (GrantedCopies).
+            for (const peer of plan.peers) this.granted?.granted(vm.vm_id, peer.node_id, wallMs);
             round.pushed.push(vm.vm_id);
             if (!last || !samePeers(last.plan, plan)) {
               this.logger.log(
@@ -101,6 +106,7 @@ export class CopyPlannerService {
     node: NodeState,
     vmId: string,
     policy: { count: number; every_s: number } | undefined,
+    diskGb: number | undefined,
     live: readonly NodeState[],
     held: Map<string, number>,
     wallMs: number,
@@ -113,14 +119,11 @@ export class CopyPlannerService {
       )
       .map((peer) => peer.node_id);
     const current = [...(last?.plan.peers.map((peer) => peer.node_id) ?? []), ...holders];
-    const knownMb = Math.max(
-      0,
-      ...live.flatMap((peer) =>
-        peer.replicas.filter((copy) => copy.vm_id === vmId).map((copy) => copy.size_bytes / 1e6),
-      ),
-    );
+    // The VM's own disk_gb, never a size a holder reports (a node could claim any). Without
+    // disk_gb (the base image's size, unknown here) the peer's own room check decides.
+    const neededMb = diskGb === undefined ? 0 : Math.ceil((diskGb * 1024 ** 3) / 1e6);
     const chosen = chooseCopyPeers(
-      { vm_node_id: node.node_id, count: policy.count, needed_mb: Math.ceil(knownMb), current },
+      { vm_node_id: node.node_id, count: policy.count, needed_mb: neededMb, current },
       live.map((peer) => ({
         node_id: peer.node_id,
         live: true,

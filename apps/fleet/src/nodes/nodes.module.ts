@@ -14,6 +14,7 @@ import { NodesController } from './nodes.controller';
 import { NodesRepository } from './nodes.repository';
 import { NodesService } from './nodes.service';
 import { VmMoves } from './vm-moves.repository';
+import { GrantedCopies } from './granted-copies';
 
 /** The store the configuration chose (nodes-store.choice.ts), opened once and closed with the app. */
 class ChosenNodesStore implements OnModuleInit, OnApplicationShutdown {
@@ -78,6 +79,7 @@ class ChosenNodesStore implements OnModuleInit, OnApplicationShutdown {
       inject: [ChosenNodesStore],
     },
     LeadershipJob,
+    GrantedCopies,
     { provide: LiveNodesSource, useClass: LiveNodesReader },
   ],
   exports: [
@@ -89,6 +91,7 @@ class ChosenNodesStore implements OnModuleInit, OnApplicationShutdown {
     Leadership,
     Clock,
     LiveNodesSource,
+    GrantedCopies,
   ],
 })
 export class NodesModule {}

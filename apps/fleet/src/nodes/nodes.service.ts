@@ -31,8 +31,10 @@ import { LoopbackWgIpError, NodeNotFoundError } from './nodes.errors';
 import { HeartbeatCredentials } from './heartbeat-credentials';
 import { NodesRepository, VmIdsHeldElsewhereError } from './nodes.repository';
 import { wantedReplicaVmIds } from './wanted-replicas';
+import { GrantedCopies } from './granted-copies';
 import { VmMoves } from './vm-moves.repository';
 import { NodeLeases } from './node-leases';
+import { withGrantedReplicas } from './granted-replicas-change';
 
 /** Nodes named one by one per sweep; beyond that, one summary line. */
 const DROP_LINES_PER_SWEEP = 20;
@@ -65,6 +67,8 @@ export class NodesService {
     private readonly vmMoves?: VmMoves,
     /** etcd mode: each heartbeat taken renews its node's fencing lease (answer fence_after_s). */
     private readonly leases?: NodeLeases,
+    /** Absent (a unit test's service): every reported copy is taken. */
+    private readonly grantedCopies?: GrantedCopies,
   ) {
     this.credentials = new HeartbeatCredentials(nodeTokens, clock, this.logger);
   }
@@ -91,7 +95,10 @@ export class NodesService {
       try {
         verdict = await this.nodes.update(
           heartbeat.node_id,
-          acceptHeartbeat(owned, receivedAtMs, this.clock.wallNow(), credential),
+          withGrantedReplicas(
+            acceptHeartbeat(owned, receivedAtMs, this.clock.wallNow(), credential),
+            this.grantedCopies,
+          ),
         );
         break;
       } catch (error) {

@@ -7,7 +7,8 @@ const copy = (vm_id: string) => ({
   copied_at: '2026-12-05T04:17:00Z',
   size_bytes: 1,
 });
-const node = (vmIds: string[]) => ({ vms: vmIds.map((vm_id) => ({ vm_id })) }) as NodeState;
+const node = (vmIds: string[], node_id = 'n1') =>
+  ({ node_id, vms: vmIds.map((vm_id) => ({ vm_id })) }) as NodeState;
 
 describe('wantedReplicaVmIds', () => {
   it("keeps the copies of VMs some node's record lists, live or silent", () => {
@@ -17,6 +18,15 @@ describe('wantedReplicaVmIds', () => {
         [node(['vm-a']), node(['vm-c'])],
       ),
     ).toEqual(['vm-a', 'vm-c']);
+  });
+
+  it('keeps the copies of a node the controller has no record of (forgot it on a restart): they may be all that is left', () => {
+    expect(
+      wantedReplicaVmIds(
+        [copy('vm-a'), { ...copy('vm-b'), source_node_id: 'n-gone' }],
+        [node(['vm-c'])],
+      ),
+    ).toEqual(['vm-b']);
   });
 
   it('says nothing when the heartbeat reported no copy', () => {

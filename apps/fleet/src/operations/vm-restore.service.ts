@@ -24,6 +24,7 @@ import {
   recordDispatchedVm,
   releaseHold,
   shownVm,
+  toRfc3339,
   vmRecordOf,
 } from '@app/fleet-domain';
 import { KeyClaims } from '../nodes/key-claims.repository';
@@ -174,6 +175,7 @@ export class VmRestoreService {
       tenant_id: spec.tenant_id,
       ports: withSshFirst(spec.ports),
       keep_host_ports: !asNew,
+      issued_at: toRfc3339(this.clock.wallNow()),
       ...(spec.disk_gb === undefined ? {} : { disk_gb: spec.disk_gb }),
       ...(spec.copies === undefined ? {} : { copies: spec.copies }),
       source: {

@@ -325,6 +325,11 @@ export interface components {
       copies?: components['schemas']['CopyPolicy'];
       /** @example 20 */
       disk_gb?: number;
+      /**
+       * Format: date-time
+       * @description When the controller ordered the restore (its wall clock): a restore from this node's copy records it as the copy's restore moment (copy grants issued before it write nothing more); absent (an older controller): this node's clock.
+       */
+      issued_at?: string;
       /** @description false: every port on a free host port of its own (a VM restored as new beside the original). */
       keep_host_ports: boolean;
       /** @description The VM's forwards, SSH (guest 22/tcp) first (a 400 otherwise): each guest port published again, on the same host port where it is free on this node (and keep_host_ports; never one below 1024), else on a free one. */

@@ -1,13 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { createReadStream } from 'node:fs';
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { CopyReadGrant } from '@app/daemon';
 import { ReplicaChainRead } from '@app/fleet-domain';
 import { CopyThrottle } from '../vms/copies/copy-throttle';
+import { throttledFile } from '../vms/copies/throttled-file';
 import { Chain } from '../vms/copies/backup-folder';
-import { ReplicaGrantFloor } from '../vms/copies/replica-grant-floor';
 import { ReplicasService } from './replicas.service';
 import { ReplicaNotHeldError } from './replicas.errors';
 
@@ -20,14 +19,11 @@ import { ReplicaNotHeldError } from './replicas.errors';
 @Injectable()
 export class ReplicaReadService {
   private readonly logger = new Logger('Replicas');
-  private readonly floor: ReplicaGrantFloor;
 
   constructor(
     private readonly replicas: ReplicasService,
     private readonly throttle: CopyThrottle,
-  ) {
-    this.floor = new ReplicaGrantFloor(replicas.folder);
-  }
+  ) {}
 
   /** The files of chain `<chain_id>` up to `<index>` (point), in chain order. */
   async chain(vmId: string, grant: CopyReadGrant, point: string): Promise<ReplicaChainRead> {
@@ -39,7 +35,7 @@ export class ReplicaReadService {
         `vm ${vmId}: chain ${chainId} here has ${chain.manifest.files.length} file(s), no point ${point}`,
       );
     }
-    if (grant.moves) await this.floor.restored(vmId, grant.issuedAtMs);
+    if (grant.moves) await this.replicas.floors.restored(vmId, grant.issuedAtMs);
     this.logger.log(
       `vm ${vmId}: its copy ${point} read by node ${grant.reader} (a restore there${grant.moves ? '; copy grants issued before it write nothing more here' : ', as a new VM'})`,
     );
@@ -73,7 +69,7 @@ export class ReplicaReadService {
     if (!found?.isFile()) throw new ReplicaNotHeldError(`vm ${vmId}: ${file} is not here`);
     return {
       sizeBytes: found.size,
-      body: createReadStream(path).pipe(this.throttle.stream()),
+      body: throttledFile(this.throttle, path),
     };
   }
 

@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { mkdir, open, readdir, rename, rm, statfs } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -13,7 +13,6 @@ import {
   ReplicaState,
   ReplicaTransfer,
   StartReplicaTransfer,
-  diskReserveBytes,
 } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
 import {
@@ -31,7 +30,9 @@ import { VmSidecars } from '../vms/files/vm-sidecars';
 import { VmCopier } from '../vms/copies/vm-copier';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../vms/files/vm-files';
 import { messageOf } from '../vms/vms.errors';
-import { ReplicaGrantFloor } from '../vms/copies/replica-grant-floor';
+import { ReplicaGrantFloors } from '../vms/copies/replica-grant-floors';
+import { copyRoomBytes } from '../vms/copies/copy-room';
+import { ReplicaGrantStaleError } from '../vms/copies/replica-grant-floor';
 import {
   ReplicaConflictError,
   ReplicaNoRoomError,
@@ -52,7 +53,7 @@ export class ReplicasService {
   private readonly logger = new Logger('Replicas');
   readonly folder: BackupFolder;
   private readonly transfers = new Map<string, Transfer>();
-  private readonly floor: ReplicaGrantFloor;
+  readonly floors: ReplicaGrantFloors;
 
   constructor(
     private readonly config: VmHostConfig,
@@ -60,9 +61,13 @@ export class ReplicasService {
     private readonly clock: Clock,
     private readonly diskRoom?: VmDiskRoom,
     private readonly sidecars?: VmSidecars,
+    /** The node's one (VmsModule's); a unit test's service makes its own. */
+    floors?: ReplicaGrantFloors,
   ) {
     this.folder = new BackupFolder(join(config.diskDir, 'replicas'));
-    this.floor = new ReplicaGrantFloor(this.folder);
+    this.floors = floors ?? new ReplicaGrantFloors(config);
+    // A restore from the copy here: transfers of the VM in flight carry grants from before it.
+    this.floors.onRestored((vmId) => this.abandonVm(vmId, 'the VM was restored meanwhile'));
   }
 
   /** What this node holds of the VM's copy. */
@@ -115,7 +120,7 @@ export class ReplicasService {
     request: StartReplicaTransfer,
   ): Promise<ReplicaTransfer> {
     await this.giveUpIdle();
-    await this.floor.check(vmId, grant, request.kind);
+    await this.floors.check(vmId, grant, request.kind);
     const earlier = [...this.transfers.values()].find((transfer) => transfer.vmId === vmId);
     if (earlier) await this.abandon(earlier, 'a new transfer of the VM began');
     const room = await this.room();
@@ -249,6 +254,24 @@ export class ReplicasService {
       );
     }
     this.transfers.delete(transfer.id);
+    try {
+      // Checked again, with the copy's commit under the same per-VM lock: a grant the floor
+      // refuses now (a restore recorded while the transfer ran) takes nothing into the chain.
+      await this.floors.admit(vmId, grant, request.kind, () => this.commit(vmId, transfer));
+    } catch (error) {
+      if (error instanceof ReplicaGrantStaleError) {
+        await this.drop(transfer);
+        this.logger.warn(`vm ${vmId}: copy from node ${transfer.source} dropped: ${error.message}`);
+      }
+      throw error;
+    }
+    if (transfer.newChain) await this.removeOlderChains(vmId, transfer.chainId);
+    return this.state(vmId);
+  }
+
+  /** The received file checked, renamed to its place and taken into the manifest. */
+  private async commit(vmId: string, transfer: Transfer): Promise<void> {
+    const { request } = transfer;
     const backing =
       transfer.index === 0
         ? null
@@ -298,32 +321,15 @@ export class ReplicasService {
       await this.drop(transfer);
       throw error;
     }
-    if (transfer.newChain) {
-      await this.floor.chainStarted(vmId, grant);
-      await this.removeOlderChains(vmId, transfer.chainId);
-    }
-    return this.state(vmId);
   }
 
-  /** Room for a copy: what VM_DISK_DIR's file system has free beyond its reserve. */
-  /**
-   * The room a copy may take: the free space beyond the reserve, and never the room already
-   * promised to this node's own VMs' disks (their committable room, as admission counts it),
-   * less what transfers under way will still write.
-   */
+  /** The room a copy may take (copyRoomBytes), less what transfers under way will still write. */
   private async room(except?: Transfer): Promise<number> {
-    const found = await statfs(this.config.diskDir);
-    const total = found.blocks * found.bsize;
-    const free = Math.max(0, found.bavail * found.bsize - diskReserveBytes(total));
-    const own =
-      this.diskRoom && this.sidecars
-        ? await this.diskRoom.room(await this.sidecars.all())
-        : undefined;
+    const room = await copyRoomBytes(this.config.diskDir, this.diskRoom, this.sidecars);
     let pending = 0;
     for (const transfer of this.transfers.values()) {
       if (transfer !== except) pending += transfer.request.size_bytes - transfer.received;
     }
-    const room = own === undefined ? free : Math.min(free, own.committableBytes);
     return Math.max(0, room - pending);
   }
 
@@ -339,6 +345,12 @@ export class ReplicasService {
       throw new ReplicaTransferGoneError(vmId, transferId);
     }
     return transfer;
+  }
+
+  private async abandonVm(vmId: string, why: string): Promise<void> {
+    for (const transfer of [...this.transfers.values()]) {
+      if (transfer.vmId === vmId) await this.abandon(transfer, why);
+    }
   }
 
   private async abandon(transfer: Transfer, why: string): Promise<void> {

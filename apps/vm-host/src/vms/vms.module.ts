@@ -41,6 +41,7 @@ import { LEASE_CLOCK, VmFencing } from './fencing/vm-fencing.service';
 import { VmFencingJob } from './fencing/vm-fencing.job';
 import { CopyThrottle } from './copies/copy-throttle';
 import { ReplicaPuller } from './copies/replica-pull';
+import { ReplicaGrantFloors } from './copies/replica-grant-floors';
 
 @Module({
   imports: [HostFactsModule],
@@ -76,6 +77,7 @@ import { ReplicaPuller } from './copies/replica-pull';
     CopyLocks,
     CopyThrottle,
     ReplicaPuller,
+    ReplicaGrantFloors,
     VmReplicationService,
     VmReplicationJob,
     FencedVms,
@@ -116,6 +118,7 @@ import { ReplicaPuller } from './copies/replica-pull';
     VmAdmissionService,
     VmDriver,
     VmFencing,
+    ReplicaGrantFloors,
   ],
 })
 export class VmsModule {}

@@ -174,6 +174,17 @@ export class AgentRestoreRequest {
   @Type(() => CopyPolicy)
   copies?: CopyPolicy;
 
+  @ApiProperty({
+    required: false,
+    format: 'date-time',
+    maxLength: RFC3339_MAX_LENGTH,
+    description:
+      "When the controller ordered the restore (its wall clock): a restore from this node's copy records it as the copy's restore moment (copy grants issued before it write nothing more); absent (an older controller): this node's clock.",
+  })
+  @IsOptional()
+  @IsRfc3339()
+  issued_at?: string;
+
   @ApiProperty({ type: RestoreSource })
   @ValidateNested()
   @IsObject()

@@ -41,7 +41,7 @@ export class VmDiskRoom {
    * The base image's virtual size, or undefined (said once per failure) when it cannot be read:
    * then no disk is judged, and making the VM's disk says what is wrong with the image.
    */
-  private async imageBytes(): Promise<number | undefined> {
+  async imageBytes(): Promise<number | undefined> {
     try {
       return await this.driver.imageDiskBytes();
     } catch (error) {

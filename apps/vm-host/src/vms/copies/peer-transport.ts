@@ -1,8 +1,8 @@
-import { createReadStream } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { Transform, TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { MAX_REPLICA_CHUNK_BYTES, ReplicaState, StartReplicaTransfer } from '@app/fleet-domain';
+import { throttledFile } from './throttled-file';
 
 /** The most of a peer's answer read: its JSON is a few hundred bytes. */
 const MAX_ANSWER_BYTES = 64 * 1024;
@@ -98,8 +98,11 @@ export class PeerTransport {
         {
           length,
           body: () =>
-            createReadStream(file, { start: offset, end: offset + length - 1 }).pipe(
-              this.throttle.stream(counted),
+            throttledFile(
+              this.throttle,
+              file,
+              { start: offset, end: offset + length - 1 },
+              counted,
             ),
         },
       );

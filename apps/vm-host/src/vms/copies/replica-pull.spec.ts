@@ -9,6 +9,8 @@ import { CopyThrottle } from './copy-throttle';
 import { ReplicaPuller } from './replica-pull';
 import { VmCopier } from './vm-copier';
 import { RestoreSourceError } from './vm-restores.errors';
+import { VmDiskRoom } from '../admission/vm-disk-room';
+import { VmSidecars } from '../files/vm-sidecars';
 
 const VM = 'vm-00000000000000b7';
 const CHAIN = '20261205T041700Z-3f2a';
@@ -43,10 +45,12 @@ describe('ReplicaPuller: a copy pulled from the node that holds it', () => {
   let chain: object;
   let files: Record<string, Buffer>;
   let authorizations: string[];
+  let stall: boolean;
 
   beforeEach(async () => {
     diskDir = await mkdtemp(join(tmpdir(), 'replica-pull-'));
     authorizations = [];
+    stall = false;
     chain = {
       vm_id: VM,
       chain_id: CHAIN,
@@ -65,6 +69,12 @@ describe('ReplicaPuller: a copy pulled from the node that holds it', () => {
         return;
       }
       const file = new RegExp(`^/v1/replicas/${VM}/read/files/${CHAIN}/(.+)$`).exec(url)?.[1];
+      if (file && stall) {
+        // Sends part of the file, then nothing more (never ends it).
+        response.writeHead(200, { 'content-type': 'application/octet-stream' });
+        response.write(files[file].subarray(0, 4));
+        return;
+      }
       if (file && files[file]) {
         response.writeHead(200, { 'content-type': 'application/octet-stream' });
         response.end(files[file]);
@@ -81,6 +91,7 @@ describe('ReplicaPuller: a copy pulled from the node that holds it', () => {
   });
 
   afterEach(async () => {
+    server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
     await rm(diskDir, { recursive: true, force: true });
   });
@@ -146,5 +157,42 @@ describe('ReplicaPuller: a copy pulled from the node that holds it', () => {
     await expect(pull(`${CHAIN}/0000`)).rejects.toThrow(
       `source.pull: node node-b answered the read of vm ${VM}'s copy with 404: no such thing? here`,
     );
+  });
+
+  it("gives a stalled pull up at its deadline (the read grant's expiry at the latest): nothing stays staged", async () => {
+    stall = true;
+    const startedMs = Date.now();
+    await expect(
+      puller.pull(
+        VM,
+        { node_id: 'node-b', address, grant: 'the.grant', backup_id: `${CHAIN}/0001` },
+        Date.now() + 300,
+      ),
+    ).rejects.toThrow(`source.pull: vm ${VM}'s copy from node node-b not pulled in time`);
+    // Far before the 60 s idle timeout.
+    expect(Date.now() - startedMs).toBeLessThan(10_000);
+    expect(await readdir(puller.root)).toEqual([]);
+  });
+
+  it("never takes the room promised to this node's own VMs' disks (the peer's rule)", async () => {
+    const config = vmHostConfig({ VM_NODE_ID: 'node-c', VM_DISK_DIR: diskDir });
+    const promised = new ReplicaPuller(
+      config,
+      copier as unknown as VmCopier,
+      new CopyThrottle(config),
+      { room: () => Promise.resolve({ committableBytes: 8 }) } as unknown as VmDiskRoom,
+      { all: () => Promise.resolve([]) } as unknown as VmSidecars,
+    );
+    await expect(
+      promised.pull(VM, {
+        node_id: 'node-b',
+        address,
+        grant: 'the.grant',
+        backup_id: `${CHAIN}/0001`,
+      }),
+    ).rejects.toThrow(
+      /no room to pull .* 0\.0 MB free in VM_DISK_DIR beyond its reserve and the room promised/,
+    );
+    await expect(readdir(promised.root)).rejects.toThrow(/ENOENT/);
   });
 });

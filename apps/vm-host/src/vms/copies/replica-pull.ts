@@ -1,19 +1,13 @@
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, statfs } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { request as httpRequest, IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { Transform, TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { validateInput } from '@app/daemon';
-import {
-  ReplicaChainFile,
-  ReplicaChainRead,
-  RestorePoint,
-  RestorePull,
-  diskReserveBytes,
-} from '@app/fleet-domain';
+import { ReplicaChainFile, ReplicaChainRead, RestorePoint, RestorePull } from '@app/fleet-domain';
 import { VmHostConfig } from '../../config/vm-host.config';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../files/vm-files';
 import { messageOf } from '../vms.errors';
@@ -22,6 +16,10 @@ import { CopyThrottle } from './copy-throttle';
 import { splitAddress } from './peer-transport';
 import { VmCopier } from './vm-copier';
 import { RestoreSourceError } from './vm-restores.errors';
+import { abortAt, pullDeadline } from './pull-deadline';
+import { copyRoomBytes } from './copy-room';
+import { VmDiskRoom } from '../admission/vm-disk-room';
+import { VmSidecars } from '../files/vm-sidecars';
 
 /** The most of the holder's chain answer read: 64 files of a few hundred bytes. */
 const MAX_CHAIN_ANSWER_BYTES = 256 * 1024;
@@ -54,6 +52,9 @@ export class ReplicaPuller implements OnApplicationBootstrap {
     private readonly config: VmHostConfig,
     private readonly copier: VmCopier,
     private readonly throttle: CopyThrottle,
+    /** Absent (a unit test's puller): the free space alone counts (copyRoomBytes). */
+    @Optional() private readonly diskRoom?: VmDiskRoom,
+    @Optional() private readonly sidecars?: VmSidecars,
   ) {
     this.root = join(config.diskDir, 'pulls');
   }
@@ -65,13 +66,36 @@ export class ReplicaPuller implements OnApplicationBootstrap {
     );
   }
 
-  async pull(vmId: string, from: RestorePull): Promise<PulledChain> {
-    const chain = await this.chainOf(vmId, from);
+  /**
+   * Aborted (its staging removed) at the read grant's expiry or `deadlineMs`, whichever is
+   * first (pullDeadline): a stalled holder never keeps the restore's admission lock for long.
+   */
+  async pull(vmId: string, from: RestorePull, deadlineMs?: number): Promise<PulledChain> {
+    const nowMs = Date.now();
+    const abort = abortAt(pullDeadline(from.grant, nowMs, deadlineMs), nowMs);
+    try {
+      return await this.pullUntil(vmId, from, abort.signal);
+    } catch (error) {
+      if (!abort.signal.aborted) throw error;
+      throw new RestoreSourceError(
+        `source.pull: vm ${vmId}'s copy from node ${from.node_id} not pulled in time: ${messageOf(abort.signal.reason)}`,
+      );
+    } finally {
+      abort.dispose();
+    }
+  }
+
+  private async pullUntil(
+    vmId: string,
+    from: RestorePull,
+    signal: AbortSignal,
+  ): Promise<PulledChain> {
+    const chain = await this.chainOf(vmId, from, signal);
     const wanted = chain.files.reduce((sum, file) => sum + file.size_bytes, 0);
     const room = await this.room();
     if (wanted > room) {
       throw new RestoreSourceError(
-        `source.pull: no room to pull vm ${vmId}'s copy from node ${from.node_id}: ${mb(wanted)} MB, ${mb(room)} MB free in VM_DISK_DIR beyond its reserve`,
+        `source.pull: no room to pull vm ${vmId}'s copy from node ${from.node_id}: ${mb(wanted)} MB, ${mb(room)} MB free in VM_DISK_DIR beyond its reserve and the room promised to its VMs' disks`,
       );
     }
     await mkdir(this.root, { recursive: true, mode: PRIVATE_DIR_MODE });
@@ -79,7 +103,7 @@ export class ReplicaPuller implements OnApplicationBootstrap {
     await mkdir(dir, { mode: PRIVATE_DIR_MODE });
     try {
       for (const [index, file] of chain.files.entries()) {
-        await this.pullFile(vmId, from, chain.chain_id, file, dir);
+        await this.pullFile(vmId, from, chain.chain_id, file, dir, signal);
         const backing = index === 0 ? null : chain.files[index - 1].file;
         await this.copier.check(join(dir, file.file), backing).catch((error: unknown) => {
           throw new RestoreSourceError(
@@ -113,9 +137,13 @@ export class ReplicaPuller implements OnApplicationBootstrap {
   }
 
   /** The holder's chain up to the point, checked to be that chain, in order. */
-  private async chainOf(vmId: string, from: RestorePull): Promise<ReplicaChainRead> {
+  private async chainOf(
+    vmId: string,
+    from: RestorePull,
+    signal: AbortSignal,
+  ): Promise<ReplicaChainRead> {
     const path = `/v1/replicas/${vmId}/read?point=${encodeURIComponent(from.backup_id)}`;
-    const response = await this.get(from, path);
+    const response = await this.get(from, path, signal);
     const text = await readBounded(response, MAX_CHAIN_ANSWER_BYTES);
     if (response.statusCode !== 200) {
       throw new RestoreSourceError(
@@ -152,10 +180,12 @@ export class ReplicaPuller implements OnApplicationBootstrap {
     chainId: string,
     file: ReplicaChainFile,
     dir: string,
+    signal: AbortSignal,
   ): Promise<void> {
     const response = await this.get(
       from,
       `/v1/replicas/${vmId}/read/files/${chainId}/${file.file}`,
+      signal,
     );
     if (response.statusCode !== 200) {
       const text = await readBounded(response, MAX_CHAIN_ANSWER_BYTES);
@@ -181,6 +211,7 @@ export class ReplicaPuller implements OnApplicationBootstrap {
         bounded,
         this.throttle.stream(),
         createWriteStream(partial, { mode: PRIVATE_FILE_MODE, flags: 'wx' }),
+        { signal },
       );
     } catch (error) {
       throw new RestoreSourceError(
@@ -196,7 +227,7 @@ export class ReplicaPuller implements OnApplicationBootstrap {
     await rename(partial, join(dir, file.file));
   }
 
-  private get(from: RestorePull, path: string): Promise<IncomingMessage> {
+  private get(from: RestorePull, path: string, signal: AbortSignal): Promise<IncomingMessage> {
     const { host, port } = splitAddress(from.address);
     return new Promise((resolve, reject) => {
       const request = httpRequest(
@@ -207,6 +238,7 @@ export class ReplicaPuller implements OnApplicationBootstrap {
           path,
           headers: { Authorization: `Bearer ${from.grant}` },
           timeout: HOLDER_TIMEOUT_MS,
+          signal,
         },
         resolve,
       );
@@ -224,11 +256,9 @@ export class ReplicaPuller implements OnApplicationBootstrap {
     });
   }
 
-  /** What VM_DISK_DIR's file system has free beyond its reserve. */
-  private async room(): Promise<number> {
-    const found = await statfs(this.config.diskDir);
-    const total = found.blocks * found.bsize;
-    return Math.max(0, found.bavail * found.bsize - diskReserveBytes(total));
+  /** The room a pull may take: the same rule as a copy a peer receives (copyRoomBytes). */
+  private room(): Promise<number> {
+    return copyRoomBytes(this.config.diskDir, this.diskRoom, this.sidecars);
   }
 }
 

@@ -38,8 +38,9 @@ class FakeCopier extends VmCopier {
   check(): Promise<void> {
     return Promise.resolve();
   }
+  virtualSizeBytes: number | null = null;
   describe(): Promise<{ tool: string; virtualSizeBytes: number | null }> {
-    return Promise.resolve({ tool: 'qemu-img', virtualSizeBytes: null });
+    return Promise.resolve({ tool: 'qemu-img', virtualSizeBytes: this.virtualSizeBytes });
   }
 }
 
@@ -238,6 +239,20 @@ describe('VmRestoresService', () => {
     ).rejects.toThrow(/its file 0000-full\.qcow2 is not what its manifest says/);
     expect(await bed.runFolders()).toEqual([VM]);
     expect(await readdir(join(bed.root, 'disks'))).toEqual([]);
+  });
+
+  it("refuses (422) a restored disk larger than the VM's disk_gb, leaving nothing behind", async () => {
+    await chain(backupDir, CHAIN, ['2026-12-05T04:17:00.000Z', '2026-12-05T05:17:00.000Z']);
+    copier.virtualSizeBytes = 9 * 1024 ** 3;
+    await expect(restores.restore(restoreRequest({ disk_gb: 8 }))).rejects.toThrow(
+      /is 9\.0 GiB, more than the VM's 8\.0 GiB/,
+    );
+    expect(existsSync(bed.files.disk(VM))).toBe(false);
+    expect(await bed.files.readSidecar(VM)).toBeUndefined();
+    copier.virtualSizeBytes = 8 * 1024 ** 3;
+    await expect(restores.restore(restoreRequest({ disk_gb: 8 }))).resolves.toMatchObject({
+      vm: { vm_id: VM },
+    });
   });
 
   it('rolls back at start-up a restore cut short before its disk was whole', async () => {

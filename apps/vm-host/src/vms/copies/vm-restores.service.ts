@@ -8,6 +8,7 @@ import {
   RestorePoint,
   RestorePoints,
   RestoreSpec,
+  GIB,
   SSH_GUEST_PORT,
   rfc3339ToEpochNanos,
 } from '@app/fleet-domain';
@@ -15,8 +16,10 @@ import { VmHostConfig } from '../../config/vm-host.config';
 import { VmAdmissionService } from '../admission/vm-admission.service';
 import { BackupFolder, Chain, fileDigest } from './backup-folder';
 import { VmCopier } from './vm-copier';
-import { ReplicaGrantFloor } from './replica-grant-floor';
+import { ReplicaGrantFloors } from './replica-grant-floors';
 import { ReplicaPuller } from './replica-pull';
+import { checkRestoredSize, restoredAtMs } from './restored-disk-size';
+import { VmDiskRoom } from '../admission/vm-disk-room';
 import { RestoreSourceError } from './vm-restores.errors';
 import { messageOf } from '../vms.errors';
 
@@ -38,6 +41,7 @@ export class VmRestoresService {
   private readonly logger = new Logger('Restores');
   private readonly replicas: BackupFolder;
   private readonly backups?: BackupFolder;
+  private readonly floors: ReplicaGrantFloors;
 
   constructor(
     config: VmHostConfig,
@@ -45,7 +49,12 @@ export class VmRestoresService {
     private readonly copier: VmCopier,
     /** Absent (a unit test's service): no pull from another node. */
     @Optional() private readonly puller?: ReplicaPuller,
+    /** The node's one (VmsModule's); a unit test's service makes its own. */
+    @Optional() floors?: ReplicaGrantFloors,
+    /** Absent (a unit test's service): a restore without disk_gb is not judged by size. */
+    @Optional() private readonly diskRoom?: VmDiskRoom,
   ) {
+    this.floors = floors ?? new ReplicaGrantFloors(config);
     this.replicas = new BackupFolder(join(config.diskDir, 'replicas'));
     if (config.backupDir) this.backups = new BackupFolder(config.backupDir);
   }
@@ -75,12 +84,13 @@ export class VmRestoresService {
       make: async (target) => {
         await this.checkFiles(chain, index);
         await this.copier.convert(join(chain.dir, chain.manifest.files[index].file), target);
+        await checkRestoredSize(this.copier, target, await this.limitBytes(request), from);
       },
     });
     // Restored (moved, not as a new VM) from this copy: a copy grant issued before now writes
     // nothing more over it.
     if (point.source === 'replica' && request.vm_id === chain.manifest.vm_id) {
-      await new ReplicaGrantFloor(this.replicas).restored(chain.manifest.vm_id, Date.now());
+      await this.floors.restored(chain.manifest.vm_id, restoredAtMs(request));
     }
     return { vm: outcome.vm, point };
   }
@@ -108,6 +118,12 @@ export class VmRestoresService {
         const pulled = await puller.pull(sourceVm, pull);
         try {
           await this.copier.convert(pulled.top, target);
+          await checkRestoredSize(
+            this.copier,
+            target,
+            await this.limitBytes(request),
+            `vm ${sourceVm}'s copy on node ${pull.node_id}`,
+          );
           point = pulled.point;
         } finally {
           await puller.remove(pulled.dir);
@@ -115,6 +131,12 @@ export class VmRestoresService {
       },
     });
     return { vm: outcome.vm, point: point! };
+  }
+
+  /** The most a restored disk may be: the request's disk_gb, else the base image's size. */
+  private async limitBytes(request: AgentRestoreRequest): Promise<number | undefined> {
+    if (request.disk_gb !== undefined && request.disk_gb !== null) return request.disk_gb * GIB;
+    return this.diskRoom?.imageBytes();
   }
 
   private async choose(request: AgentRestoreRequest): Promise<FoundPoint> {
