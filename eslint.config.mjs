@@ -21,7 +21,8 @@ const NO_NODE_IO = {
   patterns: [
     {
       regex: `^(?:node:.*|(?:${NODE_BUILTINS.map(escaped).join('|')})(?:/.*)?)$`,
-      message: 'fleet-domain does no Node I/O: pure rules take what they need as arguments.',
+      message:
+        'fleet-domain and api-basics do no Node I/O: pure rules take what they need as arguments.',
     },
   ],
 };
@@ -34,13 +35,13 @@ const NO_RUNTIME_OR_IO_PACKAGES = {
       regex:
         '^(?:@nestjs/(?!swagger(?:/|$))|(?:express|ioredis|systeminformation|openapi-fetch|prom-client)(?:/|$))',
       message:
-        'fleet-domain has no Nest runtime, Express, Redis or other I/O: wire classes, constants and pure rules only.',
+        'fleet-domain and api-basics have no Nest runtime, Express, Redis or other I/O: wire classes, constants and pure rules only.',
     },
     {
       regex: '^(?:@nestjs/swagger|rxjs)(?:/.*)?$',
       allowTypeImports: true,
       message:
-        'fleet-domain loads neither @nestjs/swagger nor rxjs (the agent would carry them): types only; decorators come from wire/openapi-decorators.ts.',
+        'fleet-domain and api-basics load neither @nestjs/swagger nor rxjs (the agent would carry them): types only; decorators come from @app/api-basics (openapi-decorators.ts).',
     },
   ],
 };
@@ -56,11 +57,34 @@ const NO_DAEMON = {
 };
 
 /** @type {Restriction} */
+const NO_FLEET_DOMAIN = {
+  patterns: [
+    {
+      regex: '^@app/fleet-domain(?:/.*)?$',
+      message:
+        'daemon is plumbing for any daemon and knows no fleet rule: generic pieces come from @app/api-basics.',
+    },
+  ],
+};
+
+/** @type {Restriction} */
+const NO_LIBRARY_ABOVE = {
+  patterns: [
+    {
+      regex: '^@app/(?:daemon|fleet-domain)(?:/.*)?$',
+      message:
+        'api-basics is the bottom lib: fleet-domain and daemon import it, it imports neither.',
+    },
+  ],
+};
+
+/** @type {Restriction} */
 const NO_DEEP_LIBRARY_PATHS = {
   patterns: [
     {
-      regex: '^@app/(?:daemon|fleet-domain)/',
-      message: 'import a library through its entry point (@app/daemon, @app/fleet-domain).',
+      regex: '^@app/(?:api-basics|daemon|fleet-domain)/',
+      message:
+        'import a library through its entry point (@app/api-basics, @app/daemon, @app/fleet-domain).',
     },
   ],
 };
@@ -79,8 +103,8 @@ const NO_TEST_CODE = {
 const notByPath = (group, message) => ({ patterns: [{ group, message }] });
 
 const LIBRARIES_BY_PATH = notByPath(
-  ['**/apps/**', '**/daemon/src/**', '**/fleet-domain/src/**'],
-  'libraries never import apps, nor each other by path: use @app/daemon or @app/fleet-domain.',
+  ['**/apps/**', '**/api-basics/src/**', '**/daemon/src/**', '**/fleet-domain/src/**'],
+  'libraries never import apps, nor each other by path: use @app/api-basics, @app/daemon or @app/fleet-domain.',
 );
 const OTHER_APP_OF_FLEET = notByPath(
   [
@@ -192,6 +216,35 @@ export default tseslint.config(
       ],
     },
   },
+  // The libs stand in layers: api-basics at the bottom (generic, framework-light: the OpenAPI
+  // decorator bridge, ErrorBody, address and text rules), fleet-domain and daemon side by side
+  // above it, neither importing the other. test/architecture/app-imports.ts checks it again.
+  {
+    files: ['libs/api-basics/**/*.ts'],
+    ignores: SPECS,
+    rules: {
+      ...restrictImports(
+        NO_NODE_IO,
+        NO_RUNTIME_OR_IO_PACKAGES,
+        NO_LIBRARY_ABOVE,
+        LIBRARIES_BY_PATH,
+        NO_TEST_CODE,
+      ),
+      ...DOMAIN_SYNTAX,
+    },
+  },
+  {
+    files: SPECS.map((specs) => `libs/api-basics/${specs}`),
+    rules: {
+      ...restrictImports(
+        NO_NODE_IO,
+        NO_RUNTIME_OR_IO_PACKAGES,
+        NO_LIBRARY_ABOVE,
+        LIBRARIES_BY_PATH,
+      ),
+      ...DOMAIN_SYNTAX,
+    },
+  },
   {
     files: ['libs/fleet-domain/**/*.ts'],
     ignores: SPECS,
@@ -201,6 +254,7 @@ export default tseslint.config(
         NO_RUNTIME_OR_IO_PACKAGES,
         NO_DAEMON,
         LIBRARIES_BY_PATH,
+        NO_DEEP_LIBRARY_PATHS,
         NO_TEST_CODE,
       ),
       ...DOMAIN_SYNTAX,
@@ -209,18 +263,24 @@ export default tseslint.config(
   {
     files: SPECS.map((specs) => `libs/fleet-domain/${specs}`),
     rules: {
-      ...restrictImports(NO_NODE_IO, NO_RUNTIME_OR_IO_PACKAGES, NO_DAEMON, LIBRARIES_BY_PATH),
+      ...restrictImports(
+        NO_NODE_IO,
+        NO_RUNTIME_OR_IO_PACKAGES,
+        NO_DAEMON,
+        LIBRARIES_BY_PATH,
+        NO_DEEP_LIBRARY_PATHS,
+      ),
       ...DOMAIN_SYNTAX,
     },
   },
   {
     files: ['libs/daemon/**/*.ts'],
     ignores: SPECS,
-    rules: restrictImports(LIBRARIES_BY_PATH, NO_DEEP_LIBRARY_PATHS, NO_TEST_CODE),
+    rules: restrictImports(NO_FLEET_DOMAIN, LIBRARIES_BY_PATH, NO_DEEP_LIBRARY_PATHS, NO_TEST_CODE),
   },
   {
     files: SPECS.map((specs) => `libs/daemon/${specs}`),
-    rules: restrictImports(LIBRARIES_BY_PATH, NO_DEEP_LIBRARY_PATHS),
+    rules: restrictImports(NO_FLEET_DOMAIN, LIBRARIES_BY_PATH, NO_DEEP_LIBRARY_PATHS),
   },
   {
     files: ['apps/fleet/**/*.ts'],

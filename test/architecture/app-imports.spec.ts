@@ -1,4 +1,10 @@
-import { findImportCircles, findLongFiles, findUpwardImports } from './app-imports';
+import {
+  LIBRARY_LAYERS,
+  findImportCircles,
+  findLibraryLayerImports,
+  findLongFiles,
+  findUpwardImports,
+} from './app-imports';
 import { allSources, appSources, libSources, readSources } from './check-app-imports';
 
 const FLEET = 'apps/fleet/src';
@@ -128,7 +134,13 @@ describe('findImportCircles', () => {
   it('reads every app and every lib', () => {
     const folders = [...appSources(), ...libSources()];
     expect(folders).toEqual(
-      expect.arrayContaining([FLEET, VM_HOST, 'libs/daemon/src', 'libs/fleet-domain/src']),
+      expect.arrayContaining([
+        FLEET,
+        VM_HOST,
+        'libs/api-basics/src',
+        'libs/daemon/src',
+        'libs/fleet-domain/src',
+      ]),
     );
   });
 
@@ -143,12 +155,12 @@ describe('findImportCircles', () => {
 
   it('finds a circle inside a lib and one between libs through @app/', () => {
     const files = allSources();
-    const ids = 'libs/fleet-domain/src/ids.ts';
-    files.set(ids, `import { excerpt } from '@app/daemon';\n${files.get(ids)}`);
+    const address = 'libs/api-basics/src/ip-address.ts';
+    files.set(address, `import { excerpt } from '@app/daemon';\n${files.get(address)}`);
     const found = findImportCircles(files);
     expect(found).toHaveLength(1);
     expect(found[0].files).toEqual(
-      expect.arrayContaining([ids, 'libs/daemon/src/index.ts', 'libs/fleet-domain/src/index.ts']),
+      expect.arrayContaining([address, 'libs/daemon/src/index.ts', 'libs/api-basics/src/index.ts']),
     );
   });
 
@@ -183,5 +195,82 @@ describe('findLongFiles', () => {
 
   it('finds none in the apps and libs of this checkout', () => {
     expect(findLongFiles(allSources())).toEqual([]);
+  });
+});
+
+describe('findLibraryLayerImports', () => {
+  it('finds none in the libs of this checkout, specs included', () => {
+    expect(findLibraryLayerImports(allSources())).toEqual([]);
+  });
+
+  it('places every lib of this checkout among the layers', () => {
+    expect(
+      libSources()
+        .map((src) => src.split('/')[1])
+        .sort(),
+    ).toEqual(Object.keys(LIBRARY_LAYERS).sort());
+  });
+
+  it('names a lib that reaches across or up, by @app/ or by path, specs and types too', () => {
+    const files = new Map([
+      ['libs/daemon/src/a.ts', "import type { VmRecord } from '@app/fleet-domain';"],
+      ['libs/daemon/src/a.spec.ts', "import { NodeHeartbeat } from '@app/fleet-domain';"],
+      ['libs/fleet-domain/src/b.ts', "import { Clock } from '@app/daemon';"],
+      ['libs/api-basics/src/c.ts', "import { ID_PATTERN } from '../../fleet-domain/src/ids';"],
+      ['libs/api-basics/src/d.ts', "import { Clock } from '@app/daemon';"],
+    ]);
+    expect(findLibraryLayerImports(files)).toEqual([
+      {
+        file: 'libs/api-basics/src/c.ts',
+        specifier: '../../fleet-domain/src/ids',
+        reason:
+          'the lib api-basics imports the lib fleet-domain: api-basics may import no other lib',
+      },
+      {
+        file: 'libs/api-basics/src/d.ts',
+        specifier: '@app/daemon',
+        reason: 'the lib api-basics imports the lib daemon: api-basics may import no other lib',
+      },
+      {
+        file: 'libs/daemon/src/a.spec.ts',
+        specifier: '@app/fleet-domain',
+        reason:
+          'the lib daemon imports the lib fleet-domain: daemon may import only @app/api-basics',
+      },
+      {
+        file: 'libs/daemon/src/a.ts',
+        specifier: '@app/fleet-domain',
+        reason:
+          'the lib daemon imports the lib fleet-domain: daemon may import only @app/api-basics',
+      },
+      {
+        file: 'libs/fleet-domain/src/b.ts',
+        specifier: '@app/daemon',
+        reason:
+          'the lib fleet-domain imports the lib daemon: fleet-domain may import only @app/api-basics',
+      },
+    ]);
+  });
+
+  it('lets a lib import the libs below it and itself, and apps import any lib', () => {
+    const files = new Map([
+      [
+        'libs/daemon/src/a.ts',
+        "import { ErrorBody } from '@app/api-basics';\nimport { b } from './b';",
+      ],
+      ['libs/fleet-domain/src/b.ts', "import { ApiProperty } from '@app/api-basics';"],
+      ['libs/api-basics/src/c.ts', "import { isUnicastAddress } from './ip-address';"],
+      [
+        'apps/fleet/src/main.ts',
+        "import { Clock } from '@app/daemon';\nimport { ids } from '@app/fleet-domain';",
+      ],
+    ]);
+    expect(findLibraryLayerImports(files)).toEqual([]);
+  });
+
+  it('names a lib not placed among the layers', () => {
+    expect(findLibraryLayerImports(new Map([['libs/new-lib/src/index.ts', '']]))).toEqual([
+      expect.objectContaining({ file: 'libs/new-lib/src/index.ts', specifier: '' }),
+    ]);
   });
 });

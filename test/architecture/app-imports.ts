@@ -214,6 +214,58 @@ export function findImportCircles(files: ReadonlyMap<string, string>): ImportCir
     .sort((a, b) => a.files[0].localeCompare(b.files[0]));
 }
 
+/**
+ * The libs stand in layers (ARCHITECTURE.md, the libraries' layers): each imports only the libs listed
+ * for it, and those only through `@app/<lib>`. api-basics, the generic pieces (the OpenAPI
+ * decorator bridge, ErrorBody, address and text rules), is at the bottom; fleet-domain and
+ * daemon stand side by side on it, neither importing the other. A new lib is added here.
+ */
+export const LIBRARY_LAYERS: Readonly<Record<string, readonly string[]>> = {
+  'api-basics': [],
+  'fleet-domain': ['api-basics'],
+  daemon: ['api-basics'],
+};
+
+/** The lib a repository path lies in (undefined outside libs/). */
+function libOf(file: string): string | undefined {
+  return /^libs\/([^/]+)\//.exec(file)?.[1];
+}
+
+/**
+ * Every import among `files` (the sources of the libs, or of everything) by which a lib reaches
+ * a lib it does not stand on (LIBRARY_LAYERS), by `@app/` or by path, type-only too. Specs
+ * count as well: a lib's specs load only what the lib may.
+ */
+export function findLibraryLayerImports(files: ReadonlyMap<string, string>): UpwardImport[] {
+  const found: UpwardImport[] = [];
+  for (const [file, text] of files) {
+    const lib = libOf(file);
+    if (lib === undefined || !file.endsWith('.ts')) continue;
+    const allowed = LIBRARY_LAYERS[lib];
+    if (allowed === undefined) {
+      found.push({
+        file,
+        specifier: '',
+        reason: `the lib ${lib} has no place among the layers: add it to LIBRARY_LAYERS (test/architecture/app-imports.ts)`,
+      });
+      continue;
+    }
+    for (const { fileName: specifier } of ts.preProcessFile(text, true, true).importedFiles) {
+      const target = resolveAnyImport(file, specifier, files);
+      const to = target === undefined ? undefined : libOf(target);
+      if (to === undefined || to === lib || allowed.includes(to)) continue;
+      found.push({
+        file,
+        specifier,
+        reason: `the lib ${lib} imports the lib ${to}: ${lib} may import ${allowed.length > 0 ? `only ${allowed.map((name) => `@app/${name}`).join(', ')}` : 'no other lib'}`,
+      });
+    }
+  }
+  return found.sort(
+    (a, b) => a.file.localeCompare(b.file) || a.specifier.localeCompare(b.specifier),
+  );
+}
+
 /** The most lines a hand-written source file of an app or lib may have (ARCHITECTURE.md). */
 export const MAX_SOURCE_LINES = 400;
 

@@ -14,6 +14,9 @@ interface Linted {
 const DOMAIN = 'libs/fleet-domain/src/planted.ts';
 const DOMAIN_SPEC = 'libs/fleet-domain/src/planted.spec.ts';
 const DAEMON = 'libs/daemon/src/planted.ts';
+const DAEMON_SPEC = 'libs/daemon/src/planted.spec.ts';
+const BASICS = 'libs/api-basics/src/planted.ts';
+const BASICS_SPEC = 'libs/api-basics/src/planted.spec.ts';
 const FLEET = 'apps/fleet/src/nodes/planted.ts';
 const FLEET_SPEC = 'apps/fleet/src/nodes/planted.spec.ts';
 const VM_HOST = 'apps/vm-host/src/vms/planted.ts';
@@ -57,6 +60,7 @@ const FORBIDDEN: Array<[string, string, string]> = [
   [DOMAIN, 'export const home = process.env.HOME;', 'no-restricted-syntax'],
   [DOMAIN, 'export const { env } = process;', 'no-restricted-syntax'],
   [DOMAIN, "export const loaded = import('node:fs');", 'no-restricted-syntax'],
+  [DOMAIN, "import { ErrorBody } from '@app/api-basics/error-body';", 'no-restricted-imports'],
   [DOMAIN_SPEC, "import { readFileSync } from 'fs';", 'no-restricted-imports'],
   [DOMAIN_SPEC, 'export const now = Date.now();', 'no-restricted-syntax'],
   [
@@ -65,6 +69,26 @@ const FORBIDDEN: Array<[string, string, string]> = [
     'no-restricted-imports',
   ],
   [DAEMON, "import { toRfc3339 } from '@app/fleet-domain/rfc3339';", 'no-restricted-imports'],
+  [DAEMON, "import { toRfc3339 } from '@app/fleet-domain';", 'no-restricted-imports'],
+  [DAEMON, "import type { VmRecord } from '@app/fleet-domain';", 'no-restricted-imports'],
+  [DAEMON, "import { ErrorBody } from '../../api-basics/src/error-body';", 'no-restricted-imports'],
+  [DAEMON, "import { ErrorBody } from '@app/api-basics/error-body';", 'no-restricted-imports'],
+  [DAEMON_SPEC, "import { NodeHeartbeat } from '@app/fleet-domain';", 'no-restricted-imports'],
+  [BASICS, "import { readFileSync } from 'node:fs';", 'no-restricted-imports'],
+  [BASICS, "import { ApiProperty } from '@nestjs/swagger';", 'no-restricted-imports'],
+  [BASICS, "import { Injectable } from '@nestjs/common';", 'no-restricted-imports'],
+  [BASICS, "import { Clock } from '@app/daemon';", 'no-restricted-imports'],
+  [BASICS, "import { toRfc3339 } from '@app/fleet-domain';", 'no-restricted-imports'],
+  [BASICS, "import { toRfc3339 } from '../../fleet-domain/src/rfc3339';", 'no-restricted-imports'],
+  [
+    BASICS,
+    "import { heartbeat } from '../../../test/support/heartbeats';",
+    'no-restricted-imports',
+  ],
+  [BASICS, 'export const now = Date.now();', 'no-restricted-syntax'],
+  [BASICS, 'export const home = process.env.HOME;', 'no-restricted-syntax'],
+  [BASICS_SPEC, "import { readFileSync } from 'fs';", 'no-restricted-imports'],
+  [BASICS_SPEC, "import { toRfc3339 } from '@app/fleet-domain';", 'no-restricted-imports'],
   [
     FLEET,
     "import { FakeClock } from '../../../../test/support/fake-clock';",
@@ -120,6 +144,11 @@ const ALLOWED: Array<[string, string]> = [
   [DOMAIN, 'export const at = (nowMs: number) => new Date(nowMs).toISOString();'],
   [DOMAIN, "export const at = Date.UTC(2026, 7, 6) + Date.parse('2026-08-06T00:00:00Z');"],
   [DOMAIN_SPEC, "import { heartbeat } from '../../../test/support/heartbeats';"],
+  [DOMAIN, "import { ErrorBody } from '@app/api-basics';"],
+  [DAEMON, "import { ErrorBody } from '@app/api-basics';"],
+  [BASICS, "import type { ApiPropertyOptions } from '@nestjs/swagger';"],
+  [BASICS, "import { isUnicastAddress } from './ip-address';"],
+  [FLEET, "import { ErrorBody } from '@app/api-basics';"],
   [FLEET, "import { randomUUID } from 'node:crypto';"],
   [FLEET, "import { Clock } from '@app/daemon';"],
   [FLEET_SPEC, "import { FakeClock } from '../../../../test/support/fake-clock';"],

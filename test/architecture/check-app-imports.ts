@@ -1,6 +1,7 @@
 /**
  * `npm run lint` runs this: fails, naming each one, when an import runs back up inside an app
- * or files of an app or lib import each other round a loop (see app-imports.ts for the rules),
+ * or files of an app or lib import each other round a loop, or a lib imports a lib it does not
+ * stand on (see app-imports.ts for the rules),
  * or when a hand-written source file of an app or lib is longer than MAX_SOURCE_LINES.
  */
 import { readFileSync, readdirSync } from 'node:fs';
@@ -8,6 +9,7 @@ import * as path from 'node:path';
 import {
   MAX_SOURCE_LINES,
   findImportCircles,
+  findLibraryLayerImports,
   findLongFiles,
   findUpwardImports,
 } from './app-imports';
@@ -58,6 +60,10 @@ if (require.main === module) {
   const sources = allSources();
   const circles = findImportCircles(sources);
   const long = findLongFiles(sources);
+  const layers = findLibraryLayerImports(sources);
+  for (const { file, specifier, reason } of layers) {
+    console.error(`${file}: ${specifier ? `import '${specifier}': ` : ''}${reason}`);
+  }
   for (const { file, lines } of long) {
     console.error(
       `${file}: ${lines} lines, more than ${MAX_SOURCE_LINES}: split it along its concerns`,
@@ -71,6 +77,11 @@ if (require.main === module) {
       `${found} import(s) run back up inside an app (ARCHITECTURE.md, "Inside an app")`,
     );
   }
+  if (layers.length > 0) {
+    console.error(
+      `${layers.length} import(s) between libs against their layers (ARCHITECTURE.md, the libraries' layers)`,
+    );
+  }
   if (circles.length > 0) {
     console.error(`${circles.length} circle(s) of imports between files of the apps and libs`);
   }
@@ -79,5 +90,5 @@ if (require.main === module) {
       `${long.length} hand-written source file(s) longer than ${MAX_SOURCE_LINES} lines`,
     );
   }
-  if (found > 0 || circles.length > 0 || long.length > 0) process.exit(1);
+  if (found > 0 || layers.length > 0 || circles.length > 0 || long.length > 0) process.exit(1);
 }

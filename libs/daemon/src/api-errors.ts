@@ -3,7 +3,7 @@ import {
   UnsupportedMediaTypeException,
   applyDecorators,
 } from '@nestjs/common';
-import { ApiResponse, ErrorBody } from '@app/fleet-domain';
+import { ApiResponse, ErrorBody } from '@app/api-basics';
 import { DomainErrorStatuses, JsonErrorFilter } from './json-error.filter';
 import { findCostlyJson } from './json-limits';
 

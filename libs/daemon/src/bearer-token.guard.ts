@@ -10,7 +10,7 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { DocumentBuilder } from '@nestjs/swagger';
-import { ApiSecurity } from '@app/fleet-domain';
+import { ApiSecurity } from '@app/api-basics';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { ApiErrors, ErrorCase } from './api-errors';

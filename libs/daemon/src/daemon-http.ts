@@ -3,7 +3,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import type { IncomingMessage, Server } from 'node:http';
 import { isUtf8 } from 'node:buffer';
-import { MAX_BODY_BYTES } from '@app/fleet-domain';
+import { MAX_BODY_BYTES } from '@app/api-basics';
 import { findCostlyJson } from './json-limits';
 import { excerpt } from './printable';
 

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { ValidateBy } from 'class-validator';
-import { isUnicastAddress } from '@app/fleet-domain';
+import { isUnicastAddress } from '@app/api-basics';
 
 /** Where a side listener (the metrics endpoint) binds: an IP literal and a port. */
 export interface ListenAddress {

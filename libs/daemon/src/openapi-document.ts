@@ -1,7 +1,7 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type * as Swagger from '@nestjs/swagger';
 import type { DocumentBuilder, OpenAPIObject } from '@nestjs/swagger';
-import { applyOpenApiDecorators } from '@app/fleet-domain';
+import { applyOpenApiDecorators } from '@app/api-basics';
 import { BearerTokens, TOKEN_ROLES, TokenRole } from './bearer-token.guard';
 
 /**

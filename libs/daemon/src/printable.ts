@@ -1,4 +1,4 @@
-import { CONTROL_CHARACTERS } from '@app/fleet-domain';
+import { CONTROL_CHARACTERS } from '@app/api-basics';
 
 const ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 

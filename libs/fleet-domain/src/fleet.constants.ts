@@ -25,9 +25,6 @@ export const STALENESS_SWEEP_INTERVAL_MS = 1_000;
 /** Headroom placement keeps free on a node beyond the VM's own RAM (not applied to `preferred_node`). */
 export const PLACEMENT_MARGIN_MB = 512;
 
-/** Largest request body either daemon accepts. */
-export const MAX_BODY_BYTES = 1024 * 1024;
-
 /** Agent defaults, as documented in the enrollment how-to. */
 export const DEFAULT_HEARTBEAT_INTERVAL_S = 10;
 export const DEFAULT_SPAWN_PORT = 9204;

@@ -1,4 +1,4 @@
-import { NO_CONTROL_CHARACTERS_PATTERN, isPrintableText } from './ids';
+import { NO_CONTROL_CHARACTERS_PATTERN, isIpAddressLiteral, isPrintableText } from './ids';
 
 describe('isPrintableText', () => {
   it.each([
@@ -33,4 +33,45 @@ describe('NO_CONTROL_CHARACTERS_PATTERN', () => {
     }
     expect(disagree).toEqual([]);
   });
+});
+
+describe('isIpAddressLiteral', () => {
+  // Link-local (cloud metadata), unspecified, multicast or broadcast, in any spelling.
+  it.each([
+    '169.254.169.254',
+    '::ffff:169.254.169.254',
+    '::ffff:a9fe:a9fe',
+    '0::ffff:a9fe:a9fe',
+    '0:0:0:0:0:ffff:a9fe:a9fe',
+    '0000:0000:0000:0000:0000:FFFF:A9FE:A9FE',
+    '::169.254.169.254',
+    '::a9fe:a9fe',
+    '::ffff:0:a9fe:a9fe',
+    '64:ff9b::a9fe:a9fe',
+    'fe80::1',
+    'FEBF::1',
+    '0.0.0.0',
+    '::',
+    '0::0',
+    '0:0:0:0:0:0:0:0',
+    '::ffff:0.0.0.0',
+    '::ffff:0:0',
+    '0:0:0:0:0:ffff:0:0',
+    '::ffff:e000:1',
+    '0:0:0:0:0:ffff:ffff:ffff',
+    '::255.255.255.255',
+    'ff02::1',
+    'FF05::2',
+    '224.0.0.1',
+    '255.255.255.255',
+  ])('refuses %s', (text) => {
+    expect(isIpAddressLiteral(text)).toBe(false);
+  });
+
+  it.each(['10.201.0.2', '127.0.0.1', '::1', 'fd00::2', '::ffff:10.0.0.2', '0:0:0:0:0:ffff:a00:2'])(
+    'takes %s, a unicast address a node may own',
+    (text) => {
+      expect(isIpAddressLiteral(text)).toBe(true);
+    },
+  );
 });

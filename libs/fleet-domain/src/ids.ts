@@ -1,5 +1,5 @@
 import { Matches, ValidateBy, isIP } from 'class-validator';
-import { isLinkLocalAddress, isUnicastAddress } from './ip-address';
+import { CONTROL_CHARACTERS, isLinkLocalAddress, isUnicastAddress } from '@app/api-basics';
 
 /** Node, VM, boot and tenant ids: safe in a URL path, a file name and a log line. */
 export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -10,12 +10,6 @@ export const ID_MAX_LENGTH = 128;
 export const VM_TYPE_PATTERN = /^[A-Za-z0-9-]{1,63}$/;
 export const VM_TYPE_RULE = '1-63 characters of A-Z a-z 0-9 -';
 
-/**
- * Characters that could end or fake a log line, or hide or reorder text on a terminal: C0 and
- * C1 controls and DEL (Cc), the format characters (Cf: bidi overrides such as U+202E, zero-width
- * characters, the BOM) and the Unicode line and paragraph separators.
- */
-export const CONTROL_CHARACTERS = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
 const CONTROL_CHARACTER = new RegExp(CONTROL_CHARACTERS.source, 'u');
 
 /**

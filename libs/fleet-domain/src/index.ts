@@ -1,6 +1,7 @@
+// The generic pieces this lib builds on, re-exported so that the apps import them from here.
+export * from '@app/api-basics';
 export * from './fleet.constants';
 export * from './ids';
-export * from './ip-address';
 export * from './rfc3339';
 export * from './node-state';
 export * from './node-heartbeats';
@@ -31,11 +32,9 @@ export * from './wire/node-record';
 export * from './wire/node-disk-room';
 export * from './wire/create-vm-request';
 export * from './wire/published-port';
-export * from './wire/error-body';
 export * from './wire/params';
 export * from './wire/examples';
 export * from './wire/heartbeat-vm';
-export * from './wire/openapi-decorators';
 /** The controller's API as typed from openapi/fleet.openapi.json: for its clients (agent, CLI). */
 export type * as FleetApi from './wire/fleet-api.generated';
 /** The controller's operations listener as typed from openapi/fleet-ops.openapi.json: for the CLI. */

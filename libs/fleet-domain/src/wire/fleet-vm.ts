@@ -1,4 +1,4 @@
-import { ApiProperty } from './openapi-decorators';
+import { ApiProperty } from '@app/api-basics';
 import { ID_SCHEMA, IsFleetId } from '../ids';
 import { EXAMPLE_NODE_ID } from './examples';
 import { VmRecord } from './vm-record';

@@ -1,4 +1,4 @@
-import { ApiProperty } from './openapi-decorators';
+import { ApiProperty } from '@app/api-basics';
 import { Type } from 'class-transformer';
 import { IsInt, IsObject, IsOptional, Matches, Max, Min, ValidateNested } from 'class-validator';
 import { MAX_VM_DISK_GB } from '../disk-capacity';

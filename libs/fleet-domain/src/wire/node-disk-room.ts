@@ -1,4 +1,4 @@
-import { ApiProperty } from './openapi-decorators';
+import { ApiProperty } from '@app/api-basics';
 import { EXAMPLE_NODE_ID } from './examples';
 import { HeartbeatDiskRoom } from './node-heartbeat';
 

@@ -1,4 +1,4 @@
-import { ApiProperty } from './openapi-decorators';
+import { ApiProperty } from '@app/api-basics';
 import { Transform, Type } from 'class-transformer';
 import { HeartbeatReplica, MAX_REPLICAS_REPORTED } from './vm-copies';
 import {

@@ -1,4 +1,4 @@
-import { ApiProperty } from './openapi-decorators';
+import { ApiProperty } from '@app/api-basics';
 import { EXAMPLE_NODE_ID, EXAMPLE_WG_IP } from './examples';
 
 /** A live node as every listing shows it. Exactly these eight fields, no status field. */

@@ -1,4 +1,4 @@
-import { ApiProperty } from './openapi-decorators';
+import { ApiProperty } from '@app/api-basics';
 import { ID_SCHEMA } from '../ids';
 import { EXAMPLE_NODE_ID, EXAMPLE_VM_ID } from './examples';
 

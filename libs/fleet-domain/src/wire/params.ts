@@ -1,4 +1,4 @@
-import { ApiProperty } from './openapi-decorators';
+import { ApiProperty } from '@app/api-basics';
 import { IsIn, IsOptional, IsString } from 'class-validator';
 import { ID_SCHEMA, IsFleetId } from '../ids';
 import { EXAMPLE_NODE_ID, EXAMPLE_TENANT_ID, EXAMPLE_VM_ID } from './examples';

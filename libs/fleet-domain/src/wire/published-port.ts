@@ -1,4 +1,4 @@
-import { ApiProperty } from './openapi-decorators';
+import { ApiProperty } from '@app/api-basics';
 import { IsIn, IsInt, IsOptional, Max, Min } from 'class-validator';
 
 /** Most ports a create may publish beside SSH (which is always there and first). */

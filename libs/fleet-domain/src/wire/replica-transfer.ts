@@ -1,4 +1,4 @@
-import { ApiProperty } from './openapi-decorators';
+import { ApiProperty } from '@app/api-basics';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsObject, IsOptional, Matches, Max, Min } from 'class-validator';
 import { ID_SCHEMA, IsFleetId } from '../ids';

@@ -1,7 +1,8 @@
+// @app/daemon's validation pipe on the fleet's own wire classes: the daemon lib knows none.
 import { BadRequestException } from '@nestjs/common';
 import { MAX_VMS_PER_HEARTBEAT, NodeHeartbeat, TenantQuery, VmRecord } from '@app/fleet-domain';
+import { BoundedValidationPipe, summarizeProblems, validateInput } from '@app/daemon';
 import { heartbeat as agentHeartbeat, vmRecord } from '../../../test/support/heartbeats';
-import { BoundedValidationPipe, summarizeProblems, validateInput } from './validation.pipe';
 
 const pipe = new BoundedValidationPipe();
 

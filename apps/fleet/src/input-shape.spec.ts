@@ -1,7 +1,8 @@
+// @app/daemon's reading of wire classes, on the fleet's own: the daemon lib knows none.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CreateVmRequest, MAX_VMS_PER_HEARTBEAT, NodeHeartbeat, VmRecord } from '@app/fleet-domain';
-import { fieldsOf, isListOfObjects } from './input-shape';
+import { fieldsOf, isListOfObjects } from '@app/daemon';
 
 describe('fieldsOf: a wire class read through public APIs alone', () => {
   const field = (wireClass: new () => object, name: string) =>
@@ -33,7 +34,7 @@ describe('fieldsOf: a wire class read through public APIs alone', () => {
   });
 
   it('does not read class-transformer by a private path', () => {
-    const source = readFileSync(join(__dirname, 'input-shape.ts'), 'utf8');
+    const source = readFileSync(join(__dirname, '../../../libs/daemon/src/input-shape.ts'), 'utf8');
     expect(source).not.toMatch(/class-transformer\/(cjs|esm|types)/);
   });
 });
