@@ -1,4 +1,4 @@
-import { ApiProperty } from './openapi-decorators';
+import { ApiProperty } from '@app/api-basics';
 import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
