@@ -39,6 +39,10 @@ function restoringAgent(copiedAt: () => string) {
         spec: { vm_type: 'web', ram_mb: 512, vcpu_count: 1, tenant_id: null, ports: PORTS },
       });
     }
+    // The copy planner's plan, which grants the holder its copy (a claim without one is ignored).
+    if (call.method === 'PUT' && /^\/v1\/vms\/[^/]+\/copy-plan$/.test(call.url)) {
+      return json(res, 200, {});
+    }
     if (call.method === 'POST' && call.url === '/v1/restores') {
       const body = call.body as AgentRestoreRequest;
       const vm: VmRecord = vmRecord(body.vm_id, {
@@ -167,6 +171,14 @@ describe('two controllers on one etcd: leadership and recovery', () => {
         node_id: 'node-holder',
         wg_ip: hostB.hostAddress,
         spawn_port: holder.port,
+        // Room for the copy, so that the planner grants it to this node.
+        disk_room: {
+          room_mb: 40_960,
+          committed_mb: 0,
+          committable_mb: 40_960,
+          reserve_mb: 2_048,
+          overcommit: 1,
+        },
         replicas: [replica],
       });
     // Through either controller the same lease is renewed, and each answer says so.
