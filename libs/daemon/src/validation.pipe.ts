@@ -6,7 +6,7 @@ import {
   ValidationError,
 } from '@nestjs/common';
 import { ClassConstructor, plainToInstance } from 'class-transformer';
-import { ValidatorOptions, validate } from 'class-validator';
+import { ValidatorOptions, validate, validateSync } from 'class-validator';
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { shapeInput, shapeListItem } from './input-shape';
@@ -29,6 +29,16 @@ const VALIDATOR_OPTIONS: ValidatorOptions = {
   forbidUnknownValues: true,
   stopAtFirstError: true,
 };
+
+/**
+ * The top-level fields of `value` that `wireClass`'s rules refuse, judged at once by the same
+ * rules and options as the wire's input: for a record the agent reads back from its own files (a
+ * VM's sidecar), which a heartbeat must carry as the controller will take it.
+ */
+export function refusedFields(wireClass: ClassConstructor<object>, value: object): string[] {
+  const instance = plainToInstance(wireClass, value);
+  return validateSync(instance, VALIDATOR_OPTIONS).map(({ property }) => property);
+}
 
 /** Flattens class-validator errors to "vms.0.ram_alloc_mb must be ..." messages. */
 export function describeValidationErrors(errors: ValidationError[], parent = ''): string[] {

@@ -1,5 +1,4 @@
-import { plainToInstance } from 'class-transformer';
-import { validateSync } from 'class-validator';
+import { refusedFields } from '@app/daemon';
 import { VmRecord, VmState } from '@app/fleet-domain';
 import type { VmSidecar } from './vm-sidecar';
 
@@ -31,14 +30,13 @@ export const LEAST_RECORD: Readonly<Pick<VmSidecar, RecordField>> = {
  * the controller refuse the whole node's. None when the sidecar describes the VM validly.
  */
 export function wireRefusals(sidecar: VmSidecar): RecordField[] {
-  const record = plainToInstance(VmRecord, {
-    vm_id: sidecar.vm_id,
-    state: VmState.Error,
-    accel: null,
-    ...Object.fromEntries(RECORD_FIELDS.map((field) => [field, sidecar[field]])),
-  });
   const refused = new Set(
-    validateSync(record, { forbidUnknownValues: true }).map(({ property }) => property),
+    refusedFields(VmRecord, {
+      vm_id: sidecar.vm_id,
+      state: VmState.Error,
+      accel: null,
+      ...Object.fromEntries(RECORD_FIELDS.map((field) => [field, sidecar[field]])),
+    }),
   );
   return RECORD_FIELDS.filter((field) => refused.has(field));
 }
