@@ -1,5 +1,6 @@
 export * from './bearer-token.guard';
 export * from './clock';
+export * from './grant-guard';
 export * from './daemon-http';
 export * from './daemon-lifecycle';
 export * from './daemon-logger';

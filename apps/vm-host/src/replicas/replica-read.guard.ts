@@ -1,69 +1,29 @@
-import {
-  CanActivate,
-  ExecutionContext,
-  ForbiddenException,
-  Injectable,
-  UnauthorizedException,
-  createParamDecorator,
-} from '@nestjs/common';
-import type { Request, Response } from 'express';
-import { Clock, CopyReadGrant, presentedBearerToken, verifyCopyReadGrant } from '@app/daemon';
+import { Injectable } from '@nestjs/common';
+import { Clock, CopyReadGrant, GrantGuard, grantParam, verifyCopyReadGrant } from '@app/daemon';
 import { ID_PATTERN } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
 
-const READ_GRANT = Symbol('copy-read-grant');
-type GrantedRequest = Request & { [READ_GRANT]?: CopyReadGrant };
-
 /**
  * The one credential of the replica read routes: a READ grant the controller issued for a
- * restore elsewhere, signed with this node's token, naming this node as the holder and the
- * path's VM, not expired. A copy grant (the source's, to write) is refused here, as is the node
- * token; and a read grant opens no write route (signed in another context).
+ * restore elsewhere, naming this node as the holder and the path's VM (GrantGuard). A copy grant
+ * (the source's, to write) is refused here, and a read grant opens no write route.
  */
 @Injectable()
-export class ReplicaReadGuard implements CanActivate {
+export class ReplicaReadGuard extends GrantGuard<CopyReadGrant> {
+  protected readonly kind = 'read grant';
+  protected readonly vmIdPattern = ID_PATTERN;
+
   constructor(
     private readonly config: VmHostConfig,
-    private readonly clock: Clock,
-  ) {}
+    clock: Clock,
+  ) {
+    super(clock);
+  }
 
-  canActivate(context: ExecutionContext): boolean {
-    const request = context.switchToHttp().getRequest<GrantedRequest>();
-    const response = context.switchToHttp().getResponse<Response>();
-    const vmId = request.params.vm_id;
-    if (typeof vmId !== 'string' || !ID_PATTERN.test(vmId)) return true;
-    const presented = presentedBearerToken(request.headers.authorization);
-    const refuse = (message: string, error?: string): never => {
-      response.setHeader(
-        'WWW-Authenticate',
-        `Bearer realm="service-vm-host"${error ? `, error="${error}"` : ''}`,
-      );
-      throw new UnauthorizedException(message);
-    };
-    if (presented === undefined) {
-      refuse('this route needs a read grant: send Authorization: Bearer <grant>');
-    }
-    const verdict = verifyCopyReadGrant(
-      this.config.nodeToken,
-      this.config.nodeId,
-      presented as string,
-      this.clock.wallNow(),
-    );
-    if ('refused' in verdict)
-      return refuse(`read grant refused: ${verdict.refused}`, 'invalid_token');
-    if (verdict.vm !== vmId) {
-      throw new ForbiddenException(`the read grant is for another VM, not vm ${vmId}`);
-    }
-    request[READ_GRANT] = verdict;
-    return true;
+  protected verify(presented: string, nowMs: number): CopyReadGrant | { refused: string } {
+    return verifyCopyReadGrant(this.config.nodeToken, this.config.nodeId, presented, nowMs);
   }
 }
 
-/** The read grant ReplicaReadGuard verified for this request. */
-export const VerifiedReadGrant = createParamDecorator(
-  (_data: unknown, context: ExecutionContext): CopyReadGrant => {
-    const grant = context.switchToHttp().getRequest<GrantedRequest>()[READ_GRANT];
-    if (!grant) throw new UnauthorizedException('this route needs a read grant');
-    return grant;
-  },
-);
+/** The grant ReplicaReadGuard verified for this request. */
+export const VerifiedReadGrant = grantParam<CopyReadGrant>('read grant');
