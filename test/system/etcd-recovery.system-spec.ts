@@ -190,13 +190,14 @@ describe('two controllers on one etcd: leadership and recovery', () => {
           spawn_port: lost.port,
           vms: [protectedVm],
         }),
-      ).toEqual({ accepted: true, fence_after_s: FENCE_AFTER_S });
+      ).toEqual({ accepted: true, fence_after_s: FENCE_AFTER_S, copies_default: 1 });
     }
     const lastRenewal = Date.now();
     // The holder reports the VM's copy: the answer says the fleet still wants it.
     expect(await holderBeat()).toEqual({
       accepted: true,
       fence_after_s: FENCE_AFTER_S,
+      copies_default: 1,
       wanted_replica_vm_ids: [VM],
     });
     const beating = setInterval(() => void holderBeat().catch(() => undefined), 2_000);
@@ -230,6 +231,7 @@ describe('two controllers on one etcd: leadership and recovery', () => {
         accepted: true,
         superseded_vm_ids: [VM],
         fence_after_s: FENCE_AFTER_S,
+        copies_default: 1,
       });
       // `ppn-fleet vm copies` shows the generation raised, through either controller.
       for (const host of [hostA, hostB]) {
@@ -255,6 +257,7 @@ describe('two controllers on one etcd: leadership and recovery', () => {
     expect(await beat(hostA, { node_id: 'node-gone', wg_ip: hostA.hostAddress })).toEqual({
       accepted: true,
       fence_after_s: FENCE_AFTER_S,
+      copies_default: 1,
     });
     const refused = await declare();
     expect(refused.status).toBe(409);

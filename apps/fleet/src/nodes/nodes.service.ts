@@ -23,6 +23,7 @@ import {
   toRfc3339,
   keepsMovedVm,
 } from '@app/fleet-domain';
+import { FleetConfig } from '../config/fleet.config';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { FOREIGN_VM_EPISODE_QUIET_MS, ForeignVmIds } from './foreign-vm-ids.tracker';
 import { NodeIdConflicts } from './node-id-conflicts.tracker';
@@ -69,6 +70,8 @@ export class NodesService {
     private readonly leases?: NodeLeases,
     /** Absent (a unit test's service): every reported copy is taken. */
     private readonly grantedCopies?: GrantedCopies,
+    /** Its VM_FLEET_COPIES goes with fence_after_s (copies_default): the agent fences what recovery restores. */
+    private readonly config?: FleetConfig,
   ) {
     this.credentials = new HeartbeatCredentials(nodeTokens, clock, this.logger);
   }
@@ -154,6 +157,7 @@ export class NodesService {
       ...(wanted ? { wanted_replica_vm_ids: wanted } : {}),
       ...(superseded.length > 0 && { superseded_vm_ids: superseded }),
       ...(fenceAfterS !== undefined && { fence_after_s: fenceAfterS }),
+      ...(fenceAfterS !== undefined && this.config && { copies_default: this.config.copies }),
     };
   }
 

@@ -5,6 +5,7 @@ import {
   ID_PATTERN,
   MAX_FENCE_AFTER_S,
   MAX_REPLICAS_REPORTED,
+  MAX_VM_COPIES,
   MIN_FENCE_AFTER_S,
   type FleetApi,
 } from '@app/fleet-domain';
@@ -206,17 +207,33 @@ function answerOf(body: unknown): HeartbeatAnswer {
       fence <= MAX_FENCE_AFTER_S
         ? fence
         : undefined;
+    const copiesDefault = fenceAfterS === undefined ? undefined : copiesDefaultOf(body);
     return {
       accepted: true,
       ...(wanted ? { wanted_replica_vm_ids: wanted } : {}),
       ...(superseded.length > 0 ? { superseded_vm_ids: superseded } : {}),
       ...(fenceAfterS !== undefined ? { fence_after_s: fenceAfterS } : {}),
+      ...(copiesDefault !== undefined ? { copies_default: copiesDefault } : {}),
     };
   }
   const stored = body.stored_timestamp_utc;
   return typeof stored === 'string'
     ? { accepted: false, stored_timestamp_utc: stored.slice(0, MAX_MESSAGE_CHARS) }
     : { accepted: false };
+}
+
+/**
+ * copies_default, read only beside fence_after_s and only as a whole 0..MAX_VM_COPIES
+ * (anything else: absent, so a VM without a copies policy counts as protected).
+ */
+function copiesDefaultOf(body: Record<string, unknown>): number | undefined {
+  const count = body.copies_default;
+  return typeof count === 'number' &&
+    Number.isInteger(count) &&
+    count >= 0 &&
+    count <= MAX_VM_COPIES
+    ? count
+    : undefined;
 }
 
 /**

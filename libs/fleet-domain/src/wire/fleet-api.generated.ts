@@ -234,6 +234,11 @@ export interface components {
        */
       accepted: boolean;
       /**
+       * @description etcd mode only, present exactly when fence_after_s is: the controller's default copy count (VM_FLEET_COPIES), which a VM whose copies policy is absent has. The protected VMs the agent fences are those whose copies count (this default when absent) is at least 1: exactly those a recovery restores elsewhere. Absent (a controller before it): a VM without a policy counts as protected.
+       * @example 1
+       */
+      copies_default?: number;
+      /**
        * @description etcd mode only, present only when the controller renewed this node's lease in etcd before answering: the node may keep its protected VMs (copies count >= 1) running until fence_after_s seconds after it sent this heartbeat, by its monotonic clock. Absent: no fencing (memory or Redis mode), or the renewal failed.
        * @example 45
        */

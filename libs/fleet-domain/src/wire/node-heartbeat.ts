@@ -1,6 +1,6 @@
 import { ApiProperty } from '@app/api-basics';
 import { Transform, Type } from 'class-transformer';
-import { HeartbeatReplica, MAX_REPLICAS_REPORTED } from './vm-copies';
+import { HeartbeatReplica, MAX_REPLICAS_REPORTED, MAX_VM_COPIES } from './vm-copies';
 import {
   ArrayMaxSize,
   IsArray,
@@ -270,6 +270,21 @@ export class HeartbeatAnswer {
   @Min(MIN_FENCE_AFTER_S)
   @IsInt()
   fence_after_s?: number;
+
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    maximum: MAX_VM_COPIES,
+    required: false,
+    example: 1,
+    description:
+      "etcd mode only, present exactly when fence_after_s is: the controller's default copy count (VM_FLEET_COPIES), which a VM whose copies policy is absent has. The protected VMs the agent fences are those whose copies count (this default when absent) is at least 1: exactly those a recovery restores elsewhere. Absent (a controller before it): a VM without a policy counts as protected.",
+  })
+  @IsOptional()
+  @Max(MAX_VM_COPIES)
+  @Min(0)
+  @IsInt()
+  copies_default?: number;
 
   @ApiProperty({
     type: [String],

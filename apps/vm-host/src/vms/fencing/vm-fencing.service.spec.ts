@@ -19,6 +19,8 @@ import { VmPhase } from '../life-cycle/vm-transitions';
 
 const PROTECTED = 'vm-00000000000000aa';
 const UNPROTECTED = 'vm-00000000000000bb';
+/** A VM whose sidecar names no copies policy: the controller's default is its. */
+const NO_POLICY = 'vm-00000000000000cc';
 const FENCE_AFTER_S = 45;
 
 /** Waits for background work (a start, paced and locked) to reach the driver. */
@@ -215,5 +217,50 @@ describe('VmFencing (self-fencing on the agent)', () => {
     bed.clock.advance(FENCE_AFTER_S * 1000 - 10_000 + 1);
     await services.fencing.check();
     expect(killed()).toEqual([PROTECTED]);
+  });
+
+  describe("a VM without a copies policy: protected as the controller's default (copies_default) says", () => {
+    beforeEach(async () => {
+      await running(NO_POLICY, undefined);
+      await services.vms.report();
+    });
+
+    async function fencedAfterLapse(answer: { copies_default?: number }): Promise<string[]> {
+      await services.fencing.answered(bed.clock.now(), { fence_after_s: FENCE_AFTER_S, ...answer });
+      bed.clock.advance(FENCE_AFTER_S * 1000 + 1);
+      await services.fencing.check();
+      return killed().sort();
+    }
+
+    it('is left running when the default keeps no copy (VM_FLEET_COPIES=0: recovery would not restore it)', async () => {
+      expect(await fencedAfterLapse({ copies_default: 0 })).toEqual([PROTECTED]);
+      expect(bed.driver.live.has(NO_POLICY)).toBe(true);
+      expect(services.fencing.fencedVmIds()).toEqual([PROTECTED]);
+    });
+
+    it('is fenced when the default keeps one', async () => {
+      expect(await fencedAfterLapse({ copies_default: 1 })).toEqual([PROTECTED, NO_POLICY].sort());
+    });
+
+    it('is fenced when the controller says no default (one before the field)', async () => {
+      expect(await fencedAfterLapse({})).toEqual([PROTECTED, NO_POLICY].sort());
+    });
+
+    it('remembers the default: a restarted agent starts it before any answer when the default keeps no copy', async () => {
+      await services.fencing.answered(bed.clock.now(), {
+        fence_after_s: FENCE_AFTER_S,
+        copies_default: 0,
+      });
+      bed.driver.live.clear();
+      bed.clock.advance(120_000);
+      services = await build();
+      await services.vms.prepare();
+      await services.vms.report();
+      await until(() => bed.driver.creates.length > 1);
+      expect(bed.driver.creates.map(({ spec }) => spec.vmId).sort()).toEqual(
+        [UNPROTECTED, NO_POLICY].sort(),
+      );
+      expect(services.fencing.fencedVmIds()).toEqual([PROTECTED]);
+    });
   });
 });
