@@ -97,7 +97,7 @@ export class HostMetrics {
       }),
       restarts: new prometheus.Counter({
         name: 'ppn_host_vm_restarts_total',
-        help: 'VMs the agent started again without an operator asking, by reason: crashed (its process ended while it should run) or agent_start (not running when the agent started: a reboot, a power cut).',
+        help: "VMs the agent started again without an operator asking, by reason: crashed (its process ended while it should run), agent_start (not running when the agent started: a reboot, a power cut) or unfenced (ended by self-fencing, started once the node's lease was renewed again).",
         labelNames: ['reason'] as const,
         registers,
       }),
@@ -179,7 +179,7 @@ export class HostMetrics {
   }
 
   /** A VM started again without an operator asking. */
-  countRestart(reason: 'crashed' | 'agent_start'): void {
+  countRestart(reason: 'crashed' | 'agent_start' | 'unfenced'): void {
     this.instruments?.restarts.inc({ reason });
   }
 

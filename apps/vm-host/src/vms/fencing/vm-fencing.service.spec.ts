@@ -170,6 +170,38 @@ describe('VmFencing (self-fencing on the agent)', () => {
     );
   });
 
+  it('counts a start after unfencing as `unfenced`, never as a crash: fenced again and again, it never backs off nor loops', async () => {
+    for (let round = 1; round <= 4; round += 1) {
+      await services.fencing.answered(bed.clock.now(), { fence_after_s: FENCE_AFTER_S });
+      bed.clock.advance(FENCE_AFTER_S * 1000 + 1);
+      await services.fencing.check();
+      expect(killed()).toHaveLength(round);
+      await services.fencing.answered(bed.clock.now(), { fence_after_s: FENCE_AFTER_S });
+      await services.vms.report();
+      await until(() => bed.driver.creates.length === round);
+      bed.driver.creates[round - 1].settle(FAKE_STARTED);
+      await services.lifecycle.started(PROTECTED);
+      // Runs again (the fake hypervisor's starts are the test's to record).
+      bed.driver.live.set(PROTECTED, {
+        record: { kind: 'fake', pid: 1 },
+        hostPorts: [],
+        rssMb: 40,
+        summary: 'fake pid 1',
+      });
+    }
+    expect(await metric('ppn_host_vm_restarts_total{reason="unfenced"}')).toBe(4);
+    expect(await metric('ppn_host_vm_restarts_total{reason="crashed"}')).toBeUndefined();
+    expect(services.lifecycle.restarts.of(PROTECTED).failures).toBe(0);
+    expect(services.lifecycle.restarts.crashLooping(PROTECTED)).toBe(false);
+    expect(bed.logs).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          `^log vm ${PROTECTED} started again from its disk \\(unfenced: its node's lease renewed; last exit: fenced at \\S+: lease not renewed for 45s\\)$`,
+        ),
+      ),
+    );
+  });
+
   it('never starts again a fenced VM the renewing answer supersedes: it is set aside', async () => {
     await services.fencing.answered(bed.clock.now(), { fence_after_s: FENCE_AFTER_S });
     bed.clock.advance(FENCE_AFTER_S * 1000 + 1);

@@ -192,7 +192,7 @@ export class VmFencing {
     this.lifecycle.move(vmId, 'fence');
     // Its start, once unfenced, is due at once: not a crash of the VM's own (no backoff).
     const why = `fenced at ${at}: node ${this.config.nodeId}'s ${notRenewed}`;
-    this.lifecycle.restarts.exited(vmId, why, this.agentClock.now(), false);
+    this.lifecycle.restarts.fenced(vmId, why, this.agentClock.now());
     const runs = ending && (await this.driver.find([vmId])).has(vmId);
     if (!runs) {
       this.logger.warn(
