@@ -143,7 +143,8 @@ describe('a live move cut midway', () => {
         `${error.message}; vm move exited ${run.code}: ${run.stdout}${run.stderr}${logs()}`,
       );
     });
-    return moving;
+    // Wrapped: an async function returning the promise itself would wait for the move's end.
+    return { moving };
   }
 
   /** The VM on node A only: one QEMU, listed there, the same boot, its data. */
@@ -181,7 +182,7 @@ describe('a live move cut midway', () => {
   it("killing the old node's agent midway leaves the VM running on the old node only", async () => {
     if (!vm) throw new Error('no VM');
     const { vmId, sshPort, kept, bootId } = vm;
-    const moving = await moveUnderWay(vmId);
+    const { moving } = await moveUnderWay(vmId);
     agents[0].process.kill('SIGKILL');
     await agents[0].waitForExit(10_000);
     const cut = await moving;
@@ -206,7 +207,7 @@ describe('a live move cut midway', () => {
   it('cutting the mesh between the nodes midway leaves the VM running on the old node only, after the mesh heals too', async () => {
     if (!vm) throw new Error('no VM');
     const { vmId, sshPort, kept, bootId } = vm;
-    const moving = await moveUnderWay(vmId);
+    const { moving } = await moveUnderWay(vmId);
     cutMesh();
     const cutAt = Date.now();
     const cut = await moving;
