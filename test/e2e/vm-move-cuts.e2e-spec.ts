@@ -96,9 +96,9 @@ describe('a move cut midway (operations listener)', () => {
       accepted: true,
       superseded_vm_ids: [VM],
     });
-    expect(await beat('n2', n2, [vmRecord(VM, { tenant_id: 'acme', host_ports: PORTS })])).toEqual(
-      { accepted: true },
-    );
+    expect(await beat('n2', n2, [vmRecord(VM, { tenant_id: 'acme', host_ports: PORTS })])).toEqual({
+      accepted: true,
+    });
     expect(await listed()).toEqual([`${VM}@n2`]);
   });
 

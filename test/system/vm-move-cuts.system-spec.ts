@@ -1,11 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Daemon, eventually, startFleetDaemon, stopAllDaemons } from '../support/daemons';
 import { guestImageBuildCommand, guestImagePath } from '../support/guest-image';
 import { GUEST_SSH_DEADLINE_MS, sshOnceUp, sshRun } from '../support/guest-ssh';
 import {
-  MoveNode,
   guestKey,
   guestOn,
   leftOf,
@@ -39,13 +38,20 @@ const { a: A, b: B } = moveNodes(workDir);
 const CUT_TABLE = 'ppn_move_cut';
 
 /**
- * The move's streams to node B (everything sent to its address but its agent's API port, which
- * the controller uses) through a table of the test's own: slowed to `MESH_BYTES_S` (a policer),
- * so a move of the guest spends some seconds mirroring its disk, and cut on demand.
+ * The move's streams between the nodes (every TCP connection on this machine but those of the
+ * agents' and the controller's APIs and the guest's SSH forward) through a table of the test's
+ * own: slowed to `MESH_BYTES_S` (a policer), so a move of the guest spends some seconds on its
+ * disk, and cut on demand.
  */
 const MESH_BYTES_S = '20 mbytes/second';
-const nft = (...args: string[]) => execFileSync('nft', args, { stdio: 'pipe' });
-const toB = () => ['ip', 'daddr', B.wgIp, 'tcp', 'dport', '!=', B.spawnPort];
+// Its full path, as the agent's: under npx, PATH's first `nft` is @vercel/nft's command.
+const NFT = '/usr/sbin/nft';
+const nft = (...args: string[]) => execFileSync(NFT, args, { stdio: 'pipe' });
+let sshPortKept = 22;
+const streams = () => {
+  const kept = `{ 9203, 9206, ${A.spawnPort}, ${B.spawnPort}, ${sshPortKept} }`;
+  return ['tcp', 'dport', '!=', kept, 'tcp', 'sport', '!=', kept];
+};
 
 function slowMesh(): void {
   nft('add', 'table', 'inet', CUT_TABLE);
@@ -63,7 +69,7 @@ function slowMesh(): void {
     'inet',
     CUT_TABLE,
     'out',
-    ...toB(),
+    ...streams(),
     'limit',
     'rate',
     'over',
@@ -76,7 +82,7 @@ function slowMesh(): void {
 }
 
 function cutMesh(): void {
-  nft('insert', 'rule', 'inet', CUT_TABLE, 'out', ...toB(), 'drop');
+  nft('insert', 'rule', 'inet', CUT_TABLE, 'out', ...streams(), 'drop');
 }
 
 function healMesh(): void {
@@ -85,6 +91,11 @@ function healMesh(): void {
   } catch {
     // not there
   }
+}
+
+/** Bytes in a node's disk folder (the mirror's writes land there). */
+function bytesOn(which: { diskDir: string }): number {
+  return Number(execFileSync('du', ['-sb', which.diskDir], { encoding: 'utf8' }).split(/\s/)[0]);
 }
 
 describe('a live move cut midway', () => {
@@ -113,6 +124,7 @@ describe('a live move cut midway', () => {
     );
     const [kept, bootId] = guest.output.trim().split('\n');
     vm = { vmId: guest.vmId, sshPort: guest.sshPort, kept, bootId };
+    sshPortKept = guest.sshPort;
   });
 
   afterAll(async () => {
@@ -130,11 +142,17 @@ describe('a live move cut midway', () => {
    */
   async function moveUnderWay(vmId: string) {
     slowMesh();
+    const startedAt = Date.now();
+    const before = bytesOn(B);
     const moving = ppnFleet(['vm', 'move', vmId, '--to', B.id], {}, WAIT_MS);
+    // This move's relay: a move cut before may have left its socket file (the agent replaces it).
+    const relay = join(A.diskDir, 'run', vmId, 'move-nbd');
     await eventually(
       'the mirror under way',
       () =>
-        Promise.resolve(existsSync(join(A.diskDir, 'run', vmId, 'move-nbd')) ? true : undefined),
+        Promise.resolve(
+          existsSync(relay) && statSync(relay).ctimeMs >= startedAt - 1_000 ? true : undefined,
+        ),
       60_000,
       50,
     ).catch(async (error: Error) => {
@@ -143,6 +161,13 @@ describe('a live move cut midway', () => {
         `${error.message}; vm move exited ${run.code}: ${run.stdout}${run.stderr}${logs()}`,
       );
     });
+    // Then 16 MB of the disk written on node B: the mirror under way (its connection made).
+    await eventually(
+      'the mirror writing on node B',
+      () => Promise.resolve(bytesOn(B) > before + 16 * 2 ** 20 ? true : undefined),
+      60_000,
+      50,
+    );
     // Wrapped: an async function returning the promise itself would wait for the move's end.
     return { moving };
   }
@@ -187,7 +212,7 @@ describe('a live move cut midway', () => {
     await agents[0].waitForExit(10_000);
     const cut = await moving;
     healMesh();
-    expect(cut.code).not.toBe(0);
+    if (cut.code === 0) throw new Error(`the move was not cut: ${cut.stdout}${logs()}`);
     expect(cut.stderr).toContain(`node ${A.id}`);
     // The new node gave it up when the controller told it, its waiting QEMU stopped: one QEMU
     // (node A's, which the dead agent left running), before node A's agent is back.
@@ -212,9 +237,11 @@ describe('a live move cut midway', () => {
     const cutAt = Date.now();
     const cut = await moving;
     console.log(`mesh cut: the move gave up ${Date.now() - cutAt} ms after the cut`);
-    expect(cut.code).not.toBe(0);
+    if (cut.code === 0) throw new Error(`the move was not cut: ${cut.stdout}${logs()}`);
     expect(cut.stderr).toContain(`the VM is left on node ${A.id}`);
-    expect(agents[0].output).toContain('sent nothing for 30 s');
+    expect(agents[0].output).toMatch(
+      new RegExp(`vm ${vmId}: live move to node ${B.id} failed \\(.*sent nothing for 30 s`),
+    );
     await onAOnly(vmId, sshPort, kept, bootId);
     healMesh();
     // Healed: nothing of the move comes back to life on node B.

@@ -10,9 +10,7 @@ export const GIVE_UP_TIMEOUT_MS = 60_000;
  * `unknown` (no answer, or another one), with what was seen for the log.
  */
 export type TargetWord =
-  | { kind: 'runs-there' }
-  | { kind: 'rolled-back' }
-  | { kind: 'unknown'; detail: string };
+  { kind: 'runs-there' } | { kind: 'rolled-back' } | { kind: 'unknown'; detail: string };
 
 /**
  * DELETE /v1/moves/{vm_id}/incoming on the new node, with the move's grant (the controller

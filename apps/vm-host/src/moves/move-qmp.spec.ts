@@ -246,7 +246,9 @@ describe("the QMP sequences of a VM's move", () => {
     qemu.stalled = true;
     await expect(
       session((qmp) => mirrorToNbd(qmp, '#block149', '/run/vm/move-nbd', 300)),
-    ).rejects.toThrow("QEMU's mirror to the target sent nothing for 0 s (the new node unreachable?)");
+    ).rejects.toThrow(
+      "QEMU's mirror to the target sent nothing for 0 s (the new node unreachable?)",
+    );
   });
 
   it('gives a migration up once it sends nothing for the stall limit, never switching over', async () => {
