@@ -3,6 +3,7 @@ import { type AddressInfo, type Server, connect, createServer } from 'node:net';
 import type { MeshRoute } from '@app/fleet-domain';
 import { vmHostConfig } from '../../../../test/support/configs';
 import { FakeClock } from '../../../../test/support/fake-clock';
+import type { VmSidecars } from '../vms/files/vm-sidecars';
 import { MeshPorts } from '../vms/ports/mesh-ports';
 import { RoutingMesh } from './routing-mesh';
 
@@ -119,6 +120,23 @@ describe('RoutingMesh: listeners opened and closed as the table changes, bytes f
     await start({ VM_ROUTING_MESH: '0' }).learn([route(port)], []);
     expect(mesh.listening().size).toBe(0);
     expect(ports.publishedElsewhere(port, 'tcp')).toBe('vm vm-web on node node-b');
+  });
+
+  it("never listens on a port a VM's files here hold (a VM moved in, Provisioning, lists none yet)", async () => {
+    const port = await onNodeB();
+    const files = {
+      all: () =>
+        Promise.resolve([{ forwards: [{ host_port: port, guest_port: 22, protocol: 'tcp' }] }]),
+    } as unknown as VmSidecars;
+    start();
+    mesh = new RoutingMesh(
+      vmHostConfig({ VM_NODE_ID: 'node-a', VM_WG_IP: SELF }),
+      ports,
+      clock,
+      files,
+    );
+    await mesh.learn([route(port)], [{ host_ports: [] }]);
+    expect(mesh.listening().size).toBe(0);
   });
 
   it('logs a port another process holds, naming node and port, opens the others, and takes it once free', async () => {

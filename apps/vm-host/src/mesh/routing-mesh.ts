@@ -1,7 +1,8 @@
-import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import type { HostPort, MeshRoute, PortProtocol } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
+import { VmSidecars } from '../vms/files/vm-sidecars';
 import { MeshPorts } from '../vms/ports/mesh-ports';
 import { fleetDaemonPortsOf } from '../vms/ports/host-ports';
 import { MeshListener, MeshListenerLimits, MESH_LIMITS } from './mesh-listener';
@@ -44,6 +45,11 @@ export class RoutingMesh implements OnApplicationShutdown {
     private readonly config: VmHostConfig,
     private readonly ports: MeshPorts,
     private readonly clock: Clock,
+    /**
+     * This node's VMs as their files say (forwards fixed at admission): a VM moved in lists no
+     * host_ports while Provisioning, yet its QEMU holds them.
+     */
+    @Optional() private readonly sidecars?: VmSidecars,
   ) {
     ports.releaseWith((port, protocol) => this.takeBack(port, protocol));
   }
@@ -73,7 +79,8 @@ export class RoutingMesh implements OnApplicationShutdown {
   private async apply(routes: readonly MeshRoute[], own: readonly OwnVm[]): Promise<void> {
     if (this.stopped) return;
     const ownPorts = new Set<number>();
-    for (const vm of own) {
+    const files = (await this.sidecars?.all().catch(() => [])) ?? [];
+    for (const vm of [...own, ...files.map((file) => ({ host_ports: file.forwards }))]) {
       for (const port of vm.host_ports ?? [])
         if (port.protocol === 'tcp') ownPorts.add(port.host_port);
     }
