@@ -105,8 +105,10 @@ export class HeartbeatService {
     const againAtMs = this.fencing?.now() ?? 0;
     const second = await this.post(again, timeoutMs, shutdown);
     await this.fencing?.answered(againAtMs, second);
-    if (second.accepted) this.taken();
-    else this.ignored(again, second);
+    if (second.accepted) {
+      await this.mesh?.learn(second.mesh_routes ?? [], again.vms);
+      this.taken();
+    } else this.ignored(again, second);
   }
 
   private post(
