@@ -32,6 +32,15 @@ async function service(address: string, name: string, port: number): Promise<Ser
   return server;
 }
 
+/** Whether `port` can be bound at `address` now. */
+function freeAt(address: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen({ host: address, port, exclusive: true }, () => probe.close(() => resolve(true)));
+  });
+}
+
 function exchange(address: string, port: number, text: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: address, port, allowHalfOpen: true }, () => socket.end(text));
@@ -99,9 +108,15 @@ describe('the routing mesh: heartbeat answers carry the table, an agent forwards
 
   it('forwards a connection to another node through the FleetClient-read table, and reaches the VM at the same address after it moved', async () => {
     // A port free on every address: the VM's published port.
-    const onA = await service('127.0.0.2', 'a', 0);
+    let onA: Server;
+    let webPort: number;
+    for (;;) {
+      onA = await service('127.0.0.2', 'a', 0);
+      webPort = (onA.address() as AddressInfo).port;
+      if ((await freeAt('127.0.0.3', webPort)) && (await freeAt('127.0.0.4', webPort))) break;
+      await new Promise((resolve) => onA.close(resolve));
+    }
     servers.push(onA);
-    const webPort = (onA.address() as AddressInfo).port;
     await beat('node-a', '127.0.0.2', [vmRecord(VM, { host_ports: ports(webPort) })]);
 
     const nodeB = vmHostConfig({ VM_NODE_ID: 'node-b', VM_WG_IP: '127.0.0.3' });

@@ -8,6 +8,9 @@ export const MESH_IDLE_TIMEOUT_MS = 15 * 60_000;
 /** Connections one port forwards at once; more are refused by the kernel's listener at once. */
 export const MESH_MAX_CONNECTIONS_PER_PORT = 256;
 
+/** Connections the whole mesh of a node forwards at once, every port together. */
+export const MESH_MAX_CONNECTIONS = 4096;
+
 export interface MeshListenerLimits {
   connectTimeoutMs: number;
   idleTimeoutMs: number;
@@ -19,6 +22,12 @@ export const MESH_LIMITS: MeshListenerLimits = {
   idleTimeoutMs: MESH_IDLE_TIMEOUT_MS,
   maxConnections: MESH_MAX_CONNECTIONS_PER_PORT,
 };
+
+/** The connections every listener of a node's mesh shares (each joined one counts 1). */
+export class MeshBudget {
+  open = 0;
+  constructor(readonly max: number = MESH_MAX_CONNECTIONS) {}
+}
 
 /**
  * One published port of another node's VM on this node's mesh address: each TCP connection is
@@ -35,6 +44,7 @@ export class MeshListener {
     readonly port: number,
     public target: MeshTarget,
     private readonly limits: MeshListenerLimits = MESH_LIMITS,
+    private readonly budget: MeshBudget = new MeshBudget(),
   ) {
     this.server = createServer({ allowHalfOpen: true }, (client) => this.join(client));
     this.server.maxConnections = limits.maxConnections;
@@ -73,6 +83,11 @@ export class MeshListener {
   }
 
   private join(client: Socket): void {
+    if (this.budget.open >= this.budget.max) {
+      client.destroy();
+      return;
+    }
+    this.budget.open += 1;
     const { address, port } = this.target;
     const upstream = connect({ host: address, port, allowHalfOpen: true });
     this.sockets.add(client);
@@ -81,6 +96,7 @@ export class MeshListener {
     const end = () => {
       if (ended) return;
       ended = true;
+      this.budget.open -= 1;
       clearTimeout(connecting);
       client.destroy();
       upstream.destroy();

@@ -5,6 +5,7 @@ import { vmHostConfig } from '../../../../test/support/configs';
 import { FakeClock } from '../../../../test/support/fake-clock';
 import type { VmSidecars } from '../vms/files/vm-sidecars';
 import { MeshPorts } from '../vms/ports/mesh-ports';
+import { MeshBudget } from './mesh-listener';
 import { RoutingMesh } from './routing-mesh';
 
 /**
@@ -25,6 +26,15 @@ async function service(address: string, name: string, port = 0): Promise<Server>
 }
 
 const portOf = (server: Server) => (server.address() as AddressInfo).port;
+
+/** Whether `port` can be bound at `address` now. */
+function freeAt(address: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen({ host: address, port, exclusive: true }, () => probe.close(() => resolve(true)));
+  });
+}
 const closed = (server: Server) => new Promise((resolve) => server.close(resolve));
 
 /** Sends `text` to address:port, half-closes, and resolves what came back (rejects on refusal). */
@@ -36,6 +46,15 @@ function exchange(address: string, port: number, text: string): Promise<string> 
     socket.on('end', () => resolve(Buffer.concat(chunks).toString()));
     socket.on('error', reject);
   });
+}
+
+/** `attempt` until it resolves `expected` (the other end lets go of a connection soon after). */
+async function eventually(attempt: () => Promise<string>, expected: string): Promise<void> {
+  for (let tries = 0; ; tries++) {
+    const got = await attempt().catch((error: Error) => error.message);
+    if (got === expected || tries >= 50) return void expect(got).toBe(expected);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
 }
 
 function route(port: number, overrides: Partial<MeshRoute> = {}): MeshRoute {
@@ -67,11 +86,16 @@ describe('RoutingMesh: listeners opened and closed as the table changes, bytes f
     return mesh;
   }
 
-  /** A service on node-b at a port free on this node's address too. */
+  /** A service on node-b at a port free on this node's address too (other tests run beside). */
   async function onNodeB(name = 'b'): Promise<number> {
-    const server = await service('127.0.0.2', name);
-    servers.push(server);
-    return portOf(server);
+    for (;;) {
+      const server = await service('127.0.0.2', name);
+      if (await freeAt(SELF, portOf(server))) {
+        servers.push(server);
+        return portOf(server);
+      }
+      await closed(server);
+    }
   }
 
   beforeEach(() => {
@@ -168,6 +192,18 @@ describe('RoutingMesh: listeners opened and closed as the table changes, bytes f
     clock.advance(120_000);
     await mesh.learn([route(port)], []);
     expect([...mesh.listening().keys()]).toEqual([port]);
+  });
+
+  it('bounds the connections of every port together', async () => {
+    const [one, two] = [await onNodeB(), await onNodeB()];
+    start().budget = new MeshBudget(1);
+    await mesh.learn([route(one), route(two, { vm_id: 'vm-db' })], []);
+    const held = connect({ host: SELF, port: one });
+    held.on('error', () => undefined);
+    await new Promise((resolve) => held.once('connect', resolve));
+    await expect(exchange(SELF, two, 'refused')).resolves.toBe('');
+    held.destroy();
+    await eventually(() => exchange(SELF, two, 'again'), 'b:again');
   });
 
   it('bounds the connections of a port and ends one idle for too long', async () => {

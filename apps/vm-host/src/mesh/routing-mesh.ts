@@ -5,7 +5,7 @@ import { VmHostConfig } from '../config/vm-host.config';
 import { VmSidecars } from '../vms/files/vm-sidecars';
 import { MeshPorts } from '../vms/ports/mesh-ports';
 import { fleetDaemonPortsOf } from '../vms/ports/host-ports';
-import { MeshListener, MeshListenerLimits, MESH_LIMITS } from './mesh-listener';
+import { MeshBudget, MeshListener, MeshListenerLimits, MESH_LIMITS } from './mesh-listener';
 import { MeshTarget, planMesh } from './mesh-plan';
 
 /**
@@ -40,6 +40,8 @@ export class RoutingMesh implements OnApplicationShutdown {
   private turn: Promise<unknown> = Promise.resolve();
   private stopped = false;
   limits: MeshListenerLimits = MESH_LIMITS;
+  /** Every port's connections together (MESH_MAX_CONNECTIONS); a test sets a smaller one. */
+  budget = new MeshBudget();
 
   constructor(
     private readonly config: VmHostConfig,
@@ -125,7 +127,7 @@ export class RoutingMesh implements OnApplicationShutdown {
   }
 
   private async open(port: number, target: MeshTarget): Promise<boolean> {
-    const listener = new MeshListener(port, target, this.limits);
+    const listener = new MeshListener(port, target, this.limits, this.budget);
     try {
       await listener.listen(this.config.wgIp);
     } catch (error) {
