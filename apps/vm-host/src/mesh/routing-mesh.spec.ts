@@ -3,6 +3,7 @@ import { type AddressInfo, type Server, connect, createServer } from 'node:net';
 import type { MeshRoute } from '@app/fleet-domain';
 import { vmHostConfig } from '../../../../test/support/configs';
 import { FakeClock } from '../../../../test/support/fake-clock';
+import type { HostMetrics } from '../metrics/host-metrics.service';
 import type { VmSidecars } from '../vms/files/vm-sidecars';
 import { MeshPorts } from '../vms/ports/mesh-ports';
 import { MeshBudget } from './mesh-listener';
@@ -74,14 +75,22 @@ describe('RoutingMesh: listeners opened and closed as the table changes, bytes f
   let ports: MeshPorts;
   let clock: FakeClock;
   let warnings: string[];
+  /** ppn_vm_host_mesh_ports as set: [listening, failed]. */
+  let observed: Array<[number, number]>;
 
   function start(env: Record<string, string> = {}): RoutingMesh {
     clock = new FakeClock();
     ports = new MeshPorts();
+    observed = [];
+    const metrics = {
+      observeMeshPorts: (listening: number, failed: number) => observed.push([listening, failed]),
+    } as unknown as HostMetrics;
     mesh = new RoutingMesh(
       vmHostConfig({ VM_NODE_ID: 'node-a', VM_WG_IP: SELF, ...env }),
       ports,
       clock,
+      undefined,
+      metrics,
     );
     return mesh;
   }
@@ -175,9 +184,11 @@ describe('RoutingMesh: listeners opened and closed as the table changes, bytes f
     ]);
     await mesh.learn([route(port), route(free, { vm_id: 'vm-db' })], []);
     expect(warnings).toHaveLength(1);
+    expect(observed.at(-1)).toEqual([1, 1]);
     await closed(held);
     await mesh.learn([route(port), route(free, { vm_id: 'vm-db' })], []);
     expect(await exchange(SELF, port, 'now')).toBe('b:now');
+    expect(observed.at(-1)).toEqual([2, 0]);
   });
 
   it("lets a port go to a VM moved here, and leaves it until the VM's heartbeat lists it or 2 minutes pass", async () => {

@@ -2,6 +2,7 @@ import { Injectable, Logger, OnApplicationShutdown, Optional } from '@nestjs/com
 import { Clock } from '@app/daemon';
 import type { HostPort, MeshRoute, PortProtocol } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
+import { HostMetrics } from '../metrics/host-metrics.service';
 import { VmSidecars } from '../vms/files/vm-sidecars';
 import { MeshPorts } from '../vms/ports/mesh-ports';
 import { fleetDaemonPortsOf } from '../vms/ports/host-ports';
@@ -52,6 +53,7 @@ export class RoutingMesh implements OnApplicationShutdown {
      * host_ports while Provisioning, yet its QEMU holds them.
      */
     @Optional() private readonly sidecars?: VmSidecars,
+    @Optional() private readonly metrics?: HostMetrics,
   ) {
     ports.releaseWith((port, protocol) => this.takeBack(port, protocol));
   }
@@ -119,6 +121,7 @@ export class RoutingMesh implements OnApplicationShutdown {
       }
       if (await this.open(port, target)) opened += 1;
     }
+    this.metrics?.observeMeshPorts(this.listeners.size, this.failing.size);
     if (opened + closed > 0) {
       this.logger.log(
         `node ${this.config.nodeId}: routing mesh listens on ${this.listeners.size} port(s) of other nodes' VMs at ${this.config.wgIp} (${opened} opened, ${closed} closed)`,
