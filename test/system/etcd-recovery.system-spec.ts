@@ -263,7 +263,9 @@ describe('two controllers on one etcd: leadership and recovery', () => {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
       });
-    expect(await beat(hostA, { node_id: 'node-gone', wg_ip: hostA.hostAddress })).toEqual({
+    // (Its routing mesh's table, to the VM the previous test recovered, is not this test's.)
+    const renewed = await beat(hostA, { node_id: 'node-gone', wg_ip: hostA.hostAddress });
+    expect({ ...renewed, mesh_routes: undefined }).toEqual({
       accepted: true,
       fence_after_s: FENCE_AFTER_S,
     });
