@@ -48,3 +48,5 @@ export * from './restore-plan';
 export * from './copy-placement';
 export * from './fencing';
 export * from './wire/node-recovery';
+export * from './wire/mesh-route';
+export * from './mesh-table';

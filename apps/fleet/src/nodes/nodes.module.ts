@@ -15,6 +15,7 @@ import { NodesRepository } from './nodes.repository';
 import { NodesService } from './nodes.service';
 import { VmMoves } from './vm-moves.repository';
 import { GrantedCopies } from './granted-copies';
+import { MeshRoutes } from './mesh-routes';
 
 /** The store the configuration chose (nodes-store.choice.ts), opened once and closed with the app. */
 class ChosenNodesStore implements OnModuleInit, OnApplicationShutdown {
@@ -42,6 +43,7 @@ class ChosenNodesStore implements OnModuleInit, OnApplicationShutdown {
   controllers: [NodesController],
   providers: [
     NodesService,
+    MeshRoutes,
     NodeStalenessJob,
     {
       provide: ChosenNodesStore,

@@ -9,6 +9,7 @@ import {
   MIN_FENCE_AFTER_S,
   type FleetApi,
 } from '@app/fleet-domain';
+import { meshRoutesOf } from '../mesh/mesh-answer';
 
 export type HeartbeatBody = FleetApi.components['schemas']['NodeHeartbeat'];
 export type HeartbeatAnswer = FleetApi.components['schemas']['HeartbeatAnswer'];
@@ -17,8 +18,11 @@ export type HeartbeatAnswer = FleetApi.components['schemas']['HeartbeatAnswer'];
 const TAKEN: HeartbeatAnswer = { accepted: true };
 
 const HEARTBEAT_PATH = '/v1/nodes/heartbeat' satisfies keyof FleetApi.paths;
-/** Of an answer, only so much is read: a refusal's JSON `message`, or whether it was taken. */
-const MAX_ANSWER_BODY_BYTES = 64 * 1024;
+/**
+ * Of an answer, only so much is read: a refusal's JSON `message`, or whether it was taken and
+ * what comes with it (the routing mesh's table, about 100 bytes a route, the largest part).
+ */
+const MAX_ANSWER_BODY_BYTES = 512 * 1024;
 
 /** Longest controller message a failure log line quotes. */
 const MAX_MESSAGE_CHARS = 300;
@@ -208,8 +212,10 @@ function answerOf(body: unknown): HeartbeatAnswer {
         ? fence
         : undefined;
     const copiesDefault = fenceAfterS === undefined ? undefined : copiesDefaultOf(body);
+    const mesh = meshRoutesOf(body.mesh_routes);
     return {
       accepted: true,
+      ...(mesh.length > 0 ? { mesh_routes: mesh } : {}),
       ...(wanted ? { wanted_replica_vm_ids: wanted } : {}),
       ...(superseded.length > 0 ? { superseded_vm_ids: superseded } : {}),
       ...(fenceAfterS !== undefined ? { fence_after_s: fenceAfterS } : {}),
