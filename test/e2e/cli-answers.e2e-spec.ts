@@ -1,11 +1,11 @@
 import request from 'supertest';
-import type { HeartbeatReplica, HeartbeatVm } from '@app/fleet-domain';
+import type { HeartbeatReplica, HeartbeatVm, VmRecord } from '@app/fleet-domain';
 import { FleetApiClient } from '../../apps/ppn-fleet/src/api/fleet-api.client';
 import { FleetOpsApiClient } from '../../apps/ppn-fleet/src/api/fleet-ops-api.client';
 import { RunningFleet, startFleet } from '../support/fleet-app';
 import { grantCopies } from '../support/granted-copies';
 import { heartbeat, vmRecord } from '../support/heartbeats';
-import { StubAgent, json } from '../support/stub-agent';
+import { StubAgent, StubAgentCall, json } from '../support/stub-agent';
 
 /**
  * The CLI's clients against the real controller (in process, both listeners): every answer the
@@ -16,6 +16,19 @@ import { StubAgent, json } from '../support/stub-agent';
 const API_TOKEN = 'api-token-5c2e8a1f9b3d7064';
 const VM = 'vm-00000000000000d1';
 const POLICY = { count: 1, every_s: 60 };
+
+/** The VM's old node moving it live as asked, and releasing its disk once moved. */
+function moveOut(call: StubAgentCall, res: Parameters<typeof json>[0]): void {
+  if (call.method === 'POST' && call.url === `/v1/vms/${VM}/move-out`) {
+    const vm: VmRecord = vmRecord(VM);
+    return json(res, 200, { vm, mode: 'live', pause_ms: 240, total_ms: 12_000, bytes_sent: 5e8 });
+  }
+  if (call.method === 'POST' && call.url === `/v1/vms/${VM}/move-release`) {
+    res.writeHead(204);
+    return void res.end();
+  }
+  json(res, 404, { statusCode: 404, message: 'not here' });
+}
 
 describe("the CLI's clients read the controller's answers as the API gives them", () => {
   let fleet: RunningFleet;
@@ -40,7 +53,7 @@ describe("the CLI's clients read the controller's answers as the API gives them"
           last_error: null,
         });
       }
-      return json(res, 404, { statusCode: 404, message: 'not here' });
+      return moveOut(call, res);
     }).start();
   });
 
@@ -101,5 +114,25 @@ describe("the CLI's clients read the controller's answers as the API gives them"
     });
     expect((await ops.backups(VM)).data.backups).toHaveLength(1);
     expect((await ops.nodeDisks()).data).toHaveLength(2);
+  });
+
+  it('moves a VM, the answer read as the API gives it', async () => {
+    await beat('src', [vmRecord(VM)], [], agent.port);
+    await beat('peer', []);
+    const ops = new FleetOpsApiClient(fleet.opsUrl, API_TOKEN, fetch);
+    const moving = ops.move(VM, { to: 'peer' });
+    // The new node reports the VM once the old one was asked to move it out.
+    for (let at = Date.now(); !agent.calls.some(({ url }) => url.endsWith('/move-out'));) {
+      if (Date.now() - at > 5_000) throw new Error('the old node was not asked');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    fleet.clock.advance(1_000);
+    await beat('peer', [vmRecord(VM)]);
+    expect((await moving).data).toMatchObject({
+      vm: { vm_id: VM, node_id: 'peer' },
+      from_node_id: 'src',
+      mode: 'live',
+      pause_ms: 240,
+    });
   });
 });
