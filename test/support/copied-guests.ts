@@ -197,3 +197,59 @@ export async function copiedGuestWithFile(
   expect(Date.parse(copied.copied_at!)).toBeGreaterThan(createdAt);
   return { vmId, createdAt, before, sshPort, probed, copied };
 }
+
+/**
+ * The controller's clock jumped (SIGUSR2 to `fleet`, started by startJumpingFleet): resolved once
+ * the VM's node `sourceId` is silent and every node of `liveIds` is live again.
+ */
+export async function jumpUntilSilent(
+  fleet: Daemon,
+  vmId: string,
+  sourceId: string,
+  liveIds: string[],
+): Promise<void> {
+  fleet.process.kill('SIGUSR2');
+  // The jump makes every node silent at once: the live ones are back at their next heartbeat.
+  await eventually(
+    `${sourceId} silent, ${liveIds.join(' and ')} live`,
+    async () => {
+      const live = (await getJson<Array<{ node_id: string }>>('/v1/nodes')).map(
+        ({ node_id }) => node_id,
+      );
+      const silent = (await listedVm(vmId))?.node_silent_since !== undefined;
+      return silent && liveIds.every((id) => live.includes(id)) && !live.includes(sourceId)
+        ? true
+        : undefined;
+    },
+    30_000,
+    200,
+  );
+}
+
+/**
+ * The restored guest runs on node `nodeId` (reached at `address`) with the ports it had, and
+ * answers GUEST_PROBE as before: the file synced before the copy, the host key and the hostname
+ * from its id, the same guest.
+ */
+export async function expectSameGuest(
+  setUp: { workDir: string; key: string },
+  guest: CopiedGuest,
+  on: { nodeId: string; address: string; restoredAt: number },
+): Promise<void> {
+  const after = await eventually(
+    `${guest.vmId} running on ${on.nodeId}`,
+    async () => {
+      const listed = await listedVm(guest.vmId);
+      return listed?.node_id === on.nodeId && listed.state === 'Running' ? listed : undefined;
+    },
+    120_000,
+    500,
+  );
+  expect(after.host_ports).toEqual(guest.before.host_ports);
+  const probed = await sshOnceUp(setUp.key, on.address, guest.sshPort, GUEST_PROBE, {
+    since: on.restoredAt,
+    deadlineMs: GUEST_SSH_DEADLINE_MS,
+    serialLog: join(setUp.workDir, on.nodeId, 'run', guest.vmId, 'serial.log'),
+  });
+  expect(probed).toBe(guest.probed);
+}

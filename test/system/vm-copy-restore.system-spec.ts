@@ -1,16 +1,16 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Daemon, eventually, getJson, stopAllDaemons } from '../support/daemons';
+import { Daemon, stopAllDaemons } from '../support/daemons';
 import {
-  GUEST_PROBE,
   copiedGuestWithFile,
   guestAndKey,
   inNamespace,
-  listedVm,
+  expectSameGuest,
+  jumpUntilSilent,
   startCopiesNode,
   startJumpingFleet,
 } from '../support/copied-guests';
-import { GUEST_SSH_DEADLINE_MS, sshOnceUp } from '../support/guest-ssh';
+import { GUEST_SSH_DEADLINE_MS } from '../support/guest-ssh';
 import { ppnFleet } from '../support/ppn-fleet-cli';
 import { NodeMesh, emptied } from '../support/node-mesh';
 import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
@@ -56,14 +56,15 @@ describe("a dead node's VM restored from its copy on the other node", () => {
     const setUp = { workDir, key, pubkey, secret: SECRET };
     const source = await startCopiesNode(SOURCE, inNamespace(sourceHost), setUp);
     const peer = await startCopiesNode(PEER, inNamespace(peerHost), setUp);
-    const { vmId, before, sshPort, probed, copied } = await copiedGuestWithFile(setUp, {
+    const guest = await copiedGuestWithFile(setUp, {
       type: 'copied',
       nodeId: SOURCE,
       address: sourceHost.address,
       webPort: WEB_PORT,
     });
     // Held by the peer, shown in the listing.
-    expect(copied.copy_node_id).toBe(PEER);
+    const { vmId } = guest;
+    expect(guest.copied.copy_node_id).toBe(PEER);
     const copies = await ppnFleet(['vm', 'copies', vmId]);
     expect(copies.code).toBe(0);
     expect(copies.stdout).toContain(PEER);
@@ -75,20 +76,7 @@ describe("a dead node's VM restored from its copy on the other node", () => {
     await source.waitForExit(10_000);
     await emptied(sourceHost);
     rmSync(join(workDir, SOURCE), { recursive: true, force: true });
-    fleet.process.kill('SIGUSR2');
-    // The jump makes every node silent at once: the peer is live again at its next heartbeat.
-    await eventually(
-      'the source silent, the peer live',
-      async () => {
-        const live = (await getJson<Array<{ node_id: string }>>('/v1/nodes')).map(
-          ({ node_id }) => node_id,
-        );
-        const silent = (await listedVm(vmId))?.node_silent_since !== undefined;
-        return silent && live.includes(PEER) && !live.includes(SOURCE) ? true : undefined;
-      },
-      30_000,
-      200,
-    );
+    await jumpUntilSilent(fleet, vmId, SOURCE, [PEER]);
 
     const restoredAt = Date.now();
     const restored = await ppnFleet(['vm', 'restore', vmId, '--to', PEER], {}, 300_000);
@@ -98,22 +86,6 @@ describe("a dead node's VM restored from its copy on the other node", () => {
       );
     }
     expect(restored.stdout).toContain(`${vmId} restored on node ${PEER}`);
-    const after = await eventually(
-      `${vmId} running on ${PEER}`,
-      async () => {
-        const vm = await listedVm(vmId);
-        return vm?.node_id === PEER && vm.state === 'Running' ? vm : undefined;
-      },
-      120_000,
-      500,
-    );
-    expect(after.host_ports).toEqual(before.host_ports);
-    const guestB = await sshOnceUp(key, peerHost.address, sshPort, GUEST_PROBE, {
-      since: restoredAt,
-      deadlineMs: GUEST_SSH_DEADLINE_MS,
-      serialLog: join(workDir, PEER, 'run', vmId, 'serial.log'),
-    });
-    // The file synced before the copy, the host key and the hostname from its id: the same guest.
-    expect(guestB).toBe(probed);
+    await expectSameGuest(setUp, guest, { nodeId: PEER, address: peerHost.address, restoredAt });
   });
 });

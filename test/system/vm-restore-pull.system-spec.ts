@@ -1,16 +1,16 @@
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Daemon, eventually, getJson, stopAllDaemons } from '../support/daemons';
+import { Daemon, stopAllDaemons } from '../support/daemons';
 import {
-  GUEST_PROBE,
   copiedGuestWithFile,
   guestAndKey,
-  listedVm,
+  expectSameGuest,
+  jumpUntilSilent,
   onLoopback,
   startCopiesNode,
   startJumpingFleet,
 } from '../support/copied-guests';
-import { GUEST_SSH_DEADLINE_MS, sshOnceUp } from '../support/guest-ssh';
+import { GUEST_SSH_DEADLINE_MS } from '../support/guest-ssh';
 import { ppnFleet } from '../support/ppn-fleet-cli';
 import { killQemusUnder } from '../support/qemu-processes';
 import { scratchFolder } from '../support/scratch-folders';
@@ -56,12 +56,13 @@ describe("a dead node's VM restored on a node that does not hold its copy", () =
     const startNode = (node: typeof SOURCE) => startCopiesNode(node.id, onLoopback(node.ip), setUp);
     const source = await startNode(SOURCE);
     const others = [await startNode(NODES[0]), await startNode(NODES[1])];
-    const { vmId, before, sshPort, probed, copied } = await copiedGuestWithFile(setUp, {
+    const guest = await copiedGuestWithFile(setUp, {
       type: 'pulled',
       nodeId: SOURCE.id,
       address: SOURCE.ip,
       webPort: WEB_PORT,
     });
+    const { vmId, copied } = guest;
     // The holder is the peer the controller chose; the VM is restored on the other node.
     const holderAt = NODES.findIndex(({ id }) => id === copied.copy_node_id);
     expect(holderAt).toBeGreaterThanOrEqual(0);
@@ -74,25 +75,7 @@ describe("a dead node's VM restored on a node that does not hold its copy", () =
     await source.waitForExit(10_000);
     killQemusUnder(join(workDir, SOURCE.id));
     rmSync(join(workDir, SOURCE.id), { recursive: true, force: true });
-    fleet.process.kill('SIGUSR2');
-    // The jump makes every node silent at once: the peer is live again at its next heartbeat.
-    await eventually(
-      'the source silent, the peer live',
-      async () => {
-        const live = (await getJson<Array<{ node_id: string }>>('/v1/nodes')).map(
-          ({ node_id }) => node_id,
-        );
-        const silent = (await listedVm(vmId))?.node_silent_since !== undefined;
-        return silent &&
-          live.includes(HOLDER.id) &&
-          live.includes(TARGET.id) &&
-          !live.includes(SOURCE.id)
-          ? true
-          : undefined;
-      },
-      30_000,
-      200,
-    );
+    await jumpUntilSilent(fleet, vmId, SOURCE.id, [HOLDER.id, TARGET.id]);
 
     const restoredAt = Date.now();
     const restored = await ppnFleet(['vm', 'restore', vmId, '--to', TARGET.id], {}, 300_000);
@@ -108,22 +91,6 @@ describe("a dead node's VM restored on a node that does not hold its copy", () =
     );
     // The staging folder is empty once the disk is made.
     expect(readdirSync(join(workDir, TARGET.id, 'pulls'))).toEqual([]);
-    const after = await eventually(
-      `${vmId} running on ${TARGET.id}`,
-      async () => {
-        const vm = await listedVm(vmId);
-        return vm?.node_id === TARGET.id && vm.state === 'Running' ? vm : undefined;
-      },
-      120_000,
-      500,
-    );
-    expect(after.host_ports).toEqual(before.host_ports);
-    const guestB = await sshOnceUp(key, TARGET.ip, sshPort, GUEST_PROBE, {
-      since: restoredAt,
-      deadlineMs: GUEST_SSH_DEADLINE_MS,
-      serialLog: join(workDir, TARGET.id, 'run', vmId, 'serial.log'),
-    });
-    // The file synced before the copy, the host key and the hostname from its id: the same guest.
-    expect(guestB).toBe(probed);
+    await expectSameGuest(setUp, guest, { nodeId: TARGET.id, address: TARGET.ip, restoredAt });
   });
 });
