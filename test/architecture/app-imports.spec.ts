@@ -146,7 +146,7 @@ describe('findImportCircles', () => {
 
   it('finds a circle inside one feature, naming its files in import order', () => {
     const files = allSources();
-    const shapes = 'apps/ppn-fleet/src/api/answer-shapes.ts';
+    const shapes = 'apps/ppn-fleet/src/api/answer-check.ts';
     files.set(shapes, `import type { FleetVm } from './fleet-api.client';\n${files.get(shapes)}`);
     expect(findImportCircles(files)).toEqual([
       { files: [shapes, 'apps/ppn-fleet/src/api/fleet-api.client.ts'] },

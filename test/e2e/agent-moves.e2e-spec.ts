@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import request from 'supertest';
 import { MOVE_GRANT_CONTEXT, signCopyGrant } from '@app/daemon';
 import { VmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
 import { RunningVmHost, startVmHostApp } from '../support/vm-host-app';
+import { stoppedVmOnDisk } from '../factories/stopped-vm.factory';
 
 /**
  * A stopped VM moved cold between two real agent apps in this process, over HTTP, with the real
@@ -32,37 +33,6 @@ function grant(
   );
 }
 
-/** A stopped VM's sidecar and a 4 MiB disk with data in it, as an agent left them. */
-function stoppedVm(diskDir: string, vmId: string): string {
-  const runDir = join(diskDir, 'run', vmId);
-  mkdirSync(runDir, { mode: 0o700 });
-  writeFileSync(
-    join(runDir, 'vm.json'),
-    JSON.stringify({
-      vm_id: vmId,
-      vm_type: 'web',
-      tenant_id: 'acme',
-      ram_alloc_mb: 64,
-      vcpu_count: 1,
-      host_ports: [],
-      forwards: [{ host_port: 40122, guest_port: 22, protocol: 'tcp' }],
-      created_at: '2026-08-06T11:00:00.000Z',
-      started_at: '2026-08-06T11:00:01.000Z',
-      error: null,
-      driver: { kind: 'qemu', accel: 'tcg', pid: null },
-      idempotency_key: null,
-      desired_state: 'stopped',
-      last_exit: null,
-    }),
-    { mode: 0o600 },
-  );
-  const disk = join(diskDir, 'disks', `${vmId}.qcow2`);
-  const raw = join(diskDir, `${vmId}.raw`);
-  writeFileSync(raw, Buffer.alloc(4 * 1024 * 1024, 0x5a));
-  execFileSync('qemu-img', ['convert', '-q', '-f', 'raw', '-O', 'qcow2', raw, disk]);
-  return raw;
-}
-
 describe("a VM's move between two agents", () => {
   let source: RunningVmHost;
   let peer: RunningVmHost;
@@ -71,7 +41,12 @@ describe("a VM's move between two agents", () => {
   beforeAll(async () => {
     peer = await startVmHostApp({ VM_NODE_ID: 'node-b', VM_FLEET_NODE_TOKEN: PEER_TOKEN });
     source = await startVmHostApp({ VM_NODE_ID: 'node-a', VM_FLEET_NODE_TOKEN: SOURCE_TOKEN });
-    raw = stoppedVm(source.app.get(VmHostConfig).diskDir, VM);
+    ({ raw } = stoppedVmOnDisk(source.app.get(VmHostConfig).diskDir, VM, {
+      sidecar: {
+        host_ports: [],
+        forwards: [{ host_port: 40122, guest_port: 22, protocol: 'tcp' }],
+      },
+    }));
   });
 
   afterAll(async () => {

@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import request from 'supertest';
 import { VmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
 import { RunningVmHost, startVmHostApp } from '../support/vm-host-app';
+import { stoppedVmSidecar } from '../factories/stopped-vm.factory';
 import { scratchFolder } from '../support/scratch-folders';
 
 /**
@@ -18,28 +19,10 @@ const auth = { authorization: `Bearer ${NODE_TOKEN}` };
 
 /** A stopped VM's sidecar and a small disk, as an agent left them. */
 function stoppedVm(diskDir: string): void {
-  const runDir = join(diskDir, 'run', VM);
-  mkdirSync(runDir, { mode: 0o700 });
-  writeFileSync(
-    join(runDir, 'vm.json'),
-    JSON.stringify({
-      vm_id: VM,
-      vm_type: 'web',
-      tenant_id: 'acme',
-      ram_alloc_mb: 64,
-      vcpu_count: 1,
-      host_ports: [],
-      forwards: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' }],
-      created_at: '2026-08-06T11:00:00.000Z',
-      started_at: '2026-08-06T11:00:01.000Z',
-      error: null,
-      driver: { kind: 'qemu', accel: 'tcg', pid: null },
-      idempotency_key: null,
-      desired_state: 'stopped',
-      last_exit: null,
-    }),
-    { mode: 0o600 },
-  );
+  stoppedVmSidecar(diskDir, VM, {
+    host_ports: [],
+    forwards: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' }],
+  });
   execFileSync('qemu-img', [
     'create',
     '-q',

@@ -1,12 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import {
-  appendFileSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import request from 'supertest';
 import { signCopyGrant, signCopyReadGrant } from '@app/daemon';
@@ -15,6 +8,7 @@ import { ReplicaPuller } from '../../apps/vm-host/src/vms/copies/replica-pull';
 import { VmReplicationService } from '../../apps/vm-host/src/vms/copies/vm-replication.service';
 import { VmSidecars } from '../../apps/vm-host/src/vms/files/vm-sidecars';
 import { RunningVmHost, startVmHostApp } from '../support/vm-host-app';
+import { stoppedVmOnDisk } from '../factories/stopped-vm.factory';
 
 /**
  * A VM's copy pulled by a node that does not hold it (a restore there), over HTTP between
@@ -54,37 +48,6 @@ function readGrant(
   });
 }
 
-/** A stopped VM's sidecar and a 4 MiB disk with data in it, as an agent left them. */
-function stoppedVm(diskDir: string, vmId: string): string {
-  const runDir = join(diskDir, 'run', vmId);
-  mkdirSync(runDir, { mode: 0o700 });
-  writeFileSync(
-    join(runDir, 'vm.json'),
-    JSON.stringify({
-      vm_id: vmId,
-      vm_type: 'web',
-      tenant_id: 'acme',
-      ram_alloc_mb: 64,
-      vcpu_count: 1,
-      host_ports: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' }],
-      created_at: '2026-08-06T11:00:00.000Z',
-      started_at: '2026-08-06T11:00:01.000Z',
-      error: null,
-      driver: { kind: 'qemu', accel: 'tcg', pid: null },
-      idempotency_key: null,
-      desired_state: 'stopped',
-      last_exit: null,
-      copies: { count: 1, every_s: 60 },
-    }),
-    { mode: 0o600 },
-  );
-  const disk = join(diskDir, 'disks', `${vmId}.qcow2`);
-  const raw = join(diskDir, `${vmId}.raw`);
-  writeFileSync(raw, Buffer.alloc(4 * 1024 * 1024, 0x3c));
-  execFileSync('qemu-img', ['convert', '-q', '-f', 'raw', '-O', 'qcow2', raw, disk]);
-  return disk;
-}
-
 describe("a VM's copy pulled by a node that does not hold it", () => {
   let source: RunningVmHost;
   let holder: RunningVmHost;
@@ -96,7 +59,10 @@ describe("a VM's copy pulled by a node that does not hold it", () => {
     holder = await startVmHostApp({ VM_NODE_ID: 'node-b', VM_FLEET_NODE_TOKEN: HOLDER_TOKEN });
     source = await startVmHostApp({ VM_NODE_ID: 'node-a', VM_FLEET_NODE_TOKEN: SOURCE_TOKEN });
     target = await startVmHostApp({ VM_NODE_ID: 'node-c', VM_FLEET_NODE_TOKEN: TARGET_TOKEN });
-    disk = stoppedVm(source.app.get(VmHostConfig).diskDir, VM);
+    ({ disk } = stoppedVmOnDisk(source.app.get(VmHostConfig).diskDir, VM, {
+      fill: 0x3c,
+      sidecar: { copies: { count: 1, every_s: 60 } },
+    }));
     await request(source.url)
       .put(`/v1/vms/${VM}/copy-plan`)
       .set('authorization', `Bearer ${SOURCE_TOKEN}`)

@@ -1,10 +1,9 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import request from 'supertest';
 import { WebSocketRefusedError, openWebSocket } from '@app/daemon';
 import { VmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
 import { HostPorts } from '../../apps/vm-host/src/vms/ports/host-ports';
 import { RunningVmHost, startVmHostApp } from '../support/vm-host-app';
+import { stoppedVmSidecar } from '../factories/stopped-vm.factory';
 
 /**
  * The agent's action routes (stop, start, restart, console, life cycles), and a spawn it refuses,
@@ -24,27 +23,7 @@ describe('agent VM actions', () => {
       VM_FLEET_NODE_TOKEN: NODE_TOKEN,
       VM_BASE_IMAGE: '/nonexistent/ppn-vm-actions-base.qcow2',
     });
-    const runDir = join(agent.app.get(VmHostConfig).diskDir, 'run', STOPPED_VM);
-    mkdirSync(runDir, { mode: 0o700 });
-    writeFileSync(
-      join(runDir, 'vm.json'),
-      JSON.stringify({
-        vm_id: STOPPED_VM,
-        vm_type: 'web',
-        tenant_id: 'acme',
-        ram_alloc_mb: 64,
-        vcpu_count: 1,
-        host_ports: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' }],
-        created_at: '2026-08-06T11:00:00.000Z',
-        started_at: '2026-08-06T11:00:01.000Z',
-        error: null,
-        driver: { kind: 'qemu', accel: 'tcg', pid: null },
-        idempotency_key: null,
-        desired_state: 'stopped',
-        last_exit: null,
-      }),
-      { mode: 0o600 },
-    );
+    stoppedVmSidecar(agent.app.get(VmHostConfig).diskDir, STOPPED_VM);
   });
 
   afterAll(() => agent.close());

@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import request from 'supertest';
 import { VmHostConfig } from '../../apps/vm-host/src/config/vm-host.config';
 import { RunningVmHost, startVmHostApp } from '../support/vm-host-app';
+import { stoppedVmOnDisk } from '../factories/stopped-vm.factory';
 import { scratchFolder } from '../support/scratch-folders';
 
 /**
@@ -23,36 +24,6 @@ interface Backups {
   last_error: string | null;
 }
 
-/** A stopped VM's sidecar and a 4 MiB disk with data in it, as an agent left them. */
-function stoppedVm(diskDir: string): string {
-  const runDir = join(diskDir, 'run', STOPPED_VM);
-  mkdirSync(runDir, { mode: 0o700 });
-  writeFileSync(
-    join(runDir, 'vm.json'),
-    JSON.stringify({
-      vm_id: STOPPED_VM,
-      vm_type: 'web',
-      tenant_id: 'acme',
-      ram_alloc_mb: 64,
-      vcpu_count: 1,
-      host_ports: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' }],
-      created_at: '2026-08-06T11:00:00.000Z',
-      started_at: '2026-08-06T11:00:01.000Z',
-      error: null,
-      driver: { kind: 'qemu', accel: 'tcg', pid: null },
-      idempotency_key: null,
-      desired_state: 'stopped',
-      last_exit: null,
-    }),
-    { mode: 0o600 },
-  );
-  const disk = join(diskDir, 'disks', `${STOPPED_VM}.qcow2`);
-  const raw = join(diskDir, 'data.raw');
-  writeFileSync(raw, Buffer.alloc(4 * 1024 * 1024, 0x5a));
-  execFileSync('qemu-img', ['convert', '-q', '-f', 'raw', '-O', 'qcow2', raw, disk]);
-  return disk;
-}
-
 describe('agent VM backups', () => {
   let agent: RunningVmHost;
   let backupDir: string;
@@ -62,7 +33,7 @@ describe('agent VM backups', () => {
     backupDir = scratchFolder('vm-backups-e2e-');
     mkdirSync(backupDir, { recursive: true, mode: 0o700 });
     agent = await startVmHostApp({ VM_FLEET_NODE_TOKEN: NODE_TOKEN, VM_BACKUP_DIR: backupDir });
-    disk = stoppedVm(agent.app.get(VmHostConfig).diskDir);
+    ({ disk } = stoppedVmOnDisk(agent.app.get(VmHostConfig).diskDir, STOPPED_VM));
   });
 
   afterAll(() => agent.close());
@@ -134,7 +105,7 @@ describe('agent VM backups without VM_BACKUP_DIR', () => {
 
   beforeAll(async () => {
     agent = await startVmHostApp({ VM_FLEET_NODE_TOKEN: NODE_TOKEN });
-    stoppedVm(agent.app.get(VmHostConfig).diskDir);
+    stoppedVmOnDisk(agent.app.get(VmHostConfig).diskDir, STOPPED_VM);
   });
 
   afterAll(() => agent.close());

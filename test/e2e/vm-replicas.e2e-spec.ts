@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import request from 'supertest';
 import { signCopyGrant } from '@app/daemon';
@@ -8,6 +8,7 @@ import { ReplicasService } from '../../apps/vm-host/src/replicas/replicas.servic
 import { VmReplicationService } from '../../apps/vm-host/src/vms/copies/vm-replication.service';
 import { VmSidecars } from '../../apps/vm-host/src/vms/files/vm-sidecars';
 import { RunningVmHost, startVmHostApp } from '../support/vm-host-app';
+import { stoppedVmOnDisk } from '../factories/stopped-vm.factory';
 
 /**
  * Copies of a VM on a peer node, over HTTP between two real agent apps in this process, with
@@ -31,37 +32,6 @@ function grant(
   });
 }
 
-/** A stopped VM's sidecar and a 4 MiB disk with data in it, as an agent left them. */
-function stoppedVm(diskDir: string, vmId: string): string {
-  const runDir = join(diskDir, 'run', vmId);
-  mkdirSync(runDir, { mode: 0o700 });
-  writeFileSync(
-    join(runDir, 'vm.json'),
-    JSON.stringify({
-      vm_id: vmId,
-      vm_type: 'web',
-      tenant_id: 'acme',
-      ram_alloc_mb: 64,
-      vcpu_count: 1,
-      host_ports: [{ host_port: 40022, guest_port: 22, protocol: 'tcp' }],
-      created_at: '2026-08-06T11:00:00.000Z',
-      started_at: '2026-08-06T11:00:01.000Z',
-      error: null,
-      driver: { kind: 'qemu', accel: 'tcg', pid: null },
-      idempotency_key: null,
-      desired_state: 'stopped',
-      last_exit: null,
-      copies: { count: 1, every_s: 60 },
-    }),
-    { mode: 0o600 },
-  );
-  const disk = join(diskDir, 'disks', `${vmId}.qcow2`);
-  const raw = join(diskDir, `${vmId}.raw`);
-  writeFileSync(raw, Buffer.alloc(4 * 1024 * 1024, 0x5a));
-  execFileSync('qemu-img', ['convert', '-q', '-f', 'raw', '-O', 'qcow2', raw, disk]);
-  return disk;
-}
-
 describe('copies of a VM on a peer node (replicas)', () => {
   let source: RunningVmHost;
   let peer: RunningVmHost;
@@ -71,7 +41,9 @@ describe('copies of a VM on a peer node (replicas)', () => {
   beforeAll(async () => {
     peer = await startVmHostApp({ VM_NODE_ID: 'node-b', VM_FLEET_NODE_TOKEN: PEER_TOKEN });
     source = await startVmHostApp({ VM_NODE_ID: 'node-a', VM_FLEET_NODE_TOKEN: SOURCE_TOKEN });
-    disk = stoppedVm(source.app.get(VmHostConfig).diskDir, VM);
+    ({ disk } = stoppedVmOnDisk(source.app.get(VmHostConfig).diskDir, VM, {
+      sidecar: { copies: { count: 1, every_s: 60 } },
+    }));
     replicasDir = join(peer.app.get(VmHostConfig).diskDir, 'replicas');
   });
 

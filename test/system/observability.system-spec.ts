@@ -1,4 +1,4 @@
-import { ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { JsonLogLine } from '@app/daemon';
@@ -13,6 +13,7 @@ import {
   stopAllDaemons,
 } from '../support/daemons';
 import { dashboardQueries } from '../support/grafana-dashboard';
+import { PrometheusServer, SHIPPED_RULES } from '../support/prometheus-server';
 import { sampleValue } from '../support/prometheus-text';
 import { freePort } from '../support/redis-server';
 import { scratchFolder } from '../support/scratch-folders';
@@ -26,7 +27,6 @@ import { scratchFolder } from '../support/scratch-folders';
 jest.setTimeout(60_000);
 
 const NODE_ID = 'observed-01';
-const RULES = join(__dirname, '../../deploy/prometheus/ppn-fleet.rules.yml');
 const { version: VERSION } = JSON.parse(
   readFileSync(join(__dirname, '../../package.json'), 'utf8'),
 ) as { version: string };
@@ -40,22 +40,6 @@ async function get(url: string): Promise<{ status: number; text: string }> {
 interface PromSample {
   metric: Record<string, string>;
   value: [number, string];
-}
-
-/** An instant query's result from the Prometheus at `web`; rejects on an error answer. */
-async function promQuery(web: string, expr: string): Promise<PromSample[]> {
-  const { status, text } = await get(
-    `http://${web}/api/v1/query?query=${encodeURIComponent(expr)}`,
-  );
-  const answer = JSON.parse(text) as {
-    status: string;
-    error?: string;
-    data: { result: PromSample[] };
-  };
-  if (status !== 200 || answer.status !== 'success') {
-    throw new Error(`${expr}: ${status} ${answer.error ?? text}`);
-  }
-  return answer.data.result;
 }
 
 function logLines(daemon: Daemon): JsonLogLine[] {
@@ -72,9 +56,15 @@ describe('metrics and JSON logs of the running daemons', () => {
   let fleetMetrics: string;
   let agentMetrics: string;
   let agentApi: string;
-  let prometheus: ChildProcess | undefined;
-  /** The Prometheus' web address, once started. */
-  let web: string;
+  let prometheus: PrometheusServer | undefined;
+
+  /** An instant query's result from the spec's Prometheus; rejects on an error answer. */
+  async function promQuery(expr: string): Promise<PromSample[]> {
+    const { result } = await prometheus!.api<{ result: PromSample[] }>(
+      `query?query=${encodeURIComponent(expr)}`,
+    );
+    return result;
+  }
 
   beforeAll(async () => {
     dir = scratchFolder('observability-');
@@ -117,7 +107,7 @@ describe('metrics and JSON logs of the running daemons', () => {
   });
 
   afterAll(async () => {
-    prometheus?.kill('SIGKILL');
+    await prometheus?.stop();
     await stopAllDaemons();
   });
 
@@ -146,65 +136,17 @@ describe('metrics and JSON logs of the running daemons', () => {
   });
 
   it('is scraped by a real Prometheus: both targets up, ppn_fleet_nodes 1', async () => {
-    web = `127.0.0.1:${await freePort()}`;
-    const config = join(dir, 'prometheus.yml');
-    writeFileSync(
-      config,
-      [
-        'global:',
-        '  scrape_interval: 1s',
-        '  scrape_timeout: 1s',
-        '  evaluation_interval: 1s',
-        'rule_files:',
-        `  - ${JSON.stringify(RULES)}`,
-        'scrape_configs:',
-        '  - job_name: service-vm-fleet',
-        '    static_configs:',
-        `      - targets: ['${fleetMetrics}']`,
-        '  - job_name: service-vm-host',
-        '    static_configs:',
-        `      - targets: ['${agentMetrics}']`,
-        '',
-      ].join('\n'),
+    prometheus = await PrometheusServer.start(
+      { 'service-vm-fleet': [fleetMetrics], 'service-vm-host': [agentMetrics] },
+      [SHIPPED_RULES],
     );
-    let output = '';
-    prometheus = spawn(
-      'prometheus',
-      [
-        `--config.file=${config}`,
-        `--storage.tsdb.path=${join(dir, 'tsdb')}`,
-        `--web.listen-address=${web}`,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    prometheus.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    prometheus.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-
-    const targets = await eventually(
-      'both targets up',
-      async () => {
-        const { text } = await get(`http://${web}/api/v1/targets`);
-        const active = (
-          JSON.parse(text) as {
-            data: { activeTargets: Array<{ scrapeUrl: string; health: string }> };
-          }
-        ).data.activeTargets;
-        return active.length === 2 && active.every((target) => target.health === 'up')
-          ? active
-          : undefined;
-      },
-      30_000,
-      250,
-    ).catch((error: Error) => {
-      throw new Error(`${error.message}; prometheus output:\n${output}`);
-    });
-    expect(targets.map((target) => target.scrapeUrl).sort()).toEqual(
+    const { activeTargets } = await prometheus.api<{
+      activeTargets: Array<{ scrapeUrl: string }>;
+    }>('targets');
+    expect(activeTargets.map((target) => target.scrapeUrl).sort()).toEqual(
       [`http://${agentMetrics}/metrics`, `http://${fleetMetrics}/metrics`].sort(),
     );
-
-    const { text } = await get(`http://${web}/api/v1/query?query=ppn_fleet_nodes`);
-    const result = (JSON.parse(text) as { data: { result: Array<{ value: [number, string] }> } })
-      .data.result;
+    const result = await promQuery('ppn_fleet_nodes');
     expect(result.map((sample) => sample.value[1])).toEqual(['1']);
   });
 
@@ -250,7 +192,6 @@ describe('metrics and JSON logs of the running daemons', () => {
       `${vmId} Running in Prometheus`,
       async () => {
         const running = await promQuery(
-          web,
           `ppn_fleet_node_vms{node_id="${NODE_ID}",state="Running"} == 1`,
         );
         return running.length === 1 ? true : undefined;
@@ -263,7 +204,7 @@ describe('metrics and JSON logs of the running daemons', () => {
 
     const answers = await Promise.all(
       dashboardQueries('1m').map(async (query) => {
-        const result = await promQuery(web, query.expr);
+        const result = await promQuery(query.expr);
         return {
           panel: query.panel,
           refId: query.refId,
@@ -297,7 +238,7 @@ describe('metrics and JSON logs of the running daemons', () => {
     const ageOf = `ppn_fleet_node_heartbeat_age_seconds{node_id="${leaving}"}`;
     await eventually(
       `${leaving} in Prometheus`,
-      async () => ((await promQuery(web, ageOf)).length === 1 ? true : undefined),
+      async () => ((await promQuery(ageOf)).length === 1 ? true : undefined),
       10_000,
       250,
     );
@@ -323,13 +264,8 @@ describe('metrics and JSON logs of the running daemons', () => {
     const alert = await eventually(
       `PpnFleetNodeDropped for ${leaving}`,
       async () => {
-        if ((await promQuery(web, ageOf)).length !== 0) return undefined;
-        const { text } = await get(`http://${web}/api/v1/alerts`);
-        const alerts = (
-          JSON.parse(text) as {
-            data: { alerts: Array<{ labels: Record<string, string>; state: string }> };
-          }
-        ).data.alerts;
+        if ((await promQuery(ageOf)).length !== 0) return undefined;
+        const alerts = await prometheus!.alerts();
         return alerts.find(
           (each) =>
             each.labels.alertname === 'PpnFleetNodeDropped' && each.labels.node_id === leaving,
@@ -342,7 +278,7 @@ describe('metrics and JSON logs of the running daemons', () => {
     expect(alert.state).toBe('pending');
     expect(alert.labels.severity).toBe('warning');
     expect(
-      await promQuery(web, `ppn_fleet_node_heartbeat_age_seconds{node_id="${NODE_ID}"}`),
+      await promQuery(`ppn_fleet_node_heartbeat_age_seconds{node_id="${NODE_ID}"}`),
     ).toHaveLength(1);
   }, 90_000);
 

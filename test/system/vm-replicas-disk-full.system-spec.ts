@@ -1,17 +1,17 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   Daemon,
   FLEET_URL,
   enrolled,
   eventually,
-  getJson,
   startAgent,
   startFleetDaemon,
   stopAllDaemons,
 } from '../support/daemons';
-import { guestImageBuildCommand, guestImagePath } from '../support/guest-image';
+import { guestAndKey, listedVm } from '../support/copied-guests';
+import { guestImagePath } from '../support/guest-image';
 import { GUEST_SSH_DEADLINE_MS, sshOnceUp, sshRun } from '../support/guest-ssh';
 import { NodeMesh } from '../support/node-mesh';
 import { PrometheusServer, SHIPPED_RULES } from '../support/prometheus-server';
@@ -38,27 +38,17 @@ const STALE_AFTER_MS = 3 * EVERY_S * 1000;
 const FOR_MS = 60_000;
 const workDir = scratchFolder('vm-replicas-full-');
 const peerDisks = join(workDir, PEER);
-const key = join(workDir, 'id_ed25519');
-
-interface ListedVm {
-  vm_id: string;
-  state: string;
-  host_ports: Array<{ host_port: number; guest_port: number }>;
-}
 
 describe("a peer whose disk has no room for a VM's copy", () => {
   let mesh: NodeMesh | undefined;
   let prometheus: PrometheusServer | undefined;
   let source: Daemon;
   let sourceIp: string;
+  let key: string;
   let pubkey: string;
 
   beforeAll(async () => {
-    if (!existsSync(guestImagePath())) {
-      throw new Error(`no guest image ${guestImagePath()}: ${guestImageBuildCommand()}`);
-    }
-    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'full', '-f', key]);
-    pubkey = readFileSync(`${key}.pub`, 'utf8').trim();
+    ({ key, pubkey } = guestAndKey(workDir, 'full'));
     mkdirSync(peerDisks, { mode: 0o700 });
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=96m,mode=0700', 'tmpfs', peerDisks]);
     mesh = NodeMesh.create(['ppn-full-a', 'ppn-full-b'], 75);
@@ -143,7 +133,7 @@ describe("a peer whose disk has no room for a VM's copy", () => {
     expect(existsSync(replicas) ? readdirSync(replicas) : []).toEqual([]);
 
     // The VM runs on, untouched: listed Running, reachable, writing.
-    const vm = (await getJson<ListedVm[]>('/v1/vms')).find(({ vm_id }) => vm_id === vmId)!;
+    const vm = (await listedVm(vmId))!;
     expect(vm.state).toBe('Running');
     const port = vm.host_ports.find(({ guest_port }) => guest_port === 22)!.host_port;
     await sshOnceUp(key, sourceIp, port, 'true', {

@@ -6,20 +6,18 @@ import { CHAIN_ID_PATTERN } from '@app/fleet-domain';
 import {
   Daemon,
   FLEET_URL,
-  enrolled,
   eventually,
   getJson,
-  startAgent,
   startFleetDaemon,
   stopAllDaemons,
 } from '../support/daemons';
-import { guestImageBuildCommand, guestImagePath } from '../support/guest-image';
 import { GUEST_SSH_DEADLINE_MS, sshOnceUp, sshRun } from '../support/guest-ssh';
 import { ppnFleet } from '../support/ppn-fleet-cli';
 import { TestHost } from '../support/netns';
 import { NodeMesh, emptied } from '../support/node-mesh';
 import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
 import { scratchFolder } from '../support/scratch-folders';
+import { COPY_WAIT_MS, guestAndKey, inNamespace, startCopiesNode } from '../support/copied-guests';
 
 /**
  * Copies of a real guest (the Debian image) on a peer node: two built agents (each in a network
@@ -37,30 +35,14 @@ const SOURCE = 'copies-a';
 const PEER = 'copies-b';
 const SPAWN_PORT = 9204;
 const workDir = scratchFolder('vm-replicas-');
-const key = join(workDir, 'id_ed25519');
-const COPY_WAIT_MS = 240_000;
 
 function startNode(nodeId: string, host: TestHost, pubkey: string, env: NodeJS.ProcessEnv = {}) {
-  return enrolled(
-    startAgent(
-      {
-        VM_FLEET_ENDPOINT: `http://${host.hostAddress}:9203`,
-        VM_NODE_ID: nodeId,
-        VM_WG_IP: host.address,
-        VM_HEARTBEAT_INTERVAL_S: '1',
-        VM_DISK_DIR: join(workDir, nodeId),
-        VM_DISK_RETENTION_S: '0',
-        VM_BASE_IMAGE: guestImagePath(),
-        VM_SSH_PUBKEY: pubkey,
-        VM_FLEET_NODE_TOKEN: deriveNodeToken(SECRET, nodeId),
-        VM_COPY_MAX_MBPS: '0',
-        VM_ACCEL: 'auto',
-        ...env,
-      },
-      [],
-      host.name,
-    ),
-  );
+  const setUp = { workDir, pubkey, secret: SECRET };
+  return startCopiesNode(nodeId, inNamespace(host), setUp, {
+    VM_DISK_RETENTION_S: '0',
+    VM_ACCEL: 'auto',
+    ...env,
+  });
 }
 
 /** The next line matching `pattern` the daemon prints after `from` (an output length). */
@@ -88,6 +70,7 @@ interface Manifest {
 describe('copies of a real guest on a peer node', () => {
   let source: Daemon;
   let peer: Daemon;
+  let key: string;
   let pubkey: string;
   let mesh: NodeMesh | undefined;
   let sourceHost: TestHost;
@@ -104,11 +87,7 @@ describe('copies of a real guest on a peer node', () => {
     JSON.parse(readFileSync(join(replicas(vmId), chain, 'manifest.json'), 'utf8')) as Manifest;
 
   beforeAll(async () => {
-    if (!existsSync(guestImagePath())) {
-      throw new Error(`no guest image ${guestImagePath()}: ${guestImageBuildCommand()}`);
-    }
-    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'replicas', '-f', key]);
-    pubkey = readFileSync(`${key}.pub`, 'utf8').trim();
+    ({ key, pubkey } = guestAndKey(workDir, 'replicas'));
     mesh = NodeMesh.create(['ppn-rep-a', 'ppn-rep-b'], 73);
     [sourceHost, peerHost] = mesh.hosts;
     const fleet = startFleetDaemon({ VM_FLEET_NODE_SECRET: SECRET });

@@ -803,11 +803,11 @@ describe('ppn-fleet against a broken or hostile controller', () => {
       wg_ip: '10.8.0.2;rm -rf ~',
       last_heartbeat: '2026-08-06T12:00:00.000Z\u001b[31m',
     };
+    // Free text in a VM's listing (its node's silence, its copy's time) is checked as text only.
     const hostileVm = {
       ...vm('Running'),
       node_id: hostile.node_id,
-      vm_type: 'web\u009b2J',
-      tenant_id: 'acme\r\nforged line',
+      node_silent_since: '2026-08-06T12:00:00.000Z\u009b2J',
     };
     const io = new FakeIo({}, (request) => {
       const path = new URL(request.url).pathname;
@@ -823,17 +823,17 @@ describe('ppn-fleet against a broken or hostile controller', () => {
       expect(controlCharactersIn(io.stdout.text)).toEqual([]);
     }
     expect(io.stdout.text).toContain('node-a');
-    expect(io.stdout.text).not.toContain('forged line\n');
     await run(['vms'], io);
     expect(io.stdout.text).not.toContain('ssh -p');
     expect(io.stdout.text).not.toContain('rm -rf');
 
     // The outcome and a failure's message quote the controller too (ids are checked: see below).
     let polls = 0;
+    const typed = vm('Running');
     const waiting = new FakeIo({}, (request) => {
-      if (request.method === 'POST') return json({ ...hostileVm, state: 'Provisioning' }, 201);
+      if (request.method === 'POST') return json({ ...typed, state: 'Provisioning' }, 201);
       if (new URL(request.url).pathname === '/v1/vms') {
-        return json([{ ...hostileVm, state: ++polls < 2 ? 'Provisioning' : 'Error' }]);
+        return json([{ ...typed, state: ++polls < 2 ? 'Provisioning' : 'Error' }]);
       }
       return json(hostile);
     });
@@ -843,10 +843,25 @@ describe('ppn-fleet against a broken or hostile controller', () => {
         waiting,
       ),
     ).toBe(ExitCode.Refused);
-    expect(waiting.stdout.text).toContain('created vm-1 (web?2J, 512 MB');
+    expect(waiting.stdout.text).toContain('created vm-1 (web, 512 MB');
     expect(waiting.stderr.text).toContain('vm-1 on node-a: Provisioning, 0 s');
     expect(waiting.stderr.text).toContain('ppn-fleet: vm-1 is in Error on node-a');
     expect(controlCharactersIn(waiting.stdout.text + waiting.stderr.text)).toEqual([]);
+
+    // A field the API bounds (a VM type, a tenant id) with a control character in it is refused
+    // as an answer the API does not give, naming the field and not quoting it.
+    for (const [field, value] of [
+      ['vm_type', 'web\u009b2J'],
+      ['tenant_id', 'acme\r\nforged line'],
+    ]) {
+      const refused = new FakeIo({}, () => json([{ ...vm('Running'), [field]: value }]));
+      expect(await run(['vms'], refused)).toBe(ExitCode.Refused);
+      expect(refused.stderr.text).toContain(
+        `unexpected answer from the controller at http://127.0.0.1:9203 (200: 0.${field} not as the API gives it)`,
+      );
+      expect(controlCharactersIn(refused.stderr.text)).toEqual([]);
+      expect(refused.stderr.text).not.toContain('forged');
+    }
   });
 
   it('--json prints the answer as it came, control characters and all', async () => {
@@ -1148,11 +1163,19 @@ describe('ppn-fleet vm stop|start|restart|console (the operations listener)', ()
 
   it('console prints the end of the console, printable, keeping lines and tabs', async () => {
     const io = new FakeIo({}, () =>
-      json({ vm_id: 'vm-1', from: 0, next: 20, text: 'boot\tok\n\u001b[2Jlogin: ', reset: false }),
+      json({ vm_id: 'vm-1', from: 0, next: 20, text: 'boot\tok\nlogin: ', reset: false }),
     );
     expect(await run(['vm', 'console', 'vm-1'], io)).toBe(ExitCode.Ok);
-    expect(io.stdout.text).toBe('boot\tok\n?[2Jlogin: \n');
+    expect(io.stdout.text).toBe('boot\tok\nlogin: \n');
     expect(sent(io)).toEqual(['GET /v1/vms/vm-1/console']);
+
+    // The listener makes the text printable: text that is not is an answer it does not give.
+    const escaped = new FakeIo({}, () =>
+      json({ vm_id: 'vm-1', from: 0, next: 20, text: 'boot\u001b[2J', reset: false }),
+    );
+    expect(await run(['vm', 'console', 'vm-1'], escaped)).toBe(ExitCode.Refused);
+    expect(escaped.stderr.text).toContain('(200: text not as the API gives it)');
+    expect(escaped.stdout.text).toBe('');
   });
 
   it('console --follow reads on from each next, about once a second, until refused', async () => {
@@ -1229,7 +1252,7 @@ describe('ppn-fleet vm backup and vm copies', () => {
     const io = new FakeIo({}, () =>
       json(
         copiesOf([], {
-          backups: backups([incremental, full], { last_error: 'disk full\u001b[2J' }),
+          backups: backups([incremental, full], { last_error: 'disk full' }),
         }),
       ),
     );
@@ -1243,7 +1266,7 @@ describe('ppn-fleet vm backup and vm copies', () => {
       'BACKUP                      KIND         TAKEN                        AGE     SIZE  WHERE',
       '20260806T110000Z-3f2a/0001  incremental  2026-08-06T11:58:00.000Z   2 min  3.2 MiB  node-a:/mnt/usb/vm-backups/vm-1/20260806T110000Z-3f2a/0001-incremental.qcow2',
       '20260806T110000Z-3f2a/0000  full         2026-08-06T11:00:00.000Z  60 min  1.4 GiB  node-a:/mnt/usb/vm-backups/vm-1/20260806T110000Z-3f2a/0000-full.qcow2',
-      'the last backup failed: disk full?[2J',
+      'the last backup failed: disk full',
       '',
     ]);
   });

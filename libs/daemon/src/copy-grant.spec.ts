@@ -1,4 +1,5 @@
-import { signCopyGrant, verifyCopyGrant } from './copy-grant';
+import { COPY_GRANT_CONTEXT, grantMac, signCopyGrant, verifyCopyGrant } from './copy-grant';
+import { COPY_READ_GRANT_CONTEXT, verifyCopyReadGrant } from './copy-read-grant';
 
 describe('copy grants', () => {
   const grant = { vm: 'vm-0123456789abcdef', source: 'node-a', peer: 'node-b', expiresAtMs: 2_000 };
@@ -28,6 +29,19 @@ describe('copy grants', () => {
     expect(verifyCopyGrant('token-b', 'node-b', 'nodot', 0)).toEqual({
       refused: 'malformed grant',
     });
+  });
+
+  it('is refused as malformed, by either kind, when its signed payload is not a JSON object', () => {
+    for (const text of ['null', '7', 'not json']) {
+      const payload = Buffer.from(text).toString('base64url');
+      const signed = (context: string) => `${payload}.${grantMac(context, 'token-b', payload)}`;
+      expect(verifyCopyGrant('token-b', 'node-b', signed(COPY_GRANT_CONTEXT), 0)).toEqual({
+        refused: 'malformed grant',
+      });
+      expect(verifyCopyReadGrant('token-b', 'node-b', signed(COPY_READ_GRANT_CONTEXT), 0)).toEqual({
+        refused: 'malformed grant',
+      });
+    }
   });
 });
 

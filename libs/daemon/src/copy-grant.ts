@@ -61,22 +61,9 @@ export function verifyCopyGrant(
   nowMs: number,
   context = COPY_GRANT_CONTEXT,
 ): CopyGrant | { refused: string } {
-  const dot = presented.indexOf('.');
-  if (dot <= 0 || presented.length > 1024) return { refused: 'malformed grant' };
-  const payload = presented.slice(0, dot);
-  if (!tokensMatch(grantMac(context, ownToken, payload), presented.slice(dot + 1))) {
-    return { refused: 'grant not signed for this node' };
-  }
-  let fields: Record<string, unknown>;
-  try {
-    fields = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<
-      string,
-      unknown
-    >;
-  } catch {
-    return { refused: 'malformed grant' };
-  }
-  const { v, vm, src, peer, exp, iat } = fields;
+  const signed = signedGrantFields(context, ownToken, presented);
+  if ('refused' in signed) return signed;
+  const { v, vm, src, peer, exp, iat } = signed.fields;
   if (v !== 1 || typeof vm !== 'string' || typeof src !== 'string' || typeof peer !== 'string') {
     return { refused: 'malformed grant' };
   }
@@ -93,6 +80,32 @@ export function verifyCopyGrant(
     expiresAtMs: exp,
     ...(iat === undefined ? {} : { issuedAtMs: iat }),
   };
+}
+
+/**
+ * The JSON fields of a grant `presented` (base64url payload "." MAC), when its MAC under
+ * `context` keyed with this node's token (`ownToken`) matches; otherwise why not (never echoing
+ * the grant). Each kind of grant then checks its own fields.
+ */
+export function signedGrantFields(
+  context: string,
+  ownToken: string | undefined,
+  presented: string,
+): { fields: Record<string, unknown> } | { refused: string } {
+  const dot = presented.indexOf('.');
+  if (dot <= 0 || presented.length > 1024) return { refused: 'malformed grant' };
+  const payload = presented.slice(0, dot);
+  if (!tokensMatch(grantMac(context, ownToken, payload), presented.slice(dot + 1))) {
+    return { refused: 'grant not signed for this node' };
+  }
+  let fields: unknown;
+  try {
+    fields = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+  } catch {
+    return { refused: 'malformed grant' };
+  }
+  if (typeof fields !== 'object' || fields === null) return { refused: 'malformed grant' };
+  return { fields: fields as Record<string, unknown> };
 }
 
 /** HMAC-SHA256 of `context` + `payload` keyed with `token` (the empty key when open), base64url. */

@@ -1,5 +1,4 @@
-import { tokensMatch } from './bearer-token.guard';
-import { grantMac } from './copy-grant';
+import { grantMac, signedGrantFields } from './copy-grant';
 
 /**
  * The prefix of a read grant's HMAC message: not a copy grant's, so a read grant never opens a
@@ -56,23 +55,9 @@ export function verifyCopyReadGrant(
   presented: string,
   nowMs: number,
 ): CopyReadGrant | { refused: string } {
-  const dot = presented.indexOf('.');
-  if (dot <= 0 || presented.length > 1024) return { refused: 'malformed grant' };
-  const payload = presented.slice(0, dot);
-  const signature = grantMac(COPY_READ_GRANT_CONTEXT, ownToken, payload);
-  if (!tokensMatch(signature, presented.slice(dot + 1))) {
-    return { refused: 'grant not signed for this node' };
-  }
-  let fields: Record<string, unknown>;
-  try {
-    fields = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<
-      string,
-      unknown
-    >;
-  } catch {
-    return { refused: 'malformed grant' };
-  }
-  const { v, vm, holder, reader, iat, exp, mv } = fields;
+  const signed = signedGrantFields(COPY_READ_GRANT_CONTEXT, ownToken, presented);
+  if ('refused' in signed) return signed;
+  const { v, vm, holder, reader, iat, exp, mv } = signed.fields;
   if (
     v !== 1 ||
     typeof vm !== 'string' ||

@@ -1,18 +1,14 @@
-import { CopyPlan, NodeState, nodeStateFromHeartbeat } from '@app/fleet-domain';
+import { NodeState } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
-import { heartbeat, vmRecord } from '../../../../test/support/heartbeats';
+import { vmRecord } from '../../../../test/support/heartbeats';
+import { SentPlan, copiesNode, copyPlanner } from '../../../../test/factories/copy-planner.factory';
 import { GrantedCopies } from '../nodes/granted-copies';
-import { NodeTokens } from '../nodes/node-tokens';
-import { NodesRepository } from '../nodes/nodes.repository';
-import { VmHostClient } from '../vms/vm-host.client';
 import { CopyPlannerService } from './copy-planner.service';
-
-const SECRET = 'node-secret-0123456789abcdef0123456789abcdef';
 
 describe('CopyPlannerService: what it trusts of the copies nodes report', () => {
   let clock: FakeClock;
   let nodes: NodeState[];
-  let sent: Array<{ node: string; vm: string; plan: CopyPlan }>;
+  let sent: SentPlan[];
   let granted: GrantedCopies;
   let planner: CopyPlannerService;
 
@@ -22,30 +18,12 @@ describe('CopyPlannerService: what it trusts of the copies nodes report', () => 
     committable_mb: number,
     replicas: NodeState['replicas'] = [],
   ): NodeState {
-    return nodeStateFromHeartbeat(
-      heartbeat({
-        node_id,
-        wg_ip: `10.8.0.${node_id.charCodeAt(node_id.length - 1) - 96}`,
-        spawn_port: 9100,
-        vms: vms.map(({ vm_id, disk_gb }) => ({
-          ...vmRecord(vm_id),
-          copies: { count: 1, every_s: 60 },
-          ...(disk_gb === undefined ? {} : { disk_gb }),
-        })),
-        disk_room: {
-          room_mb: 60_000,
-          committed_mb: 10_000,
-          committable_mb,
-          reserve_mb: 2048,
-          overcommit: 1,
-        },
-        replicas,
-      }),
-      clock.now(),
-      undefined,
-      clock.wallNow(),
-      'own',
-    );
+    const listed = vms.map(({ vm_id, disk_gb }) => ({
+      ...vmRecord(vm_id),
+      copies: { count: 1, every_s: 60 },
+      ...(disk_gb === undefined ? {} : { disk_gb }),
+    }));
+    return copiesNode(clock, node_id, listed, { committable_mb, replicas });
   }
 
   beforeEach(() => {
@@ -53,23 +31,7 @@ describe('CopyPlannerService: what it trusts of the copies nodes report', () => 
     nodes = [];
     sent = [];
     granted = new GrantedCopies();
-    const repository = {
-      listLive: (notBeforeMs: number) =>
-        Promise.resolve(nodes.filter((state) => state.received_at_ms >= notBeforeMs)),
-    } as unknown as NodesRepository;
-    const client = {
-      putCopyPlan: (target: NodeState, vm: string, plan: CopyPlan) => {
-        sent.push({ node: target.node_id, vm, plan });
-        return Promise.resolve('set');
-      },
-    } as unknown as VmHostClient;
-    planner = new CopyPlannerService(
-      repository,
-      new NodeTokens({ secret: SECRET }),
-      client,
-      clock,
-      granted,
-    );
+    planner = copyPlanner(clock, () => nodes, sent, new Set(), granted);
   });
 
   it("sizes a copy by the VM's disk_gb, never by a size a holder reports", async () => {

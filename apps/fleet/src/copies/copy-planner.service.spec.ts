@@ -1,19 +1,21 @@
 import { deriveNodeToken, verifyCopyGrant } from '@app/daemon';
-import { CopyPlan, HeartbeatReplica, NodeState, nodeStateFromHeartbeat } from '@app/fleet-domain';
+import { HeartbeatReplica, NodeState } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
-import { heartbeat, vmRecord } from '../../../../test/support/heartbeats';
-import { NodeTokens } from '../nodes/node-tokens';
-import { NodesRepository } from '../nodes/nodes.repository';
-import { VmHostClient } from '../vms/vm-host.client';
+import { vmRecord } from '../../../../test/support/heartbeats';
+import {
+  PLANNER_SECRET as SECRET,
+  SentPlan,
+  copiesNode,
+  copyPlanner,
+} from '../../../../test/factories/copy-planner.factory';
 import { COPY_GRANT_LIFE_MS, CopyPlannerService } from './copy-planner.service';
 
-const SECRET = 'node-secret-0123456789abcdef0123456789abcdef';
 const COPIES = { count: 1, every_s: 60 };
 
 describe('CopyPlannerService', () => {
   let clock: FakeClock;
   let nodes: NodeState[];
-  let sent: Array<{ node: string; vm: string; plan: CopyPlan }>;
+  let sent: SentPlan[];
   let unknown: Set<string>;
   let planner: CopyPlannerService;
 
@@ -22,34 +24,11 @@ describe('CopyPlannerService', () => {
     vms: Array<{ vm_id: string; copies?: typeof COPIES }> = [],
     extra: { replicas?: HeartbeatReplica[]; committable_mb?: number | null; wg_ip?: string } = {},
   ): NodeState {
-    const committable = extra.committable_mb === undefined ? 50_000 : extra.committable_mb;
-    return nodeStateFromHeartbeat(
-      heartbeat({
-        node_id,
-        wg_ip: extra.wg_ip ?? `10.8.0.${node_id.charCodeAt(node_id.length - 1) - 96}`,
-        spawn_port: 9100,
-        vms: vms.map(({ vm_id, copies }) => ({
-          ...vmRecord(vm_id),
-          ...(copies ? { copies } : {}),
-        })),
-        ...(committable === null
-          ? {}
-          : {
-              disk_room: {
-                room_mb: 60_000,
-                committed_mb: 10_000,
-                committable_mb: committable,
-                reserve_mb: 2048,
-                overcommit: 1,
-              },
-            }),
-        replicas: extra.replicas ?? [],
-      }),
-      clock.now(),
-      undefined,
-      clock.wallNow(),
-      'own',
-    );
+    const listed = vms.map(({ vm_id, copies }) => ({
+      ...vmRecord(vm_id),
+      ...(copies ? { copies } : {}),
+    }));
+    return copiesNode(clock, node_id, listed, extra);
   }
 
   beforeEach(() => {
@@ -57,17 +36,7 @@ describe('CopyPlannerService', () => {
     nodes = [];
     sent = [];
     unknown = new Set();
-    const repository = {
-      listLive: (notBeforeMs: number) =>
-        Promise.resolve(nodes.filter((state) => state.received_at_ms >= notBeforeMs)),
-    } as unknown as NodesRepository;
-    const client = {
-      putCopyPlan: (target: NodeState, vm: string, plan: CopyPlan) => {
-        sent.push({ node: target.node_id, vm, plan });
-        return Promise.resolve(unknown.has(vm) ? 'unknown' : 'set');
-      },
-    } as unknown as VmHostClient;
-    planner = new CopyPlannerService(repository, new NodeTokens({ secret: SECRET }), client, clock);
+    planner = copyPlanner(clock, () => nodes, sent, unknown);
   });
 
   it('plans nothing on a fleet of one node', async () => {

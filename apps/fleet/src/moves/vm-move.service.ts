@@ -1,13 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
 import { Clock, MOVE_GRANT_CONTEXT, signCopyGrant } from '@app/daemon';
 import {
   MoveVmRequest,
   MovedVm,
   NodeState,
-  RAM_HOLD_MARGIN_MS,
   VmState,
-  holdRam,
   isLive,
   listedVms,
   liveSince,
@@ -15,7 +12,6 @@ import {
   placeVm,
   placementCandidate,
   recordDispatchedVm,
-  releaseHold,
   removeVm,
   shownVm,
   toRfc3339,
@@ -28,6 +24,7 @@ import { VmMoves } from '../nodes/vm-moves.repository';
 import { VmHostClient } from '../vms/vm-host.client';
 import { AgentCallError } from '../vms/agent-calls';
 import { PlacementRefusedError } from '../vms/vms.errors';
+import { giveBackHold, holdRamOnTarget } from '../vms/target-ram-hold';
 import { VmMoveFailedError, VmMoveRefusedError } from './vm-move.errors';
 import { askTargetToGiveUp } from './move-target';
 
@@ -273,37 +270,16 @@ export class VmMoveService {
     requiredFreeMb: number,
     vmId: string,
   ): Promise<string> {
-    const now = this.clock.now();
-    const holdId = randomUUID();
-    const held = await this.nodes.update(
-      target.node_id,
-      holdRam(
-        {
-          holdId,
-          ramMb,
-          requiredFreeMb,
-          nowMs: now,
-          expiresAtMs: now + MOVE_AGENT_TIMEOUT_MS + RAM_HOLD_MARGIN_MS,
-          spawnKey: moveSpawnKey(vmId),
-        },
-        liveSince(now),
-      ),
-    );
-    if (!held) {
-      throw new PlacementRefusedError(
-        'no-capacity',
-        `node ${target.node_id} lost its room to concurrent creates; try again`,
-      );
-    }
-    return holdId;
+    return holdRamOnTarget(this.nodes, this.clock.now(), target, {
+      ramMb,
+      requiredFreeMb,
+      agentTimeoutMs: MOVE_AGENT_TIMEOUT_MS,
+      spawnKey: moveSpawnKey(vmId),
+    });
   }
 
   private async giveBack(target: NodeState, holdId: string): Promise<void> {
-    await this.nodes
-      .update(target.node_id, releaseHold(holdId))
-      .catch((error: Error) =>
-        this.logger.warn(`node ${target.node_id}: RAM hold not given back (${error.message})`),
-      );
+    await giveBackHold(this.nodes, this.logger, target, holdId);
   }
 
   /** The old node's answer, or its refusal / failure in the controller's words. */

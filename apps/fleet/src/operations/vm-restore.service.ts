@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Clock } from '@app/daemon';
 import {
   AgentRestoreRequest,
@@ -14,7 +14,6 @@ import {
   SSH_GUEST_PORT,
   countedDiskGb,
   forgetSilentVm,
-  holdRam,
   isLive,
   listedVms,
   liveSince,
@@ -22,7 +21,6 @@ import {
   placementCandidate,
   planRestore,
   recordDispatchedVm,
-  releaseHold,
   shownVm,
   toRfc3339,
   vmRecordOf,
@@ -34,6 +32,7 @@ import { TenantQuotas } from '../tenants/tenant-quotas.service';
 import { VmHostClient } from '../vms/vm-host.client';
 import { AgentAnswer, AgentCallError } from '../vms/agent-calls';
 import { PlacementRefusedError } from '../vms/vms.errors';
+import { giveBackHold, holdRamOnTarget } from '../vms/target-ram-hold';
 import { VmAgentFailedError } from './vm-operations.errors';
 import { VmRestoreRefusedError } from './vm-restore.errors';
 import { RestorePulls, newestInTime, remoteIsNewer } from './restore-pull';
@@ -246,47 +245,27 @@ export class VmRestoreService {
     if (placement.kind !== 'placed') {
       throw new PlacementRefusedError(placement.kind, placement.message);
     }
-    const holdId = randomUUID();
-    const held = await this.nodes.update(
-      target.node_id,
-      holdRam(
-        {
-          holdId,
-          ramMb: spec.ram_mb,
-          requiredFreeMb: placement.required_free_mb,
-          nowMs: now,
-          expiresAtMs: now + RESTORE_AGENT_TIMEOUT_MS + RAM_HOLD_MARGIN_MS,
-          spawnKey: `restore:${vmId}`,
-          ...(counts ? { vmId } : {}),
-          ...(counts && spec.tenant_id
-            ? {
-                tenant: {
-                  tenant_id: spec.tenant_id,
-                  vcpu_count: spec.vcpu_count,
-                  // Its copies (none yet: a restore sets no policy) counted in, as a create's.
-                  ...(spec.disk_gb !== undefined ? { disk_gb: countedDiskGb(spec.disk_gb) } : {}),
-                },
-              }
-            : {}),
-        },
-        liveSince(now),
-      ),
-    );
-    if (!held) {
-      throw new PlacementRefusedError(
-        'no-capacity',
-        `node ${target.node_id} lost its room to concurrent creates; try again`,
-      );
-    }
-    return holdId;
+    return holdRamOnTarget(this.nodes, now, target, {
+      ramMb: spec.ram_mb,
+      requiredFreeMb: placement.required_free_mb,
+      agentTimeoutMs: RESTORE_AGENT_TIMEOUT_MS,
+      spawnKey: `restore:${vmId}`,
+      ...(counts ? { vmId } : {}),
+      ...(counts && spec.tenant_id
+        ? {
+            tenant: {
+              tenant_id: spec.tenant_id,
+              vcpu_count: spec.vcpu_count,
+              // Its copies (none yet: a restore sets no policy) counted in, as a create's.
+              ...(spec.disk_gb !== undefined ? { disk_gb: countedDiskGb(spec.disk_gb) } : {}),
+            },
+          }
+        : {}),
+    });
   }
 
   private async giveBack(target: NodeState, holdId: string): Promise<void> {
-    await this.nodes
-      .update(target.node_id, releaseHold(holdId))
-      .catch((error: Error) =>
-        this.logger.warn(`node ${target.node_id}: RAM hold not given back (${error.message})`),
-      );
+    await giveBackHold(this.nodes, this.logger, target, holdId);
   }
 
   /**

@@ -1,8 +1,8 @@
 import type { FleetApi, FleetOpsApi } from '@app/fleet-domain';
 
 /**
- * The answers' types, from the committed OpenAPI documents: their own file, so answer-shapes.ts
- * (which checks them) and the two clients (which read them through it) import it one way.
+ * The answers' types, from the committed OpenAPI documents, for the two clients and the commands
+ * (the answers are checked against the wire classes: answer-check.ts).
  */
 export type FleetStatus = FleetApi.components['schemas']['FleetStatus'];
 export type NodeRecord = FleetApi.components['schemas']['NodeRecord'];

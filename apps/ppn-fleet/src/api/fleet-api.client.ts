@@ -1,13 +1,8 @@
 import createClient, { Client, ClientOptions } from 'openapi-fetch';
+import * as Wire from '@app/fleet-domain';
 import { FleetApi, IDEMPOTENCY_KEY_HEADER } from '@app/fleet-domain';
 import { printable } from '../terminal/printable';
-import {
-  isFleetStatus,
-  isFleetVm,
-  isFleetVmList,
-  isNodeRecord,
-  isNodeRecordList,
-} from './answer-shapes';
+import { AnswerShape, listOf, shapeOf } from './answer-check';
 import type { CreateVmRequest, FleetStatus, FleetVm, NodeRecord } from './answers';
 import { CliFailure, ExitCode } from './exit-codes';
 
@@ -15,8 +10,8 @@ export type { CreateVmRequest, FleetStatus, FleetVm, NodeRecord } from './answer
 
 /**
  * An answer: its parsed body, and the body as the controller sent it (what --json prints).
- * Reading `data` checks the fields the commands read (answer-shapes.ts) and throws
- * UNEXPECTED_ANSWER (exit 1) when they are not as the API defines them.
+ * Reading `data` checks it against the API's wire class (answer-check.ts) and throws
+ * UNEXPECTED_ANSWER (exit 1), naming the field, when it is not as the API defines it.
  */
 export interface Answer<T> {
   readonly data: T;
@@ -81,14 +76,14 @@ export class FleetApiClient {
   fleet(): Promise<Answer<FleetStatus>> {
     return this.reader.call(
       () => this.client.GET('/v1/fleet', { parseAs: 'text', signal: timeout() }),
-      isFleetStatus,
+      shapeOf(Wire.FleetStatus),
     );
   }
 
   nodes(): Promise<Answer<NodeRecord[]>> {
     return this.reader.call(
       () => this.client.GET('/v1/nodes', { parseAs: 'text', signal: timeout() }),
-      isNodeRecordList,
+      listOf(Wire.NodeRecord),
     );
   }
 
@@ -100,7 +95,7 @@ export class FleetApiClient {
           parseAs: 'text',
           signal: timeout(),
         }),
-      isNodeRecord,
+      shapeOf(Wire.NodeRecord),
     );
   }
 
@@ -112,7 +107,7 @@ export class FleetApiClient {
           parseAs: 'text',
           signal: timeout(),
         }),
-      isFleetVmList,
+      listOf(Wire.FleetVm),
     );
   }
 
@@ -133,7 +128,7 @@ export class FleetApiClient {
               parseAs: 'text',
               signal: timeout(),
             }),
-          isFleetVm,
+          shapeOf(Wire.FleetVm),
         );
       } catch (error) {
         const delay = CREATE_RETRY_DELAYS_MS[attempt];
@@ -201,11 +196,8 @@ export class AnswerReader {
     private readonly opsListener = false,
   ) {}
 
-  /** Sends a request; its answer's body parsed and, given `isShape`, checked. */
-  async call<T>(
-    send: () => Promise<RawAnswer>,
-    isShape?: (data: unknown) => data is T,
-  ): Promise<Answer<T>> {
+  /** Sends a request; its answer's body parsed and, given its `shape`, checked when read. */
+  async call<T>(send: () => Promise<RawAnswer>, shape?: AnswerShape): Promise<Answer<T>> {
     let answer: RawAnswer;
     try {
       answer = await send();
@@ -245,15 +237,19 @@ export class AnswerReader {
         ExitCode.Refused,
       );
     }
-    const unexpected = new CliFailure(
-      `${UNEXPECTED_ANSWER} at ${this.endpoint} (${response.status}: not the shape the API gives it)`,
-      ExitCode.Refused,
-    );
+    const endpoint = this.endpoint;
     return {
       json,
       // Checked when read: --json prints the answer without reading it.
       get data(): T {
-        if (isShape !== undefined && !isShape(data)) throw unexpected;
+        const fault = shape?.(data);
+        if (fault !== undefined) {
+          // The field's path alone (the wire class's names), never the answer's text.
+          throw new CliFailure(
+            `${UNEXPECTED_ANSWER} at ${endpoint} (${response.status}: ${fault} not as the API gives it)`,
+            ExitCode.Refused,
+          );
+        }
         return data as T;
       },
     };

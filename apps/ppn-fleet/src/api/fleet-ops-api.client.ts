@@ -1,17 +1,7 @@
 import createClient, { Client } from 'openapi-fetch';
 import { FleetOpsApi } from '@app/fleet-domain';
-import {
-  isDeclaredDeadNode,
-  isFleetVmBackups,
-  isFleetVmWithLifeCycle,
-  isFleetVmWithLifeCycleList,
-  isNodeDiskRoomList,
-  isMovedVm,
-  isRestoredVm,
-  isVmConsole,
-  isVmCopies,
-  isVmLifeCycle,
-} from './answer-shapes';
+import * as Wire from '@app/fleet-domain';
+import { listOf, shapeOf } from './answer-check';
 import type {
   DeclaredDeadNode,
   FleetVmBackups,
@@ -76,7 +66,7 @@ export class FleetOpsApiClient {
           parseAs: 'text',
           signal: timeout(),
         }),
-      isFleetVmWithLifeCycleList,
+      listOf(Wire.FleetVmWithLifeCycle),
     );
   }
 
@@ -88,7 +78,7 @@ export class FleetOpsApiClient {
           parseAs: 'text',
           signal: timeout(),
         }),
-      isFleetVmWithLifeCycle,
+      shapeOf(Wire.FleetVmWithLifeCycle),
     );
   }
 
@@ -101,7 +91,7 @@ export class FleetOpsApiClient {
           parseAs: 'text',
           signal: timeout(),
         }),
-      isVmLifeCycle,
+      shapeOf(Wire.VmLifeCycle),
     );
   }
 
@@ -116,7 +106,7 @@ export class FleetOpsApiClient {
           parseAs: 'text',
           signal: timeout(),
         }),
-      isVmLifeCycle,
+      shapeOf(Wire.VmLifeCycle),
     );
   }
 
@@ -129,7 +119,7 @@ export class FleetOpsApiClient {
           parseAs: 'text',
           signal: timeout(),
         }),
-      isVmLifeCycle,
+      shapeOf(Wire.VmLifeCycle),
     );
   }
 
@@ -142,7 +132,7 @@ export class FleetOpsApiClient {
           parseAs: 'text',
           signal: timeout(),
         }),
-      isVmConsole,
+      shapeOf(Wire.VmConsole),
     );
   }
 
@@ -157,7 +147,7 @@ export class FleetOpsApiClient {
           parseAs: 'text',
           signal: timeout(),
         }),
-      isFleetVmBackups,
+      shapeOf(Wire.FleetVmBackups),
     );
   }
 
@@ -169,7 +159,7 @@ export class FleetOpsApiClient {
           parseAs: 'text',
           signal: timeout(),
         }),
-      isFleetVmBackups,
+      shapeOf(Wire.FleetVmBackups),
     );
   }
 
@@ -182,7 +172,7 @@ export class FleetOpsApiClient {
           parseAs: 'text',
           signal: timeout(),
         }),
-      isVmCopies,
+      shapeOf(Wire.VmCopies),
     );
   }
 
@@ -199,7 +189,7 @@ export class FleetOpsApiClient {
           parseAs: 'text',
           signal: AbortSignal.timeout(RESTORE_TIMEOUT_MS),
         }),
-      isRestoredVm,
+      shapeOf(Wire.RestoredVm),
     );
   }
 
@@ -213,7 +203,7 @@ export class FleetOpsApiClient {
           parseAs: 'text',
           signal: AbortSignal.timeout(MOVE_TIMEOUT_MS),
         }),
-      isMovedVm,
+      shapeOf(Wire.MovedVm),
     );
   }
 
@@ -226,7 +216,7 @@ export class FleetOpsApiClient {
           parseAs: 'text',
           signal: timeout(),
         }),
-      isDeclaredDeadNode,
+      shapeOf(Wire.DeclaredDeadNode),
     );
   }
 
@@ -234,7 +224,7 @@ export class FleetOpsApiClient {
   nodeDisks(): Promise<Answer<NodeDiskRoom[]>> {
     return this.reader.call(
       () => this.client.GET('/v1/node-disks', { parseAs: 'text', signal: timeout() }),
-      isNodeDiskRoomList,
+      listOf(Wire.NodeDiskRoom),
     );
   }
 }

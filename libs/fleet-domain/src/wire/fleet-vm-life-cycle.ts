@@ -15,7 +15,8 @@ export class FleetVmWithLifeCycle extends FleetVm {
     description:
       "The VM's life cycle as its node's agent answered just now (its desired state, an operation under way, restarts); null when the agent did not answer in time or usably, does not know the VM, or no live agent manages it (node_silent_since).",
   })
-  @ValidateIf((_, value) => value !== null)
+  // Absent counts as null: what the CLI read from an operations listener before the field.
+  @ValidateIf((_, value) => value !== null && value !== undefined)
   @ValidateNested()
   @IsObject()
   @Type(() => VmLifeCycle)

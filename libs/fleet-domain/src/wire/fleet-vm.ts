@@ -1,4 +1,5 @@
 import { ApiProperty } from '@app/api-basics';
+import { IsOptional, IsString } from 'class-validator';
 import { ID_SCHEMA, IsFleetId } from '../ids';
 import { EXAMPLE_NODE_ID } from './examples';
 import { VmRecord } from './vm-record';
@@ -26,6 +27,8 @@ export class FleetVm extends VmRecord {
     description:
       'Only when no live agent manages the VM: its node has dropped out (silent for more than 30 s), or its node id heartbeats again from an agent that does not list it (another machine with the same node id: a cloned VM_NODE_ID, or the agent started on another VM_DISK_DIR). The last heartbeat that listed it (RFC 3339): the VM is as that heartbeat reported it, its agent is stopped or cut off, and its QEMU may still run. It stays listed with this field until an agent heartbeating with its node id lists it again; DELETE answers 409 meanwhile, or forgets the record with ?forget=true.',
   })
+  @IsOptional()
+  @IsString()
   node_silent_since?: string;
 
   @ApiProperty({
@@ -36,6 +39,8 @@ export class FleetVm extends VmRecord {
     description:
       "When the VM's freshest copy on another node was taken (RFC 3339); null while it has none. Absent when the controller does not track copies.",
   })
+  @IsOptional()
+  @IsString()
   copied_at?: string | null;
 
   @ApiProperty({
@@ -45,6 +50,8 @@ export class FleetVm extends VmRecord {
     ...ID_SCHEMA,
     description: 'The node holding that copy; null while there is none.',
   })
+  @IsOptional()
+  @IsString()
   copy_node_id?: string | null;
 }
 

@@ -1,4 +1,6 @@
 import { ApiProperty } from '@app/api-basics';
+import { Type } from 'class-transformer';
+import { IsObject, IsString, ValidateIf, ValidateNested } from 'class-validator';
 import { EXAMPLE_NODE_ID } from './examples';
 import { HeartbeatDiskRoom } from './node-heartbeat';
 
@@ -8,6 +10,7 @@ import { HeartbeatDiskRoom } from './node-heartbeat';
  */
 export class NodeDiskRoom {
   @ApiProperty({ example: EXAMPLE_NODE_ID })
+  @IsString()
   node_id!: string;
 
   @ApiProperty({
@@ -15,5 +18,9 @@ export class NodeDiskRoom {
     nullable: true,
     description: 'null: its agent reports none (an older agent, or VM_DISK_DIR unreadable).',
   })
+  @ValidateIf((_, value) => value !== null)
+  @ValidateNested()
+  @IsObject()
+  @Type(() => HeartbeatDiskRoom)
   disk_room!: HeartbeatDiskRoom | null;
 }

@@ -13,6 +13,7 @@ import {
   Max,
   MaxLength,
   Min,
+  ValidateIf,
   ValidateNested,
 } from 'class-validator';
 import { ID_SCHEMA, IsFleetId, IsVmType, VM_TYPE_SCHEMA } from '../ids';
@@ -53,12 +54,17 @@ export class MoveVmRequest {
 /** The answer of a move: the VM on its new node, and what the move took. */
 export class MovedVm {
   @ApiProperty({ type: FleetVm })
+  @ValidateNested()
+  @IsObject()
+  @Type(() => FleetVm)
   vm!: FleetVm;
 
   @ApiProperty({ example: EXAMPLE_NODE_ID, ...ID_SCHEMA, description: 'The node it left.' })
+  @IsString()
   from_node_id!: string;
 
   @ApiProperty({ enum: MOVE_MODES, example: 'live' })
+  @IsIn(MOVE_MODES)
   mode!: MoveMode;
 
   @ApiProperty({
@@ -69,9 +75,16 @@ export class MovedVm {
     description:
       "Live: how long the guest was paused at the switchover, in ms, as its old node measured it (from the migration's pause to the new node running it). Null for a cold move.",
   })
+  @ValidateIf((_, value) => value !== null)
+  @Max(Number.MAX_SAFE_INTEGER)
+  @Min(0)
+  @IsInt()
   pause_ms!: number | null;
 
   @ApiProperty({ type: 'integer', minimum: 0, description: 'The whole move, in ms.' })
+  @Max(Number.MAX_SAFE_INTEGER)
+  @Min(0)
+  @IsInt()
   total_ms!: number;
 
   @ApiProperty({
@@ -79,6 +92,9 @@ export class MovedVm {
     minimum: 0,
     description: "Bytes sent between the agents: the disk's and (live) the memory's.",
   })
+  @Max(Number.MAX_SAFE_INTEGER)
+  @Min(0)
+  @IsInt()
   bytes_sent!: number;
 }
 

@@ -313,9 +313,15 @@ export class AgentRestoredVm {
 /** The operations listener's answer to POST /v1/vms/{vm_id}/restore. */
 export class RestoredVm {
   @ApiProperty({ type: FleetVm, description: 'The VM as now listed, on its new node.' })
+  @ValidateNested()
+  @IsObject()
+  @Type(() => FleetVm)
   vm!: FleetVm;
 
   @ApiProperty({ type: RestorePoint, description: 'What it was restored from, on that node.' })
+  @ValidateNested()
+  @IsObject()
+  @Type(() => RestorePoint)
   point!: RestorePoint;
 
   @ApiProperty({
@@ -326,5 +332,7 @@ export class RestoredVm {
     description:
       'The node the VM was last listed on, which will not run it again (its agent sets it aside when it comes back); null when restored as new or never listed.',
   })
+  @nullable
+  @IsFleetId()
   replaced_node_id!: string | null;
 }
