@@ -1,7 +1,7 @@
 import { heartbeat, vmRecord } from '../../../test/support/heartbeats';
 import { holdRam } from './node-changes';
 import { nodeStateFromHeartbeat } from './node-heartbeats';
-import { keepsMovedVm, moveSpawnKey } from './vm-move-rules';
+import { keepsMovedVm, moveSpawnKey, restoreSpawnKey } from './vm-move-rules';
 
 const NOW = 1_000_000;
 
@@ -30,6 +30,13 @@ describe('which node keeps a VM moved elsewhere before', () => {
 
   it('a node it is being moved to, while the RAM held for the move lasts', () => {
     const held = withHold(moveSpawnKey('vm-1'), NOW + 60_000);
+    expect(keepsMovedVm(held, 'vm-1', NOW)).toBe(true);
+    expect(keepsMovedVm(held, 'vm-2', NOW)).toBe(false);
+    expect(keepsMovedVm(held, 'vm-1', NOW + 61_000)).toBe(false);
+  });
+
+  it('a node it is being restored onto (recovered back where it ran before), while the RAM held lasts', () => {
+    const held = withHold(restoreSpawnKey('vm-1'), NOW + 60_000);
     expect(keepsMovedVm(held, 'vm-1', NOW)).toBe(true);
     expect(keepsMovedVm(held, 'vm-2', NOW)).toBe(false);
     expect(keepsMovedVm(held, 'vm-1', NOW + 61_000)).toBe(false);

@@ -21,6 +21,7 @@ import {
   placementCandidate,
   planRestore,
   recordDispatchedVm,
+  restoreSpawnKey,
   shownVm,
   toRfc3339,
   vmRecordOf,
@@ -249,7 +250,7 @@ export class VmRestoreService {
       ramMb: spec.ram_mb,
       requiredFreeMb: placement.required_free_mb,
       agentTimeoutMs: RESTORE_AGENT_TIMEOUT_MS,
-      spawnKey: `restore:${vmId}`,
+      spawnKey: restoreSpawnKey(vmId),
       ...(counts ? { vmId } : {}),
       ...(counts && spec.tenant_id
         ? {
