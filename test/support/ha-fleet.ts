@@ -1,4 +1,4 @@
-import { ChildProcess, execFileSync } from 'node:child_process';
+import { ChildProcess, execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deriveNodeToken } from '@app/daemon';
@@ -25,6 +25,8 @@ export const HA_RECOVER_AFTER_S = 21;
 export const HA_COPY_EVERY_S = 30;
 const SECRET = 'ha-fleet-node-secret-0123456789abcdef';
 const PARTITION_TABLE = 'ppn_partition';
+/** Debian's nftables by its path: under npm, `nft` is node_modules/.bin's (@vercel/nft). */
+const NFT = '/usr/sbin/nft';
 
 /** One machine: a namespace on the mesh with an etcd member, an agent and maybe a controller. */
 export interface HaMachine {
@@ -178,7 +180,7 @@ export class HaFleet {
 
   /** Its traffic dropped in its namespace, but for its loopback: its processes keep running. */
   partition(machine: HaMachine): void {
-    execFileSync('ip', ['netns', 'exec', machine.host.name, 'nft', '-f', '-'], {
+    execFileSync('ip', ['netns', 'exec', machine.host.name, NFT, '-f', '-'], {
       input: [
         `table inet ${PARTITION_TABLE} {`,
         '  chain input { type filter hook input priority -100; policy drop; iif "lo" accept; }',
@@ -187,12 +189,38 @@ export class HaFleet {
       ].join('\n'),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
+    // Cut off indeed: a connection from it to another machine's etcd member does not open.
+    const other = this.machines.find((each) => each !== machine)!;
+    const opened = spawnSync(
+      'ip',
+      [
+        'netns',
+        'exec',
+        machine.host.name,
+        'timeout',
+        '2',
+        'bash',
+        '-c',
+        `</dev/tcp/${other.host.address}/2379`,
+      ],
+      { encoding: 'utf8' },
+    );
+    if (opened.status === 0) {
+      const rules = execFileSync(
+        'ip',
+        ['netns', 'exec', machine.host.name, NFT, 'list', 'ruleset'],
+        { encoding: 'utf8' },
+      );
+      throw new Error(
+        `${machine.nodeId} still reaches ${other.nodeId} after the partition; its rules:\n${rules}`,
+      );
+    }
   }
 
   heal(machine: HaMachine): void {
     execFileSync(
       'ip',
-      ['netns', 'exec', machine.host.name, 'nft', 'delete', 'table', 'inet', PARTITION_TABLE],
+      ['netns', 'exec', machine.host.name, NFT, 'delete', 'table', 'inet', PARTITION_TABLE],
       { stdio: 'pipe' },
     );
   }
