@@ -10,6 +10,7 @@
  * `npm run bench -- copy-age [--minutes 10]`: the age of 3 guests' copies alone (copy-age.ts).
  * `npm run bench -- etcd`: heartbeat ingestion in memory and in etcd (VM_FLEET_ETCD_ENDPOINTS, a
  * one-member etcd of the bench's own) side by side, about 40 s; also part of the other runs.
+ * `npm run bench -- ha` and `-- ha-partitions`: issue 36's figures alone (ha.ts, root).
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -36,6 +37,7 @@ import { measureCopies } from './copies';
 import { measureMoves } from './move';
 import { copyAgeFigure, copyAgeMinutes, measureCopyAge } from './copy-age';
 import { measureQemuMemory } from './qemu-memory';
+import { recordHa, runPartitionTrials } from './ha';
 
 const RESULTS = join(__dirname, 'results');
 const BASELINE_PORT = 9213;
@@ -56,6 +58,9 @@ const COPY_AGE_ONLY = process.argv.slice(2).includes('copy-age');
 /** Only heartbeat ingestion in memory and in etcd, side by side. */
 const ETCD_ONLY = process.argv.slice(2).includes('etcd');
 const OPS_URL = 'http://127.0.0.1:9206';
+/** Only issue 36's figures (ha.ts): a machine lost whole, etcd beside memory; the partitions. */
+const HA_ONLY = process.argv.slice(2).includes('ha');
+const HA_PARTITIONS_ONLY = process.argv.slice(2).includes('ha-partitions');
 
 interface Probe {
   heapUsed: number;
@@ -574,6 +579,10 @@ async function main(): Promise<void> {
       throw new Error('copy-age needs root and the guest image');
     }
     await recordCopyAge();
+    return report(started, loadBefore);
+  }
+  if (HA_ONLY || HA_PARTITIONS_ONLY) {
+    await (HA_ONLY ? recordHa(record) : runPartitionTrials());
     return report(started, loadBefore);
   }
   if (ETCD_ONLY) {
