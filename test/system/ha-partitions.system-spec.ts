@@ -19,8 +19,12 @@ import {
 } from '../support/ha-scenario';
 import { AgentLogLine, AgentLogTimeline, QemuWatch } from '../support/ha-watch';
 
-/** The issue asks for at least 10; CI may run fewer (the bench runs 10). */
-const TRIALS = Number(process.env.HA_PARTITION_TRIALS ?? '10');
+/**
+ * The issue asks for at least 10: `npm run bench -- ha-partitions` runs 10 (about 1.7 min each
+ * on 2 cores under TCG); the test tier runs 2, the second recovering the VM back onto the
+ * machine it left in the first, to keep the whole CI under its 45 minutes.
+ */
+const TRIALS = Number(process.env.HA_PARTITION_TRIALS ?? '2');
 /** What one trial may take at most on a loaded 2-core machine (seen: see the printed times). */
 const TRIAL_MS = 60_000 + GUEST_SSH_DEADLINE_MS + COPY_WAIT_MS;
 
