@@ -48,3 +48,4 @@ export * from './restore-plan';
 export * from './copy-placement';
 export * from './fencing';
 export * from './wire/node-recovery';
+export * from './wire/node-drain';

@@ -14,6 +14,7 @@ import { NodesController } from './nodes.controller';
 import { NodesRepository } from './nodes.repository';
 import { NodesService } from './nodes.service';
 import { VmMoves } from './vm-moves.repository';
+import { NodeDrains } from './node-drains.repository';
 import { GrantedCopies } from './granted-copies';
 
 /** The store the configuration chose (nodes-store.choice.ts), opened once and closed with the app. */
@@ -64,6 +65,11 @@ class ChosenNodesStore implements OnModuleInit, OnApplicationShutdown {
       inject: [ChosenNodesStore],
     },
     {
+      provide: NodeDrains,
+      useFactory: (store: ChosenNodesStore) => store.opened.nodeDrains,
+      inject: [ChosenNodesStore],
+    },
+    {
       provide: Clock,
       useFactory: (store: ChosenNodesStore) => store.opened.clock,
       inject: [ChosenNodesStore],
@@ -87,6 +93,7 @@ class ChosenNodesStore implements OnModuleInit, OnApplicationShutdown {
     NodesRepository,
     KeyClaims,
     VmMoves,
+    NodeDrains,
     NodeLeases,
     Leadership,
     Clock,

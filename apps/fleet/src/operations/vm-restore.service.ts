@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Clock } from '@app/daemon';
 import {
@@ -30,6 +30,8 @@ import {
 import { KeyClaims } from '../nodes/key-claims.repository';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { VmMoves } from '../nodes/vm-moves.repository';
+import { NodeDrains } from '../nodes/node-drains.repository';
+import { drainReasons, withDrainReason } from '../nodes/drained-nodes';
 import { TenantQuotas } from '../tenants/tenant-quotas.service';
 import { VmHostClient } from '../vms/vm-host.client';
 import { AgentAnswer, AgentCallError } from '../vms/agent-calls';
@@ -74,6 +76,8 @@ export class VmRestoreService {
     private readonly pulls: RestorePulls,
     /** Absent (a unit test's service): no tenant has a quota. */
     private readonly tenantQuotas?: TenantQuotas,
+    /** Absent (a unit test's service): no node is drained. */
+    @Optional() private readonly drains?: NodeDrains,
   ) {}
 
   async restore(vmId: string, request: RestoreVmRequest): Promise<RestoredVm> {
@@ -241,7 +245,7 @@ export class VmRestoreService {
         prefer_kvm: false,
         preferred_node: target.node_id,
       },
-      [placementCandidate(target, now)],
+      [withDrainReason(placementCandidate(target, now), await drainReasons(this.drains))],
     );
     if (placement.kind !== 'placed') {
       throw new PlacementRefusedError(placement.kind, placement.message);

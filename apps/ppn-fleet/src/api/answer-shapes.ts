@@ -8,6 +8,7 @@ import type {
   FleetVmWithLifeCycle,
   NodeRecord,
   MovedVm,
+  NodeDrain,
   RestoredVm,
   VmConsole,
   VmCopies,
@@ -255,5 +256,32 @@ export function isDeclaredDeadNode(value: unknown): value is DeclaredDeadNode {
     isNullableText(value.last_renewed_at) &&
     Array.isArray(value.protected_vm_ids) &&
     value.protected_vm_ids.every((id) => typeof id === 'string')
+  );
+}
+
+const DRAIN_OUTCOMES = new Set<unknown>(['moved', 'left', 'failed']);
+
+function isDrainedVm(value: unknown): boolean {
+  return (
+    isObject(value) &&
+    typeof value.vm_id === 'string' &&
+    DRAIN_OUTCOMES.has(value.outcome) &&
+    isNullableText(value.to_node_id) &&
+    (value.mode === null || MOVE_MODES.has(value.mode)) &&
+    isNullableText(value.message) &&
+    isCount(value.took_ms)
+  );
+}
+
+export function isNodeDrain(value: unknown): value is NodeDrain {
+  return (
+    isObject(value) &&
+    typeof value.node_id === 'string' &&
+    typeof value.drained === 'boolean' &&
+    isNullableText(value.since) &&
+    Array.isArray(value.vms) &&
+    value.vms.every(isDrainedVm) &&
+    Array.isArray(value.remaining_vm_ids) &&
+    value.remaining_vm_ids.every((id) => typeof id === 'string')
   );
 }
