@@ -3,6 +3,7 @@ import { FleetVmWithLifeCycle, diskRoomText } from '@app/fleet-domain';
 import { Html, html, pathPart } from './html';
 import { ConsoleNode, PageContext, page } from './console.views';
 import { vmTable } from './vm-table.views';
+import { drainForm, drainingBadge } from './move-drain.views';
 
 export function ramMeter(node: ConsoleNode): Html {
   const free = node.ram_total_mb - node.ram_used_mb;
@@ -33,9 +34,9 @@ export function diskLine(node: ConsoleNode): Html | string {
 }
 
 export function nodeStatus(node: ConsoleNode): Html {
-  if (!node.live) return html`<span class="badge bad">silent</span>`;
-  if (node.late) return html`<span class="badge warn">late</span>`;
-  return html`<span class="badge good">live</span>`;
+  if (!node.live) return html`<span class="badge bad">silent</span>${drainingBadge(node)}`;
+  if (node.late) return html`<span class="badge warn">late</span>${drainingBadge(node)}`;
+  return html`<span class="badge good">live</span>${drainingBadge(node)}`;
 }
 
 /** A node's own page: its facts, why placement passes it over, its VMs. */
@@ -49,6 +50,7 @@ export function nodePage(
     `Node ${node.node_id}`,
     context,
     html`<h1>Node ${node.node_id} ${nodeStatus(node)}</h1>
+      ${context.tenant === undefined ? drainForm(node) : ''}
       <div id="live" data-live="/console/fragments/nodes/${pathPart(node.node_id)}">
         ${nodeLive(node, vms, nodes)}
       </div>`,

@@ -5,8 +5,11 @@ import { NodeDrains } from './node-drains.repository';
 export async function drainReasons(
   drains: NodeDrains | undefined,
 ): Promise<ReadonlyMap<string, string>> {
-  if (!drains) return new Map();
-  const since = await drains.drainedSince();
+  return drains ? drainReasonsOf(await drains.drainedSince()) : new Map();
+}
+
+/** Each drained node's reason, from since when each is drained. */
+export function drainReasonsOf(since: ReadonlyMap<string, number>): ReadonlyMap<string, string> {
   return new Map([...since].map(([nodeId, ms]) => [nodeId, drainedReason(toRfc3339(ms))]));
 }
 
