@@ -84,7 +84,7 @@ export class NodeDrainController {
     operationId: 'getNodeDrain',
     summary: "A node's drain: whether it is drained, since when, each VM's outcome so far",
     description:
-      "What `node drain` did or is doing, from the fleet's store (so any controller answers it): whether the node is drained, since when, each VM's outcome in the order its drain took them (kept until `undrain`), and the VMs its agent still lists.",
+      "What `node drain` did or is doing, from the fleet's store (so any controller answers it): whether the node is drained, since when, each VM's outcome in the order each ended (kept until `undrain`), and the VMs its agent still lists.",
   })
   @ApiOkResponse({ type: NodeDrain })
   @ApiFleetStateErrors(DRAINS_ERROR_STATUSES, WRONG_HOST, INVALID_NODE_ID, UNKNOWN_NODE)

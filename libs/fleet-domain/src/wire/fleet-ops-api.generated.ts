@@ -49,7 +49,7 @@ export interface paths {
     };
     /**
      * A node's drain: whether it is drained, since when, each VM's outcome so far
-     * @description What `node drain` did or is doing, from the fleet's store (so any controller answers it): whether the node is drained, since when, each VM's outcome in the order its drain took them (kept until `undrain`), and the VMs its agent still lists.
+     * @description What `node drain` did or is doing, from the fleet's store (so any controller answers it): whether the node is drained, since when, each VM's outcome in the order each ended (kept until `undrain`), and the VMs its agent still lists.
      */
     get: operations['getNodeDrain'];
     put?: never;
@@ -558,7 +558,7 @@ export interface components {
        * @example 2026-08-06T12:00:00.000Z
        */
       since: string | null;
-      /** @description What the latest drain did with each VM, in the order it took them (kept until `undrain`); a drain under way lists those done so far. */
+      /** @description What the latest drain did with each VM, in the order each ended (kept until `undrain`); a drain under way lists those done so far. */
       vms: components['schemas']['DrainedVm'][];
     };
     RestartVmRequest: {

@@ -62,7 +62,7 @@ export class NodeDrain {
   @ApiProperty({
     type: [DrainedVm],
     description:
-      'What the latest drain did with each VM, in the order it took them (kept until `undrain`); a drain under way lists those done so far.',
+      'What the latest drain did with each VM, in the order each ended (kept until `undrain`); a drain under way lists those done so far.',
   })
   vms!: DrainedVm[];
 
