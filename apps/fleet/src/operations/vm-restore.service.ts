@@ -40,6 +40,7 @@ import { VmAgentFailedError } from './vm-operations.errors';
 import { VmRestoreRefusedError } from './vm-restore.errors';
 import { RestorePulls, newestInTime, remoteIsNewer } from './restore-pull';
 import { chooseRestorePoint } from './restore-point';
+import { planAwayFromDrained } from './restore-away-from-drained';
 
 /**
  * How long the controller waits for an agent's restore: it answers once the whole disk is
@@ -107,10 +108,11 @@ export class VmRestoreService {
     const live = all.filter((node) => isLive(node, notBefore));
     const listed = listedVms(all, notBefore).find(({ vm }) => vm.vm_id === vmId);
     const asNew = request.as_new === true;
-    const plan = planRestore(
-      { vmId, from: request.from, to: request.to, asNew, known: listed !== undefined },
-      live,
-    );
+    const asked = { vmId, from: request.from, to: request.to, asNew, known: listed !== undefined };
+    const first = planRestore(asked, live);
+    if (first.kind === 'refused') throw new VmRestoreRefusedError(first.status, first.message);
+    const drained = await drainReasons(this.drains);
+    const plan = planAwayFromDrained(first, asked, live, drained, listed?.vm.ram_alloc_mb, now);
     if (plan.kind === 'refused') throw new VmRestoreRefusedError(plan.status, plan.message);
     const target = live.find((node) => node.node_id === plan.to)!;
     const points = await this.ask(vmId, target, 'restore points read', () =>
