@@ -25,7 +25,8 @@ export function moveForm(vm: FleetVmWithLifeCycle, nodes: ConsoleNode[]): Html |
   const targets = nodes.filter(
     (node) => node.live && node.node_id !== vm.node_id && !node.drained_since,
   );
-  return html`<form class="action move" data-action="/console/vms/${id}/move" data-done="reload">
+  // No reload: the outcome stays shown; the VM's facts (its node) are refreshed.
+  return html`<form class="action move" data-action="/console/vms/${id}/move">
     <label for="move-to-${id}">Move ${vm.state === VmState.Running ? 'live' : 'cold'} to</label>
     <select id="move-to-${id}" name="to">
       <option value="">the node placement chooses</option>
@@ -35,18 +36,18 @@ export function moveForm(vm: FleetVmWithLifeCycle, nodes: ConsoleNode[]): Html |
   </form>`;
 }
 
-/** A node's Drain (its VMs moved off it, placement passing it over) or Undrain. */
+/**
+ * A node's Drain (its VMs moved off it, placement passing it over) or Undrain, in the node's
+ * refreshed part (a tenant's session has no node pages).
+ */
 export function drainForm(node: ConsoleNode): Html {
   const id = pathPart(node.node_id);
   const action = node.drained_since ? 'undrain' : 'drain';
   const title = node.drained_since
     ? 'placement may choose it again; VMs moved off stay where they went'
     : 'placement passes it over; each of its VMs is moved to another node, two at a time';
-  return html`<form
-    class="action drain"
-    data-action="/console/nodes/${id}/${action}"
-    data-done="reload"
-  >
+  // No reload: the outcome (each VM's) stays shown, the node's part of the page refreshed.
+  return html`<form class="action drain" data-action="/console/nodes/${id}/${action}">
     <button
       type="submit"
       aria-label="${action === 'drain' ? 'Drain' : 'Undrain'} node ${node.node_id}"

@@ -50,7 +50,6 @@ export function nodePage(
     `Node ${node.node_id}`,
     context,
     html`<h1>Node ${node.node_id} ${nodeStatus(node)}</h1>
-      ${context.tenant === undefined ? drainForm(node) : ''}
       <div id="live" data-live="/console/fragments/nodes/${pathPart(node.node_id)}">
         ${nodeLive(node, vms, nodes)}
       </div>`,
@@ -81,6 +80,11 @@ export function nodeLive(
       <dd>${node.kvm_available ? 'yes' : 'no'}</dd>
       <dt>Reserved</dt>
       <dd>${node.reserved ? 'yes: used only when no other node fits' : 'no'}</dd>
+      <dt>Drain</dt>
+      <dd class="drain">
+        ${node.drained_since ? `draining since ${node.drained_since}` : 'not drained'}
+        ${drainForm(node)}
+      </dd>
       <dt>Placement</dt>
       ${
         node.passed_over === null
