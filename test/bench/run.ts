@@ -6,6 +6,7 @@
  * and enrolling 100,000 nodes), about 2 minutes.
  * `npm run bench -- console`: 20 console tabs on 1,000 simulated nodes alone, about a minute.
  * `npm run bench -- copies`: a real guest copied between two agents alone, a few minutes.
+ * `npm run bench -- move`: a real guest moved live, then cold, between two agents alone (move.ts).
  * `npm run bench -- copy-age [--minutes 10]`: the age of 3 guests' copies alone (copy-age.ts).
  * `npm run bench -- etcd`: heartbeat ingestion in memory and in etcd (VM_FLEET_ETCD_ENDPOINTS, a
  * one-member etcd of the bench's own) side by side, about 40 s; also part of the other runs.
@@ -32,6 +33,7 @@ import type { HostileResult } from './hostile-bodies';
 import type { LoadResult, LoadSpec } from './load';
 import { measureBootTime } from './boot-time';
 import { measureCopies } from './copies';
+import { measureMoves } from './move';
 import { copyAgeFigure, copyAgeMinutes, measureCopyAge } from './copy-age';
 import { measureQemuMemory } from './qemu-memory';
 
@@ -47,6 +49,8 @@ const HEARTBEATS_ONLY = process.argv.slice(2).includes('heartbeats');
 const CONSOLE_ONLY = process.argv.slice(2).includes('console');
 /** Only the copies step: a real guest copied between two agents. */
 const COPIES_ONLY = process.argv.slice(2).includes('copies');
+/** Only the moves: a real guest moved live, then cold, between two agents. */
+const MOVE_ONLY = process.argv.slice(2).includes('move');
 /** Only the age of 3 guests' copies, over `--minutes` (10). */
 const COPY_AGE_ONLY = process.argv.slice(2).includes('copy-age');
 /** Only heartbeat ingestion in memory and in etcd, side by side. */
@@ -472,6 +476,7 @@ async function measureSweepHostileAndAgent(
       record(`boot.phase.${phase}`, `  ${phase}`, atS, `${atS.toFixed(1)} s`);
     }
     await recordCopies();
+    await recordMoves();
     await recordCopyAge();
   } else {
     console.log('  QEMU memory and create → SSH: skipped (needs root and the guest image)');
@@ -507,6 +512,36 @@ async function recordCopies(): Promise<void> {
   );
 }
 
+/** A real guest moved live, then cold, between two agents on loopback (needs root and the image). */
+async function recordMoves(): Promise<void> {
+  if (process.getuid?.() !== 0 || !existsSync(guestImagePath())) {
+    console.log('  moves: skipped (needs root and the guest image)');
+    return;
+  }
+  console.log('moves of an idle 512 MB guest between two agents on loopback');
+  const moves = await measureMoves();
+  const { live, cold } = moves;
+  record('move.accel', 'move: the accelerator the guest ran under', moves.accel, moves.accel);
+  record(
+    'move.live',
+    "live move: guest's pause (goal <= 1 s under TCG) / its own largest tick gap, total, bytes",
+    live,
+    `${live.pauseMs} ms / ${live.guestGapMs} ms, ${fixed(live.totalMs / 1000, 1)} s, ${fixed(live.bytesSent / 1e6, 1)} MB`,
+  );
+  record(
+    'move.cold',
+    'cold move: total, bytes',
+    cold,
+    `${fixed(cold.totalMs / 1000, 1)} s, ${fixed(cold.bytesSent / 1e6, 1)} MB`,
+  );
+  record(
+    'move.uptime',
+    'move: uptime before / after',
+    moves,
+    `${moves.uptimeBefore} / ${moves.uptimeAfter}`,
+  );
+}
+
 /** The age of 3 guests' copies under TCG every 60 s (needs root and the guest image). */
 async function recordCopyAge(): Promise<void> {
   const minutes = copyAgeMinutes();
@@ -528,6 +563,10 @@ async function main(): Promise<void> {
   }
   if (COPIES_ONLY) {
     await recordCopies();
+    return report(started, loadBefore);
+  }
+  if (MOVE_ONLY) {
+    await recordMoves();
     return report(started, loadBefore);
   }
   if (COPY_AGE_ONLY) {

@@ -128,6 +128,20 @@ describe('the controller with VM_FLEET_METRICS_ADDR', () => {
     expect(sampleValue(text, `ppn_fleet_build_info{version="${version}"}`)).toBe(1);
   });
 
+  it("shows the VMs a node's heartbeat lists as fenced, and refuses a list that is not VM ids", async () => {
+    const fenced = heartbeat({ node_id: 'f1', fenced_vm_ids: ['vm-a', 'vm-b'] });
+    expect((await postHeartbeat(fleet.api, JSON.stringify(fenced))).status).toBe(200);
+    expect(
+      sampleValue(await scrape(fleet.metrics), 'ppn_fleet_node_fenced_vms{node_id="f1"}'),
+    ).toBe(2);
+    const bad = await postHeartbeat(
+      fleet.api,
+      JSON.stringify({ ...heartbeat({ node_id: 'f2' }), fenced_vm_ids: ['../etc'] }),
+    );
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { message: string }).message).toContain('fenced_vm_ids');
+  });
+
   it('refuses to start when the address is taken, naming the variable', async () => {
     const port = Number(new URL(fleet.metrics).port);
     const second = await createFleetWithMetrics(port);

@@ -133,10 +133,18 @@ describe('POST /v1/vms/{vm_id}/move (operations listener)', () => {
       `/v1/vms/${VM}/move-release`,
     ]);
     expect(await listed()).toEqual([`${VM}@n2`]);
-    // The old node listing it again is told it is superseded; the new one is not.
+    // The old node listing it again is told it is superseded; the new one is not. The old
+    // node's routing mesh now forwards the VM's ports to the new node.
     expect(await beat('n1', n1, [vmRecord(VM)])).toEqual({
       accepted: true,
       superseded_vm_ids: [VM],
+      mesh_routes: PORTS.map(({ host_port, protocol }) => ({
+        host_port,
+        protocol,
+        vm_id: VM,
+        node_id: 'n2',
+        wg_ip: '127.0.0.1',
+      })),
     });
     expect(await beat('n2', n2, [vmRecord(VM)])).toEqual({ accepted: true });
   });

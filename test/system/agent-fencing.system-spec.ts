@@ -185,6 +185,15 @@ describe('an agent whose lease is not renewed (etcd mode)', () => {
       200,
     );
     expect(qemuPidsOf(unprotectedVm)).toHaveLength(1);
+    // Started again as an unfenced VM, not as a crash (no backoff, no crash loop).
+    await agent.waitForOutput(
+      new RegExp(
+        `vm ${protectedVm} started again from its disk \\(unfenced: its node's lease renewed`,
+      ),
+      10_000,
+    );
+    expect(await scraped('ppn_host_vm_restarts_total{reason="unfenced"}')).toBe(1);
+    expect(await scraped('ppn_host_vm_restarts_total{reason="crashed"}')).toBeUndefined();
     expect(await scraped('ppn_vm_host_fenced_vms')).toBe(0);
     const later = controller.answered.length;
     await eventually(

@@ -46,7 +46,7 @@ describe('a controller on a three-member etcd that loses its majority', () => {
       await fleet.waitForOutput(/\[Leadership\] controller \S+ is the leader/);
       expect(await beat(stub)).toEqual({
         status: 200,
-        body: { accepted: true, fence_after_s: 10 } satisfies HeartbeatAnswer,
+        body: { accepted: true, fence_after_s: 10, copies_default: 1 } satisfies HeartbeatAnswer,
       });
 
       // One member of three lost: nothing changes.
@@ -61,7 +61,7 @@ describe('a controller on a three-member etcd that loses its majority', () => {
           15_000,
           500,
         ),
-      ).toEqual({ status: 200, body: { accepted: true, fence_after_s: 10 } });
+      ).toEqual({ status: 200, body: { accepted: true, fence_after_s: 10, copies_default: 1 } });
 
       // Two lost: the majority is gone.
       await cluster.killMember(1);
@@ -92,7 +92,7 @@ describe('a controller on a three-member etcd that loses its majority', () => {
           30_000,
           500,
         ),
-      ).toEqual({ status: 200, body: { accepted: true, fence_after_s: 10 } });
+      ).toEqual({ status: 200, body: { accepted: true, fence_after_s: 10, copies_default: 1 } });
       expect(stub.calls).toEqual([]);
       expect(await fleet.stop()).toEqual({ code: 0, signal: null });
     } finally {

@@ -153,6 +153,7 @@ export function nodeStateFromHeartbeat(
     silent_vms: previous ? notListed(previous.silent_vms, heartbeat.vms) : [],
     disk_room: diskRoomOf(heartbeat.disk_room),
     replicas: replicasOf(heartbeat.replicas, heartbeat.timestamp_utc),
+    fenced_vm_ids: heartbeat.fenced_vm_ids ?? [],
   });
 }
 

@@ -117,6 +117,11 @@ export interface NodeState {
    * before copies). Never in `record`.
    */
   replicas: HeartbeatReplica[];
+  /**
+   * The protected VMs its last heartbeat said it fenced (etcd mode: its lease ran out; empty:
+   * none, or an agent before fencing). Never in `record`: metrics and the console show them.
+   */
+  fenced_vm_ids: string[];
   /** The record every read shows, derived once per change rather than once per read. */
   readonly record: NodeRecord;
 }
@@ -149,6 +154,7 @@ export function withRecord(facts: NodeFacts): NodeState {
     silent_vms: facts.silent_vms,
     disk_room: facts.disk_room,
     replicas: facts.replicas,
+    fenced_vm_ids: facts.fenced_vm_ids,
     record: toNodeRecord(facts),
   };
 }

@@ -248,6 +248,7 @@ export function consoleNode(
       ? passedOver(node, candidates)
       : `silent since ${toRfc3339(node.received_at_wall_ms)} (${Math.round((wallNowMs - node.received_at_wall_ms) / 1000)} s): out of placement until its agent heartbeats again`,
     vm_ids: node.vms.map((vm) => vm.vm_id),
+    fenced_vm_ids: node.fenced_vm_ids,
   };
 }
 

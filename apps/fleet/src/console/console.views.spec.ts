@@ -26,6 +26,7 @@ function node(overrides: Partial<ConsoleNode> = {}): ConsoleNode {
     late: false,
     passed_over: null,
     vm_ids: ['vm-1'],
+    fenced_vm_ids: [],
     ...overrides,
   };
 }
@@ -145,6 +146,16 @@ describe('console views', () => {
     expect(nodePage(node(), [], [node()], CONTEXT).text).toContain(
       '<dd>not reported by its agent</dd>',
     );
+  });
+
+  it('lists the VMs a node says it fenced on its page, each linked, and nothing when none', () => {
+    const fenced = node({ fenced_vm_ids: ['vm-1', 'vm-2'] });
+    const text = nodePage(fenced, [], [fenced], CONTEXT).text;
+    expect(text).toContain('<dt>Fenced VMs</dt>');
+    expect(text).toMatch(
+      /its lease in etcd ran out, so its agent ended\s+<a href="\/vms\/vm-1">vm-1<\/a>, <a href="\/vms\/vm-2">vm-2<\/a>;/,
+    );
+    expect(nodePage(node(), [], [node()], CONTEXT).text).not.toContain('Fenced');
   });
 
   it('shows the accelerator each VM reports', () => {

@@ -32,6 +32,8 @@ export interface ConsoleNode {
   vm_ids: string[];
   /** Since when it is drained (`node drain`); null or absent: it is not. */
   drained_since?: string | null;
+  /** etcd mode: the protected VMs its last heartbeat said it fenced (its lease ran out). */
+  fenced_vm_ids: string[];
 }
 
 export interface ConsoleOverview {

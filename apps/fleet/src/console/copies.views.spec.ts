@@ -127,6 +127,16 @@ describe('copies and backups on the VM page', () => {
     expect(vmCopiesLive(copies({ node_id: 'n3' }), NOW).text).toContain('not its node now');
   });
 
+  it('marks a VM the leader recovered with its generation, and says nothing of it otherwise', () => {
+    expect(words(vmCopiesLive(copies({ generation: 2 }), NOW).text)).toContain(
+      'Recovered generation 2 recovered from its copies on another node 2 times after its node was lost',
+    );
+    expect(words(vmCopiesLive(copies({ generation: 1 }), NOW).text)).toContain(
+      'another node once after its node was lost',
+    );
+    expect(vmCopiesLive(copies(), NOW).text).not.toContain('Recovered');
+  });
+
   it('reads the section at the first refresh when the page had none', () => {
     expect(words(vmCopiesSection('vm-1', undefined, NOW).text)).toBe('Copies and backups Reading…');
   });

@@ -105,6 +105,18 @@ function backupsPart(copies: VmCopies, nowMs: number): Html {
   }`;
 }
 
+/** etcd mode: a VM the leader recovered on another node, with its generation; nothing otherwise. */
+function recoveredPart(copies: VmCopies): Html | string {
+  const generation = copies.generation;
+  if (generation === undefined) return '';
+  return html`<dt>Recovered</dt>
+    <dd class="recovered">
+      <span class="badge warn">generation ${generation}</span> recovered from its copies on another
+      node ${generation === 1 ? 'once' : `${generation} times`} after its node was lost (the
+      leader's log names each); a node that ran an older generation never starts it again
+    </dd>`;
+}
+
 /** The refreshed part of a VM page's "Copies and backups": its policy, copies and backups. */
 export function vmCopiesLive(copies: VmCopies, nowMs: number): Html {
   return html`<dl class="facts">
@@ -119,6 +131,7 @@ export function vmCopiesLive(copies: VmCopies, nowMs: number): Html {
                 ${timeCell(copies.copied_at, nowMs)}`
         }
       </dd>
+      ${recoveredPart(copies)}
     </dl>
     <h3>Copies on other nodes</h3>
     ${copiesTable(copies, nowMs)}

@@ -39,6 +39,20 @@ export function nodeStatus(node: ConsoleNode): Html {
   return html`<span class="badge good">live</span>${drainingBadge(node)}`;
 }
 
+/** etcd mode: the VMs the node says it fenced, each linked; nothing when it fenced none. */
+function fencedPart(node: ConsoleNode): Html | string {
+  if (node.fenced_vm_ids.length === 0) return '';
+  return html`<dt>Fenced VMs</dt>
+    <dd class="fenced">
+      <span class="badge bad">fenced</span> its lease in etcd ran out, so its agent ended
+      ${node.fenced_vm_ids.map(
+        (vmId, index) =>
+          html`${index === 0 ? '' : ', '}<a href="/vms/${pathPart(vmId)}">${vmId}</a>`,
+      )};
+      they start again here once its lease is renewed, unless recovered on another node
+    </dd>`;
+}
+
 /** A node's own page: its facts, why placement passes it over, its VMs. */
 export function nodePage(
   node: ConsoleNode,
@@ -85,6 +99,7 @@ export function nodeLive(
         ${node.drained_since ? `draining since ${node.drained_since}` : 'not drained'}
         ${drainForm(node)}
       </dd>
+      ${fencedPart(node)}
       <dt>Placement</dt>
       ${
         node.passed_over === null

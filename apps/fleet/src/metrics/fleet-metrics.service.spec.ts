@@ -42,6 +42,7 @@ const reading: LiveNodeReading = {
   vm_states: [],
   heartbeat_age_ms: 0,
   reserved: false,
+  fenced_vms: 0,
   credential: 'own',
 };
 
@@ -445,6 +446,7 @@ describe('FleetMetrics', () => {
       ppn_fleet_node_vms: 'gauge',
       ppn_fleet_node_heartbeat_age_seconds: 'gauge',
       ppn_fleet_node_reserved: 'gauge',
+      ppn_fleet_node_fenced_vms: 'gauge',
       ppn_fleet_vm_copy_age_seconds: 'gauge',
       ppn_fleet_vm_copy_interval_seconds: 'gauge',
       ppn_fleet_vm_uncopied_seconds: 'gauge',

@@ -197,6 +197,12 @@ export class FleetMetrics {
       ['node_id'],
       (gauge, node) => gauge.set({ node_id: node.node_id }, node.reserved ? 1 : 0),
     );
+    perNode(
+      'ppn_fleet_node_fenced_vms',
+      'etcd mode: per live node, the protected VMs its last heartbeat said it fenced (fenced_vm_ids: its lease ran out, their QEMU ended, held until a renewal); 0 otherwise.',
+      ['node_id'],
+      (gauge, node) => gauge.set({ node_id: node.node_id }, node.fenced_vms),
+    );
     // Copies: one series per VM that wants copies or has one (node_id: the VM's node), from the
     // same read; the store unreadable: none, and the count NaN.
     const perVmCopy = (

@@ -11,6 +11,8 @@ export interface LiveNodeReading {
   /** Time since its last heartbeat arrived, on the controller's clock. */
   heartbeat_age_ms: number;
   reserved: boolean;
+  /** The protected VMs its last heartbeat said it fenced (etcd mode: its lease ran out). */
+  fenced_vms: number;
   /** The credential its last heartbeat was taken with (null: none, an open controller). */
   credential: NodeCredential | null;
 }

@@ -31,6 +31,7 @@ import { VmHostClient } from '../vms/vm-host.client';
 import { AgentCallError } from '../vms/agent-calls';
 import { PlacementRefusedError } from '../vms/vms.errors';
 import { VmMoveFailedError, VmMoveRefusedError } from './vm-move.errors';
+import { askTargetToGiveUp } from './move-target';
 
 /** How long the controller waits for the old node's answer: a whole disk sent, then the memory. */
 export const MOVE_AGENT_TIMEOUT_MS = 2 * 60 * 60_000;
@@ -157,6 +158,29 @@ export class VmMoveService {
         ),
       );
     } catch (error) {
+      if (error instanceof VmMoveFailedError) {
+        const word = await askTargetToGiveUp(
+          { host: target.wg_ip, port: target.spawn_port },
+          vmId,
+          grant,
+        );
+        if (word.kind === 'runs-there') {
+          // Its old node's part ended unconfirmed (its agent killed, the mesh cut) after the new
+          // node received the whole guest: the VM is the new node's; the old node is told it is
+          // superseded (it stops its paused QEMU and sets its disk aside).
+          const running = vmRecordOf({ ...vm, state: VmState.Running });
+          await this.handOver(vmId, source.node_id, target.node_id, holdId, running);
+          await this.recordMove(vmId, target.node_id);
+          throw new VmMoveFailedError(
+            `vm ${vmId}: its move from node ${source.node_id} ended unconfirmed, but node ${target.node_id} received the whole guest and runs it: it is node ${target.node_id}'s now (node ${source.node_id} sets its copy aside)`,
+          );
+        }
+        if (word.kind === 'unknown') {
+          this.logger.error(
+            `vm ${vmId}: node ${target.node_id} not told the move is given up (${word.detail}); it rolls it back by itself within 30 min`,
+          );
+        }
+      }
       await this.giveBack(target, holdId);
       throw error;
     }

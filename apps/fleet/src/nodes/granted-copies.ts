@@ -11,7 +11,10 @@ const MAX_VMS_KEPT = 100_000;
  * controller restarted over Redis or etcd keeps them): a node can never claim a copy of a VM
  * it was never granted, to become its copy peer, restore source or recovery target.
  * Kept in memory: a restarted controller rebuilds it from the plans it pushes again within one
- * planner round (10 s).
+ * planner round (10 s). With several controllers each keeps its own (every one runs the
+ * planner): it fails closed, since a controller that has not granted a copy yet only refuses a
+ * node's first report of it until its next round, while a copy taken once is kept by all (the
+ * stored record holds it). Kept in the store instead, it would cost a read per heartbeat.
  */
 @Injectable()
 export class GrantedCopies {

@@ -64,6 +64,7 @@ export class LiveNodesReader extends LiveNodesSource {
         vm_states: state.vms.map((vm) => vm.state),
         heartbeat_age_ms: Math.max(0, now - state.received_at_ms),
         reserved: state.reserved,
+        fenced_vms: state.fenced_vm_ids.length,
         credential: state.credential,
       })),
     };

@@ -16,6 +16,7 @@ import { NodesService } from './nodes.service';
 import { VmMoves } from './vm-moves.repository';
 import { NodeDrains } from './node-drains.repository';
 import { GrantedCopies } from './granted-copies';
+import { MeshRoutes } from './mesh-routes';
 
 /** The store the configuration chose (nodes-store.choice.ts), opened once and closed with the app. */
 class ChosenNodesStore implements OnModuleInit, OnApplicationShutdown {
@@ -43,6 +44,7 @@ class ChosenNodesStore implements OnModuleInit, OnApplicationShutdown {
   controllers: [NodesController],
   providers: [
     NodesService,
+    MeshRoutes,
     NodeStalenessJob,
     {
       provide: ChosenNodesStore,

@@ -23,6 +23,7 @@ import {
   toRfc3339,
   keepsMovedVm,
 } from '@app/fleet-domain';
+import { FleetConfig } from '../config/fleet.config';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { FOREIGN_VM_EPISODE_QUIET_MS, ForeignVmIds } from './foreign-vm-ids.tracker';
 import { NodeIdConflicts } from './node-id-conflicts.tracker';
@@ -35,6 +36,7 @@ import { GrantedCopies } from './granted-copies';
 import { VmMoves } from './vm-moves.repository';
 import { NodeLeases } from './node-leases';
 import { withGrantedReplicas } from './granted-replicas-change';
+import { MeshRoutes } from './mesh-routes';
 
 /** Nodes named one by one per sweep; beyond that, one summary line. */
 const DROP_LINES_PER_SWEEP = 20;
@@ -69,6 +71,10 @@ export class NodesService {
     private readonly leases?: NodeLeases,
     /** Absent (a unit test's service): every reported copy is taken. */
     private readonly grantedCopies?: GrantedCopies,
+    /** Its VM_FLEET_COPIES goes with fence_after_s (copies_default): the agent fences what recovery restores. */
+    private readonly config?: FleetConfig,
+    /** Absent (a unit test's service): answers carry no routing mesh table. */
+    private readonly meshRoutes?: MeshRoutes,
   ) {
     this.credentials = new HeartbeatCredentials(nodeTokens, clock, this.logger);
   }
@@ -148,12 +154,15 @@ export class NodesService {
       ? await this.nodes.listAll().catch(() => undefined)
       : undefined;
     const wanted = all && wantedReplicaVmIds(heartbeat.replicas, all);
-    if (fenceAfterS === undefined && superseded.length === 0 && !wanted) return ACCEPTED;
+    const mesh = await this.meshRoutes?.forNode(id);
+    if (fenceAfterS === undefined && superseded.length === 0 && !wanted && !mesh) return ACCEPTED;
     return {
       accepted: true,
+      ...(mesh ? { mesh_routes: mesh } : {}),
       ...(wanted ? { wanted_replica_vm_ids: wanted } : {}),
       ...(superseded.length > 0 && { superseded_vm_ids: superseded }),
       ...(fenceAfterS !== undefined && { fence_after_s: fenceAfterS }),
+      ...(fenceAfterS !== undefined && this.config && { copies_default: this.config.copies }),
     };
   }
 

@@ -191,4 +191,45 @@ describe('RecoveryService (etcd mode, the leader)', () => {
     expect(await beat('n1', [vmRecord(PROTECTED)])).toEqual({ accepted: true, fence_after_s: 45 });
     expect(restores).toEqual([]);
   });
+
+  it('sends its default copy count beside fence_after_s, and only then: the agent fences what recovery restores', async () => {
+    const metrics = new FleetMetrics();
+    const withDefault = (copies: string, nodeLeases?: EtcdNodeLeases) =>
+      new NodesService(
+        repository,
+        clock,
+        metrics,
+        new NodeTokens(),
+        moves,
+        nodeLeases,
+        undefined,
+        fleetConfig({ VM_FLEET_COPIES: copies }),
+      );
+    nodes = withDefault('0', leases);
+    expect(await beat('n1', [vmRecord(UNPROTECTED)])).toEqual({
+      accepted: true,
+      fence_after_s: 45,
+      copies_default: 0,
+    });
+    // Its VM without a policy is, to recovery, unprotected as well: never restored elsewhere.
+    recovery = new RecoveryService(
+      leases,
+      new SoleLeader(),
+      repository,
+      moves,
+      { restore: () => Promise.reject(new Error('not expected')) } as unknown as VmRestoreService,
+      clock,
+      fleetConfig({ VM_FLEET_COPIES: '0', VM_FLEET_RECOVER_AFTER_S: '90' }),
+      metrics,
+    );
+    expect((await passAfter(120_000))[0]).toMatchObject({
+      recovered: [],
+      unprotected: [UNPROTECTED],
+    });
+    nodes = withDefault('2', leases);
+    expect(await beat('n2')).toEqual({ accepted: true, fence_after_s: 45, copies_default: 2 });
+    // etcd unreachable: no renewal, so neither field.
+    etcd.down = true;
+    expect(await beat('n2')).toEqual({ accepted: true });
+  });
 });

@@ -43,7 +43,15 @@ describe('loadVmHostConfig', () => {
       backupKeepDaily: 7,
       backupKeepWeekly: 4,
       copyMaxMbps: 40,
+      routingMesh: true,
     });
+  });
+
+  it('turns the routing mesh off with VM_ROUTING_MESH=0 and refuses another word', () => {
+    expect(loadVmHostConfig({ ...required, VM_ROUTING_MESH: '0' }).routingMesh).toBe(false);
+    expect(errorOf({ ...required, VM_ROUTING_MESH: 'off' })).toContain(
+      'VM_ROUTING_MESH must be true, false, 1 or 0',
+    );
   });
 
   it('names every missing required variable in one message', () => {

@@ -243,6 +243,18 @@ export class VmHostConfig extends DaemonConfig {
   })
   copyMaxMbps!: number;
 
+  /**
+   * The routing mesh (docs/vms.md "Reaching a service"): this node listens at VM_WG_IP on the
+   * published TCP ports of other nodes' VMs and forwards to them. Off: none here (host ports
+   * are still kept unique across the fleet).
+   */
+  @EnvironmentVariable('VM_ROUTING_MESH', {
+    validate: Matches(/^(true|false|1|0)$/i, { message: '$property must be true, false, 1 or 0' }),
+    read: (value) => /^(true|1)$/i.test(value),
+    default: true,
+  })
+  routingMesh!: boolean;
+
   /** Where GET /metrics listens; unset means no metrics at all. */
   @EnvironmentVariable('VM_METRICS_ADDR', { validate: IsListenAddress(), read: parseListenAddress })
   metricsAddress?: ListenAddress;

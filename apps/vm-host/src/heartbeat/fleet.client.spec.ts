@@ -219,4 +219,30 @@ describe('FleetClient with several controllers (VM_FLEET_ENDPOINT a list)', () =
       });
     }
   });
+
+  it('reads copies_default only beside fence_after_s, and only as a whole 0..2', async () => {
+    const answers = [
+      '{"fence_after_s":45,"copies_default":0}',
+      '{"fence_after_s":45,"copies_default":3}',
+      '{"fence_after_s":45,"copies_default":"1"}',
+      '{"fence_after_s":45,"copies_default":0.5}',
+      '{"copies_default":0}',
+    ];
+    const fleet = await controller((_request, _body, response) => response.end(answers.shift()));
+    servers.push(fleet.server);
+    const client = new FleetClient(fleet.url);
+    const read = [];
+    for (let i = 0; i < 5; i += 1) {
+      read.push(
+        await client.sendHeartbeat(heartbeat({ node_id: 'n' }), AbortSignal.timeout(2_000)),
+      );
+    }
+    expect(read).toEqual([
+      { accepted: true, fence_after_s: 45, copies_default: 0 },
+      { accepted: true, fence_after_s: 45 },
+      { accepted: true, fence_after_s: 45 },
+      { accepted: true, fence_after_s: 45 },
+      { accepted: true },
+    ]);
+  });
 });

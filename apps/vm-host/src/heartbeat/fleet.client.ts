@@ -5,9 +5,11 @@ import {
   ID_PATTERN,
   MAX_FENCE_AFTER_S,
   MAX_REPLICAS_REPORTED,
+  MAX_VM_COPIES,
   MIN_FENCE_AFTER_S,
   type FleetApi,
 } from '@app/fleet-domain';
+import { meshRoutesOf } from '../mesh/mesh-answer';
 
 export type HeartbeatBody = FleetApi.components['schemas']['NodeHeartbeat'];
 export type HeartbeatAnswer = FleetApi.components['schemas']['HeartbeatAnswer'];
@@ -16,8 +18,11 @@ export type HeartbeatAnswer = FleetApi.components['schemas']['HeartbeatAnswer'];
 const TAKEN: HeartbeatAnswer = { accepted: true };
 
 const HEARTBEAT_PATH = '/v1/nodes/heartbeat' satisfies keyof FleetApi.paths;
-/** Of an answer, only so much is read: a refusal's JSON `message`, or whether it was taken. */
-const MAX_ANSWER_BODY_BYTES = 64 * 1024;
+/**
+ * Of an answer, only so much is read: a refusal's JSON `message`, or whether it was taken and
+ * what comes with it (the routing mesh's table, about 100 bytes a route, the largest part).
+ */
+const MAX_ANSWER_BODY_BYTES = 512 * 1024;
 
 /** Longest controller message a failure log line quotes. */
 const MAX_MESSAGE_CHARS = 300;
@@ -206,17 +211,35 @@ function answerOf(body: unknown): HeartbeatAnswer {
       fence <= MAX_FENCE_AFTER_S
         ? fence
         : undefined;
+    const copiesDefault = fenceAfterS === undefined ? undefined : copiesDefaultOf(body);
+    const mesh = meshRoutesOf(body.mesh_routes);
     return {
       accepted: true,
+      ...(mesh.length > 0 ? { mesh_routes: mesh } : {}),
       ...(wanted ? { wanted_replica_vm_ids: wanted } : {}),
       ...(superseded.length > 0 ? { superseded_vm_ids: superseded } : {}),
       ...(fenceAfterS !== undefined ? { fence_after_s: fenceAfterS } : {}),
+      ...(copiesDefault !== undefined ? { copies_default: copiesDefault } : {}),
     };
   }
   const stored = body.stored_timestamp_utc;
   return typeof stored === 'string'
     ? { accepted: false, stored_timestamp_utc: stored.slice(0, MAX_MESSAGE_CHARS) }
     : { accepted: false };
+}
+
+/**
+ * copies_default, read only beside fence_after_s and only as a whole 0..MAX_VM_COPIES
+ * (anything else: absent, so a VM without a copies policy counts as protected).
+ */
+function copiesDefaultOf(body: Record<string, unknown>): number | undefined {
+  const count = body.copies_default;
+  return typeof count === 'number' &&
+    Number.isInteger(count) &&
+    count >= 0 &&
+    count <= MAX_VM_COPIES
+    ? count
+    : undefined;
 }
 
 /**

@@ -5,12 +5,13 @@ import { VmHostConfig } from '../config/vm-host.config';
 import { HostFactsModule } from '../host-facts/host-facts.module';
 import { ReplicasModule } from '../replicas/replicas.module';
 import { VmsModule } from '../vms/vms.module';
+import { MeshModule } from '../mesh/mesh.module';
 import { FleetClient } from './fleet.client';
 import { HeartbeatScheduler } from './heartbeat.scheduler';
 import { HeartbeatService } from './heartbeat.service';
 
 @Module({
-  imports: [VmsModule, ReplicasModule, HostFactsModule],
+  imports: [VmsModule, ReplicasModule, HostFactsModule, MeshModule],
   providers: [
     HeartbeatService,
     HeartbeatScheduler,

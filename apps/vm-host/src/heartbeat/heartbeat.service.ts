@@ -8,6 +8,7 @@ import { ReplicasService } from '../replicas/replicas.service';
 import { ReplicaPrune } from '../replicas/replica-prune';
 import { NodeVmsSource } from '../vms/node-vms.source';
 import { VmFencing } from '../vms/fencing/vm-fencing.service';
+import { RoutingMesh } from '../mesh/routing-mesh';
 import { FleetClient, HeartbeatAnswer, HeartbeatBody } from './fleet.client';
 
 const NS_PER_MS = 1_000_000n;
@@ -37,6 +38,7 @@ export class HeartbeatService {
     @Optional() private readonly replicas?: ReplicasService,
     @Optional() private readonly fencing?: VmFencing,
     @Optional() private readonly prune?: ReplicaPrune,
+    @Optional() private readonly mesh?: RoutingMesh,
   ) {}
 
   /** The controller that answered last, as logs name it. */
@@ -92,15 +94,21 @@ export class HeartbeatService {
         answer.wanted_replica_vm_ids,
       );
     }
-    if (answer.accepted) return this.taken();
+    if (answer.accepted) {
+      // Absent: no route (or a controller before the mesh): every listener closes.
+      await this.mesh?.learn(answer.mesh_routes ?? [], body.vms);
+      return this.taken();
+    }
     this.ignored(body, answer);
     if (!this.stampAfter(answer.stored_timestamp_utc)) return;
     const again = { ...body, timestamp_utc: this.stamp() };
     const againAtMs = this.fencing?.now() ?? 0;
     const second = await this.post(again, timeoutMs, shutdown);
     await this.fencing?.answered(againAtMs, second);
-    if (second.accepted) this.taken();
-    else this.ignored(again, second);
+    if (second.accepted) {
+      await this.mesh?.learn(second.mesh_routes ?? [], again.vms);
+      this.taken();
+    } else this.ignored(again, second);
   }
 
   private post(

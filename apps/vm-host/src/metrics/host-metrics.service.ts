@@ -18,6 +18,7 @@ interface HostInstruments {
   copyFailures: Prometheus.Counter<'vm_id'>;
   copyLastTime: Prometheus.Gauge<'vm_id'>;
   fencedVms: Prometheus.Gauge;
+  meshPorts: Prometheus.Gauge<'state'>;
   fences: Prometheus.Counter;
 }
 
@@ -97,7 +98,7 @@ export class HostMetrics {
       }),
       restarts: new prometheus.Counter({
         name: 'ppn_host_vm_restarts_total',
-        help: 'VMs the agent started again without an operator asking, by reason: crashed (its process ended while it should run) or agent_start (not running when the agent started: a reboot, a power cut).',
+        help: "VMs the agent started again without an operator asking, by reason: crashed (its process ended while it should run), agent_start (not running when the agent started: a reboot, a power cut) or unfenced (ended by self-fencing, started once the node's lease was renewed again).",
         labelNames: ['reason'] as const,
         registers,
       }),
@@ -147,6 +148,12 @@ export class HostMetrics {
         help: "Protected VMs this agent holds fenced now: ended (or not started) because its node's lease was not renewed in time (etcd mode); started again once it is.",
         registers,
       }),
+      meshPorts: new prometheus.Gauge({
+        name: 'ppn_vm_host_mesh_ports',
+        help: "Published TCP ports of other nodes' VMs the routing mesh forwards from this node (state listening), and those it cannot listen on (state failed: another process holds the port).",
+        labelNames: ['state'] as const,
+        registers,
+      }),
       fences: new prometheus.Counter({
         name: 'ppn_vm_host_fences_total',
         help: "Protected VMs this agent ended hard because its node's lease was not renewed in time (etcd mode).",
@@ -179,7 +186,7 @@ export class HostMetrics {
   }
 
   /** A VM started again without an operator asking. */
-  countRestart(reason: 'crashed' | 'agent_start'): void {
+  countRestart(reason: 'crashed' | 'agent_start' | 'unfenced'): void {
     this.instruments?.restarts.inc({ reason });
   }
 
@@ -196,6 +203,12 @@ export class HostMetrics {
   /** How many VMs are fenced now. */
   observeFenced(count: number): void {
     this.instruments?.fencedVms.set(count);
+  }
+
+  /** The routing mesh's ports: listening, and those it could not bind. */
+  observeMeshPorts(listening: number, failed: number): void {
+    this.instruments?.meshPorts.set({ state: 'listening' }, listening);
+    this.instruments?.meshPorts.set({ state: 'failed' }, failed);
   }
 
   countStartFailure(): void {

@@ -11,6 +11,7 @@ import {
   abandonOnSource,
   clearMoveLeftovers,
   awaitIncoming,
+  incomingCompleted,
   migrateWithSwitchover,
   mirrorToNbd,
   runningMachine,
@@ -27,6 +28,8 @@ class FakeQemu {
   nodes = new Set<string>();
   running = true;
   failWith?: string;
+  /** A mirror that never gets ready, its progress frozen (the mesh cut). */
+  stalled = false;
   /** What the migration reaches after `migrate`: its pause, unless the test says otherwise. */
   afterMigrate = 'pre-switchover';
 
@@ -40,7 +43,7 @@ class FakeQemu {
         return { return: {} };
       case 'query-jobs': {
         const jobs = this.job ? [{ ...this.job }] : [];
-        if (this.job?.status === 'running') {
+        if (this.job?.status === 'running' && !this.stalled) {
           this.job.status = 'ready';
           this.job['current-progress'] = 64 << 20;
         }
@@ -237,5 +240,30 @@ describe("the QMP sequences of a VM's move", () => {
       'the incoming migration is still active',
     );
     expect(call('cont')).toBeUndefined();
+  });
+
+  it('gives a mirror up once it sends nothing for the stall limit (the mesh cut)', async () => {
+    qemu.stalled = true;
+    await expect(
+      session((qmp) => mirrorToNbd(qmp, '#block149', '/run/vm/move-nbd', 300)),
+    ).rejects.toThrow(
+      "QEMU's mirror to the target sent nothing for 0 s (the new node unreachable?)",
+    );
+  });
+
+  it('gives a migration up once it sends nothing for the stall limit, never switching over', async () => {
+    await session((qmp) => mirrorToNbd(qmp, '#block149', '/run/vm/move-nbd'));
+    qemu.afterMigrate = 'active';
+    await expect(
+      session((qmp) => migrateWithSwitchover(qmp, '/run/vm/move-mig', undefined, 300)),
+    ).rejects.toThrow('the migration sent nothing for 0 s');
+    expect(call('migrate-continue')).toBeUndefined();
+  });
+
+  it('on the target: says whether the whole guest was received', async () => {
+    qemu.migration = 'active';
+    await expect(session((qmp) => incomingCompleted(qmp))).resolves.toBe(false);
+    qemu.migration = 'completed';
+    await expect(session((qmp) => incomingCompleted(qmp))).resolves.toBe(true);
   });
 });

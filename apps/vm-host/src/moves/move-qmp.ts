@@ -12,6 +12,12 @@ const POLL_MS = 100;
  */
 const MIGRATE_BANDWIDTH_BYTES_S = 1024 * 1024 * 1024;
 const DOWNTIME_LIMIT_MS = 300;
+/**
+ * A mirror or migration that sends nothing for this long is given up (the guest runs here
+ * again): the mesh to the new node is cut, and TCP would wait minutes, the guest's disk writes
+ * (write-blocking) or the guest itself (paused before the switchover) waiting with it.
+ */
+export const MOVE_STALL_MS = 30_000;
 
 /** What the source sent, as QEMU counted it. */
 export interface LiveMoveFigures {
@@ -58,6 +64,7 @@ export async function mirrorToNbd(
   qmp: QmpSession,
   diskNode: string,
   nbdSocket: string,
+  stallMs = MOVE_STALL_MS,
 ): Promise<void> {
   await qmp.execute('blockdev-add', {
     'node-name': MOVE_TARGET_NODE,
@@ -75,6 +82,7 @@ export async function mirrorToNbd(
     'copy-mode': 'write-blocking',
     'auto-dismiss': false,
   });
+  const progress = new Progress(stallMs, "QEMU's mirror to the target");
   for (;;) {
     const job = await moveJob(qmp);
     if (!job) throw new Error("QEMU's mirror job is gone");
@@ -82,6 +90,7 @@ export async function mirrorToNbd(
     if (job.status === 'concluded' || job.status === 'aborting' || job.status === 'null') {
       throw new Error(`QEMU's mirror to the target failed: ${job.error ?? job.status}`);
     }
+    progress.check(job['current-progress'] ?? 0);
     await pause(POLL_MS);
   }
 }
@@ -98,6 +107,7 @@ export async function migrateWithSwitchover(
   qmp: QmpSession,
   migrateSocket: string,
   paused: () => void = () => undefined,
+  stallMs = MOVE_STALL_MS,
 ): Promise<LiveMoveFigures> {
   await qmp.execute('migrate-set-capabilities', {
     capabilities: [{ capability: 'pause-before-switchover', state: true }],
@@ -107,16 +117,18 @@ export async function migrateWithSwitchover(
     'downtime-limit': DOWNTIME_LIMIT_MS,
   });
   await qmp.execute('migrate', { uri: `unix:${migrateSocket}` });
-  await migrationReaches(qmp, 'pre-switchover');
+  await migrationReaches(qmp, 'pre-switchover', stallMs);
   const pausedAtMs = performance.now();
   paused();
   const mirror = await moveJob(qmp);
   const diskBytes = mirror?.['current-progress'] ?? 0;
   // A ready mirror cancelled completes it without pivoting: the source keeps its own disk.
   await qmp.execute('block-job-cancel', { device: MOVE_JOB_ID });
+  const ending = new Progress(stallMs, "the mirror's last writes");
   for (;;) {
     const job = await moveJob(qmp);
     if (!job) break;
+    ending.check(job['current-progress'] ?? 0);
     if (job.status === 'concluded') {
       await qmp.execute('job-dismiss', { id: MOVE_JOB_ID });
       if (job.error !== undefined) throw new Error(`QEMU's mirror ended badly: ${job.error}`);
@@ -126,7 +138,7 @@ export async function migrateWithSwitchover(
   }
   await qmp.execute('blockdev-del', { 'node-name': MOVE_TARGET_NODE });
   await qmp.execute('migrate-continue', { state: 'pre-switchover' });
-  const done = await migrationReaches(qmp, 'completed');
+  const done = await migrationReaches(qmp, 'completed', stallMs);
   return { diskBytes, memoryBytes: done.ram?.transferred ?? 0, pausedAtMs };
 }
 
@@ -238,7 +250,22 @@ export async function takeOver(qmp: QmpSession, withinMs: number): Promise<void>
   await qmp.execute('cont');
 }
 
-async function migrationReaches(qmp: QmpSession, wanted: string): Promise<QmpMigration> {
+/**
+ * On the target: whether its QEMU received the whole guest (its incoming migration completed).
+ * From then on the guest is this node's: its old node, having sent it all, never resumes it
+ * unless this node says it did not take it (see settleTakeOver).
+ */
+export async function incomingCompleted(qmp: QmpSession): Promise<boolean> {
+  const migration = (await qmp.execute('query-migrate')) as QmpMigration;
+  return migration.status === 'completed';
+}
+
+async function migrationReaches(
+  qmp: QmpSession,
+  wanted: string,
+  stallMs: number,
+): Promise<QmpMigration> {
+  const progress = new Progress(stallMs, 'the migration');
   for (;;) {
     const migration = (await qmp.execute('query-migrate')) as QmpMigration;
     if (migration.status === wanted) return migration;
@@ -247,7 +274,31 @@ async function migrationReaches(qmp: QmpSession, wanted: string): Promise<QmpMig
         `the migration ${migration.status}${migration['error-desc'] ? `: ${migration['error-desc']}` : ''}`,
       );
     }
+    progress.check(migration.ram?.transferred ?? 0);
     await pause(wanted === 'completed' ? POLL_MS / 10 : POLL_MS);
+  }
+}
+
+/** A count that must grow within `stallMs`: else `what` is given up (MOVE_STALL_MS). */
+class Progress {
+  private last = -1;
+  private sinceMs = performance.now();
+
+  constructor(
+    private readonly stallMs: number,
+    private readonly what: string,
+  ) {}
+
+  check(count: number): void {
+    const now = performance.now();
+    if (count !== this.last) {
+      this.last = count;
+      this.sinceMs = now;
+    } else if (now - this.sinceMs > this.stallMs) {
+      throw new Error(
+        `${this.what} sent nothing for ${Math.round(this.stallMs / 1000)} s (the new node unreachable?)`,
+      );
+    }
   }
 }
 

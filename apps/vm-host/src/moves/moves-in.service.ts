@@ -1,7 +1,5 @@
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { ChildProcess, spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
-import { connect } from 'node:net';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { Clock, CopyGrant } from '@app/daemon';
 import {
@@ -18,6 +16,8 @@ import { VmAdmissionService } from '../vms/admission/vm-admission.service';
 import { diskNode } from '../vms/copies/qmp-copy';
 import { VmFiles } from '../vms/files/vm-files';
 import { VmSidecar } from '../vms/files/vm-sidecar';
+import { VmSidecars } from '../vms/files/vm-sidecars';
+import { VmLifeCycles } from '../vms/life-cycle/vm-life-cycles';
 import { specOf } from '../vms/life-cycle/vm-record';
 import { SOCKET_PORT_PROBE } from '../vms/ports/port-probe';
 import { COPY_QMP_SOCKET, KVM_CPU_MODELS, KvmCpuModel } from '../vms/qemu/qemu-command-line';
@@ -26,7 +26,8 @@ import { withQmp } from '../vms/qemu/qmp.client';
 import { runTool } from '../vms/qemu/run-tool';
 import { VmDriver } from '../vms/vm-driver';
 import { messageOf } from '../vms/vms.errors';
-import { MOVE_EXPORT, awaitIncoming, takeOver } from './move-qmp';
+import { MOVE_EXPORT, awaitIncoming, incomingCompleted, takeOver } from './move-qmp';
+import { address, hostCpu, lastLines, listening, movedInHere, pauseThen } from './move-helpers';
 import {
   IncomingMoveGoneError,
   MoveConflictError,
@@ -75,6 +76,8 @@ export class MovesInService implements OnModuleDestroy {
     private readonly files: VmFiles,
     private readonly hostFacts: HostFactsService,
     private readonly clock: Clock,
+    private readonly sidecars: VmSidecars,
+    private readonly lifecycle: VmLifeCycles,
   ) {}
 
   onModuleDestroy(): void {
@@ -164,6 +167,8 @@ export class MovesInService implements OnModuleDestroy {
     if (!move) {
       const finished = this.finished.get(vmId);
       if (finished && performance.now() - finished.atMs < FINISHED_KEPT_MS) return finished.vm;
+      const here = await movedInHere(this.sidecars, this.lifecycle, this.driver, vmId);
+      if (here) return here;
       throw new IncomingMoveGoneError(vmId);
     }
     move.finish('done');
@@ -184,12 +189,22 @@ export class MovesInService implements OnModuleDestroy {
     this.finished.set(vmId, { vm, atMs: now });
   }
 
-  /** The source gave up: everything of the VM here rolled back. */
+  /**
+   * The source (or the controller, its source gone silent) gave up: everything of the VM here
+   * rolled back; unless its QEMU had received the whole guest, which is then this node's (its
+   * source never resumes it): taken over, and refused (409) so the caller knows it runs here.
+   */
   async abort(vmId: string): Promise<void> {
     const move = this.incoming.get(vmId);
-    if (!move) return;
-    move.finish('abort');
-    await move.outcome.catch(() => undefined);
+    if (move) move.finish('abort');
+    const adopted = move
+      ? await move.outcome.catch(() => undefined)
+      : await movedInHere(this.sidecars, this.lifecycle, this.driver, vmId);
+    if (adopted) {
+      throw new MoveConflictError(
+        `vm ${vmId}: its whole guest was received here, it runs on node ${this.config.nodeId}: not given up`,
+      );
+    }
   }
 
   /**
@@ -273,7 +288,11 @@ export class MovesInService implements OnModuleDestroy {
         await awaitIncoming(qmp, disk.node, host, nbdPort, migratePort);
       });
       ready({ nbd_address: address(host, nbdPort), migrate_address: address(host, migratePort) });
-      if ((await finished) === 'abort') throw new Error('its old node gave the move up');
+      if ((await finished) === 'abort') {
+        const whole = await withQmp(socket, QMP_TIMEOUT_MS, incomingCompleted).catch(() => false);
+        if (!whole) throw new Error('its old node gave the move up');
+        this.logger.warn(`vm ${vmId}: the move given up, but the whole guest is here: taken over`);
+      }
       await withQmp(socket, QMP_TIMEOUT_MS, (qmp) => takeOver(qmp, TAKE_OVER_WITHIN_MS));
     } catch (error) {
       await driver.stop(vmId, started.record).catch((stopError: unknown) => {
@@ -345,47 +364,4 @@ export class MovesInService implements OnModuleDestroy {
     }
     this.logger.log(`vm ${vmId}: its disk received (cold move)`);
   }
-}
-
-function lastLines(text: string): string {
-  return text.trim().split('\n').slice(-2).join(' ').slice(0, 300);
-}
-
-function address(host: string, port: number): string {
-  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
-}
-
-/** The host CPU's model name, as /proc/cpuinfo says it. */
-export async function hostCpu(): Promise<string | undefined> {
-  const info = await readFile('/proc/cpuinfo', 'utf8').catch(() => '');
-  return /^model name\s*:\s*(.+)$/m.exec(info)?.[1]?.trim().slice(0, 128);
-}
-
-/** Resolves once something listens at host:port; throws if `child` ended or time ran out. */
-async function listening(
-  host: string,
-  port: number,
-  child: ChildProcess,
-  withinMs: number,
-): Promise<void> {
-  const deadline = performance.now() + withinMs;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`qemu-nbd ended at once (${child.exitCode})`);
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = connect({ host, port });
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once('error', () => resolve(false));
-    });
-    if (open) return;
-    if (performance.now() > deadline)
-      throw new Error(`qemu-nbd not listening within ${withinMs} ms`);
-    await pauseThen(50, undefined);
-  }
-}
-
-function pauseThen<T>(ms: number, value: T): Promise<T> {
-  return new Promise((resolve) => setTimeout(() => resolve(value), ms));
 }

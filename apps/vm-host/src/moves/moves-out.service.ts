@@ -37,8 +37,9 @@ import {
   mirrorToNbd,
   runningMachine,
 } from './move-qmp';
-import { hostCpu } from './moves-in.service';
+import { hostCpu } from './move-helpers';
 import { MoveRelay } from './move-relay';
+import { settleTakeOver } from './move-settle';
 import { MoveConflictError, MoveFailedError, MoveRefusedError } from './moves.errors';
 
 /** QMP's session of a move stays open for the whole move: silent this long, it is given up. */
@@ -181,8 +182,11 @@ export class MovesOutService {
 
   /**
    * The mirror, the migration to its pause, the mirror's end, the switchover, then the new node
-   * told to run the guest. Any failure before that answer: the migration cancelled and the guest
-   * running here again, the new node told to give up.
+   * told to run the guest. A failure before the migration completed: the relays closed first
+   * (QEMU's requests on a cut mesh fail at once rather than wait on TCP), the migration
+   * cancelled and the guest running here again, the new node told to give up. Once it
+   * completed, the new node may hold the whole guest (and takes it over): the guest runs here
+   * again only on its word that it did not take it (settleTakeOver).
    */
   private async switchOver(
     qmp: QmpSession,
@@ -193,6 +197,10 @@ export class MovesOutService {
   ): Promise<{ vm: VmRecord; pauseMs: number; bytes: number }> {
     const runDir = this.files.runDir(vmId);
     const relays: MoveRelay[] = [];
+    const closeRelays = async () => {
+      for (const relay of relays.splice(0)) await relay.close();
+    };
+    let figures;
     try {
       if (where.migrate_address === undefined) {
         throw new Error(`node ${peer.nodeId} named no migration address`);
@@ -205,24 +213,56 @@ export class MovesOutService {
       );
       relays.push(migration);
       await mirrorToNbd(qmp, diskNodeName, nbd.path);
-      const figures = await migrateWithSwitchover(qmp, migration.path);
-      const vm = await this.done(peer, vmId);
-      const pauseMs = Math.round(performance.now() - figures.pausedAtMs);
-      return { vm, pauseMs, bytes: nbd.sentBytes + migration.sentBytes };
+      figures = await migrateWithSwitchover(qmp, migration.path);
     } catch (error) {
       this.logger.warn(
         `vm ${vmId}: live move to node ${peer.nodeId} failed (${messageOf(error)}); resuming it here`,
       );
+      const bytes = relays.reduce((sum, relay) => sum + relay.sentBytes, 0);
+      await closeRelays();
       await abandonOnSource(qmp).catch((resumeError: unknown) => {
         this.logger.error(
           `vm ${vmId}: could not resume it after the failed move: ${messageOf(resumeError)}`,
         );
       });
-      await this.abort(peer, vmId);
-      throw error;
-    } finally {
-      for (const relay of relays) await relay.close();
+      // Not awaited: through a cut mesh the call waits out its timeout, and the controller tells
+      // the new node too once it hears of the failure.
+      void this.abort(peer, vmId);
+      throw new MoveFailedError(
+        `vm ${vmId}: its move to node ${peer.nodeId} failed after ${bytes} bytes, it runs here still: ${messageOf(error)}`,
+      );
     }
+    const bytes = relays.reduce((sum, relay) => sum + relay.sentBytes, 0);
+    try {
+      // The relays kept open meanwhile: what QEMU sent may still be on its way to the new node.
+      const settled = await settleTakeOver(() => this.doneOnce(peer, vmId));
+      if (settled.kind === 'taken') {
+        const pauseMs = Math.round(performance.now() - figures.pausedAtMs);
+        return { vm: settled.vm, pauseMs, bytes };
+      }
+      if (settled.kind === 'not-taken') {
+        this.logger.warn(
+          `vm ${vmId}: node ${peer.nodeId} did not take the guest over (${settled.reason}); resuming it here`,
+        );
+        await abandonOnSource(qmp);
+        throw new MoveFailedError(
+          `vm ${vmId}: node ${peer.nodeId} could not take it over, it runs here again: ${settled.reason}`,
+        );
+      }
+      this.logger.error(
+        `vm ${vmId}: its migration to node ${peer.nodeId} completed but node ${peer.nodeId} did not say it took the guest over (${settled.reason}): left paused here, never resumed (node ${peer.nodeId} runs it once its QEMU received it all); the controller settles it with node ${peer.nodeId}`,
+      );
+      throw new MoveFailedError(
+        `vm ${vmId}: its migration to node ${peer.nodeId} completed but node ${peer.nodeId} did not confirm the take-over (${settled.reason}); it is paused here, not resumed`,
+      );
+    } finally {
+      await closeRelays();
+    }
+  }
+
+  /** The new node told to run the guest, once. */
+  private async doneOnce(peer: PeerTarget, vmId: string): Promise<VmRecord> {
+    return (await this.peers.call(peer, 'POST', `/v1/moves/${vmId}/incoming/done`)) as VmRecord;
   }
 
   /**
@@ -232,7 +272,7 @@ export class MovesOutService {
   private async done(peer: PeerTarget, vmId: string): Promise<VmRecord> {
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return (await this.peers.call(peer, 'POST', `/v1/moves/${vmId}/incoming/done`)) as VmRecord;
+        return await this.doneOnce(peer, vmId);
       } catch (error) {
         if (!(error instanceof PeerCallError) || error.status !== 0 || attempt >= DONE_ATTEMPTS) {
           throw error;

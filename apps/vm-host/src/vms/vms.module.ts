@@ -21,6 +21,7 @@ import { VmActionsController } from './actions/vm-actions.controller';
 import { VmSidecars } from './files/vm-sidecars';
 import { GuestIsolation } from './network/guest-isolation';
 import { HostPorts } from './ports/host-ports';
+import { MeshPorts } from './ports/mesh-ports';
 import { VmsController } from './vms.controller';
 import { VmsService } from './vms.service';
 import { QemuCopier } from './copies/qemu-copier';
@@ -69,6 +70,7 @@ import { ReplicaGrantFloors } from './copies/replica-grant-floors';
     DiskFullPauses,
     CrashFailpoint,
     HostPorts,
+    MeshPorts,
     GuestIsolation,
     VM_DRIVER_PROVIDER,
     VmBackupsService,
@@ -119,6 +121,7 @@ import { ReplicaGrantFloors } from './copies/replica-grant-floors';
     VmDriver,
     VmFencing,
     ReplicaGrantFloors,
+    MeshPorts,
   ],
 })
 export class VmsModule {}

@@ -234,10 +234,17 @@ export interface components {
        */
       accepted: boolean;
       /**
+       * @description etcd mode only, present exactly when fence_after_s is: the controller's default copy count (VM_FLEET_COPIES), which a VM whose copies policy is absent has. The protected VMs the agent fences are those whose copies count (this default when absent) is at least 1: exactly those a recovery restores elsewhere. Absent (a controller before it): a VM without a policy counts as protected.
+       * @example 1
+       */
+      copies_default?: number;
+      /**
        * @description etcd mode only, present only when the controller renewed this node's lease in etcd before answering: the node may keep its protected VMs (copies count >= 1) running until fence_after_s seconds after it sent this heartbeat, by its monotonic clock. Absent: no fencing (memory or Redis mode), or the renewal failed.
        * @example 45
        */
       fence_after_s?: number;
+      /** @description The routing mesh's table: the published ports of the VMs other live nodes run (docs/vms.md "Reaching a service"); this node listens on each TCP one at its own address and forwards to the node named. Absent: none (an agent closes every listener of its mesh), or a controller before it. */
+      mesh_routes?: components['schemas']['MeshRoute'][];
       /**
        * Format: date-time
        * @description Only when not accepted: the stamp stored for this boot. A heartbeat stamped after it is taken.
@@ -345,6 +352,30 @@ export interface components {
        * @enum {string}
        */
       protocol: 'tcp' | 'udp';
+    };
+    MeshRoute: {
+      /** @example 8080 */
+      host_port: number;
+      /**
+       * @description The node that runs it.
+       * @example example-node-01
+       */
+      node_id: string;
+      /**
+       * @example tcp
+       * @enum {string}
+       */
+      protocol: 'tcp' | 'udp';
+      /**
+       * @description The VM that publishes it.
+       * @example vm-0123456789abcdef
+       */
+      vm_id: string;
+      /**
+       * @description That node's mesh address (its heartbeat's wg_ip).
+       * @example 192.0.2.10
+       */
+      wg_ip: string;
     };
     NodeHeartbeat: {
       /** @example 4f0b6a8e-3c1d-4c53-9a53-2f5d2f0e9d10 */

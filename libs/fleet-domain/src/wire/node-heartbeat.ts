@@ -1,6 +1,6 @@
 import { ApiProperty } from '@app/api-basics';
 import { Transform, Type } from 'class-transformer';
-import { HeartbeatReplica, MAX_REPLICAS_REPORTED } from './vm-copies';
+import { HeartbeatReplica, MAX_REPLICAS_REPORTED, MAX_VM_COPIES } from './vm-copies';
 import {
   ArrayMaxSize,
   IsArray,
@@ -38,6 +38,7 @@ import {
 import { IsRfc3339, RFC3339_MAX_LENGTH } from '../rfc3339';
 import { EXAMPLE_NODE_ID, EXAMPLE_WG_IP } from './examples';
 import { HeartbeatVm } from './heartbeat-vm';
+import { MAX_MESH_ROUTES, MeshRoute } from './mesh-route';
 
 /** One disk-room figure in MB (MiB): an integer, bounded. */
 function DiskMb(description: string, example: number): PropertyDecorator {
@@ -272,6 +273,21 @@ export class HeartbeatAnswer {
   fence_after_s?: number;
 
   @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    maximum: MAX_VM_COPIES,
+    required: false,
+    example: 1,
+    description:
+      "etcd mode only, present exactly when fence_after_s is: the controller's default copy count (VM_FLEET_COPIES), which a VM whose copies policy is absent has. The protected VMs the agent fences are those whose copies count (this default when absent) is at least 1: exactly those a recovery restores elsewhere. Absent (a controller before it): a VM without a policy counts as protected.",
+  })
+  @IsOptional()
+  @Max(MAX_VM_COPIES)
+  @Min(0)
+  @IsInt()
+  copies_default?: number;
+
+  @ApiProperty({
     type: [String],
     required: false,
     maxItems: MAX_REPLICAS_REPORTED,
@@ -279,4 +295,13 @@ export class HeartbeatAnswer {
       "Only when the heartbeat reported replicas: those of VMs the fleet still has (some node's record lists it, live or silent). A copy this node holds of a VM no answer has listed for 24 h is removed by its agent (docs/vms.md). Absent: a controller before it; nothing is removed.",
   })
   wanted_replica_vm_ids?: string[];
+
+  @ApiProperty({
+    type: [MeshRoute],
+    required: false,
+    maxItems: MAX_MESH_ROUTES,
+    description:
+      'The routing mesh\'s table: the published ports of the VMs other live nodes run (docs/vms.md "Reaching a service"); this node listens on each TCP one at its own address and forwards to the node named. Absent: none (an agent closes every listener of its mesh), or a controller before it.',
+  })
+  mesh_routes?: MeshRoute[];
 }

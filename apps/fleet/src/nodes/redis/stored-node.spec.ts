@@ -236,6 +236,16 @@ describe('stored node (Redis)', () => {
     expect(decodeStoredState(other).disk_room).toBeNull();
   });
 
+  it('keeps the VMs a heartbeat said were fenced out of the record, and reads none stored (older controllers, another shape) as none', () => {
+    const state = nodeStateFromHeartbeat(heartbeat({ node_id: 'n1', fenced_vm_ids: ['vm-1'] }), 0);
+    const encoded = encodeStoredNode(state);
+    expect(decodeStoredState(`1\n${encoded}`).fenced_vm_ids).toEqual(['vm-1']);
+    expect(decodeStoredRecord(encoded.split('\n')[0])).not.toHaveProperty('fenced_vm_ids');
+    expect(decodeStoredState(storedWith((s) => delete s.fenced_vm_ids)).fenced_vm_ids).toEqual([]);
+    const other = storedWith((s) => (s.fenced_vm_ids = [1]));
+    expect(decodeStoredState(other).fenced_vm_ids).toEqual([]);
+  });
+
   it('gives a state with beat gaps of another type an unknown interval', () => {
     const read = decodeStoredState(storedWith((s) => (s.beat_gaps_ms = [1, null])));
     expect(read.beat_gaps_ms).toEqual([]);

@@ -121,6 +121,8 @@ export function normaliseStoredState(value: unknown): NodeState {
     silent_vms: normaliseSilentVms(stored.silent_vms),
     disk_room: isStoredDiskRoom(stored.disk_room) ? stored.disk_room : null,
     replicas: isArrayOf(stored.replicas, isStoredReplica) ? stored.replicas : [],
+    // Older controllers kept none: none until the node's next heartbeat.
+    fenced_vm_ids: isArrayOf(stored.fenced_vm_ids, isString) ? stored.fenced_vm_ids : [],
   };
   return { ...facts, record: isStoredRecord(stored.record) ? stored.record : toNodeRecord(facts) };
 }
@@ -141,9 +143,11 @@ type StoredState = Omit<
   | 'silent_vms'
   | 'disk_room'
   | 'replicas'
+  | 'fenced_vm_ids'
 > & {
   disk_room?: unknown;
   replicas?: unknown;
+  fenced_vm_ids?: unknown;
   credential?: unknown;
   silent_vms?: unknown;
   vms: unknown[];

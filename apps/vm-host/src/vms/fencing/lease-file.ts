@@ -1,6 +1,6 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { MAX_FENCE_AFTER_S, MIN_FENCE_AFTER_S } from '@app/fleet-domain';
+import { MAX_FENCE_AFTER_S, MAX_VM_COPIES, MIN_FENCE_AFTER_S } from '@app/fleet-domain';
 import { PRIVATE_FILE_MODE } from '../files/vm-files';
 
 /** What a node remembers of its lease across agent restarts (`<VM_DISK_DIR>/fencing.json`). */
@@ -9,6 +9,8 @@ export interface RememberedLease {
   fence_after_s: number;
   /** When (wall clock, ms since the epoch) the heartbeat that last renewed the lease was sent. */
   renewed_at_ms: number;
+  /** The controller's default copy count with it (copies_default); absent: unknown. */
+  copies_default?: number;
 }
 
 const FILE = 'fencing.json';
@@ -36,13 +38,24 @@ export class LeaseFile {
     }
     try {
       const stored = JSON.parse(text) as Partial<RememberedLease>;
-      const { fence_after_s: fenceAfterS, renewed_at_ms: renewedAtMs } = stored;
+      const {
+        fence_after_s: fenceAfterS,
+        renewed_at_ms: renewedAtMs,
+        copies_default: copies,
+      } = stored;
       const valid =
         Number.isInteger(fenceAfterS) &&
         fenceAfterS! >= MIN_FENCE_AFTER_S &&
         fenceAfterS! <= MAX_FENCE_AFTER_S &&
         Number.isSafeInteger(renewedAtMs);
-      return valid ? { fence_after_s: fenceAfterS!, renewed_at_ms: renewedAtMs! } : 'unreadable';
+      if (!valid) return 'unreadable';
+      // A default that cannot be read is forgotten: a VM without a policy then counts as protected.
+      const copiesKnown = Number.isInteger(copies) && copies! >= 0 && copies! <= MAX_VM_COPIES;
+      return {
+        fence_after_s: fenceAfterS!,
+        renewed_at_ms: renewedAtMs!,
+        ...(copiesKnown && { copies_default: copies }),
+      };
     } catch {
       return 'unreadable';
     }

@@ -19,6 +19,8 @@ import { VmPhase } from '../life-cycle/vm-transitions';
 
 const PROTECTED = 'vm-00000000000000aa';
 const UNPROTECTED = 'vm-00000000000000bb';
+/** A VM whose sidecar names no copies policy: the controller's default is its. */
+const NO_POLICY = 'vm-00000000000000cc';
 const FENCE_AFTER_S = 45;
 
 /** Waits for background work (a start, paced and locked) to reach the driver. */
@@ -168,6 +170,38 @@ describe('VmFencing (self-fencing on the agent)', () => {
     );
   });
 
+  it('counts a start after unfencing as `unfenced`, never as a crash: fenced again and again, it never backs off nor loops', async () => {
+    for (let round = 1; round <= 4; round += 1) {
+      await services.fencing.answered(bed.clock.now(), { fence_after_s: FENCE_AFTER_S });
+      bed.clock.advance(FENCE_AFTER_S * 1000 + 1);
+      await services.fencing.check();
+      expect(killed()).toHaveLength(round);
+      await services.fencing.answered(bed.clock.now(), { fence_after_s: FENCE_AFTER_S });
+      await services.vms.report();
+      await until(() => bed.driver.creates.length === round);
+      bed.driver.creates[round - 1].settle(FAKE_STARTED);
+      await services.lifecycle.started(PROTECTED);
+      // Runs again (the fake hypervisor's starts are the test's to record).
+      bed.driver.live.set(PROTECTED, {
+        record: { kind: 'fake', pid: 1 },
+        hostPorts: [],
+        rssMb: 40,
+        summary: 'fake pid 1',
+      });
+    }
+    expect(await metric('ppn_host_vm_restarts_total{reason="unfenced"}')).toBe(4);
+    expect(await metric('ppn_host_vm_restarts_total{reason="crashed"}')).toBeUndefined();
+    expect(services.lifecycle.restarts.of(PROTECTED).failures).toBe(0);
+    expect(services.lifecycle.restarts.crashLooping(PROTECTED)).toBe(false);
+    expect(bed.logs).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          `^log vm ${PROTECTED} started again from its disk \\(unfenced: its node's lease renewed; last exit: fenced at \\S+: lease not renewed for 45s\\)$`,
+        ),
+      ),
+    );
+  });
+
   it('never starts again a fenced VM the renewing answer supersedes: it is set aside', async () => {
     await services.fencing.answered(bed.clock.now(), { fence_after_s: FENCE_AFTER_S });
     bed.clock.advance(FENCE_AFTER_S * 1000 + 1);
@@ -215,5 +249,50 @@ describe('VmFencing (self-fencing on the agent)', () => {
     bed.clock.advance(FENCE_AFTER_S * 1000 - 10_000 + 1);
     await services.fencing.check();
     expect(killed()).toEqual([PROTECTED]);
+  });
+
+  describe("a VM without a copies policy: protected as the controller's default (copies_default) says", () => {
+    beforeEach(async () => {
+      await running(NO_POLICY, undefined);
+      await services.vms.report();
+    });
+
+    async function fencedAfterLapse(answer: { copies_default?: number }): Promise<string[]> {
+      await services.fencing.answered(bed.clock.now(), { fence_after_s: FENCE_AFTER_S, ...answer });
+      bed.clock.advance(FENCE_AFTER_S * 1000 + 1);
+      await services.fencing.check();
+      return killed().sort();
+    }
+
+    it('is left running when the default keeps no copy (VM_FLEET_COPIES=0: recovery would not restore it)', async () => {
+      expect(await fencedAfterLapse({ copies_default: 0 })).toEqual([PROTECTED]);
+      expect(bed.driver.live.has(NO_POLICY)).toBe(true);
+      expect(services.fencing.fencedVmIds()).toEqual([PROTECTED]);
+    });
+
+    it('is fenced when the default keeps one', async () => {
+      expect(await fencedAfterLapse({ copies_default: 1 })).toEqual([PROTECTED, NO_POLICY].sort());
+    });
+
+    it('is fenced when the controller says no default (one before the field)', async () => {
+      expect(await fencedAfterLapse({})).toEqual([PROTECTED, NO_POLICY].sort());
+    });
+
+    it('remembers the default: a restarted agent starts it before any answer when the default keeps no copy', async () => {
+      await services.fencing.answered(bed.clock.now(), {
+        fence_after_s: FENCE_AFTER_S,
+        copies_default: 0,
+      });
+      bed.driver.live.clear();
+      bed.clock.advance(120_000);
+      services = await build();
+      await services.vms.prepare();
+      await services.vms.report();
+      await until(() => bed.driver.creates.length > 1);
+      expect(bed.driver.creates.map(({ spec }) => spec.vmId).sort()).toEqual(
+        [UNPROTECTED, NO_POLICY].sort(),
+      );
+      expect(services.fencing.fencedVmIds()).toEqual([PROTECTED]);
+    });
   });
 });

@@ -27,16 +27,19 @@ export const LEASE_CLOCK = Symbol('LEASE_CLOCK');
 /** What a heartbeat's answer says of the lease and of VMs restored elsewhere. */
 export interface LeaseAnswer {
   fence_after_s?: number;
+  copies_default?: number;
   superseded_vm_ids?: string[];
 }
 
 /**
- * A VM whose copies another node may be started from: its policy keeps at least one copy, or
- * it names none (the controller's default, which the agent does not know, counts: fencing one
- * more VM costs an outage while the lease is out, running one twice costs its data).
+ * A VM whose copies another node may be started from, as the controller's recovery judges it:
+ * its policy keeps at least one copy, or it names none and the controller's default
+ * (`copies_default`, sent beside fence_after_s) does. Unknown default (a controller before
+ * the field): a VM without a policy counts as protected: fencing one more VM costs an outage
+ * while the lease is out, running one twice costs its data.
  */
-export function isProtected(sidecar: VmSidecar): boolean {
-  return sidecar.copies === undefined || sidecar.copies.count >= 1;
+export function isProtected(sidecar: VmSidecar, copiesDefault?: number): boolean {
+  return (sidecar.copies?.count ?? copiesDefault ?? 1) >= 1;
 }
 
 /**
@@ -60,6 +63,8 @@ export class VmFencing {
   private renewedAtMs: number | null = null;
   /** Protected VMs may run until then (`now()`). */
   private deadlineMs = Number.NEGATIVE_INFINITY;
+  /** The controller's default copy count (copies_default); undefined while unknown. */
+  private copiesDefault: number | undefined;
   private leaseWriteFailed = false;
 
   constructor(
@@ -107,11 +112,12 @@ export class VmFencing {
       this.fenceAfterMs = DEFAULT_FENCE_AFTER_S * 1000;
     } else {
       this.fenceAfterMs = remembered.fence_after_s * 1000;
+      this.copiesDefault = remembered.copies_default;
       // On this agent's clock: how long ago, by the wall clock, the last renewal was sent.
       this.renewedAtMs = this.clock.now() - (this.clock.wallNow() - remembered.renewed_at_ms);
       this.deadlineMs = this.renewedAtMs + this.fenceAfterMs;
     }
-    const sidecars = (await this.sidecars.all()).filter(isProtected);
+    const sidecars = (await this.sidecars.all()).filter((sidecar) => this.protects(sidecar));
     const live = await this.driver.find(sidecars.map(({ vm_id }) => vm_id));
     for (const sidecar of sidecars) {
       if (live.has(sidecar.vm_id) || sidecar.desired_state !== DesiredVmState.Running) continue;
@@ -134,6 +140,7 @@ export class VmFencing {
       );
     }
     this.fenceAfterMs = fenceAfterS * 1000;
+    this.copiesDefault = answer.copies_default;
     if (this.renewedAtMs === null || sentAtMs >= this.renewedAtMs) {
       this.renewedAtMs = sentAtMs;
       this.deadlineMs = sentAtMs + this.fenceAfterMs;
@@ -160,7 +167,7 @@ export class VmFencing {
     await this.forgetGone();
     if (this.clock.now() <= this.deadlineMs) return;
     const sidecars = (await this.sidecars.all()).filter(
-      (sidecar) => isProtected(sidecar) && !this.fenced.has(sidecar.vm_id),
+      (sidecar) => this.protects(sidecar) && !this.fenced.has(sidecar.vm_id),
     );
     if (sidecars.length === 0) return;
     const live = await this.driver.find(sidecars.map(({ vm_id }) => vm_id));
@@ -185,7 +192,7 @@ export class VmFencing {
     this.lifecycle.move(vmId, 'fence');
     // Its start, once unfenced, is due at once: not a crash of the VM's own (no backoff).
     const why = `fenced at ${at}: node ${this.config.nodeId}'s ${notRenewed}`;
-    this.lifecycle.restarts.exited(vmId, why, this.agentClock.now(), false);
+    this.lifecycle.restarts.fenced(vmId, why, this.agentClock.now());
     const runs = ending && (await this.driver.find([vmId])).has(vmId);
     if (!runs) {
       this.logger.warn(
@@ -211,6 +218,10 @@ export class VmFencing {
     });
   }
 
+  private protects(sidecar: VmSidecar): boolean {
+    return isProtected(sidecar, this.copiesDefault);
+  }
+
   /** Out of the fenced phase: the reconciliation's again, to start at once. */
   private unfence(vmId: string): void {
     if (!this.fenced.has(vmId)) return;
@@ -227,7 +238,11 @@ export class VmFencing {
 
   private async remember(renewedAtWallMs: number, fenceAfterS: number): Promise<void> {
     try {
-      await this.lease.write({ fence_after_s: fenceAfterS, renewed_at_ms: renewedAtWallMs });
+      await this.lease.write({
+        fence_after_s: fenceAfterS,
+        renewed_at_ms: renewedAtWallMs,
+        ...(this.copiesDefault !== undefined && { copies_default: this.copiesDefault }),
+      });
       this.leaseWriteFailed = false;
     } catch (error) {
       if (this.leaseWriteFailed) return;

@@ -10,6 +10,8 @@ export interface RestartTrack {
   nextStartAtMs: number | null;
   /** When it was last started here (Clock.now()); null before. */
   startedAtMs: number | null;
+  /** Its process was ended by fencing (not its own failure): its next start is an unfence's. */
+  fenced: boolean;
 }
 
 const NONE: Readonly<RestartTrack> = {
@@ -17,6 +19,7 @@ const NONE: Readonly<RestartTrack> = {
   reason: null,
   nextStartAtMs: null,
   startedAtMs: null,
+  fenced: false,
 };
 
 /**
@@ -53,11 +56,20 @@ export class VmRestarts {
    * which is started at once.
    */
   exited(vmId: string, why: string, nowMs: number, counts: boolean): void {
-    const track = { ...this.of(vmId) };
+    const track = { ...this.of(vmId), fenced: false };
     if (counts) track.failures += 1;
     track.reason = why;
     track.nextStartAtMs = nowMs + restartDelayMs(counts ? track.failures : 0);
     this.tracks.set(vmId, track);
+  }
+
+  /**
+   * Fencing ended the VM (its node's lease ran out): not its failure, so no backoff and no
+   * failure counted; its next start, once unfenced, is due at once and counted `unfenced`.
+   */
+  fenced(vmId: string, why: string, nowMs: number): void {
+    this.exited(vmId, why, nowMs, false);
+    this.tracks.set(vmId, { ...this.of(vmId), fenced: true });
   }
 
   /** A start failed (or was refused): tried again after the backoff. */
@@ -70,7 +82,13 @@ export class VmRestarts {
   }
 
   started(vmId: string, nowMs: number): void {
-    const track = { ...this.of(vmId), reason: null, nextStartAtMs: null, startedAtMs: nowMs };
+    const track = {
+      ...this.of(vmId),
+      reason: null,
+      nextStartAtMs: null,
+      startedAtMs: nowMs,
+      fenced: false,
+    };
     this.tracks.set(vmId, track);
   }
 

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import {
   DEFAULT_SPAWN_PORT,
   MIN_REQUESTED_HOST_PORT,
@@ -11,6 +11,7 @@ import {
 import { VmHostConfig } from '../../config/vm-host.config';
 import { HostPortUnavailableError, HostPortsExhaustedError } from '../vms.errors';
 import { PortProbe, SOCKET_PORT_PROBE } from './port-probe';
+import { MeshPorts } from './mesh-ports';
 
 /**
  * TCP ports of the fleet's daemons, never given to a VM even when free on VM_WG_IP now: the
@@ -49,7 +50,11 @@ export class HostPorts {
   /** Real sockets; a unit test puts a fake here. */
   probe: PortProbe = SOCKET_PORT_PROBE;
 
-  constructor(private readonly config: VmHostConfig) {}
+  constructor(
+    private readonly config: VmHostConfig,
+    /** The fleet's ports on other nodes (routing mesh): never picked here, so each is unique. */
+    @Optional() private readonly mesh?: MeshPorts,
+  ) {}
 
   /**
    * Throws HostPortUnavailableError naming the first port asked for that cannot be had, and
@@ -72,6 +77,9 @@ export class HostPorts {
       for (const port of holder.ports) {
         taken.set(portName(port.host_port, port.protocol), `held by vm ${holder.vm_id}`);
       }
+    }
+    for (const [name, why] of this.mesh?.allPublishedElsewhere() ?? []) {
+      if (!taken.has(name)) taken.set(name, why);
     }
     for (const [index, port] of requested.entries()) {
       if (port.host_port === undefined) continue;
@@ -110,14 +118,17 @@ export class HostPorts {
     for (const holder of holders) {
       for (const port of holder.ports) taken.set(portName(port.host_port, port.protocol), '');
     }
+    // Another VM's port elsewhere is not kept; this VM's own (moved or restored here) the
+    // routing mesh listens on, and gives back before the port is tried.
+    for (const [name] of this.mesh?.allPublishedElsewhere(vmId) ?? []) taken.set(name, '');
     const forwards: HostPort[] = [];
     for (const port of wanted) {
       const name = portName(port.host_port, port.protocol);
+      const keepable =
+        keepHostPorts && port.host_port >= MIN_REQUESTED_HOST_PORT && !taken.has(name);
+      if (keepable) await this.mesh?.take(port.host_port, port.protocol);
       const kept =
-        keepHostPorts &&
-        port.host_port >= MIN_REQUESTED_HOST_PORT &&
-        !taken.has(name) &&
-        (await this.probe.isFree(this.config.wgIp, port.host_port, port.protocol));
+        keepable && (await this.probe.isFree(this.config.wgIp, port.host_port, port.protocol));
       const hostPort = kept
         ? port.host_port
         : await this.freePort(port.protocol, taken, `vm ${vmId}`);

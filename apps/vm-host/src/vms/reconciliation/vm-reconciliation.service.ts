@@ -7,7 +7,7 @@ import { VmFiles } from '../files/vm-files';
 import { VmSidecar } from '../files/vm-sidecar';
 import { NO_RECORD, VmSidecars } from '../files/vm-sidecars';
 import { VmAdmissionService } from '../admission/vm-admission.service';
-import { VmRestartService } from './vm-restart.service';
+import { StartCause, VmRestartService } from './vm-restart.service';
 import { messageOf } from '../vms.errors';
 
 /** The lock key of reconciliations (vm ids never look like it). */
@@ -74,9 +74,15 @@ export class VmReconciliationService {
       if (sidecar) sidecars.push(sidecar);
     }
     for (const sidecar of due) {
-      this.restarts.startAgain(sidecar, startUp ? 'agent_start' : 'crashed');
+      this.restarts.startAgain(sidecar, this.causeOf(sidecar.vm_id, startUp));
     }
     return { sidecars, found };
+  }
+
+  /** Why a due VM starts again: the agent's start, the end of its fencing, or a crash. */
+  private causeOf(vmId: string, startUp: boolean): StartCause {
+    if (startUp) return 'agent_start';
+    return this.lifecycle.restarts.of(vmId).fenced ? 'unfenced' : 'crashed';
   }
 
   private async settle(

@@ -10,7 +10,14 @@ import { VmSidecars } from '../files/vm-sidecars';
 import { VmCreateError, messageOf } from '../vms.errors';
 
 /** Why a VM is started again: shown in the log and as the restarts metric's reason. */
-export type StartCause = 'agent_start' | 'crashed' | 'operator';
+export type StartCause = 'agent_start' | 'crashed' | 'unfenced' | 'operator';
+
+/** What the log says of a start again, by its cause (`failures`: in a row, for a crash). */
+function startedAgainWhy(cause: StartCause, failures: number): string {
+  if (cause === 'agent_start') return 'not running when the agent started';
+  if (cause === 'unfenced') return "unfenced: its node's lease renewed";
+  return `restart ${failures} after its process ended`;
+}
 
 /**
  * Starts existing VMs again from their own disks (same vm_id, overlay, cloud-init instance and,
@@ -81,7 +88,7 @@ export class VmRestartService {
       if (cause !== 'operator') {
         const { failures } = this.lifecycle.restarts.of(vmId);
         this.logger.log(
-          `vm ${vmId} started again from its disk (${cause === 'agent_start' ? 'not running when the agent started' : `restart ${failures} after its process ended`}${sidecar.last_exit ? `; last exit: ${sidecar.last_exit}` : ''})`,
+          `vm ${vmId} started again from its disk (${startedAgainWhy(cause, failures)}${sidecar.last_exit ? `; last exit: ${sidecar.last_exit}` : ''})`,
         );
       }
     } catch (error) {

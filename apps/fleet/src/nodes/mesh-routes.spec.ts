@@ -1,0 +1,100 @@
+import { Logger } from '@nestjs/common';
+import { FakeClock } from '../../../../test/support/fake-clock';
+import { heartbeat, vmRecord } from '../../../../test/support/heartbeats';
+import { FleetMetrics } from '../metrics/fleet-metrics.service';
+import { InMemoryNodesRepository } from './memory/in-memory-nodes.repository';
+import { MeshRoutes } from './mesh-routes';
+import { NodeTokens } from './node-tokens';
+import { NodesService } from './nodes.service';
+
+const web = (vmId: string, port: number) =>
+  vmRecord(vmId, { host_ports: [{ host_port: port, guest_port: 80, protocol: 'tcp' }] });
+
+describe('MeshRoutes: the routing mesh in heartbeat answers', () => {
+  let clock: FakeClock;
+  let repository: InMemoryNodesRepository;
+  let service: NodesService;
+  let warnings: string[];
+  let stamp = 0;
+
+  beforeEach(() => {
+    clock = new FakeClock();
+    repository = new InMemoryNodesRepository();
+    const mesh = new MeshRoutes(repository, clock);
+    service = new NodesService(
+      repository,
+      clock,
+      new FleetMetrics(),
+      new NodeTokens(),
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      mesh,
+    );
+    warnings = [];
+    jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => {
+      warnings.push(String(message));
+    });
+  });
+
+  afterEach(() => jest.restoreAllMocks());
+
+  const beat = (node_id: string, wg_ip: string, vms = [] as ReturnType<typeof web>[]) =>
+    service.acceptHeartbeat(
+      heartbeat({
+        node_id,
+        wg_ip,
+        vms,
+        timestamp_utc: `2026-08-06T12:00:${String(stamp++).padStart(2, '0')}Z`,
+      }),
+    );
+
+  it("answers each node the other nodes' routes, reading the store once a second at most", async () => {
+    await beat('node-a', '10.8.0.21', [web('vm-web', 8080)]);
+    clock.advance(1_000);
+    const route = {
+      host_port: 8080,
+      protocol: 'tcp',
+      vm_id: 'vm-web',
+      node_id: 'node-a',
+      wg_ip: '10.8.0.21',
+    };
+    expect(await beat('node-b', '10.8.0.22')).toEqual({ accepted: true, mesh_routes: [route] });
+    expect(await beat('node-a', '10.8.0.21', [web('vm-web', 8080)])).toEqual({ accepted: true });
+    // Moved to node-b: within the second, the table read before (its own VM) is answered; then the new one.
+    await beat('node-a', '10.8.0.21');
+    await beat('node-b', '10.8.0.22', [web('vm-web', 8080)]);
+    expect((await beat('node-a', '10.8.0.21')).mesh_routes).toBeUndefined();
+    clock.advance(1_000);
+    expect((await beat('node-a', '10.8.0.21')).mesh_routes).toEqual([
+      { ...route, node_id: 'node-b', wg_ip: '10.8.0.22' },
+    ]);
+  });
+
+  it('leaves out a port two VMs publish, warned once while it lasts', async () => {
+    await beat('node-a', '10.8.0.21', [web('vm-one', 8080)]);
+    await beat('node-b', '10.8.0.22', [web('vm-two', 8080)]);
+    clock.advance(1_000);
+    expect(await beat('node-c', '10.8.0.23')).toEqual({ accepted: true });
+    clock.advance(1_000);
+    await beat('node-c', '10.8.0.23');
+    expect(warnings).toEqual([
+      'host port 8080/tcp is published by vm vm-one on node node-a and vm vm-two on node node-b: left out of the routing mesh (no node forwards it) until one of them no longer publishes it',
+    ]);
+  });
+
+  it('answers the last table for 30 s when the store fails a read, then none', async () => {
+    await beat('node-a', '10.8.0.21', [web('vm-web', 8080)]);
+    clock.advance(1_000);
+    expect((await beat('node-b', '10.8.0.22')).mesh_routes).toHaveLength(1);
+    const listLive = jest.spyOn(repository, 'listLive').mockRejectedValue(new Error('down'));
+    clock.advance(1_000);
+    expect((await beat('node-b', '10.8.0.22')).mesh_routes).toHaveLength(1);
+    clock.advance(29_000);
+    // node-a's record is stale by now anyway; the table is not answered past 30 s.
+    expect((await beat('node-b', '10.8.0.22')).mesh_routes).toBeUndefined();
+    expect(listLive).toHaveBeenCalled();
+  });
+});

@@ -1,0 +1,80 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { Clock } from '@app/daemon';
+import { MeshRoute, MeshTable, liveSince, meshRoutesFor, meshTable } from '@app/fleet-domain';
+import { NodesRepository } from './nodes.repository';
+
+/** The table is built from the store at most this often, shared by every heartbeat answered meanwhile. */
+const TABLE_MAX_AGE_MS = 1_000;
+/** A store that fails a read: the last table is answered this long (then none: the nodes close). */
+const LAST_GOOD_KEPT_MS = 30_000;
+
+/**
+ * The routing mesh's table for heartbeat answers (`mesh_routes`): the live nodes' published
+ * ports, each node told the others' (docs/vms.md "Reaching a service"). One read of the live
+ * nodes per second at most, whatever the number of heartbeats; a port two VMs publish is left
+ * out, warned once until it is no longer published twice.
+ */
+@Injectable()
+export class MeshRoutes {
+  private readonly logger = new Logger('RoutingMesh');
+  private table?: { builtAtMs: number; table: Promise<MeshTable | undefined> };
+  /** The last table read, answered for a while when the store fails a read (no flapping). */
+  private lastGood?: { builtAtMs: number; table: MeshTable };
+  private warnedDuplicates = new Set<string>();
+  private warnedLeftOff = false;
+
+  constructor(
+    private readonly nodes: NodesRepository,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * The routes `nodeId` is told, undefined for none (the answer leaves the field out, and its
+   * agent closes every listener of the mesh): so an answer stays `{accepted: true}` in a fleet
+   * that publishes nothing.
+   */
+  async forNode(nodeId: string): Promise<MeshRoute[] | undefined> {
+    const table = await this.current();
+    if (!table) return undefined;
+    const { routes, left_off } = meshRoutesFor(table, nodeId);
+    if (routes.length === 0) return undefined;
+    if (left_off > 0 && !this.warnedLeftOff) {
+      this.warnedLeftOff = true;
+      this.logger.warn(
+        `node ${nodeId}: the routing mesh's table has ${routes.length + left_off} routes, more than one answer carries; the ${left_off} highest ports are left out (warned once)`,
+      );
+    }
+    return routes;
+  }
+
+  private current(): Promise<MeshTable | undefined> {
+    const now = this.clock.now();
+    if (this.table && now - this.table.builtAtMs < TABLE_MAX_AGE_MS) return this.table.table;
+    const table = this.nodes.listLive(liveSince(now)).then(
+      (nodes) => {
+        const built = this.noted(meshTable(nodes));
+        this.lastGood = { builtAtMs: now, table: built };
+        return built;
+      },
+      () =>
+        this.lastGood && now - this.lastGood.builtAtMs < LAST_GOOD_KEPT_MS
+          ? this.lastGood.table
+          : undefined,
+    );
+    this.table = { builtAtMs: now, table };
+    return table;
+  }
+
+  private noted(table: MeshTable): MeshTable {
+    const now = new Set<string>();
+    for (const { port, holders } of table.duplicates) {
+      now.add(port);
+      if (this.warnedDuplicates.has(port)) continue;
+      this.logger.warn(
+        `host port ${port} is published by ${holders.join(' and ')}: left out of the routing mesh (no node forwards it) until one of them no longer publishes it`,
+      );
+    }
+    this.warnedDuplicates = now;
+    return table;
+  }
+}

@@ -1,0 +1,76 @@
+import { ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { DesiredVmState, VmRecord, VmState } from '@app/fleet-domain';
+import { VmSidecars } from '../vms/files/vm-sidecars';
+import { VmLifeCycles } from '../vms/life-cycle/vm-life-cycles';
+import { VmDriver } from '../vms/vm-driver';
+
+/**
+ * The VM as this node runs it after a move in ended here (adopted: its sidecar complete, wanted
+ * running, its QEMU running), so a `done` or an abort asked again after this agent restarted
+ * (its memory of the move gone) still hears the guest runs here. Undefined otherwise.
+ */
+export async function movedInHere(
+  sidecars: VmSidecars,
+  lifecycle: VmLifeCycles,
+  driver: VmDriver,
+  vmId: string,
+): Promise<VmRecord | undefined> {
+  const sidecar = await sidecars.of(vmId);
+  if (
+    !sidecar ||
+    sidecars.isStandIn(sidecar) ||
+    sidecar.restoring === true ||
+    sidecar.started_at === null ||
+    sidecar.error !== null ||
+    sidecar.desired_state !== DesiredVmState.Running
+  ) {
+    return undefined;
+  }
+  if ((await driver.inspect(vmId, sidecar.driver)) !== 'running') return undefined;
+  return lifecycle.recordOf(sidecar, VmState.Running);
+}
+
+export function lastLines(text: string): string {
+  return text.trim().split('\n').slice(-2).join(' ').slice(0, 300);
+}
+
+export function address(host: string, port: number): string {
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** The host CPU's model name, as /proc/cpuinfo says it. */
+export async function hostCpu(): Promise<string | undefined> {
+  const info = await readFile('/proc/cpuinfo', 'utf8').catch(() => '');
+  return /^model name\s*:\s*(.+)$/m.exec(info)?.[1]?.trim().slice(0, 128);
+}
+
+/** Resolves once something listens at host:port; throws if `child` ended or time ran out. */
+export async function listening(
+  host: string,
+  port: number,
+  child: ChildProcess,
+  withinMs: number,
+): Promise<void> {
+  const deadline = performance.now() + withinMs;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`qemu-nbd ended at once (${child.exitCode})`);
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect({ host, port });
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    if (performance.now() > deadline)
+      throw new Error(`qemu-nbd not listening within ${withinMs} ms`);
+    await pauseThen(50, undefined);
+  }
+}
+
+export function pauseThen<T>(ms: number, value: T): Promise<T> {
+  return new Promise((resolve) => setTimeout(() => resolve(value), ms));
+}

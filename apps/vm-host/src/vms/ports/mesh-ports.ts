@@ -1,0 +1,54 @@
+import { Injectable } from '@nestjs/common';
+import { type MeshRoute, type PortProtocol, portName } from '@app/fleet-domain';
+
+/** What lets go of a port the routing mesh listens on, so a VM of this node can take it. */
+export type MeshPortRelease = (port: number, protocol: PortProtocol) => Promise<void>;
+
+/**
+ * What host port choices need of the routing mesh (`mesh/`, which sets it): the fleet's
+ * published ports on other nodes, so a port this node picks or keeps is unique fleet-wide, and
+ * the mesh's listener on a port a VM moved or restored here takes back. Without a mesh (a test,
+ * a controller before it) it knows of none.
+ */
+@Injectable()
+export class MeshPorts {
+  private routes = new Map<string, MeshRoute>();
+  private release?: MeshPortRelease;
+
+  /** The routes the last heartbeat answer carried (none: an empty list). */
+  learn(routes: readonly MeshRoute[]): void {
+    this.routes = new Map(
+      routes.map((route) => [portName(route.host_port, route.protocol), route]),
+    );
+  }
+
+  /** Set once by the routing mesh. */
+  releaseWith(release: MeshPortRelease): void {
+    this.release = release;
+  }
+
+  /** The VM of another node that publishes this port, as `vm <id> on node <id>`; undefined: none. */
+  publishedElsewhere(
+    port: number,
+    protocol: PortProtocol,
+    exceptVmId?: string,
+  ): string | undefined {
+    const route = this.routes.get(portName(port, protocol));
+    if (!route || route.vm_id === exceptVmId) return undefined;
+    return `vm ${route.vm_id} on node ${route.node_id}`;
+  }
+
+  /** Every port another node's VM (but `exceptVmId`) publishes, as `8080/tcp` with its holder. */
+  allPublishedElsewhere(exceptVmId?: string): Array<[string, string]> {
+    const routes = [...this.routes].filter(([, route]) => route.vm_id !== exceptVmId);
+    return routes.map(([name, route]) => [
+      name,
+      `published by vm ${route.vm_id} on node ${route.node_id} (the routing mesh)`,
+    ]);
+  }
+
+  /** The mesh stops listening on the port (for a VM of this node), awaited; nothing without a mesh. */
+  async take(port: number, protocol: PortProtocol): Promise<void> {
+    await this.release?.(port, protocol);
+  }
+}

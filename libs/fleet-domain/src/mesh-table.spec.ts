@@ -1,0 +1,103 @@
+import { vmRecord } from '../../../test/support/heartbeats';
+import { meshRoutesFor, meshTable } from './mesh-table';
+import { VmState } from './wire/vm-record';
+
+const tcp = (host_port: number, guest_port = 80) => ({
+  host_port,
+  guest_port,
+  protocol: 'tcp' as const,
+});
+
+describe('meshTable: the routing mesh from the live nodes', () => {
+  const nodes = [
+    {
+      node_id: 'node-a',
+      wg_ip: '10.8.0.21',
+      vms: [
+        vmRecord('vm-web', { host_ports: [tcp(40001, 22), tcp(8080)] }),
+        vmRecord('vm-dns', {
+          state: VmState.Stopped,
+          host_ports: [tcp(40002, 22), { host_port: 5353, guest_port: 53, protocol: 'udp' }],
+        }),
+      ],
+    },
+    {
+      node_id: 'node-b',
+      wg_ip: '10.8.0.22',
+      vms: [vmRecord('vm-db', { host_ports: [tcp(40003, 22), tcp(80)] })],
+    },
+  ];
+
+  it("lists every published port (SSH, stopped VMs' and UDP too) with its VM, node and the node's address, by protocol then port", () => {
+    expect(meshTable(nodes)).toEqual({
+      routes: [
+        {
+          host_port: 8080,
+          protocol: 'tcp',
+          vm_id: 'vm-web',
+          node_id: 'node-a',
+          wg_ip: '10.8.0.21',
+        },
+        {
+          host_port: 40001,
+          protocol: 'tcp',
+          vm_id: 'vm-web',
+          node_id: 'node-a',
+          wg_ip: '10.8.0.21',
+        },
+        {
+          host_port: 40002,
+          protocol: 'tcp',
+          vm_id: 'vm-dns',
+          node_id: 'node-a',
+          wg_ip: '10.8.0.21',
+        },
+        {
+          host_port: 40003,
+          protocol: 'tcp',
+          vm_id: 'vm-db',
+          node_id: 'node-b',
+          wg_ip: '10.8.0.22',
+        },
+        {
+          host_port: 5353,
+          protocol: 'udp',
+          vm_id: 'vm-dns',
+          node_id: 'node-a',
+          wg_ip: '10.8.0.21',
+        },
+      ],
+      duplicates: [],
+    });
+  });
+
+  it('leaves out a port below 1024 (an agent of the original services) and one two VMs publish, naming both', () => {
+    const table = meshTable([
+      ...nodes,
+      {
+        node_id: 'node-c',
+        wg_ip: '10.8.0.23',
+        vms: [vmRecord('vm-copy', { host_ports: [tcp(8080)] })],
+      },
+    ]);
+    expect(table.routes.map((route) => route.host_port)).toEqual([40001, 40002, 40003, 5353]);
+    expect(table.duplicates).toEqual([
+      { port: '8080/tcp', holders: ['vm vm-copy on node node-c', 'vm vm-web on node node-a'] },
+    ]);
+  });
+
+  it("tells each node the other nodes' routes only, at most so many (the lowest ports first)", () => {
+    const table = meshTable(nodes);
+    expect(meshRoutesFor(table, 'node-b').routes.map((route) => route.node_id)).toEqual([
+      'node-a',
+      'node-a',
+      'node-a',
+      'node-a',
+    ]);
+    expect(meshRoutesFor(table, 'node-a').routes.map((route) => route.vm_id)).toEqual(['vm-db']);
+    expect(meshRoutesFor(table, 'node-b', 2)).toEqual({
+      routes: table.routes.slice(0, 2),
+      left_off: 2,
+    });
+  });
+});
