@@ -215,8 +215,10 @@ describe('the committed fleet-ops.openapi.json', () => {
       expect({ name, statuses: Object.keys(operation.responses) }).toEqual({
         name,
         statuses: expect.arrayContaining(
-          // declare-dead asks no agent: it only marks the node in etcd.
-          (name.startsWith('POST') && !name.endsWith('/declare-dead')) || name.endsWith('/console')
+          // declare-dead and undrain ask no agent: they only mark the node in the store; a drain
+          // answers each move's failure in its outcomes.
+          (name.startsWith('POST') && !/\/(declare-dead|drain|undrain)$/.test(name)) ||
+            name.endsWith('/console')
             ? ['401', '502', '503']
             : ['401', '503'],
         ),

@@ -498,6 +498,8 @@ describe('controller operations listener', () => {
       expect(Object.keys(docs.body.paths).sort()).toEqual([
         '/v1/node-disks',
         '/v1/nodes/{node_id}/declare-dead',
+        '/v1/nodes/{node_id}/drain',
+        '/v1/nodes/{node_id}/undrain',
         '/v1/vms',
         '/v1/vms/{vm_id}',
         '/v1/vms/{vm_id}/backups',

@@ -2,6 +2,7 @@ import { DomainErrorStatuses } from '@app/daemon';
 import { NODES_ERROR_STATUSES, STORE_ERROR_STATUSES } from './nodes/nodes.error-statuses';
 import { OPERATIONS_ERROR_STATUSES } from './operations/operations.error-statuses';
 import { MOVES_ERROR_STATUSES } from './moves/vm-move.error-statuses';
+import { DRAINS_ERROR_STATUSES } from './drains/node-drain.error-statuses';
 import { RECOVERY_ERROR_STATUSES } from './recovery/recovery.error-statuses';
 import { TENANTS_ERROR_STATUSES } from './tenants/tenants.error-statuses';
 import { VMS_ERROR_STATUSES } from './vms/vms.error-statuses';
@@ -21,6 +22,7 @@ export const FLEET_ERROR_STATUSES: DomainErrorStatuses = [
 export const FLEET_OPS_ERROR_STATUSES: DomainErrorStatuses = [
   ...OPERATIONS_ERROR_STATUSES,
   ...MOVES_ERROR_STATUSES,
+  ...DRAINS_ERROR_STATUSES,
   ...RECOVERY_ERROR_STATUSES,
   ...VMS_ERROR_STATUSES,
   ...TENANTS_ERROR_STATUSES,

@@ -15,9 +15,11 @@ import { KeyClaims } from './nodes/key-claims.repository';
 import { NodeLeases } from './nodes/node-leases';
 import { NodesRepository } from './nodes/nodes.repository';
 import { VmMoves } from './nodes/vm-moves.repository';
+import { NodeDrains } from './nodes/node-drains.repository';
 import { NodeTokens } from './nodes/node-tokens';
 import { OperationsModule } from './operations/operations.module';
 import { VmMoveModule } from './moves/vm-move.module';
+import { NodeDrainModule } from './drains/node-drain.module';
 import { RecoveryOpsModule } from './recovery/recovery-ops.module';
 import { TenantQuotas } from './tenants/tenant-quotas.service';
 import { TenantVmInterceptor } from './vms/tenant-vm.interceptor';
@@ -49,6 +51,8 @@ export interface FleetOpsShared {
   /** For restores: the store's claims (one restore of a VM at a time) and its moves. */
   keyClaims: KeyClaims;
   vmMoves: VmMoves;
+  /** The drained nodes (`node drain`), shared with the API's placement. */
+  nodeDrains: NodeDrains;
   /** etcd mode's node leases, for `node declare-dead`. */
   nodeLeases: NodeLeases;
   /** For a restore onto a node that does not hold the copy: the holder's token signs its read grant. */
@@ -70,6 +74,7 @@ export function fleetOpsSharedFrom(fleet: INestApplicationContext): FleetOpsShar
     audit: fleet.get(AuditLog),
     keyClaims: fleet.get(KeyClaims),
     vmMoves: fleet.get(VmMoves),
+    nodeDrains: fleet.get(NodeDrains),
     nodeLeases: fleet.get(NodeLeases),
     nodeTokens: fleet.get(NodeTokens),
   };
@@ -95,6 +100,7 @@ class FleetOpsCoreModule {
         { provide: AuditLog, useValue: shared.audit },
         { provide: KeyClaims, useValue: shared.keyClaims },
         { provide: VmMoves, useValue: shared.vmMoves },
+        { provide: NodeDrains, useValue: shared.nodeDrains },
         { provide: NodeLeases, useValue: shared.nodeLeases },
         { provide: NodeTokens, useValue: shared.nodeTokens },
       ],
@@ -111,6 +117,7 @@ class FleetOpsCoreModule {
         AuditLog,
         KeyClaims,
         VmMoves,
+        NodeDrains,
         NodeLeases,
         NodeTokens,
       ],
@@ -133,6 +140,7 @@ export class FleetOpsAppModule {
         OperationsModule,
         RecoveryOpsModule,
         VmMoveModule,
+        NodeDrainModule,
         ConsoleModule,
       ],
       providers: [

@@ -6,6 +6,11 @@ import { CommandLineSetup } from './command-line.setup';
 import { NodeTokenCommand } from './node-token/node-token.command';
 import { TenantTokenCommand } from './tenant-token/tenant-token.command';
 import { NodeDeclareDeadCommand } from './nodes/node-declare-dead.command';
+import {
+  NodeDrainCommand,
+  NodeDrainStatusCommand,
+  NodeUndrainCommand,
+} from './nodes/node-drain.command';
 import { NodeCommand, NodesCommand } from './nodes/nodes.command';
 import { StatusCommand } from './status/status.command';
 import { Terminal } from './terminal/terminal';
@@ -38,6 +43,9 @@ export class PpnFleetModule {
         NodesCommand,
         NodeCommand,
         NodeDeclareDeadCommand,
+        NodeDrainCommand,
+        NodeUndrainCommand,
+        NodeDrainStatusCommand,
         VmsCommand,
         VmCommand,
         VmCreateCommand,

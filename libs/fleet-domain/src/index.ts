@@ -48,5 +48,6 @@ export * from './restore-plan';
 export * from './copy-placement';
 export * from './fencing';
 export * from './wire/node-recovery';
+export * from './wire/node-drain';
 export * from './wire/mesh-route';
 export * from './mesh-table';

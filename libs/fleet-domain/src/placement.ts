@@ -29,6 +29,8 @@ export type PlacementCandidate = Pick<
   beat_interval_ms?: number | null;
   /** Why its agent is passed over for now (its dispatches fail); absent when it is not. */
   dispatch_trouble?: string;
+  /** Why it is passed over whatever its room: drained (`node drain`); absent when it is not. */
+  drained?: string;
   /**
    * The host ports its VMs hold as its heartbeats report them (`8080/tcp` → the VM holding
    * it); absent: none known.
@@ -181,9 +183,17 @@ function placeOnPreferredNode(
   return { kind: 'placed', node_id: nodeId, required_free_mb: request.ram_mb, passed_over: [] };
 }
 
-/** Why a node is passed over whatever its RAM: it is late, or its agent cannot be reached. */
+/**
+ * Why a node is passed over whatever its RAM: it is drained, late, or its agent cannot be
+ * reached.
+ */
 function unfitness(node: PlacementCandidate): string | undefined {
-  return lateness(node) ?? node.dispatch_trouble;
+  return node.drained ?? lateness(node) ?? node.dispatch_trouble;
+}
+
+/** A drained node's reason, in placement's refusals and passed-over lists. */
+export function drainedReason(sinceIso: string): string {
+  return `drained since ${sinceIso} (ppn-fleet node undrain ends it)`;
 }
 
 /** Why a node that missed two heartbeats in a row is passed over; undefined when it has not. */

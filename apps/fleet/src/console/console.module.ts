@@ -1,6 +1,9 @@
 import { Module } from '@nestjs/common';
 import { FleetConfig } from '../config/fleet.config';
 import { OperationsModule } from '../operations/operations.module';
+import { NodeDrainModule } from '../drains/node-drain.module';
+import { VmMoveModule } from '../moves/vm-move.module';
+import { ConsoleMovesController } from './console-moves.controller';
 import { ConsoleController } from './console.controller';
 import { ConsoleActionsController } from './console-actions.controller';
 import { ConsoleService } from './console.service';
@@ -15,8 +18,8 @@ import { ConsoleTerminals } from './console-terminals';
  * over the same services as the API and the operations routes (ConsoleService).
  */
 @Module({
-  imports: [OperationsModule],
-  controllers: [ConsoleController, ConsoleActionsController],
+  imports: [OperationsModule, VmMoveModule, NodeDrainModule],
+  controllers: [ConsoleController, ConsoleActionsController, ConsoleMovesController],
   providers: [
     ConsoleService,
     ConsoleSessionGuard,

@@ -22,6 +22,8 @@ import {
   toRfc3339,
 } from '@app/fleet-domain';
 import { NodesRepository } from '../nodes/nodes.repository';
+import { NodeDrains } from '../nodes/node-drains.repository';
+import { drainReasonsOf, withDrainReason } from '../nodes/drained-nodes';
 import { SharedRead } from '../operations/shared-read';
 import {
   LISTING_BUSY_FACTOR,
@@ -72,6 +74,7 @@ export class ConsoleService {
     private readonly operations: VmOperationsService,
     private readonly placement: VmPlacementService,
     private readonly restores: VmRestoreService,
+    private readonly drains: NodeDrains,
   ) {
     this.snapshot = new SharedRead(clock, LISTING_MIN_INTERVAL_MS, LISTING_BUSY_FACTOR, () =>
       this.takeSnapshot(),
@@ -201,9 +204,16 @@ export class ConsoleService {
     const notBefore = liveSince(nowMs);
     const stored = await this.nodes.listAll();
     const live = stored.filter((node) => isLive(node, notBefore));
-    const candidates = live.map((node) => placementCandidate(node, nowMs));
+    const drained = await this.drains.drainedSince();
+    const reasons = drainReasonsOf(drained);
+    const candidates = live.map((node) =>
+      withDrainReason(placementCandidate(node, nowMs), reasons),
+    );
     return stored
-      .map((node) => consoleNode(node, nowMs, wallNowMs, isLive(node, notBefore), candidates))
+      .map((node) => ({
+        ...consoleNode(node, nowMs, wallNowMs, isLive(node, notBefore), candidates),
+        drained_since: drained.has(node.node_id) ? toRfc3339(drained.get(node.node_id)!) : null,
+      }))
       .sort((a, b) => compareIds(a.node_id, b.node_id));
   }
 }

@@ -30,6 +30,8 @@ export interface ConsoleNode {
   /** Why placement passes it over for any VM; null when it does not. */
   passed_over: string | null;
   vm_ids: string[];
+  /** Since when it is drained (`node drain`); null or absent: it is not. */
+  drained_since?: string | null;
   /** etcd mode: the protected VMs its last heartbeat said it fenced (its lease ran out). */
   fenced_vm_ids: string[];
 }

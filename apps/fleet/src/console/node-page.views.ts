@@ -3,6 +3,7 @@ import { FleetVmWithLifeCycle, diskRoomText } from '@app/fleet-domain';
 import { Html, html, pathPart } from './html';
 import { ConsoleNode, PageContext, page } from './console.views';
 import { vmTable } from './vm-table.views';
+import { drainForm, drainingBadge } from './move-drain.views';
 
 export function ramMeter(node: ConsoleNode): Html {
   const free = node.ram_total_mb - node.ram_used_mb;
@@ -33,9 +34,9 @@ export function diskLine(node: ConsoleNode): Html | string {
 }
 
 export function nodeStatus(node: ConsoleNode): Html {
-  if (!node.live) return html`<span class="badge bad">silent</span>`;
-  if (node.late) return html`<span class="badge warn">late</span>`;
-  return html`<span class="badge good">live</span>`;
+  if (!node.live) return html`<span class="badge bad">silent</span>${drainingBadge(node)}`;
+  if (node.late) return html`<span class="badge warn">late</span>${drainingBadge(node)}`;
+  return html`<span class="badge good">live</span>${drainingBadge(node)}`;
 }
 
 /** etcd mode: the VMs the node says it fenced, each linked; nothing when it fenced none. */
@@ -93,6 +94,11 @@ export function nodeLive(
       <dd>${node.kvm_available ? 'yes' : 'no'}</dd>
       <dt>Reserved</dt>
       <dd>${node.reserved ? 'yes: used only when no other node fits' : 'no'}</dd>
+      <dt>Drain</dt>
+      <dd class="drain">
+        ${node.drained_since ? `draining since ${node.drained_since}` : 'not drained'}
+        ${drainForm(node)}
+      </dd>
       ${fencedPart(node)}
       <dt>Placement</dt>
       ${

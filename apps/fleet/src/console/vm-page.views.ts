@@ -6,6 +6,7 @@ import { terminalSection } from './terminal.views';
 import { lastFailure, lifeCycleSummary } from './vm-state.views';
 import { ConsoleNode, PageContext, page } from './console.views';
 import { actions, portsCell, sshLine, stateCell } from './vm-table.views';
+import { moveForm } from './move-drain.views';
 
 /**
  * A VM's own page: its facts, its actions, its copies and backups (`copies`, as of `nowMs`;
@@ -25,6 +26,7 @@ export function vmPage(
       <div id="live" data-live="/console/fragments/vms/${pathPart(vm.vm_id)}">
         ${vmLive(vm, nodes, nowMs)}
       </div>
+      ${context.tenant === undefined ? moveForm(vm, nodes) : ''}
       ${vmCopiesSection(vm.vm_id, copies, nowMs)} ${terminalSection(vm)}`,
   );
 }

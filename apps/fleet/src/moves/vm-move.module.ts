@@ -19,5 +19,6 @@ import { VmMoveService } from './vm-move.service';
       useFactory: (config: FleetConfig) => NodeTokens.fromConfig(config),
     },
   ],
+  exports: [VmMoveService],
 })
 export class VmMoveModule {}

@@ -20,6 +20,8 @@ import {
 import { KeyClaims } from '../nodes/key-claims.repository';
 import { NodeTokens } from '../nodes/node-tokens';
 import { NodesRepository } from '../nodes/nodes.repository';
+import { NodeDrains } from '../nodes/node-drains.repository';
+import { drainReasons, withDrainReason } from '../nodes/drained-nodes';
 import { VmMoves } from '../nodes/vm-moves.repository';
 import { VmHostClient } from '../vms/vm-host.client';
 import { AgentCallError } from '../vms/agent-calls';
@@ -55,6 +57,7 @@ export class VmMoveService {
     private readonly vmHost: VmHostClient,
     private readonly nodeTokens: NodeTokens,
     private readonly clock: Clock,
+    private readonly drains: NodeDrains,
   ) {}
 
   async move(vmId: string, request: MoveVmRequest): Promise<MovedVm> {
@@ -100,13 +103,14 @@ export class VmMoveService {
     if (request.to !== undefined && !others.some((node) => node.node_id === request.to)) {
       throw new VmMoveRefusedError(422, `to: node ${request.to} is not a live node`);
     }
+    const drained = await drainReasons(this.drains);
     const placement = placeVm(
       {
         ram_mb: vm.ram_alloc_mb,
         prefer_kvm: false,
         ...(request.to === undefined ? {} : { preferred_node: request.to }),
       },
-      others.map((node) => placementCandidate(node, now)),
+      others.map((node) => withDrainReason(placementCandidate(node, now), drained)),
     );
     if (placement.kind !== 'placed') {
       throw new PlacementRefusedError(

@@ -5,6 +5,7 @@ import { Leadership } from './leadership';
 import { NodeLeases } from './node-leases';
 import { NodesRepository } from './nodes.repository';
 import { VmMoves } from './vm-moves.repository';
+import { NodeDrains } from './node-drains.repository';
 
 /** A store of fleet state, opened: what the controller reads and writes nodes with. */
 export interface OpenNodesStore {
@@ -13,6 +14,8 @@ export interface OpenNodesStore {
   keyClaims: KeyClaims;
   /** The VMs restored onto another node, in the same store (superseded_vm_ids). */
   vmMoves: VmMoves;
+  /** The drained nodes (`node drain`), in the same store: placement passes them over. */
+  nodeDrains: NodeDrains;
   /**
    * The clock receive times and staleness are judged by. A store that several controllers
    * share gives one they all agree on (Redis: Redis TIME).

@@ -14,6 +14,7 @@ import { NodesController } from './nodes.controller';
 import { NodesRepository } from './nodes.repository';
 import { NodesService } from './nodes.service';
 import { VmMoves } from './vm-moves.repository';
+import { NodeDrains } from './node-drains.repository';
 import { GrantedCopies } from './granted-copies';
 import { MeshRoutes } from './mesh-routes';
 
@@ -66,6 +67,11 @@ class ChosenNodesStore implements OnModuleInit, OnApplicationShutdown {
       inject: [ChosenNodesStore],
     },
     {
+      provide: NodeDrains,
+      useFactory: (store: ChosenNodesStore) => store.opened.nodeDrains,
+      inject: [ChosenNodesStore],
+    },
+    {
       provide: Clock,
       useFactory: (store: ChosenNodesStore) => store.opened.clock,
       inject: [ChosenNodesStore],
@@ -89,6 +95,7 @@ class ChosenNodesStore implements OnModuleInit, OnApplicationShutdown {
     NodesRepository,
     KeyClaims,
     VmMoves,
+    NodeDrains,
     NodeLeases,
     Leadership,
     Clock,

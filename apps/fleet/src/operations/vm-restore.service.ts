@@ -1,5 +1,5 @@
-import { Injectable, Logger } from '@nestjs/common';
-import { randomBytes } from 'node:crypto';
+import { Injectable, Logger, Optional } from '@nestjs/common';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Clock } from '@app/daemon';
 import {
   AgentRestoreRequest,
@@ -29,6 +29,8 @@ import {
 import { KeyClaims } from '../nodes/key-claims.repository';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { VmMoves } from '../nodes/vm-moves.repository';
+import { NodeDrains } from '../nodes/node-drains.repository';
+import { drainReasons, withDrainReason } from '../nodes/drained-nodes';
 import { TenantQuotas } from '../tenants/tenant-quotas.service';
 import { VmHostClient } from '../vms/vm-host.client';
 import { AgentAnswer, AgentCallError } from '../vms/agent-calls';
@@ -38,6 +40,7 @@ import { VmAgentFailedError } from './vm-operations.errors';
 import { VmRestoreRefusedError } from './vm-restore.errors';
 import { RestorePulls, newestInTime, remoteIsNewer } from './restore-pull';
 import { chooseRestorePoint } from './restore-point';
+import { planAwayFromDrained } from './restore-away-from-drained';
 
 /**
  * How long the controller waits for an agent's restore: it answers once the whole disk is
@@ -74,6 +77,8 @@ export class VmRestoreService {
     private readonly pulls: RestorePulls,
     /** Absent (a unit test's service): no tenant has a quota. */
     private readonly tenantQuotas?: TenantQuotas,
+    /** Absent (a unit test's service): no node is drained. */
+    @Optional() private readonly drains?: NodeDrains,
   ) {}
 
   async restore(vmId: string, request: RestoreVmRequest): Promise<RestoredVm> {
@@ -103,10 +108,11 @@ export class VmRestoreService {
     const live = all.filter((node) => isLive(node, notBefore));
     const listed = listedVms(all, notBefore).find(({ vm }) => vm.vm_id === vmId);
     const asNew = request.as_new === true;
-    const plan = planRestore(
-      { vmId, from: request.from, to: request.to, asNew, known: listed !== undefined },
-      live,
-    );
+    const asked = { vmId, from: request.from, to: request.to, asNew, known: listed !== undefined };
+    const first = planRestore(asked, live);
+    if (first.kind === 'refused') throw new VmRestoreRefusedError(first.status, first.message);
+    const drained = await drainReasons(this.drains);
+    const plan = planAwayFromDrained(first, asked, live, drained, listed?.vm.ram_alloc_mb, now);
     if (plan.kind === 'refused') throw new VmRestoreRefusedError(plan.status, plan.message);
     const target = live.find((node) => node.node_id === plan.to)!;
     const points = await this.ask(vmId, target, 'restore points read', () =>
@@ -241,7 +247,7 @@ export class VmRestoreService {
         prefer_kvm: false,
         preferred_node: target.node_id,
       },
-      [placementCandidate(target, now)],
+      [withDrainReason(placementCandidate(target, now), await drainReasons(this.drains))],
     );
     if (placement.kind !== 'placed') {
       throw new PlacementRefusedError(placement.kind, placement.message);

@@ -16,6 +16,8 @@ import {
 } from '@app/fleet-domain';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { NodesRepository } from '../nodes/nodes.repository';
+import { NodeDrains } from '../nodes/node-drains.repository';
+import { drainReasons, withDrainReason } from '../nodes/drained-nodes';
 import { Spawned } from './vm-host.client';
 import { AgentCallError, VmHostClientSettings } from './agent-calls';
 import { PlacementRefusedError } from './vms.errors';
@@ -46,6 +48,8 @@ export class PlacementHolds {
     private readonly metrics: FleetMetrics,
     private readonly vmHostSettings: VmHostClientSettings,
     private readonly logger: Logger,
+    /** Absent (a unit test's service): no node is drained. */
+    private readonly drains?: NodeDrains,
   ) {}
 
   /**
@@ -128,10 +132,11 @@ export class PlacementHolds {
       const now = this.clock.now();
       const notBefore = liveSince(now);
       const live = await this.nodes.listLive(notBefore);
+      const drained = await drainReasons(this.drains);
       const placement = placeVm(
         request,
         live.map((state) => {
-          const candidate = placementCandidate(state, now);
+          const candidate = withDrainReason(placementCandidate(state, now), drained);
           if (tried.includes(state.node_id) && candidate.dispatch_trouble === undefined) {
             candidate.dispatch_trouble = 'dispatch failed just now';
           }

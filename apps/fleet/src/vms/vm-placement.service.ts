@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Clock } from '@app/daemon';
@@ -22,6 +22,7 @@ import {
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { KeyClaims } from '../nodes/key-claims.repository';
 import { NodesRepository } from '../nodes/nodes.repository';
+import { NodeDrains } from '../nodes/node-drains.repository';
 import { TenantQuotas } from '../tenants/tenant-quotas.service';
 import { spawnKeyOf } from './spawn-key';
 import { Dispatch, PlacementHolds } from './placement-holds';
@@ -76,9 +77,11 @@ export class VmPlacementService {
     private readonly createSettings: VmCreateSettings = new VmCreateSettings(),
     /** Absent (a unit test's service): no tenant has a quota. */
     private readonly tenantQuotas?: TenantQuotas,
+    /** Absent (a unit test's service): no node is drained. */
+    @Optional() drains?: NodeDrains,
   ) {
     this.keyClaimTurns = new KeyClaimTurns(keyClaims, createSettings, vmHostSettings, this.logger);
-    this.holds = new PlacementHolds(nodes, clock, metrics, vmHostSettings, this.logger);
+    this.holds = new PlacementHolds(nodes, clock, metrics, vmHostSettings, this.logger, drains);
   }
 
   /**

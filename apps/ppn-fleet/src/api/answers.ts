@@ -20,5 +20,6 @@ export type DeclaredDeadNode = FleetOpsApi.components['schemas']['DeclaredDeadNo
 export type RestoreVmRequest = FleetOpsApi.components['schemas']['RestoreVmRequest'];
 export type MovedVm = FleetOpsApi.components['schemas']['MovedVm'];
 export type MoveVmRequest = FleetOpsApi.components['schemas']['MoveVmRequest'];
+export type NodeDrain = FleetOpsApi.components['schemas']['NodeDrain'];
 /** What a stop or restart asks: force, and the guest's time to power down. */
 export type StopVmRequest = FleetOpsApi.components['schemas']['StopVmRequest'];

@@ -9,6 +9,7 @@ import type {
   MovedVm,
   MoveVmRequest,
   NodeDiskRoom,
+  NodeDrain,
   RestoredVm,
   RestoreVmRequest,
   StopVmRequest,
@@ -25,6 +26,7 @@ export type {
   MovedVm,
   MoveVmRequest,
   NodeDiskRoom,
+  NodeDrain,
   RestoredVm,
   RestoreVmRequest,
   StopVmRequest,
@@ -35,6 +37,9 @@ export type {
 
 /** A move's answer waits for a whole disk and the memory sent: the controller's 2 h, and more. */
 export const MOVE_TIMEOUT_MS = 121 * 60_000;
+
+/** A drain's answer waits for each of the node's VMs moved, two at a time: a day at most. */
+export const DRAIN_TIMEOUT_MS = 24 * 60 * 60_000;
 
 /** A restore's answer waits for a whole disk to be converted: the controller's 30 min, and more. */
 export const RESTORE_TIMEOUT_MS = 31 * 60_000;
@@ -217,6 +222,47 @@ export class FleetOpsApiClient {
           signal: timeout(),
         }),
       shapeOf(Wire.DeclaredDeadNode),
+    );
+  }
+
+  /** The node drained, its VMs moved off it; answered once each was tried. */
+  drainNode(nodeId: string): Promise<Answer<NodeDrain>> {
+    return this.drainCall('/v1/nodes/{node_id}/drain', nodeId, DRAIN_TIMEOUT_MS);
+  }
+
+  /** The node's drain ended: placement may choose it again. */
+  undrainNode(nodeId: string): Promise<Answer<NodeDrain>> {
+    return this.drainCall('/v1/nodes/{node_id}/undrain', nodeId);
+  }
+
+  /** The node's drain as it stands: drained or not, each VM's outcome so far. */
+  nodeDrain(nodeId: string): Promise<Answer<NodeDrain>> {
+    return this.reader.call(
+      () =>
+        this.client.GET('/v1/nodes/{node_id}/drain', {
+          params: { path: { node_id: nodeId } },
+          parseAs: 'text',
+          signal: timeout(),
+        }),
+      shapeOf(Wire.NodeDrain),
+    );
+  }
+
+  private drainCall(
+    path: '/v1/nodes/{node_id}/drain' | '/v1/nodes/{node_id}/undrain',
+    nodeId: string,
+    timeoutMs?: number,
+  ): Promise<Answer<NodeDrain>> {
+    return this.reader.call(
+      () =>
+        this.client.POST(path, {
+          params: { path: { node_id: nodeId } },
+          // No body: as for start, the listener takes a write only with this (or a token).
+          headers: { 'Content-Type': 'application/json' },
+          parseAs: 'text',
+          signal: timeoutMs === undefined ? timeout() : AbortSignal.timeout(timeoutMs),
+        }),
+      shapeOf(Wire.NodeDrain),
     );
   }
 

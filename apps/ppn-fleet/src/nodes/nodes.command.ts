@@ -3,6 +3,7 @@ import { ApiOptions, JsonApiCommand, requireFleetId } from '../api/command-optio
 import { FleetApiConnector } from '../api/fleet-api.connector';
 import { Terminal } from '../terminal/terminal';
 import { NodeDeclareDeadCommand } from './node-declare-dead.command';
+import { NodeDrainCommand, NodeDrainStatusCommand, NodeUndrainCommand } from './node-drain.command';
 import { formatNode, formatNodes } from './nodes.view';
 
 @Command({ name: 'nodes', description: 'the live nodes (GET /v1/nodes)' })
@@ -31,8 +32,14 @@ export class NodesCommand extends JsonApiCommand {
   name: 'node',
   arguments: '<node_id>',
   argsDescription: { node_id: 'the node to show' },
-  description: 'one live node (GET /v1/nodes/{node_id}), or `node declare-dead <node_id>`',
-  subCommands: [NodeDeclareDeadCommand],
+  description:
+    'one live node (GET /v1/nodes/{node_id}), or `node declare-dead|drain|undrain|drain-status <node_id>`',
+  subCommands: [
+    NodeDeclareDeadCommand,
+    NodeDrainCommand,
+    NodeUndrainCommand,
+    NodeDrainStatusCommand,
+  ],
 })
 export class NodeCommand extends JsonApiCommand {
   constructor(

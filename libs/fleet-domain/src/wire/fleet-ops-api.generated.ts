@@ -40,6 +40,50 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/nodes/{node_id}/drain': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A node's drain: whether it is drained, since when, each VM's outcome so far
+     * @description What `node drain` did or is doing, from the fleet's store (so any controller answers it): whether the node is drained, since when, each VM's outcome in the order each ended (kept until `undrain`), and the VMs its agent still lists.
+     */
+    get: operations['getNodeDrain'];
+    put?: never;
+    /**
+     * Drain a node for maintenance: placement passes it over, its VMs moved off it
+     * @description Marks the node drained (kept in the fleet's store, so every controller and a restarted one agree; its :9203 record is unchanged and it stays enrolled and listed): placement passes it over, saying why, for creates, moves, restores and recoveries. Then moves each VM its agent lists off it, two at a time, Running ones first: live when Running, cold when Stopped, placement choosing the node (as `vm move` without `to`). A VM that cannot move (no room on any other node, not Running or Stopped, a failed move) stays where it is, as it was, and its outcome says why. Answers once every VM was tried, with each one's outcome. Drained already: its VMs still listed are tried again (idempotent). `undrain` ends it.
+     */
+    post: operations['drainNode'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/nodes/{node_id}/undrain': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * End a drain: placement may choose the node again
+     * @description Clears the drained mark (idempotent: a node not drained answers the same). A drain under way takes no further VM; VMs moved off stay where they went.
+     */
+    post: operations['undrainNode'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/vms': {
     parameters: {
       query?: never;
@@ -282,6 +326,27 @@ export interface components {
      * @enum {string}
      */
     DesiredVmState: 'running' | 'stopped';
+    DrainedVm: {
+      /** @description Why it was left or failed (the move's refusal, placement's reasons); null when moved. */
+      message: string | null;
+      /**
+       * @example live
+       * @enum {string|null}
+       */
+      mode: 'live' | 'cold' | null;
+      /**
+       * @description moved: it runs (or sits stopped) on `to_node_id` now. left: it could not move (no room on any other node, not Running or Stopped) and is still on the drained node, as it was. failed: its move failed midway; it is left on the drained node.
+       * @example moved
+       * @enum {string}
+       */
+      outcome: 'moved' | 'left' | 'failed';
+      /** @example n2 */
+      to_node_id: string | null;
+      /** @description How long its move took, in ms. */
+      took_ms: number;
+      /** @example vm-0123456789abcdef */
+      vm_id: string;
+    };
     ErrorBody: {
       /** @description The status's reason phrase, such as `Not Found`. */
       error: string;
@@ -476,6 +541,25 @@ export interface components {
       disk_room: components['schemas']['HeartbeatDiskRoom'] | null;
       /** @example example-node-01 */
       node_id: string;
+    };
+    NodeDrain: {
+      /** @description Whether the node is drained: placement passes it over (creates, moves, restores, recoveries) until `node undrain`. */
+      drained: boolean;
+      /** @example example-node-01 */
+      node_id: string;
+      /**
+       * @description The VMs its live agent still lists (none once drained; any left said why in `vms`).
+       * @example []
+       */
+      remaining_vm_ids: string[];
+      /**
+       * Format: date-time
+       * @description When the drain began; null when the node is not drained.
+       * @example 2026-08-06T12:00:00.000Z
+       */
+      since: string | null;
+      /** @description What the latest drain did with each VM, in the order each ended (kept until `undrain`); a drain under way lists those done so far. */
+      vms: components['schemas']['DrainedVm'][];
     };
     RestartVmRequest: {
       /**
@@ -870,6 +954,358 @@ export interface operations {
            *       "error": "Conflict",
            *       "message": "node example-node-01 still renews its lease (last renewed 2026-08-06T12:00:00.000Z, 40 s left): it heartbeats to a controller, so it may run its VMs; a node is declared dead only once its lease ran out (45 s, VM_FLEET_FENCE_AFTER_S, after its last heartbeat), when it has ended them itself",
            *       "statusCode": 409
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getNodeDrain: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example example-node-01 */
+        node_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NodeDrain'];
+        };
+      };
+      /** @description node_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "node_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only when VM_FLEET_TENANT_SECRET is set on the controller: a tenant's token on a route it does not open (anything but its own VMs). */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Forbidden",
+           *       "message": "tenant acme's token opens only its own VMs (/v1/vms...): this route needs the API token (VM_FLEET_API_TOKEN)",
+           *       "statusCode": 403
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description No node of that id is enrolled (nor drained). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "node example-node-01 is not enrolled",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  drainNode: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example example-node-01 */
+        node_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The node, drained, and what became of each VM. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NodeDrain'];
+        };
+      };
+      /** @description node_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "node_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Sec-Fetch-Site or Origin says a page of another site sent it.
+       *     - It carries neither Content-Type: application/json nor an Authorization header: what a cross-site form or no-CORS fetch sends.
+       */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description No node of that id is enrolled (nor drained). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "node example-node-01 is not enrolled",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description A drain of the node is under way on this controller. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "node example-node-01: a drain of it is under way (ppn-fleet node drain-status example-node-01 shows it)",
+           *       "statusCode": 409
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The Host header names neither the listener's address, nor localhost on a loopback one, nor one of VM_FLEET_OPS_HOSTS (a DNS-rebound name, say). */
+      421: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Misdirected",
+           *       "message": "Host rebind.attacker.example:9206 is not a name of this listener: use its address, or add the name to VM_FLEET_OPS_HOSTS",
+           *       "statusCode": 421
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Only with VM_FLEET_REDIS_URL set: the shared state store (Redis) cannot be reached, or refuses (protected mode DENIED, NOAUTH, WRONGPASS, a READONLY replica: the message names which and quotes Redis); nothing was changed. */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Service Unavailable",
+           *       "message": "fleet state store (Redis at redis://192.0.2.9:6379/0) unavailable: not connected (reconnecting)",
+           *       "statusCode": 503
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  undrainNode: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example example-node-01 */
+        node_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The node, no longer drained. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['NodeDrain'];
+        };
+      };
+      /** @description node_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "node_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_API_TOKEN is set on this daemon: the request has no `Authorization: Bearer <API token>`.
+       *     - Only when VM_FLEET_API_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Sec-Fetch-Site or Origin says a page of another site sent it.
+       *     - It carries neither Content-Type: application/json nor an Authorization header: what a cross-site form or no-CORS fetch sends.
+       */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description No node of that id is enrolled (nor drained). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "node example-node-01 is not enrolled",
+           *       "statusCode": 404
            *     }
            */
           'application/json': components['schemas']['ErrorBody'];

@@ -10,6 +10,7 @@ import { EtcdLeaderElection } from './etcd-leader-election';
 import { EtcdNodeLeases } from './etcd-node-leases';
 import { EtcdNodesRepository } from './etcd-nodes.repository';
 import { EtcdVmMoves } from './etcd-vm-moves.repository';
+import { EtcdNodeDrains } from './etcd-node-drains.repository';
 
 /**
  * Fleet state shared in etcd (VM_FLEET_ETCD_ENDPOINTS). etcd has no TIME: each controller
@@ -35,6 +36,7 @@ export const ETCD_NODES_STORE: NodesStore = {
       repository: new EtcdNodesRepository(client),
       keyClaims: new EtcdKeyClaims(client),
       vmMoves: new EtcdVmMoves(client),
+      nodeDrains: new EtcdNodeDrains(client),
       clock,
       nodeLeases: new EtcdNodeLeases(client, config.fenceAfterS ?? DEFAULT_FENCE_AFTER_S),
       leadership: new EtcdLeaderElection(client, clock, controllerId),

@@ -3,6 +3,7 @@ import { NodesStore } from '../nodes-store';
 import { InMemoryKeyClaims } from './in-memory-key-claims.repository';
 import { InMemoryNodesRepository } from './in-memory-nodes.repository';
 import { InMemoryVmMoves } from './in-memory-vm-moves.repository';
+import { InMemoryNodeDrains } from './in-memory-node-drains.repository';
 
 /**
  * The documented default: the fleet lives in this process, on its own clock. That clock is
@@ -17,6 +18,7 @@ export const IN_MEMORY_NODES_STORE: NodesStore = {
     repository: new InMemoryNodesRepository(),
     keyClaims: new InMemoryKeyClaims(),
     vmMoves: new InMemoryVmMoves(),
+    nodeDrains: new InMemoryNodeDrains(),
     clock: new MonotonicClock(),
     close: () => Promise.resolve(),
   }),

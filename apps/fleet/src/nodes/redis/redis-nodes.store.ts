@@ -4,6 +4,7 @@ import { RedisKeyClaims } from './redis-key-claims.repository';
 import { RedisNodesRepository } from './redis-nodes.repository';
 import { RedisVmMoves } from './redis-vm-moves.repository';
 import { RedisClock } from './redis.clock';
+import { RedisNodeDrains } from './redis-node-drains.repository';
 
 /**
  * Fleet state shared in Redis (VM_FLEET_REDIS_URL): one connection for the store and the
@@ -19,6 +20,7 @@ export const REDIS_NODES_STORE: NodesStore = {
       repository: new RedisNodesRepository(connection),
       keyClaims: new RedisKeyClaims(connection),
       vmMoves: new RedisVmMoves(connection),
+      nodeDrains: new RedisNodeDrains(connection),
       clock,
       close: async () => {
         clock.onApplicationShutdown();
