@@ -144,10 +144,9 @@ export class NodesService {
     }
     const fenceAfterS = await this.leases?.renew(id, this.clock.wallNow());
     // A store that cannot be read now says nothing of them (the peer removes nothing).
-    const all = heartbeat.replicas?.length
-      ? await this.nodes.listAll().catch(() => undefined)
+    const wanted = heartbeat.replicas?.length
+      ? await wantedReplicaVmIds(heartbeat.replicas, this.nodes).catch(() => undefined)
       : undefined;
-    const wanted = all && wantedReplicaVmIds(heartbeat.replicas, all);
     if (fenceAfterS === undefined && superseded.length === 0 && !wanted) return ACCEPTED;
     return {
       accepted: true,
