@@ -147,11 +147,15 @@ function restrictImports(...restrictions) {
   };
 }
 
-const DOMAIN_HAS_NO_CLOCK = 'fleet-domain has no clock of its own: take `now` as an argument.';
+const DOMAIN_HAS_NO_CLOCK =
+  'fleet-domain and api-basics have no clock of their own: take `now` as an argument.';
 const DOMAIN_READS_NO_ENVIRONMENT =
-  "fleet-domain reads no environment: configuration comes from the app's config/ as arguments.";
+  "fleet-domain and api-basics read no environment: configuration comes from the app's config/ as arguments.";
 
-/** What the pure domain may not reach for besides imports: the clock, the environment, loading. */
+/**
+ * What the pure libs (fleet-domain, api-basics) may not reach for besides imports: the clock,
+ * the environment, loading.
+ */
 const DOMAIN_SYNTAX = {
   'no-restricted-syntax': [
     'error',
@@ -185,7 +189,7 @@ const DOMAIN_SYNTAX = {
     },
     {
       selector: 'ImportExpression',
-      message: 'fleet-domain loads nothing at run time (no import()).',
+      message: 'fleet-domain and api-basics load nothing at run time (no import()).',
     },
   ],
 };

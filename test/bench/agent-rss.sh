@@ -29,6 +29,9 @@ for _ in $(seq 60); do
 done
 echo "node options:${opts:- (none)}"
 echo "agent VmRSS over 60 s at the default interval: last $((last / 1024)) MB, max $((max / 1024)) MB"
-kill "$agent" "$fleet"
-wait "$agent" "$fleet" || true
+# Each still running is ended and waited for, silently: one that already exited is not an error.
+for pid in "$agent" "$fleet"; do
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+done
 rm -rf "$dir"

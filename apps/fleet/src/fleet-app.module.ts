@@ -1,5 +1,5 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import {
   BearerTokenGuard,
@@ -16,7 +16,7 @@ import { FleetModule } from './fleet/fleet.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { NodeTokens } from './nodes/node-tokens';
 import { NodesModule } from './nodes/nodes.module';
-import { TenantVmInterceptor } from './vms/tenant-vm.interceptor';
+import { TenantVmGuard } from './vms/tenant-vm.guard';
 import { CopiesModule } from './copies/copies.module';
 import { RecoveryModule } from './recovery/recovery.module';
 import { VmsModule } from './vms/vms.module';
@@ -90,8 +90,9 @@ export class FleetAppModule {
       ],
       providers: [
         { provide: APP_GUARD, useClass: BearerTokenGuard },
-        // After the guard, before the route: a tenant reaches its own VMs only.
-        { provide: APP_INTERCEPTOR, useClass: TenantVmInterceptor },
+        // After the bearer guard (global guards run in this order), before the route: a tenant
+        // reaches its own VMs only.
+        { provide: APP_GUARD, useClass: TenantVmGuard },
         { provide: APP_PIPE, useFactory: createValidationPipe },
         {
           provide: APP_FILTER,

@@ -55,7 +55,7 @@ const CALLER_RECORDED_BY_ROUTE = 'ppn:caller-recorded-by-route';
 /**
  * Marks a route reached without any caller recorded by design, that gives nothing away then (a
  * console page: without a session it only redirects to /login, or on an open console issues the
- * operator's session): the tenant check of its VM (TenantVmInterceptor) lets it through.
+ * operator's session): the tenant check of its VM (TenantVmCheck, after the route guards) lets it through.
  */
 export function CallerRecordedByRoute(): MethodDecorator {
   return SetMetadata(CALLER_RECORDED_BY_ROUTE, true);

@@ -3,6 +3,7 @@ import type * as Swagger from '@nestjs/swagger';
 import type { DocumentBuilder, OpenAPIObject } from '@nestjs/swagger';
 import { applyOpenApiDecorators } from '@app/api-basics';
 import { BearerTokens, TOKEN_ROLES, TokenRole } from './bearer-token.guard';
+import { routesBehindPrefix } from './routes-behind-prefix';
 
 /**
  * @nestjs/swagger, loaded only by whoever builds or serves a document, with every deferred
@@ -141,19 +142,22 @@ function tokensOf(app: NestExpressApplication): BearerTokens | undefined {
 export function serveSwaggerUi(
   buildDocument: (app: NestExpressApplication) => OpenAPIObject,
 ): (app: NestExpressApplication) => void {
-  return (app) => {
-    swagger().SwaggerModule.setup('docs', app, () => buildDocument(app), {
-      patchDocumentOnRequest: (_request, _response, document) => {
-        const tokens = tokensOf(app);
-        const served = tokens ? securedAsServed(document, (role) => tokens.isSet(role)) : document;
-        return {
-          ...served,
-          servers: [
-            { url: '/', description: 'This daemon, which served this page.' },
-            ...(document.servers ?? []),
-          ],
-        };
-      },
-    });
-  };
+  return (app) =>
+    routesBehindPrefix(app, '/docs', () =>
+      swagger().SwaggerModule.setup('docs', app, () => buildDocument(app), {
+        patchDocumentOnRequest: (_request, _response, document) => {
+          const tokens = tokensOf(app);
+          const served = tokens
+            ? securedAsServed(document, (role) => tokens.isSet(role))
+            : document;
+          return {
+            ...served,
+            servers: [
+              { url: '/', description: 'This daemon, which served this page.' },
+              ...(document.servers ?? []),
+            ],
+          };
+        },
+      }),
+    );
 }

@@ -52,6 +52,17 @@ export abstract class NodesRepository {
   abstract ownersOf(vmIds: readonly string[], exceptNodeId: string): Promise<Map<string, string>>;
 
   /**
+   * Of `nodeIds`, those with a stored record, whatever its age (as listAll reads them). Here
+   * from listAll; a store that can look them up one by one does.
+   */
+  async storedAmong(nodeIds: readonly string[]): Promise<Set<string>> {
+    if (nodeIds.length === 0) return new Set();
+    const wanted = new Set(nodeIds);
+    const all = await this.listAll();
+    return new Set(all.map((node) => node.node_id).filter((nodeId) => wanted.has(nodeId)));
+  }
+
+  /**
    * Drops every node older than `notBeforeMs` out of the live reads and returns them: a node
    * keepsVmsWhenSilent keeps stays stored, silent (listAll, update), the others are removed.
    */

@@ -150,10 +150,9 @@ export class NodesService {
     }
     const fenceAfterS = await this.leases?.renew(id, this.clock.wallNow());
     // A store that cannot be read now says nothing of them (the peer removes nothing).
-    const all = heartbeat.replicas?.length
-      ? await this.nodes.listAll().catch(() => undefined)
+    const wanted = heartbeat.replicas?.length
+      ? await wantedReplicaVmIds(heartbeat.replicas, this.nodes).catch(() => undefined)
       : undefined;
-    const wanted = all && wantedReplicaVmIds(heartbeat.replicas, all);
     const mesh = await this.meshRoutes?.forNode(id);
     if (fenceAfterS === undefined && superseded.length === 0 && !wanted && !mesh) return ACCEPTED;
     return {

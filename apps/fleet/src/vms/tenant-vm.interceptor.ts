@@ -1,51 +1,24 @@
-import {
-  CallHandler,
-  ExecutionContext,
-  Injectable,
-  NestInterceptor,
-  UnauthorizedException,
-} from '@nestjs/common';
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { Observable, from, switchMap } from 'rxjs';
-import type { Request } from 'express';
-import { isCallerRecordedByRoute, recordedCallerOf } from '@app/daemon';
-import { VmNotFoundError } from './vms.errors';
+import { TenantVmCheck } from './tenant-vm.check';
 import { VmsService } from './vms.service';
 
 /**
- * Confines a tenant to its own VMs on every route that names one (a `vm_id` parameter), on
- * either listener and in the web console alike, before the route runs: another tenant's VM,
- * a VM of no tenant and a VM that does not exist are the same 404, so a tenant learns nothing
- * of VMs not its own. One place for every route, so a per-VM route added later is covered.
- * The operator (and any caller while the API is open: the guard records the operator then)
- * passes untouched. A route naming a VM that no guard recorded a caller for is refused (401),
- * never taken for the operator's: a route whose guard forgot to record fails closed.
+ * TenantVmCheck on the operations listener, where the web console's routes record their
+ * caller with a guard of their own: an interceptor runs after every guard, so those routes
+ * are judged with the caller they recorded.
  */
 @Injectable()
 export class TenantVmInterceptor implements NestInterceptor {
-  constructor(
-    private readonly vms: VmsService,
-    private readonly reflector: Reflector,
-  ) {}
+  private readonly check: TenantVmCheck;
 
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const request = context.switchToHttp().getRequest<Request>();
-    const vmId = (request.params as Record<string, unknown> | undefined)?.vm_id;
-    if (typeof vmId !== 'string') return next.handle();
-    const caller = recordedCallerOf(request);
-    if (caller === undefined) {
-      if (isCallerRecordedByRoute(this.reflector, context)) return next.handle();
-      throw new UnauthorizedException('no credential was recognised for this route');
-    }
-    if (caller.kind !== 'tenant') return next.handle();
-    return from(this.checkOwn(caller.tenantId, vmId)).pipe(switchMap(() => next.handle()));
+  constructor(vms: VmsService, reflector: Reflector) {
+    this.check = new TenantVmCheck(vms, reflector);
   }
 
-  private async checkOwn(tenantId: string, vmId: string): Promise<void> {
-    const listed = await this.vms.findWithNode(vmId).catch((error: unknown) => {
-      if (error instanceof VmNotFoundError) return undefined;
-      throw error;
-    });
-    if (listed?.vm.tenant_id !== tenantId) throw new VmNotFoundError(vmId);
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const pending = this.check.judge(context, true);
+    return pending ? from(pending).pipe(switchMap(() => next.handle())) : next.handle();
   }
 }

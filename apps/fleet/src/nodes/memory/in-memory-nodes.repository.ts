@@ -60,6 +60,12 @@ export class InMemoryNodesRepository extends NodesRepository {
     return Promise.resolve(this.owners(vmIds, exceptNodeId));
   }
 
+  override storedAmong(nodeIds: readonly string[]): Promise<Set<string>> {
+    return Promise.resolve(
+      new Set(nodeIds.filter((nodeId) => this.nodes.has(nodeId) || this.silent.has(nodeId))),
+    );
+  }
+
   private owners(vmIds: readonly string[], exceptNodeId: string): Map<string, string> {
     const owners = new Map<string, string>();
     // Each holder's ids read once per call: a heartbeat may list many ids of one big node.
