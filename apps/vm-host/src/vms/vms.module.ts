@@ -41,6 +41,7 @@ import { FencedVms } from './fencing/fenced-vms.hook';
 import { LEASE_CLOCK, VmFencing } from './fencing/vm-fencing.service';
 import { VmFencingJob } from './fencing/vm-fencing.job';
 import { CopyThrottle } from './copies/copy-throttle';
+import { CopyShutdown } from './copies/copy-shutdown';
 import { ReplicaPuller } from './copies/replica-pull';
 import { ReplicaGrantFloors } from './copies/replica-grant-floors';
 
@@ -78,6 +79,7 @@ import { ReplicaGrantFloors } from './copies/replica-grant-floors';
     VmRestoresService,
     CopyLocks,
     CopyThrottle,
+    CopyShutdown,
     ReplicaPuller,
     ReplicaGrantFloors,
     VmReplicationService,
@@ -113,6 +115,7 @@ import { ReplicaGrantFloors } from './copies/replica-grant-floors';
     VmCopier,
     CopyLocks,
     CopyThrottle,
+    CopyShutdown,
     VmFiles,
     VmSidecars,
     VmLifeCycles,

@@ -69,7 +69,11 @@ export interface PeerTarget {
  * replica routes, with `Authorization: Bearer <grant>`.
  */
 export class PeerTransport {
-  constructor(private readonly throttle: Throttle) {}
+  constructor(
+    private readonly throttle: Throttle,
+    /** Aborted (the agent stopping): every call under way ends at once, the chunk's too. */
+    private readonly signal?: AbortSignal,
+  ) {}
 
   async state(peer: PeerTarget, vmId: string): Promise<ReplicaState> {
     return (await this.call(peer, 'GET', `/v1/replicas/${vmId}`)) as ReplicaState;
@@ -134,7 +138,7 @@ export class PeerTransport {
     }
     return new Promise<unknown>((resolve, reject) => {
       const request = httpRequest(
-        { host, port, method, path, headers, timeout: PEER_TIMEOUT_MS },
+        { host, port, method, path, headers, timeout: PEER_TIMEOUT_MS, signal: this.signal },
         (response) => {
           const chunks: Buffer[] = [];
           let size = 0;

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { execFile } from 'node:child_process';
 import { chmod, lstat, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
@@ -17,6 +17,7 @@ import {
   whyFull,
 } from './qmp-copy';
 import { VmCopier } from './vm-copier';
+import { CopyShutdown } from './copy-shutdown';
 import { VmBackupRefusedError } from './vm-backups.errors';
 
 /** How long QEMU's copy socket may stay silent; a job is polled far more often. */
@@ -35,8 +36,14 @@ export class QemuCopier extends VmCopier {
   constructor(
     private readonly files: VmFiles,
     private readonly failpoint: CrashFailpoint,
+    /** Ends the qemu-img under way (a copy's, a pull's check) as the agent stops. */
+    @Optional() private readonly shutdown?: CopyShutdown,
   ) {
     super();
+  }
+
+  private async qemuImg(args: string[]): Promise<void> {
+    await runTool('qemu-img', args, QEMU_IMG_TIMEOUT_MS, 'qemu-img', this.shutdown?.signal);
   }
 
   /** Test-only: the agent killed while QEMU's job runs (VM_HOST_FAILPOINT=during-copy). */
@@ -72,7 +79,7 @@ export class QemuCopier extends VmCopier {
   async copyRunningFull(vmId: string, target: string, bitmap: string): Promise<void> {
     await this.session(vmId, async (qmp) => {
       const disk = await diskNode(qmp, this.files.disk(vmId));
-      await qemuImg(['create', '-q', '-f', 'qcow2', target, String(disk.virtualSize)]);
+      await this.qemuImg(['create', '-q', '-f', 'qcow2', target, String(disk.virtualSize)]);
       await chmod(target, PRIVATE_FILE_MODE);
       await fullCopy(qmp, disk, target, bitmap, this.started(vmId));
     });
@@ -92,7 +99,7 @@ export class QemuCopier extends VmCopier {
         () => true,
         () => false,
       );
-      await qemuImg([
+      await this.qemuImg([
         'create',
         '-q',
         '-f',
@@ -116,19 +123,19 @@ export class QemuCopier extends VmCopier {
    */
   async copyStopped(vmId: string, target: string, bitmap: string): Promise<void> {
     const disk = this.files.disk(vmId);
-    await qemuImg(['convert', '-q', '-O', 'qcow2', disk, target]);
+    await this.qemuImg(['convert', '-q', '-O', 'qcow2', disk, target]);
     await chmod(target, PRIVATE_FILE_MODE);
     for (const name of await diskBitmaps(disk)) {
       // One that cannot be removed is left: only the chain's own is ever used.
       if (replacedBitmap(bitmap, name)) {
-        await qemuImg(['bitmap', '--remove', disk, name]).catch(() => undefined);
+        await this.qemuImg(['bitmap', '--remove', disk, name]).catch(() => undefined);
       }
     }
-    await qemuImg(['bitmap', '--add', disk, bitmap]);
+    await this.qemuImg(['bitmap', '--add', disk, bitmap]);
   }
 
   async convert(file: string, target: string): Promise<void> {
-    await qemuImg(['convert', '-q', '-O', 'qcow2', file, target]);
+    await this.qemuImg(['convert', '-q', '-O', 'qcow2', file, target]);
     await chmod(target, PRIVATE_FILE_MODE);
   }
 
@@ -139,13 +146,13 @@ export class QemuCopier extends VmCopier {
     const { stdout } = await exec(
       'qemu-img',
       ['info', '-U', '-f', 'qcow2', '--output=json', file],
-      { timeout: 60_000 },
+      { timeout: 60_000, signal: this.shutdown?.signal },
     );
     const why = headerProblem(JSON.parse(stdout) as HeaderInfo, backing);
     if (why) throw new Error(`${basename(file)}: ${why}`);
-    await qemuImg(['check', '-q', '-f', 'qcow2', file]);
+    await this.qemuImg(['check', '-q', '-f', 'qcow2', file]);
     // Every file of the chain must open, backing included.
-    await qemuImg(['info', '--backing-chain', file]);
+    await this.qemuImg(['info', '--backing-chain', file]);
   }
 
   async describe(file: string): Promise<{ tool: string; virtualSizeBytes: number | null }> {
@@ -182,10 +189,6 @@ export function headerProblem(info: HeaderInfo, backing: string | null): string 
 
 /** qemu-img's version line, asked once. */
 let qemuImgVersion: Promise<string> | undefined;
-
-async function qemuImg(args: string[]): Promise<void> {
-  await runTool('qemu-img', args, QEMU_IMG_TIMEOUT_MS);
-}
 
 interface ImageInfo {
   'virtual-size'?: unknown;

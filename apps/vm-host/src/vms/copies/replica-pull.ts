@@ -13,6 +13,7 @@ import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../files/vm-files';
 import { messageOf } from '../vms.errors';
 import { chainFileName, fileDigest } from './backup-folder';
 import { CopyThrottle } from './copy-throttle';
+import { CopyShutdown } from './copy-shutdown';
 import { splitAddress } from './peer-transport';
 import { VmCopier } from './vm-copier';
 import { RestoreSourceError } from './vm-restores.errors';
@@ -55,6 +56,8 @@ export class ReplicaPuller implements OnApplicationBootstrap {
     /** Absent (a unit test's puller): the free space alone counts (copyRoomBytes). */
     @Optional() private readonly diskRoom?: VmDiskRoom,
     @Optional() private readonly sidecars?: VmSidecars,
+    /** Ends the pulls under way as the agent stops. */
+    @Optional() private readonly shutdown?: CopyShutdown,
   ) {
     this.root = join(config.diskDir, 'pulls');
   }
@@ -74,7 +77,10 @@ export class ReplicaPuller implements OnApplicationBootstrap {
     const nowMs = Date.now();
     const abort = abortAt(pullDeadline(from.grant, nowMs, deadlineMs), nowMs);
     try {
-      return await this.pullUntil(vmId, from, abort.signal);
+      const signal = this.shutdown
+        ? AbortSignal.any([abort.signal, this.shutdown.signal])
+        : abort.signal;
+      return await this.pullUntil(vmId, from, signal);
     } catch (error) {
       if (!abort.signal.aborted) throw error;
       throw new RestoreSourceError(

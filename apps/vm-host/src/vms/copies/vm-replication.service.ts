@@ -22,6 +22,7 @@ import { VmNotOnNodeError, messageOf } from '../vms.errors';
 import { CopyLocks } from './copy-locks';
 import { PeerCallError, PeerTarget, PeerTransport, Throttle } from './peer-transport';
 import { CopyThrottle } from './copy-throttle';
+import { CopyShutdown } from './copy-shutdown';
 import { replicaBitmapName } from './qmp-copy';
 import { VmCopier } from './vm-copier';
 import { createRequestOf, describedVm } from './backup-manifest-vm';
@@ -86,9 +87,12 @@ export class VmReplicationService {
     @Optional() transport?: PeerTransport,
     /** The node's copy throttle, shared with the copies it serves and pulls. */
     @Optional() throttle?: CopyThrottle,
+    /** Ends the copies under way as the agent stops. */
+    @Optional() shutdown?: CopyShutdown,
   ) {
     this.transport =
-      transport ?? new PeerTransport(throttle ?? new Throttle(config.copyMaxMbps * 1_000_000));
+      transport ??
+      new PeerTransport(throttle ?? new Throttle(config.copyMaxMbps * 1_000_000), shutdown?.signal);
   }
 
   /** The controller's plan for the VM, kept privately beside its files (an agent restart keeps copying). */

@@ -14,9 +14,11 @@ export async function runTool(
   timeoutMs = 30_000,
   /** The tool a failure names, when `command` only runs it (the guests' cgroup's shell). */
   tool = command,
+  /** Aborted: the tool is killed (SIGTERM) and the call rejects at once. */
+  signal?: AbortSignal,
 ): Promise<string> {
   try {
-    const { stdout } = await exec(command, args, { timeout: timeoutMs, encoding: 'utf8' });
+    const { stdout } = await exec(command, args, { timeout: timeoutMs, encoding: 'utf8', signal });
     return stdout;
   } catch (error) {
     const output = (error as { stderr?: unknown }).stderr;
