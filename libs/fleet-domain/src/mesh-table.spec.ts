@@ -86,6 +86,28 @@ describe('meshTable: the routing mesh from the live nodes', () => {
     ]);
   });
 
+  it('names a few holders of a port many VMs publish and counts the rest (a bounded warning)', () => {
+    const many = Array.from({ length: 10 }, (_, index) => ({
+      node_id: `node-${index}`,
+      wg_ip: `10.8.1.${index + 1}`,
+      vms: [vmRecord(`vm-${index}`, { host_ports: [tcp(9000)] })],
+    }));
+    const table = meshTable(many);
+    expect(table.routes).toEqual([]);
+    expect(table.duplicates).toEqual([
+      {
+        port: '9000/tcp',
+        holders: [
+          'vm vm-0 on node node-0',
+          'vm vm-1 on node node-1',
+          'vm vm-2 on node node-2',
+          'vm vm-3 on node node-3',
+          '6 more',
+        ],
+      },
+    ]);
+  });
+
   it("tells each node the other nodes' routes only, at most so many (the lowest ports first)", () => {
     const table = meshTable(nodes);
     expect(meshRoutesFor(table, 'node-b').routes.map((route) => route.node_id)).toEqual([
