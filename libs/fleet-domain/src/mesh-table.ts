@@ -36,7 +36,7 @@ export function meshTable(
         if (port.host_port < MIN_REQUESTED_HOST_PORT || port.host_port > 65535) continue;
         const name = portName(port.host_port, port.protocol);
         let holders = byPort.get(name);
-        if (!holders) byPort.set(name, (holders = new Map()));
+        if (!holders) byPort.set(name, (holders = new Map<string, MeshRoute>()));
         if (holders.has(vm.vm_id)) continue;
         holders.set(vm.vm_id, {
           host_port: port.host_port,
