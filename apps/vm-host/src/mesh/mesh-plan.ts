@@ -21,6 +21,8 @@ export interface MeshTarget {
 export interface MeshSelf {
   nodeId: string;
   wgIp: string;
+  /** Every address of this host's interfaces (os.networkInterfaces()): never a target. */
+  hostAddresses?: readonly string[];
   /** TCP host ports this node's own VMs hold (running or not): never the mesh's. */
   ownPorts: ReadonlySet<number>;
   /** The fleet daemons' ports and VM_RESERVED_HOST_PORTS: never the mesh's. */
@@ -36,9 +38,11 @@ export interface MeshPlan {
 
 /**
  * The listeners a table asks of this node, each route judged: the mesh forwards only to another
- * fleet node's mesh address at the VM's published host port, never to this node, loopback
- * (unless this node's own address is: a fleet on one machine), link-local, or anything that is
- * not a unicast address; never on a port this node's VMs or daemons use. UDP is not forwarded
+ * fleet node's mesh address at the VM's published host port: a private address a WireGuard
+ * mesh uses (MESH_RANGES), never any address of this host, loopback (unless this node's own
+ * address is: a fleet on one machine), link-local, or anything that is not a unicast address;
+ * so a token-holding node cannot make it a relay to the Internet or to this host's services.
+ * Never on a port this node's VMs or daemons use. UDP is not forwarded
  * (left out, not refused). At most MAX_MESH_ROUTES routes are read.
  */
 export function planMesh(routes: readonly MeshRoute[], self: MeshSelf): MeshPlan {
@@ -80,7 +84,29 @@ function refusal(route: MeshRoute, self: MeshSelf): string | undefined {
     return `${address} is loopback`;
   }
   if (sameAddress(address, self.wgIp)) return `${address} is this node's own address`;
+  if ((self.hostAddresses ?? []).some((own) => sameAddress(address, own))) {
+    return `${address} is an address of this host`;
+  }
+  if (!isLoopbackAddress(address) && !isMeshAddress(address)) {
+    return `${address} is not a private mesh address (${MESH_RANGES})`;
+  }
   return undefined;
+}
+
+/** The ranges a WireGuard mesh's addresses come from (private, CGNAT, ULA). */
+const MESH_RANGES = '10/8, 172.16/12, 192.168/16, 100.64/10, fd00::/8';
+
+function isMeshAddress(text: string): boolean {
+  const address = effectiveAddress(text);
+  if (!address) return false;
+  const [a, b] = address.bytes;
+  if (address.family === 6) return a === 0xfd;
+  return (
+    a === 10 ||
+    (a === 172 && (b & 0xf0) === 16) ||
+    (a === 192 && b === 168) ||
+    (a === 100 && (b & 0xc0) === 64)
+  );
 }
 
 function sameAddress(a: string, b: string): boolean {

@@ -1,3 +1,4 @@
+import { networkInterfaces } from 'node:os';
 import { Injectable, Logger, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import type { HostPort, MeshRoute, PortProtocol } from '@app/fleet-domain';
@@ -43,6 +44,9 @@ export class RoutingMesh implements OnApplicationShutdown {
   limits: MeshListenerLimits = MESH_LIMITS;
   /** Every port's connections together (MESH_MAX_CONNECTIONS); a test sets a smaller one. */
   budget = new MeshBudget();
+  /** This host's interface addresses, read at each table (a test gives its own). */
+  hostAddresses: () => string[] = () =>
+    Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((one) => one.address));
 
   constructor(
     private readonly config: VmHostConfig,
@@ -100,6 +104,7 @@ export class RoutingMesh implements OnApplicationShutdown {
     const plan = planMesh(this.config.routingMesh ? routes : [], {
       nodeId: this.config.nodeId,
       wgIp: this.config.wgIp,
+      hostAddresses: this.hostAddresses(),
       ownPorts,
       keptPorts: kept,
     });
