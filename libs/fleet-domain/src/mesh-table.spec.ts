@@ -68,6 +68,8 @@ describe('meshTable: the routing mesh from the live nodes', () => {
         },
       ],
       duplicates: [],
+      shared_addresses: [],
+      crowded: [],
     });
   });
 
@@ -121,5 +123,52 @@ describe('meshTable: the routing mesh from the live nodes', () => {
       routes: table.routes.slice(0, 2),
       left_off: 2,
     });
+  });
+
+  it('leaves out the routes of nodes claiming one mesh address (in any spelling), a loopback one excepted', () => {
+    const table = meshTable([
+      ...nodes,
+      {
+        node_id: 'node-evil',
+        wg_ip: '::ffff:10.8.0.22',
+        vms: [vmRecord('vm-evil', { host_ports: [tcp(9999)] })],
+      },
+      {
+        node_id: 'node-l1',
+        wg_ip: '127.0.0.1',
+        vms: [vmRecord('vm-l1', { host_ports: [tcp(7001)] })],
+      },
+      {
+        node_id: 'node-l2',
+        wg_ip: '127.0.0.1',
+        vms: [vmRecord('vm-l2', { host_ports: [tcp(7002)] })],
+      },
+    ]);
+    expect(table.routes.map((route) => `${route.host_port} ${route.node_id}`)).toEqual([
+      '7001 node-l1',
+      '7002 node-l2',
+      '8080 node-a',
+      '40001 node-a',
+      '40002 node-a',
+      '5353 node-a',
+    ]);
+    expect(table.shared_addresses).toEqual([
+      { wg_ip: '10.8.0.22', node_ids: ['node-b', 'node-evil'] },
+    ]);
+  });
+
+  it("keeps a node's lowest ports up to the cap and leaves the rest out, named", () => {
+    const squatter = {
+      node_id: 'node-s',
+      wg_ip: '10.8.0.30',
+      vms: [vmRecord('vm-s', { host_ports: [tcp(2000), tcp(1500), tcp(3000), tcp(1200)] })],
+    };
+    const table = meshTable([nodes[1], squatter], 2);
+    expect(table.routes.map((route) => `${route.host_port} ${route.node_id}`)).toEqual([
+      '1200 node-s',
+      '1500 node-s',
+      '40003 node-b',
+    ]);
+    expect(table.crowded).toEqual([{ node_id: 'node-s', left_off: 2 }]);
   });
 });

@@ -1,9 +1,15 @@
+import { effectiveAddress, isLoopbackAddress } from '@app/api-basics';
 import type { NodeState } from './node-state';
 import { MAX_MESH_ROUTES, type MeshRoute } from './wire/mesh-route';
 import { MIN_REQUESTED_HOST_PORT, portName } from './wire/published-port';
 
 /** How many of a duplicated port's holders its warning names. */
 const MAX_NAMED_HOLDERS = 4;
+/**
+ * Routes one node adds to the table at most (its lowest ports first): so a node cannot fill
+ * the MAX_MESH_ROUTES an answer carries and push every other node's routes out.
+ */
+export const MAX_MESH_ROUTES_PER_NODE = 64;
 
 /** A port two VMs publish at once: left out of the mesh (nobody could say which one it reaches). */
 export interface MeshDuplicate {
@@ -18,27 +24,47 @@ export interface MeshTable {
   /** One per published port, sorted by protocol then port. */
   routes: MeshRoute[];
   duplicates: MeshDuplicate[];
+  /**
+   * A mesh address two live nodes claim (one may be claiming the other's): neither node's
+   * routes are in the table. A loopback address is not one (a fleet on one machine shares it,
+   * and agents off loopback refuse it anyway).
+   */
+  shared_addresses: Array<{ wg_ip: string; node_ids: string[] }>;
+  /** A node publishing more than MAX_MESH_ROUTES_PER_NODE ports: the rest left out. */
+  crowded: Array<{ node_id: string; left_off: number }>;
 }
 
 /**
  * Every published port of every VM the given (live) nodes list, stopped ones too (a stopped VM
  * keeps its ports, and the mesh keeps them unique): SSH forwards and `ports` alike, 1024 and up.
- * A port that two VMs publish is left out and named in `duplicates`.
+ * A port that two VMs publish is left out and named in `duplicates`; so are the routes of nodes
+ * sharing a mesh address (`shared_addresses`) and a node's ports past MAX_MESH_ROUTES_PER_NODE
+ * (`crowded`).
  */
 export function meshTable(
   nodes: readonly Pick<NodeState, 'node_id' | 'wg_ip' | 'vms'>[],
+  perNode: number = MAX_MESH_ROUTES_PER_NODE,
 ): MeshTable {
+  const claims = new Map<string, { wg_ip: string; node_ids: string[] }>();
+  for (const node of nodes) {
+    if (isLoopbackAddress(node.wg_ip)) continue;
+    const key = addressKey(node.wg_ip);
+    const claim = claims.get(key);
+    if (claim) claim.node_ids.push(node.node_id);
+    else claims.set(key, { wg_ip: node.wg_ip, node_ids: [node.node_id] });
+  }
+  const shared = [...claims.values()].filter((claim) => claim.node_ids.length > 1);
+  const sharing = new Set(shared.flatMap((claim) => claim.node_ids));
+  const crowded: MeshTable['crowded'] = [];
   // Keyed by port, then VM id: one pass, whatever the fleet's size (it is built every second).
   const byPort = new Map<string, Map<string, MeshRoute>>();
   for (const node of nodes) {
+    if (sharing.has(node.node_id)) continue;
+    const own = new Map<string, MeshRoute>();
     for (const vm of node.vms) {
       for (const port of vm.host_ports ?? []) {
         if (port.host_port < MIN_REQUESTED_HOST_PORT || port.host_port > 65535) continue;
-        const name = portName(port.host_port, port.protocol);
-        let holders = byPort.get(name);
-        if (!holders) byPort.set(name, (holders = new Map<string, MeshRoute>()));
-        if (holders.has(vm.vm_id)) continue;
-        holders.set(vm.vm_id, {
+        own.set(`${portName(port.host_port, port.protocol)} ${vm.vm_id}`, {
           host_port: port.host_port,
           protocol: port.protocol,
           vm_id: vm.vm_id,
@@ -46,6 +72,17 @@ export function meshTable(
           wg_ip: node.wg_ip,
         });
       }
+    }
+    let kept = [...own.values()];
+    if (kept.length > perNode) {
+      kept = kept.sort(byProtocolThenPort).slice(0, perNode);
+      crowded.push({ node_id: node.node_id, left_off: own.size - perNode });
+    }
+    for (const route of kept) {
+      const name = portName(route.host_port, route.protocol);
+      let holders = byPort.get(name);
+      if (!holders) byPort.set(name, (holders = new Map<string, MeshRoute>()));
+      if (!holders.has(route.vm_id)) holders.set(route.vm_id, route);
     }
   }
   const routes: MeshRoute[] = [];
@@ -67,7 +104,13 @@ export function meshTable(
   }
   routes.sort(byProtocolThenPort);
   duplicates.sort((a, b) => (a.port < b.port ? -1 : a.port > b.port ? 1 : 0));
-  return { routes, duplicates };
+  return { routes, duplicates, shared_addresses: shared, crowded };
+}
+
+/** One key per address named, in any spelling (`::ffff:10.8.0.1` is 10.8.0.1). */
+function addressKey(text: string): string {
+  const address = effectiveAddress(text);
+  return address ? address.bytes.join('.') : text;
 }
 
 /**

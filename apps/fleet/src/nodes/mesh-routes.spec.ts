@@ -85,6 +85,24 @@ describe('MeshRoutes: the routing mesh in heartbeat answers', () => {
     ]);
   });
 
+  it("leaves out the routes of two nodes claiming one address, and a node's ports past 64, warned once", async () => {
+    await beat('node-a', '10.8.0.21', [web('vm-web', 8080)]);
+    await beat('node-evil', '10.8.0.21', [web('vm-evil', 8081)]);
+    const many = Array.from({ length: 70 }, (_, index) => web(`vm-${index}`, 20000 + index));
+    await beat('node-s', '10.8.0.30', many);
+    clock.advance(1_000);
+    const told = (await beat('node-c', '10.8.0.23')).mesh_routes ?? [];
+    expect(told.map((route) => route.host_port)).toEqual(
+      many.slice(0, 64).map((_, i) => 20000 + i),
+    );
+    clock.advance(1_000);
+    await beat('node-c', '10.8.0.23');
+    expect(warnings).toEqual([
+      'mesh address 10.8.0.21 is claimed by nodes node-a and node-evil: their routes are left out of the routing mesh until one of them no longer claims it',
+      'node node-s publishes more than 64 host ports: its 6 highest are left out of the routing mesh (warned once)',
+    ]);
+  });
+
   it('answers the last table for 30 s when the store fails a read, then none', async () => {
     await beat('node-a', '10.8.0.21', [web('vm-web', 8080)]);
     clock.advance(1_000);

@@ -1,6 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '@app/daemon';
-import { MeshRoute, MeshTable, liveSince, meshRoutesFor, meshTable } from '@app/fleet-domain';
+import {
+  MAX_MESH_ROUTES_PER_NODE,
+  MeshRoute,
+  MeshTable,
+  liveSince,
+  meshRoutesFor,
+  meshTable,
+} from '@app/fleet-domain';
 import { NodesRepository } from './nodes.repository';
 
 /** The table is built from the store at most this often, shared by every heartbeat answered meanwhile. */
@@ -12,7 +19,8 @@ const LAST_GOOD_KEPT_MS = 30_000;
  * The routing mesh's table for heartbeat answers (`mesh_routes`): the live nodes' published
  * ports, each node told the others' (docs/vms.md "Reaching a service"). One read of the live
  * nodes per second at most, whatever the number of heartbeats; a port two VMs publish is left
- * out, warned once until it is no longer published twice.
+ * out, warned once until it is no longer published twice; so are the routes of nodes claiming one
+ * mesh address, and a node's ports past MAX_MESH_ROUTES_PER_NODE.
  */
 @Injectable()
 export class MeshRoutes {
@@ -21,6 +29,8 @@ export class MeshRoutes {
   /** The last table read, answered for a while when the store fails a read (no flapping). */
   private lastGood?: { builtAtMs: number; table: MeshTable };
   private warnedDuplicates = new Set<string>();
+  private warnedShared = new Set<string>();
+  private warnedCrowded = new Set<string>();
   private warnedLeftOff = false;
 
   constructor(
@@ -75,6 +85,24 @@ export class MeshRoutes {
       );
     }
     this.warnedDuplicates = now;
+    const shared = new Set<string>();
+    for (const { wg_ip, node_ids } of table.shared_addresses) {
+      shared.add(wg_ip);
+      if (this.warnedShared.has(wg_ip)) continue;
+      this.logger.warn(
+        `mesh address ${wg_ip} is claimed by nodes ${node_ids.join(' and ')}: their routes are left out of the routing mesh until one of them no longer claims it`,
+      );
+    }
+    this.warnedShared = shared;
+    const crowded = new Set<string>();
+    for (const { node_id, left_off } of table.crowded) {
+      crowded.add(node_id);
+      if (this.warnedCrowded.has(node_id)) continue;
+      this.logger.warn(
+        `node ${node_id} publishes more than ${MAX_MESH_ROUTES_PER_NODE} host ports: its ${left_off} highest are left out of the routing mesh (warned once)`,
+      );
+    }
+    this.warnedCrowded = crowded;
     return table;
   }
 }
