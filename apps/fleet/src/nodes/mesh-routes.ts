@@ -12,8 +12,6 @@ import { NodesRepository } from './nodes.repository';
 
 /** The table is built from the store at most this often, shared by every heartbeat answered meanwhile. */
 const TABLE_MAX_AGE_MS = 1_000;
-/** A store that fails a read: the last table is answered this long (then none: the nodes close). */
-const LAST_GOOD_KEPT_MS = 30_000;
 
 /**
  * The routing mesh's table for heartbeat answers (`mesh_routes`): the live nodes' published
@@ -26,8 +24,11 @@ const LAST_GOOD_KEPT_MS = 30_000;
 export class MeshRoutes {
   private readonly logger = new Logger('RoutingMesh');
   private table?: { builtAtMs: number; table: Promise<MeshTable | undefined> };
-  /** The last table read, answered for a while when the store fails a read (no flapping). */
-  private lastGood?: { builtAtMs: number; table: MeshTable };
+  /**
+   * The last table read, answered for as long as the store fails reads: an empty answer would
+   * close every node's listeners, a store outage cutting every service reached through the mesh.
+   */
+  private lastGood?: MeshTable;
   private warnedDuplicates = new Set<string>();
   private warnedShared = new Set<string>();
   private warnedCrowded = new Set<string>();
@@ -63,13 +64,10 @@ export class MeshRoutes {
     const table = this.nodes.listLive(liveSince(now)).then(
       (nodes) => {
         const built = this.noted(meshTable(nodes));
-        this.lastGood = { builtAtMs: now, table: built };
+        this.lastGood = built;
         return built;
       },
-      () =>
-        this.lastGood && now - this.lastGood.builtAtMs < LAST_GOOD_KEPT_MS
-          ? this.lastGood.table
-          : undefined,
+      () => this.lastGood,
     );
     this.table = { builtAtMs: now, table };
     return table;
