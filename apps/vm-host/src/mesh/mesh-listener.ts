@@ -5,11 +5,20 @@ import type { MeshTarget } from './mesh-plan';
 export const MESH_CONNECT_TIMEOUT_MS = 5_000;
 /** A connection with no byte either way this long is closed (a client gone without a FIN). */
 export const MESH_IDLE_TIMEOUT_MS = 15 * 60_000;
-/** Connections one port forwards at once; more are refused by the kernel's listener at once. */
+/**
+ * Connections one port forwards at once; Node accepts a connection past it and closes it at
+ * once (server.maxConnections), so the client sees its connection end with no byte.
+ */
 export const MESH_MAX_CONNECTIONS_PER_PORT = 256;
 
 /** Connections the whole mesh of a node forwards at once, every port together. */
 export const MESH_MAX_CONNECTIONS = 4096;
+
+/**
+ * Connections one client address holds at once, every port together: so one client cannot
+ * hold the whole MESH_MAX_CONNECTIONS and lock everyone else out. Past it, accepted and closed.
+ */
+export const MESH_MAX_CONNECTIONS_PER_SOURCE = 64;
 
 export interface MeshListenerLimits {
   connectTimeoutMs: number;
@@ -26,7 +35,29 @@ export const MESH_LIMITS: MeshListenerLimits = {
 /** The connections every listener of a node's mesh shares (each joined one counts 1). */
 export class MeshBudget {
   open = 0;
-  constructor(readonly max: number = MESH_MAX_CONNECTIONS) {}
+  /** Connections joined now, by the client's address. */
+  private readonly bySource = new Map<string, number>();
+
+  constructor(
+    readonly max: number = MESH_MAX_CONNECTIONS,
+    readonly maxPerSource: number = MESH_MAX_CONNECTIONS_PER_SOURCE,
+  ) {}
+
+  /** Counts a connection from `source` in, or false when the mesh or that client is at its cap. */
+  take(source: string): boolean {
+    const held = this.bySource.get(source) ?? 0;
+    if (this.open >= this.max || held >= this.maxPerSource) return false;
+    this.open += 1;
+    this.bySource.set(source, held + 1);
+    return true;
+  }
+
+  give(source: string): void {
+    this.open -= 1;
+    const held = (this.bySource.get(source) ?? 1) - 1;
+    if (held > 0) this.bySource.set(source, held);
+    else this.bySource.delete(source);
+  }
 }
 
 /**
@@ -83,11 +114,11 @@ export class MeshListener {
   }
 
   private join(client: Socket): void {
-    if (this.budget.open >= this.budget.max) {
+    const source = client.remoteAddress ?? '';
+    if (!this.budget.take(source)) {
       client.destroy();
       return;
     }
-    this.budget.open += 1;
     const { address, port } = this.target;
     const upstream = connect({ host: address, port, allowHalfOpen: true });
     this.sockets.add(client);
@@ -96,7 +127,7 @@ export class MeshListener {
     const end = () => {
       if (ended) return;
       ended = true;
-      this.budget.open -= 1;
+      this.budget.give(source);
       clearTimeout(connecting);
       client.destroy();
       upstream.destroy();

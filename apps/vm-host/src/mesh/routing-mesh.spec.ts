@@ -217,6 +217,30 @@ describe('RoutingMesh: listeners opened and closed as the table changes, bytes f
     await eventually(() => exchange(SELF, two, 'again'), 'b:again');
   });
 
+  it('bounds the connections of one client address, every port together', async () => {
+    const [one, two] = [await onNodeB(), await onNodeB()];
+    start().budget = new MeshBudget(10, 1);
+    await mesh.learn([route(one), route(two, { vm_id: 'vm-db' })], []);
+    const held = connect({ host: SELF, port: one, localAddress: '127.0.0.5' });
+    held.on('error', () => undefined);
+    await new Promise((resolve) => held.once('connect', resolve));
+    const from = (localAddress: string, text: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect({ host: SELF, port: two, localAddress, allowHalfOpen: true }, () =>
+          socket.end(text),
+        );
+        const chunks: Buffer[] = [];
+        socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+        socket.on('end', () => resolve(Buffer.concat(chunks).toString()));
+        socket.on('error', reject);
+      });
+    // Accepted then closed: no byte back (a reset if the kernel still held what was sent).
+    await expect(from('127.0.0.5', 'refused').catch(() => '')).resolves.toBe('');
+    await eventually(() => from('127.0.0.6', 'other'), 'b:other');
+    held.destroy();
+    await eventually(() => from('127.0.0.5', 'again'), 'b:again');
+  });
+
   it('bounds the connections of a port and ends one idle for too long', async () => {
     const port = await onNodeB();
     start().limits = { connectTimeoutMs: 5_000, idleTimeoutMs: 300, maxConnections: 1 };
