@@ -10,7 +10,7 @@ import { StubAgent, StubAgentCall, json } from '../support/stub-agent';
  * with stub agents: the controller tells the new node to give the move up itself. A new node
  * that had received the whole guest runs it (409): the VM is recorded there and the old node,
  * listing it again, is told it is superseded. One that rolled it back (200): the VM stays on its
- * old node, nobody superseded.
+ * old node, nobody superseded, and the old node is told to resume a guest its move left paused.
  */
 
 const VM = 'vm-00000000000000c3';
@@ -21,6 +21,7 @@ function failingOldNode(call: StubAgentCall, res: ServerResponse): void {
   if (call.method === 'POST' && call.url === `/v1/vms/${VM}/move-out`) {
     return json(res, 502, { statusCode: 502, message: 'the move failed midway' });
   }
+  if (call.method === 'POST' && call.url === `/v1/vms/${VM}/move-resume`) return json(res, 204);
   json(res, 404, { statusCode: 404, message: 'no such route' });
 }
 
@@ -91,6 +92,10 @@ describe('a move cut midway (operations listener)', () => {
     expect(n2.calls.map(({ method, url }) => `${method} ${url}`)).toEqual([
       `DELETE /v1/moves/${VM}/incoming`,
     ]);
+    // The guest is n2's: n1 is never told to resume the one its move left paused.
+    expect(n1.calls.map(({ method, url }) => `${method} ${url}`)).toEqual([
+      `POST /v1/vms/${VM}/move-out`,
+    ]);
     expect(await listed()).toEqual([`${VM}@n2`]);
     expect(await beat('n1', n1, [vmRecord(VM)])).toEqual({
       accepted: true,
@@ -112,6 +117,11 @@ describe('a move cut midway (operations listener)', () => {
     await request(fleet.opsUrl).post(`/v1/vms/${VM}/move`).send({ to: 'n2' }).expect(502);
     expect(n2.calls.map(({ method, url }) => `${method} ${url}`)).toEqual([
       `DELETE /v1/moves/${VM}/incoming`,
+    ]);
+    // Nothing of the guest on n2: n1 runs again one its move may have left paused.
+    expect(n1.calls.map(({ method, url }) => `${method} ${url}`)).toEqual([
+      `POST /v1/vms/${VM}/move-out`,
+      `POST /v1/vms/${VM}/move-resume`,
     ]);
     expect(await listed()).toEqual([`${VM}@n1`]);
     expect(await beat('n1', n1, [vmRecord(VM)])).toEqual({ accepted: true });

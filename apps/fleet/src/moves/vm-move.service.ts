@@ -172,6 +172,15 @@ export class VmMoveService {
             `vm ${vmId}: its move from node ${source.node_id} ended unconfirmed, but node ${target.node_id} received the whole guest and runs it: it is node ${target.node_id}'s now (node ${source.node_id} sets its copy aside)`,
           );
         }
+        if (word.kind === 'rolled-back') {
+          // Nothing of the guest there: one its old node left paused (its migration completed,
+          // the take-over unconfirmed) may run there again; a guest running there is left as is.
+          await this.vmHost.resumeMoved(source, vmId).catch((resumeError: Error) => {
+            this.logger.error(
+              `vm ${vmId}: node ${source.node_id} not told to resume it after node ${target.node_id} rolled the move back (${resumeError.message})`,
+            );
+          });
+        }
         if (word.kind === 'unknown') {
           this.logger.error(
             `vm ${vmId}: node ${target.node_id} not told the move is given up (${word.detail}); it rolls it back by itself within 30 min`,

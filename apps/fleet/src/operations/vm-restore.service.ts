@@ -82,9 +82,10 @@ export class VmRestoreService {
   ) {}
 
   async restore(vmId: string, request: RestoreVmRequest): Promise<RestoredVm> {
+    // The claim's key is the restore's RAM hold's spawn key (keepsMovedVm reads it).
     const claim = await this.keyClaims.claim(
-      `restore:${vmId}`,
-      `restore:${vmId}`,
+      restoreSpawnKey(vmId),
+      restoreSpawnKey(vmId),
       RESTORE_CLAIM_MS,
     );
     if (claim.kind !== 'own') {

@@ -244,6 +244,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/vms/{vm_id}/move-resume': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Runs again a guest a move left paused here, its new node having rolled it back
+     * @description Sent by the controller once the new node answered that it rolled the move back (nothing of the guest there): a guest this node left paused after its migration completed, the new node's take-over unconfirmed, runs again. Does nothing (204) when no guest is left paused by a move.
+     */
+    post: operations['resumeMovedVm'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/vms/{vm_id}/restart': {
     parameters: {
       query?: never;
@@ -1741,6 +1761,87 @@ export interface operations {
            * @example {
            *       "error": "Conflict",
            *       "message": "vm vm-0123456789abcdef is not moved out of this node: kept",
+           *       "statusCode": 409
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  resumeMovedVm: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @example vm-0123456789abcdef */
+        vm_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Resumed, or nothing to resume. */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description vm_id is not a fleet id. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Bad Request",
+           *       "message": "vm_id must be 1-128 characters of A-Z a-z 0-9 . _ - starting with a letter or digit",
+           *       "statusCode": 400
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /**
+       * @description - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request has no `Authorization: Bearer <node token>`.
+       *     - Only when VM_FLEET_NODE_TOKEN is set on this daemon: the request carries another token.
+       */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description This node has no VM with this id. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Not Found",
+           *       "message": "vm vm-0123456789abcdef is not on this node",
+           *       "statusCode": 404
+           *     }
+           */
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description The VM was moved out of this node (it should not run here). */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": "Conflict",
+           *       "message": "vm vm-0123456789abcdef is moved out of this node: not resumed",
            *       "statusCode": 409
            *     }
            */

@@ -283,6 +283,22 @@ export class VmHostClient {
     );
   }
 
+  /** POST /v1/vms/{vm_id}/move-resume: a guest its old node left paused runs again there. */
+  async resumeMoved(node: AgentAddress, vmId: string): Promise<void> {
+    const { error, response } = await this.calls.call(
+      node,
+      `/v1/vms/${vmId}/move-resume`,
+      this.settings.timeoutMs,
+      (client, signal) =>
+        client.POST('/v1/vms/{vm_id}/move-resume', {
+          params: { path: { vm_id: vmId } },
+          signal,
+          parseAs: 'text',
+        }),
+    );
+    if (!response.ok) throw failure(node, response.status, error);
+  }
+
   /** POST /v1/vms/{vm_id}/move-release: the VM's disk and files removed from its old node. */
   async releaseMoved(node: AgentAddress, vmId: string): Promise<void> {
     const { error, response } = await this.calls.call(

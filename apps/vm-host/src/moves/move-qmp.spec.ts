@@ -64,7 +64,8 @@ class FakeQemu {
         this.migration = 'completed';
         return { return: {} };
       case 'migrate_cancel':
-        this.migration = 'cancelled';
+        // QEMU ignores a cancel once the migration completed.
+        if (this.migration !== 'completed') this.migration = 'cancelled';
         return { return: {} };
       case 'query-migrate':
         return {
@@ -194,6 +195,19 @@ describe("the QMP sequences of a VM's move", () => {
       'query-status',
       'cont',
     ]);
+    expect(qemu.running).toBe(true);
+  });
+
+  it('never resumes the guest when its migration completed all the same (the cancel too late)', async () => {
+    qemu.migration = 'completed';
+    qemu.running = false;
+    await expect(session((qmp) => abandonOnSource(qmp))).resolves.toBe('completed');
+    expect(call('cont')).toBeUndefined();
+    expect(qemu.running).toBe(false);
+    // The new node said it did not take the guest: only then does it run here again.
+    await expect(session((qmp) => abandonOnSource(qmp, { evenIfCompleted: true }))).resolves.toBe(
+      'resumed',
+    );
     expect(qemu.running).toBe(true);
   });
 

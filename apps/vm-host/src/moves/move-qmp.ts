@@ -174,11 +174,19 @@ export async function clearMoveLeftovers(qmp: QmpSession): Promise<void> {
  * On the source, after a move failed anywhere before the target took the guest: the migration
  * cancelled, the mirror and its NBD node gone, the guest running again. Each step is tried
  * whatever the one before did: what QEMU had not got to refuses and is skipped.
+ * A migration that completed all the same (the cancel too late, a stall check or an error right
+ * at its end) is left alone, the guest NOT resumed: the new node may hold it whole and take it
+ * over; `completed` says so, and only the new node's word that it did not take it lets the
+ * caller resume it here (`evenIfCompleted`, see settleTakeOver).
  */
-export async function abandonOnSource(qmp: QmpSession): Promise<void> {
+export async function abandonOnSource(
+  qmp: QmpSession,
+  { evenIfCompleted = false }: { evenIfCompleted?: boolean } = {},
+): Promise<'resumed' | 'completed'> {
   await qmp.execute('migrate_cancel').catch(() => undefined);
   for (let tries = 0; tries < 50; tries += 1) {
     const status = ((await qmp.execute('query-migrate').catch(() => ({}))) as QmpMigration).status;
+    if (status === 'completed' && !evenIfCompleted) return 'completed';
     if (status !== 'cancelling' && status !== 'pre-switchover' && status !== 'device') break;
     await pause(POLL_MS);
   }
@@ -199,6 +207,7 @@ export async function abandonOnSource(qmp: QmpSession): Promise<void> {
   await qmp.execute('blockdev-del', { 'node-name': MOVE_TARGET_NODE }).catch(() => undefined);
   const status = (await qmp.execute('query-status')) as { status?: string; running?: boolean };
   if (!status.running) await qmp.execute('cont');
+  return 'resumed';
 }
 
 /**

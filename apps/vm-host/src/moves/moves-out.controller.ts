@@ -15,6 +15,7 @@ import { VMS_ERROR_STATUSES } from '../vms/vms.error-statuses';
 import { MOVES_ERROR_STATUSES } from './moves.error-statuses';
 import { MoveConflictError, MoveFailedError, MoveRefusedError } from './moves.errors';
 import { MovesOutService } from './moves-out.service';
+import { MovesResumeService } from './moves-resume.service';
 
 const BAD_ID = invalidInput(
   'vm_id is not a fleet id.',
@@ -31,7 +32,10 @@ const NOT_HERE = {
 @RequiresToken('node')
 @Controller('v1/vms/:vm_id')
 export class MovesOutController {
-  constructor(private readonly moves: MovesOutService) {}
+  constructor(
+    private readonly moves: MovesOutService,
+    private readonly resumes: MovesResumeService,
+  ) {}
 
   @Post('move-out')
   @HttpCode(200)
@@ -90,5 +94,23 @@ export class MovesOutController {
   })
   async release(@Param() { vm_id }: VmIdParams): Promise<void> {
     await this.moves.release(vm_id);
+  }
+
+  @Post('move-resume')
+  @HttpCode(204)
+  @ApiOperation({
+    operationId: 'resumeMovedVm',
+    summary: 'Runs again a guest a move left paused here, its new node having rolled it back',
+    description:
+      "Sent by the controller once the new node answered that it rolled the move back (nothing of the guest there): a guest this node left paused after its migration completed, the new node's take-over unconfirmed, runs again. Does nothing (204) when no guest is left paused by a move.",
+  })
+  @ApiNoContentResponse({ description: 'Resumed, or nothing to resume.' })
+  @ApiErrors([...VMS_ERROR_STATUSES, ...MOVES_ERROR_STATUSES], BAD_ID, NOT_HERE, {
+    name: 'moved',
+    when: 'The VM was moved out of this node (it should not run here).',
+    error: new MoveConflictError(`vm ${EXAMPLE_VM_ID} is moved out of this node: not resumed`),
+  })
+  async resume(@Param() { vm_id }: VmIdParams): Promise<void> {
+    await this.resumes.resume(vm_id);
   }
 }

@@ -197,10 +197,15 @@ export class MovesOutService {
   ): Promise<{ vm: VmRecord; pauseMs: number; bytes: number }> {
     const runDir = this.files.runDir(vmId);
     const relays: MoveRelay[] = [];
+    let closedBytes = 0;
     const closeRelays = async () => {
-      for (const relay of relays.splice(0)) await relay.close();
+      for (const relay of relays.splice(0)) {
+        await relay.close();
+        closedBytes += relay.sentBytes;
+      }
     };
-    let figures;
+    const sentBytes = () => relays.reduce((sum, relay) => sum + relay.sentBytes, closedBytes);
+    let pausedAtMs = performance.now();
     try {
       if (where.migrate_address === undefined) {
         throw new Error(`node ${peer.nodeId} named no migration address`);
@@ -213,38 +218,46 @@ export class MovesOutService {
       );
       relays.push(migration);
       await mirrorToNbd(qmp, diskNodeName, nbd.path);
-      figures = await migrateWithSwitchover(qmp, migration.path);
+      await migrateWithSwitchover(qmp, migration.path, () => (pausedAtMs = performance.now()));
     } catch (error) {
       this.logger.warn(
-        `vm ${vmId}: live move to node ${peer.nodeId} failed (${messageOf(error)}); resuming it here`,
+        `vm ${vmId}: live move to node ${peer.nodeId} failed (${messageOf(error)}); ending it`,
       );
-      const bytes = relays.reduce((sum, relay) => sum + relay.sentBytes, 0);
       await closeRelays();
-      await abandonOnSource(qmp).catch((resumeError: unknown) => {
+      const bytes = sentBytes();
+      const left = await abandonOnSource(qmp).catch((resumeError: unknown) => {
         this.logger.error(
           `vm ${vmId}: could not resume it after the failed move: ${messageOf(resumeError)}`,
         );
+        return 'resumed' as const;
       });
-      // Not awaited: through a cut mesh the call waits out its timeout, and the controller tells
-      // the new node too once it hears of the failure.
-      void this.abort(peer, vmId);
-      throw new MoveFailedError(
-        `vm ${vmId}: its move to node ${peer.nodeId} failed after ${bytes} bytes, it runs here still: ${messageOf(error)}`,
-      );
+      if (left === 'completed') {
+        // Completed all the same: the new node may hold the guest whole; settled as below.
+        this.logger.warn(
+          `vm ${vmId}: its migration to node ${peer.nodeId} completed all the same; not resumed here until node ${peer.nodeId} says whether it took it over`,
+        );
+      } else {
+        // Not awaited: through a cut mesh the call waits out its timeout, and the controller
+        // tells the new node too once it hears of the failure.
+        void this.abort(peer, vmId);
+        throw new MoveFailedError(
+          `vm ${vmId}: its move to node ${peer.nodeId} failed after ${bytes} bytes, it runs here still: ${messageOf(error)}`,
+        );
+      }
     }
-    const bytes = relays.reduce((sum, relay) => sum + relay.sentBytes, 0);
+    const bytes = sentBytes();
     try {
       // The relays kept open meanwhile: what QEMU sent may still be on its way to the new node.
       const settled = await settleTakeOver(() => this.doneOnce(peer, vmId));
       if (settled.kind === 'taken') {
-        const pauseMs = Math.round(performance.now() - figures.pausedAtMs);
+        const pauseMs = Math.round(performance.now() - pausedAtMs);
         return { vm: settled.vm, pauseMs, bytes };
       }
       if (settled.kind === 'not-taken') {
         this.logger.warn(
           `vm ${vmId}: node ${peer.nodeId} did not take the guest over (${settled.reason}); resuming it here`,
         );
-        await abandonOnSource(qmp);
+        await abandonOnSource(qmp, { evenIfCompleted: true });
         throw new MoveFailedError(
           `vm ${vmId}: node ${peer.nodeId} could not take it over, it runs here again: ${settled.reason}`,
         );

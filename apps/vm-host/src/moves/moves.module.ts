@@ -6,11 +6,12 @@ import { MovesInController } from './moves-in.controller';
 import { MovesInService } from './moves-in.service';
 import { MovesOutController } from './moves-out.controller';
 import { MovesOutService } from './moves-out.service';
+import { MovesResumeService } from './moves-resume.service';
 
 /** VMs moving between nodes: leaving this one (controller's call), coming in (the old node's). */
 @Module({
   imports: [VmsModule, HostFactsModule],
   controllers: [MovesInController, MovesOutController],
-  providers: [MovesInService, MovesOutService, MoveGrantGuard],
+  providers: [MovesInService, MovesOutService, MovesResumeService, MoveGrantGuard],
 })
 export class MovesModule {}

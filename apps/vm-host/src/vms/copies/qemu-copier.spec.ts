@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { vmHostConfig } from '../../../../../test/support/configs';
 import { VmFiles } from '../files/vm-files';
 import { CrashFailpoint } from '../failpoints/crash-failpoint';
+import type { CopyShutdown } from './copy-shutdown';
 import { QemuCopier, headerProblem } from './qemu-copier';
 
 /**
@@ -87,5 +88,46 @@ describe('QemuCopier.check: a chain file names nothing but its chain', () => {
         '0000-full.qcow2',
       ),
     ).toBeNull();
+  });
+});
+
+/**
+ * The agent stopping ends the copies it sends, never qemu-img's writes to a VM's own disk: its
+ * bitmaps' metadata cut midway could damage the disk.
+ */
+describe("QemuCopier.copyStopped: the agent's stop never cuts a change to the VM's disk", () => {
+  let root: string;
+  const img = (...args: string[]) => execFileSync('qemu-img', args, { stdio: 'pipe' });
+
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'qemu-copier-stop-'));
+  });
+
+  afterEach(() => rm(root, { recursive: true, force: true }));
+
+  it('adds the chain bitmap to the disk even when the stop comes once the copy is made', async () => {
+    const config = vmHostConfig({ VM_DISK_DIR: join(root, 'disks') });
+    const files = new VmFiles(config);
+    const vmId = 'vm-0123456789abcdef';
+    const disk = files.disk(vmId);
+    await mkdir(dirname(disk), { recursive: true });
+    img('create', '-q', '-f', 'qcow2', disk, '1M');
+    img('bitmap', '--add', disk, 'ppn-copy-old');
+    // The stop arrives once the copy itself ran (its qemu-img given a live signal).
+    const stopped = new AbortController();
+    stopped.abort(new Error('the agent is stopping'));
+    let asked = 0;
+    const shutdown = {
+      get signal() {
+        asked += 1;
+        return asked === 1 ? new AbortController().signal : stopped.signal;
+      },
+    } as CopyShutdown;
+    const copier = new QemuCopier(files, new CrashFailpoint(config), shutdown);
+    await copier.copyStopped(vmId, join(root, '0000-full.qcow2'), 'ppn-copy-new');
+    const info = JSON.parse(img('info', '--output=json', disk).toString()) as {
+      'format-specific': { data: { bitmaps?: Array<{ name: string }> } };
+    };
+    expect(info['format-specific'].data.bitmaps?.map(({ name }) => name)).toContain('ppn-copy-new');
   });
 });

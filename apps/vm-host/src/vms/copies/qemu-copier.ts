@@ -42,8 +42,10 @@ export class QemuCopier extends VmCopier {
     super();
   }
 
-  private async qemuImg(args: string[]): Promise<void> {
-    await runTool('qemu-img', args, QEMU_IMG_TIMEOUT_MS, 'qemu-img', this.shutdown?.signal);
+  /** `onVmDisk`: a change to the VM's own disk, never cut midway by the agent's stop. */
+  private async qemuImg(args: string[], onVmDisk = false): Promise<void> {
+    const signal = onVmDisk ? undefined : this.shutdown?.signal;
+    await runTool('qemu-img', args, QEMU_IMG_TIMEOUT_MS, 'qemu-img', signal);
   }
 
   /** Test-only: the agent killed while QEMU's job runs (VM_HOST_FAILPOINT=during-copy). */
@@ -128,10 +130,10 @@ export class QemuCopier extends VmCopier {
     for (const name of await diskBitmaps(disk)) {
       // One that cannot be removed is left: only the chain's own is ever used.
       if (replacedBitmap(bitmap, name)) {
-        await this.qemuImg(['bitmap', '--remove', disk, name]).catch(() => undefined);
+        await this.qemuImg(['bitmap', '--remove', disk, name], true).catch(() => undefined);
       }
     }
-    await this.qemuImg(['bitmap', '--add', disk, bitmap]);
+    await this.qemuImg(['bitmap', '--add', disk, bitmap], true);
   }
 
   async convert(file: string, target: string): Promise<void> {
