@@ -1,9 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import request from 'supertest';
-import type { VmRecord } from '@app/fleet-domain';
-import { RunningFleet, startFleet } from '../support/fleet-app';
-import { heartbeat, vmRecord } from '../support/heartbeats';
-import { StubAgent, StubAgentCall, json } from '../support/stub-agent';
+import { opsFleetWithStubs } from '../support/ops-fleet-stubs';
+import { vmRecord } from '../support/heartbeats';
+import { StubAgentCall, json } from '../support/stub-agent';
 
 /**
  * A move whose old node's part fails midway (its agent killed, the mesh between the nodes cut),
@@ -36,41 +35,11 @@ function newNode(status: number) {
 }
 
 describe('a move cut midway (operations listener)', () => {
-  let fleet: RunningFleet;
-  const agents: StubAgent[] = [];
-
-  beforeEach(async () => {
-    fleet = await startFleet({ ops: true });
-  });
-
-  afterEach(async () => {
-    await Promise.all(agents.splice(0).map((agent) => agent.stop()));
-    await fleet.close();
-  });
-
-  async function agent(
-    respond: (call: StubAgentCall, res: ServerResponse) => void,
-  ): Promise<StubAgent> {
-    const stub = await new StubAgent(respond).start();
-    agents.push(stub);
-    return stub;
-  }
-
-  async function beat(
-    nodeId: string,
-    stub: StubAgent,
-    vms: VmRecord[] = [],
-  ): Promise<{ accepted: boolean; superseded_vm_ids?: string[] }> {
-    const { body } = await request(fleet.url)
-      .post('/v1/nodes/heartbeat')
-      .send(heartbeat({ node_id: nodeId, spawn_port: stub.port, vms }))
-      .expect(200);
-    return body as { accepted: boolean; superseded_vm_ids?: string[] };
-  }
+  const { fleet: running, agent, beat } = opsFleetWithStubs();
 
   const listed = async () =>
     (
-      (await request(fleet.url).get('/v1/vms').expect(200)).body as Array<{
+      (await request(running().url).get('/v1/vms').expect(200)).body as Array<{
         vm_id: string;
         node_id: string;
       }>
@@ -82,7 +51,7 @@ describe('a move cut midway (operations listener)', () => {
     await beat('n1', n1, [vmRecord(VM, { tenant_id: 'acme', host_ports: PORTS })]);
     await beat('n2', n2);
 
-    const { body } = await request(fleet.opsUrl)
+    const { body } = await request(running().opsUrl)
       .post(`/v1/vms/${VM}/move`)
       .send({ to: 'n2' })
       .expect(502);
@@ -114,7 +83,7 @@ describe('a move cut midway (operations listener)', () => {
     const n2 = await agent(newNode(200));
     await beat('n1', n1, [vmRecord(VM)]);
     await beat('n2', n2);
-    await request(fleet.opsUrl).post(`/v1/vms/${VM}/move`).send({ to: 'n2' }).expect(502);
+    await request(running().opsUrl).post(`/v1/vms/${VM}/move`).send({ to: 'n2' }).expect(502);
     expect(n2.calls.map(({ method, url }) => `${method} ${url}`)).toEqual([
       `DELETE /v1/moves/${VM}/incoming`,
     ]);

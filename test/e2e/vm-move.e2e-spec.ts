@@ -2,9 +2,9 @@ import type { ServerResponse } from 'node:http';
 import request from 'supertest';
 import { MOVE_GRANT_CONTEXT, verifyCopyGrant } from '@app/daemon';
 import type { AgentMoveOutRequest, VmRecord } from '@app/fleet-domain';
-import { RunningFleet, startFleet } from '../support/fleet-app';
-import { heartbeat, vmRecord } from '../support/heartbeats';
-import { StubAgent, StubAgentCall, json } from '../support/stub-agent';
+import { opsFleetWithStubs } from '../support/ops-fleet-stubs';
+import { vmRecord } from '../support/heartbeats';
+import { StubAgentCall, json } from '../support/stub-agent';
 
 /**
  * POST /v1/vms/{vm_id}/move on the controller's operations listener, with stub agents: the old
@@ -38,44 +38,14 @@ function movingAgent(refusal?: { status: number; message: string }) {
 }
 
 describe('POST /v1/vms/{vm_id}/move (operations listener)', () => {
-  let fleet: RunningFleet;
-  const agents: StubAgent[] = [];
-
-  beforeEach(async () => {
-    fleet = await startFleet({ ops: true });
-  });
-
-  afterEach(async () => {
-    await Promise.all(agents.splice(0).map((agent) => agent.stop()));
-    await fleet.close();
-  });
-
-  async function agent(
-    respond: (call: StubAgentCall, res: ServerResponse) => void,
-  ): Promise<StubAgent> {
-    const stub = await new StubAgent(respond).start();
-    agents.push(stub);
-    return stub;
-  }
-
-  async function beat(
-    nodeId: string,
-    stub: StubAgent,
-    vms: VmRecord[] = [],
-  ): Promise<{ accepted: boolean; superseded_vm_ids?: string[] }> {
-    const { body } = await request(fleet.url)
-      .post('/v1/nodes/heartbeat')
-      .send(heartbeat({ node_id: nodeId, spawn_port: stub.port, vms }))
-      .expect(200);
-    return body as { accepted: boolean; superseded_vm_ids?: string[] };
-  }
+  const { fleet: running, agent, beat } = opsFleetWithStubs();
 
   const move = (body: object, vmId = VM) =>
-    request(fleet.opsUrl).post(`/v1/vms/${vmId}/move`).send(body);
+    request(running().opsUrl).post(`/v1/vms/${vmId}/move`).send(body);
 
   const listed = async () =>
     (
-      (await request(fleet.url).get('/v1/vms').expect(200)).body as Array<{
+      (await request(running().url).get('/v1/vms').expect(200)).body as Array<{
         vm_id: string;
         node_id: string;
       }>
@@ -100,7 +70,7 @@ describe('POST /v1/vms/{vm_id}/move (operations listener)', () => {
     // Not released before the new node reported the VM.
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(n1.calls.map(({ url }) => url)).toEqual([`/v1/vms/${VM}/move-out`]);
-    fleet.clock.advance(1_000);
+    running().clock.advance(1_000);
     expect(await beat('n2', n2, [vmRecord(VM, { tenant_id: 'acme', host_ports: PORTS })])).toEqual({
       accepted: true,
     });
@@ -119,13 +89,13 @@ describe('POST /v1/vms/{vm_id}/move (operations listener)', () => {
     expect(to).toMatchObject({ node_id: 'n2', address: `127.0.0.1:${n2.port}` });
     // Signed for n2 (agents open: the empty key), as a move grant, not as a copy grant.
     expect(
-      verifyCopyGrant(undefined, 'n2', to.grant, fleet.clock.wallNow(), MOVE_GRANT_CONTEXT),
+      verifyCopyGrant(undefined, 'n2', to.grant, running().clock.wallNow(), MOVE_GRANT_CONTEXT),
     ).toMatchObject({
       vm: VM,
       source: 'n1',
       peer: 'n2',
     });
-    expect(verifyCopyGrant(undefined, 'n2', to.grant, fleet.clock.wallNow())).toEqual({
+    expect(verifyCopyGrant(undefined, 'n2', to.grant, running().clock.wallNow())).toEqual({
       refused: 'grant not signed for this node',
     });
     expect(n1.calls.map(({ url }) => url)).toEqual([
