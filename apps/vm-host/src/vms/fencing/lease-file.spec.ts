@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { scratchFolder } from '../../../../../test/support/scratch-folders';
+import { removeScratchFolders, scratchFolder } from '../../../../../test/support/scratch-folders';
 import { LeaseFile } from './lease-file';
 
 describe('LeaseFile (the lease an agent remembers across restarts)', () => {
@@ -11,6 +11,7 @@ describe('LeaseFile (the lease an agent remembers across restarts)', () => {
     root = scratchFolder('lease-file-');
     lease = new LeaseFile(root);
   });
+  afterAll(() => removeScratchFolders());
 
   const stored = (value: unknown) =>
     writeFile(join(root, 'fencing.json'), JSON.stringify(value), { mode: 0o600 });
