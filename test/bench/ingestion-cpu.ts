@@ -36,8 +36,8 @@ class SinkSocket extends Duplex {
   readonly remoteAddress = '127.0.0.1';
   readonly remotePort = 40000;
   readonly encrypted = false;
-  _read(): void {}
-  _write(_chunk: unknown, _encoding: BufferEncoding, done: () => void): void {
+  override _read(): void {}
+  override _write(_chunk: unknown, _encoding: BufferEncoding, done: () => void): void {
     done();
   }
   setTimeout(): this {
