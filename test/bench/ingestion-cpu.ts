@@ -36,8 +36,11 @@ class SinkSocket extends Duplex {
   readonly remoteAddress = '127.0.0.1';
   readonly remotePort = 40000;
   readonly encrypted = false;
+  /** What was written, when kept (the first answer, to check it). */
+  written?: string;
   override _read(): void {}
-  override _write(_chunk: unknown, _encoding: BufferEncoding, done: () => void): void {
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
+    if (this.written !== undefined) this.written += chunk.toString();
     done();
   }
   setTimeout(): this {
@@ -53,9 +56,18 @@ class SinkSocket extends Duplex {
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** One POST through `handler`; resolves with the status once the answer is finished. */
-function post(handler: Handler, path: string, body: string): Promise<number> {
+/**
+ * One POST through `handler`, kept alive as autocannon's; resolves with the status once the
+ * answer is finished (and with the bytes written, with `keep`).
+ */
+function post(
+  handler: Handler,
+  path: string,
+  body: string,
+  keep = false,
+): Promise<{ status: number; written?: string }> {
   const socket = new SinkSocket();
+  if (keep) socket.written = '';
   const req = new IncomingMessage(socket as never);
   const bytes = Buffer.from(body);
   req.method = 'POST';
@@ -67,21 +79,38 @@ function post(handler: Handler, path: string, body: string): Promise<number> {
     host: '127.0.0.1:9203',
     'content-type': 'application/json',
     'content-length': String(bytes.length),
+    connection: 'keep-alive',
   };
   req.push(bytes);
   req.push(null);
+  // What node:http's parser sets: without it the request reads as aborted once consumed, and
+  // the answer is dropped unwritten.
+  req.complete = true;
   const res = new ServerResponse(req);
+  res.shouldKeepAlive = true;
   res.assignSocket(socket as never);
   return new Promise((resolve) => {
-    // 'close', not 'finish': with the socket ending after the answer, 'finish' may not come.
-    res.on('close', () => resolve(res.statusCode));
+    res.on('finish', () => {
+      res.detachSocket(socket as never);
+      resolve({ status: res.statusCode, written: socket.written });
+    });
     handler(req, res);
   });
 }
 
-async function drive(handler: Handler, count: number, next: () => string): Promise<void> {
-  for (let i = 0; i < count; i++) {
-    const status = await post(handler, '/v1/nodes/heartbeat', next());
+/** `answer`: what the first answer's bytes hold (the floor answers no body). */
+async function drive(
+  handler: Handler,
+  count: number,
+  next: () => string,
+  answer: string,
+): Promise<void> {
+  const first = await post(handler, '/v1/nodes/heartbeat', next(), true);
+  if (first.status !== 200 || !first.written?.includes(answer)) {
+    throw new Error(`heartbeat answered ${first.written}`);
+  }
+  for (let i = 1; i < count; i++) {
+    const { status } = await post(handler, '/v1/nodes/heartbeat', next());
     if (status !== 200) throw new Error(`heartbeat answered ${status}`);
   }
 }
@@ -122,9 +151,10 @@ export async function measureOne(which: 'product' | 'floor'): Promise<IngestionC
   await app.init();
   const handler = app.getHttpAdapter().getInstance() as Handler;
   const next = heartbeatStream(NODES);
-  await drive(handler, WARM_UP, next);
+  const answer = which === 'product' ? '\r\n\r\n{"accepted":true}' : '200 OK';
+  await drive(handler, WARM_UP, next, answer);
   const before = process.cpuUsage();
-  await drive(handler, REQUESTS, next);
+  await drive(handler, REQUESTS, next, answer);
   const used = process.cpuUsage(before);
   await app.close();
   return { app: which, cpuUsPerHeartbeat: (used.user + used.system) / REQUESTS };
