@@ -5,14 +5,17 @@
  * ../shared/bench/side-by-side.sh runs it). Each app is driven through its Express handler with
  * in-memory sockets (no TCP, no load generator sharing the CPU), one process at a time, rounds
  * interleaved; process.cpuUsage() over REQUESTS heartbeats from NODES node ids, after a warm-up.
- * Quiet-machine figures are not needed: CPU time, not throughput, is what is compared.
+ * Quiet-machine figures are not needed: CPU time, not throughput, is what is compared (the
+ * event loop's delay, also shown, is only meaningful on a quiet machine).
  * Alone: ts-node -T -r tsconfig-paths/register test/bench/ingestion-cpu.ts [product|floor]
+ * [--nodes N]
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
 import { Duplex } from 'node:stream';
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Body, Controller, HttpCode, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
@@ -20,7 +23,8 @@ import { configureDaemonHttp, createValidationPipe } from '@app/daemon';
 import { NodeHeartbeat } from '@app/fleet-domain';
 import { heartbeatStream } from './heartbeat-bodies';
 
-const NODES = 1_000;
+/** `--nodes N`: node ids the heartbeats cycle through (1,000 by default). */
+const NODES = Number(process.argv[process.argv.indexOf('--nodes') + 1]) || 1_000;
 const WARM_UP = 5_000;
 const REQUESTS = 20_000;
 const ROUNDS = 3;
@@ -29,6 +33,9 @@ export interface IngestionCpuResult {
   app: 'product' | 'floor';
   /** CPU (user + system) per heartbeat, µs. */
   cpuUsPerHeartbeat: number;
+  /** The event loop's delay while heartbeats were taken (the app's jobs' stalls), p99 and max, ms. */
+  loopDelayP99Ms: number;
+  loopDelayMaxMs: number;
 }
 
 /** A socket that takes whatever is written and drops it; the peer's address is loopback. */
@@ -110,6 +117,8 @@ async function drive(
     throw new Error(`heartbeat answered ${first.written}`);
   }
   for (let i = 1; i < count; i++) {
+    // Each request arrives from I/O, as on a socket: the app's timers (its jobs) get their turn.
+    await new Promise((resolve) => setImmediate(resolve));
     const { status } = await post(handler, '/v1/nodes/heartbeat', next());
     if (status !== 200) throw new Error(`heartbeat answered ${status}`);
   }
@@ -153,11 +162,19 @@ export async function measureOne(which: 'product' | 'floor'): Promise<IngestionC
   const next = heartbeatStream(NODES);
   const answer = which === 'product' ? '\r\n\r\n{"accepted":true}' : '200 OK';
   await drive(handler, WARM_UP, next, answer);
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  delay.enable();
   const before = process.cpuUsage();
   await drive(handler, REQUESTS, next, answer);
   const used = process.cpuUsage(before);
+  delay.disable();
   await app.close();
-  return { app: which, cpuUsPerHeartbeat: (used.user + used.system) / REQUESTS };
+  return {
+    app: which,
+    cpuUsPerHeartbeat: (used.user + used.system) / REQUESTS,
+    loopDelayP99Ms: delay.percentile(99) / 1e6,
+    loopDelayMaxMs: delay.max / 1e6,
+  };
 }
 
 function runChild(which: 'product' | 'floor'): Promise<IngestionCpuResult> {
@@ -171,6 +188,8 @@ function runChild(which: 'product' | 'floor'): Promise<IngestionCpuResult> {
         'tsconfig-paths/register',
         join(__dirname, 'ingestion-cpu.ts'),
         which,
+        '--nodes',
+        String(NODES),
       ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
@@ -190,17 +209,27 @@ function median(values: number[]): number {
 }
 
 /** ROUNDS rounds, product then floor, each app in a process of its own; medians compared. */
-export async function measureIngestionCpu(): Promise<{ productUs: number; floorUs: number }> {
-  const product: number[] = [];
-  const floor: number[] = [];
+export async function measureIngestionCpu(): Promise<{
+  productUs: number;
+  floorUs: number;
+  productLoopDelayP99Ms: number;
+}> {
+  const product: IngestionCpuResult[] = [];
+  const floor: IngestionCpuResult[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
-    product.push((await runChild('product')).cpuUsPerHeartbeat);
-    floor.push((await runChild('floor')).cpuUsPerHeartbeat);
+    const ours = await runChild('product');
+    const theirs = await runChild('floor');
+    product.push(ours);
+    floor.push(theirs);
     console.log(
-      `  round ${round}: product ${product[round - 1].toFixed(0)} µs, floor ${floor[round - 1].toFixed(0)} µs per heartbeat`,
+      `  round ${round}: product ${ours.cpuUsPerHeartbeat.toFixed(0)} µs (loop delay p99 ${ours.loopDelayP99Ms.toFixed(1)} ms), floor ${theirs.cpuUsPerHeartbeat.toFixed(0)} µs (${theirs.loopDelayP99Ms.toFixed(1)} ms) per heartbeat`,
     );
   }
-  return { productUs: median(product), floorUs: median(floor) };
+  return {
+    productUs: median(product.map((result) => result.cpuUsPerHeartbeat)),
+    floorUs: median(floor.map((result) => result.cpuUsPerHeartbeat)),
+    productLoopDelayP99Ms: median(product.map((result) => result.loopDelayP99Ms)),
+  };
 }
 
 if (require.main === module) {
@@ -208,9 +237,9 @@ if (require.main === module) {
   if (which === 'product' || which === 'floor') {
     void measureOne(which).then((result) => process.stdout.write(JSON.stringify(result)));
   } else {
-    void measureIngestionCpu().then(({ productUs, floorUs }) =>
+    void measureIngestionCpu().then(({ productUs, floorUs, productLoopDelayP99Ms }) =>
       console.log(
-        `CPU per heartbeat (${NODES} node ids, ${REQUESTS} heartbeats, median of ${ROUNDS}): product ${productUs.toFixed(0)} µs, floor ${floorUs.toFixed(0)} µs, floor/product ${(floorUs / productUs).toFixed(2)}`,
+        `CPU per heartbeat (${NODES} node ids, ${REQUESTS} heartbeats, median of ${ROUNDS}): product ${productUs.toFixed(0)} µs, floor ${floorUs.toFixed(0)} µs, floor/product ${(floorUs / productUs).toFixed(2)}; product's event loop delay p99 ${productLoopDelayP99Ms.toFixed(1)} ms`,
       ),
     );
   }

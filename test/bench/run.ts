@@ -568,12 +568,12 @@ async function main(): Promise<void> {
   const loadBefore = loadavg().map((load) => load.toFixed(2));
 
   if (INGESTION_CPU_ONLY) {
-    const { productUs, floorUs } = await measureIngestionCpu();
+    const cpu = await measureIngestionCpu();
     record(
       'heartbeat.cpuUs',
       'CPU per heartbeat, product / Nest floor (in process)',
-      { productUs, floorUs },
-      `${fixed(productUs)} / ${fixed(floorUs)} µs (floor/product ${fixed(floorUs / productUs, 2)})`,
+      cpu,
+      `${fixed(cpu.productUs)} / ${fixed(cpu.floorUs)} µs (floor/product ${fixed(cpu.floorUs / cpu.productUs, 2)}), product's loop delay p99 ${fixed(cpu.productLoopDelayP99Ms, 1)} ms`,
     );
     return report(started, loadBefore);
   }
