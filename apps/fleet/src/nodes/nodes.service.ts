@@ -44,8 +44,8 @@ const DROP_LINES_PER_SWEEP = 20;
 /** Nodes whose last listed VM ids are kept (see NodesService.knownVmIds). */
 const KNOWN_VM_IDS_NODES = 100_000;
 
-/** Every heartbeat taken gets this same answer. */
-const ACCEPTED: HeartbeatAnswer = Object.freeze({ accepted: true });
+/** Every heartbeat taken gets this same answer; one object, so serialized once (bootstrap). */
+export const ACCEPTED: HeartbeatAnswer = Object.freeze({ accepted: true });
 
 @Injectable()
 export class NodesService {
