@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { IsInt, IsString, validateSync } from 'class-validator';
+import { IsInt, IsOptional, IsString, validateSync } from 'class-validator';
 import { memoizeValidationMetadata } from './validation-metadata-memo';
 
 memoizeValidationMetadata();
@@ -39,5 +39,40 @@ describe('memoizeValidationMetadata', () => {
       'count',
       'name',
     ]);
+  });
+
+  it('sees a rule a parent gains after its subclass was validated', () => {
+    class Parent {
+      size!: unknown;
+    }
+    class Child extends Parent {
+      @IsString()
+      label!: unknown;
+    }
+    expect(failing(Object.assign(new Child(), { label: 'a', size: 'big' }))).toEqual([]);
+    IsInt()(Parent.prototype, 'size');
+    expect(failing(Object.assign(new Child(), { label: 'a', size: 'big' }))).toEqual(['size']);
+  });
+
+  it('judges by groups as class-validator does (those are not kept)', () => {
+    class Grouped {
+      @IsInt({ groups: ['strict'] })
+      @IsOptional()
+      count!: unknown;
+    }
+    const value = Object.assign(new Grouped(), { count: 'x' });
+    for (let i = 0; i < 2; i++) {
+      // Without groups, rules in a group still apply, unless strictGroups.
+      expect(validateSync(value).map(({ property }) => property)).toEqual(['count']);
+      expect(validateSync(value, { strictGroups: true }).map(({ property }) => property)).toEqual(
+        [],
+      );
+      expect(validateSync(value, { groups: ['strict'] }).map(({ property }) => property)).toEqual([
+        'count',
+      ]);
+      expect(validateSync(value, { groups: ['other'] }).map(({ property }) => property)).toEqual(
+        [],
+      );
+    }
   });
 });
