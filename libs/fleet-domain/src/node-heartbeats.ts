@@ -126,8 +126,7 @@ export function nodeStateFromHeartbeat(
 ): NodeState {
   const sameBoot = previous !== undefined && previous.boot_id === heartbeat.boot_id;
   const holds = sameBoot ? holdsNotYetReported(previous.holds, heartbeat.vms, receivedAtMs) : {};
-  const accepted = new Set(Object.values(holds).map((hold) => hold.vm_id));
-  const notYetReported = sameBoot ? previous.vms.filter((vm) => accepted.has(vm.vm_id)) : [];
+  const notYetReported = sameBoot ? vmsOfHolds(previous.vms, holds) : [];
   return withRecord({
     node_id: heartbeat.node_id,
     hostname: heartbeat.hostname,
@@ -214,6 +213,13 @@ function stillSilent(stored: NodeState, vms: readonly HeartbeatVm[]): SilentVm[]
     speaker,
   }));
   return notListed([...stored.silent_vms, ...lastListed], vms).slice(-MAX_VMS_PER_HEARTBEAT);
+}
+
+/** The `vms` some of `holds` were made for ([] at once without holds: most heartbeats). */
+function vmsOfHolds(vms: HeartbeatVm[], holds: Record<string, RamHold>): HeartbeatVm[] {
+  let accepted: Set<string | undefined> | undefined;
+  for (const holdId in holds) (accepted ??= new Set()).add(holds[holdId].vm_id);
+  return accepted === undefined ? [] : vms.filter((vm) => accepted.has(vm.vm_id));
 }
 
 function holdsNotYetReported(

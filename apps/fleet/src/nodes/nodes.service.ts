@@ -44,6 +44,7 @@ const DROP_LINES_PER_SWEEP = 20;
 /** Nodes whose last listed VM ids are kept (see NodesService.knownVmIds). */
 const KNOWN_VM_IDS_NODES = 100_000;
 
+const NO_VM_IDS: string[] = [];
 /** Every heartbeat taken gets this same answer; one object, so serialized once (bootstrap). */
 export const ACCEPTED: HeartbeatAnswer = Object.freeze({ accepted: true });
 
@@ -94,8 +95,12 @@ export class NodesService {
     const credential = this.credentials.checkSpeaksForItself(heartbeat.node_id, token, from);
     this.checkWgIp(heartbeat, from);
     const receivedAtMs = this.clock.now();
-    const superseded = await this.supersededOf(heartbeat);
-    let owned = await this.withoutForeignVms(heartbeat, receivedAtMs);
+    // No await where nothing is to be waited for (most heartbeats): each costs a promise.
+    const superseded =
+      this.vmMoves && heartbeat.vms.length > 0 ? await this.supersededOf(heartbeat) : NO_VM_IDS;
+    let owned = this.listsOnlyKnownVms(heartbeat)
+      ? heartbeat
+      : await this.withoutForeignVms(heartbeat, receivedAtMs);
     let verdict;
     for (;;) {
       try {
@@ -148,7 +153,7 @@ export class NodesService {
       case 'refreshed':
         break;
     }
-    const fenceAfterS = await this.leases?.renew(id, this.clock.wallNow());
+    const fenceAfterS = this.leases ? await this.leases.renew(id, this.clock.wallNow()) : undefined;
     // A store that cannot be read now says nothing of them (the peer removes nothing).
     const wanted = heartbeat.replicas?.length
       ? await wantedReplicaVmIds(heartbeat.replicas, this.nodes).catch(() => undefined)
@@ -199,16 +204,20 @@ export class NodesService {
    * Warned once per episode, naming both nodes, and counted.
    */
   private async withoutForeignVms(heartbeat: NodeHeartbeat, nowMs: number): Promise<NodeHeartbeat> {
-    if (heartbeat.vms.length === 0) return heartbeat;
-    const cached = this.knownVmIds.get(heartbeat.node_id);
-    if (cached && heartbeat.vms.every((vm) => cached.has(vm.vm_id))) return heartbeat;
-    // A silent one too: its VMs are its own as well.
+    // Called once listsOnlyKnownVms said no. A silent one too: its VMs are its own as well.
     const own = await this.nodes.findLive(heartbeat.node_id, Number.MIN_SAFE_INTEGER);
     const known = new Set(own ? heldVmIds(own) : []);
     const unknown = heartbeat.vms.filter((vm) => !known.has(vm.vm_id)).map((vm) => vm.vm_id);
     if (unknown.length === 0) return heartbeat;
     const owners = await this.nodes.ownersOf(unknown, heartbeat.node_id);
     return this.ignoreForeign(heartbeat, foreignVms(heartbeat.vms, owners, known), nowMs);
+  }
+
+  /** Whether the heartbeat lists no VM but those its node's last one taken here listed. */
+  private listsOnlyKnownVms(heartbeat: NodeHeartbeat): boolean {
+    if (heartbeat.vms.length === 0) return true;
+    const cached = this.knownVmIds.get(heartbeat.node_id);
+    return cached !== undefined && heartbeat.vms.every((vm) => cached.has(vm.vm_id));
   }
 
   /** The heartbeat without the `foreign` VMs, each warned once per episode and counted. */
