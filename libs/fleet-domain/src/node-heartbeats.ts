@@ -75,7 +75,8 @@ export function judgeHeartbeat(
   if (!stored) return { kind: 'joined' };
   if (
     stored.boot_id === heartbeat.boot_id &&
-    (receivedAtMs === undefined || receivedAtMs - stored.received_at_ms <= LATE_COPY_WINDOW_MS)
+    (receivedAtMs === undefined || receivedAtMs - stored.received_at_ms <= LATE_COPY_WINDOW_MS) &&
+    !surelyNotBefore(heartbeat.timestamp_utc, stored.timestamp_utc)
   ) {
     const storedAt = rfc3339ToEpochNanos(stored.timestamp_utc);
     const sentAt = rfc3339ToEpochNanos(heartbeat.timestamp_utc);
@@ -99,6 +100,27 @@ export function judgeHeartbeat(
     };
   }
   return { kind: 'refreshed' };
+}
+
+/**
+ * Whether stamp `sent` is surely not before `stored` without parsing either (a heartbeat's
+ * usual case): both written alike, in UTC with Z and the same number of digits, as one agent
+ * writes them, compare as text in time order. Not a leap second (:60, the same instant as the
+ * next minute's :00). False says nothing: the stamps are then parsed and compared.
+ */
+export function surelyNotBefore(sent: string, stored: string): boolean {
+  const length = sent.length;
+  return (
+    length === stored.length &&
+    length >= 20 &&
+    sent.charCodeAt(10) === 84 && // T
+    stored.charCodeAt(10) === 84 &&
+    sent.charCodeAt(length - 1) === 90 && // Z
+    stored.charCodeAt(length - 1) === 90 &&
+    sent.charCodeAt(17) !== 54 && // 6
+    stored.charCodeAt(17) !== 54 &&
+    sent >= stored
+  );
 }
 
 function wasAheadOnArrival(stampNanos: bigint, receivedAtWallMs: number): boolean {
