@@ -20,13 +20,14 @@ export class RefusedHeartbeatsCounter implements OnApplicationBootstrap {
 
   onApplicationBootstrap(): void {
     const server = this.adapterHost.httpAdapter.getHttpServer() as Server;
+    const metrics = this.metrics;
+    // One listener for every heartbeat ('finish' comes once per answer): no closure per request.
+    function answered(this: ServerResponse): void {
+      if (this.statusCode >= 400 && this.statusCode < 500) metrics.countHeartbeat('refused');
+    }
     server.on('request', (request: IncomingMessage, response: ServerResponse) => {
       if (request.method !== 'POST' || !isPathOf(request.url, HEARTBEAT_PATH)) return;
-      response.once('finish', () => {
-        if (response.statusCode >= 400 && response.statusCode < 500) {
-          this.metrics.countHeartbeat('refused');
-        }
-      });
+      response.on('finish', answered);
     });
   }
 }

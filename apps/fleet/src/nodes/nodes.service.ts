@@ -151,7 +151,8 @@ export class NodesService {
     const wanted = heartbeat.replicas?.length
       ? await wantedReplicaVmIds(heartbeat.replicas, this.nodes).catch(() => undefined)
       : undefined;
-    const mesh = await this.meshRoutes?.forNode(id);
+    const meshing = this.meshRoutes?.forNode(id);
+    const mesh = meshing instanceof Promise ? await meshing : meshing;
     if (fenceAfterS === undefined && superseded.length === 0 && !wanted && !mesh) return ACCEPTED;
     return {
       accepted: true,
