@@ -7,6 +7,7 @@ import {
 } from '@app/fleet-domain';
 import { CopyPlannerService } from '../../apps/fleet/src/copies/copy-planner.service';
 import { GrantedCopies } from '../../apps/fleet/src/nodes/granted-copies';
+import { NodeDrains } from '../../apps/fleet/src/nodes/node-drains.repository';
 import { NodeTokens } from '../../apps/fleet/src/nodes/node-tokens';
 import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
 import { VmHostClient } from '../../apps/fleet/src/vms/vm-host.client';
@@ -70,6 +71,7 @@ export function copyPlanner(
   sent: SentPlan[],
   unknownVms: ReadonlySet<string> = new Set(),
   granted?: GrantedCopies,
+  drains?: NodeDrains,
 ): CopyPlannerService {
   const repository = {
     listLive: (notBeforeMs: number) =>
@@ -87,5 +89,6 @@ export function copyPlanner(
     client,
     clock,
     granted,
+    drains,
   );
 }
