@@ -48,13 +48,18 @@ const GET_TIMEOUT_MS = 3_000;
 /** After the move's command returned, the pages must answer again (each URL) after this. */
 const AFTER_MOVE_MS = 3_000;
 /**
- * During a live move, at most this many GETs (of one URL, each with a 3 s timeout, one every
- * 200 ms) may fail, and at most this long may pass between two answered ones: the switchover
- * pause, the new node's QEMU taking the port, the old node's mesh taking the route at its next
- * heartbeat (1 s here), on a loaded 2-core machine.
+ * Through a live move, at either node's address, at most this long may pass between two
+ * answered GETs (one every 200 ms, each with a 3 s timeout): the switchover pause and, at the
+ * old node's address, its mesh taking the port once its QEMU is gone (the controller's table
+ * changes once the new node's heartbeat lists the VM, 1 s heartbeats here), on a loaded
+ * 2-core machine. At the new node's address (the office's URL here: the hardest before the
+ * move bridge, its QEMU paused for the whole move) at most MAX_FAILED_GETS GETs may fail: it
+ * forwards to the old node until the switchover, so only that moment fails (measured 4).
+ * The old node's address fails for its mesh's whole wait, a GET each 200 ms (measured 3-8):
+ * bounded by the gap alone.
  */
-const MAX_FAILED_GETS = 10;
 const MAX_PAGE_GAP_MS = 5_000;
+const MAX_FAILED_GETS = 10;
 
 interface ListedVm {
   vm_id: string;
@@ -258,9 +263,9 @@ describe('the routing mesh: a published port at any node’s address, through a 
         `routing mesh, page at ${urls[which]} (node ${which.toUpperCase()}'s address) every ${POLL_MS} ms through a live move of ${moveEnd - moveStart} ms: ${seen.tries} GETs, ${seen.failed} failed ${JSON.stringify(seen.failures)}, longest gap between two answers ${seen.longestGapMs} ms`,
       );
     }
+    expect(figures.b.failed).toBeLessThanOrEqual(MAX_FAILED_GETS);
     for (const which of ['b', 'a'] as const) {
       expect(pollers[which].answeredSince(0)).toBe(true);
-      expect(figures[which].failed).toBeLessThanOrEqual(MAX_FAILED_GETS);
       expect(figures[which].longestGapMs).toBeLessThanOrEqual(MAX_PAGE_GAP_MS);
     }
     expect(agentB.output).toContain(

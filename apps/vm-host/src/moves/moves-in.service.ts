@@ -277,18 +277,24 @@ export class MovesInService implements OnModuleDestroy {
     finished: Promise<Finish>,
   ): Promise<'running'> {
     const vmId = sidecar.vm_id;
-    const started = await driver.startIncoming(specOf(sidecar), {
-      machine: request.machine,
-      accel: request.accel,
-      ...(cpuModel === undefined ? {} : { cpuModel }),
-    });
+    // Opened first: the port the mesh let go of at admission is forwarded again at once.
     const ports = await MovePortBridge.open(
       this.config,
       this.meshPorts,
       vmId,
-      started.hostPorts,
+      sidecar.forwards ?? [],
       this.logger,
     );
+    const started = await driver
+      .startIncoming(specOf(sidecar), {
+        machine: request.machine,
+        accel: request.accel,
+        ...(cpuModel === undefined ? {} : { cpuModel }),
+      })
+      .catch(async (error: unknown) => {
+        await ports.close();
+        throw error;
+      });
     const socket = join(this.files.runDir(vmId), COPY_QMP_SOCKET);
     try {
       const host = this.config.wgIp;

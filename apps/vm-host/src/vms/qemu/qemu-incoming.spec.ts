@@ -1,3 +1,4 @@
+import { createServer } from 'node:net';
 import type { HostPort } from '@app/fleet-domain';
 import type { VmFiles } from '../files/vm-files';
 import type { QemuLaunch } from './qemu-command-line';
@@ -17,6 +18,11 @@ describe('launchIncoming: a VM moved in live', () => {
       { host_port: 64_180, guest_port: 80, protocol: 'tcp' },
       { host_port: 64_153, guest_port: 53, protocol: 'udp' },
     ];
+    // The bridge holds a TCP port meanwhile (MovePortBridge): no refusal for it.
+    const bridge = createServer();
+    await new Promise<void>((resolve) =>
+      bridge.listen({ host: '127.0.0.1', port: 64_180 }, resolve),
+    );
     const started = await launchIncoming(
       {
         wgIp: '127.0.0.1',
@@ -35,5 +41,6 @@ describe('launchIncoming: a VM moved in live', () => {
     expect(launched[0].forwards).toEqual([forwards[2]]);
     expect(started.hostPorts).toEqual(forwards);
     expect(started.record).toEqual({ kind: 'qemu', accel: 'tcg', pid: 4242 });
+    await new Promise((resolve) => bridge.close(resolve));
   });
 });

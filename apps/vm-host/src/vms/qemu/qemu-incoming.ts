@@ -36,7 +36,11 @@ export async function launchIncoming(
 ): Promise<StartedVm> {
   const { vmId } = spec;
   const forwards = spec.forwards ?? [];
-  const taken = await firstTakenPort(wgIp, forwards);
+  // Its TCP ports are taken at the switchover (MovePortBridge): a paused QEMU holding them
+  // would take connections it cannot answer for the whole move. Meanwhile the bridge may hold
+  // them: only what QEMU binds now is checked.
+  const bound = forwards.filter((forward) => forward.protocol !== 'tcp');
+  const taken = await firstTakenPort(wgIp, bound);
   if (taken) throw new VmPortTakenError(taken, wgIp);
   const pid = await step('QEMU', () =>
     launch({
@@ -53,9 +57,7 @@ export async function launchIncoming(
       pidFile: paths.pidFile(vmId),
       serialLog: paths.serialLog(vmId),
       forwardAddress: wgIp,
-      // Its TCP ports are taken at the switchover (MovePortBridge): a paused QEMU holding them
-      // would take connections it cannot answer for the whole move.
-      forwards: forwards.filter((forward) => forward.protocol !== 'tcp'),
+      forwards: bound,
     }),
   );
   const record: QemuRecord = { kind: 'qemu', accel: pin.accel, pid };
