@@ -13,6 +13,7 @@ import { EtcdNodesRepository } from './etcd-nodes.repository';
 import { EtcdVmMoves } from './etcd-vm-moves.repository';
 import { EtcdNodeDrains } from './etcd-node-drains.repository';
 import { agreeOnFleetSetting } from './etcd-fleet-settings';
+import { EtcdCopyGrants } from './etcd-copy-grants';
 
 /**
  * Fleet state shared in etcd (VM_FLEET_ETCD_ENDPOINTS). etcd has no TIME: each controller
@@ -42,6 +43,7 @@ export const ETCD_NODES_STORE: NodesStore = {
       clock,
       nodeLeases: new EtcdNodeLeases(client, config.fenceAfterS ?? DEFAULT_FENCE_AFTER_S),
       leadership: new EtcdLeaderElection(client, clock, controllerId),
+      copyGrants: new EtcdCopyGrants(client, clock),
       ready: async () => {
         try {
           await client.check();
