@@ -5,6 +5,8 @@ import { NodeDrains } from '../nodes/node-drains.repository';
 import { NodeTokens } from '../nodes/node-tokens';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { GrantedCopies } from '../nodes/granted-copies';
+import { Leadership } from '../nodes/leadership';
+import { SharedCopyGrants } from '../nodes/shared-copy-grants';
 import { VmHostClient } from '../vms/vm-host.client';
 import { chooseDrainAwarePeers } from './drain-aware-peers';
 
@@ -35,7 +37,10 @@ export interface PlanRound {
  * chosen by chooseCopyPeers (live, not its node, not drained, room, spread, sticky), each with a grant
  * signed with that peer's agent token, pushed to the VM's agent as its copy plan when the peers
  * change or the grants pass half their life. What was pushed is kept in memory only: a
- * restarted controller pushes every plan again.
+ * restarted controller pushes every plan again. In etcd mode only the elected leader plans
+ * (two planners could push one agent different peers), records each grant in etcd before
+ * pushing it (SharedCopyGrants, so followers take the copies it granted), and pushes every
+ * plan anew each time it comes to lead.
  */
 @Injectable()
 export class CopyPlannerService {
@@ -51,11 +56,25 @@ export class CopyPlannerService {
     private readonly clock: Clock,
     /** Absent (a unit test's planner): the grants issued are not recorded. */
     private readonly granted?: GrantedCopies,
+    /** Absent: it plans, as the sole controller. */
+    private readonly leadership?: Leadership,
+    /** Absent: grants are not shared with other controllers. */
+    private readonly sharedGrants?: SharedCopyGrants,
     /** Drained nodes are no new copy peers (drain-aware-peers.ts); absent: none drained. */
     private readonly drains?: NodeDrains,
   ) {}
 
+  /** Whether this controller plans now: in etcd mode only the leader (else two could push different peers). */
+  private plans(): boolean {
+    return this.leadership?.isLeader() !== false;
+  }
+
   async planAll(): Promise<PlanRound> {
+    if (!this.plans()) {
+      // What another leader pushed meanwhile is unknown: leading again, every plan is pushed anew.
+      this.pushed.clear();
+      return { pushed: [], failed: [] };
+    }
     const nowMs = this.clock.now();
     const wallMs = this.clock.wallNow();
     const live = await this.nodes.listLive(liveSince(nowMs));
@@ -76,7 +95,10 @@ export class CopyPlannerService {
         }
         // A VM with no copies and none pushed: nothing to say.
         if (!last && plan.peers.length === 0) continue;
+        // Leadership lost mid-round: the new leader plans from here.
+        if (!this.plans()) break;
         try {
+          await this.recordNewGrants(vm.vm_id, plan, last?.plan);
           const outcome = await this.vmHost.putCopyPlan(node, vm.vm_id, plan);
           if (outcome === 'set') {
             this.pushed.set(vm.vm_id, { nodeId: node.node_id, plan, issuedAtWallMs: wallMs });
@@ -99,6 +121,28 @@ export class CopyPlannerService {
     }
     for (const vmId of [...this.pushed.keys()]) if (!seen.has(vmId)) this.pushed.delete(vmId);
     return round;
+  }
+
+  /**
+   * Grants signed this round are recorded in the shared store before any agent gets them, so
+   * every controller takes the peer's report of its copy (GrantedCopies); failing, the plan is
+   * not pushed (tried again next round).
+   */
+  private async recordNewGrants(vmId: string, plan: CopyPlan, last?: CopyPlan): Promise<void> {
+    if (!this.sharedGrants?.shared) return;
+    const fresh = plan.peers.some(
+      (peer) =>
+        !last?.peers.some((kept) => kept.node_id === peer.node_id && kept.grant === peer.grant),
+    );
+    if (!fresh) return;
+    await this.sharedGrants.record(
+      vmId,
+      plan.peers.map((peer) => ({
+        vmId,
+        peerId: peer.node_id,
+        issuedAtWallMs: issuedAtOf(peer.expires_at),
+      })),
+    );
   }
 
   /** The VM's plan as of now (its grants issued at `wallMs`); undefined: no policy reported. */
@@ -170,4 +214,9 @@ function samePeers(a: CopyPlan, b: CopyPlan): boolean {
 
 function samePlan(a: CopyPlan, b: CopyPlan): boolean {
   return a.every_s === b.every_s && samePeers(a, b);
+}
+
+/** A grant's issued-at, from its expiry (each is issued COPY_GRANT_LIFE_MS before it expires). */
+function issuedAtOf(expiresAt: string): number {
+  return Date.parse(expiresAt) - COPY_GRANT_LIFE_MS;
 }

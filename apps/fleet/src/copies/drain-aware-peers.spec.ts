@@ -33,7 +33,7 @@ describe('copy peers and the drain', () => {
     clock = new FakeClock();
     sent = [];
     drains = new InMemoryNodeDrains();
-    planner = copyPlanner(clock, () => nodes, sent, new Set(), undefined, drains);
+    planner = copyPlanner(clock, () => nodes, sent, new Set(), undefined, {}, drains);
   });
 
   it('never picks a drained node as a new copy peer, and picks it again once undrained', async () => {
