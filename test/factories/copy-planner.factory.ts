@@ -7,6 +7,9 @@ import {
 } from '@app/fleet-domain';
 import { CopyPlannerService } from '../../apps/fleet/src/copies/copy-planner.service';
 import { GrantedCopies } from '../../apps/fleet/src/nodes/granted-copies';
+import { Leadership } from '../../apps/fleet/src/nodes/leadership';
+import { NodeDrains } from '../../apps/fleet/src/nodes/node-drains.repository';
+import { SharedCopyGrants } from '../../apps/fleet/src/nodes/shared-copy-grants';
 import { NodeTokens } from '../../apps/fleet/src/nodes/node-tokens';
 import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
 import { VmHostClient } from '../../apps/fleet/src/vms/vm-host.client';
@@ -70,6 +73,10 @@ export function copyPlanner(
   sent: SentPlan[],
   unknownVms: ReadonlySet<string> = new Set(),
   granted?: GrantedCopies,
+  /** In etcd mode: the election it plans under, the store its grants are shared in. */
+  shared: { leadership?: Leadership; grants?: SharedCopyGrants } = {},
+  /** The drained nodes, as the planner reads them (absent: none). */
+  drains?: NodeDrains,
 ): CopyPlannerService {
   const repository = {
     listLive: (notBeforeMs: number) =>
@@ -87,5 +94,8 @@ export function copyPlanner(
     client,
     clock,
     granted,
+    shared.leadership,
+    shared.grants,
+    drains,
   );
 }

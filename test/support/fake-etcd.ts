@@ -23,7 +23,7 @@ export class FakeEtcd {
 
   range(
     key: string,
-    options: { rangeEnd?: string } = {},
+    options: { rangeEnd?: string; minModRevision?: number } = {},
   ): Promise<{ kvs: EtcdKeyValue[]; revision: number }> {
     return this.txn([], [{ range: { key, ...options } }]).then((result) => ({
       kvs: result.ranges[0],
@@ -38,7 +38,10 @@ export class FakeEtcd {
     let wrote = false;
     for (const op of succeeded ? success : failure) {
       if ('range' in op) {
-        ranges.push(this.read(op.range.key, op.range.rangeEnd));
+        const since = op.range.minModRevision ?? 0;
+        ranges.push(
+          this.read(op.range.key, op.range.rangeEnd).filter((kv) => kv.modRevision >= since),
+        );
       } else if ('put' in op) {
         if (!wrote) this.revision += 1;
         wrote = true;

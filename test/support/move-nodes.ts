@@ -44,8 +44,15 @@ export function guestKey(workDir: string): { key: string; pubkey: string } {
   return { key, pubkey: readFileSync(`${key}.pub`, 'utf8').trim() };
 }
 
-/** The node's agent, enrolled; `accel`: its VM_ACCEL (tcg unless said). */
-export function startMoveNode(which: MoveNode, pubkey: string, accel = 'tcg'): Promise<Daemon> {
+/**
+ * The node's agent, enrolled; `pubkey`: the guests' SSH key (none: no SSH into them); `accel`:
+ * its VM_ACCEL (tcg unless said).
+ */
+export function startMoveNode(
+  which: MoveNode,
+  pubkey: string | undefined,
+  accel = 'tcg',
+): Promise<Daemon> {
   return enrolled(
     startAgent({
       VM_FLEET_ENDPOINT: FLEET_URL,
@@ -55,7 +62,7 @@ export function startMoveNode(which: MoveNode, pubkey: string, accel = 'tcg'): P
       VM_HEARTBEAT_INTERVAL_S: '1',
       VM_DISK_DIR: which.diskDir,
       VM_BASE_IMAGE: guestImagePath(),
-      VM_SSH_PUBKEY: pubkey,
+      ...(pubkey === undefined ? {} : { VM_SSH_PUBKEY: pubkey }),
       VM_ACCEL: accel,
     }),
   );

@@ -1,23 +1,15 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  Daemon,
-  enrolled,
-  eventually,
-  getJson,
-  startAgent,
-  startFleetDaemon,
-  stopAllDaemons,
-  FLEET_URL,
-} from '../support/daemons';
+import { Daemon, eventually, getJson, startFleetDaemon, stopAllDaemons } from '../support/daemons';
 import { guestImageBuildCommand, guestImagePath } from '../support/guest-image';
 import { ppnFleet } from '../support/ppn-fleet-cli';
+import { listedOn, moveNodes, startMoveNode } from '../support/move-nodes';
 import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
 import { scratchFolder } from '../support/scratch-folders';
 
 /**
  * `ppn-fleet node drain` of a node with three VMs, with the built daemons and the Debian guest
- * under TCG, two agents on loopback addresses of their own (as in vm-move.system-spec.ts): one
+ * under TCG, two agents on loopback addresses of their own (test/support/move-nodes.ts): one
  * Running VM (moved live) and two Stopped ones (moved cold, cheap: CI time). All three end on
  * the other node, in the state they had, the drained node with no QEMU and no disk left; the
  * drained node is refused as a create's node, saying why, until `node undrain`; then a VM moves
@@ -27,48 +19,7 @@ jest.setTimeout(600_000);
 
 const workDir = scratchFolder('node-drain-');
 const WAIT_MS = 300_000;
-
-interface ListedVm {
-  vm_id: string;
-  node_id: string;
-  state: string;
-}
-
-const node = (id: 'a' | 'b') => ({
-  id: `node-${id}`,
-  wgIp: id === 'a' ? '127.0.0.2' : '127.0.0.3',
-  diskDir: join(workDir, `${id}-disks`),
-  spawnPort: id === 'a' ? '9254' : '9264',
-});
-const A = node('a');
-const B = node('b');
-
-function startNode(which: typeof A): Promise<Daemon> {
-  return enrolled(
-    startAgent({
-      VM_FLEET_ENDPOINT: FLEET_URL,
-      VM_NODE_ID: which.id,
-      VM_WG_IP: which.wgIp,
-      VM_SPAWN_PORT: which.spawnPort,
-      VM_HEARTBEAT_INTERVAL_S: '1',
-      VM_DISK_DIR: which.diskDir,
-      VM_BASE_IMAGE: guestImagePath(),
-      VM_ACCEL: 'tcg',
-    }),
-  );
-}
-
-async function listedOn(vmId: string, nodeId: string, state: string): Promise<ListedVm> {
-  return eventually(
-    `${vmId} listed ${state} on ${nodeId}`,
-    async () =>
-      (await getJson<ListedVm[]>('/v1/vms')).find(
-        (vm) => vm.vm_id === vmId && vm.node_id === nodeId && vm.state === state,
-      ),
-    WAIT_MS,
-    500,
-  );
-}
+const { a: A, b: B } = moveNodes(workDir);
 
 describe('draining a node', () => {
   let fleet: Daemon;
@@ -82,7 +33,7 @@ describe('draining a node', () => {
     }
     fleet = startFleetDaemon();
     await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
-    agents = [await startNode(A), await startNode(B)];
+    agents = [await startMoveNode(A, undefined), await startMoveNode(B, undefined)];
   });
 
   afterAll(async () => {

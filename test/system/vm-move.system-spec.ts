@@ -1,19 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  Daemon,
-  enrolled,
-  eventually,
-  getJson,
-  startAgent,
-  startFleetDaemon,
-  stopAllDaemons,
-  FLEET_URL,
-} from '../support/daemons';
+import { Daemon, eventually, getJson, startFleetDaemon, stopAllDaemons } from '../support/daemons';
 import { guestImageBuildCommand, guestImagePath } from '../support/guest-image';
 import { GUEST_SSH_DEADLINE_MS, sshOnceUp, sshRun } from '../support/guest-ssh';
 import { ppnFleet } from '../support/ppn-fleet-cli';
+import { ListedVm, leftOf, listedOn, moveNodes, startMoveNode } from '../support/move-nodes';
 import { killQemusUnder, liveQemusUnder } from '../support/qemu-processes';
 import { scratchFolder } from '../support/scratch-folders';
 
@@ -32,57 +24,7 @@ const workDir = scratchFolder('vm-move-');
 const key = join(workDir, 'id_ed25519');
 const WEB_PORT = 48_280;
 const WAIT_MS = 300_000;
-
-interface ListedVm {
-  vm_id: string;
-  node_id: string;
-  state: string;
-  host_ports: Array<{ host_port: number; guest_port: number; protocol: string }>;
-}
-
-const node = (id: 'a' | 'b') => ({
-  id: `node-${id}`,
-  wgIp: id === 'a' ? '127.0.0.2' : '127.0.0.3',
-  diskDir: join(workDir, `${id}-disks`),
-  spawnPort: id === 'a' ? '9234' : '9244',
-});
-const A = node('a');
-const B = node('b');
-
-function startNode(which: typeof A, pubkey: string): Promise<Daemon> {
-  return enrolled(
-    startAgent({
-      VM_FLEET_ENDPOINT: FLEET_URL,
-      VM_NODE_ID: which.id,
-      VM_WG_IP: which.wgIp,
-      VM_SPAWN_PORT: which.spawnPort,
-      VM_HEARTBEAT_INTERVAL_S: '1',
-      VM_DISK_DIR: which.diskDir,
-      VM_BASE_IMAGE: guestImagePath(),
-      VM_SSH_PUBKEY: pubkey,
-      VM_ACCEL: 'tcg',
-    }),
-  );
-}
-
-async function listedOn(vmId: string, nodeId: string, state: string): Promise<ListedVm> {
-  return eventually(
-    `${vmId} listed ${state} on ${nodeId}`,
-    async () =>
-      (await getJson<ListedVm[]>('/v1/vms')).find(
-        (vm) => vm.vm_id === vmId && vm.node_id === nodeId && vm.state === state,
-      ),
-    WAIT_MS,
-    500,
-  );
-}
-
-/** What a node keeps of a VM: its disk, its run folder. */
-function leftOf(which: typeof A, vmId: string): string[] {
-  return [join(which.diskDir, 'disks', `${vmId}.qcow2`), join(which.diskDir, 'run', vmId)].filter(
-    (path) => existsSync(path),
-  );
-}
+const { a: A, b: B } = moveNodes(workDir);
 
 /** How long a moved (or resumed) guest may take to answer SSH again: a few failed tries at most. */
 const SSH_AFTER_MOVE_MS = 60_000;
@@ -104,7 +46,7 @@ describe('moving a VM between two agents', () => {
     pubkey = readFileSync(`${key}.pub`, 'utf8').trim();
     fleet = startFleetDaemon();
     await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
-    agents = [await startNode(A, pubkey), await startNode(B, pubkey)];
+    agents = [await startMoveNode(A, pubkey), await startMoveNode(B, pubkey)];
   });
 
   afterAll(async () => {
@@ -270,7 +212,7 @@ describe('moving a VM between two agents', () => {
     expect(resumed.trim()).toBe(bootId);
     expect((await sshRun(key, A.wgIp, sshPort, 'sha256sum ~/kept')).trim()).toBe(kept);
     // Node B's agent back: it rolls the VM back, its waiting QEMU stopped, nothing of it left.
-    agents[1] = await startNode(B, pubkey);
+    agents[1] = await startMoveNode(B, pubkey);
     await eventually(
       'node B without the VM',
       () =>

@@ -5,6 +5,7 @@ import { CopyPlannerService } from './copy-planner.service';
 /** How often the VMs' copy plans are looked at (a new node, a node gone, grants to renew). */
 export const COPY_PLAN_INTERVAL_MS = 10_000;
 
+/** Every controller ticks; in etcd mode only the elected leader plans (CopyPlannerService.planAll). */
 @Injectable()
 export class CopyPlannerJob {
   private readonly logger = new Logger('Copies');

@@ -1,17 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock, signCopyGrant } from '@app/daemon';
-import {
-  CopyPlan,
-  NodeState,
-  chooseCopyPeers,
-  isLive,
-  liveSince,
-  toRfc3339,
-} from '@app/fleet-domain';
+import { CopyPlan, NodeState, isLive, liveSince, toRfc3339 } from '@app/fleet-domain';
+import { NodeDrains } from '../nodes/node-drains.repository';
 import { NodeTokens } from '../nodes/node-tokens';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { GrantedCopies } from '../nodes/granted-copies';
+import { Leadership } from '../nodes/leadership';
+import { SharedCopyGrants } from '../nodes/shared-copy-grants';
 import { VmHostClient } from '../vms/vm-host.client';
+import { chooseDrainAwarePeers } from './drain-aware-peers';
 
 /**
  * How long a copy grant lets a source write its VM's copy on a peer: short, so a grant outlives
@@ -37,15 +34,20 @@ export interface PlanRound {
 
 /**
  * Where each VM's copies go: for every VM on a live node whose policy asks for copies, peers
- * chosen by chooseCopyPeers (live, not its node, room, spread, sticky), each with a grant
+ * chosen by chooseCopyPeers (live, not its node, not drained, room, spread, sticky), each with a grant
  * signed with that peer's agent token, pushed to the VM's agent as its copy plan when the peers
  * change or the grants pass half their life. What was pushed is kept in memory only: a
- * restarted controller pushes every plan again.
+ * restarted controller pushes every plan again. In etcd mode only the elected leader plans
+ * (two planners could push one agent different peers), records each grant in etcd before
+ * pushing it (SharedCopyGrants, so followers take the copies it granted), and pushes every
+ * plan anew each time it comes to lead.
  */
 @Injectable()
 export class CopyPlannerService {
   private readonly logger = new Logger('Copies');
   private readonly pushed = new Map<string, Pushed>();
+  /** The nodes drained as of this round (read once a round). */
+  private drained: ReadonlySet<string> = new Set();
 
   constructor(
     private readonly nodes: NodesRepository,
@@ -54,12 +56,29 @@ export class CopyPlannerService {
     private readonly clock: Clock,
     /** Absent (a unit test's planner): the grants issued are not recorded. */
     private readonly granted?: GrantedCopies,
+    /** Absent: it plans, as the sole controller. */
+    private readonly leadership?: Leadership,
+    /** Absent: grants are not shared with other controllers. */
+    private readonly sharedGrants?: SharedCopyGrants,
+    /** Drained nodes are no new copy peers (drain-aware-peers.ts); absent: none drained. */
+    private readonly drains?: NodeDrains,
   ) {}
 
+  /** Whether this controller plans now: in etcd mode only the leader (else two could push different peers). */
+  private plans(): boolean {
+    return this.leadership?.isLeader() !== false;
+  }
+
   async planAll(): Promise<PlanRound> {
+    if (!this.plans()) {
+      // What another leader pushed meanwhile is unknown: leading again, every plan is pushed anew.
+      this.pushed.clear();
+      return { pushed: [], failed: [] };
+    }
     const nowMs = this.clock.now();
     const wallMs = this.clock.wallNow();
     const live = await this.nodes.listLive(liveSince(nowMs));
+    this.drained = new Set((await this.drains?.drainedSince())?.keys() ?? []);
     const round: PlanRound = { pushed: [], failed: [] };
     const seen = new Set<string>();
     const held = new Map<string, number>();
@@ -76,7 +95,10 @@ export class CopyPlannerService {
         }
         // A VM with no copies and none pushed: nothing to say.
         if (!last && plan.peers.length === 0) continue;
+        // Leadership lost mid-round: the new leader plans from here.
+        if (!this.plans()) break;
         try {
+          await this.recordNewGrants(vm.vm_id, plan, last?.plan);
           const outcome = await this.vmHost.putCopyPlan(node, vm.vm_id, plan);
           if (outcome === 'set') {
             this.pushed.set(vm.vm_id, { nodeId: node.node_id, plan, issuedAtWallMs: wallMs });
@@ -101,6 +123,28 @@ export class CopyPlannerService {
     return round;
   }
 
+  /**
+   * Grants signed this round are recorded in the shared store before any agent gets them, so
+   * every controller takes the peer's report of its copy (GrantedCopies); failing, the plan is
+   * not pushed (tried again next round).
+   */
+  private async recordNewGrants(vmId: string, plan: CopyPlan, last?: CopyPlan): Promise<void> {
+    if (!this.sharedGrants?.shared) return;
+    const fresh = plan.peers.some(
+      (peer) =>
+        !last?.peers.some((kept) => kept.node_id === peer.node_id && kept.grant === peer.grant),
+    );
+    if (!fresh) return;
+    await this.sharedGrants.record(
+      vmId,
+      plan.peers.map((peer) => ({
+        vmId,
+        peerId: peer.node_id,
+        issuedAtWallMs: issuedAtOf(peer.expires_at),
+      })),
+    );
+  }
+
   /** The VM's plan as of now (its grants issued at `wallMs`); undefined: no policy reported. */
   private planFor(
     node: NodeState,
@@ -122,16 +166,10 @@ export class CopyPlannerService {
     // The VM's own disk_gb, never a size a holder reports (a node could claim any). Without
     // disk_gb (the base image's size, unknown here) the peer's own room check decides.
     const neededMb = diskGb === undefined ? 0 : Math.ceil((diskGb * 1024 ** 3) / 1e6);
-    const chosen = chooseCopyPeers(
-      { vm_node_id: node.node_id, count: policy.count, needed_mb: neededMb, current },
-      live.map((peer) => ({
-        node_id: peer.node_id,
-        live: true,
-        committable_mb: peer.disk_room?.committable_mb ?? null,
-        replicas_held: held.get(peer.node_id) ?? 0,
-        reserved: peer.reserved,
-      })),
-    );
+    const chosen = chooseDrainAwarePeers({
+      ...{ vmId, sourceNodeId: node.node_id, count: policy.count, neededMb, current },
+      ...{ live, held, drained: this.drained },
+    });
     const peers: CopyPlan['peers'] = [];
     const renew = !last || wallMs - last.issuedAtWallMs >= RENEW_AFTER_MS;
     for (const peerId of chosen) {
@@ -176,4 +214,9 @@ function samePeers(a: CopyPlan, b: CopyPlan): boolean {
 
 function samePlan(a: CopyPlan, b: CopyPlan): boolean {
   return a.every_s === b.every_s && samePeers(a, b);
+}
+
+/** A grant's issued-at, from its expiry (each is issued COPY_GRANT_LIFE_MS before it expires). */
+function issuedAtOf(expiresAt: string): number {
+  return Date.parse(expiresAt) - COPY_GRANT_LIFE_MS;
 }

@@ -10,11 +10,13 @@ const MAX_VMS_KEPT = 100_000;
  * for copies it was granted, or that its stored record already held (taken before: so a
  * controller restarted over Redis or etcd keeps them): a node can never claim a copy of a VM
  * it was never granted, to become its copy peer, restore source or recovery target.
- * Kept in memory: a restarted controller rebuilds it from the plans it pushes again within one
- * planner round (10 s). With several controllers each keeps its own (every one runs the
- * planner): it fails closed, since a controller that has not granted a copy yet only refuses a
- * node's first report of it until its next round, while a copy taken once is kept by all (the
- * stored record holds it). Kept in the store instead, it would cost a read per heartbeat.
+ * Kept in memory, filled by this controller's planner and, in etcd mode (where only the leader
+ * plans), from the grants the leader records in etcd before pushing them (SharedCopyGrants,
+ * read every 5 s by GrantedCopiesJob): a follower refuses a node's report of a copy at most
+ * until its next read, and never takes one no controller granted; a copy taken once is kept by
+ * all (the stored record holds it). Read per heartbeat from the store instead, it would cost a
+ * read each. In memory and Redis mode each controller plans and knows its own grants; a
+ * restarted one rebuilds them from the plans it pushes again within one round (10 s).
  */
 @Injectable()
 export class GrantedCopies {

@@ -6,6 +6,7 @@ import { NodeLeases } from './node-leases';
 import { NodesRepository } from './nodes.repository';
 import { VmMoves } from './vm-moves.repository';
 import { NodeDrains } from './node-drains.repository';
+import { SharedCopyGrants } from './shared-copy-grants';
 
 /** A store of fleet state, opened: what the controller reads and writes nodes with. */
 export interface OpenNodesStore {
@@ -30,6 +31,8 @@ export interface OpenNodesStore {
   nodeLeases?: NodeLeases;
   /** etcd: the election among controllers (absent: this controller leads itself). */
   leadership?: Leadership;
+  /** etcd: the copy grants the leader issued, for every controller (absent: none shared). */
+  copyGrants?: SharedCopyGrants;
   /** Ends its connections and timers; called when the app closes. */
   close(): Promise<void>;
 }

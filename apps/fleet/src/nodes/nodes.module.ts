@@ -17,6 +17,8 @@ import { VmMoves } from './vm-moves.repository';
 import { NodeDrains } from './node-drains.repository';
 import { GrantedCopies } from './granted-copies';
 import { MeshRoutes } from './mesh-routes';
+import { NoSharedCopyGrants, SharedCopyGrants } from './shared-copy-grants';
+import { GrantedCopiesJob } from './granted-copies.job';
 
 /** The store the configuration chose (nodes-store.choice.ts), opened once and closed with the app. */
 class ChosenNodesStore implements OnModuleInit, OnApplicationShutdown {
@@ -86,8 +88,14 @@ class ChosenNodesStore implements OnModuleInit, OnApplicationShutdown {
       useFactory: (store: ChosenNodesStore) => store.opened.leadership ?? new SoleLeader(),
       inject: [ChosenNodesStore],
     },
+    {
+      provide: SharedCopyGrants,
+      useFactory: (store: ChosenNodesStore) => store.opened.copyGrants ?? new NoSharedCopyGrants(),
+      inject: [ChosenNodesStore],
+    },
     LeadershipJob,
     GrantedCopies,
+    GrantedCopiesJob,
     { provide: LiveNodesSource, useClass: LiveNodesReader },
   ],
   exports: [
@@ -101,6 +109,7 @@ class ChosenNodesStore implements OnModuleInit, OnApplicationShutdown {
     Clock,
     LiveNodesSource,
     GrantedCopies,
+    SharedCopyGrants,
   ],
 })
 export class NodesModule {}

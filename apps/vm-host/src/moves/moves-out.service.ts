@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
@@ -23,6 +23,7 @@ import { VmFiles } from '../vms/files/vm-files';
 import { VmSidecar } from '../vms/files/vm-sidecar';
 import { VmSidecars } from '../vms/files/vm-sidecars';
 import { VmLifeCycles } from '../vms/life-cycle/vm-life-cycles';
+import { MeshPorts } from '../vms/ports/mesh-ports';
 import { COPY_QMP_SOCKET } from '../vms/qemu/qemu-command-line';
 import { QemuDriver } from '../vms/qemu/qemu.driver';
 import { QmpSession, withQmp } from '../vms/qemu/qmp.client';
@@ -69,6 +70,7 @@ export class MovesOutService {
     private readonly lifecycle: VmLifeCycles,
     private readonly copyLocks: CopyLocks,
     private readonly copier: VmCopier,
+    @Optional() private readonly meshPorts?: MeshPorts,
   ) {}
 
   moveOut(vmId: string, to: CopyPeer): Promise<AgentMovedOut> {
@@ -167,6 +169,8 @@ export class MovesOutService {
         `vm ${vmId}: its paused QEMU not stopped after the move: ${messageOf(error)}`,
       );
     });
+    const to = { nodeId: peer.nodeId, wgIp: splitAddress(peer.address).host };
+    await this.meshPorts?.movedOut(vmId, sidecar.forwards ?? [], to);
     const totalMs = Math.round(performance.now() - startedAt);
     this.logger.log(
       `vm ${vmId}: moved live to node ${peer.nodeId} in ${totalMs} ms (guest paused ${answer.pauseMs} ms, ${answer.bytes} bytes sent); stopped here, its disk kept until the controller releases it`,

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ConfigurationError, MonotonicClock } from '@app/daemon';
 import { DEFAULT_FENCE_AFTER_S } from '@app/fleet-domain';
+import { DEFAULT_FLEET_COPIES } from '../../config/fleet.config';
 import { NodesStore } from '../nodes-store';
 import { StoreUnavailableError } from '../store-unavailable.error';
 import { EtcdClient } from './etcd.client';
@@ -11,6 +12,8 @@ import { EtcdNodeLeases } from './etcd-node-leases';
 import { EtcdNodesRepository } from './etcd-nodes.repository';
 import { EtcdVmMoves } from './etcd-vm-moves.repository';
 import { EtcdNodeDrains } from './etcd-node-drains.repository';
+import { agreeOnFleetSetting } from './etcd-fleet-settings';
+import { EtcdCopyGrants } from './etcd-copy-grants';
 
 /**
  * Fleet state shared in etcd (VM_FLEET_ETCD_ENDPOINTS). etcd has no TIME: each controller
@@ -40,9 +43,17 @@ export const ETCD_NODES_STORE: NodesStore = {
       clock,
       nodeLeases: new EtcdNodeLeases(client, config.fenceAfterS ?? DEFAULT_FENCE_AFTER_S),
       leadership: new EtcdLeaderElection(client, clock, controllerId),
+      copyGrants: new EtcdCopyGrants(client, clock),
       ready: async () => {
         try {
           await client.check();
+          // One default copy count per fleet: the agents fence, and recovery restores, by it.
+          await agreeOnFleetSetting(client, {
+            variable: 'VM_FLEET_COPIES',
+            value: String(config.copies ?? DEFAULT_FLEET_COPIES),
+            valid: (stored) => /^[0-2]$/.test(stored),
+            why: 'the agents fence, and the leader recovers, the VMs without copies of their own by it',
+          });
         } catch (error) {
           if (!(error instanceof StoreUnavailableError)) throw error;
           throw new ConfigurationError(

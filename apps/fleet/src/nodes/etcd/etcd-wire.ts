@@ -18,7 +18,16 @@ export type EtcdCompare = {
 };
 
 export type EtcdOp =
-  | { range: { key: string; rangeEnd?: string; revision?: number; keysOnly?: boolean } }
+  | {
+      range: {
+        key: string;
+        rangeEnd?: string;
+        revision?: number;
+        keysOnly?: boolean;
+        /** Only keys last changed at or after this revision. */
+        minModRevision?: number;
+      };
+    }
   | { put: { key: string; value: string; lease?: string } }
   | { deleteRange: { key: string; rangeEnd?: string } };
 
@@ -67,13 +76,14 @@ export function decodeKeyValue(raw: unknown): EtcdKeyValue {
 /** An op as the gateway takes it. */
 export function encodeOp(op: EtcdOp): Record<string, unknown> {
   if ('range' in op) {
-    const { key, rangeEnd, revision, keysOnly } = op.range;
+    const { key, rangeEnd, revision, keysOnly, minModRevision } = op.range;
     return {
       request_range: {
         key: toBase64(key),
         ...(rangeEnd !== undefined && { range_end: rangeEndBase64(rangeEnd) }),
         ...(revision !== undefined && { revision: String(revision) }),
         ...(keysOnly && { keys_only: true }),
+        ...(minModRevision !== undefined && { min_mod_revision: String(minModRevision) }),
       },
     };
   }

@@ -61,7 +61,7 @@ export class EtcdClient {
 
   async range(
     key: string,
-    options: { rangeEnd?: string; revision?: number } = {},
+    options: { rangeEnd?: string; revision?: number; minModRevision?: number } = {},
   ): Promise<{ kvs: EtcdKeyValue[]; revision: number }> {
     const result = await this.txn([], [{ range: { key, ...options } }]);
     return { kvs: result.ranges[0], revision: result.revision };
