@@ -251,6 +251,15 @@ describe('RoutingMesh: listeners opened and closed as the table changes, bytes f
     expect(mesh.listening().size).toBe(0);
   });
 
+  it('hands off a VM moved out right after it moved in, before a heartbeat listed it here', async () => {
+    const port = await onNodeB();
+    const forwards = [{ host_port: port, guest_port: 80, protocol: 'tcp' as const }];
+    await start().learn([route(port)], []);
+    await ports.take(port, 'tcp');
+    await ports.movedOut('vm-web', forwards, { nodeId: 'node-b', wgIp: '127.0.0.2' });
+    expect(await exchange(SELF, port, 'again')).toBe('b:again');
+  });
+
   it("judges a moved-out VM's new node like any route: never an address of this host", async () => {
     const port = await onNodeB();
     await start().learn([], []);

@@ -95,6 +95,8 @@ export class RoutingMesh implements OnApplicationShutdown {
     const tcp = routes.filter((route) => route.protocol === 'tcp');
     if (!this.config.routingMesh || tcp.length === 0) return Promise.resolve();
     this.movedOut.set(vmId, { routes: tcp, until: this.clock.now() + TAKEN_BACK_MS });
+    // A port this VM took back lately (moved in, then out again) is not its own any longer.
+    for (const route of tcp) this.takenBack.delete(route.host_port);
     this.logger.log(
       `node ${this.config.nodeId}: vm ${vmId} moved out live: routing mesh forwards ${this.config.wgIp}:${tcp.map((route) => route.host_port).join(',')}/tcp to node ${tcp[0].node_id} from now on`,
     );

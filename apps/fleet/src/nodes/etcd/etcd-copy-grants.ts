@@ -25,7 +25,8 @@ export type CopyGrantsEtcd = Pick<EtcdClient, 'range' | 'txn' | 'grantLease'>;
 /**
  * Copy grants in the etcd every controller shares: the leader's planner writes each VM's
  * granted peers before pushing the plan; every controller reads the records changed since
- * its last read (min_mod_revision), so a read costs what changed, not the fleet.
+ * its last read (min_mod_revision): the reply carries what changed, not the fleet (etcd still
+ * scans the prefix on its side, one record per protected VM).
  */
 export class EtcdCopyGrants extends SharedCopyGrants {
   readonly shared = true;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ConfigurationError, MonotonicClock } from '@app/daemon';
-import { DEFAULT_FENCE_AFTER_S } from '@app/fleet-domain';
+import { DEFAULT_FENCE_AFTER_S, MAX_VM_COPIES } from '@app/fleet-domain';
 import { DEFAULT_FLEET_COPIES } from '../../config/fleet.config';
 import { NodesStore } from '../nodes-store';
 import { StoreUnavailableError } from '../store-unavailable.error';
@@ -51,7 +51,7 @@ export const ETCD_NODES_STORE: NodesStore = {
           await agreeOnFleetSetting(client, {
             variable: 'VM_FLEET_COPIES',
             value: String(config.copies ?? DEFAULT_FLEET_COPIES),
-            valid: (stored) => /^[0-2]$/.test(stored),
+            valid: (stored) => /^\d$/.test(stored) && Number(stored) <= MAX_VM_COPIES,
             why: 'the agents fence, and the leader recovers, the VMs without copies of their own by it',
           });
         } catch (error) {

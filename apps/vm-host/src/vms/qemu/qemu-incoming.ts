@@ -27,7 +27,8 @@ export interface IncomingLaunch {
 /**
  * A VM moved in live (apps/vm-host/src/moves/): QEMU on its files as `start` runs it, but on
  * the source's machine type, accelerator and CPU model, waiting paused for its migration, and
- * without its TCP forwards (added at the take-over); `hostPorts` are all of them, checked free.
+ * without its TCP forwards (added at the take-over); `hostPorts` are all of them, but only
+ * those it binds at launch (not TCP) are checked free here (TCP ones were at admission).
  */
 export async function launchIncoming(
   { wgIp, files, paths, launch }: IncomingLaunch,
