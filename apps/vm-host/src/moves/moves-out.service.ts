@@ -40,6 +40,7 @@ import {
 import { hostCpu } from './move-helpers';
 import { MoveRelay } from './move-relay';
 import { settleTakeOver } from './move-settle';
+import { PausedMoves } from './paused-moves.service';
 import { MoveConflictError, MoveFailedError, MoveRefusedError } from './moves.errors';
 
 /** QMP's session of a move stays open for the whole move: silent this long, it is given up. */
@@ -69,6 +70,7 @@ export class MovesOutService {
     private readonly lifecycle: VmLifeCycles,
     private readonly copyLocks: CopyLocks,
     private readonly copier: VmCopier,
+    private readonly paused: PausedMoves,
   ) {}
 
   moveOut(vmId: string, to: CopyPeer): Promise<AgentMovedOut> {
@@ -263,8 +265,13 @@ export class MovesOutService {
         );
       }
       this.logger.error(
-        `vm ${vmId}: its migration to node ${peer.nodeId} completed but node ${peer.nodeId} did not say it took the guest over (${settled.reason}): left paused here, never resumed (node ${peer.nodeId} runs it once its QEMU received it all); the controller settles it with node ${peer.nodeId}`,
+        `vm ${vmId}: its migration to node ${peer.nodeId} completed but node ${peer.nodeId} did not say it took the guest over (${settled.reason}): left paused here, never resumed (node ${peer.nodeId} runs it once its QEMU received it all); asking node ${peer.nodeId} on in the background`,
       );
+      await this.paused.watch(vmId, peer).catch((error: unknown) => {
+        this.logger.error(
+          `vm ${vmId}: node ${peer.nodeId} not asked on: ${messageOf(error)}; the guest stays paused here`,
+        );
+      });
       throw new MoveFailedError(
         `vm ${vmId}: its migration to node ${peer.nodeId} completed but node ${peer.nodeId} did not confirm the take-over (${settled.reason}); it is paused here, not resumed`,
       );

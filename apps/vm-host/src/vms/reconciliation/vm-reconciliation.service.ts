@@ -107,8 +107,14 @@ export class VmReconciliationService {
       return undefined;
     }
     if (live && sidecar.restoring) {
-      // A move in cut short: its QEMU waits for a guest it may never get, no VM to adopt.
-      this.admission.resume(sidecar);
+      // A move in cut short: its QEMU holds the whole guest (taken over), or waits for a guest
+      // it may never get (rolled back).
+      const arrived = await this.admission.adoptArrived(sidecar, live).catch((error: unknown) => {
+        this.logger.error(`vm ${vmId}: its move in not settled yet: ${messageOf(error)}`);
+        return undefined;
+      });
+      if (arrived) this.lifecycle.restarts.notice(vmId, this.clock.now());
+      else if (arrived === false) this.admission.resume(sidecar);
     } else if (live) {
       await this.adopt(sidecar, live);
       if (sidecar.desired_state === DesiredVmState.Stopped) this.restarts.enforceStopped(sidecar);
