@@ -21,10 +21,9 @@ import { diskProblemOf } from './disk-problem';
 import { VmDiskRoom } from './vm-disk-room';
 import { VmRoomChecks } from './vm-room-checks';
 import { CutShortCreates } from './cut-short-creates';
-import { ArrivedMoveIns } from './arrived-move-ins';
 import { SpawnKey, keptKey } from './idempotency-key';
 import { VmLifeCycles, specOf } from '../life-cycle/vm-life-cycles';
-import { DriverRecord, FoundVm, VmDriver } from '../vm-driver';
+import { DriverRecord, VmDriver } from '../vm-driver';
 import { PRIVATE_FILE_MODE, VmFiles } from '../files/vm-files';
 import { VmSidecar } from '../files/vm-sidecar';
 import { VmSidecars } from '../files/vm-sidecars';
@@ -84,7 +83,6 @@ export class VmAdmissionService {
   /** What the node has room for: ports, RAM and vCPUs, disk. */
   private readonly room: VmRoomChecks;
   private readonly cutShort: CutShortCreates;
-  private readonly arrived: ArrivedMoveIns;
 
   constructor(
     private readonly files: VmFiles,
@@ -108,7 +106,6 @@ export class VmAdmissionService {
       this.logger,
     );
     this.cutShort = new CutShortCreates(files, sidecars, lifecycle, driver, clock, this.logger);
-    this.arrived = new ArrivedMoveIns(files, clock, this.logger);
   }
 
   /**
@@ -326,6 +323,7 @@ export class VmAdmissionService {
       this.failpoint.reached('after-disk', vmId);
       await this.driver.makeFiles(specOf(sidecar), record);
       adopted = disk.adopt ? await disk.adopt(sidecar) : 'start';
+      if (adopted === 'running') this.failpoint.reached('after-move-take-over', vmId);
       delete sidecar.restoring;
       await this.files.writeSidecar(sidecar);
     } catch (error) {
@@ -359,11 +357,6 @@ export class VmAdmissionService {
    */
   resume(sidecar: VmSidecar): void {
     this.cutShort.resume(sidecar);
-  }
-
-  /** A live move in cut short after the whole guest arrived: adopted (see ArrivedMoveIns). */
-  adoptArrived(sidecar: VmSidecar, live: FoundVm): Promise<boolean> {
-    return this.arrived.adopt(sidecar, live);
   }
 
   /**

@@ -7,6 +7,7 @@ import { VmFiles } from '../files/vm-files';
 import { VmSidecar } from '../files/vm-sidecar';
 import { NO_RECORD, VmSidecars } from '../files/vm-sidecars';
 import { VmAdmissionService } from '../admission/vm-admission.service';
+import { ArrivedMoveIns } from '../admission/arrived-move-ins';
 import { StartCause, VmRestartService } from './vm-restart.service';
 import { messageOf } from '../vms.errors';
 
@@ -38,6 +39,7 @@ function sameRecord(a: DriverRecord, b: DriverRecord): boolean {
 @Injectable()
 export class VmReconciliationService {
   private readonly logger = new Logger('Vms');
+  private readonly arrived: ArrivedMoveIns;
 
   constructor(
     private readonly files: VmFiles,
@@ -47,7 +49,9 @@ export class VmReconciliationService {
     private readonly clock: Clock,
     private readonly restarts: VmRestartService,
     private readonly admission: VmAdmissionService,
-  ) {}
+  ) {
+    this.arrived = new ArrivedMoveIns(files, clock, this.logger);
+  }
 
   /** At start-up, before the agent listens: also clears what an agent killed mid-accept left. */
   recover(): Promise<ReconciledVms> {
@@ -109,7 +113,7 @@ export class VmReconciliationService {
     if (live && sidecar.restoring) {
       // A move in cut short: its QEMU holds the whole guest (taken over), or waits for a guest
       // it may never get (rolled back).
-      const arrived = await this.admission.adoptArrived(sidecar, live).catch((error: unknown) => {
+      const arrived = await this.arrived.adopt(sidecar, live).catch((error: unknown) => {
         this.logger.error(`vm ${vmId}: its move in not settled yet: ${messageOf(error)}`);
         return undefined;
       });
