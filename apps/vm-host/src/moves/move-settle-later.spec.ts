@@ -88,9 +88,9 @@ describe('asking the new node on until it answers for sure', () => {
       stopping = true;
       return Promise.reject(refused());
     });
-    await expect(askUntilAnswered(how(stoppable, { stopping: () => stopping }))).resolves.toEqual(
-      { kind: 'stopped' },
-    );
+    await expect(askUntilAnswered(how(stoppable, { stopping: () => stopping }))).resolves.toEqual({
+      kind: 'stopped',
+    });
     expect(stoppable).toHaveBeenCalledTimes(1);
   });
 });

@@ -99,6 +99,8 @@ describe('a live move in cut short, at the next start of the agent', () => {
     }
     expect(driver.stopped.map(({ vmId: stopped }) => stopped)).toEqual([vmId]);
     expect(await bed.runFolders()).toEqual([]);
-    expect(bed.logs.join('\n')).toContain('before the whole guest arrived (incoming migration active)');
+    expect(bed.logs.join('\n')).toContain(
+      'before the whole guest arrived (incoming migration active)',
+    );
   });
 });

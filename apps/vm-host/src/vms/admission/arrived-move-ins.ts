@@ -16,8 +16,7 @@ const QMP_TIMEOUT_MS = 10_000;
  * here), with its run state then (`running` once the killed agent had run it), else `waiting`.
  */
 export type IncomingGuest =
-  | { kind: 'arrived'; run: string }
-  | { kind: 'waiting'; migration: string };
+  { kind: 'arrived'; run: string } | { kind: 'waiting'; migration: string };
 
 /** Asks an incoming QEMU whether the guest arrived whole, and runs it when it did. */
 export async function takeOverArrived(qmp: QmpSession): Promise<IncomingGuest> {
