@@ -5,6 +5,7 @@ import { Clock } from '@app/daemon';
 import { VmRecord } from '@app/fleet-domain';
 import { CopyLocks } from '../vms/copies/copy-locks';
 import { PeerTarget, PeerTransport, Throttle } from '../vms/copies/peer-transport';
+import { HostMetrics } from '../metrics/host-metrics.service';
 import { PRIVATE_FILE_MODE, VmFiles } from '../vms/files/vm-files';
 import { VmLifeCycles } from '../vms/life-cycle/vm-life-cycles';
 import { COPY_QMP_SOCKET } from '../vms/qemu/qemu-command-line';
@@ -49,6 +50,7 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly resumes: MovesResumeService,
     private readonly driver: VmDriver,
     private readonly clock: Clock,
+    private readonly metrics: HostMetrics,
   ) {}
 
   /** The moves a killed agent left unconfirmed: asked on. */
@@ -85,6 +87,7 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
   private askOn(vmId: string, move: UnconfirmedMove): void {
     if (this.asking.has(vmId)) return;
     this.asking.add(vmId);
+    this.metrics.observeUnconfirmedMoves(this.asking.size);
     const peer: PeerTarget = { nodeId: move.node_id, address: move.address, grant: move.grant };
     this.logger.warn(
       `vm ${vmId}: its move to node ${peer.nodeId} is unconfirmed (since ${move.since}): the guest stays paused here while node ${peer.nodeId} is asked whether it took it over`,
@@ -105,7 +108,10 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
       .catch((error: unknown) =>
         this.logger.error(`vm ${vmId}: its unconfirmed move not settled: ${messageOf(error)}`),
       )
-      .finally(() => this.asking.delete(vmId));
+      .finally(() => {
+        this.asking.delete(vmId);
+        this.metrics.observeUnconfirmedMoves(this.asking.size);
+      });
   }
 
   private async settle(vmId: string, peer: PeerTarget, word: LaterWord): Promise<void> {
