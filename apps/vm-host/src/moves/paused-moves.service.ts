@@ -6,6 +6,7 @@ import { VmRecord } from '@app/fleet-domain';
 import { CopyLocks } from '../vms/copies/copy-locks';
 import { PeerTarget, PeerTransport, Throttle } from '../vms/copies/peer-transport';
 import { HostMetrics } from '../metrics/host-metrics.service';
+import { moveHoldPath } from '../vms/files/move-hold';
 import { PRIVATE_FILE_MODE, VmFiles } from '../vms/files/vm-files';
 import { VmLifeCycles } from '../vms/life-cycle/vm-life-cycles';
 import { COPY_QMP_SOCKET } from '../vms/qemu/qemu-command-line';
@@ -16,8 +17,6 @@ import { messageOf } from '../vms/vms.errors';
 import { LaterWord, askUntilAnswered } from './move-settle-later';
 import { MovesResumeService } from './moves-resume.service';
 
-/** The record of a move left unconfirmed, in the VM's run folder (private: it holds the grant). */
-export const UNCONFIRMED_MOVE_FILE = 'move-unconfirmed.json';
 const QMP_TIMEOUT_MS = 10_000;
 
 interface UnconfirmedMove {
@@ -133,15 +132,16 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
-   * Whether the VM's QEMU here is still paused by its completed migration: its record kept, its
-   * QEMU alive and (when QMP answers) in QEMU's `postmigrate` state.
+   * Whether the VM is still held here by its move: its record kept, and its QEMU paused by the
+   * completed migration (QEMU's `postmigrate`) or ended meanwhile (a reboot: not started again
+   * while held, see move-hold.ts); not once it runs (resumed on the controller's word).
    */
   private async pausedByMove(vmId: string): Promise<boolean> {
     if (!(await this.recordOf(vmId))) return false;
     const socket = join(this.files.runDir(vmId), COPY_QMP_SOCKET);
     return this.copyLocks.run(vmId, () =>
       this.lifecycle.locks.run(vmId, async () => {
-        if (!(await this.driver.find([vmId])).has(vmId)) return false;
+        if (!(await this.driver.find([vmId])).has(vmId)) return true;
         // A QMP slow to answer says nothing: asked on.
         return withQmp(socket, QMP_TIMEOUT_MS, async (qmp) => {
           const status = (await qmp.execute('query-status')) as { status?: string };
@@ -165,7 +165,8 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
+  /** Private (it holds the move's grant), in the VM's run folder: see move-hold.ts. */
   private recordPath(vmId: string): string {
-    return join(this.files.runDir(vmId), UNCONFIRMED_MOVE_FILE);
+    return moveHoldPath(this.files, vmId);
   }
 }

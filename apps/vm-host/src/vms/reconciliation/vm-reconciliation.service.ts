@@ -8,6 +8,7 @@ import { VmSidecar } from '../files/vm-sidecar';
 import { NO_RECORD, VmSidecars } from '../files/vm-sidecars';
 import { VmAdmissionService } from '../admission/vm-admission.service';
 import { ArrivedMoveIns } from '../admission/arrived-move-ins';
+import { heldByMove } from '../files/move-hold';
 import { StartCause, VmRestartService } from './vm-restart.service';
 import { messageOf } from '../vms.errors';
 
@@ -123,6 +124,11 @@ export class VmReconciliationService {
       await this.adopt(sidecar, live);
       if (sidecar.desired_state === DesiredVmState.Stopped) this.restarts.enforceStopped(sidecar);
       else this.lifecycle.restarts.notice(vmId, this.clock.now());
+    } else if (
+      sidecar.desired_state === DesiredVmState.Running &&
+      (await heldByMove(this.files, vmId))
+    ) {
+      // Its move out unconfirmed: not started again while the new node may run it (PausedMoves).
     } else if (this.shouldRunAgain(sidecar)) {
       await this.noteExit(sidecar, startUp);
       if (this.lifecycle.restarts.due(vmId, this.clock.now())) due.push(sidecar);
