@@ -72,6 +72,14 @@ describe('a live move in cut short, at the next start of the agent', () => {
       expect.arrayContaining(['query-migrate', 'nbd-server-stop', 'cont']),
     );
     expect(driver.stopped).toEqual([]);
+    // Its TCP ports given to QEMU (an incoming QEMU may start without them).
+    const hmp = qmp.calls
+      .filter(({ execute }) => execute === 'human-monitor-command')
+      .map((call) => call.arguments?.['command-line']);
+    expect(hmp).toEqual([
+      expect.stringMatching(/^hostfwd_remove net0 tcp:[^-]+:40022$/),
+      expect.stringMatching(/^hostfwd_add net0 tcp:[^-]+:40022-:22$/),
+    ]);
     const sidecar = await files.readSidecar(vmId);
     expect(sidecar?.restoring).toBeUndefined();
     expect(sidecar).toMatchObject({ driver: { kind: 'fake', pid: 4242 }, error: null });

@@ -1,15 +1,17 @@
 import { Logger } from '@nestjs/common';
 import { join } from 'node:path';
 import { Clock } from '@app/daemon';
-import { toRfc3339 } from '@app/fleet-domain';
+import { HostPort, toRfc3339 } from '@app/fleet-domain';
 import { VmFiles } from '../files/vm-files';
 import { VmSidecar } from '../files/vm-sidecar';
-import { COPY_QMP_SOCKET } from '../qemu/qemu-command-line';
+import { COPY_QMP_SOCKET, hostForwards } from '../qemu/qemu-command-line';
 import { QmpSession, withQmp } from '../qemu/qmp.client';
 import { FoundVm } from '../vm-driver';
 import { messageOf } from '../vms.errors';
 
 const QMP_TIMEOUT_MS = 10_000;
+/** The guest's user network, as the VM's QEMU command line names it. */
+const NETDEV_ID = 'net0';
 
 /**
  * What an incoming QEMU holds: `arrived` when its migration completed (the whole guest is
@@ -17,6 +19,31 @@ const QMP_TIMEOUT_MS = 10_000;
  */
 export type IncomingGuest =
   { kind: 'arrived'; run: string } | { kind: 'waiting'; migration: string };
+
+/**
+ * The VM's TCP ports given to its QEMU (an incoming QEMU may be started without them, taking
+ * them at the take-over): each forward removed if QEMU has it, then added. The ports QEMU could
+ * not take.
+ */
+export async function takeTcpPorts(
+  qmp: QmpSession,
+  address: string,
+  forwards: readonly HostPort[],
+): Promise<number[]> {
+  const failed: number[] = [];
+  for (const forward of forwards.filter(({ protocol }) => protocol === 'tcp')) {
+    const rule = hostForwards(address, [forward]).slice('hostfwd='.length);
+    const bound = rule.slice(0, rule.lastIndexOf('-'));
+    const hmp = (line: string) => qmp.execute('human-monitor-command', { 'command-line': line });
+    await hmp(`hostfwd_remove ${NETDEV_ID} ${bound}`).catch(() => undefined);
+    // HMP answers an error as text; success is silent.
+    const said = await hmp(`hostfwd_add ${NETDEV_ID} ${rule}`).catch(
+      (error: Error) => error.message,
+    );
+    if (typeof said === 'string' && said.trim() !== '') failed.push(forward.host_port);
+  }
+  return failed;
+}
 
 /** Asks an incoming QEMU whether the guest arrived whole, and runs it when it did. */
 export async function takeOverArrived(qmp: QmpSession): Promise<IncomingGuest> {
@@ -44,6 +71,8 @@ export class ArrivedMoveIns {
     private readonly files: VmFiles,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    /** This node's mesh address, where the VM's ports are forwarded. */
+    private readonly address: string,
   ) {}
 
   /**
@@ -53,9 +82,15 @@ export class ArrivedMoveIns {
   async adopt(sidecar: VmSidecar, live: FoundVm): Promise<boolean> {
     const vmId = sidecar.vm_id;
     const socket = join(this.files.runDir(vmId), COPY_QMP_SOCKET);
+    const forwards = sidecar.forwards ?? live.hostPorts;
     let guest: IncomingGuest;
+    let failed: number[] = [];
     try {
-      guest = await withQmp(socket, QMP_TIMEOUT_MS, takeOverArrived);
+      guest = await withQmp(socket, QMP_TIMEOUT_MS, async (qmp) => {
+        const found = await takeOverArrived(qmp);
+        if (found.kind === 'arrived') failed = await takeTcpPorts(qmp, this.address, forwards);
+        return found;
+      });
     } catch (error) {
       this.logger.warn(
         `vm ${vmId}: its incoming QEMU could not be asked whether the guest arrived (${messageOf(error)})`,
@@ -69,7 +104,7 @@ export class ArrivedMoveIns {
       return false;
     }
     sidecar.driver = live.record;
-    sidecar.host_ports = live.hostPorts;
+    sidecar.host_ports = forwards;
     sidecar.started_at = toRfc3339(this.clock.now());
     sidecar.error = null;
     delete sidecar.restoring;
@@ -77,6 +112,11 @@ export class ArrivedMoveIns {
     this.logger.warn(
       `vm ${vmId}: its live move in was cut short after its QEMU received the whole guest (QEMU ${guest.run}): taken over, it runs here (${live.summary})`,
     );
+    if (failed.length > 0) {
+      this.logger.error(
+        `vm ${vmId}: taken over, but its QEMU could not take ${this.address} port(s) ${failed.join(', ')}/tcp; they answer once the VM restarts`,
+      );
+    }
     return true;
   }
 }

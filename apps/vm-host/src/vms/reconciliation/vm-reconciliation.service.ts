@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import { DesiredVmState, restartDelayMs, toRfc3339 } from '@app/fleet-domain';
+import { VmHostConfig } from '../../config/vm-host.config';
 import { VmLifeCycles } from '../life-cycle/vm-life-cycles';
 import { DriverRecord, FoundVm, VmDriver } from '../vm-driver';
 import { VmFiles } from '../files/vm-files';
@@ -50,8 +51,9 @@ export class VmReconciliationService {
     private readonly clock: Clock,
     private readonly restarts: VmRestartService,
     private readonly admission: VmAdmissionService,
+    config: VmHostConfig,
   ) {
-    this.arrived = new ArrivedMoveIns(files, clock, this.logger);
+    this.arrived = new ArrivedMoveIns(files, clock, this.logger, config.wgIp);
   }
 
   /** At start-up, before the agent listens: also clears what an agent killed mid-accept left. */
