@@ -267,11 +267,7 @@ export class MovesOutService {
       this.logger.error(
         `vm ${vmId}: its migration to node ${peer.nodeId} completed but node ${peer.nodeId} did not say it took the guest over (${settled.reason}): left paused here, never resumed (node ${peer.nodeId} runs it once its QEMU received it all); asking node ${peer.nodeId} on in the background`,
       );
-      await this.paused.watch(vmId, peer).catch((error: unknown) => {
-        this.logger.error(
-          `vm ${vmId}: node ${peer.nodeId} not asked on: ${messageOf(error)}; the guest stays paused here`,
-        );
-      });
+      await this.paused.watch(vmId, peer);
       throw new MoveFailedError(
         `vm ${vmId}: its migration to node ${peer.nodeId} completed but node ${peer.nodeId} did not confirm the take-over (${settled.reason}); it is paused here, not resumed`,
       );

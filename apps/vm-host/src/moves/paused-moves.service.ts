@@ -40,6 +40,8 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly peers = new PeerTransport(new Throttle(0));
   private readonly asking = new Set<string>();
   private stopping = false;
+  /** Waits between two asks (a unit test shortens it). */
+  sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
   constructor(
     private readonly files: VmFiles,
@@ -69,7 +71,11 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
     return [...this.asking];
   }
 
-  /** Records the unconfirmed move, then asks the new node in the background. */
+  /**
+   * Records the unconfirmed move (the VM held, see move-hold.ts), then asks the new node in the
+   * background. Never throws: unrecorded (VM_DISK_DIR unwritable), the guest stays paused,
+   * for the controller's move-resume or an operator.
+   */
   async watch(vmId: string, peer: PeerTarget): Promise<void> {
     const move: UnconfirmedMove = {
       node_id: peer.nodeId,
@@ -78,8 +84,15 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
       since: new Date(this.clock.wallNow()).toISOString(),
     };
     const path = this.recordPath(vmId);
-    await writeFile(`${path}.partial`, JSON.stringify(move), { mode: PRIVATE_FILE_MODE });
-    await rename(`${path}.partial`, path);
+    try {
+      await writeFile(`${path}.partial`, JSON.stringify(move), { mode: PRIVATE_FILE_MODE });
+      await rename(`${path}.partial`, path);
+    } catch (error) {
+      this.logger.error(
+        `vm ${vmId}: its unconfirmed move to node ${peer.nodeId} not recorded (${messageOf(error)}): node ${peer.nodeId} not asked on, the guest stays paused here`,
+      );
+      return;
+    }
     this.askOn(vmId, move);
   }
 
@@ -95,7 +108,7 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
       ask: () =>
         this.peers.call(peer, 'POST', `/v1/moves/${vmId}/incoming/done`) as Promise<VmRecord>,
       stillPaused: () => this.pausedByMove(vmId),
-      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref()),
+      sleep: (ms) => this.sleep(ms),
       nowMs: () => this.clock.now(),
       stopping: () => this.stopping,
       waiting: (forMs, attempts, reason) =>
