@@ -8,6 +8,7 @@ import {
 import { CopyPlannerService } from '../../apps/fleet/src/copies/copy-planner.service';
 import { GrantedCopies } from '../../apps/fleet/src/nodes/granted-copies';
 import { Leadership } from '../../apps/fleet/src/nodes/leadership';
+import { NodeDrains } from '../../apps/fleet/src/nodes/node-drains.repository';
 import { SharedCopyGrants } from '../../apps/fleet/src/nodes/shared-copy-grants';
 import { NodeTokens } from '../../apps/fleet/src/nodes/node-tokens';
 import { NodesRepository } from '../../apps/fleet/src/nodes/nodes.repository';
@@ -74,6 +75,8 @@ export function copyPlanner(
   granted?: GrantedCopies,
   /** In etcd mode: the election it plans under, the store its grants are shared in. */
   shared: { leadership?: Leadership; grants?: SharedCopyGrants } = {},
+  /** The drained nodes, as the planner reads them (absent: none). */
+  drains?: NodeDrains,
 ): CopyPlannerService {
   const repository = {
     listLive: (notBeforeMs: number) =>
@@ -93,5 +96,6 @@ export function copyPlanner(
     granted,
     shared.leadership,
     shared.grants,
+    drains,
   );
 }

@@ -1,19 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock, signCopyGrant } from '@app/daemon';
-import {
-  CopyPlan,
-  NodeState,
-  chooseCopyPeers,
-  isLive,
-  liveSince,
-  toRfc3339,
-} from '@app/fleet-domain';
+import { CopyPlan, NodeState, isLive, liveSince, toRfc3339 } from '@app/fleet-domain';
+import { NodeDrains } from '../nodes/node-drains.repository';
 import { NodeTokens } from '../nodes/node-tokens';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { GrantedCopies } from '../nodes/granted-copies';
 import { Leadership } from '../nodes/leadership';
 import { SharedCopyGrants } from '../nodes/shared-copy-grants';
 import { VmHostClient } from '../vms/vm-host.client';
+import { chooseDrainAwarePeers } from './drain-aware-peers';
 
 /**
  * How long a copy grant lets a source write its VM's copy on a peer: short, so a grant outlives
@@ -39,7 +34,7 @@ export interface PlanRound {
 
 /**
  * Where each VM's copies go: for every VM on a live node whose policy asks for copies, peers
- * chosen by chooseCopyPeers (live, not its node, room, spread, sticky), each with a grant
+ * chosen by chooseCopyPeers (live, not its node, not drained, room, spread, sticky), each with a grant
  * signed with that peer's agent token, pushed to the VM's agent as its copy plan when the peers
  * change or the grants pass half their life. What was pushed is kept in memory only: a
  * restarted controller pushes every plan again. In etcd mode only the elected leader plans
@@ -51,6 +46,8 @@ export interface PlanRound {
 export class CopyPlannerService {
   private readonly logger = new Logger('Copies');
   private readonly pushed = new Map<string, Pushed>();
+  /** The nodes drained as of this round (read once a round). */
+  private drained: ReadonlySet<string> = new Set();
 
   constructor(
     private readonly nodes: NodesRepository,
@@ -63,6 +60,8 @@ export class CopyPlannerService {
     private readonly leadership?: Leadership,
     /** Absent: grants are not shared with other controllers. */
     private readonly sharedGrants?: SharedCopyGrants,
+    /** Drained nodes are no new copy peers (drain-aware-peers.ts); absent: none drained. */
+    private readonly drains?: NodeDrains,
   ) {}
 
   /** Whether this controller plans now: in etcd mode only the leader (else two could push different peers). */
@@ -79,6 +78,7 @@ export class CopyPlannerService {
     const nowMs = this.clock.now();
     const wallMs = this.clock.wallNow();
     const live = await this.nodes.listLive(liveSince(nowMs));
+    this.drained = new Set((await this.drains?.drainedSince())?.keys() ?? []);
     const round: PlanRound = { pushed: [], failed: [] };
     const seen = new Set<string>();
     const held = new Map<string, number>();
@@ -166,16 +166,10 @@ export class CopyPlannerService {
     // The VM's own disk_gb, never a size a holder reports (a node could claim any). Without
     // disk_gb (the base image's size, unknown here) the peer's own room check decides.
     const neededMb = diskGb === undefined ? 0 : Math.ceil((diskGb * 1024 ** 3) / 1e6);
-    const chosen = chooseCopyPeers(
-      { vm_node_id: node.node_id, count: policy.count, needed_mb: neededMb, current },
-      live.map((peer) => ({
-        node_id: peer.node_id,
-        live: true,
-        committable_mb: peer.disk_room?.committable_mb ?? null,
-        replicas_held: held.get(peer.node_id) ?? 0,
-        reserved: peer.reserved,
-      })),
-    );
+    const chosen = chooseDrainAwarePeers({
+      ...{ vmId, sourceNodeId: node.node_id, count: policy.count, neededMb, current },
+      ...{ live, held, drained: this.drained },
+    });
     const peers: CopyPlan['peers'] = [];
     const renew = !last || wallMs - last.issuedAtWallMs >= RENEW_AFTER_MS;
     for (const peerId of chosen) {

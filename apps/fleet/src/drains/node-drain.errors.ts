@@ -1,6 +1,6 @@
 /**
  * A drain refused: 404 (no node of that id is known, nor drained), 409 (a drain of the node is
- * under way on this controller).
+ * under way, on any controller: its claim in the store).
  */
 export class NodeDrainRefusedError extends Error {
   constructor(

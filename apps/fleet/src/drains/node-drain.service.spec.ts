@@ -2,11 +2,14 @@ import { MovedVm, NodeState, VmState } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { nodeState } from '../../../../test/factories/node-state.factory';
 import { vmRecord } from '../../../../test/factories/heartbeat.factory';
+import { KeyClaims } from '../nodes/key-claims.repository';
+import { InMemoryKeyClaims } from '../nodes/memory/in-memory-key-claims.repository';
 import { InMemoryNodeDrains } from '../nodes/memory/in-memory-node-drains.repository';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { VmMoveFailedError } from '../moves/vm-move.errors';
 import { VmMoveService } from '../moves/vm-move.service';
 import { PlacementRefusedError } from '../vms/vms.errors';
+import { DRAIN_CLAIM_HOLD_MS, DRAIN_CLAIM_RENEW_MS, drainClaimKey } from './drain-claim';
 import { DRAIN_MOVES_AT_ONCE, NodeDrainService } from './node-drain.service';
 
 /** A move the test ends by hand: resolve (moved) or reject (why not). */
@@ -65,13 +68,19 @@ function moved(vmId: string, to: string, mode: 'live' | 'cold'): MovedVm {
   };
 }
 
-function setUp(vms: NodeState['vms']) {
+function setUp(vms: NodeState['vms'], claims: KeyClaims = new InMemoryKeyClaims()) {
   const clock = new FakeClock();
   const drains = new InMemoryNodeDrains();
   const mover = new StubMover();
   let stored = [nodeState({ node_id: 'n1', vms }), nodeState({ node_id: 'n2' })];
   const nodes = { listAll: () => Promise.resolve(stored) } as unknown as NodesRepository;
-  const service = new NodeDrainService(nodes, drains, mover as unknown as VmMoveService, clock);
+  const service = new NodeDrainService(
+    nodes,
+    drains,
+    mover as unknown as VmMoveService,
+    clock,
+    claims,
+  );
   const leave = (vmId: string) => {
     stored = stored.map((node) => ({
       ...node,
@@ -191,6 +200,70 @@ describe('NodeDrainService', () => {
     const once = await service.drain('n1');
     expect(once).toMatchObject({ drained: true, remaining_vm_ids: [] });
     expect(mover.started).toEqual(['vm-a', 'vm-b', 'vm-c']);
+  });
+
+  it('refuses a second drain of the node from another controller on the same store (409 naming the node) until the first ends', async () => {
+    const claims = new InMemoryKeyClaims();
+    const first = setUp([running('vm-a')], claims);
+    const second = setUp([running('vm-a')], claims);
+    const drain = first.service.drain('n1');
+    const move = await first.mover.next();
+    await expect(second.service.drain('n1')).rejects.toMatchObject({
+      status: 409,
+      message: expect.stringContaining('node n1: a drain of it is under way') as string,
+    });
+    // Another node is drained meanwhile: its own claim.
+    await expect(second.service.drain('n2')).resolves.toMatchObject({ drained: true });
+    expect(second.mover.started).toEqual([]);
+
+    first.leave('vm-a');
+    second.leave('vm-a');
+    move.resolve(moved('vm-a', 'n2', 'live'));
+    await drain;
+    await expect(second.service.drain('n1')).resolves.toMatchObject({ drained: true });
+  });
+
+  it('keeps its claim renewed while it runs, and releases it when it ends or fails', async () => {
+    const claims = new InMemoryKeyClaims();
+    const renew = jest.spyOn(claims, 'renew');
+    const release = jest.spyOn(claims, 'release');
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    try {
+      const { service, mover, leave } = setUp([running('vm-a')], claims);
+      const drain = service.drain('n1');
+      const move = await mover.next();
+      jest.advanceTimersByTime(DRAIN_CLAIM_RENEW_MS * 3);
+      expect(renew).toHaveBeenCalledTimes(3);
+      expect(await Promise.all(renew.mock.results.map((result) => result.value))).toEqual([
+        true,
+        true,
+        true,
+      ]);
+      leave('vm-a');
+      move.resolve(moved('vm-a', 'n2', 'live'));
+      await drain;
+      expect(release).toHaveBeenCalledTimes(1);
+      jest.advanceTimersByTime(DRAIN_CLAIM_RENEW_MS * 3);
+      expect(renew).toHaveBeenCalledTimes(3);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('ends a dead controller’s drain claim after DRAIN_CLAIM_HOLD_MS: another drain may start', async () => {
+    const claims = new InMemoryKeyClaims();
+    let now = 1_000;
+    jest.spyOn(performance, 'now').mockImplementation(() => now);
+    try {
+      // The dead controller's claim: taken, never renewed nor released.
+      await claims.claim(drainClaimKey('n1'), drainClaimKey('n1'), DRAIN_CLAIM_HOLD_MS);
+      const { service } = setUp([], claims);
+      await expect(service.drain('n1')).rejects.toMatchObject({ status: 409 });
+      now += DRAIN_CLAIM_HOLD_MS;
+      await expect(service.drain('n1')).resolves.toMatchObject({ drained: true });
+    } finally {
+      jest.restoreAllMocks();
+    }
   });
 
   it('refuses a node it does not know, 404', async () => {

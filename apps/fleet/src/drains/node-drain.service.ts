@@ -2,10 +2,12 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import { DrainedVm, NodeDrain, NodeState, VmState, compareIds, toRfc3339 } from '@app/fleet-domain';
 import { NodeDrainRecord, NodeDrains } from '../nodes/node-drains.repository';
+import { KeyClaims } from '../nodes/key-claims.repository';
 import { NodesRepository } from '../nodes/nodes.repository';
 import { VmMoveService } from '../moves/vm-move.service';
 import { VmMoveFailedError, VmMoveRefusedError } from '../moves/vm-move.errors';
 import { PlacementRefusedError } from '../vms/vms.errors';
+import { takeDrainClaim } from './drain-claim';
 import { NodeDrainRefusedError } from './node-drain.errors';
 
 /** Moves a drain runs at once: two keep it going past a slow one, without loading the fleet. */
@@ -22,26 +24,19 @@ export const DRAIN_MOVES_AT_ONCE = 2;
 @Injectable()
 export class NodeDrainService {
   private readonly logger = new Logger('Drain');
-  /** Drains this controller runs now: one per node. */
-  private readonly running = new Set<string>();
-
   constructor(
     private readonly nodes: NodesRepository,
     private readonly drains: NodeDrains,
     private readonly moves: VmMoveService,
     private readonly clock: Clock,
+    /** Where a drain claims its node: one drain of a node at a time, on every controller. */
+    private readonly claims: KeyClaims,
   ) {}
 
   async drain(nodeId: string): Promise<NodeDrain> {
     const node = await this.known(nodeId);
     if (!node) throw new NodeDrainRefusedError(404, `node ${nodeId} is not enrolled`);
-    if (this.running.has(nodeId)) {
-      throw new NodeDrainRefusedError(
-        409,
-        `node ${nodeId}: a drain of it is under way (ppn-fleet node drain-status ${nodeId} shows it)`,
-      );
-    }
-    this.running.add(nodeId);
+    const claim = await takeDrainClaim(this.claims, nodeId, this.logger);
     try {
       const record = await this.drains.drain(nodeId, this.clock.wallNow());
       const vms = drainOrder(node);
@@ -56,7 +51,7 @@ export class NodeDrainService {
       // Its own outcomes, whether or not an undrain meanwhile cleared those kept.
       return { ...(await this.describe(nodeId)), vms: outcomes };
     } finally {
-      this.running.delete(nodeId);
+      await claim.release();
     }
   }
 

@@ -46,6 +46,13 @@ export abstract class KeyClaims {
   abstract release(claim: OwnKeyClaim): Promise<void>;
 
   /**
+   * Holds the claim `holdMs` more from now, if it is still this one (false: it expired, and may
+   * be another's): a long holder (a drain) keeps a short claim alive, so it ends soon after
+   * its holder dies. etcd keeps the lease's own length (the `holdMs` it was claimed with).
+   */
+  abstract renew(claim: OwnKeyClaim, holdMs: number): Promise<boolean>;
+
+  /**
    * Records the VM a keyed create dispatches (about to ask its agent: unresolved; or its agent
    * accepted it), for `keepMs` (a day: as long as the agent honours the key): a retry with the
    * key finds it there, and nowhere else.

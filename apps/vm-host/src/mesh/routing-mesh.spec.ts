@@ -196,6 +196,12 @@ describe('RoutingMesh: listeners opened and closed as the table changes, bytes f
     await start().learn([route(port)], []);
     await ports.take(port, 'tcp');
     expect(mesh.listening().size).toBe(0);
+    // Where it forwarded the port, for a VM moving in live (MovePortBridge) meanwhile.
+    expect(ports.releasedFor(port, 'tcp', 'vm-web')).toEqual({
+      address: '127.0.0.2',
+      vmId: 'vm-web',
+      nodeId: 'node-b',
+    });
     const qemu = await service(SELF, 'here', port);
     await closed(qemu);
     await mesh.learn([route(port)], []);

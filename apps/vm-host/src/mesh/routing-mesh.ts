@@ -5,7 +5,7 @@ import type { HostPort, MeshRoute, PortProtocol } from '@app/fleet-domain';
 import { VmHostConfig } from '../config/vm-host.config';
 import { HostMetrics } from '../metrics/host-metrics.service';
 import { VmSidecars } from '../vms/files/vm-sidecars';
-import { MeshPorts } from '../vms/ports/mesh-ports';
+import { MeshPorts, ReleasedRoute } from '../vms/ports/mesh-ports';
 import { fleetDaemonPortsOf } from '../vms/ports/host-ports';
 import { MeshBudget, MeshListener, MeshListenerLimits, MESH_LIMITS } from './mesh-listener';
 import { MeshTarget, planMesh } from './mesh-plan';
@@ -157,18 +157,23 @@ export class RoutingMesh implements OnApplicationShutdown {
     return true;
   }
 
-  /** A VM of this node takes the port: the mesh lets it go, and leaves it alone meanwhile. */
-  private takeBack(port: number, protocol: PortProtocol): Promise<void> {
-    if (protocol !== 'tcp') return Promise.resolve();
+  /**
+   * A VM of this node takes the port: the mesh lets it go, and leaves it alone meanwhile.
+   * Where it forwarded it (a route it had judged), if it listened on it.
+   */
+  private takeBack(port: number, protocol: PortProtocol): Promise<ReleasedRoute | undefined> {
+    if (protocol !== 'tcp') return Promise.resolve(undefined);
     return this.inTurn(async () => {
       this.takenBack.set(port, this.clock.now() + TAKEN_BACK_MS);
       const listener = this.listeners.get(port);
-      if (!listener) return;
+      if (!listener) return undefined;
       this.listeners.delete(port);
       await listener.close();
+      const { address, vm_id: vmId, node_id: nodeId } = listener.target;
       this.logger.log(
-        `node ${this.config.nodeId}: routing mesh let ${this.config.wgIp}:${port}/tcp go to a VM of this node (was forwarded to vm ${listener.target.vm_id} on node ${listener.target.node_id})`,
+        `node ${this.config.nodeId}: routing mesh let ${this.config.wgIp}:${port}/tcp go to a VM of this node (was forwarded to vm ${vmId} on node ${nodeId})`,
       );
+      return { address, vmId, nodeId };
     });
   }
 

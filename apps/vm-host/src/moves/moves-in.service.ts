@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, Logger, OnModuleDestroy, Optional } from '@nestjs/common';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { Clock, CopyGrant } from '@app/daemon';
@@ -19,6 +19,7 @@ import { VmSidecar } from '../vms/files/vm-sidecar';
 import { VmSidecars } from '../vms/files/vm-sidecars';
 import { VmLifeCycles } from '../vms/life-cycle/vm-life-cycles';
 import { specOf } from '../vms/life-cycle/vm-record';
+import { MeshPorts } from '../vms/ports/mesh-ports';
 import { SOCKET_PORT_PROBE } from '../vms/ports/port-probe';
 import { COPY_QMP_SOCKET, KVM_CPU_MODELS, KvmCpuModel } from '../vms/qemu/qemu-command-line';
 import { QemuDriver } from '../vms/qemu/qemu.driver';
@@ -28,6 +29,7 @@ import { VmDriver } from '../vms/vm-driver';
 import { messageOf } from '../vms/vms.errors';
 import { MOVE_EXPORT, awaitIncoming, incomingCompleted, takeOver } from './move-qmp';
 import { address, hostCpu, lastLines, listening, movedInHere, pauseThen } from './move-helpers';
+import { MovePortBridge } from './move-port-bridge';
 import {
   IncomingMoveGoneError,
   MoveConflictError,
@@ -78,6 +80,8 @@ export class MovesInService implements OnModuleDestroy {
     private readonly clock: Clock,
     private readonly sidecars: VmSidecars,
     private readonly lifecycle: VmLifeCycles,
+    /** Where the mesh forwarded the ports of a VM moving in (absent in a unit test: nowhere). */
+    @Optional() private readonly meshPorts?: MeshPorts,
   ) {}
 
   onModuleDestroy(): void {
@@ -273,13 +277,26 @@ export class MovesInService implements OnModuleDestroy {
     finished: Promise<Finish>,
   ): Promise<'running'> {
     const vmId = sidecar.vm_id;
-    const started = await driver.startIncoming(specOf(sidecar), {
-      machine: request.machine,
-      accel: request.accel,
-      ...(cpuModel === undefined ? {} : { cpuModel }),
-    });
+    // Opened first: the port the mesh let go of at admission is forwarded again at once.
+    const ports = await MovePortBridge.open(
+      this.config,
+      this.meshPorts,
+      vmId,
+      sidecar.forwards ?? [],
+      this.logger,
+    );
+    const started = await driver
+      .startIncoming(specOf(sidecar), {
+        machine: request.machine,
+        accel: request.accel,
+        ...(cpuModel === undefined ? {} : { cpuModel }),
+      })
+      .catch(async (error: unknown) => {
+        await ports.close();
+        throw error;
+      });
+    const socket = join(this.files.runDir(vmId), COPY_QMP_SOCKET);
     try {
-      const socket = join(this.files.runDir(vmId), COPY_QMP_SOCKET);
       const host = this.config.wgIp;
       const nbdPort = await SOCKET_PORT_PROBE.anyFree(host, 'tcp');
       const migratePort = await SOCKET_PORT_PROBE.anyFree(host, 'tcp');
@@ -295,11 +312,17 @@ export class MovesInService implements OnModuleDestroy {
       }
       await withQmp(socket, QMP_TIMEOUT_MS, (qmp) => takeOver(qmp, TAKE_OVER_WITHIN_MS));
     } catch (error) {
+      await ports.close();
       await driver.stop(vmId, started.record).catch((stopError: unknown) => {
         this.logger.error(`vm ${vmId}: its incoming QEMU not stopped: ${messageOf(stopError)}`);
       });
       throw error;
     }
+    // The guest runs here: its TCP ports are its QEMU's now (a failure is logged, never thrown).
+    await withQmp(socket, QMP_TIMEOUT_MS, (qmp) => ports.handOver(qmp)).catch((error: Error) =>
+      this.logger.error(`vm ${vmId}: its TCP ports not handed to QEMU: ${error.message}`),
+    );
+    await ports.close();
     sidecar.driver = started.record;
     sidecar.host_ports = started.hostPorts;
     sidecar.started_at = toRfc3339(this.clock.now());

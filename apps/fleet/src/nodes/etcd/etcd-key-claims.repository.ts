@@ -78,6 +78,13 @@ export class EtcdKeyClaims extends KeyClaims {
     if (succeeded) await this.etcd.revokeLease(held.lease);
   }
 
+  /** Its lease kept alive (back to the length it was granted with, the claim's `holdMs`). */
+  async renew(claim: OwnKeyClaim): Promise<boolean> {
+    const held = (await this.etcd.range(claimKey(claim.keyHash))).kvs[0];
+    if (!held || !held.value.startsWith(`${claim.token}\n`)) return false;
+    return (await this.etcd.keepAliveLease(held.lease)) > 0;
+  }
+
   async recordDispatch(keyHash: string, dispatch: KeyDispatch, keepMs: number): Promise<void> {
     const key = dispatchKey(keyHash);
     const lease = await this.etcd.grantLease(keepMs / 1000);

@@ -42,6 +42,14 @@ export class InMemoryKeyClaims extends KeyClaims {
     return Promise.resolve();
   }
 
+  renew(claim: OwnKeyClaim, holdMs: number): Promise<boolean> {
+    const held = this.held.get(claim.keyHash);
+    const now = performance.now();
+    if (held?.token !== claim.token || held.expiresAtMs <= now) return Promise.resolve(false);
+    held.expiresAtMs = now + holdMs;
+    return Promise.resolve(true);
+  }
+
   recordDispatch(keyHash: string, dispatch: KeyDispatch, keepMs: number): Promise<void> {
     const now = performance.now();
     for (const [hash, kept] of this.dispatches) {

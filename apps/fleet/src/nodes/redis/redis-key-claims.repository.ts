@@ -33,6 +33,14 @@ if current and string.sub(current, 1, #ARGV[1] + 1) == ARGV[1] .. '\\n' then
 end
 return 0`;
 
+/** Holds the claim ARGV[2] ms more only if it is still the one taken with token ARGV[1]. */
+const RENEW = `
+local current = redis.call('GET', KEYS[1])
+if current and string.sub(current, 1, #ARGV[1] + 1) == ARGV[1] .. '\\n' then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0`;
+
 /** Deletes the dispatch record only if it still names vm ARGV[1] (its third line). */
 const FORGET_DISPATCH = `
 local current = redis.call('GET', KEYS[1])
@@ -44,6 +52,7 @@ return 0`;
 type ClaimsRedis = Redis & {
   fleetClaimKey(key: string, value: string, holdMs: number): Promise<[string, number]>;
   fleetReleaseKey(key: string, token: string): Promise<number>;
+  fleetRenewKey(key: string, token: string, holdMs: number): Promise<number>;
   fleetForgetDispatch(key: string, vmId: string): Promise<number>;
 };
 
@@ -56,6 +65,7 @@ export class RedisKeyClaims extends KeyClaims {
     const client = connection.client;
     client.defineCommand('fleetClaimKey', { numberOfKeys: 1, lua: CLAIM });
     client.defineCommand('fleetReleaseKey', { numberOfKeys: 1, lua: RELEASE });
+    client.defineCommand('fleetRenewKey', { numberOfKeys: 1, lua: RENEW });
     client.defineCommand('fleetForgetDispatch', { numberOfKeys: 1, lua: FORGET_DISPATCH });
     this.redis = client as ClaimsRedis;
   }
@@ -74,6 +84,13 @@ export class RedisKeyClaims extends KeyClaims {
     await this.connection.run(() =>
       this.redis.fleetReleaseKey(claimKey(claim.keyHash), claim.token),
     );
+  }
+
+  async renew(claim: OwnKeyClaim, holdMs: number): Promise<boolean> {
+    const renewed = await this.connection.run(() =>
+      this.redis.fleetRenewKey(claimKey(claim.keyHash), claim.token, Math.ceil(holdMs)),
+    );
+    return renewed === 1;
   }
 
   async recordDispatch(keyHash: string, dispatch: KeyDispatch, keepMs: number): Promise<void> {

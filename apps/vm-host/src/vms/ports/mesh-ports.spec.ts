@@ -29,7 +29,9 @@ describe('host ports with the routing mesh (MeshPorts)', () => {
     mesh.releaseWith((port, protocol) => {
       released.push(`${port}/${protocol}`);
       taken.delete(`${port}/${protocol}`);
-      return Promise.resolve();
+      return Promise.resolve(
+        protocol === 'tcp' ? { address: '10.8.0.22', vmId: 'vm-web', nodeId: 'node-b' } : undefined,
+      );
     });
     const ports = new HostPorts(
       vmHostConfig({ VM_NODE_ID: 'node-a', VM_WG_IP: '10.8.0.21' }),
@@ -68,6 +70,14 @@ describe('host ports with the routing mesh (MeshPorts)', () => {
     );
     expect(released).toEqual(['8080/tcp']);
     expect(forwards).toEqual([{ host_port: 8080, guest_port: 80, protocol: 'tcp' }]);
+    // Where the mesh forwarded it: a VM moved in live reaches its old node by it meanwhile.
+    expect(mesh.releasedFor(8080, 'tcp', 'vm-web')).toEqual({
+      address: '10.8.0.22',
+      vmId: 'vm-web',
+      nodeId: 'node-b',
+    });
+    expect(mesh.releasedFor(8080, 'tcp', 'vm-other')).toBeUndefined();
+    expect(mesh.releasedFor(8081, 'tcp', 'vm-web')).toBeUndefined();
   });
 
   it('does not keep a port another VM publishes elsewhere (a new one is picked), nor asks the mesh for it', async () => {

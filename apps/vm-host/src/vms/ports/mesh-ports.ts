@@ -1,8 +1,21 @@
 import { Injectable } from '@nestjs/common';
 import { type MeshRoute, type PortProtocol, portName } from '@app/fleet-domain';
 
-/** What lets go of a port the routing mesh listens on, so a VM of this node can take it. */
-export type MeshPortRelease = (port: number, protocol: PortProtocol) => Promise<void>;
+/** Where the mesh forwarded a port it let go of: the VM's node, at its mesh address. */
+export interface ReleasedRoute {
+  address: string;
+  vmId: string;
+  nodeId: string;
+}
+
+/**
+ * What lets go of a port the routing mesh listens on, so a VM of this node can take it; where
+ * it forwarded that port (a route judged by the mesh), if it listened on it.
+ */
+export type MeshPortRelease = (
+  port: number,
+  protocol: PortProtocol,
+) => Promise<ReleasedRoute | undefined>;
 
 /**
  * What host port choices need of the routing mesh (`mesh/`, which sets it): the fleet's
@@ -14,6 +27,8 @@ export type MeshPortRelease = (port: number, protocol: PortProtocol) => Promise<
 export class MeshPorts {
   private routes = new Map<string, MeshRoute>();
   private release?: MeshPortRelease;
+  /** The last route let go of, by port: a VM moved in live reaches its old node by it meanwhile. */
+  private released = new Map<string, ReleasedRoute>();
 
   /** The routes the last heartbeat answer carried (none: an empty list). */
   learn(routes: readonly MeshRoute[]): void {
@@ -49,6 +64,18 @@ export class MeshPorts {
 
   /** The mesh stops listening on the port (for a VM of this node), awaited; nothing without a mesh. */
   async take(port: number, protocol: PortProtocol): Promise<void> {
-    await this.release?.(port, protocol);
+    const route = await this.release?.(port, protocol);
+    const name = portName(port, protocol);
+    if (route) this.released.set(name, route);
+    else this.released.delete(name);
+  }
+
+  /**
+   * Where the mesh forwarded `port` for `vmId` when it let it go (`take`): its node before it
+   * moved here; undefined: the mesh did not forward it to that VM.
+   */
+  releasedFor(port: number, protocol: PortProtocol, vmId: string): ReleasedRoute | undefined {
+    const route = this.released.get(portName(port, protocol));
+    return route?.vmId === vmId ? route : undefined;
   }
 }

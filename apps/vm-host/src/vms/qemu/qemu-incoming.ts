@@ -26,7 +26,8 @@ export interface IncomingLaunch {
 
 /**
  * A VM moved in live (apps/vm-host/src/moves/): QEMU on its files as `start` runs it, but on
- * the source's machine type, accelerator and CPU model, waiting paused for its migration.
+ * the source's machine type, accelerator and CPU model, waiting paused for its migration, and
+ * without its TCP forwards (added at the take-over); `hostPorts` are all of them, checked free.
  */
 export async function launchIncoming(
   { wgIp, files, paths, launch }: IncomingLaunch,
@@ -35,7 +36,11 @@ export async function launchIncoming(
 ): Promise<StartedVm> {
   const { vmId } = spec;
   const forwards = spec.forwards ?? [];
-  const taken = await firstTakenPort(wgIp, forwards);
+  // Its TCP ports are taken at the switchover (MovePortBridge): a paused QEMU holding them
+  // would take connections it cannot answer for the whole move. Meanwhile the bridge may hold
+  // them: only what QEMU binds now is checked.
+  const bound = forwards.filter((forward) => forward.protocol !== 'tcp');
+  const taken = await firstTakenPort(wgIp, bound);
   if (taken) throw new VmPortTakenError(taken, wgIp);
   const pid = await step('QEMU', () =>
     launch({
@@ -52,7 +57,7 @@ export async function launchIncoming(
       pidFile: paths.pidFile(vmId),
       serialLog: paths.serialLog(vmId),
       forwardAddress: wgIp,
-      forwards,
+      forwards: bound,
     }),
   );
   const record: QemuRecord = { kind: 'qemu', accel: pin.accel, pid };
