@@ -1,5 +1,5 @@
 import type { VmRecord } from '@app/fleet-domain';
-import { PeerCallError } from '../vms/copies/peer-transport';
+import { PeerCallError, PeerTarget, PeerTransport } from '../vms/copies/peer-transport';
 import { messageOf } from '../vms/vms.errors';
 
 /** Times the new node is asked whether it took the guest over, when it does not answer. */
@@ -48,4 +48,35 @@ export async function settleTakeOver(
   // Silent or refused each time: no word either way. A refusal is no "no": its agent may have
   // been killed right after its QEMU ran the guest (`cont`), before it could answer.
   return { kind: 'unanswered', reason };
+}
+
+/** How long the new node's agent may take to say it still awaits the guest: it is paused. */
+export const AWAITED_WITHIN_MS = 5_000;
+
+/**
+ * On the old node, the guest paused before the switchover: the new node's agent still awaits
+ * it (GET /v1/moves/{vm_id}/incoming), else throws, so the migration is cancelled and the guest
+ * runs here on. Without it, a new node whose agent was killed midway (its QEMU living on) would
+ * receive the whole guest with no agent to take it over: the guest paused on both nodes until
+ * that agent is back.
+ */
+export async function stillAwaited(
+  peers: PeerTransport,
+  peer: PeerTarget,
+  vmId: string,
+  withinMs = AWAITED_WITHIN_MS,
+): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${withinMs} ms`)), withinMs);
+  });
+  try {
+    await Promise.race([peers.call(peer, 'GET', `/v1/moves/${vmId}/incoming`), late]);
+  } catch (error) {
+    throw new Error(
+      `node ${peer.nodeId} does not say it awaits the guest (${messageOf(error)}): not switched over`,
+    );
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -39,7 +39,7 @@ import {
 } from './move-qmp';
 import { hostCpu } from './move-helpers';
 import { MoveRelay } from './move-relay';
-import { settleTakeOver } from './move-settle';
+import { settleTakeOver, stillAwaited } from './move-settle';
 import { PausedMoves } from './paused-moves.service';
 import { MoveConflictError, MoveFailedError, MoveRefusedError } from './moves.errors';
 
@@ -220,7 +220,9 @@ export class MovesOutService {
       );
       relays.push(migration);
       await mirrorToNbd(qmp, diskNodeName, nbd.path);
-      await migrateWithSwitchover(qmp, migration.path, () => (pausedAtMs = performance.now()));
+      const awaited = () => stillAwaited(this.peers, peer, vmId);
+      const paused = () => (pausedAtMs = performance.now());
+      await migrateWithSwitchover(qmp, migration.path, paused, undefined, awaited);
     } catch (error) {
       this.logger.warn(
         `vm ${vmId}: live move to node ${peer.nodeId} failed (${messageOf(error)}); ending it`,
