@@ -10,6 +10,8 @@
  * `npm run bench -- copy-age [--minutes 10]`: the age of 3 guests' copies alone (copy-age.ts).
  * `npm run bench -- etcd`: heartbeat ingestion in memory and in etcd (VM_FLEET_ETCD_ENDPOINTS, a
  * one-member etcd of the bench's own) side by side, about 40 s; also part of the other runs.
+ * `npm run bench -- ingestion-cpu`: the controller's CPU per heartbeat beside the Nest floor's, in
+ * process, one app at a time (ingestion-cpu.ts), about a minute.
  * `npm run bench -- ha` and `-- ha-partitions`: issue 36's figures alone (ha.ts, root).
  */
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -38,6 +40,7 @@ import { measureMoves } from './move';
 import { copyAgeFigure, copyAgeMinutes, measureCopyAge } from './copy-age';
 import { measureQemuMemory } from './qemu-memory';
 import { recordHa, runPartitionTrials } from './ha';
+import { measureIngestionCpu } from './ingestion-cpu';
 
 const RESULTS = join(__dirname, 'results');
 const BASELINE_PORT = 9213;
@@ -57,6 +60,8 @@ const MOVE_ONLY = process.argv.slice(2).includes('move');
 const COPY_AGE_ONLY = process.argv.slice(2).includes('copy-age');
 /** Only heartbeat ingestion in memory and in etcd, side by side. */
 const ETCD_ONLY = process.argv.slice(2).includes('etcd');
+/** Only the CPU per heartbeat, the product's and the floor's (ingestion-cpu.ts). */
+const INGESTION_CPU_ONLY = process.argv.slice(2).includes('ingestion-cpu');
 const OPS_URL = 'http://127.0.0.1:9206';
 /** Only issue 36's figures (ha.ts): a machine lost whole, etcd beside memory; the partitions. */
 const HA_ONLY = process.argv.slice(2).includes('ha');
@@ -562,6 +567,16 @@ async function main(): Promise<void> {
   const started = Date.now();
   const loadBefore = loadavg().map((load) => load.toFixed(2));
 
+  if (INGESTION_CPU_ONLY) {
+    const cpu = await measureIngestionCpu();
+    record(
+      'heartbeat.cpuUs',
+      'CPU per heartbeat, product / Nest floor (in process)',
+      cpu,
+      `${fixed(cpu.productUs)} / ${fixed(cpu.floorUs)} µs (floor/product ${fixed(cpu.floorUs / cpu.productUs, 2)}), product's loop delay p99 ${fixed(cpu.productLoopDelayP99Ms, 1)} ms`,
+    );
+    return report(started, loadBefore);
+  }
   if (CONSOLE_ONLY) {
     await measureConsoleTabs(probePath, probeFile);
     return report(started, loadBefore);

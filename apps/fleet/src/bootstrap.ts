@@ -11,6 +11,7 @@ import {
   createDaemonDocument,
   daemonDocumentBuilder,
   formatListenAddress,
+  replyConstantsSerialized,
   serveSwaggerUi,
 } from '@app/daemon';
 import { FLEET_PORT } from '@app/fleet-domain';
@@ -20,6 +21,7 @@ import { FleetAppModule } from './fleet-app.module';
 import { guardOpsListener } from './operations/ops-listener.http';
 import { FleetOpsAppModule, fleetOpsSharedFrom } from './fleet-ops-app.module';
 import { FleetOpsAppHolder } from './fleet-ops-app.holder';
+import { ACCEPTED } from './nodes/nodes.service';
 
 /** Options every fleet app is created with: main, the e2e tests and the OpenAPI generator. */
 export const FLEET_APP_OPTIONS: NestApplicationOptions = { bodyParser: false };
@@ -58,6 +60,7 @@ export function buildFleetOpenApiDocument(app: NestExpressApplication): OpenAPIO
 /** Everything that makes a Nest app the fleet controller, apart from listening. */
 export function configureFleetApp(app: NestExpressApplication): NestExpressApplication {
   auditRequests(app, app.get(AuditLog), 'api');
+  replyConstantsSerialized(app, [ACCEPTED]);
   return configureDaemonHttp(app, serveSwaggerUi(buildFleetOpenApiDocument));
 }
 

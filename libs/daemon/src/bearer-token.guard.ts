@@ -14,6 +14,7 @@ import { ApiSecurity } from '@app/api-basics';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { ApiErrors, ErrorCase } from './api-errors';
+import { RouteMetadataMemo } from './route-metadata.memo';
 
 /** The two credentials of a fleet: what agents and the controller share, and the operators'. */
 export type TokenRole = 'node' | 'api';
@@ -281,6 +282,13 @@ export function addTokenSchemes(
   return builder;
 }
 
+/** What the guard reads of a route's decorators (see RouteMetadataMemo). */
+interface RouteCredentials {
+  own: boolean;
+  role: TokenRole | undefined;
+  tenantScoped: boolean;
+}
+
 /**
  * The one credential check of a daemon, registered as APP_GUARD: each route needs the token of
  * the role it declares with @RequiresToken, when this daemon has that token. Any other token,
@@ -290,20 +298,22 @@ export function addTokenSchemes(
  */
 @Injectable()
 export class BearerTokenGuard implements CanActivate {
+  private readonly routes: RouteMetadataMemo<RouteCredentials>;
+
   constructor(
-    private readonly reflector: Reflector,
+    reflector: Reflector,
     private readonly tokens: BearerTokens,
-  ) {}
+  ) {
+    this.routes = new RouteMetadataMemo((targets) => ({
+      own: !!reflector.getAllAndOverride<boolean | undefined>(OWN_CREDENTIALS, targets),
+      role: reflector.getAllAndOverride<TokenRole | undefined>(TOKEN_ROLE, targets),
+      tenantScoped: !!reflector.getAllAndOverride<boolean | undefined>(TENANT_SCOPED, targets),
+    }));
+  }
 
   canActivate(context: ExecutionContext): boolean {
-    const targets = [context.getHandler(), context.getClass()];
-    if (this.reflector.getAllAndOverride<boolean | undefined>(OWN_CREDENTIALS, targets)) {
-      return true;
-    }
-    const role = this.reflector.getAllAndOverride<TokenRole | undefined>(TOKEN_ROLE, [
-      context.getHandler(),
-      context.getClass(),
-    ]);
+    const { own, role, tenantScoped } = this.routes.of(context);
+    if (own) return true;
     if (role === undefined) {
       if (!this.tokens.isSet('node') && !this.tokens.isSet('api')) return true;
       return this.refuse(context, 'invalid_token', 'no token opens this route');
@@ -331,7 +341,7 @@ export class BearerTokenGuard implements CanActivate {
     }
     // Recorded even when refused: the audit log names who was refused.
     setCallerOf(request, { kind: 'tenant', tenantId });
-    if (!this.reflector.getAllAndOverride<boolean | undefined>(TENANT_SCOPED, targets)) {
+    if (!tenantScoped) {
       throw new ForbiddenException(tenantRefusedMessage(tenantId));
     }
     return true;

@@ -2,6 +2,8 @@ export * from './bearer-token.guard';
 export * from './clock';
 export * from './grant-guard';
 export * from './daemon-http';
+export * from './constant-answers';
+export * from './url-path';
 export * from './daemon-lifecycle';
 export * from './daemon-logger';
 export * from './json-error.filter';

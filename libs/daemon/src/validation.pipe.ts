@@ -11,6 +11,9 @@ import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { shapeInput, shapeListItem } from './input-shape';
 import { excerpt } from './printable';
+import { memoizeValidationMetadata } from './validation-metadata-memo';
+
+memoizeValidationMetadata();
 
 /** Problems one 400 lists; the others are counted, so an answer stays a few hundred bytes. */
 export const PROBLEMS_LISTED = 5;

@@ -75,7 +75,8 @@ export function judgeHeartbeat(
   if (!stored) return { kind: 'joined' };
   if (
     stored.boot_id === heartbeat.boot_id &&
-    (receivedAtMs === undefined || receivedAtMs - stored.received_at_ms <= LATE_COPY_WINDOW_MS)
+    (receivedAtMs === undefined || receivedAtMs - stored.received_at_ms <= LATE_COPY_WINDOW_MS) &&
+    !surelyNotBefore(heartbeat.timestamp_utc, stored.timestamp_utc)
   ) {
     const storedAt = rfc3339ToEpochNanos(stored.timestamp_utc);
     const sentAt = rfc3339ToEpochNanos(heartbeat.timestamp_utc);
@@ -99,6 +100,27 @@ export function judgeHeartbeat(
     };
   }
   return { kind: 'refreshed' };
+}
+
+/**
+ * Whether stamp `sent` is surely not before `stored` without parsing either (a heartbeat's
+ * usual case): both written alike, in UTC with Z and the same number of digits, as one agent
+ * writes them, compare as text in time order. Not a leap second (:60, the same instant as the
+ * next minute's :00). False says nothing: the stamps are then parsed and compared.
+ */
+export function surelyNotBefore(sent: string, stored: string): boolean {
+  const length = sent.length;
+  return (
+    length === stored.length &&
+    length >= 20 &&
+    sent.charCodeAt(10) === 84 && // T
+    stored.charCodeAt(10) === 84 &&
+    sent.charCodeAt(length - 1) === 90 && // Z
+    stored.charCodeAt(length - 1) === 90 &&
+    sent.charCodeAt(17) !== 54 && // 6
+    stored.charCodeAt(17) !== 54 &&
+    sent >= stored
+  );
 }
 
 function wasAheadOnArrival(stampNanos: bigint, receivedAtWallMs: number): boolean {
@@ -126,8 +148,7 @@ export function nodeStateFromHeartbeat(
 ): NodeState {
   const sameBoot = previous !== undefined && previous.boot_id === heartbeat.boot_id;
   const holds = sameBoot ? holdsNotYetReported(previous.holds, heartbeat.vms, receivedAtMs) : {};
-  const accepted = new Set(Object.values(holds).map((hold) => hold.vm_id));
-  const notYetReported = sameBoot ? previous.vms.filter((vm) => accepted.has(vm.vm_id)) : [];
+  const notYetReported = sameBoot ? vmsOfHolds(previous.vms, holds) : [];
   return withRecord({
     node_id: heartbeat.node_id,
     hostname: heartbeat.hostname,
@@ -214,6 +235,13 @@ function stillSilent(stored: NodeState, vms: readonly HeartbeatVm[]): SilentVm[]
     speaker,
   }));
   return notListed([...stored.silent_vms, ...lastListed], vms).slice(-MAX_VMS_PER_HEARTBEAT);
+}
+
+/** The `vms` some of `holds` were made for ([] at once without holds: most heartbeats). */
+function vmsOfHolds(vms: HeartbeatVm[], holds: Record<string, RamHold>): HeartbeatVm[] {
+  let accepted: Set<string | undefined> | undefined;
+  for (const holdId in holds) (accepted ??= new Set()).add(holds[holdId].vm_id);
+  return accepted === undefined ? [] : vms.filter((vm) => accepted.has(vm.vm_id));
 }
 
 function holdsNotYetReported(

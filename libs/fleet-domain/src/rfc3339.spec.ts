@@ -46,4 +46,44 @@ describe('rfc3339', () => {
     expect(rendered).toBe('2026-08-06T12:00:00.042Z');
     expect(isRfc3339(rendered)).toBe(true);
   });
+
+  it("renders every time as Date's toISOString, in and out of the second rendered last", () => {
+    const base = Date.UTC(2026, 7, 6, 23, 59, 59, 0);
+    const times = [
+      base,
+      base + 1,
+      base + 9,
+      base + 10,
+      base + 99,
+      base + 100,
+      base + 999,
+      base + 1000,
+      base + 999,
+      base - 1,
+      base + 0.5,
+      base + 1.5,
+      base + 86_400_000,
+      0,
+      -1,
+      -999,
+      -1000,
+      -1001,
+      -1500,
+      -62_198_755_200_000,
+      253_402_300_799_999,
+      253_402_300_800_000,
+      base + 42,
+      -0,
+      1e15,
+      -1e15,
+    ];
+    let seed = 7;
+    for (let i = 0; i < 2000; i++) {
+      seed = (seed * 48271) % 2147483647;
+      times.push(base + (seed % 5000) - 2500, seed * 1000 + (seed % 1000));
+    }
+    for (const time of times)
+      expect([time, toRfc3339(time)]).toEqual([time, new Date(time).toISOString()]);
+    expect(() => toRfc3339(Number.NaN)).toThrow(RangeError);
+  });
 });

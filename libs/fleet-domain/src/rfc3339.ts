@@ -35,9 +35,27 @@ export function isRfc3339(value: unknown): value is string {
   return typeof value === 'string' && rfc3339ToEpochNanos(value) !== null;
 }
 
-/** Renders a receive time the way every `last_heartbeat` and `last_updated` is rendered. */
+/** The last second toRfc3339 rendered (ms since the epoch) and its `YYYY-MM-DDTHH:MM:SS.`. */
+let renderedSecondMs = Number.NaN;
+let renderedSecondPrefix = '';
+
+/**
+ * Renders a receive time the way every `last_heartbeat` and `last_updated` is rendered: as
+ * Date's toISOString. Every heartbeat stores one; within the second rendered last, only the
+ * milliseconds are written anew (same text, a tenth of the cost).
+ */
 export function toRfc3339(epochMs: number): string {
-  return new Date(epochMs).toISOString();
+  const ms = epochMs - renderedSecondMs;
+  if (ms >= 0 && ms < 1000 && Number.isInteger(ms)) {
+    return renderedSecondPrefix + (ms < 10 ? '00' : ms < 100 ? '0' : '') + ms + 'Z';
+  }
+  const rendered = new Date(epochMs).toISOString();
+  // Only plain four-digit years and whole milliseconds (the only ones a clock gives).
+  if (Number.isInteger(epochMs) && rendered.length === 24) {
+    renderedSecondMs = epochMs - (((epochMs % 1000) + 1000) % 1000);
+    renderedSecondPrefix = rendered.slice(0, 20);
+  }
+  return rendered;
 }
 
 export function IsRfc3339(options?: ValidationOptions): PropertyDecorator {

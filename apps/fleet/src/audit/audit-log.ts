@@ -2,7 +2,7 @@ import { Logger, OnApplicationShutdown } from '@nestjs/common';
 import { chmodSync, closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
-import { ConfigurationError, recordedCallerOf } from '@app/daemon';
+import { ConfigurationError, isPathOf, recordedCallerOf } from '@app/daemon';
 import { ID_PATTERN } from '@app/fleet-domain';
 
 /** One audited request: one JSON line. Never a token, a body or a query string. */
@@ -126,6 +126,8 @@ export class AuditLog implements OnApplicationShutdown {
   }
 }
 
+const HEARTBEAT_PATH = '/v1/nodes/heartbeat';
+
 /** Writes an audit line for each state-changing request `app` answers (see AuditLog). */
 export function auditRequests(
   app: NestExpressApplication,
@@ -135,16 +137,17 @@ export function auditRequests(
 ): void {
   app.use((req: Request, res: Response, next: NextFunction) => {
     const method = req.method;
-    const path = (req.originalUrl ?? req.url).split('?')[0];
+    const url = req.originalUrl ?? req.url;
     if (
       method === 'GET' ||
       method === 'HEAD' ||
       method === 'OPTIONS' ||
-      (listener === 'api' && path === '/v1/nodes/heartbeat')
+      (listener === 'api' && isPathOf(url, HEARTBEAT_PATH))
     ) {
       next();
       return;
     }
+    const path = url.split('?')[0];
     let createdVmId: string | undefined;
     // A create's VM is known from its answer only.
     const json = res.json.bind(res);

@@ -1,6 +1,7 @@
 import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { isPathOf } from '@app/daemon';
 import { FleetMetrics } from './fleet-metrics.service';
 
 const HEARTBEAT_PATH = '/v1/nodes/heartbeat';
@@ -19,13 +20,14 @@ export class RefusedHeartbeatsCounter implements OnApplicationBootstrap {
 
   onApplicationBootstrap(): void {
     const server = this.adapterHost.httpAdapter.getHttpServer() as Server;
+    const metrics = this.metrics;
+    // One listener for every heartbeat ('finish' comes once per answer): no closure per request.
+    function answered(this: ServerResponse): void {
+      if (this.statusCode >= 400 && this.statusCode < 500) metrics.countHeartbeat('refused');
+    }
     server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-      if (request.method !== 'POST' || request.url?.split('?')[0] !== HEARTBEAT_PATH) return;
-      response.once('finish', () => {
-        if (response.statusCode >= 400 && response.statusCode < 500) {
-          this.metrics.countHeartbeat('refused');
-        }
-      });
+      if (request.method !== 'POST' || !isPathOf(request.url, HEARTBEAT_PATH)) return;
+      response.on('finish', answered);
     });
   }
 }

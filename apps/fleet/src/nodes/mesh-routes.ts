@@ -23,7 +23,12 @@ const TABLE_MAX_AGE_MS = 1_000;
 @Injectable()
 export class MeshRoutes {
   private readonly logger = new Logger('RoutingMesh');
-  private table?: { builtAtMs: number; table: Promise<MeshTable | undefined> };
+  private table?: {
+    builtAtMs: number;
+    table: Promise<MeshTable | undefined>;
+    /** Set once `table` settled: read at once by the heartbeats answered meanwhile. */
+    settled?: { table: MeshTable | undefined };
+  };
   /**
    * The last table read, answered for as long as the store fails reads: an empty answer would
    * close every node's listeners, a store outage cutting every service reached through the mesh.
@@ -42,10 +47,18 @@ export class MeshRoutes {
   /**
    * The routes `nodeId` is told, undefined for none (the answer leaves the field out, and its
    * agent closes every listener of the mesh): so an answer stays `{accepted: true}` in a fleet
-   * that publishes nothing.
+   * that publishes nothing. Not a promise when the table is read already (most heartbeats).
    */
-  async forNode(nodeId: string): Promise<MeshRoute[] | undefined> {
-    const table = await this.current();
+  forNode(nodeId: string): Promise<MeshRoute[] | undefined> | MeshRoute[] | undefined {
+    const now = this.clock.now();
+    const built = this.table;
+    if (built?.settled && now - built.builtAtMs < TABLE_MAX_AGE_MS) {
+      return this.routesFor(built.settled.table, nodeId);
+    }
+    return this.current().then((table) => this.routesFor(table, nodeId));
+  }
+
+  private routesFor(table: MeshTable | undefined, nodeId: string): MeshRoute[] | undefined {
     if (!table) return undefined;
     const { routes, left_off } = meshRoutesFor(table, nodeId);
     if (routes.length === 0) return undefined;
@@ -69,7 +82,9 @@ export class MeshRoutes {
       },
       () => this.lastGood,
     );
-    this.table = { builtAtMs: now, table };
+    const built: NonNullable<MeshRoutes['table']> = { builtAtMs: now, table };
+    void table.then((settled) => (built.settled = { table: settled }));
+    this.table = built;
     return table;
   }
 

@@ -3,13 +3,14 @@ import {
   Controller,
   Get,
   HttpCode,
-  Ip,
   Param,
   Post,
+  Req,
   UnauthorizedException,
 } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@app/fleet-domain';
-import { BODY_ERRORS, BearerCredential, RequiresToken, invalidInput } from '@app/daemon';
+import type { Request } from 'express';
+import { BODY_ERRORS, RequiresToken, invalidInput, presentedBearerToken } from '@app/daemon';
 import {
   EXAMPLE_NODE_ID,
   HeartbeatAnswer,
@@ -20,6 +21,7 @@ import {
 import { ApiFleetStateErrors, NODES_ERROR_STATUSES } from './nodes.error-statuses';
 import { LoopbackWgIpError, NodeNotFoundError, NotThisNodesTokenError } from './nodes.errors';
 import { NodesService } from './nodes.service';
+import { peerAddressOf } from './peer-address';
 
 @ApiTags('nodes')
 @Controller('v1/nodes')
@@ -58,10 +60,12 @@ export class NodesController {
   )
   heartbeat(
     @Body() heartbeat: NodeHeartbeat,
-    @BearerCredential() token: string | undefined,
-    @Ip() from: string | undefined,
+    // The request itself, not @BearerCredential() and @Ip(): each custom parameter goes through
+    // the validation pipe (promises per heartbeat), and @Ip() parses X-Forwarded-For.
+    @Req() request: Request,
   ): Promise<HeartbeatAnswer> {
-    return this.nodes.acceptHeartbeat(heartbeat, token, from);
+    const token = presentedBearerToken(request.headers.authorization);
+    return this.nodes.acceptHeartbeat(heartbeat, token, peerAddressOf(request));
   }
 
   @Get()

@@ -30,6 +30,7 @@ import { NodeIdConflicts } from './node-id-conflicts.tracker';
 import { NodeTokens } from './node-tokens';
 import { LoopbackWgIpError, NodeNotFoundError } from './nodes.errors';
 import { HeartbeatCredentials } from './heartbeat-credentials';
+import { KnownVmIds } from './known-vm-ids';
 import { NodesRepository, VmIdsHeldElsewhereError } from './nodes.repository';
 import { wantedReplicaVmIds } from './wanted-replicas';
 import { GrantedCopies } from './granted-copies';
@@ -41,23 +42,17 @@ import { MeshRoutes } from './mesh-routes';
 /** Nodes named one by one per sweep; beyond that, one summary line. */
 const DROP_LINES_PER_SWEEP = 20;
 
-/** Nodes whose last listed VM ids are kept (see NodesService.knownVmIds). */
-const KNOWN_VM_IDS_NODES = 100_000;
+const NO_VM_IDS: string[] = [];
 
-/** Every heartbeat taken gets this same answer. */
-const ACCEPTED: HeartbeatAnswer = Object.freeze({ accepted: true });
+/** Every heartbeat taken gets this same answer; one object, so serialized once (bootstrap). */
+export const ACCEPTED: HeartbeatAnswer = Object.freeze({ accepted: true });
 
 @Injectable()
 export class NodesService {
   private readonly logger = new Logger('Nodes');
   private readonly conflicts = new NodeIdConflicts();
   private readonly foreignVmIds = new ForeignVmIds();
-  /**
-   * The VM ids each node's last heartbeat taken here listed: a heartbeat listing none beyond
-   * them needs no store read to be judged (see withoutForeignVms). Forgotten whole past
-   * KNOWN_VM_IDS_NODES nodes.
-   */
-  private readonly knownVmIds = new Map<string, ReadonlySet<string>>();
+  private readonly knownVmIds = new KnownVmIds();
   private readonly credentials: HeartbeatCredentials;
 
   constructor(
@@ -94,8 +89,12 @@ export class NodesService {
     const credential = this.credentials.checkSpeaksForItself(heartbeat.node_id, token, from);
     this.checkWgIp(heartbeat, from);
     const receivedAtMs = this.clock.now();
-    const superseded = await this.supersededOf(heartbeat);
-    let owned = await this.withoutForeignVms(heartbeat, receivedAtMs);
+    // No await where nothing is to be waited for (most heartbeats): each costs a promise.
+    const superseded =
+      this.vmMoves && heartbeat.vms.length > 0 ? await this.supersededOf(heartbeat) : NO_VM_IDS;
+    let owned = this.knownVmIds.listsOnlyKnown(heartbeat.node_id, heartbeat.vms)
+      ? heartbeat
+      : await this.withoutForeignVms(heartbeat, receivedAtMs);
     let verdict;
     for (;;) {
       try {
@@ -119,8 +118,7 @@ export class NodesService {
       }
     }
     if (verdict.kind !== 'out-of-order') {
-      if (this.knownVmIds.size >= KNOWN_VM_IDS_NODES) this.knownVmIds.clear();
-      this.knownVmIds.set(owned.node_id, new Set(owned.vms.map((vm) => vm.vm_id)));
+      this.knownVmIds.taken(owned.node_id, owned.vms);
     }
     this.metrics.countHeartbeat(verdict.kind);
     const id = heartbeat.node_id;
@@ -148,12 +146,13 @@ export class NodesService {
       case 'refreshed':
         break;
     }
-    const fenceAfterS = await this.leases?.renew(id, this.clock.wallNow());
+    const fenceAfterS = this.leases ? await this.leases.renew(id, this.clock.wallNow()) : undefined;
     // A store that cannot be read now says nothing of them (the peer removes nothing).
     const wanted = heartbeat.replicas?.length
       ? await wantedReplicaVmIds(heartbeat.replicas, this.nodes).catch(() => undefined)
       : undefined;
-    const mesh = await this.meshRoutes?.forNode(id);
+    const meshing = this.meshRoutes?.forNode(id);
+    const mesh = meshing instanceof Promise ? await meshing : meshing;
     if (fenceAfterS === undefined && superseded.length === 0 && !wanted && !mesh) return ACCEPTED;
     return {
       accepted: true,
@@ -199,10 +198,7 @@ export class NodesService {
    * Warned once per episode, naming both nodes, and counted.
    */
   private async withoutForeignVms(heartbeat: NodeHeartbeat, nowMs: number): Promise<NodeHeartbeat> {
-    if (heartbeat.vms.length === 0) return heartbeat;
-    const cached = this.knownVmIds.get(heartbeat.node_id);
-    if (cached && heartbeat.vms.every((vm) => cached.has(vm.vm_id))) return heartbeat;
-    // A silent one too: its VMs are its own as well.
+    // Called once KnownVmIds.listsOnlyKnown said no. A silent one too: its VMs are its own as well.
     const own = await this.nodes.findLive(heartbeat.node_id, Number.MIN_SAFE_INTEGER);
     const known = new Set(own ? heldVmIds(own) : []);
     const unknown = heartbeat.vms.filter((vm) => !known.has(vm.vm_id)).map((vm) => vm.vm_id);

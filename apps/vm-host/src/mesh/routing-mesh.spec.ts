@@ -211,6 +211,57 @@ describe('RoutingMesh: listeners opened and closed as the table changes, bytes f
     expect([...mesh.listening().keys()]).toEqual([port]);
   });
 
+  it('forwards a VM moved out live to its new node at once, while it is still listed here, until the table lists it or 2 minutes pass', async () => {
+    const port = await onNodeB();
+    const own = [
+      {
+        vm_id: 'vm-web',
+        host_ports: [{ host_port: port, guest_port: 80, protocol: 'tcp' as const }],
+      },
+    ];
+    await start().learn([], own);
+    expect(mesh.listening().size).toBe(0);
+    // Its QEMU here stopped, the controller's table not knowing yet: this node's address works.
+    await ports.movedOut('vm-web', own[0].host_ports, { nodeId: 'node-b', wgIp: '127.0.0.2' });
+    expect(mesh.listening().get(port)).toEqual({
+      address: '127.0.0.2',
+      port,
+      vm_id: 'vm-web',
+      node_id: 'node-b',
+    });
+    expect(await exchange(SELF, port, 'moved')).toBe('b:moved');
+    // The next answer, still without it (its disk here not released yet): kept.
+    await mesh.learn([], own);
+    expect(await exchange(SELF, port, 'still')).toBe('b:still');
+    // The table lists it: its own route serves (here to a third node).
+    const third = await service('127.0.0.3', 'c', port);
+    servers.push(third);
+    await mesh.learn([route(port, { node_id: 'node-c', wg_ip: '127.0.0.3' })], own);
+    expect(await exchange(SELF, port, 'table')).toBe('c:table');
+    // Its disk here not released after 2 minutes: its port this node's again.
+    clock.advance(120_000);
+    await mesh.learn([], own);
+    expect(mesh.listening().size).toBe(0);
+    // Moved back here before then: the hand-off ends with the move in.
+    await ports.movedOut('vm-web', own[0].host_ports, { nodeId: 'node-b', wgIp: '127.0.0.2' });
+    expect(mesh.listening().size).toBe(1);
+    await ports.take(port, 'tcp');
+    expect(mesh.listening().size).toBe(0);
+    await mesh.learn([], own);
+    expect(mesh.listening().size).toBe(0);
+  });
+
+  it("judges a moved-out VM's new node like any route: never an address of this host", async () => {
+    const port = await onNodeB();
+    await start().learn([], []);
+    await ports.movedOut('vm-web', [{ host_port: port, guest_port: 80, protocol: 'tcp' }], {
+      nodeId: 'node-b',
+      wgIp: SELF,
+    });
+    expect(mesh.listening().size).toBe(0);
+    expect(warnings.join('\n')).toContain(`port ${port} of vm vm-web on node node-b (${SELF})`);
+  });
+
   it('bounds the connections of every port together', async () => {
     const [one, two] = [await onNodeB(), await onNodeB()];
     start().budget = new MeshBudget(1);

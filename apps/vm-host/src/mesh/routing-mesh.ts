@@ -18,6 +18,7 @@ const TAKEN_BACK_MS = 120_000;
 
 /** This node's VMs as the heartbeat lists them: their host ports are never the mesh's. */
 export interface OwnVm {
+  vm_id?: string;
   host_ports?: readonly HostPort[];
 }
 
@@ -34,6 +35,13 @@ export class RoutingMesh implements OnApplicationShutdown {
   private readonly listeners = new Map<number, MeshListener>();
   /** Ports a VM of this node took back, until when (Clock.now). */
   private readonly takenBack = new Map<number, number>();
+  /**
+   * VMs of this node moved live to another node, with their routes there, for TAKEN_BACK_MS
+   * (Clock.now): their ports are no longer this node's though the VM is still listed here.
+   */
+  private readonly movedOut = new Map<string, { routes: readonly MeshRoute[]; until: number }>();
+  /** The last table and own VMs learned: a move out applies them again at once. */
+  private last: { routes: readonly MeshRoute[]; own: readonly OwnVm[] } = { routes: [], own: [] };
   /** Ports whose bind failed, with why: warned once until they bind or leave the table. */
   private readonly failing = new Map<number, string>();
   /** Routes refused, by a key of the route: warned once while the table carries them. */
@@ -60,6 +68,7 @@ export class RoutingMesh implements OnApplicationShutdown {
     @Optional() private readonly metrics?: HostMetrics,
   ) {
     ports.releaseWith((port, protocol) => this.takeBack(port, protocol));
+    ports.handOffWith((vmId, routes) => this.handOff(vmId, routes));
   }
 
   /** TCP ports listened on now, each with where it forwards. */
@@ -70,10 +79,26 @@ export class RoutingMesh implements OnApplicationShutdown {
   /** The table of an accepted heartbeat answer (none: empty), beside this node's own VMs. */
   learn(routes: readonly MeshRoute[], own: readonly OwnVm[]): Promise<void> {
     this.ports.learn(routes);
-    // Never the heartbeat's failure: the mesh is tried again at the next answer.
-    return this.inTurn(() => this.apply(routes, own)).catch((error: Error) =>
+    this.last = { routes, own };
+    return this.applyLast();
+  }
+
+  private applyLast(): Promise<void> {
+    // Never the caller's failure: the mesh is tried again at the next answer.
+    return this.inTurn(() => this.apply(this.last.routes, this.last.own)).catch((error: Error) =>
       this.logger.warn(`node ${this.config.nodeId}: routing mesh not updated: ${error.message}`),
     );
+  }
+
+  /** A VM of this node moved live: its ports forwarded to its new node from now on. */
+  private handOff(vmId: string, routes: readonly MeshRoute[]): Promise<void> {
+    const tcp = routes.filter((route) => route.protocol === 'tcp');
+    if (!this.config.routingMesh || tcp.length === 0) return Promise.resolve();
+    this.movedOut.set(vmId, { routes: tcp, until: this.clock.now() + TAKEN_BACK_MS });
+    this.logger.log(
+      `node ${this.config.nodeId}: vm ${vmId} moved out live: routing mesh forwards ${this.config.wgIp}:${tcp.map((route) => route.host_port).join(',')}/tcp to node ${tcp[0].node_id} from now on`,
+    );
+    return this.applyLast();
   }
 
   onApplicationShutdown(): Promise<void> {
@@ -84,15 +109,22 @@ export class RoutingMesh implements OnApplicationShutdown {
     });
   }
 
-  private async apply(routes: readonly MeshRoute[], own: readonly OwnVm[]): Promise<void> {
+  private async apply(table: readonly MeshRoute[], own: readonly OwnVm[]): Promise<void> {
     if (this.stopped) return;
+    const now = this.clock.now();
+    const routes = [...table, ...this.movedOutRoutes(table, now)];
     const ownPorts = new Set<number>();
     const files = (await this.sidecars?.all().catch(() => [])) ?? [];
-    for (const vm of [...own, ...files.map((file) => ({ host_ports: file.forwards }))]) {
+    const vms = [
+      ...own,
+      ...files.map((file) => ({ vm_id: file.vm_id, host_ports: file.forwards })),
+    ];
+    for (const vm of vms) {
+      // A VM moved out is still listed here until the controller releases its disk.
+      if (vm.vm_id !== undefined && this.movedOut.has(vm.vm_id)) continue;
       for (const port of vm.host_ports ?? [])
         if (port.protocol === 'tcp') ownPorts.add(port.host_port);
     }
-    const now = this.clock.now();
     for (const [port, until] of this.takenBack) {
       if (until <= now || ownPorts.has(port)) this.takenBack.delete(port);
       else ownPorts.add(port);
@@ -134,6 +166,21 @@ export class RoutingMesh implements OnApplicationShutdown {
     }
   }
 
+  /**
+   * The routes of VMs moved out, while the table does not list them itself (once it does, its
+   * own route serves); each judged by planMesh like the table's. A hand-off ends after
+   * TAKEN_BACK_MS (by then the controller has released the VM's disk here) or when the VM moves
+   * back (takeBack).
+   */
+  private movedOutRoutes(table: readonly MeshRoute[], now: number): MeshRoute[] {
+    if (this.movedOut.size === 0) return [];
+    for (const [vmId, { until }] of this.movedOut) if (until <= now) this.movedOut.delete(vmId);
+    const listed = new Set(table.map((route) => route.vm_id));
+    return [...this.movedOut]
+      .filter(([vmId]) => !listed.has(vmId))
+      .flatMap(([, { routes }]) => routes);
+  }
+
   private async open(port: number, target: MeshTarget): Promise<boolean> {
     const listener = new MeshListener(port, target, this.limits, this.budget);
     try {
@@ -165,6 +212,9 @@ export class RoutingMesh implements OnApplicationShutdown {
     if (protocol !== 'tcp') return Promise.resolve(undefined);
     return this.inTurn(async () => {
       this.takenBack.set(port, this.clock.now() + TAKEN_BACK_MS);
+      for (const [vmId, { routes }] of this.movedOut) {
+        if (routes.some((route) => route.host_port === port)) this.movedOut.delete(vmId);
+      }
       const listener = this.listeners.get(port);
       if (!listener) return undefined;
       this.listeners.delete(port);

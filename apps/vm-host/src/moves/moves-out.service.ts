@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
@@ -23,6 +23,7 @@ import { VmFiles } from '../vms/files/vm-files';
 import { VmSidecar } from '../vms/files/vm-sidecar';
 import { VmSidecars } from '../vms/files/vm-sidecars';
 import { VmLifeCycles } from '../vms/life-cycle/vm-life-cycles';
+import { MeshPorts } from '../vms/ports/mesh-ports';
 import { COPY_QMP_SOCKET } from '../vms/qemu/qemu-command-line';
 import { QemuDriver } from '../vms/qemu/qemu.driver';
 import { QmpSession, withQmp } from '../vms/qemu/qmp.client';
@@ -37,7 +38,7 @@ import {
   mirrorToNbd,
   runningMachine,
 } from './move-qmp';
-import { hostCpu } from './move-helpers';
+import { hostCpu, incomingRequestOf } from './move-helpers';
 import { MoveRelay } from './move-relay';
 import { settleTakeOver, stillAwaited } from './move-settle';
 import { PausedMoves } from './paused-moves.service';
@@ -71,6 +72,7 @@ export class MovesOutService {
     private readonly copyLocks: CopyLocks,
     private readonly copier: VmCopier,
     private readonly paused: PausedMoves,
+    @Optional() private readonly meshPorts?: MeshPorts,
   ) {}
 
   moveOut(vmId: string, to: CopyPeer): Promise<AgentMovedOut> {
@@ -147,7 +149,7 @@ export class MovesOutService {
         const disk = await diskNode(qmp, this.files.disk(vmId));
         const cpu = pin.accel === 'kvm' && pin.cpu.startsWith('host') ? await hostCpu() : undefined;
         const where = await this.incoming(peer, vmId, {
-          ...this.requestOf(sidecar, 'live', disk.virtualSize),
+          ...incomingRequestOf(sidecar, 'live', disk.virtualSize),
           machine,
           accel: pin.accel,
           cpu: pin.cpu,
@@ -169,6 +171,8 @@ export class MovesOutService {
         `vm ${vmId}: its paused QEMU not stopped after the move: ${messageOf(error)}`,
       );
     });
+    const to = { nodeId: peer.nodeId, wgIp: splitAddress(peer.address).host };
+    await this.meshPorts?.movedOut(vmId, sidecar.forwards ?? [], to);
     const totalMs = Math.round(performance.now() - startedAt);
     this.logger.log(
       `vm ${vmId}: moved live to node ${peer.nodeId} in ${totalMs} ms (guest paused ${answer.pauseMs} ms, ${answer.bytes} bytes sent); stopped here, its disk kept until the controller releases it`,
@@ -311,7 +315,7 @@ export class MovesOutService {
       throw new MoveConflictError(`vm ${vmId}: its disk cannot be read`);
     const wanted = sidecar.desired_state;
     const where = await this.incoming(peer, vmId, {
-      ...this.requestOf(sidecar, 'cold', virtualSizeBytes),
+      ...incomingRequestOf(sidecar, 'cold', virtualSizeBytes),
       machine: 'q35',
       accel: this.driver.accel(sidecar.driver) ?? 'tcg',
       cpu: 'qemu64',
@@ -343,25 +347,6 @@ export class MovesOutService {
       `vm ${vmId}: moved cold to node ${peer.nodeId} in ${totalMs} ms (${wanted} there); its disk kept until the controller releases it`,
     );
     return { vm, mode: 'cold', pause_ms: null, total_ms: totalMs, bytes_sent: bytes };
-  }
-
-  private requestOf(
-    sidecar: VmSidecar,
-    mode: 'live' | 'cold',
-    diskBytes: number,
-  ): Omit<IncomingMoveRequest, 'machine' | 'accel' | 'cpu'> {
-    return {
-      mode,
-      vm_type: sidecar.vm_type,
-      ram_mb: sidecar.ram_alloc_mb,
-      vcpu_count: sidecar.vcpu_count,
-      tenant_id: sidecar.tenant_id,
-      ports: sidecar.forwards ?? sidecar.host_ports,
-      ...(sidecar.disk_gb === undefined ? {} : { disk_gb: sidecar.disk_gb }),
-      disk_bytes: diskBytes,
-      ...(sidecar.copies ? { copies: sidecar.copies } : {}),
-      desired_state: sidecar.desired_state,
-    };
   }
 
   /** The new node's answer to the incoming move, or its refusal in its own words. */

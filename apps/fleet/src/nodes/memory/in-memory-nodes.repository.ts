@@ -142,11 +142,15 @@ export class InMemoryNodesRepository extends NodesRepository {
       const silent = this.nodes.has(nodeId) ? undefined : this.silent.get(nodeId);
       const stored = this.nodes.get(nodeId) ?? silent;
       const { next, remove, result } = decide(stored);
-      if (next && !remove) {
-        const taken = this.owners(heldVmIdChanges(stored, next).gained, nodeId);
+      // Worked out once, for the check and the index alike.
+      const changes = next && !remove ? heldVmIdChanges(stored, next) : undefined;
+      if (changes) {
+        const taken = this.owners(changes.gained, nodeId);
         if (taken.size > 0) throw new VmIdsHeldElsewhereError(nodeId, taken);
       }
-      if (remove || next) this.vmHolders.replace(nodeId, stored, remove ? undefined : next);
+      if (remove || next) {
+        this.vmHolders.replace(nodeId, stored, remove ? undefined : next, changes);
+      }
       if (remove) {
         this.nodes.delete(nodeId);
         this.silent.delete(nodeId);

@@ -1,4 +1,4 @@
-import { NodeState, heldVmIdChanges } from '@app/fleet-domain';
+import { HeldVmIdChanges, NodeState, heldVmIdChanges } from '@app/fleet-domain';
 
 /**
  * VM id → the ids of the stored nodes holding it (heldVmIds), first holder first: a heartbeat's
@@ -9,10 +9,18 @@ import { NodeState, heldVmIdChanges } from '@app/fleet-domain';
 export class VmHolderIndex {
   private readonly holders = new Map<string, string | string[]>();
 
-  /** Follows one node's state from `before` to `after` (undefined: not stored). */
-  replace(nodeId: string, before: NodeState | undefined, after: NodeState | undefined): void {
+  /**
+   * Follows one node's state from `before` to `after` (undefined: not stored); `changes`: their
+   * heldVmIdChanges, when the caller has them already.
+   */
+  replace(
+    nodeId: string,
+    before: NodeState | undefined,
+    after: NodeState | undefined,
+    changes?: HeldVmIdChanges,
+  ): void {
     if (before === after) return;
-    const { gained, lost } = heldVmIdChanges(before, after);
+    const { gained, lost } = changes ?? heldVmIdChanges(before, after);
     for (const vmId of lost) this.remove(vmId, nodeId);
     for (const vmId of gained) this.add(vmId, nodeId);
   }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type MeshRoute, type PortProtocol, portName } from '@app/fleet-domain';
+import { type HostPort, type MeshRoute, type PortProtocol, portName } from '@app/fleet-domain';
 
 /** Where the mesh forwarded a port it let go of: the VM's node, at its mesh address. */
 export interface ReleasedRoute {
@@ -17,6 +17,9 @@ export type MeshPortRelease = (
   protocol: PortProtocol,
 ) => Promise<ReleasedRoute | undefined>;
 
+/** What forwards a moved-out VM's ports to the node it moved to, until the table says so itself. */
+export type MeshHandOff = (vmId: string, routes: readonly MeshRoute[]) => Promise<void>;
+
 /**
  * What host port choices need of the routing mesh (`mesh/`, which sets it): the fleet's
  * published ports on other nodes, so a port this node picks or keeps is unique fleet-wide, and
@@ -29,6 +32,7 @@ export class MeshPorts {
   private release?: MeshPortRelease;
   /** The last route let go of, by port: a VM moved in live reaches its old node by it meanwhile. */
   private released = new Map<string, ReleasedRoute>();
+  private handOff?: MeshHandOff;
 
   /** The routes the last heartbeat answer carried (none: an empty list). */
   learn(routes: readonly MeshRoute[]): void {
@@ -40,6 +44,31 @@ export class MeshPorts {
   /** Set once by the routing mesh. */
   releaseWith(release: MeshPortRelease): void {
     this.release = release;
+  }
+
+  /** Set once by the routing mesh. */
+  handOffWith(handOff: MeshHandOff): void {
+    this.handOff = handOff;
+  }
+
+  /**
+   * A VM of this node moved live to another node, its QEMU here stopped: the mesh forwards its
+   * TCP ports at this node's address to that node at once, not only once the controller's table
+   * says where it runs (a heartbeat or two later). Nothing without a mesh.
+   */
+  async movedOut(
+    vmId: string,
+    ports: readonly HostPort[],
+    to: { nodeId: string; wgIp: string },
+  ): Promise<void> {
+    const routes = ports.map((port): MeshRoute => ({
+      host_port: port.host_port,
+      protocol: port.protocol,
+      vm_id: vmId,
+      node_id: to.nodeId,
+      wg_ip: to.wgIp,
+    }));
+    await this.handOff?.(vmId, routes);
   }
 
   /** The VM of another node that publishes this port, as `vm <id> on node <id>`; undefined: none. */

@@ -1,0 +1,246 @@
+/**
+ * `npm run bench -- ingestion-cpu`: the CPU one heartbeat costs the controller, in process, side
+ * by side with the framework's floor (the smallest Nest + Express app taking NodeHeartbeat through
+ * the project's configureDaemonHttp and validation pipe into a Map, as
+ * ../shared/bench/side-by-side.sh runs it). Each app is driven through its Express handler with
+ * in-memory sockets (no TCP, no load generator sharing the CPU), one process at a time, rounds
+ * interleaved; process.cpuUsage() over REQUESTS heartbeats from NODES node ids, after a warm-up.
+ * Quiet-machine figures are not needed: CPU time, not throughput, is what is compared (the
+ * event loop's delay, also shown, is only meaningful on a quiet machine).
+ * Alone: ts-node -T -r tsconfig-paths/register test/bench/ingestion-cpu.ts [product|floor]
+ * [--nodes N]
+ */
+import 'reflect-metadata';
+import { spawn } from 'node:child_process';
+import { Duplex } from 'node:stream';
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Body, Controller, HttpCode, Module, Post } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { configureDaemonHttp, createValidationPipe } from '@app/daemon';
+import { NodeHeartbeat } from '@app/fleet-domain';
+import { heartbeatStream } from './heartbeat-bodies';
+
+/** `--nodes N`: node ids the heartbeats cycle through (1,000 by default). */
+const NODES = Number(process.argv[process.argv.indexOf('--nodes') + 1]) || 1_000;
+const WARM_UP = 5_000;
+const REQUESTS = 20_000;
+const ROUNDS = 3;
+
+export interface IngestionCpuResult {
+  app: 'product' | 'floor';
+  /** CPU (user + system) per heartbeat, µs. */
+  cpuUsPerHeartbeat: number;
+  /** The event loop's delay while heartbeats were taken (the app's jobs' stalls), p99 and max, ms. */
+  loopDelayP99Ms: number;
+  loopDelayMaxMs: number;
+}
+
+/** A socket that takes whatever is written and drops it; the peer's address is loopback. */
+class SinkSocket extends Duplex {
+  readonly remoteAddress = '127.0.0.1';
+  readonly remotePort = 40000;
+  readonly encrypted = false;
+  /** What was written, when kept (the first answer, to check it). */
+  written?: string;
+  override _read(): void {}
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
+    if (this.written !== undefined) this.written += chunk.toString();
+    done();
+  }
+  setTimeout(): this {
+    return this;
+  }
+  setNoDelay(): this {
+    return this;
+  }
+  setKeepAlive(): this {
+    return this;
+  }
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/**
+ * One POST through `handler`, kept alive as autocannon's; resolves with the status once the
+ * answer is finished (and with the bytes written, with `keep`).
+ */
+function post(
+  handler: Handler,
+  path: string,
+  body: string,
+  keep = false,
+): Promise<{ status: number; written?: string }> {
+  const socket = new SinkSocket();
+  if (keep) socket.written = '';
+  const req = new IncomingMessage(socket as never);
+  const bytes = Buffer.from(body);
+  req.method = 'POST';
+  req.url = path;
+  req.httpVersion = '1.1';
+  req.httpVersionMajor = 1;
+  req.httpVersionMinor = 1;
+  req.headers = {
+    host: '127.0.0.1:9203',
+    'content-type': 'application/json',
+    'content-length': String(bytes.length),
+    connection: 'keep-alive',
+  };
+  req.push(bytes);
+  req.push(null);
+  // What node:http's parser sets: without it the request reads as aborted once consumed, and
+  // the answer is dropped unwritten.
+  req.complete = true;
+  const res = new ServerResponse(req);
+  res.shouldKeepAlive = true;
+  res.assignSocket(socket as never);
+  return new Promise((resolve) => {
+    res.on('finish', () => {
+      res.detachSocket(socket as never);
+      resolve({ status: res.statusCode, written: socket.written });
+    });
+    handler(req, res);
+  });
+}
+
+/** `answer`: what the first answer's bytes hold (the floor answers no body). */
+async function drive(
+  handler: Handler,
+  count: number,
+  next: () => string,
+  answer: string,
+): Promise<void> {
+  const first = await post(handler, '/v1/nodes/heartbeat', next(), true);
+  if (first.status !== 200 || !first.written?.includes(answer)) {
+    throw new Error(`heartbeat answered ${first.written}`);
+  }
+  for (let i = 1; i < count; i++) {
+    // Each request arrives from I/O, as on a socket: the app's timers (its jobs) get their turn.
+    await new Promise((resolve) => setImmediate(resolve));
+    const { status } = await post(handler, '/v1/nodes/heartbeat', next());
+    if (status !== 200) throw new Error(`heartbeat answered ${status}`);
+  }
+}
+
+const floorNodes = new Map<string, unknown>();
+
+@Controller('v1/nodes')
+class FloorController {
+  @Post('heartbeat')
+  @HttpCode(200)
+  heartbeat(@Body() hb: NodeHeartbeat): void {
+    floorNodes.set(hb.node_id, { ...hb, received_at_ms: Date.now() });
+  }
+}
+
+@Module({ controllers: [FloorController] })
+export class FloorModule {}
+
+async function createApp(which: 'product' | 'floor'): Promise<NestExpressApplication> {
+  if (which === 'floor') {
+    const app = await NestFactory.create<NestExpressApplication>(FloorModule, {
+      logger: false,
+      bodyParser: false,
+    });
+    configureDaemonHttp(app, () => undefined);
+    app.useGlobalPipes(createValidationPipe());
+    return app;
+  }
+  // The product as main.ts builds it (memory store, heartbeats open), its log off.
+  const { createFleetApp } = await import('../../apps/fleet/src/bootstrap');
+  const { loadFleetConfig } = await import('../../apps/fleet/src/config/fleet-config.load');
+  return createFleetApp(loadFleetConfig({}), { logger: false });
+}
+
+/** One app in this process: warm-up, then the CPU of REQUESTS heartbeats. */
+export async function measureOne(which: 'product' | 'floor'): Promise<IngestionCpuResult> {
+  const app = await createApp(which);
+  await app.init();
+  const handler = app.getHttpAdapter().getInstance() as Handler;
+  const next = heartbeatStream(NODES);
+  const answer = which === 'product' ? '\r\n\r\n{"accepted":true}' : '200 OK';
+  await drive(handler, WARM_UP, next, answer);
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  delay.enable();
+  const before = process.cpuUsage();
+  await drive(handler, REQUESTS, next, answer);
+  const used = process.cpuUsage(before);
+  delay.disable();
+  await app.close();
+  return {
+    app: which,
+    cpuUsPerHeartbeat: (used.user + used.system) / REQUESTS,
+    loopDelayP99Ms: delay.percentile(99) / 1e6,
+    loopDelayMaxMs: delay.max / 1e6,
+  };
+}
+
+function runChild(which: 'product' | 'floor'): Promise<IngestionCpuResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [
+        '-r',
+        'ts-node/register/transpile-only',
+        '-r',
+        'tsconfig-paths/register',
+        join(__dirname, 'ingestion-cpu.ts'),
+        which,
+        '--nodes',
+        String(NODES),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('exit', (code) =>
+      code === 0
+        ? resolve(JSON.parse(output) as IngestionCpuResult)
+        : reject(new Error(`ingestion-cpu ${which} exited ${code}`)),
+    );
+  });
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+/** ROUNDS rounds, product then floor, each app in a process of its own; medians compared. */
+export async function measureIngestionCpu(): Promise<{
+  productUs: number;
+  floorUs: number;
+  productLoopDelayP99Ms: number;
+}> {
+  const product: IngestionCpuResult[] = [];
+  const floor: IngestionCpuResult[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    const ours = await runChild('product');
+    const theirs = await runChild('floor');
+    product.push(ours);
+    floor.push(theirs);
+    console.log(
+      `  round ${round}: product ${ours.cpuUsPerHeartbeat.toFixed(0)} µs (loop delay p99 ${ours.loopDelayP99Ms.toFixed(1)} ms), floor ${theirs.cpuUsPerHeartbeat.toFixed(0)} µs (${theirs.loopDelayP99Ms.toFixed(1)} ms) per heartbeat`,
+    );
+  }
+  return {
+    productUs: median(product.map((result) => result.cpuUsPerHeartbeat)),
+    floorUs: median(floor.map((result) => result.cpuUsPerHeartbeat)),
+    productLoopDelayP99Ms: median(product.map((result) => result.loopDelayP99Ms)),
+  };
+}
+
+if (require.main === module) {
+  const which = process.argv[2];
+  if (which === 'product' || which === 'floor') {
+    void measureOne(which).then((result) => process.stdout.write(JSON.stringify(result)));
+  } else {
+    void measureIngestionCpu().then(({ productUs, floorUs, productLoopDelayP99Ms }) =>
+      console.log(
+        `CPU per heartbeat (${NODES} node ids, ${REQUESTS} heartbeats, median of ${ROUNDS}): product ${productUs.toFixed(0)} µs, floor ${floorUs.toFixed(0)} µs, floor/product ${(floorUs / productUs).toFixed(2)}; product's event loop delay p99 ${productLoopDelayP99Ms.toFixed(1)} ms`,
+      ),
+    );
+  }
+}
