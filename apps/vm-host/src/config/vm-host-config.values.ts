@@ -56,6 +56,8 @@ export const FAILPOINTS = [
   'after-pid-written',
   // A backup's QEMU job started, not ended (apps/vm-host/src/vms/copies/).
   'during-copy',
+  // A live move in: its QEMU ran the guest (`cont`), its sidecar still marked restoring.
+  'after-move-take-over',
 ] as const;
 export type Failpoint = (typeof FAILPOINTS)[number];
 

@@ -106,6 +106,7 @@ describe('HostMetrics', () => {
       ppn_host_vm_copy_failures_total: 'counter',
       ppn_host_vm_copy_last_time_seconds: 'gauge',
       ppn_vm_host_fenced_vms: 'gauge',
+      ppn_vm_host_moves_unconfirmed: 'gauge',
       ppn_vm_host_mesh_ports: 'gauge',
       ppn_vm_host_fences_total: 'counter',
     });

@@ -18,6 +18,7 @@ interface HostInstruments {
   copyFailures: Prometheus.Counter<'vm_id'>;
   copyLastTime: Prometheus.Gauge<'vm_id'>;
   fencedVms: Prometheus.Gauge;
+  unconfirmedMoves: Prometheus.Gauge;
   meshPorts: Prometheus.Gauge<'state'>;
   fences: Prometheus.Counter;
 }
@@ -148,6 +149,11 @@ export class HostMetrics {
         help: "Protected VMs this agent holds fenced now: ended (or not started) because its node's lease was not renewed in time (etcd mode); started again once it is.",
         registers,
       }),
+      unconfirmedMoves: new prometheus.Gauge({
+        name: 'ppn_vm_host_moves_unconfirmed',
+        help: 'VMs this agent keeps paused after a live move whose migration completed while the new node never said whether it took the guest over; that node is asked on until it answers.',
+        registers,
+      }),
       meshPorts: new prometheus.Gauge({
         name: 'ppn_vm_host_mesh_ports',
         help: "Published TCP ports of other nodes' VMs the routing mesh forwards from this node (state listening), and those it cannot listen on (state failed: another process holds the port).",
@@ -203,6 +209,11 @@ export class HostMetrics {
   /** How many VMs are fenced now. */
   observeFenced(count: number): void {
     this.instruments?.fencedVms.set(count);
+  }
+
+  /** How many guests are kept paused by an unconfirmed move now. */
+  observeUnconfirmedMoves(count: number): void {
+    this.instruments?.unconfirmedMoves.set(count);
   }
 
   /** The routing mesh's ports: listening, and those it could not bind. */

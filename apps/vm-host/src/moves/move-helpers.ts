@@ -1,7 +1,8 @@
 import { ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
-import { DesiredVmState, VmRecord, VmState } from '@app/fleet-domain';
+import { DesiredVmState, IncomingMoveRequest, VmRecord, VmState } from '@app/fleet-domain';
+import type { VmSidecar } from '../vms/files/vm-sidecar';
 import { VmSidecars } from '../vms/files/vm-sidecars';
 import { VmLifeCycles } from '../vms/life-cycle/vm-life-cycles';
 import { VmDriver } from '../vms/vm-driver';
@@ -73,4 +74,24 @@ export async function listening(
 
 export function pauseThen<T>(ms: number, value: T): Promise<T> {
   return new Promise((resolve) => setTimeout(() => resolve(value), ms));
+}
+
+/** What the new node is told of the VM moving to it (the machine, accelerator and CPU aside). */
+export function incomingRequestOf(
+  sidecar: VmSidecar,
+  mode: 'live' | 'cold',
+  diskBytes: number,
+): Omit<IncomingMoveRequest, 'machine' | 'accel' | 'cpu'> {
+  return {
+    mode,
+    vm_type: sidecar.vm_type,
+    ram_mb: sidecar.ram_alloc_mb,
+    vcpu_count: sidecar.vcpu_count,
+    tenant_id: sidecar.tenant_id,
+    ports: sidecar.forwards ?? sidecar.host_ports,
+    ...(sidecar.disk_gb === undefined ? {} : { disk_gb: sidecar.disk_gb }),
+    disk_bytes: diskBytes,
+    ...(sidecar.copies ? { copies: sidecar.copies } : {}),
+    desired_state: sidecar.desired_state,
+  };
 }

@@ -172,6 +172,27 @@ describe("the QMP sequences of a VM's move", () => {
     expect(figures).toMatchObject({ diskBytes: 64 << 20, memoryBytes: 530_000_000 });
   });
 
+  it("never switches over when the new node's agent does not say it awaits the guest", async () => {
+    await session((qmp) => mirrorToNbd(qmp, '#block149', '/run/vm/move-nbd'));
+    calls.length = 0;
+    await expect(
+      session((qmp) =>
+        migrateWithSwitchover(qmp, '/run/vm/move-mig', undefined, undefined, () =>
+          Promise.reject(new Error('node node-b does not say it awaits the guest')),
+        ),
+      ),
+    ).rejects.toThrow('node node-b does not say it awaits the guest');
+    // Asked last, the mirror ended (both disks equal, the guest paused): no switchover.
+    expect(sent()).toEqual([
+      'migrate-set-capabilities',
+      'migrate-set-parameters',
+      'migrate',
+      'block-job-cancel',
+      'job-dismiss',
+      'blockdev-del',
+    ]);
+  });
+
   it('says why a migration failed, and never switches over', async () => {
     await session((qmp) => mirrorToNbd(qmp, '#block149', '/run/vm/move-nbd'));
     qemu.failWith = 'Unable to write to socket: Connection reset by peer';

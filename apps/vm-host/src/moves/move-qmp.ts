@@ -108,6 +108,8 @@ export async function migrateWithSwitchover(
   migrateSocket: string,
   paused: () => void = () => undefined,
   stallMs = MOVE_STALL_MS,
+  /** Last, before the switchover (the mirror ended): throws to cancel the migration. */
+  beforeSwitchover: () => Promise<void> = () => Promise.resolve(),
 ): Promise<LiveMoveFigures> {
   await qmp.execute('migrate-set-capabilities', {
     capabilities: [{ capability: 'pause-before-switchover', state: true }],
@@ -137,6 +139,7 @@ export async function migrateWithSwitchover(
     await pause(POLL_MS / 10);
   }
   await qmp.execute('blockdev-del', { 'node-name': MOVE_TARGET_NODE });
+  await beforeSwitchover();
   await qmp.execute('migrate-continue', { state: 'pre-switchover' });
   const done = await migrationReaches(qmp, 'completed', stallMs);
   return { diskBytes, memoryBytes: done.ram?.transferred ?? 0, pausedAtMs };

@@ -1,6 +1,9 @@
 import type { VmRecord } from '@app/fleet-domain';
 import { PeerCallError } from '../vms/copies/peer-transport';
-import { SETTLE_ATTEMPTS, settleTakeOver } from './move-settle';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PeerTransport, Throttle } from '../vms/copies/peer-transport';
+import { SETTLE_ATTEMPTS, settleTakeOver, stillAwaited } from './move-settle';
 
 /** The old node, its migration completed, asking the new node whether it took the guest over. */
 describe('settling a live move once its migration completed', () => {
@@ -33,18 +36,17 @@ describe('settling a live move once its migration completed', () => {
     expect(pauses).toHaveLength(SETTLE_ATTEMPTS - 1);
   });
 
-  it("lets the guest resume here when the new node's agent refused every connection (down, its QEMU never run)", async () => {
+  it("never lets the guest resume here when the new node's agent refuses connections: killed right after its QEMU ran the guest, it may run it", async () => {
     const refused = new PeerCallError(
       'node node-b at 10.0.0.3:9234: connect ECONNREFUSED 10.0.0.3:9234',
       0,
     );
     const ask = jest.fn<Promise<VmRecord>, []>().mockRejectedValue(refused);
     await expect(settleTakeOver(ask, pause)).resolves.toEqual({
-      kind: 'not-taken',
-      reason: `its agent is down (${refused.message})`,
+      kind: 'unanswered',
+      reason: refused.message,
     });
     expect(ask).toHaveBeenCalledTimes(SETTLE_ATTEMPTS);
-    // Refused, then silent: no word either way.
     const mixed = jest
       .fn<Promise<VmRecord>, []>()
       .mockRejectedValueOnce(refused)
@@ -74,5 +76,41 @@ describe('settling a live move once its migration completed', () => {
       const ask = jest.fn<Promise<VmRecord>, []>().mockRejectedValue(error);
       await expect(settleTakeOver(ask, pause)).resolves.toMatchObject({ kind: 'unanswered' });
     }
+  });
+});
+
+/** The old node, the guest paused before the switchover, asking the new node's agent. */
+describe('switching over only to a new node whose agent still awaits the guest', () => {
+  const peers = new PeerTransport(new Throttle(0));
+
+  async function newNode(status: number | 'silent') {
+    const server = createServer((request, response) => {
+      expect(`${request.method} ${request.url}`).toBe('GET /v1/moves/web-1/incoming');
+      if (status === 'silent') return;
+      response.writeHead(status, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ vm_id: 'web-1' }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return { server, peer: { nodeId: 'node-b', address, grant: 'g' } };
+  }
+
+  it('goes on when it awaits it, and refuses on a 404, on silence or a refused connection', async () => {
+    const awaiting = await newNode(200);
+    await expect(stillAwaited(peers, awaiting.peer, 'web-1')).resolves.toBeUndefined();
+    const gone = await newNode(404);
+    await expect(stillAwaited(peers, gone.peer, 'web-1')).rejects.toThrow(
+      /node node-b does not say it awaits the guest .*: not switched over/,
+    );
+    const silent = await newNode('silent');
+    await expect(stillAwaited(peers, silent.peer, 'web-1', 200)).rejects.toThrow(
+      'no answer within 200 ms',
+    );
+    for (const { server } of [awaiting, gone, silent]) server.closeAllConnections();
+    await Promise.all(
+      [awaiting, gone, silent].map(({ server }) => new Promise((resolve) => server.close(resolve))),
+    );
+    // Its agent gone now (its port closed).
+    await expect(stillAwaited(peers, awaiting.peer, 'web-1')).rejects.toThrow(/not switched over/);
   });
 });

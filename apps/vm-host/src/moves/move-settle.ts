@@ -1,5 +1,5 @@
 import type { VmRecord } from '@app/fleet-domain';
-import { PeerCallError } from '../vms/copies/peer-transport';
+import { PeerCallError, PeerTarget, PeerTransport } from '../vms/copies/peer-transport';
 import { messageOf } from '../vms/vms.errors';
 
 /** Times the new node is asked whether it took the guest over, when it does not answer. */
@@ -7,17 +7,14 @@ export const SETTLE_ATTEMPTS = 4;
 /** The pause between two of those asks (each may itself wait out the peer's timeout). */
 export const SETTLE_PAUSE_MS = 5_000;
 
-/** A connection refused: the node's address answers, its agent does not listen. */
-const REFUSED = /ECONNREFUSED/;
-
 /**
  * What the new node said of the guest once the old node's migration completed:
  * - `taken`: it runs it (its answer to `done`);
  * - `not-taken`: it said it does not have it and never will (404: no such move there; 502: its
- *   take-over failed and was rolled back), or its agent refused every connection (down, its
- *   QEMU left waiting, rolled back when it starts again), so the guest may run here again;
- * - `unanswered`: no word either way: the guest stays paused here, never resumed, for it may
- *   run there (see MovesInService: a node whose QEMU received the whole guest takes it over).
+ *   take-over failed and was rolled back), so the guest may run here again;
+ * - `unanswered`: no word either way (silence, or its agent refusing connections: killed right
+ *   after its QEMU ran the guest, restarted it takes it over, see ArrivedMoveIns): the guest
+ *   stays paused here, never resumed, and the new node is asked on (PausedMoves).
  */
 export type Settled =
   | { kind: 'taken'; vm: VmRecord }
@@ -36,7 +33,6 @@ export async function settleTakeOver(
   attempts = SETTLE_ATTEMPTS,
 ): Promise<Settled> {
   let reason = 'not asked';
-  let onlyRefused = true;
   for (let attempt = 1; attempt <= attempts; attempt += 1) {
     if (attempt > 1) await pause(SETTLE_PAUSE_MS);
     try {
@@ -47,13 +43,40 @@ export async function settleTakeOver(
       if (error.status === 404 || error.status === 502) return { kind: 'not-taken', reason };
       // Any other answer (401 on an expired grant, 409, 5xx of a proxy) says nothing of the guest.
       if (error.status !== 0) return { kind: 'unanswered', reason };
-      onlyRefused &&= REFUSED.test(reason);
     }
   }
-  // Refused each time: the node answers but its agent is down. Its QEMU runs the guest only once
-  // its agent took it over, which that agent would have answered; restarted, it rolls back a
-  // move it had not taken over. Silent (the mesh cut, the node down): no word either way.
-  return onlyRefused
-    ? { kind: 'not-taken', reason: `its agent is down (${reason})` }
-    : { kind: 'unanswered', reason };
+  // Silent or refused each time: no word either way. A refusal is no "no": its agent may have
+  // been killed right after its QEMU ran the guest (`cont`), before it could answer.
+  return { kind: 'unanswered', reason };
+}
+
+/** How long the new node's agent may take to say it still awaits the guest: it is paused. */
+export const AWAITED_WITHIN_MS = 5_000;
+
+/**
+ * On the old node, the guest paused before the switchover: the new node's agent still awaits
+ * it (GET /v1/moves/{vm_id}/incoming), else throws, so the migration is cancelled and the guest
+ * runs here on. Without it, a new node whose agent was killed midway (its QEMU living on) would
+ * receive the whole guest with no agent to take it over: the guest paused on both nodes until
+ * that agent is back.
+ */
+export async function stillAwaited(
+  peers: PeerTransport,
+  peer: PeerTarget,
+  vmId: string,
+  withinMs = AWAITED_WITHIN_MS,
+): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${withinMs} ms`)), withinMs);
+  });
+  try {
+    await Promise.race([peers.call(peer, 'GET', `/v1/moves/${vmId}/incoming`), late]);
+  } catch (error) {
+    throw new Error(
+      `node ${peer.nodeId} does not say it awaits the guest (${messageOf(error)}): not switched over`,
+    );
+  } finally {
+    clearTimeout(timer);
+  }
 }

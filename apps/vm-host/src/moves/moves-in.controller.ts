@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
 import { CopyGrant, OwnCredentials } from '@app/daemon';
 import {
   ApiExcludeController,
@@ -42,6 +42,17 @@ export class MovesInController {
     @Body() request: IncomingMoveRequest,
   ): Promise<IncomingMove> {
     return this.moves.receive(vm_id, grant, request);
+  }
+
+  @Get()
+  @ApiOperation({
+    operationId: 'awaitMove',
+    summary: 'Whether this node still awaits the VM (its agent holds the move): 404 otherwise',
+  })
+  @ApiIncomingMoveErrors()
+  awaited(@Param() { vm_id }: VmIdParams): { vm_id: string } {
+    this.moves.awaiting(vm_id);
+    return { vm_id };
   }
 
   @Post('done')

@@ -162,6 +162,11 @@ export class MovesInService implements OnModuleDestroy {
     ]);
   }
 
+  /** Throws IncomingMoveGoneError (404) unless a move of the VM to this node is under way. */
+  awaiting(vmId: string): void {
+    if (!this.incoming.has(vmId)) throw new IncomingMoveGoneError(vmId);
+  }
+
   /**
    * The source is done: the VM adopted here, as its answer. Asked again (its answer lost on the
    * way), the same answer, for a while: the source must not resume a guest that runs here.

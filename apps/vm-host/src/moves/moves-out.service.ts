@@ -38,9 +38,10 @@ import {
   mirrorToNbd,
   runningMachine,
 } from './move-qmp';
-import { hostCpu } from './move-helpers';
+import { hostCpu, incomingRequestOf } from './move-helpers';
 import { MoveRelay } from './move-relay';
-import { settleTakeOver } from './move-settle';
+import { settleTakeOver, stillAwaited } from './move-settle';
+import { PausedMoves } from './paused-moves.service';
 import { MoveConflictError, MoveFailedError, MoveRefusedError } from './moves.errors';
 
 /** QMP's session of a move stays open for the whole move: silent this long, it is given up. */
@@ -70,6 +71,7 @@ export class MovesOutService {
     private readonly lifecycle: VmLifeCycles,
     private readonly copyLocks: CopyLocks,
     private readonly copier: VmCopier,
+    private readonly paused: PausedMoves,
     @Optional() private readonly meshPorts?: MeshPorts,
   ) {}
 
@@ -147,7 +149,7 @@ export class MovesOutService {
         const disk = await diskNode(qmp, this.files.disk(vmId));
         const cpu = pin.accel === 'kvm' && pin.cpu.startsWith('host') ? await hostCpu() : undefined;
         const where = await this.incoming(peer, vmId, {
-          ...this.requestOf(sidecar, 'live', disk.virtualSize),
+          ...incomingRequestOf(sidecar, 'live', disk.virtualSize),
           machine,
           accel: pin.accel,
           cpu: pin.cpu,
@@ -222,7 +224,9 @@ export class MovesOutService {
       );
       relays.push(migration);
       await mirrorToNbd(qmp, diskNodeName, nbd.path);
-      await migrateWithSwitchover(qmp, migration.path, () => (pausedAtMs = performance.now()));
+      const awaited = () => stillAwaited(this.peers, peer, vmId);
+      const paused = () => (pausedAtMs = performance.now());
+      await migrateWithSwitchover(qmp, migration.path, paused, undefined, awaited);
     } catch (error) {
       this.logger.warn(
         `vm ${vmId}: live move to node ${peer.nodeId} failed (${messageOf(error)}); ending it`,
@@ -267,8 +271,9 @@ export class MovesOutService {
         );
       }
       this.logger.error(
-        `vm ${vmId}: its migration to node ${peer.nodeId} completed but node ${peer.nodeId} did not say it took the guest over (${settled.reason}): left paused here, never resumed (node ${peer.nodeId} runs it once its QEMU received it all); the controller settles it with node ${peer.nodeId}`,
+        `vm ${vmId}: its migration to node ${peer.nodeId} completed but node ${peer.nodeId} did not say it took the guest over (${settled.reason}): left paused here, never resumed (node ${peer.nodeId} runs it once its QEMU received it all); asking node ${peer.nodeId} on in the background`,
       );
+      await this.paused.watch(vmId, peer);
       throw new MoveFailedError(
         `vm ${vmId}: its migration to node ${peer.nodeId} completed but node ${peer.nodeId} did not confirm the take-over (${settled.reason}); it is paused here, not resumed`,
       );
@@ -310,7 +315,7 @@ export class MovesOutService {
       throw new MoveConflictError(`vm ${vmId}: its disk cannot be read`);
     const wanted = sidecar.desired_state;
     const where = await this.incoming(peer, vmId, {
-      ...this.requestOf(sidecar, 'cold', virtualSizeBytes),
+      ...incomingRequestOf(sidecar, 'cold', virtualSizeBytes),
       machine: 'q35',
       accel: this.driver.accel(sidecar.driver) ?? 'tcg',
       cpu: 'qemu64',
@@ -342,25 +347,6 @@ export class MovesOutService {
       `vm ${vmId}: moved cold to node ${peer.nodeId} in ${totalMs} ms (${wanted} there); its disk kept until the controller releases it`,
     );
     return { vm, mode: 'cold', pause_ms: null, total_ms: totalMs, bytes_sent: bytes };
-  }
-
-  private requestOf(
-    sidecar: VmSidecar,
-    mode: 'live' | 'cold',
-    diskBytes: number,
-  ): Omit<IncomingMoveRequest, 'machine' | 'accel' | 'cpu'> {
-    return {
-      mode,
-      vm_type: sidecar.vm_type,
-      ram_mb: sidecar.ram_alloc_mb,
-      vcpu_count: sidecar.vcpu_count,
-      tenant_id: sidecar.tenant_id,
-      ports: sidecar.forwards ?? sidecar.host_ports,
-      ...(sidecar.disk_gb === undefined ? {} : { disk_gb: sidecar.disk_gb }),
-      disk_bytes: diskBytes,
-      ...(sidecar.copies ? { copies: sidecar.copies } : {}),
-      desired_state: sidecar.desired_state,
-    };
   }
 
   /** The new node's answer to the incoming move, or its refusal in its own words. */

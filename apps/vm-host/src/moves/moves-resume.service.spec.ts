@@ -57,6 +57,7 @@ describe('MovesResumeService: a guest left paused by a move runs again once the 
     const files = { runDir: () => root } as unknown as VmFiles;
     const driver = {
       inspect: () => Promise.resolve(qemuStatus === 'running' ? 'running' : 'stopped'),
+      find: () => Promise.resolve(new Map([[VM, {}]])),
     } as unknown as VmDriver;
     return new MovesResumeService(
       sidecars,

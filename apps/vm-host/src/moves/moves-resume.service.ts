@@ -1,7 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DesiredVmState } from '@app/fleet-domain';
 import { CopyLocks } from '../vms/copies/copy-locks';
+import { heldByMove, moveHoldPath } from '../vms/files/move-hold';
 import { VmFiles } from '../vms/files/vm-files';
 import { VmSidecars } from '../vms/files/vm-sidecars';
 import { VmLifeCycles } from '../vms/life-cycle/vm-life-cycles';
@@ -45,6 +47,15 @@ export class MovesResumeService {
           throw new MoveConflictError(`vm ${vmId} is moved out of this node: not resumed`);
         }
         if ((await this.driver.inspect(vmId, sidecar.driver)) !== 'stopped') return 'nothing';
+        if (!(await this.driver.find([vmId])).has(vmId)) {
+          // Its QEMU ended while the move held it (a reboot): started again from its disk.
+          if (!(await heldByMove(this.files, vmId))) return 'nothing';
+          await rm(moveHoldPath(this.files, vmId), { force: true });
+          this.logger.warn(
+            `vm ${vmId}: its new node rolled the move back; no longer held, it starts again here from its disk`,
+          );
+          return 'resumed';
+        }
         const socket = join(this.files.runDir(vmId), COPY_QMP_SOCKET);
         const resumed = await withQmp(socket, RESUME_QMP_TIMEOUT_MS, async (qmp) => {
           const status = (await qmp.execute('query-status')) as { status?: string };
@@ -54,6 +65,7 @@ export class MovesResumeService {
           return true;
         });
         if (!resumed) return 'nothing';
+        await rm(moveHoldPath(this.files, vmId), { force: true });
         this.logger.warn(
           `vm ${vmId}: the controller says its new node rolled the move back; the guest left paused here runs again`,
         );

@@ -7,11 +7,12 @@ import { MovesInService } from './moves-in.service';
 import { MovesOutController } from './moves-out.controller';
 import { MovesOutService } from './moves-out.service';
 import { MovesResumeService } from './moves-resume.service';
+import { PausedMoves } from './paused-moves.service';
 
 /** VMs moving between nodes: leaving this one (controller's call), coming in (the old node's). */
 @Module({
   imports: [VmsModule, HostFactsModule],
   controllers: [MovesInController, MovesOutController],
-  providers: [MovesInService, MovesOutService, MovesResumeService, MoveGrantGuard],
+  providers: [MovesInService, MovesOutService, MovesResumeService, MoveGrantGuard, PausedMoves],
 })
 export class MovesModule {}

@@ -144,7 +144,10 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
    * for the operator to look at or remove; never started again. An id that is no fleet id, or
    * no VM here, is passed over (the answer is the controller's, but a path is built from it).
    */
-  async supersede(vmIds: readonly string[]): Promise<void> {
+  async supersede(
+    vmIds: readonly string[],
+    why = 'the controller says it was restored on another node',
+  ): Promise<void> {
     let changed = false;
     for (const vmId of vmIds) {
       if (typeof vmId !== 'string' || !ID_PATTERN.test(vmId)) continue;
@@ -159,7 +162,7 @@ export class VmsService extends NodeVmsSource implements BeforeApplicationShutdo
       if (setAside === undefined) continue;
       changed = true;
       this.logger.warn(
-        `vm ${vmId}: superseded (the controller says it was restored on another node): ${setAside.stopped ? 'its QEMU stopped, ' : ''}its disk and files set aside in ${setAside.dir}; it is not listed nor started here any more`,
+        `vm ${vmId}: superseded (${why}): ${setAside.stopped ? 'its QEMU stopped, ' : ''}its disk and files set aside in ${setAside.dir}; it is not listed nor started here any more`,
       );
     }
     if (changed) this.lifecycle.announce();

@@ -323,6 +323,7 @@ export class VmAdmissionService {
       this.failpoint.reached('after-disk', vmId);
       await this.driver.makeFiles(specOf(sidecar), record);
       adopted = disk.adopt ? await disk.adopt(sidecar) : 'start';
+      if (adopted === 'running') this.failpoint.reached('after-move-take-over', vmId);
       delete sidecar.restoring;
       await this.files.writeSidecar(sidecar);
     } catch (error) {

@@ -1,12 +1,15 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Clock } from '@app/daemon';
 import { DesiredVmState, restartDelayMs, toRfc3339 } from '@app/fleet-domain';
+import { VmHostConfig } from '../../config/vm-host.config';
 import { VmLifeCycles } from '../life-cycle/vm-life-cycles';
 import { DriverRecord, FoundVm, VmDriver } from '../vm-driver';
 import { VmFiles } from '../files/vm-files';
 import { VmSidecar } from '../files/vm-sidecar';
 import { NO_RECORD, VmSidecars } from '../files/vm-sidecars';
 import { VmAdmissionService } from '../admission/vm-admission.service';
+import { ArrivedMoveIns } from '../admission/arrived-move-ins';
+import { heldByMove } from '../files/move-hold';
 import { StartCause, VmRestartService } from './vm-restart.service';
 import { messageOf } from '../vms.errors';
 
@@ -38,6 +41,7 @@ function sameRecord(a: DriverRecord, b: DriverRecord): boolean {
 @Injectable()
 export class VmReconciliationService {
   private readonly logger = new Logger('Vms');
+  private readonly arrived: ArrivedMoveIns;
 
   constructor(
     private readonly files: VmFiles,
@@ -47,7 +51,10 @@ export class VmReconciliationService {
     private readonly clock: Clock,
     private readonly restarts: VmRestartService,
     private readonly admission: VmAdmissionService,
-  ) {}
+    config: VmHostConfig,
+  ) {
+    this.arrived = new ArrivedMoveIns(files, clock, this.logger, config.wgIp);
+  }
 
   /** At start-up, before the agent listens: also clears what an agent killed mid-accept left. */
   recover(): Promise<ReconciledVms> {
@@ -107,12 +114,23 @@ export class VmReconciliationService {
       return undefined;
     }
     if (live && sidecar.restoring) {
-      // A move in cut short: its QEMU waits for a guest it may never get, no VM to adopt.
-      this.admission.resume(sidecar);
+      // A move in cut short: its QEMU holds the whole guest (taken over), or waits for a guest
+      // it may never get (rolled back).
+      const arrived = await this.arrived.adopt(sidecar, live).catch((error: unknown) => {
+        this.logger.error(`vm ${vmId}: its move in not settled yet: ${messageOf(error)}`);
+        return undefined;
+      });
+      if (arrived) this.lifecycle.restarts.notice(vmId, this.clock.now());
+      else if (arrived === false) this.admission.resume(sidecar);
     } else if (live) {
       await this.adopt(sidecar, live);
       if (sidecar.desired_state === DesiredVmState.Stopped) this.restarts.enforceStopped(sidecar);
       else this.lifecycle.restarts.notice(vmId, this.clock.now());
+    } else if (
+      sidecar.desired_state === DesiredVmState.Running &&
+      (await heldByMove(this.files, vmId))
+    ) {
+      // Its move out unconfirmed: not started again while the new node may run it (PausedMoves).
     } else if (this.shouldRunAgain(sidecar)) {
       await this.noteExit(sidecar, startUp);
       if (this.lifecycle.restarts.due(vmId, this.clock.now())) due.push(sidecar);

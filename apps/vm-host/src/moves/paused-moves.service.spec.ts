@@ -1,0 +1,146 @@
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { Server, createServer } from 'node:http';
+import type { AddressInfo, Server as NetServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FakeClock } from '../../../../test/support/fake-clock';
+import { qmpServer } from '../../../../test/support/fake-qmp-server';
+import { HostMetrics } from '../metrics/host-metrics.service';
+import type { CopyLocks } from '../vms/copies/copy-locks';
+import type { VmFiles } from '../vms/files/vm-files';
+import type { VmLifeCycles } from '../vms/life-cycle/vm-life-cycles';
+import { COPY_QMP_SOCKET } from '../vms/qemu/qemu-command-line';
+import type { VmDriver } from '../vms/vm-driver';
+import type { VmsService } from '../vms/vms.service';
+import type { MovesResumeService } from './moves-resume.service';
+import { PausedMoves } from './paused-moves.service';
+
+const VM = 'vm-00000000000000d4';
+
+/**
+ * The old node of a live move whose take-over the new node never confirmed: its guest stays
+ * paused, the new node asked on in the background, also by the next agent after a restart
+ * (the record in the VM's run folder), until it answers for sure.
+ */
+describe('PausedMoves: asking the new node on while the guest stays paused here', () => {
+  let root: string;
+  let qmp: NetServer;
+  let peer: Server | undefined;
+  /** What the fake new node answers `done` with: its status and body. */
+  let answer: { status: number; body: object };
+  let asked: number;
+  const superseded: string[] = [];
+  const resumed: string[] = [];
+
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'paused-moves-'));
+    await mkdir(join(root, 'run', VM), { recursive: true });
+    ({ server: qmp } = await qmpServer(join(root, 'run', VM, COPY_QMP_SOCKET), (command) =>
+      command.execute === 'query-status'
+        ? { return: { status: 'postmigrate', running: false } }
+        : { return: {} },
+    ));
+    superseded.length = 0;
+    resumed.length = 0;
+    asked = 0;
+  });
+
+  afterEach(async () => {
+    await new Promise((resolve) => qmp.close(resolve));
+    await new Promise((resolve) => (peer ? peer.close(resolve) : resolve(undefined)));
+    peer = undefined;
+    await rm(root, { recursive: true, force: true });
+  });
+
+  /** The new node's agent, listening (or not yet: its address refuses) on a port of its own. */
+  async function newNode(): Promise<string> {
+    peer = createServer((request, response) => {
+      asked += 1;
+      expect(request.url).toBe(`/v1/moves/${VM}/incoming/done`);
+      response.writeHead(answer.status, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(answer.body));
+    });
+    await new Promise<void>((resolve) => peer!.listen(0, '127.0.0.1', resolve));
+    return `127.0.0.1:${(peer.address() as AddressInfo).port}`;
+  }
+
+  /** An agent's PausedMoves over the same VM folder; `settled` resolves at its first decision. */
+  function agent() {
+    const locks = { run: <T>(_key: string, work: () => Promise<T>) => work() };
+    let settle!: () => void;
+    const settled = new Promise<void>((resolve) => (settle = resolve));
+    const vms = {
+      supersede: (ids: string[]) => {
+        superseded.push(...ids);
+        settle();
+        return Promise.resolve();
+      },
+    } as unknown as VmsService;
+    const resumes = {
+      resume: (id: string) => {
+        resumed.push(id);
+        settle();
+        return Promise.resolve('resumed');
+      },
+    } as unknown as MovesResumeService;
+    const moves = new PausedMoves(
+      {
+        runDir: (id: string) => join(root, 'run', id),
+        listVmIds: () => Promise.resolve([VM]),
+      } as unknown as VmFiles,
+      { locks } as unknown as VmLifeCycles,
+      locks as unknown as CopyLocks,
+      vms,
+      resumes,
+      { find: () => Promise.resolve(new Map([[VM, {}]])) } as unknown as VmDriver,
+      new FakeClock(),
+      new HostMetrics(),
+    );
+    const pauses: number[] = [];
+    moves.sleep = (ms) => {
+      pauses.push(ms);
+      return new Promise((resolve) => setImmediate(resolve));
+    };
+    return { moves, settled, pauses };
+  }
+
+  it('keeps the record (private) through an agent restart; the next agent asks on and, told the new node runs the guest, sets it aside here', async () => {
+    // The new node's agent down: its port refuses (nothing listens there yet).
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const first = agent();
+    await first.moves.watch(VM, { nodeId: 'node-b', address: `127.0.0.1:${port}`, grant: 'g' });
+    expect((await stat(join(root, 'run', VM, 'move-unconfirmed.json'))).mode & 0o777).toBe(0o600);
+    while (first.pauses.length < 3) await new Promise((resolve) => setImmediate(resolve));
+    expect(first.moves.unconfirmed()).toEqual([VM]);
+    expect(superseded).toEqual([]);
+    expect(resumed).toEqual([]);
+    first.moves.onModuleDestroy();
+    // Restarted: the next agent finds the record; the new node's agent is back and runs it.
+    const record = JSON.parse(
+      await readFile(join(root, 'run', VM, 'move-unconfirmed.json'), 'utf8'),
+    ) as { address: string };
+    answer = { status: 200, body: { vm_id: VM, state: 'Running' } };
+    const address = await newNode();
+    record.address = address;
+    await writeFile(join(root, 'run', VM, 'move-unconfirmed.json'), JSON.stringify(record));
+    const second = agent();
+    await second.moves.onApplicationBootstrap();
+    await second.settled;
+    expect(superseded).toEqual([VM]);
+    expect(resumed).toEqual([]);
+    expect(asked).toBe(1);
+  });
+
+  it('lets the guest run here again only on a definite no (404: no such move there)', async () => {
+    answer = { status: 404, body: { message: 'no move of it here' } };
+    const address = await newNode();
+    const { moves, settled } = agent();
+    await moves.watch(VM, { nodeId: 'node-b', address, grant: 'g' });
+    await settled;
+    expect(resumed).toEqual([VM]);
+    expect(superseded).toEqual([]);
+  });
+});
