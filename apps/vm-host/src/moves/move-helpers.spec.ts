@@ -36,15 +36,23 @@ describe('a VM moved in, asked after the move ended', () => {
     await expect(node(adopted())).resolves.toEqual({ vm_id: 'web-1', state: VmState.Running });
   });
 
-  it('answers nothing for a move cut short, a VM not here, stopped, in error, unreadable, or not running', async () => {
+  it('answers nothing for a move cut short (its mark kept), a VM not here, or a stand-in', async () => {
     await expect(node(undefined)).resolves.toBeUndefined();
     await expect(node({ ...adopted(), restoring: true })).resolves.toBeUndefined();
-    await expect(node({ ...adopted(), started_at: null })).resolves.toBeUndefined();
-    await expect(node({ ...adopted(), error: 'boom' })).resolves.toBeUndefined();
-    await expect(
-      node({ ...adopted(), desired_state: DesiredVmState.Stopped }),
-    ).resolves.toBeUndefined();
     await expect(node(adopted(), 'running', true)).resolves.toBeUndefined();
-    await expect(node(adopted(), 'stopped')).resolves.toBeUndefined();
+  });
+
+  it('answers its record whatever became of it since: powered off, stopped, in error (its old node must not resume)', async () => {
+    await expect(node(adopted(), 'stopped')).resolves.toEqual({
+      vm_id: 'web-1',
+      state: VmState.Stopped,
+    });
+    await expect(
+      node({ ...adopted(), desired_state: DesiredVmState.Stopped, started_at: null }, 'stopped'),
+    ).resolves.toEqual({ vm_id: 'web-1', state: VmState.Stopped });
+    await expect(node({ ...adopted(), error: 'boom' }, 'stopped')).resolves.toEqual({
+      vm_id: 'web-1',
+      state: VmState.Error,
+    });
   });
 });

@@ -1,16 +1,18 @@
 import { ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
-import { DesiredVmState, IncomingMoveRequest, VmRecord, VmState } from '@app/fleet-domain';
+import { IncomingMoveRequest, VmRecord, VmState } from '@app/fleet-domain';
 import type { VmSidecar } from '../vms/files/vm-sidecar';
 import { VmSidecars } from '../vms/files/vm-sidecars';
 import { VmLifeCycles } from '../vms/life-cycle/vm-life-cycles';
 import { VmDriver } from '../vms/vm-driver';
 
 /**
- * The VM as this node runs it after a move in ended here (adopted: its sidecar complete, wanted
- * running, its QEMU running), so a `done` or an abort asked again after this agent restarted
- * (its memory of the move gone) still hears the guest runs here. Undefined otherwise.
+ * The VM as this node has it after a move in ended here (adopted: its sidecar complete, no
+ * `restoring` mark), so a `done` or an abort asked again after this agent restarted (its memory
+ * of the move gone) still hears the guest is this node's: whatever became of it since (powered
+ * off, stopped, in error, moved on), the old node must never resume its stale copy. A move in
+ * starts only where the VM has no files, and one rolled back leaves none: undefined then.
  */
 export async function movedInHere(
   sidecars: VmSidecars,
@@ -19,18 +21,10 @@ export async function movedInHere(
   vmId: string,
 ): Promise<VmRecord | undefined> {
   const sidecar = await sidecars.of(vmId);
-  if (
-    !sidecar ||
-    sidecars.isStandIn(sidecar) ||
-    sidecar.restoring === true ||
-    sidecar.started_at === null ||
-    sidecar.error !== null ||
-    sidecar.desired_state !== DesiredVmState.Running
-  ) {
-    return undefined;
-  }
-  if ((await driver.inspect(vmId, sidecar.driver)) !== 'running') return undefined;
-  return lifecycle.recordOf(sidecar, VmState.Running);
+  if (!sidecar || sidecars.isStandIn(sidecar) || sidecar.restoring === true) return undefined;
+  if (sidecar.error !== null) return lifecycle.recordOf(sidecar, VmState.Error);
+  const running = (await driver.inspect(vmId, sidecar.driver)) === 'running';
+  return lifecycle.recordOf(sidecar, running ? VmState.Running : VmState.Stopped);
 }
 
 export function lastLines(text: string): string {

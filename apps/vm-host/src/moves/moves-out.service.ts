@@ -166,6 +166,7 @@ export class MovesOutService {
     // Stopped here for good: the new node runs it. Its disk stays until the controller releases it.
     sidecar.desired_state = DesiredVmState.Stopped;
     await this.files.writeSidecar(sidecar);
+    await this.paused.release(vmId);
     await driver.stop(vmId, sidecar.driver).catch((error: unknown) => {
       this.logger.error(
         `vm ${vmId}: its paused QEMU not stopped after the move: ${messageOf(error)}`,
@@ -254,6 +255,8 @@ export class MovesOutService {
       }
     }
     const bytes = sentBytes();
+    // Held from now until the new node's word: killed or rebooted meanwhile, never started here.
+    await this.paused.hold(vmId, peer);
     try {
       // The relays kept open meanwhile: what QEMU sent may still be on its way to the new node.
       const settled = await settleTakeOver(() => this.doneOnce(peer, vmId));
@@ -266,6 +269,7 @@ export class MovesOutService {
           `vm ${vmId}: node ${peer.nodeId} did not take the guest over (${settled.reason}); resuming it here`,
         );
         await abandonOnSource(qmp, { evenIfCompleted: true });
+        await this.paused.release(vmId);
         throw new MoveFailedError(
           `vm ${vmId}: node ${peer.nodeId} could not take it over, it runs here again: ${settled.reason}`,
         );

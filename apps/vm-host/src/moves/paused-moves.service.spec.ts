@@ -143,4 +143,25 @@ describe('PausedMoves: asking the new node on while the guest stays paused here'
     expect(resumed).toEqual([VM]);
     expect(superseded).toEqual([]);
   });
+
+  it('holds the VM from its completed migration (asking nothing yet): an agent started meanwhile asks on; released, nothing is asked', async () => {
+    answer = { status: 200, body: { vm_id: VM, state: 'Running' } };
+    const address = await newNode();
+    const first = agent();
+    await first.moves.hold(VM, { nodeId: 'node-b', address, grant: 'g' });
+    expect(first.moves.unconfirmed()).toEqual([]);
+    expect(asked).toBe(0);
+    // Killed before the new node's word: the next agent asks on.
+    const second = agent();
+    await second.moves.onApplicationBootstrap();
+    await second.settled;
+    expect(superseded).toEqual([VM]);
+    // Settled in the foreground instead: no record, nothing asked at the next start.
+    await first.moves.hold(VM, { nodeId: 'node-b', address, grant: 'g' });
+    await first.moves.release(VM);
+    const third = agent();
+    await third.moves.onApplicationBootstrap();
+    expect(third.moves.unconfirmed()).toEqual([]);
+    expect(asked).toBe(1);
+  });
 });

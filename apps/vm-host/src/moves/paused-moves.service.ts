@@ -77,6 +77,16 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
    * for the controller's move-resume or an operator.
    */
   async watch(vmId: string, peer: PeerTarget): Promise<void> {
+    const move = await this.hold(vmId, peer);
+    if (move) this.askOn(vmId, move);
+  }
+
+  /**
+   * Records the move as unconfirmed (the VM held, see move-hold.ts) without asking yet: from the
+   * moment its migration completed, an agent killed or a host rebooted before the new node's
+   * word asks on at start and never starts the guest again here. Undefined: not recorded.
+   */
+  async hold(vmId: string, peer: PeerTarget): Promise<UnconfirmedMove | undefined> {
     const move: UnconfirmedMove = {
       node_id: peer.nodeId,
       address: peer.address,
@@ -91,9 +101,16 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
       this.logger.error(
         `vm ${vmId}: its unconfirmed move to node ${peer.nodeId} not recorded (${messageOf(error)}): node ${peer.nodeId} not asked on, the guest stays paused here`,
       );
-      return;
+      return undefined;
     }
-    this.askOn(vmId, move);
+    return move;
+  }
+
+  /** The move settled in the foreground (taken, or resumed on the new node's word): no hold. */
+  async release(vmId: string): Promise<void> {
+    await rm(this.recordPath(vmId), { force: true }).catch((error: unknown) =>
+      this.logger.error(`vm ${vmId}: its move's hold not removed: ${messageOf(error)}`),
+    );
   }
 
   private askOn(vmId: string, move: UnconfirmedMove): void {
