@@ -4,16 +4,36 @@
  * `::169.254.169.254`), and one IPv6 address has many spellings (`::`, `0::0`, `0:0:0:0:0:0:0:0`).
  */
 
-const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
 const HEX_GROUP = /^[0-9A-Fa-f]{1,4}$/;
+const DOT = 46;
+const DIGIT_0 = 48;
+const DIGIT_9 = 57;
 
+/**
+ * Four dotted decimal bytes, each 1-3 digits; read char by char, as every heartbeat's address
+ * is (a regular expression and its match arrays cost more than the rest of the check).
+ */
 function ipv4Bytes(text: string): number[] | undefined {
-  const match = IPV4.exec(text);
-  if (!match) return undefined;
-  const bytes = match.slice(1).map(Number);
-  // A leading zero reads as octal to some resolvers (010 = 8): refuse the ambiguity.
-  const ambiguous = match.slice(1).some((part) => part.length > 1 && part.startsWith('0'));
-  return ambiguous || bytes.some((byte) => byte > 255) ? undefined : bytes;
+  const bytes: number[] = [];
+  let value = 0;
+  let digits = 0;
+  for (let index = 0; index <= text.length; index++) {
+    const code = index === text.length ? DOT : text.charCodeAt(index);
+    if (code === DOT) {
+      if (digits === 0 || value > 255 || bytes.length === 4) return undefined;
+      bytes.push(value);
+      value = 0;
+      digits = 0;
+    } else if (code >= DIGIT_0 && code <= DIGIT_9) {
+      // A leading zero reads as octal to some resolvers (010 = 8): refuse the ambiguity.
+      if (digits === 1 && value === 0) return undefined;
+      if (++digits > 3) return undefined;
+      value = value * 10 + (code - DIGIT_0);
+    } else {
+      return undefined;
+    }
+  }
+  return bytes.length === 4 ? bytes : undefined;
 }
 
 /** The groups of one side of `::`, each two bytes; a trailing dotted IPv4 counts as two. */
@@ -114,8 +134,11 @@ export function isLinkLocalAddress(value: string): boolean {
  */
 export function isLoopbackAddress(value: string): boolean {
   const address = effectiveAddress(value);
-  if (!address) return false;
-  const { family, bytes } = address;
+  return address !== undefined && isLoopback(address);
+}
+
+/** isLoopbackAddress for an address parsed already (effectiveAddress). */
+export function isLoopback({ family, bytes }: { family: 4 | 6; bytes: number[] }): boolean {
   if (family === 4) return bytes[0] === 127;
   return zero(bytes, 0, 15) && bytes[15] === 1;
 }

@@ -17,8 +17,7 @@ export function replyConstantsSerialized(
   app: NestExpressApplication,
   constants: readonly object[],
 ): void {
-  // Text, as res.json hands it to res.end: node:http then writes the headers and the body in
-  // one write (a Buffer is written apart from them).
+  // Text, not a Buffer: node:http joins text to the headers (a Buffer is written apart).
   const serialized = new Map<unknown, { text: string; length: number }>(
     constants.map((answer) => {
       const text = JSON.stringify(answer);
@@ -43,6 +42,10 @@ export function replyConstantsSerialized(
     }
     response.setHeader('Content-Type', 'application/json; charset=utf-8');
     response.setHeader('Content-Length', answer.length);
-    return response.end(answer.text, 'utf8');
+    // write, then end without a chunk: node:http sends the headers and the body in one write.
+    // end(text) would add an empty chunk behind them, and the two go out as a writev: about a
+    // twentieth of a heartbeat's CPU on a real socket.
+    response.write(answer.text, 'utf8');
+    return response.end();
   };
 }

@@ -1,4 +1,4 @@
-import { effectiveAddress, isLoopbackAddress } from '@app/api-basics';
+import { effectiveAddress, isLoopback } from '@app/api-basics';
 import type { NodeState } from './node-state';
 import { MAX_MESH_ROUTES, type MeshRoute } from './wire/mesh-route';
 import { MIN_REQUESTED_HOST_PORT, portName } from './wire/published-port';
@@ -47,8 +47,8 @@ export function meshTable(
 ): MeshTable {
   const claims = new Map<string, { wg_ip: string; node_ids: string[] }>();
   for (const node of nodes) {
-    if (isLoopbackAddress(node.wg_ip)) continue;
     const key = addressKey(node.wg_ip);
+    if (key === undefined) continue;
     const claim = claims.get(key);
     if (claim) claim.node_ids.push(node.node_id);
     else claims.set(key, { wg_ip: node.wg_ip, node_ids: [node.node_id] });
@@ -56,45 +56,44 @@ export function meshTable(
   const shared = [...claims.values()].filter((claim) => claim.node_ids.length > 1);
   const sharing = new Set(shared.flatMap((claim) => claim.node_ids));
   const crowded: MeshTable['crowded'] = [];
-  // Keyed by port, then VM id: one pass, whatever the fleet's size (it is built every second).
-  const byPort = new Map<string, Map<string, MeshRoute>>();
+  // Keyed by port (portKey), then VM id: one pass, whatever the fleet's size. A port's one
+  // holder is kept bare; a Map only for a port two VMs publish.
+  const byPort = new Map<number, MeshRoute | Map<string, MeshRoute>>();
   for (const node of nodes) {
     if (sharing.has(node.node_id)) continue;
-    const own = new Map<string, MeshRoute>();
-    for (const vm of node.vms) {
-      for (const port of vm.host_ports ?? []) {
-        if (port.host_port < MIN_REQUESTED_HOST_PORT || port.host_port > 65535) continue;
-        own.set(`${portName(port.host_port, port.protocol)} ${vm.vm_id}`, {
-          host_port: port.host_port,
-          protocol: port.protocol,
-          vm_id: vm.vm_id,
-          node_id: node.node_id,
-          wg_ip: node.wg_ip,
-        });
-      }
-    }
-    let kept = [...own.values()];
-    if (kept.length > perNode) {
-      kept = kept.sort(byProtocolThenPort).slice(0, perNode);
-      crowded.push({ node_id: node.node_id, left_off: own.size - perNode });
-    }
+    const listed = routesOf(node);
+    const kept =
+      listed.length > perNode ? withinLimit(node.node_id, listed, perNode, crowded) : listed;
     for (const route of kept) {
-      const name = portName(route.host_port, route.protocol);
-      let holders = byPort.get(name);
-      if (!holders) byPort.set(name, (holders = new Map<string, MeshRoute>()));
-      if (!holders.has(route.vm_id)) holders.set(route.vm_id, route);
+      const key = portKey(route);
+      const holders = byPort.get(key);
+      if (holders === undefined) {
+        byPort.set(key, route);
+      } else if (holders instanceof Map) {
+        if (!holders.has(route.vm_id)) holders.set(route.vm_id, route);
+      } else if (holders.vm_id !== route.vm_id) {
+        byPort.set(
+          key,
+          new Map([
+            [holders.vm_id, holders],
+            [route.vm_id, route],
+          ]),
+        );
+      }
     }
   }
   const routes: MeshRoute[] = [];
   const duplicates: MeshDuplicate[] = [];
-  for (const [port, holders] of byPort) {
-    if (holders.size === 1) {
-      routes.push(holders.values().next().value as MeshRoute);
+  for (const holders of byPort.values()) {
+    if (!(holders instanceof Map)) {
+      routes.push(holders);
       continue;
     }
     // Named in a warning: a few holders are enough to act on, the rest counted.
     const named: string[] = [];
-    for (const { vm_id, node_id } of holders.values()) {
+    let port = '';
+    for (const { vm_id, node_id, host_port, protocol } of holders.values()) {
+      port = portName(host_port, protocol);
       if (named.length === MAX_NAMED_HOLDERS) break;
       named.push(`vm ${vm_id} on node ${node_id}`);
     }
@@ -107,10 +106,60 @@ export function meshTable(
   return { routes, duplicates, shared_addresses: shared, crowded };
 }
 
-/** One key per address named, in any spelling (`::ffff:10.8.0.1` is 10.8.0.1). */
-function addressKey(text: string): string {
+/**
+ * One key per address named, in any spelling (`::ffff:10.8.0.1` is 10.8.0.1); undefined for a
+ * loopback address (not a claim: a fleet on one machine shares it).
+ */
+function addressKey(text: string): string | undefined {
   const address = effectiveAddress(text);
-  return address ? address.bytes.join('.') : text;
+  if (!address) return text;
+  if (isLoopback(address)) return undefined;
+  // Dotted IPv4 that parsed is written one way only (no leading zero): the text is the key.
+  return address.family === 4 && !text.includes(':') ? text : address.bytes.join('.');
+}
+
+/** The port a route publishes as one number: TCP ports as they are, UDP ports above them. */
+function portKey({ host_port, protocol }: MeshRoute): number {
+  return protocol === 'udp' ? 65536 + host_port : host_port;
+}
+
+/**
+ * A node's routes: one per VM and published port, 1024 and up, in the order listed; a port a
+ * VM lists twice comes twice (the table keeps one route per port and VM).
+ */
+function routesOf(node: Pick<NodeState, 'node_id' | 'wg_ip' | 'vms'>): MeshRoute[] {
+  const routes: MeshRoute[] = [];
+  for (const vm of node.vms) {
+    if (!vm.host_ports) continue;
+    for (const port of vm.host_ports) {
+      if (port.host_port < MIN_REQUESTED_HOST_PORT || port.host_port > 65535) continue;
+      routes.push({
+        host_port: port.host_port,
+        protocol: port.protocol,
+        vm_id: vm.vm_id,
+        node_id: node.node_id,
+        wg_ip: node.wg_ip,
+      });
+    }
+  }
+  return routes;
+}
+
+/**
+ * A node's `perNode` lowest distinct routes when it lists more; the rest counted in `crowded`.
+ * Routes repeated count once, so a VM listing a port twice cannot crowd the node's others out.
+ */
+function withinLimit(
+  nodeId: string,
+  listed: MeshRoute[],
+  perNode: number,
+  crowded: MeshTable['crowded'],
+): MeshRoute[] {
+  const distinct = new Map<string, MeshRoute>();
+  for (const route of listed) distinct.set(`${portKey(route)} ${route.vm_id}`, route);
+  if (distinct.size <= perNode) return [...distinct.values()];
+  crowded.push({ node_id: nodeId, left_off: distinct.size - perNode });
+  return [...distinct.values()].sort(byProtocolThenPort).slice(0, perNode);
 }
 
 /**
