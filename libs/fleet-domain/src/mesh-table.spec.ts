@@ -1,5 +1,5 @@
 import { vmRecord } from '../../../test/support/heartbeats';
-import { meshRoutesFor, meshTable } from './mesh-table';
+import { meshRoutesFor, meshTable, routesAlike } from './mesh-table';
 import { VmState } from './wire/vm-record';
 
 const tcp = (host_port: number, guest_port = 80) => ({
@@ -170,5 +170,37 @@ describe('meshTable: the routing mesh from the live nodes', () => {
       '40003 node-b',
     ]);
     expect(table.crowded).toEqual([{ node_id: 'node-s', left_off: 2 }]);
+  });
+});
+
+describe("routesAlike: whether a node's new state leaves the mesh table as it was", () => {
+  const node = (wg_ip: string, ...vms: ReturnType<typeof vmRecord>[]) => ({ wg_ip, vms });
+  const web = (vmId: string, ...ports: number[]) =>
+    vmRecord(vmId, { host_ports: ports.map((port) => tcp(port)) });
+
+  it('is alike for the same address and VMs publishing the same ports, whatever else changed', () => {
+    const before = node('10.8.0.21', web('vm-a', 8080), vmRecord('vm-b'));
+    const after = node(
+      '10.8.0.21',
+      { ...web('vm-a', 8080), state: VmState.Stopped, ram_alloc_mb: 4096 },
+      { ...vmRecord('vm-b'), host_ports: [] },
+    );
+    expect(routesAlike(before, after)).toBe(true);
+  });
+
+  it('differs for another address, a VM more, less or renamed, or a port changed in any way', () => {
+    const before = node('10.8.0.21', web('vm-a', 8080, 8081));
+    expect(routesAlike(before, node('10.8.0.22', web('vm-a', 8080, 8081)))).toBe(false);
+    expect(routesAlike(before, node('10.8.0.21', web('vm-a', 8080, 8081), web('vm-b')))).toBe(
+      false,
+    );
+    expect(routesAlike(before, node('10.8.0.21'))).toBe(false);
+    expect(routesAlike(before, node('10.8.0.21', web('vm-c', 8080, 8081)))).toBe(false);
+    expect(routesAlike(before, node('10.8.0.21', web('vm-a', 8080)))).toBe(false);
+    expect(routesAlike(before, node('10.8.0.21', web('vm-a', 8080, 8082)))).toBe(false);
+    const udp = vmRecord('vm-a', {
+      host_ports: [tcp(8080), { host_port: 8081, guest_port: 80, protocol: 'udp' }],
+    });
+    expect(routesAlike(before, node('10.8.0.21', udp))).toBe(false);
   });
 });

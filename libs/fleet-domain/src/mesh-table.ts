@@ -163,6 +163,31 @@ function withinLimit(
 }
 
 /**
+ * Whether two states of one node give the routing mesh the same routes: the same address and the
+ * same VMs, in the same order, publishing the same ports. A store that knows its every write
+ * (the in-memory one) tells the table apart from a rebuild this way (routesGeneration).
+ */
+export function routesAlike(
+  a: Pick<NodeState, 'wg_ip' | 'vms'>,
+  b: Pick<NodeState, 'wg_ip' | 'vms'>,
+): boolean {
+  if (a.wg_ip !== b.wg_ip || a.vms.length !== b.vms.length) return false;
+  for (let index = 0; index < a.vms.length; index++) {
+    const before = a.vms[index];
+    const after = b.vms[index];
+    if (before.vm_id !== after.vm_id) return false;
+    const ports = before.host_ports ?? [];
+    const others = after.host_ports ?? [];
+    if (ports.length !== others.length) return false;
+    for (let at = 0; at < ports.length; at++) {
+      if (ports[at].host_port !== others[at].host_port) return false;
+      if (ports[at].protocol !== others[at].protocol) return false;
+    }
+  }
+  return true;
+}
+
+/**
  * What one node is told: the routes of the other nodes' VMs, at most `max` (the lowest ports
  * first; `left_off` counts the rest).
  */

@@ -5,6 +5,7 @@ import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { InMemoryNodesRepository } from './memory/in-memory-nodes.repository';
 import { MeshRoutes } from './mesh-routes';
 import { NodeTokens } from './node-tokens';
+import { NodesRepository } from './nodes.repository';
 import { NodesService } from './nodes.service';
 
 const web = (vmId: string, port: number) =>
@@ -118,5 +119,61 @@ describe('MeshRoutes: the routing mesh in heartbeat answers', () => {
     // The store still fails: the agents keep forwarding on the last table read.
     expect((await beat('node-b', '10.8.0.22')).mesh_routes).toHaveLength(1);
     expect(listLive).toHaveBeenCalled();
+  });
+
+  it('keeps an unchanged table past the second (the memory store tells), rebuilt within a second of a change', async () => {
+    await beat('node-a', '10.8.0.21', [web('vm-web', 8080)]);
+    await beat('node-b', '10.8.0.22');
+    clock.advance(1_000);
+    const listLive = jest.spyOn(repository, 'listLive');
+    expect((await beat('node-b', '10.8.0.22')).mesh_routes).toHaveLength(1);
+    for (let second = 0; second < 8; second++) {
+      clock.advance(1_000);
+      // Beats that publish the same ports change nothing the table is made of.
+      await beat('node-a', '10.8.0.21', [web('vm-web', 8080)]);
+      expect((await beat('node-b', '10.8.0.22')).mesh_routes).toHaveLength(1);
+    }
+    expect(listLive).toHaveBeenCalledTimes(1);
+
+    // The table is older than a second: a change is answered at once.
+    await beat('node-a', '10.8.0.21', [web('vm-web', 8080), web('vm-shop', 8081)]);
+    expect((await beat('node-b', '10.8.0.22')).mesh_routes?.map((r) => r.vm_id)).toEqual([
+      'vm-web',
+      'vm-shop',
+    ]);
+    expect(listLive).toHaveBeenCalledTimes(2);
+
+    // A node the sweep drops leaves the table as soon (the table is older than a second).
+    for (let second = 0; second < 28; second++) {
+      clock.advance(1_000);
+      await beat('node-b', '10.8.0.22');
+    }
+    await beat('node-c', '10.8.0.23');
+    clock.advance(1_000);
+    expect((await beat('node-b', '10.8.0.22')).mesh_routes).toHaveLength(2);
+    clock.advance(2_000);
+    // node-a is silent for 31 s, not swept yet (the sweep runs every second).
+    expect((await beat('node-b', '10.8.0.22')).mesh_routes).toHaveLength(2);
+    await repository.dropStale(clock.now() - 30_000);
+    expect((await beat('node-b', '10.8.0.22')).mesh_routes).toBeUndefined();
+  });
+
+  it('reads the table again after 10 s unchanged, and every second from a store that cannot tell', async () => {
+    const listLive = jest.spyOn(repository, 'listLive');
+    await beat('node-a', '10.8.0.21', [web('vm-web', 8080)]);
+    for (let second = 0; second < 10; second++) {
+      clock.advance(1_000);
+      await beat('node-a', '10.8.0.21', [web('vm-web', 8080)]);
+    }
+    expect(listLive).toHaveBeenCalledTimes(2);
+
+    // A store other controllers write too cannot tell.
+    const shared: NodesRepository = repository;
+    jest.spyOn(shared, 'routesGeneration').mockReturnValue(undefined);
+    for (let second = 0; second < 3; second++) {
+      clock.advance(1_000);
+      await beat('node-a', '10.8.0.21', [web('vm-web', 8080)]);
+    }
+    expect(listLive).toHaveBeenCalledTimes(5);
   });
 });

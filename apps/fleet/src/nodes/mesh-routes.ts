@@ -12,6 +12,12 @@ import { NodesRepository } from './nodes.repository';
 
 /** The table is built from the store at most this often, shared by every heartbeat answered meanwhile. */
 const TABLE_MAX_AGE_MS = 1_000;
+/**
+ * From a store that tells when the table may have changed (routesGeneration), an unchanged
+ * table is kept this long: rebuilt each second, 10,000 nodes cost a few percent of the CPU
+ * their heartbeats take. Not longer: what the store's word might miss is mended in as long.
+ */
+const UNCHANGED_TABLE_MAX_AGE_MS = 10_000;
 
 /**
  * The routing mesh's table for heartbeat answers (`mesh_routes`): the live nodes' published
@@ -25,6 +31,8 @@ export class MeshRoutes {
   private readonly logger = new Logger('RoutingMesh');
   private table?: {
     builtAtMs: number;
+    /** The store's routesGeneration when it was read. */
+    generation: number | undefined;
     table: Promise<MeshTable | undefined>;
     /** Set once `table` settled: read at once by the heartbeats answered meanwhile. */
     settled?: { table: MeshTable | undefined };
@@ -50,12 +58,22 @@ export class MeshRoutes {
    * that publishes nothing. Not a promise when the table is read already (most heartbeats).
    */
   forNode(nodeId: string): Promise<MeshRoute[] | undefined> | MeshRoute[] | undefined {
-    const now = this.clock.now();
     const built = this.table;
-    if (built?.settled && now - built.builtAtMs < TABLE_MAX_AGE_MS) {
+    if (built?.settled && this.isFresh(built)) {
       return this.routesFor(built.settled.table, nodeId);
     }
     return this.current().then((table) => this.routesFor(table, nodeId));
+  }
+
+  /** Read less than a second ago, or unchanged since by the store's word (routesGeneration). */
+  private isFresh(built: NonNullable<MeshRoutes['table']>): boolean {
+    const age = this.clock.now() - built.builtAtMs;
+    if (age < TABLE_MAX_AGE_MS) return true;
+    return (
+      age < UNCHANGED_TABLE_MAX_AGE_MS &&
+      built.generation !== undefined &&
+      built.generation === this.nodes.routesGeneration()
+    );
   }
 
   private routesFor(table: MeshTable | undefined, nodeId: string): MeshRoute[] | undefined {
@@ -72,18 +90,21 @@ export class MeshRoutes {
   }
 
   private current(): Promise<MeshTable | undefined> {
+    if (this.table && this.isFresh(this.table)) return this.table.table;
     const now = this.clock.now();
-    if (this.table && now - this.table.builtAtMs < TABLE_MAX_AGE_MS) return this.table.table;
+    let generation = this.nodes.routesGeneration();
     const table = this.nodes.listLive(liveSince(now)).then(
-      (nodes) => {
-        const built = this.noted(meshTable(nodes));
-        this.lastGood = built;
-        return built;
+      (nodes) => (this.lastGood = this.noted(meshTable(nodes))),
+      () => {
+        generation = undefined; // not what the store holds: read again after the second
+        return this.lastGood;
       },
-      () => this.lastGood,
     );
-    const built: NonNullable<MeshRoutes['table']> = { builtAtMs: now, table };
-    void table.then((settled) => (built.settled = { table: settled }));
+    const built: NonNullable<MeshRoutes['table']> = { builtAtMs: now, generation, table };
+    void table.then((settled) => {
+      built.generation = generation;
+      built.settled = { table: settled };
+    });
     this.table = built;
     return table;
   }

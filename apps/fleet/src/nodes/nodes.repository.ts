@@ -63,6 +63,16 @@ export abstract class NodesRepository {
   }
 
   /**
+   * A number that changes with every write that may change the routing mesh's table: a node
+   * stored or removed, dropped from the live reads, or its address or its VMs' published ports
+   * changed (routesAlike). Undefined from a store other controllers write too: it cannot tell,
+   * so the table is read again every second (MeshRoutes).
+   */
+  routesGeneration(): number | undefined {
+    return undefined;
+  }
+
+  /**
    * Drops every node older than `notBeforeMs` out of the live reads and returns them: a node
    * keepsVmsWhenSilent keeps stays stored, silent (listAll, update), the others are removed.
    */

@@ -6,7 +6,10 @@ import {
   earliestHoldDeadline,
   heldVmIdChanges,
   heldVmIds,
+  isLive,
   keepsVmsWhenSilent,
+  liveSince,
+  routesAlike,
   silentBeyond,
 } from '@app/fleet-domain';
 import { NodesRepository, VmIdsHeldElsewhereError } from '../nodes.repository';
@@ -23,6 +26,8 @@ export class InMemoryNodesRepository extends NodesRepository {
   private readonly silent = new Map<string, NodeState>();
   /** Nodes holding RAM, so the sweep looks at these only. */
   private readonly holding = new Set<string>();
+  /** Bumped by each write that may change the routing mesh's table (routesGeneration). */
+  private generation = 0;
 
   /**
    * `vmHolders`: which nodes hold each VM id, kept with every change below, what ownersOf
@@ -30,6 +35,10 @@ export class InMemoryNodesRepository extends NodesRepository {
    */
   constructor(private readonly vmHolders = new VmHolderIndex()) {
     super();
+  }
+
+  override routesGeneration(): number {
+    return this.generation;
   }
 
   listLive(notBeforeMs: number): Promise<NodeState[]> {
@@ -111,6 +120,7 @@ export class InMemoryNodesRepository extends NodesRepository {
       }
       if (++examined % SWEEP_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
     }
+    if (dropped.length > 0) this.generation++;
     return dropped;
   }
 
@@ -151,11 +161,19 @@ export class InMemoryNodesRepository extends NodesRepository {
       if (remove || next) {
         this.vmHolders.replace(nodeId, stored, remove ? undefined : next, changes);
       }
+      const staysSilent =
+        next !== undefined && silent !== undefined && next.received_at_ms === silent.received_at_ms;
+      if (
+        remove ||
+        (next && !staysSilent && (silent !== undefined || !sameRoutesLive(stored, next)))
+      ) {
+        this.generation++;
+      }
       if (remove) {
         this.nodes.delete(nodeId);
         this.silent.delete(nodeId);
         this.holding.delete(nodeId);
-      } else if (next && silent && next.received_at_ms === silent.received_at_ms) {
+      } else if (next && staysSilent) {
         this.silent.set(nodeId, next);
       } else if (next) {
         this.silent.delete(nodeId);
@@ -171,4 +189,13 @@ export class InMemoryNodesRepository extends NodesRepository {
     const state = this.nodes.get(nodeId);
     return state && state.received_at_ms >= notBeforeMs ? state : undefined;
   }
+}
+
+/** Whether `next` leaves the node in the live reads as `stored` was, with the same routes. */
+function sameRoutesLive(stored: NodeState | undefined, next: NodeState): boolean {
+  return (
+    stored !== undefined &&
+    isLive(stored, liveSince(next.received_at_ms)) &&
+    routesAlike(stored, next)
+  );
 }
