@@ -134,11 +134,11 @@ export function isLinkLocalAddress(value: string): boolean {
  */
 export function isLoopbackAddress(value: string): boolean {
   const address = effectiveAddress(value);
-  return address !== undefined && isLoopback(address);
+  return address !== undefined && isLoopbackBytes(address);
 }
 
 /** isLoopbackAddress for an address parsed already (effectiveAddress). */
-export function isLoopback({ family, bytes }: { family: 4 | 6; bytes: number[] }): boolean {
+export function isLoopbackBytes({ family, bytes }: { family: 4 | 6; bytes: number[] }): boolean {
   if (family === 4) return bytes[0] === 127;
   return zero(bytes, 0, 15) && bytes[15] === 1;
 }

@@ -45,7 +45,7 @@ export function replyConstantsSerialized(
     // One write for the headers and the body: end(text) always adds an empty chunk behind
     // them, and the two go out as a writev (about a twentieth of a heartbeat's CPU on a real
     // socket). write() corks the socket until the next tick: uncorked now, it sends the one
-    // chunk, and end() finds nothing left to send.
+    // chunk, and end() usually finds nothing left to send (else it sends the rest, as ever).
     response.write(answer.text, 'utf8');
     response.socket?.uncork();
     return response.end();

@@ -88,6 +88,15 @@ describe('meshTable: the routing mesh from the live nodes', () => {
     ]);
   });
 
+  it('keeps one route for a port a VM lists twice, not a duplicate of itself', () => {
+    const twice = vmRecord('vm-web', { host_ports: [tcp(8080), tcp(8080)] });
+    const table = meshTable([{ node_id: 'node-a', wg_ip: '10.8.0.21', vms: [twice, twice] }]);
+    expect(table.routes).toEqual([
+      { host_port: 8080, protocol: 'tcp', vm_id: 'vm-web', node_id: 'node-a', wg_ip: '10.8.0.21' },
+    ]);
+    expect(table.duplicates).toEqual([]);
+  });
+
   it('names a few holders of a port many VMs publish and counts the rest (a bounded warning)', () => {
     const many = Array.from({ length: 10 }, (_, index) => ({
       node_id: `node-${index}`,

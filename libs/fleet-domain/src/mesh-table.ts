@@ -1,4 +1,4 @@
-import { effectiveAddress, isLoopback } from '@app/api-basics';
+import { effectiveAddress, isLoopbackBytes } from '@app/api-basics';
 import type { NodeState } from './node-state';
 import { MAX_MESH_ROUTES, type MeshRoute } from './wire/mesh-route';
 import { MIN_REQUESTED_HOST_PORT, portName } from './wire/published-port';
@@ -91,9 +91,9 @@ export function meshTable(
     }
     // Named in a warning: a few holders are enough to act on, the rest counted.
     const named: string[] = [];
-    let port = '';
-    for (const { vm_id, node_id, host_port, protocol } of holders.values()) {
-      port = portName(host_port, protocol);
+    const first = holders.values().next().value as MeshRoute;
+    const port = portName(first.host_port, first.protocol);
+    for (const { vm_id, node_id } of holders.values()) {
       if (named.length === MAX_NAMED_HOLDERS) break;
       named.push(`vm ${vm_id} on node ${node_id}`);
     }
@@ -113,7 +113,7 @@ export function meshTable(
 function addressKey(text: string): string | undefined {
   const address = effectiveAddress(text);
   if (!address) return text;
-  if (isLoopback(address)) return undefined;
+  if (isLoopbackBytes(address)) return undefined;
   // Dotted IPv4 that parsed is written one way only (no leading zero): the text is the key.
   return address.family === 4 && !text.includes(':') ? text : address.bytes.join('.');
 }
@@ -165,7 +165,8 @@ function withinLimit(
 /**
  * Whether two states of one node give the routing mesh the same routes: the same address and the
  * same VMs, in the same order, publishing the same ports. A store that knows its every write
- * (the in-memory one) tells the table apart from a rebuild this way (routesGeneration).
+ * (the in-memory one) spares the table a rebuild this way (routesGeneration): it must compare
+ * every field of a node that meshTable reads.
  */
 export function routesAlike(
   a: Pick<NodeState, 'wg_ip' | 'vms'>,

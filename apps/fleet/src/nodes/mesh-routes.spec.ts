@@ -48,7 +48,7 @@ describe('MeshRoutes: the routing mesh in heartbeat answers', () => {
         node_id,
         wg_ip,
         vms,
-        timestamp_utc: `2026-08-06T12:00:${String(stamp++).padStart(2, '0')}Z`,
+        timestamp_utc: new Date(Date.UTC(2026, 7, 6, 12, 0, stamp++)).toISOString(),
       }),
     );
 
@@ -144,17 +144,21 @@ describe('MeshRoutes: the routing mesh in heartbeat answers', () => {
     expect(listLive).toHaveBeenCalledTimes(2);
 
     // A node the sweep drops leaves the table as soon (the table is older than a second).
-    for (let second = 0; second < 28; second++) {
-      clock.advance(1_000);
-      await beat('node-b', '10.8.0.22');
-    }
-    await beat('node-c', '10.8.0.23');
-    clock.advance(1_000);
-    expect((await beat('node-b', '10.8.0.22')).mesh_routes).toHaveLength(2);
     clock.advance(2_000);
-    // node-a is silent for 31 s, not swept yet (the sweep runs every second).
     expect((await beat('node-b', '10.8.0.22')).mesh_routes).toHaveLength(2);
-    await repository.dropStale(clock.now() - 30_000);
+    await repository.dropStale(clock.now() - 1_000);
+    expect((await beat('node-b', '10.8.0.22')).mesh_routes).toBeUndefined();
+  });
+
+  it('leaves out a node as soon as it ages out (30 s silent), swept or not', async () => {
+    await beat('node-b', '10.8.0.22');
+    clock.advance(5_000);
+    await beat('node-a', '10.8.0.21', [web('vm-web', 8080)]);
+    for (let second = 0; second < 30; second++) {
+      clock.advance(1_000);
+      expect((await beat('node-b', '10.8.0.22')).mesh_routes).toHaveLength(1);
+    }
+    clock.advance(1_000);
     expect((await beat('node-b', '10.8.0.22')).mesh_routes).toBeUndefined();
   });
 

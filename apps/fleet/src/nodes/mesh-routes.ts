@@ -4,6 +4,7 @@ import {
   MAX_MESH_ROUTES_PER_NODE,
   MeshRoute,
   MeshTable,
+  NODE_STALE_AFTER_MS,
   liveSince,
   meshRoutesFor,
   meshTable,
@@ -14,8 +15,9 @@ import { NodesRepository } from './nodes.repository';
 const TABLE_MAX_AGE_MS = 1_000;
 /**
  * From a store that tells when the table may have changed (routesGeneration), an unchanged
- * table is kept this long: rebuilt each second, 10,000 nodes cost a few percent of the CPU
- * their heartbeats take. Not longer: what the store's word might miss is mended in as long.
+ * table is kept this long, and never past the moment its oldest node would stop being live:
+ * rebuilt each second, 10,000 nodes cost a few percent of the CPU their heartbeats take. A
+ * bound all the same, should a write ever change the table without the store saying so.
  */
 const UNCHANGED_TABLE_MAX_AGE_MS = 10_000;
 
@@ -33,6 +35,8 @@ export class MeshRoutes {
     builtAtMs: number;
     /** The store's routesGeneration when it was read. */
     generation: number | undefined;
+    /** When its oldest node stops being live (unchanged, it would be listed still). */
+    staleAtMs: number;
     table: Promise<MeshTable | undefined>;
     /** Set once `table` settled: read at once by the heartbeats answered meanwhile. */
     settled?: { table: MeshTable | undefined };
@@ -67,10 +71,12 @@ export class MeshRoutes {
 
   /** Read less than a second ago, or unchanged since by the store's word (routesGeneration). */
   private isFresh(built: NonNullable<MeshRoutes['table']>): boolean {
-    const age = this.clock.now() - built.builtAtMs;
+    const now = this.clock.now();
+    const age = now - built.builtAtMs;
     if (age < TABLE_MAX_AGE_MS) return true;
     return (
       age < UNCHANGED_TABLE_MAX_AGE_MS &&
+      now <= built.staleAtMs &&
       built.generation !== undefined &&
       built.generation === this.nodes.routesGeneration()
     );
@@ -92,21 +98,35 @@ export class MeshRoutes {
   private current(): Promise<MeshTable | undefined> {
     if (this.table && this.isFresh(this.table)) return this.table.table;
     const now = this.clock.now();
-    let generation = this.nodes.routesGeneration();
-    const table = this.nodes.listLive(liveSince(now)).then(
-      (nodes) => (this.lastGood = this.noted(meshTable(nodes))),
-      () => {
-        generation = undefined; // not what the store holds: read again after the second
-        return this.lastGood;
+    const built: NonNullable<MeshRoutes['table']> = {
+      builtAtMs: now,
+      generation: this.nodes.routesGeneration(),
+      staleAtMs: now + NODE_STALE_AFTER_MS,
+      table: Promise.resolve(undefined),
+    };
+    built.table = this.nodes.listLive(liveSince(now)).then(
+      (nodes) => {
+        try {
+          for (const node of nodes) {
+            built.staleAtMs = Math.min(built.staleAtMs, node.received_at_ms + NODE_STALE_AFTER_MS);
+          }
+          return (this.lastGood = this.noted(meshTable(nodes)));
+        } catch (error) {
+          this.logger.error(`the routing mesh's table not built: ${(error as Error).message}`);
+          return this.unread(built);
+        }
       },
+      () => this.unread(built),
     );
-    const built: NonNullable<MeshRoutes['table']> = { builtAtMs: now, generation, table };
-    void table.then((settled) => {
-      built.generation = generation;
-      built.settled = { table: settled };
-    });
+    void built.table.then((settled) => (built.settled = { table: settled }));
     this.table = built;
-    return table;
+    return built.table;
+  }
+
+  /** A table not read: the last one answered meanwhile, read again after the second. */
+  private unread(built: NonNullable<MeshRoutes['table']>): MeshTable | undefined {
+    built.generation = undefined;
+    return this.lastGood;
   }
 
   private noted(table: MeshTable): MeshTable {

@@ -64,9 +64,10 @@ export abstract class NodesRepository {
 
   /**
    * A number that changes with every write that may change the routing mesh's table: a node
-   * stored or removed, dropped from the live reads, or its address or its VMs' published ports
-   * changed (routesAlike). Undefined from a store other controllers write too: it cannot tell,
-   * so the table is read again every second (MeshRoutes).
+   * stored, removed or swept (dropStale), or its address or its VMs' published ports changed
+   * (routesAlike). A node ageing out without a write changes nothing here: MeshRoutes sees to
+   * that. Undefined from a store other controllers write too: it cannot tell, so the table is
+   * read again every second.
    */
   routesGeneration(): number | undefined {
     return undefined;

@@ -15,6 +15,9 @@ import {
 import { NodesRepository, VmIdsHeldElsewhereError } from '../nodes.repository';
 import { VmHolderIndex } from './vm-holder-index';
 
+/** How close to ageing out a node's write counts as bringing it back (leavesMeshTableUnchanged). */
+const LIVE_MARGIN_MS = 5_000;
+
 /** Nodes examined per slice of a sweep before the event loop gets a turn. */
 const SWEEP_SLICE = 5_000;
 
@@ -165,7 +168,7 @@ export class InMemoryNodesRepository extends NodesRepository {
         next !== undefined && silent !== undefined && next.received_at_ms === silent.received_at_ms;
       if (
         remove ||
-        (next && !staysSilent && (silent !== undefined || !sameRoutesLive(stored, next)))
+        (next && !staysSilent && (silent !== undefined || !leavesMeshTableUnchanged(stored, next)))
       ) {
         this.generation++;
       }
@@ -191,11 +194,15 @@ export class InMemoryNodesRepository extends NodesRepository {
   }
 }
 
-/** Whether `next` leaves the node in the live reads as `stored` was, with the same routes. */
-function sameRoutesLive(stored: NodeState | undefined, next: NodeState): boolean {
+/**
+ * Whether writing `next` over `stored` leaves the routing mesh's table as it is: the same
+ * routes (routesAlike), and `stored` live by a margin (a table read while the heartbeat was on
+ * its way may have left out a node about to age out).
+ */
+function leavesMeshTableUnchanged(stored: NodeState | undefined, next: NodeState): boolean {
   return (
     stored !== undefined &&
-    isLive(stored, liveSince(next.received_at_ms)) &&
+    isLive(stored, liveSince(next.received_at_ms) + LIVE_MARGIN_MS) &&
     routesAlike(stored, next)
   );
 }
