@@ -92,9 +92,10 @@ export function heldVmIdChanges(
   before: NodeState | undefined,
   after: NodeState | undefined,
 ): HeldVmIdChanges {
+  // A heartbeat listing what the last one did, in the same order: the usual case, no arrays.
+  if (before && after && listsAlike(before, after)) return NO_HELD_VM_ID_CHANGES;
   const held = before ? heldVmIds(before) : [];
   const holds = after ? heldVmIds(after) : [];
-  // A heartbeat listing what the last one did, in the same order: the usual case, no Sets.
   if (held.length === holds.length && held.every((vmId, index) => vmId === holds[index])) {
     return NO_HELD_VM_ID_CHANGES;
   }
@@ -146,4 +147,20 @@ export function foreignVms(
     if (owner !== undefined) foreign.push({ vm_id: vm.vm_id, owner });
   }
   return foreign;
+}
+
+/** Whether both list the same VMs in the same order, neither holding a VM otherwise. */
+function listsAlike(before: NodeState, after: NodeState): boolean {
+  if (before.silent_vms.length > 0 || after.silent_vms.length > 0) return false;
+  if (holdsAnyVm(before.holds) || holdsAnyVm(after.holds)) return false;
+  if (before.vms.length !== after.vms.length) return false;
+  for (let index = 0; index < before.vms.length; index++) {
+    if (before.vms[index].vm_id !== after.vms[index].vm_id) return false;
+  }
+  return true;
+}
+
+function holdsAnyVm(holds: NodeState['holds']): boolean {
+  for (const holdId in holds) if (holds[holdId].vm_id !== undefined) return true;
+  return false;
 }

@@ -36,6 +36,14 @@ export function exportedNodes(
 
 /** What became of a heartbeat; `refused` is one answered 4xx (invalid, unauthorized, too large). */
 export type HeartbeatOutcome = HeartbeatVerdict['kind'] | 'refused';
+/** Each outcome's labels, made once (one heartbeat counted per request). */
+const HEARTBEAT_OUTCOME_LABELS: Record<HeartbeatOutcome, { outcome: string }> = {
+  joined: { outcome: 'joined' },
+  refreshed: { outcome: 'refreshed' },
+  'taken-over': { outcome: 'taken_over' },
+  'out-of-order': { outcome: 'out_of_order' },
+  refused: { outcome: 'refused' },
+};
 export type PlacementOutcome = 'placed' | 'refused_unfit' | 'refused_no_room' | 'agent_failed';
 
 interface FleetInstruments {
@@ -320,7 +328,7 @@ export class FleetMetrics {
   }
 
   countHeartbeat(outcome: HeartbeatOutcome): void {
-    this.instruments?.heartbeats.inc({ outcome: outcome.replace(/-/g, '_') });
+    this.instruments?.heartbeats.inc(HEARTBEAT_OUTCOME_LABELS[outcome]);
   }
 
   countPlacement(outcome: PlacementOutcome): void {

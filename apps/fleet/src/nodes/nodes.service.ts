@@ -91,7 +91,9 @@ export class NodesService {
     const receivedAtMs = this.clock.now();
     // No await where nothing is to be waited for (most heartbeats): each costs a promise.
     const superseded =
-      this.vmMoves && heartbeat.vms.length > 0 ? await this.supersededOf(heartbeat) : NO_VM_IDS;
+      this.vmMoves && heartbeat.vms.length > 0 && !this.vmMoves.noneRecorded()
+        ? await this.supersededOf(heartbeat)
+        : NO_VM_IDS;
     let owned = this.knownVmIds.listsOnlyKnown(heartbeat.node_id, heartbeat.vms)
       ? heartbeat
       : await this.withoutForeignVms(heartbeat, receivedAtMs);

@@ -19,9 +19,11 @@ describe('VmMoves', () => {
     }
   });
 
-  it('keeps the last move of each VM, in memory', async () => {
+  it('keeps the last move of each VM, in memory, and says when it keeps none', async () => {
     const moves = new InMemoryVmMoves();
+    expect(moves.noneRecorded()).toBe(true);
     await moves.record(VM, { nodeId: 'node-b', atWallMs: 1 });
+    expect(moves.noneRecorded()).toBe(false);
     await moves.record(VM, { nodeId: 'node-c', atWallMs: 2 });
     expect(await moves.movesOf([VM, 'vm-other'])).toEqual(
       new Map([[VM, { nodeId: 'node-c', atWallMs: 2 }]]),

@@ -17,6 +17,11 @@ export abstract class VmMoves {
 
   /** Of `vmIds`, those restored somewhere, each with its move. */
   abstract movesOf(vmIds: readonly string[]): Promise<Map<string, VmMove>>;
+
+  /** True when no move is recorded, known without a read (memory); false: it cannot tell. */
+  noneRecorded(): boolean {
+    return false;
+  }
 }
 
 /** `<node id>\n<at ms>`: a node id holds no newline. */

@@ -17,6 +17,10 @@ export class InMemoryVmMoves extends VmMoves {
     return Promise.resolve();
   }
 
+  override noneRecorded(): boolean {
+    return this.moves.size === 0;
+  }
+
   movesOf(vmIds: readonly string[]): Promise<Map<string, VmMove>> {
     const found = new Map<string, VmMove>();
     for (const vmId of vmIds) {
