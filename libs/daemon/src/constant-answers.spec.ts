@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Controller, Get, HttpCode, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { Socket } from 'node:net';
 import request from 'supertest';
 import { replyConstantsSerialized } from './constant-answers';
 
@@ -64,6 +65,42 @@ describe('replyConstantsSerialized', () => {
     }
     expect(fresh.text).toBe('{"accepted":true,"note":"é"}');
     expect(fresh.headers['content-type']).toBe('application/json; charset=utf-8');
+  });
+
+  it('sends the headers and the body of a constant as one chunk', async () => {
+    // What makes it cheaper than res.json on a real socket: one write, not a writev of three.
+    const chunks: string[][] = [];
+    const server = app.getHttpServer();
+    const record = (socket: Socket): void => {
+      const sent = (chunk: unknown): string =>
+        String((chunk as { chunk?: unknown }).chunk ?? chunk);
+      const writes = socket as unknown as {
+        _write: (chunk: unknown, encoding: string, callback: () => void) => void;
+        _writev: (chunks: unknown[], callback: () => void) => void;
+      };
+      const write = writes._write.bind(socket);
+      const writev = writes._writev.bind(socket);
+      writes._write = (chunk, encoding, callback) => {
+        chunks.push([sent(chunk)]);
+        write(chunk, encoding, callback);
+      };
+      writes._writev = (many, callback) => {
+        chunks.push(many.map(sent));
+        writev(many, callback);
+      };
+    };
+    server.on('connection', record);
+    try {
+      const answer = await request(server).post('/constant');
+      expect(answer.text).toBe(JSON.stringify(CONSTANT));
+    } finally {
+      server.off('connection', record);
+    }
+    expect(chunks).toHaveLength(1);
+    expect(chunks[0]).toHaveLength(1);
+    expect(chunks[0][0]).toMatch(
+      /^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n\{"accepted":true,"note":"é"\}$/,
+    );
   });
 
   it('leaves a GET to Express (its freshness rules)', async () => {

@@ -105,6 +105,7 @@ export class NodesService {
           withGrantedReplicas(
             acceptHeartbeat(owned, receivedAtMs, this.clock.wallNow(), credential),
             this.grantedCopies,
+            owned,
           ),
         );
         break;

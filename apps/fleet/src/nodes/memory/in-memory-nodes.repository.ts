@@ -152,8 +152,12 @@ export class InMemoryNodesRepository extends NodesRepository {
    */
   update<T>(nodeId: string, decide: NodeChange<T>): Promise<T> {
     return new Promise((resolve) => {
-      const silent = this.nodes.has(nodeId) ? undefined : this.silent.get(nodeId);
-      const stored = this.nodes.get(nodeId) ?? silent;
+      const live = this.nodes.get(nodeId);
+      // Most writes are of a stored node, with no node kept silent and none holding RAM: one
+      // lookup, and none in the collections below that are empty.
+      const silent =
+        live === undefined && this.silent.size > 0 ? this.silent.get(nodeId) : undefined;
+      const stored = live ?? silent;
       const { next, remove, result } = decide(stored);
       // Worked out once, for the check and the index alike.
       const changes = next && !remove ? heldVmIdChanges(stored, next) : undefined;
@@ -166,12 +170,7 @@ export class InMemoryNodesRepository extends NodesRepository {
       }
       const staysSilent =
         next !== undefined && silent !== undefined && next.received_at_ms === silent.received_at_ms;
-      if (
-        remove ||
-        (next && !staysSilent && (silent !== undefined || !leavesMeshTableUnchanged(stored, next)))
-      ) {
-        this.generation++;
-      }
+      if (changesMeshTable(stored, silent, next, remove)) this.generation++;
       if (remove) {
         this.nodes.delete(nodeId);
         this.silent.delete(nodeId);
@@ -179,10 +178,10 @@ export class InMemoryNodesRepository extends NodesRepository {
       } else if (next && staysSilent) {
         this.silent.set(nodeId, next);
       } else if (next) {
-        this.silent.delete(nodeId);
+        if (silent !== undefined) this.silent.delete(nodeId);
         this.nodes.set(nodeId, next);
-        if (earliestHoldDeadline(next) === null) this.holding.delete(nodeId);
-        else this.holding.add(nodeId);
+        if (earliestHoldDeadline(next) !== null) this.holding.add(nodeId);
+        else if (this.holding.size > 0) this.holding.delete(nodeId);
       }
       resolve(result);
     });
@@ -192,6 +191,23 @@ export class InMemoryNodesRepository extends NodesRepository {
     const state = this.nodes.get(nodeId);
     return state && state.received_at_ms >= notBeforeMs ? state : undefined;
   }
+}
+
+/**
+ * Whether a write may change the routing mesh's table (routesGeneration): a node removed, a
+ * silent one (`silent`) brought back, or a live one whose routes change. Writing a silent node
+ * that stays silent (one of its VMs forgotten) changes nothing the table shows.
+ */
+function changesMeshTable(
+  stored: NodeState | undefined,
+  silent: NodeState | undefined,
+  next: NodeState | undefined,
+  remove: boolean | undefined,
+): boolean {
+  if (remove) return true;
+  if (next === undefined) return false;
+  if (silent !== undefined) return next.received_at_ms !== silent.received_at_ms;
+  return !leavesMeshTableUnchanged(stored, next);
 }
 
 /**
