@@ -69,6 +69,8 @@ describe('replyConstantsSerialized', () => {
 
   it('sends the headers and the body of a constant as one chunk', async () => {
     // What makes it cheaper than res.json on a real socket: one write, not a writev of three.
+    // Read through Node's own socket internals (_write, _writev), as node:http 20 to 24 use
+    // them: a later Node that writes otherwise fails this test, not the answer.
     const chunks: string[][] = [];
     const server = app.getHttpServer();
     const record = (socket: Socket): void => {
@@ -99,7 +101,7 @@ describe('replyConstantsSerialized', () => {
     expect(chunks).toHaveLength(1);
     expect(chunks[0]).toHaveLength(1);
     expect(chunks[0][0]).toMatch(
-      /^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n\{"accepted":true,"note":"é"\}$/,
+      /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\n\{"accepted":true,"note":"é"\}$/,
     );
   });
 

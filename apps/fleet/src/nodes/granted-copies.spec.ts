@@ -30,7 +30,7 @@ describe('GrantedCopies: a node holds only the copies it was granted', () => {
       timestamp_utc: '2026-08-06T12:00:00Z',
       replicas: [copy('vm-1'), copy('vm-2', 'node-a', 1e15)],
     });
-    const change = withGrantedReplicas(acceptHeartbeat(beat, 1_000), granted, beat);
+    const change = withGrantedReplicas(acceptHeartbeat(beat, 1_000), granted);
     const { next } = change(undefined);
     expect((next as NodeState).replicas).toEqual([copy('vm-1')]);
   });

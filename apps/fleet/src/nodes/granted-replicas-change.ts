@@ -1,18 +1,16 @@
-import type { HeartbeatVerdict, NodeChange, NodeHeartbeat } from '@app/fleet-domain';
+import type { HeartbeatVerdict, NodeChange } from '@app/fleet-domain';
 import type { GrantedCopies } from './granted-copies';
 
 /**
  * The heartbeat's change with its `replicas` filtered once, before anything uses them (the
  * listing's copied_at, copy placement, restore planning, recovery): only copies the node was
- * granted or already held (GrantedCopies.keep). `change` itself when `heartbeat` reports none
- * (most heartbeats): there is nothing to filter.
+ * granted or already held (GrantedCopies.keep).
  */
 export function withGrantedReplicas(
   change: NodeChange<HeartbeatVerdict>,
   granted: GrantedCopies | undefined,
-  heartbeat: Pick<NodeHeartbeat, 'replicas'>,
 ): NodeChange<HeartbeatVerdict> {
-  if (!granted || !heartbeat.replicas?.length) return change;
+  if (!granted) return change;
   return (stored) => {
     const outcome = change(stored);
     if (!outcome.next || outcome.next.replicas.length === 0) return outcome;

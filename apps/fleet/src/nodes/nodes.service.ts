@@ -105,7 +105,6 @@ export class NodesService {
           withGrantedReplicas(
             acceptHeartbeat(owned, receivedAtMs, this.clock.wallNow(), credential),
             this.grantedCopies,
-            owned,
           ),
         );
         break;

@@ -46,7 +46,7 @@ describe('InMemoryNodesRepository.routesGeneration', () => {
     const otherPort = { vms: [publishing('vm-a', 40002)] };
     expect(await moves(() => repository.update('n1', put(at(10_000, otherPort))))).toBe(true);
     // Another machine took the id over: the same ports, reached at another address.
-    const elsewhere = { ...otherPort, wg_ip: '10.8.0.99', boot_id: 'boot-2' };
+    const elsewhere = { ...otherPort, wg_ip: '10.8.0.99' };
     expect(await moves(() => repository.update('n1', put(at(15_000, elsewhere))))).toBe(true);
   });
 
@@ -68,5 +68,7 @@ describe('InMemoryNodesRepository.routesGeneration', () => {
     expect(await moves(() => repository.update('n1', put(stillSilent)))).toBe(false);
     expect(await moves(() => repository.update('n1', put(at(40_000))))).toBe(true);
     expect(await repository.findLive('n1', 40_000)).toBeDefined();
+    // Live again, and no longer kept silent beside.
+    expect((await repository.listAll()).map((node) => node.node_id)).toEqual(['n1']);
   });
 });

@@ -153,8 +153,8 @@ export class InMemoryNodesRepository extends NodesRepository {
   update<T>(nodeId: string, decide: NodeChange<T>): Promise<T> {
     return new Promise((resolve) => {
       const live = this.nodes.get(nodeId);
-      // Most writes are of a stored node, with no node kept silent and none holding RAM: one
-      // lookup, and none in the collections below that are empty.
+      // `silent` is looked up only for a node not in `nodes`, and only if any node is silent;
+      // likewise `holding` below is touched only when it holds something (most writes).
       const silent =
         live === undefined && this.silent.size > 0 ? this.silent.get(nodeId) : undefined;
       const stored = live ?? silent;
@@ -170,7 +170,7 @@ export class InMemoryNodesRepository extends NodesRepository {
       }
       const staysSilent =
         next !== undefined && silent !== undefined && next.received_at_ms === silent.received_at_ms;
-      if (changesMeshTable(stored, silent, next, remove)) this.generation++;
+      if (mayChangeMeshTable(stored, silent, next, remove, staysSilent)) this.generation++;
       if (remove) {
         this.nodes.delete(nodeId);
         this.silent.delete(nodeId);
@@ -195,19 +195,19 @@ export class InMemoryNodesRepository extends NodesRepository {
 
 /**
  * Whether a write may change the routing mesh's table (routesGeneration): a node removed, a
- * silent one (`silent`) brought back, or a live one whose routes change. Writing a silent node
- * that stays silent (one of its VMs forgotten) changes nothing the table shows.
+ * silent one (`silent`) brought back, or a live one whose routes change. A silent node written
+ * and staying silent (`staysSilent`: one of its VMs forgotten) changes nothing the table shows.
  */
-function changesMeshTable(
+function mayChangeMeshTable(
   stored: NodeState | undefined,
   silent: NodeState | undefined,
   next: NodeState | undefined,
   remove: boolean | undefined,
+  staysSilent: boolean,
 ): boolean {
   if (remove) return true;
-  if (next === undefined) return false;
-  if (silent !== undefined) return next.received_at_ms !== silent.received_at_ms;
-  return !leavesMeshTableUnchanged(stored, next);
+  if (next === undefined || staysSilent) return false;
+  return silent !== undefined || !leavesMeshTableUnchanged(stored, next);
 }
 
 /**
