@@ -62,7 +62,7 @@ describe("the web console's serial console, with a real guest", () => {
   });
 
   afterAll(async () => {
-    await browser.close();
+    await browser?.close();
   });
 
   let vmId = '';

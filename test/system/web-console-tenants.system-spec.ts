@@ -84,8 +84,19 @@ describe('tenants in the web console, in chromium', () => {
 
   it("shows the operator every tenant's use against its quota", async () => {
     await page.goto(`${OPS_URL}/`);
+    // Once logged out the page only navigates: a part refreshed then (answered 401) would start
+    // a second navigation that aborts the first.
+    let loggedOut = false;
+    const sentAfterLogOut: string[] = [];
+    page.on('response', (response) => {
+      if (new URL(response.url()).pathname === '/logout') loggedOut = true;
+    });
+    page.on('request', (request) => {
+      if (loggedOut) sentAfterLogOut.push(new URL(request.url()).pathname);
+    });
     await page.getByRole('button', { name: 'Log out' }).click();
     await page.waitForURL(/\/login$/);
+    expect(sentAfterLogOut.filter((path) => path.startsWith('/console/fragments/'))).toEqual([]);
     await page.getByLabel('API token (VM_FLEET_API_TOKEN)').fill(API_TOKEN);
     await page.getByRole('button', { name: 'Log in' }).click();
     await page.getByRole('heading', { name: 'Tenants' }).waitFor();

@@ -152,14 +152,14 @@
       const response = await post(form.getAttribute('data-action'), fieldsOf(form));
       const message = await messageOf(response);
       showOutcome(message, response.ok);
-      if (response.status === 401 && form.id !== 'login') location.assign('/login');
+      if (response.status === 401 && form.id !== 'login') return leave('/login');
       if (!response.ok) return;
       const done = form.getAttribute('data-done');
-      if (done === 'home') location.assign('/');
-      else if (done === 'reload') location.reload();
-      else if (done === 'reset') form.reset();
+      if (done === 'home') return leave('/');
+      if (done === 'reload') return leave();
+      if (done === 'reset') form.reset();
       if (kind === 'delete' || kind === 'forget') {
-        if (location.pathname.indexOf('/vms/') === 0) location.assign('/');
+        if (location.pathname.indexOf('/vms/') === 0) return leave('/');
       }
       refresh();
     } catch (error) {
@@ -193,21 +193,30 @@
   });
 
   let refreshing = false;
+  let leaving = false;
+
+  /**
+   * Goes to `url` (the page again when none) and refreshes nothing more: a refresh answered
+   * 401 meanwhile (after a log out) would start a second navigation that aborts this one.
+   */
+  function leave(url) {
+    leaving = true;
+    if (url === undefined) location.reload();
+    else location.assign(url);
+  }
 
   /** Replaces each live part with the server's fresh rendering, unless a dialog is open. */
   async function refresh() {
     const dialog = document.getElementById('confirm');
-    if (refreshing || (dialog && dialog.open)) return;
+    if (leaving || refreshing || (dialog && dialog.open)) return;
     refreshing = true;
     try {
       for (const part of document.querySelectorAll('[data-live]')) {
         const response = await fetch(part.getAttribute('data-live'), {
           credentials: 'same-origin',
         });
-        if (response.status === 401) {
-          location.assign('/login');
-          return;
-        }
+        if (leaving) return;
+        if (response.status === 401) return leave('/login');
         if (!response.ok) continue;
         const text = await response.text();
         // The HTML is the server's own rendering, every value escaped there (console.views.ts).
