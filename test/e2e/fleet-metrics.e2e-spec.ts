@@ -1,6 +1,9 @@
 import { Test } from '@nestjs/testing';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Clock, deriveNodeToken } from '@app/daemon';
@@ -54,6 +57,25 @@ function postHeartbeat(
     headers: { 'Content-Type': 'application/json', ...headers },
     body,
   });
+}
+
+/**
+ * The status of a heartbeat POSTed with `target` on its request line as it is (fetch would
+ * drop a fragment and never sends an absolute form): the router still routes it as a heartbeat.
+ */
+async function postHeartbeatTo(api: string, target: string, body: string): Promise<number> {
+  const { hostname, port } = new URL(api);
+  const sent = httpRequest({
+    host: hostname,
+    port,
+    method: 'POST',
+    path: target,
+    headers: { 'Content-Type': 'application/json' },
+  });
+  sent.end(body);
+  const [answer] = (await once(sent, 'response')) as [IncomingMessage];
+  answer.resume();
+  return answer.statusCode ?? 0;
 }
 
 async function scrape(metrics: string): Promise<string> {
@@ -172,18 +194,21 @@ describe('the controller with VM_FLEET_METRICS_ADDR and a node token', () => {
 
   afterAll(() => fleet.app.close());
 
-  it('counts heartbeats without the token (401) or not sent as JSON (415) as refused', async () => {
+  it('counts heartbeats without the token (401) or not sent as JSON (415) as refused, however the path is written', async () => {
     const body = JSON.stringify(heartbeat({ node_id: 't1' }));
     expect((await postHeartbeat(fleet.api, body)).status).toBe(401);
     const wrong = { Authorization: 'Bearer another-token-0123456789' };
     expect((await postHeartbeat(fleet.api, body, wrong)).status).toBe(401);
     const form = { 'Content-Type': 'text/plain', Authorization: `Bearer ${NODE_TOKEN}` };
     expect((await postHeartbeat(fleet.api, body, form)).status).toBe(415);
+    // However its request line writes the path, a heartbeat refused is counted.
+    expect(await postHeartbeatTo(fleet.api, '/v1/nodes/heartbeat#t1', body)).toBe(401);
+    expect(await postHeartbeatTo(fleet.api, `${fleet.api}/v1/nodes/heartbeat`, body)).toBe(401);
     const right = { Authorization: `Bearer ${NODE_TOKEN}` };
     expect((await postHeartbeat(fleet.api, body, right)).status).toBe(200);
 
     const text = await scrape(fleet.metrics);
-    expect(sampleValue(text, 'ppn_fleet_heartbeats_total{outcome="refused"}')).toBe(3);
+    expect(sampleValue(text, 'ppn_fleet_heartbeats_total{outcome="refused"}')).toBe(5);
     expect(sampleValue(text, 'ppn_fleet_heartbeats_total{outcome="joined"}')).toBe(1);
     expect(sampleValue(text, 'ppn_fleet_nodes')).toBe(1);
   });

@@ -37,3 +37,10 @@ export function vmRecord(vm_id: string, overrides: Partial<VmRecord> = {}): VmRe
     ...overrides,
   };
 }
+
+/** A VM publishing one TCP port: `hostPort` on its node to `guestPort` in the guest. */
+export function vmPublishing(vm_id: string, hostPort: number, guestPort = 22): VmRecord {
+  return vmRecord(vm_id, {
+    host_ports: [{ host_port: hostPort, guest_port: guestPort, protocol: 'tcp' }],
+  });
+}

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page, Request, Response } from 'playwright-core';
 import { deriveTenantToken } from '@app/daemon';
 import { launchChromium } from '../support/browser';
 import { Daemon, FLEET_URL, startFleetDaemon, stopAllDaemons } from '../support/daemons';
@@ -88,14 +88,16 @@ describe('tenants in the web console, in chromium', () => {
     // a second navigation that aborts the first.
     let loggedOut = false;
     const sentAfterLogOut: string[] = [];
-    page.on('response', (response) => {
+    const answered = (response: Response) => {
       if (new URL(response.url()).pathname === '/logout') loggedOut = true;
-    });
-    page.on('request', (request) => {
+    };
+    const sent = (request: Request) => {
       if (loggedOut) sentAfterLogOut.push(new URL(request.url()).pathname);
-    });
+    };
+    page.on('response', answered).on('request', sent);
     await page.getByRole('button', { name: 'Log out' }).click();
     await page.waitForURL(/\/login$/);
+    page.off('response', answered).off('request', sent);
     expect(sentAfterLogOut.filter((path) => path.startsWith('/console/fragments/'))).toEqual([]);
     await page.getByLabel('API token (VM_FLEET_API_TOKEN)').fill(API_TOKEN);
     await page.getByRole('button', { name: 'Log in' }).click();

@@ -1,3 +1,5 @@
+import type { paths } from './wire/fleet-api.generated';
+
 /** The controller's port. Hardcoded by contract: no flag or variable changes it. */
 export const FLEET_PORT = 9203;
 
@@ -24,6 +26,9 @@ export const STALENESS_SWEEP_INTERVAL_MS = 1_000;
 
 /** Headroom placement keeps free on a node beyond the VM's own RAM (not applied to `preferred_node`). */
 export const PLACEMENT_MARGIN_MB = 512;
+
+/** The route every agent posts its heartbeats to. */
+export const HEARTBEAT_PATH = '/v1/nodes/heartbeat' satisfies keyof paths;
 
 /** Agent defaults, as documented in the enrollment how-to. */
 export const DEFAULT_HEARTBEAT_INTERVAL_S = 10;

@@ -2,8 +2,8 @@ import { Logger, OnApplicationShutdown } from '@nestjs/common';
 import { chmodSync, closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
-import { ConfigurationError, isPathOf, recordedCallerOf } from '@app/daemon';
-import { ID_PATTERN } from '@app/fleet-domain';
+import { ConfigurationError, pathsOtherThan, recordedCallerOf } from '@app/daemon';
+import { HEARTBEAT_PATH, ID_PATTERN } from '@app/fleet-domain';
 
 /** One audited request: one JSON line. Never a token, a body or a query string. */
 export interface AuditEntry {
@@ -126,8 +126,6 @@ export class AuditLog implements OnApplicationShutdown {
   }
 }
 
-const HEARTBEAT_PATH = '/v1/nodes/heartbeat';
-
 /** Writes an audit line for each state-changing request `app` answers (see AuditLog). */
 export function auditRequests(
   app: NestExpressApplication,
@@ -135,19 +133,13 @@ export function auditRequests(
   listener: 'api' | 'ops',
   now: () => number = Date.now,
 ): void {
-  app.use((req: Request, res: Response, next: NextFunction) => {
+  const record = (req: Request, res: Response, next: NextFunction): void => {
     const method = req.method;
-    const url = req.originalUrl ?? req.url;
-    if (
-      method === 'GET' ||
-      method === 'HEAD' ||
-      method === 'OPTIONS' ||
-      (listener === 'api' && isPathOf(url, HEARTBEAT_PATH))
-    ) {
+    if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS') {
       next();
       return;
     }
-    const path = url.split('?')[0];
+    const path = (req.originalUrl ?? req.url).split('?')[0];
     let createdVmId: string | undefined;
     // A create's VM is known from its answer only.
     const json = res.json.bind(res);
@@ -173,5 +165,9 @@ export function auditRequests(
       audit.write(entry);
     });
     next();
-  });
+  };
+  // Heartbeats are not audited (the refused ones are counted: RefusedHeartbeatsCounter): on
+  // the API listener, the router passes them by this layer.
+  if (listener === 'api') app.use(pathsOtherThan(HEARTBEAT_PATH), record);
+  else app.use(record);
 }

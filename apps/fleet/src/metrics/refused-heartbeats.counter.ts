@@ -1,10 +1,9 @@
 import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { isPathOf } from '@app/daemon';
+import { isRequestFor } from '@app/daemon';
+import { HEARTBEAT_PATH } from '@app/fleet-domain';
 import { FleetMetrics } from './fleet-metrics.service';
-
-const HEARTBEAT_PATH = '/v1/nodes/heartbeat';
 
 /**
  * Counts heartbeats answered 4xx. Those are refused before any service sees them (body parser,
@@ -26,7 +25,7 @@ export class RefusedHeartbeatsCounter implements OnApplicationBootstrap {
       if (this.statusCode >= 400 && this.statusCode < 500) metrics.countHeartbeat('refused');
     }
     server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-      if (request.method !== 'POST' || !isPathOf(request.url, HEARTBEAT_PATH)) return;
+      if (request.method !== 'POST' || !isRequestFor(request, HEARTBEAT_PATH)) return;
       response.on('finish', answered);
     });
   }

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { FakeClock } from '../../../../test/support/fake-clock';
-import { heartbeat, vmRecord } from '../../../../test/support/heartbeats';
+import { heartbeat, vmPublishing } from '../../../../test/factories/heartbeat.factory';
 import { FleetMetrics } from '../metrics/fleet-metrics.service';
 import { InMemoryNodesRepository } from './memory/in-memory-nodes.repository';
 import { MeshRoutes } from './mesh-routes';
@@ -8,8 +8,7 @@ import { NodeTokens } from './node-tokens';
 import { NodesRepository } from './nodes.repository';
 import { NodesService } from './nodes.service';
 
-const web = (vmId: string, port: number) =>
-  vmRecord(vmId, { host_ports: [{ host_port: port, guest_port: 80, protocol: 'tcp' }] });
+const web = (vmId: string, port: number) => vmPublishing(vmId, port, 80);
 
 describe('MeshRoutes: the routing mesh in heartbeat answers', () => {
   let clock: FakeClock;

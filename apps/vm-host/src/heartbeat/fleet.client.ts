@@ -2,6 +2,7 @@ import { ClientRequest, IncomingMessage, RequestOptions, request as httpRequest 
 import { Logger } from '@nestjs/common';
 import { describeRequestFailure } from '@app/daemon';
 import {
+  HEARTBEAT_PATH,
   ID_PATTERN,
   MAX_FENCE_AFTER_S,
   MAX_REPLICAS_REPORTED,
@@ -17,7 +18,6 @@ export type HeartbeatAnswer = FleetApi.components['schemas']['HeartbeatAnswer'];
 /** What a 200 without a readable answer means: a controller of the original services says nothing more. */
 const TAKEN: HeartbeatAnswer = { accepted: true };
 
-const HEARTBEAT_PATH = '/v1/nodes/heartbeat' satisfies keyof FleetApi.paths;
 /**
  * Of an answer, only so much is read: a refusal's JSON `message`, or whether it was taken and
  * what comes with it (the routing mesh's table, about 100 bytes a route, the largest part).

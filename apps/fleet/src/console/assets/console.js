@@ -131,6 +131,7 @@
   }
 
   async function submitAction(form) {
+    if (leaving) return;
     const kind = form.getAttribute('data-confirm');
     if (kind) {
       const confirmed = await confirmAction(
@@ -165,7 +166,8 @@
     } catch (error) {
       showOutcome('The controller could not be reached: ' + error.message, false);
     } finally {
-      for (const button of buttons) button.disabled = false;
+      // Leaving: the buttons stay off (a second log out would abort the first one's navigation).
+      if (!leaving) for (const button of buttons) button.disabled = false;
     }
   }
 
@@ -204,6 +206,11 @@
     if (url === undefined) location.reload();
     else location.assign(url);
   }
+
+  // The page shown again from the browser's back-forward cache is live again.
+  window.addEventListener('pageshow', function (event) {
+    if (event.persisted) leaving = false;
+  });
 
   /** Replaces each live part with the server's fresh rendering, unless a dialog is open. */
   async function refresh() {

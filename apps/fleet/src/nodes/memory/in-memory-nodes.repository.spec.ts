@@ -1,11 +1,7 @@
-import { HeartbeatVm, NODE_STALE_AFTER_MS, NodeChange, NodeState } from '@app/fleet-domain';
-import { vmRecord } from '../../../../../test/factories/heartbeat.factory';
+import { NODE_STALE_AFTER_MS, NodeChange, NodeState } from '@app/fleet-domain';
+import { vmPublishing } from '../../../../../test/factories/heartbeat.factory';
 import { nodeState } from '../../../../../test/factories/node-state.factory';
 import { InMemoryNodesRepository } from './in-memory-nodes.repository';
-
-/** A VM publishing `hostPort` (TCP, to its SSH). */
-const publishing = (vmId: string, hostPort: number): HeartbeatVm =>
-  vmRecord(vmId, { host_ports: [{ host_port: hostPort, guest_port: 22, protocol: 'tcp' }] });
 
 const put =
   (state: NodeState): NodeChange<void> =>
@@ -22,7 +18,7 @@ const remove: NodeChange<void> = () => ({ remove: true, result: undefined });
 describe('InMemoryNodesRepository.routesGeneration', () => {
   let repository: InMemoryNodesRepository;
   const at = (receivedAtMs: number, overrides: Partial<NodeState> = {}): NodeState =>
-    nodeState({ received_at_ms: receivedAtMs, vms: [publishing('vm-a', 40001)], ...overrides });
+    nodeState({ received_at_ms: receivedAtMs, vms: [vmPublishing('vm-a', 40001)], ...overrides });
 
   /** Whether `write` moved the generation. */
   const moves = async (write: () => Promise<unknown>): Promise<boolean> => {
@@ -41,9 +37,9 @@ describe('InMemoryNodesRepository.routesGeneration', () => {
   });
 
   it('moves for a node that joins, and one whose ports or address change', async () => {
-    const n2 = at(5_000, { node_id: 'n2', vms: [publishing('vm-b', 40003)] });
+    const n2 = at(5_000, { node_id: 'n2', vms: [vmPublishing('vm-b', 40003)] });
     expect(await moves(() => repository.update('n2', put(n2)))).toBe(true);
-    const otherPort = { vms: [publishing('vm-a', 40002)] };
+    const otherPort = { vms: [vmPublishing('vm-a', 40002)] };
     expect(await moves(() => repository.update('n1', put(at(10_000, otherPort))))).toBe(true);
     // Another machine took the id over: the same ports, reached at another address.
     const elsewhere = { ...otherPort, wg_ip: '10.8.0.99' };

@@ -134,7 +134,9 @@ describe('VmAdmissionService', () => {
         '8080/tcp',
         '53/udp',
       ]);
-      expect(new Set(forwards?.map(({ host_port }) => host_port)).size).toBe(3);
+      // Each on a host port of its own, of its protocol (a UDP port may share a TCP one's number).
+      const bound = forwards?.map(({ host_port, protocol }) => `${host_port}/${protocol}`);
+      expect(new Set(bound).size).toBe(3);
       expect(vm.host_ports).toEqual([]);
     });
 
