@@ -3,18 +3,18 @@
  * by side with the framework's floor (the smallest Nest + Express app taking NodeHeartbeat through
  * the project's configureDaemonHttp and validation pipe into a Map, as
  * ../shared/bench/side-by-side.sh runs it). Each app is driven through its Express handler with
- * in-memory sockets (no TCP, no load generator sharing the CPU), one process at a time, rounds
- * interleaved; process.cpuUsage() over REQUESTS heartbeats from NODES node ids, after a warm-up.
- * Quiet-machine figures are not needed: CPU time, not throughput, is what is compared (the
- * event loop's delay, also shown, is only meaningful on a quiet machine).
+ * in-memory sockets (no TCP, no load generator sharing the CPU), each in a process of its own;
+ * process.cpuUsage() over REQUESTS heartbeats from NODES node ids, after a warm-up.
+ * The two processes measure at the same time, one per core: a machine whose speed swings (a
+ * shared host's does, by a third within seconds) slows both alike, so each round's ratio holds
+ * where apps measured one after the other differ by the swing (the event loop's delay, also
+ * shown, is only meaningful on a quiet machine).
  * Alone: ts-node -T -r tsconfig-paths/register test/bench/ingestion-cpu.ts [product|floor]
  * [--nodes N]
  */
 import 'reflect-metadata';
-import { spawn } from 'node:child_process';
 import { Duplex } from 'node:stream';
 import { IncomingMessage, ServerResponse } from 'node:http';
-import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Body, Controller, HttpCode, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -22,12 +22,15 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { configureDaemonHttp, createValidationPipe } from '@app/daemon';
 import { NodeHeartbeat } from '@app/fleet-domain';
 import { heartbeatStream } from './heartbeat-bodies';
+import { spawnBenchScript } from './bench-script';
 
 /** `--nodes N`: node ids the heartbeats cycle through (1,000 by default). */
 const NODES = Number(process.argv[process.argv.indexOf('--nodes') + 1]) || 1_000;
 const WARM_UP = 5_000;
 const REQUESTS = 20_000;
-const ROUNDS = 3;
+const ROUNDS = 5;
+/** What a child writes once warmed up. */
+const READY_LINE = 'warmed up\n';
 
 export interface IngestionCpuResult {
   app: 'product' | 'floor';
@@ -154,14 +157,21 @@ async function createApp(which: 'product' | 'floor'): Promise<NestExpressApplica
   return createFleetApp(loadFleetConfig({}), { logger: false });
 }
 
-/** One app in this process: warm-up, then the CPU of REQUESTS heartbeats. */
-export async function measureOne(which: 'product' | 'floor'): Promise<IngestionCpuResult> {
+/**
+ * One app in this process: warm-up, then the CPU of REQUESTS heartbeats once `go` resolves (the
+ * other app warmed up too).
+ */
+export async function measureOne(
+  which: 'product' | 'floor',
+  go: () => Promise<void> = () => Promise.resolve(),
+): Promise<IngestionCpuResult> {
   const app = await createApp(which);
   await app.init();
   const handler = app.getHttpAdapter().getInstance() as Handler;
   const next = heartbeatStream(NODES);
   const answer = which === 'product' ? '\r\n\r\n{"accepted":true}' : '200 OK';
   await drive(handler, WARM_UP, next, answer);
+  await go();
   const delay = monitorEventLoopDelay({ resolution: 10 });
   delay.enable();
   const before = process.cpuUsage();
@@ -177,30 +187,35 @@ export async function measureOne(which: 'product' | 'floor'): Promise<IngestionC
   };
 }
 
-function runChild(which: 'product' | 'floor'): Promise<IngestionCpuResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [
-        '-r',
-        'ts-node/register/transpile-only',
-        '-r',
-        'tsconfig-paths/register',
-        join(__dirname, 'ingestion-cpu.ts'),
-        which,
-        '--nodes',
-        String(NODES),
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+/** A child measuring one app: `ready` once warmed up, `measure()` starts it and gives its figures. */
+interface Child {
+  ready: Promise<void>;
+  measure(): Promise<IngestionCpuResult>;
+}
+
+function startChild(which: 'product' | 'floor'): Child {
+  const child = spawnBenchScript('ingestion-cpu.ts', [which, '--nodes', String(NODES)]);
+  let output = '';
+  let markReady: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  const done = new Promise<IngestionCpuResult>((resolve, reject) => {
     child.on('exit', (code) =>
       code === 0
-        ? resolve(JSON.parse(output) as IngestionCpuResult)
+        ? resolve(JSON.parse(output.slice(output.indexOf('\n') + 1)) as IngestionCpuResult)
         : reject(new Error(`ingestion-cpu ${which} exited ${code}`)),
     );
   });
+  child.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+    if (output.startsWith(READY_LINE)) markReady();
+  });
+  return {
+    ready: Promise.race([ready, done.then(() => undefined)]),
+    measure: () => {
+      child.stdin.end('go\n');
+      return done;
+    },
+  };
 }
 
 function median(values: number[]): number {
@@ -208,26 +223,35 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)];
 }
 
-/** ROUNDS rounds, product then floor, each app in a process of its own; medians compared. */
+/**
+ * ROUNDS rounds, each app in a process of its own, both measuring at once; the median of the
+ * rounds' floor/product ratios, and the median CPU of each.
+ */
 export async function measureIngestionCpu(): Promise<{
   productUs: number;
   floorUs: number;
+  /** The median of the rounds' floor/product CPU ratios (1 or more: the product as cheap). */
+  ratio: number;
   productLoopDelayP99Ms: number;
 }> {
   const product: IngestionCpuResult[] = [];
   const floor: IngestionCpuResult[] = [];
+  const ratios: number[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
-    const ours = await runChild('product');
-    const theirs = await runChild('floor');
+    const children = [startChild('product'), startChild('floor')];
+    await Promise.all(children.map((child) => child.ready));
+    const [ours, theirs] = await Promise.all(children.map((child) => child.measure()));
     product.push(ours);
     floor.push(theirs);
+    ratios.push(theirs.cpuUsPerHeartbeat / ours.cpuUsPerHeartbeat);
     console.log(
-      `  round ${round}: product ${ours.cpuUsPerHeartbeat.toFixed(0)} µs (loop delay p99 ${ours.loopDelayP99Ms.toFixed(1)} ms), floor ${theirs.cpuUsPerHeartbeat.toFixed(0)} µs (${theirs.loopDelayP99Ms.toFixed(1)} ms) per heartbeat`,
+      `  round ${round}: product ${ours.cpuUsPerHeartbeat.toFixed(0)} µs (loop delay p99 ${ours.loopDelayP99Ms.toFixed(1)} ms), floor ${theirs.cpuUsPerHeartbeat.toFixed(0)} µs (${theirs.loopDelayP99Ms.toFixed(1)} ms) per heartbeat, floor/product ${ratios[ratios.length - 1].toFixed(2)}`,
     );
   }
   return {
     productUs: median(product.map((result) => result.cpuUsPerHeartbeat)),
     floorUs: median(floor.map((result) => result.cpuUsPerHeartbeat)),
+    ratio: median(ratios),
     productLoopDelayP99Ms: median(product.map((result) => result.loopDelayP99Ms)),
   };
 }
@@ -235,11 +259,16 @@ export async function measureIngestionCpu(): Promise<{
 if (require.main === module) {
   const which = process.argv[2];
   if (which === 'product' || which === 'floor') {
-    void measureOne(which).then((result) => process.stdout.write(JSON.stringify(result)));
+    // Run by measureIngestionCpu: says it is warmed up, measures once told to (stdin's end).
+    const go = (): Promise<void> => {
+      process.stdout.write(READY_LINE);
+      return new Promise((resolve) => process.stdin.once('end', resolve).resume());
+    };
+    void measureOne(which, go).then((result) => process.stdout.write(JSON.stringify(result)));
   } else {
-    void measureIngestionCpu().then(({ productUs, floorUs, productLoopDelayP99Ms }) =>
+    void measureIngestionCpu().then(({ productUs, floorUs, ratio, productLoopDelayP99Ms }) =>
       console.log(
-        `CPU per heartbeat (${NODES} node ids, ${REQUESTS} heartbeats, median of ${ROUNDS}): product ${productUs.toFixed(0)} µs, floor ${floorUs.toFixed(0)} µs, floor/product ${(floorUs / productUs).toFixed(2)}; product's event loop delay p99 ${productLoopDelayP99Ms.toFixed(1)} ms`,
+        `CPU per heartbeat (${NODES} node ids, ${REQUESTS} heartbeats, both apps at once, median of ${ROUNDS} rounds): product ${productUs.toFixed(0)} µs, floor ${floorUs.toFixed(0)} µs, floor/product ${ratio.toFixed(2)}; product's event loop delay p99 ${productLoopDelayP99Ms.toFixed(1)} ms`,
       ),
     );
   }

@@ -5,8 +5,8 @@ import { VmStillRunningError } from '../vms.errors';
 
 /** How long one QMP exchange may take. */
 export const QMP_TIMEOUT_MS = 2_000;
-/** Grace after QMP quit, then again after SIGTERM, before SIGKILL. */
-const STOP_GRACE_MS = 1_500;
+/** Grace after QMP quit, then again after SIGTERM, before SIGKILL (see QemuStopping). */
+export const STOP_GRACE_MS = 1_500;
 /** How long a SIGKILLed QEMU may take to be gone (a process in uninterruptible I/O). */
 const KILL_GRACE_MS = 5_000;
 
@@ -16,6 +16,8 @@ export interface QemuStopping {
   qemus: QemuProcesses;
   logger: Logger;
   qmpSocket: string;
+  /** Grace after QMP quit, then again after SIGTERM, before SIGKILL. */
+  stopGraceMs: number;
 }
 
 /**
@@ -23,7 +25,7 @@ export interface QemuStopping {
  * every QEMU found by the VM's name (one started by an agent killed before it wrote the pid).
  */
 export async function stopQemu(
-  { vmId, qemus, logger, qmpSocket }: QemuStopping,
+  { vmId, qemus, logger, qmpSocket, stopGraceMs }: QemuStopping,
   pid: number | null,
 ): Promise<void> {
   const pids = new Set<number>();
@@ -44,10 +46,10 @@ export async function stopQemu(
   } catch {
     // QEMU may close the socket as it quits; the wait below tells. No socket: no grace.
   }
-  let alive = asked ? await qemus.survivors([...pids], vmId, STOP_GRACE_MS) : [...pids];
+  let alive = asked ? await qemus.survivors([...pids], vmId, stopGraceMs) : [...pids];
   if (alive.length === 0) return;
   for (const survivor of alive) qemus.signal(survivor, 'SIGTERM');
-  alive = await qemus.survivors(alive, vmId, STOP_GRACE_MS);
+  alive = await qemus.survivors(alive, vmId, stopGraceMs);
   if (alive.length === 0) return;
   logger.warn(`vm ${vmId}: QEMU pid ${alive.join(', ')} ignored quit and SIGTERM; killing it`);
   for (const survivor of alive) qemus.signal(survivor, 'SIGKILL');

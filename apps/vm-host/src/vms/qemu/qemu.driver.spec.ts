@@ -637,7 +637,7 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
       qemu.powerButtonEveryMs = 20;
       const vmId = 'vm-00000000000000d2';
       const pid = await fakeQemu(vmId, { qmpStatus: 'running' });
-      expect(await qemu.powerDown(vmId, { kind: 'qemu', accel: 'tcg', pid }, 1_000)).toBe(false);
+      expect(await qemu.powerDown(vmId, { kind: 'qemu', accel: 'tcg', pid }, 500)).toBe(false);
       expect(await presses(vmId)).toBeGreaterThan(1);
       // Its process still there (signal 0 asks only that): the stop that follows ends it.
       expect(process.kill(pid, 0)).toBe(true);
@@ -665,6 +665,7 @@ describe('QemuDriver finds and stops every QEMU of its VMs', () => {
   });
 
   it('kills a QEMU that ignores quit and SIGTERM, and stops a second one of the same VM too', async () => {
+    qemu.stopGraceMs = 200;
     const vmId = 'vm-00000000000000c1';
     const first = await fakeQemu(vmId, { ignoreTerm: true });
     const second = await fakeQemu(vmId);

@@ -50,7 +50,14 @@ import {
   sshForwardOf,
 } from './qemu-incoming';
 import { QemuRunFiles } from './qemu-record';
-import { QMP_TIMEOUT_MS, QemuStopping, killQemu, powerDownQemu, stopQemu } from './qemu-stops';
+import {
+  QMP_TIMEOUT_MS,
+  QemuStopping,
+  STOP_GRACE_MS,
+  killQemu,
+  powerDownQemu,
+  stopQemu,
+} from './qemu-stops';
 
 /** QMP's run state of a VM QEMU paused because a write to its disk failed. */
 const IO_ERROR_STATUS = 'io-error';
@@ -305,6 +312,9 @@ export class QemuDriver extends VmDriver {
    */
   powerButtonEveryMs = POWER_BUTTON_EVERY_MS;
 
+  /** Grace after QMP quit, then again after SIGTERM, before stop SIGKILLs a QEMU. */
+  stopGraceMs = STOP_GRACE_MS;
+
   /** ACPI power-down, pressed again every powerButtonEveryMs, up to `withinMs` (see powerDownQemu). */
   async powerDown(vmId: string, record: DriverRecord, withinMs: number): Promise<boolean> {
     return powerDownQemu(
@@ -316,7 +326,13 @@ export class QemuDriver extends VmDriver {
   }
 
   private stopping(vmId: string): QemuStopping {
-    return { vmId, qemus: this.qemus, logger: this.logger, qmpSocket: this.paths.qmpSocket(vmId) };
+    return {
+      vmId,
+      qemus: this.qemus,
+      logger: this.logger,
+      qmpSocket: this.paths.qmpSocket(vmId),
+      stopGraceMs: this.stopGraceMs,
+    };
   }
 
   /**
