@@ -3,6 +3,7 @@ import { Server, createServer } from 'node:http';
 import type { AddressInfo, Server as NetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { HostPort } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { qmpServer } from '../../../../test/support/fake-qmp-server';
 import { HostMetrics } from '../metrics/host-metrics.service';
@@ -11,6 +12,7 @@ import type { VmFiles } from '../vms/files/vm-files';
 import type { VmLifeCycles } from '../vms/life-cycle/vm-life-cycles';
 import { COPY_QMP_SOCKET } from '../vms/qemu/qemu-command-line';
 import type { VmDriver } from '../vms/vm-driver';
+import type { MeshPorts } from '../vms/ports/mesh-ports';
 import type { VmsService } from '../vms/vms.service';
 import type { MovesResumeService } from './moves-resume.service';
 import { PausedMoves } from './paused-moves.service';
@@ -31,6 +33,9 @@ describe('PausedMoves: asking the new node on while the guest stays paused here'
   let asked: number;
   const superseded: string[] = [];
   const resumed: string[] = [];
+  /** What the routing mesh was told moved out: the VM, its ports and where to. */
+  const handedOff: Array<[string, readonly HostPort[], { nodeId: string; wgIp: string }]> = [];
+  const FORWARDS: HostPort[] = [{ host_port: 40080, guest_port: 80, protocol: 'tcp' }];
 
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), 'paused-moves-'));
@@ -42,6 +47,7 @@ describe('PausedMoves: asking the new node on while the guest stays paused here'
     ));
     superseded.length = 0;
     resumed.length = 0;
+    handedOff.length = 0;
     asked = 0;
   });
 
@@ -64,7 +70,10 @@ describe('PausedMoves: asking the new node on while the guest stays paused here'
     return `127.0.0.1:${(peer.address() as AddressInfo).port}`;
   }
 
-  /** An agent's PausedMoves over the same VM folder; `settled` resolves at its first decision. */
+  /**
+   * An agent's PausedMoves over the same VM folder; `settled` resolves once its first decision is
+   * carried out (the guest resumed here, or set aside and its ports handed to the new node).
+   */
   function agent() {
     const locks = { run: <T>(_key: string, work: () => Promise<T>) => work() };
     let settle!: () => void;
@@ -72,7 +81,6 @@ describe('PausedMoves: asking the new node on while the guest stays paused here'
     const vms = {
       supersede: (ids: string[]) => {
         superseded.push(...ids);
-        settle();
         return Promise.resolve();
       },
     } as unknown as VmsService;
@@ -87,6 +95,7 @@ describe('PausedMoves: asking the new node on while the guest stays paused here'
       {
         runDir: (id: string) => join(root, 'run', id),
         listVmIds: () => Promise.resolve([VM]),
+        readSidecar: (id: string) => Promise.resolve({ vm_id: id, forwards: FORWARDS }),
       } as unknown as VmFiles,
       { locks } as unknown as VmLifeCycles,
       locks as unknown as CopyLocks,
@@ -95,6 +104,14 @@ describe('PausedMoves: asking the new node on while the guest stays paused here'
       { find: () => Promise.resolve(new Map([[VM, {}]])) } as unknown as VmDriver,
       new FakeClock(),
       new HostMetrics(),
+      {
+        // The last step once the new node took the guest over.
+        movedOut: (...call: (typeof handedOff)[number]) => {
+          handedOff.push(call);
+          settle();
+          return Promise.resolve();
+        },
+      } as unknown as MeshPorts,
     );
     const pauses: number[] = [];
     moves.sleep = (ms) => {
@@ -132,6 +149,8 @@ describe('PausedMoves: asking the new node on while the guest stays paused here'
     expect(superseded).toEqual([VM]);
     expect(resumed).toEqual([]);
     expect(asked).toBe(1);
+    // Its ports forwarded to the new node at once, as after a move confirmed in time.
+    expect(handedOff).toEqual([[VM, FORWARDS, { nodeId: 'node-b', wgIp: '127.0.0.1' }]]);
   });
 
   it('lets the guest run here again only on a definite no (404: no such move there)', async () => {
@@ -142,6 +161,7 @@ describe('PausedMoves: asking the new node on while the guest stays paused here'
     await settled;
     expect(resumed).toEqual([VM]);
     expect(superseded).toEqual([]);
+    expect(handedOff).toEqual([]);
   });
 
   it('holds the VM from its completed migration (asking nothing yet): an agent started meanwhile asks on; released, nothing is asked', async () => {

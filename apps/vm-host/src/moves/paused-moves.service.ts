@@ -1,16 +1,23 @@
-import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import {
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnModuleDestroy,
+  Optional,
+} from '@nestjs/common';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Clock } from '@app/daemon';
 import { VmRecord } from '@app/fleet-domain';
 import { CopyLocks } from '../vms/copies/copy-locks';
-import { PeerTarget, PeerTransport, Throttle } from '../vms/copies/peer-transport';
+import { PeerTarget, PeerTransport, Throttle, splitAddress } from '../vms/copies/peer-transport';
 import { HostMetrics } from '../metrics/host-metrics.service';
 import { moveHoldPath } from '../vms/files/move-hold';
 import { PRIVATE_FILE_MODE, VmFiles } from '../vms/files/vm-files';
 import { VmLifeCycles } from '../vms/life-cycle/vm-life-cycles';
 import { COPY_QMP_SOCKET } from '../vms/qemu/qemu-command-line';
 import { withQmp } from '../vms/qemu/qmp.client';
+import { MeshPorts } from '../vms/ports/mesh-ports';
 import { VmDriver } from '../vms/vm-driver';
 import { VmsService } from '../vms/vms.service';
 import { messageOf } from '../vms/vms.errors';
@@ -52,6 +59,7 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly driver: VmDriver,
     private readonly clock: Clock,
     private readonly metrics: HostMetrics,
+    @Optional() private readonly meshPorts?: MeshPorts,
   ) {}
 
   /** The moves a killed agent left unconfirmed: asked on. */
@@ -151,7 +159,12 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
       this.logger.warn(
         `vm ${vmId}: node ${peer.nodeId} says it took the guest over and runs it: its paused QEMU here stopped, its disk and files set aside`,
       );
+      // Its ports, read before its files are set aside: the mesh forwards them to the new node
+      // at once, as after a move confirmed in time (MovesOutService.moveLive).
+      const forwards = (await this.files.readSidecar(vmId))?.forwards ?? [];
       await this.vms.supersede([vmId], `its move to node ${peer.nodeId} confirmed late`);
+      const to = { nodeId: peer.nodeId, wgIp: splitAddress(peer.address).host };
+      await this.meshPorts?.movedOut(vmId, forwards, to);
     } else {
       this.logger.warn(
         `vm ${vmId}: node ${peer.nodeId} says it did not take the guest over (${word.reason}); the guest runs here again`,
