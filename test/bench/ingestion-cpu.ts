@@ -26,7 +26,8 @@ import { spawnBenchScript } from './bench-script';
 
 /** `--nodes N`: node ids the heartbeats cycle through (1,000 by default). */
 const NODES = Number(process.argv[process.argv.indexOf('--nodes') + 1]) || 1_000;
-const WARM_UP = 5_000;
+/** Heartbeats before measuring: every node id enrolled (a first heartbeat costs more), then more. */
+const WARM_UP = NODES + 5_000;
 const REQUESTS = 20_000;
 const ROUNDS = 5;
 /** What a child writes once warmed up. */
