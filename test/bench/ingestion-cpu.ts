@@ -5,12 +5,12 @@
  * ../shared/bench/side-by-side.sh runs it). Each app is driven through its Express handler with
  * in-memory sockets (no TCP, no load generator sharing the CPU), each in a process of its own;
  * process.cpuUsage() over REQUESTS heartbeats from NODES node ids, after a warm-up.
- * The two processes measure at the same time, one per core: a machine whose speed swings (a
- * shared host's does, by a third within seconds) slows both alike, so each round's ratio holds
- * where apps measured one after the other differ by the swing (the event loop's delay, also
- * shown, is only meaningful on a quiet machine).
- * Alone: ts-node -T -r tsconfig-paths/register test/bench/ingestion-cpu.ts [product|floor]
- * [--nodes N]
+ * The two processes measure at the same time, one per core. A shared host's speed can swing by
+ * a third within seconds: apps measured one after the other mostly show the swing, apps
+ * measured at once are slowed alike and their ratio holds. (The event loop's delay, also shown,
+ * is only meaningful on a quiet machine.)
+ * Alone: ts-node -T -r tsconfig-paths/register test/bench/ingestion-cpu.ts [--nodes N]; one app
+ * (measures once its stdin ends): ... ingestion-cpu.ts product|floor [--nodes N] </dev/null
  */
 import 'reflect-metadata';
 import { Duplex } from 'node:stream';
@@ -195,6 +195,8 @@ export async function measureOne(
 interface Child {
   ready: Promise<void>;
   measure(): Promise<IngestionCpuResult>;
+  /** Ends it (the other app failed). */
+  stop(): void;
 }
 
 function startChild(which: 'product' | 'floor'): Child {
@@ -202,16 +204,21 @@ function startChild(which: 'product' | 'floor'): Child {
   let output = '';
   let markReady: () => void = () => undefined;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
+  // 'close': its stdout read to the end.
   const done = new Promise<IngestionCpuResult>((resolve, reject) => {
-    child.on('exit', (code) =>
-      code === 0
-        ? resolve(JSON.parse(output.slice(output.indexOf('\n') + 1)) as IngestionCpuResult)
-        : reject(new Error(`ingestion-cpu ${which} exited ${code}`)),
-    );
+    child.on('close', (code) => {
+      const figures = output.slice(output.indexOf(READY_LINE) + READY_LINE.length);
+      try {
+        if (code !== 0) throw new Error(`exited ${code}`);
+        resolve(JSON.parse(figures) as IngestionCpuResult);
+      } catch (error) {
+        reject(new Error(`ingestion-cpu ${which}: ${String(error)}`));
+      }
+    });
   });
   child.stdout.on('data', (chunk: Buffer) => {
     output += chunk.toString();
-    if (output.startsWith(READY_LINE)) markReady();
+    if (output.includes(READY_LINE)) markReady();
   });
   return {
     ready: Promise.race([ready, done.then(() => undefined)]),
@@ -219,6 +226,7 @@ function startChild(which: 'product' | 'floor'): Child {
       child.stdin.end('go\n');
       return done;
     },
+    stop: () => void child.kill(),
   };
 }
 
@@ -243,8 +251,12 @@ export async function measureIngestionCpu(): Promise<{
   const ratios: number[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
     const children = [startChild('product'), startChild('floor')];
-    await Promise.all(children.map((child) => child.ready));
-    const [ours, theirs] = await Promise.all(children.map((child) => child.measure()));
+    const [ours, theirs] = await Promise.all(children.map((child) => child.ready))
+      .then(() => Promise.all(children.map((child) => child.measure())))
+      .catch((error: unknown) => {
+        for (const child of children) child.stop();
+        throw error;
+      });
     product.push(ours);
     floor.push(theirs);
     ratios.push(theirs.cpuUsPerHeartbeat / ours.cpuUsPerHeartbeat);

@@ -72,30 +72,40 @@ describe('PausedMoves: asking the new node on while the guest stays paused here'
 
   /**
    * An agent's PausedMoves over the same VM folder; `settled` resolves once its first decision is
-   * carried out (the guest resumed here, or set aside and its ports handed to the new node).
+   * carried out and it asks no more (the guest resumed here, or set aside and its ports handed
+   * to the new node).
    */
   function agent() {
     const locks = { run: <T>(_key: string, work: () => Promise<T>) => work() };
     let settle!: () => void;
     const settled = new Promise<void>((resolve) => (settle = resolve));
+    // Superseded, the VM's files are set aside: its sidecar is no longer found.
+    let setAside = false;
     const vms = {
       supersede: (ids: string[]) => {
         superseded.push(...ids);
+        setAside = true;
         return Promise.resolve();
       },
     } as unknown as VmsService;
     const resumes = {
       resume: (id: string) => {
         resumed.push(id);
-        settle();
         return Promise.resolve('resumed');
       },
     } as unknown as MovesResumeService;
+    const metrics = new HostMetrics();
+    const observe = metrics.observeUnconfirmedMoves.bind(metrics);
+    metrics.observeUnconfirmedMoves = (count) => {
+      observe(count);
+      if (count === 0) settle();
+    };
     const moves = new PausedMoves(
       {
         runDir: (id: string) => join(root, 'run', id),
         listVmIds: () => Promise.resolve([VM]),
-        readSidecar: (id: string) => Promise.resolve({ vm_id: id, forwards: FORWARDS }),
+        readSidecar: (id: string) =>
+          Promise.resolve(setAside ? undefined : { vm_id: id, forwards: FORWARDS }),
       } as unknown as VmFiles,
       { locks } as unknown as VmLifeCycles,
       locks as unknown as CopyLocks,
@@ -103,12 +113,10 @@ describe('PausedMoves: asking the new node on while the guest stays paused here'
       resumes,
       { find: () => Promise.resolve(new Map([[VM, {}]])) } as unknown as VmDriver,
       new FakeClock(),
-      new HostMetrics(),
+      metrics,
       {
-        // The last step once the new node took the guest over.
         movedOut: (...call: (typeof handedOff)[number]) => {
           handedOff.push(call);
-          settle();
           return Promise.resolve();
         },
       } as unknown as MeshPorts,

@@ -39,7 +39,8 @@ interface UnconfirmedMove {
  * background (askUntilAnswered) for as long as the guest stays paused by the move. Its word
  * `taken`: the paused QEMU stopped and the VM's disk and files set aside (it runs there); a
  * definite no: the guest runs here again. Never on silence nor a refused connection. Recorded in
- * the VM's run folder, so a restarted agent asks on.
+ * the VM's run folder, so a restarted agent asks on. Taken, its ports are handed to the routing
+ * mesh at once (forwarded to the new node), as after a move confirmed in time.
  */
 @Injectable()
 export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
@@ -160,8 +161,17 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
         `vm ${vmId}: node ${peer.nodeId} says it took the guest over and runs it: its paused QEMU here stopped, its disk and files set aside`,
       );
       // Its ports, read before its files are set aside: the mesh forwards them to the new node
-      // at once, as after a move confirmed in time (MovesOutService.moveLive).
-      const forwards = (await this.files.readSidecar(vmId))?.forwards ?? [];
+      // at once, as after a move confirmed in time (MovesOutService.moveLive). An unreadable
+      // sidecar does not keep the guest's QEMU here: the mesh learns from the controller's table.
+      const forwards = await this.files.readSidecar(vmId).then(
+        (sidecar) => sidecar?.forwards ?? [],
+        (error: unknown) => {
+          this.logger.error(
+            `vm ${vmId}: its ports not handed to node ${peer.nodeId} at once (${messageOf(error)}); the mesh forwards them once the controller's table lists it there`,
+          );
+          return [];
+        },
+      );
       await this.vms.supersede([vmId], `its move to node ${peer.nodeId} confirmed late`);
       const to = { nodeId: peer.nodeId, wgIp: splitAddress(peer.address).host };
       await this.meshPorts?.movedOut(vmId, forwards, to);

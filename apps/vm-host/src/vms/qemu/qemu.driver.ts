@@ -312,7 +312,7 @@ export class QemuDriver extends VmDriver {
    */
   powerButtonEveryMs = POWER_BUTTON_EVERY_MS;
 
-  /** Grace after QMP quit, then again after SIGTERM, before stop SIGKILLs a QEMU. */
+  /** Grace after QMP quit, then again after SIGTERM, before stop SIGKILLs a QEMU (a unit test shortens it). */
   stopGraceMs = STOP_GRACE_MS;
 
   /** ACPI power-down, pressed again every powerButtonEveryMs, up to `withinMs` (see powerDownQemu). */
