@@ -1,4 +1,4 @@
-import { Logger, LoggerService } from '@nestjs/common';
+import type { LoggerService } from '@nestjs/common';
 import { inspect } from 'node:util';
 
 /**
@@ -23,4 +23,11 @@ const collected: LoggerService = {
   fatal: (message: unknown, ...params: unknown[]) => logs.push(line('FATAL', message, params)),
 };
 
-Logger.overrideLogger(collected);
+// Only once a spec loads Nest: a spec of pure rules never loads @nestjs/common (most of a
+// second per spec on a loaded machine). Nest's own files load the package again while it loads:
+// that inner turn gets it unfinished (no Logger yet) and leaves the override to the outer one.
+jest.doMock('@nestjs/common', () => {
+  const nest = jest.requireActual<typeof import('@nestjs/common')>('@nestjs/common');
+  if (nest.Logger !== undefined) nest.Logger.overrideLogger(collected);
+  return nest;
+});
