@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { readFileSync } from 'node:fs';
 import { failedTestLogs } from '../support/unit-environment';
 
 describe('the unit tier', () => {
@@ -17,6 +18,15 @@ describe('the unit tier', () => {
     new Logger('HostFacts').warn('cannot read ram');
     expect(warn).toHaveBeenCalledWith('cannot read ram');
     warn.mockRestore();
+  });
+
+  it('places an error at its line and column of the TypeScript source (test/support/script-cache.runtime.cjs)', () => {
+    const error = new Error('placed');
+    const marker = ['new Error(', "'placed')"].join('');
+    const lines = readFileSync(__filename, 'utf8').split('\n');
+    const line = lines.findIndex((text) => text.includes(marker));
+    const column = lines[line].indexOf('new Error');
+    expect(error.stack?.split('\n')[1]).toContain(`unit-tier.spec.ts:${line + 1}:${column + 1})`);
   });
 
   it('prints what a failed test logged, and nothing for one that logged nothing', () => {

@@ -402,6 +402,8 @@ const ready = () => process.stdout.write('ready\\n');
 if (status) {
   const socketPath = /^unix:([^,]+),/.exec(process.argv[process.argv.indexOf('-qmp') + 1])[1];
   require('node:net').createServer((socket) => {
+    // As QEMU, a client gone mid-answer (its own deadline passed) ends only that connection.
+    socket.on('error', () => {});
     socket.write(JSON.stringify({ QMP: { version: {}, capabilities: [] } }) + '\\n');
     socket.on('data', (chunk) => {
       for (const line of String(chunk).split('\\n').filter(Boolean)) {
