@@ -27,7 +27,10 @@ describe('asking the new node on until it answers for sure', () => {
     waited = [];
   });
 
-  function how(ask: () => Promise<VmRecord>, more: Partial<AskUntilAnswered> = {}) {
+  function how(
+    ask: () => Promise<VmRecord>,
+    more: Partial<AskUntilAnswered> = {},
+  ): AskUntilAnswered {
     return {
       ask,
       stillPaused: () => Promise.resolve(true),
@@ -39,6 +42,8 @@ describe('asking the new node on until it answers for sure', () => {
       nowMs: () => clock.now(),
       stopping: () => false,
       waiting: (forMs: number, attempts: number) => waited.push({ forMs, attempts }),
+      grantExpired: () => false,
+      askingEnds: () => undefined,
       ...more,
     };
   }
@@ -92,5 +97,33 @@ describe('asking the new node on until it answers for sure', () => {
       kind: 'stopped',
     });
     expect(stoppable).toHaveBeenCalledTimes(1);
+  });
+
+  it('asks no more once the move grant has expired (the new node would refuse it), the guest still paused and watched until settled', async () => {
+    const ask = jest.fn<Promise<VmRecord>, []>().mockRejectedValue(refused());
+    const expiresAtMs = clock.now() + 60_000;
+    const ended: number[] = [];
+    let paused = true;
+    const watched = jest.fn(() => Promise.resolve(paused));
+    const word = askUntilAnswered(
+      how(ask, {
+        stillPaused: watched,
+        grantExpired: () => clock.now() >= expiresAtMs,
+        askingEnds: (attempts) => ended.push(attempts),
+        sleep: (ms: number) => {
+          pauses.push(ms);
+          clock.advance(ms);
+          // Settled elsewhere (the controller's move-resume) a while after the expiry.
+          if (clock.now() >= expiresAtMs + 10 * ASK_AGAIN_MAX_MS) paused = false;
+          return Promise.resolve();
+        },
+      }),
+    );
+    await expect(word).resolves.toEqual({ kind: 'gone' });
+    // Asked at 0, 5, 15 and 35 s, then not at 65 s: the grant expired at 60 s.
+    expect(ask).toHaveBeenCalledTimes(4);
+    expect(ended).toEqual([4]);
+    // Watched on every 30 s until it was settled.
+    expect(watched.mock.calls.length).toBeGreaterThan(ask.mock.calls.length + 5);
   });
 });

@@ -34,6 +34,10 @@ export interface AskUntilAnswered {
   stopping: () => boolean;
   /** Told the waiting goes on: at most once a WAITING_LOG_EVERY_MS. */
   waiting: (forMs: number, attempts: number, reason: string) => void;
+  /** Whether the move's grant has expired: the new node refuses it from then on. */
+  grantExpired: () => boolean;
+  /** Told once, when the grant is found expired: the new node is asked no more. */
+  askingEnds: (attempts: number) => void;
 }
 
 /**
@@ -41,14 +45,26 @@ export interface AskUntilAnswered {
  * first, backing off to every 30 s, for as long as the guest stays paused here. Silence, a
  * refused connection (its agent down: restarted, it takes the guest over if its QEMU received it
  * whole) and any other answer say nothing of the guest: the asking goes on, the guest paused.
+ * Once the move's grant has expired the new node would refuse every ask: it is asked no more,
+ * and the guest stays paused here (still watched: `gone` once the controller or an operator
+ * settles it) rather than run on a guess.
  */
 export async function askUntilAnswered(how: AskUntilAnswered): Promise<LaterWord> {
   const since = how.nowMs();
   let loggedAt = since;
   let pauseMs = ASK_AGAIN_FIRST_MS;
+  let asking = true;
   for (let attempts = 1; ; attempts += 1) {
     if (how.stopping()) return { kind: 'stopped' };
     if (!(await how.stillPaused())) return { kind: 'gone' };
+    if (asking && how.grantExpired()) {
+      asking = false;
+      how.askingEnds(attempts - 1);
+    }
+    if (!asking) {
+      await how.sleep(ASK_AGAIN_MAX_MS);
+      continue;
+    }
     try {
       return { kind: 'taken', vm: await how.ask() };
     } catch (error) {

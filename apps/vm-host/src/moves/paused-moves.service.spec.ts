@@ -3,6 +3,7 @@ import { Server, createServer } from 'node:http';
 import type { AddressInfo, Server as NetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Logger } from '@nestjs/common';
 import type { HostPort } from '@app/fleet-domain';
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { qmpServer } from '../../../../test/support/fake-qmp-server';
@@ -191,5 +192,31 @@ describe('PausedMoves: asking the new node on while the guest stays paused here'
     await third.moves.onApplicationBootstrap();
     expect(third.moves.unconfirmed()).toEqual([]);
     expect(asked).toBe(1);
+  });
+
+  it('asks the new node no more once the move grant has expired (it refuses it): the guest stays paused here, counted, and the error says so once', async () => {
+    answer = { status: 401, body: { message: 'move grant refused: grant expired' } };
+    const address = await newNode();
+    const errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    const expiresAt = '2026-08-06T11:00:00.000Z';
+    const { moves, pauses } = agent();
+    await moves.watch(VM, { nodeId: 'node-b', address, grant: 'g', grantExpiresAt: expiresAt });
+    while (pauses.length < 3) await new Promise((resolve) => setImmediate(resolve));
+    expect(asked).toBe(0);
+    expect(moves.unconfirmed()).toEqual([VM]);
+    expect(superseded).toEqual([]);
+    expect(resumed).toEqual([]);
+    expect(errors.mock.calls).toEqual([
+      [
+        `vm ${VM}: its move grant for node node-b expired at ${expiresAt} with no word on the take-over (0 asks): node node-b is asked no more (it refuses the grant); the guest stays paused here until the controller settles the move (superseded, or move-resume)`,
+      ],
+    ]);
+    // Recorded with the move, so the next agent knows it too.
+    const record = JSON.parse(
+      await readFile(join(root, 'run', VM, 'move-unconfirmed.json'), 'utf8'),
+    ) as object;
+    expect(record).toMatchObject({ grant: 'g', grant_expires_at: expiresAt });
+    moves.onModuleDestroy();
+    errors.mockRestore();
   });
 });

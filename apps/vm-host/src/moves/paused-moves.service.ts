@@ -30,6 +30,8 @@ interface UnconfirmedMove {
   node_id: string;
   address: string;
   grant: string;
+  /** When the grant expires (RFC 3339); absent in a record an earlier agent wrote. */
+  grant_expires_at?: string;
   since: string;
 }
 
@@ -40,7 +42,8 @@ interface UnconfirmedMove {
  * `taken`: the paused QEMU stopped and the VM's disk and files set aside (it runs there); a
  * definite no: the guest runs here again. Never on silence nor a refused connection. Recorded in
  * the VM's run folder, so a restarted agent asks on. Taken, its ports are handed to the routing
- * mesh at once (forwarded to the new node), as after a move confirmed in time.
+ * mesh at once (forwarded to the new node), as after a move confirmed in time. Its grant expired
+ * (the new node refuses it then), the new node is asked no more: the guest stays paused here.
  */
 @Injectable()
 export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
@@ -100,6 +103,7 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
       node_id: peer.nodeId,
       address: peer.address,
       grant: peer.grant,
+      ...(peer.grantExpiresAt === undefined ? {} : { grant_expires_at: peer.grantExpiresAt }),
       since: new Date(this.clock.wallNow()).toISOString(),
     };
     const path = this.recordPath(vmId);
@@ -127,6 +131,7 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
     this.asking.add(vmId);
     this.metrics.observeUnconfirmedMoves(this.asking.size);
     const peer: PeerTarget = { nodeId: move.node_id, address: move.address, grant: move.grant };
+    const grantExpiresAtMs = Date.parse(move.grant_expires_at ?? '');
     this.logger.warn(
       `vm ${vmId}: its move to node ${peer.nodeId} is unconfirmed (since ${move.since}): the guest stays paused here while node ${peer.nodeId} is asked whether it took it over`,
     );
@@ -140,6 +145,11 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
       waiting: (forMs, attempts, reason) =>
         this.logger.warn(
           `vm ${vmId}: node ${peer.nodeId} still gives no word on the take-over after ${Math.round(forMs / 1000)} s (${attempts} asks, last: ${reason}); the guest stays paused here`,
+        ),
+      grantExpired: () => this.clock.wallNow() >= grantExpiresAtMs,
+      askingEnds: (attempts) =>
+        this.logger.error(
+          `vm ${vmId}: its move grant for node ${peer.nodeId} expired at ${move.grant_expires_at} with no word on the take-over (${attempts} asks): node ${peer.nodeId} is asked no more (it refuses the grant); the guest stays paused here until the controller settles the move (superseded, or move-resume)`,
         ),
     })
       .then((word) => this.settle(vmId, peer, word))
@@ -211,6 +221,7 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
         typeof move.node_id === 'string' &&
         typeof move.address === 'string' &&
         typeof move.grant === 'string' &&
+        (move.grant_expires_at === undefined || typeof move.grant_expires_at === 'string') &&
         typeof move.since === 'string';
       return valid ? move : undefined;
     } catch {

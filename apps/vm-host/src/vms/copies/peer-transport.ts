@@ -62,6 +62,8 @@ export interface PeerTarget {
   nodeId: string;
   address: string;
   grant: string;
+  /** When the grant expires (RFC 3339), when known: the peer refuses it from then on. */
+  grantExpiresAt?: string;
 }
 
 /**
