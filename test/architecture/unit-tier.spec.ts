@@ -29,6 +29,11 @@ describe('the unit tier', () => {
     expect(error.stack?.split('\n')[1]).toContain(`unit-tier.spec.ts:${line + 1}:${column + 1})`);
   });
 
+  it('compiles the modules of a spec as scripts V8 keeps on Node 20 (jest compiles them itself from Node 22 on)', () => {
+    const marked = (globalThis as Record<symbol, unknown>)[Symbol.for('ppn.script-cache-runtime')];
+    expect(marked).toBe(Number(process.versions.node.split('.')[0]) < 22 ? true : undefined);
+  });
+
   it('prints what a failed test logged, and nothing for one that logged nothing', () => {
     expect(failedTestLogs('refuses a bad disk', ['WARN [VmFiles] vm vm-1: no space'])).toBe(
       'What "refuses a bad disk" logged:\n  WARN [VmFiles] vm vm-1: no space\n',

@@ -55,8 +55,8 @@ export async function measureMoves(): Promise<MoveFigures> {
     const { key, pubkey } = guestKey(workDir);
     fleet = startFleetDaemon();
     await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
-    await startMoveNode(A, pubkey, 'auto');
-    await startMoveNode(B, pubkey, 'auto');
+    await startMoveNode(A, pubkey, { VM_ACCEL: 'auto' });
+    await startMoveNode(B, pubkey, { VM_ACCEL: 'auto' });
     const guest = await guestOn(A, key, 'cat /proc/sys/kernel/random/boot_id');
     const { vmId, sshPort } = guest;
     // Under auto, a guest KVM cannot run is started again under TCG: the accelerator it runs on.

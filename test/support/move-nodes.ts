@@ -45,13 +45,13 @@ export function guestKey(workDir: string): { key: string; pubkey: string } {
 }
 
 /**
- * The node's agent, enrolled; `pubkey`: the guests' SSH key (none: no SSH into them); `accel`:
- * its VM_ACCEL (tcg unless said).
+ * The node's agent, enrolled; `pubkey`: the guests' SSH key (none: no SSH into them); `env`:
+ * more of its environment over the rest (VM_ACCEL=auto, a test-only VM_HOST_FAILPOINT).
  */
 export function startMoveNode(
   which: MoveNode,
   pubkey: string | undefined,
-  accel = 'tcg',
+  env: NodeJS.ProcessEnv = {},
 ): Promise<Daemon> {
   return enrolled(
     startAgent({
@@ -63,7 +63,8 @@ export function startMoveNode(
       VM_DISK_DIR: which.diskDir,
       VM_BASE_IMAGE: guestImagePath(),
       ...(pubkey === undefined ? {} : { VM_SSH_PUBKEY: pubkey }),
-      VM_ACCEL: accel,
+      VM_ACCEL: 'tcg',
+      ...env,
     }),
   );
 }

@@ -14,11 +14,16 @@
 // does. Where jest-runtime's internals differ from what this expects, jest is left as it is.
 'use strict';
 
-const { Script, SourceTextModule } = require('node:vm');
+const { Script, SyntheticModule } = require('node:vm');
 const Runtime = require('jest-runtime').default;
 
 /** V8 caches compileFunction's work from Node 22 on: jest's compile is kept there. */
 const COMPILE_FUNCTION_UNCACHED = Number(process.versions.node.split('.')[0]) < 22;
+/**
+ * With --experimental-vm-modules Node gives each script its own import() and V8 no longer
+ * shares its work: jest's compile is kept then too.
+ */
+const VM_MODULES = typeof SyntheticModule === 'function';
 
 /**
  * The part of jest-runtime's ModuleExecutor (jest 30) this replaces and uses.
@@ -43,7 +48,10 @@ class ScriptCacheRuntime extends Runtime {
     /** @type {Partial<ModuleExecutor> | undefined} */
     // @ts-expect-error jest-runtime's executor is private in its types
     const executor = this.executor;
-    if (!COMPILE_FUNCTION_UNCACHED) return;
+    // V8 coverage maps a script's offsets as compileFunction's: the wrapper line would shift them.
+    const [, , , , , coverage] = args;
+    const v8Coverage = coverage.collectCoverage && coverage.coverageProvider === 'v8';
+    if (!COMPILE_FUNCTION_UNCACHED || VM_MODULES || v8Coverage) return;
     if (!isModuleExecutor(executor)) {
       warnOnce(
         `${__filename}: jest-runtime ${require('jest-runtime/package.json').version} has no ModuleExecutor as jest 30's; jest compiles each module itself (the tiers run slower)\n`,
@@ -53,8 +61,14 @@ class ScriptCacheRuntime extends Runtime {
     const jestCompile = executor.compile.bind(executor);
     executor.compile = (source, filename) =>
       compileAsScript(executor, source, filename) ?? jestCompile(source, filename);
+    // For test/architecture/unit-tier.spec.ts: the specs' modules are compiled here.
+    const context = executor.environment.getVmContext();
+    if (context) Object.defineProperty(context, SCRIPT_CACHE_MARK, { value: true });
   }
 }
+
+/** Set on each test file's global while its modules are compiled here. */
+const SCRIPT_CACHE_MARK = Symbol.for('ppn.script-cache-runtime');
 
 let warned = false;
 /** @param {string} text */
@@ -99,18 +113,15 @@ function compileAsScript(executor, source, filename) {
       {
         filename: scriptFilename,
         lineOffset: -1,
-        importModuleDynamically: (specifier, _script, attributes) => {
-          if (typeof SourceTextModule !== 'function') {
-            // jest's words for an import() it cannot serve.
-            throw new Error(
-              'You need to run with a version of node that supports ES Modules in the VM API. See https://jestjs.io/docs/ecmascript-modules',
-            );
-          }
-          return executor.dynamicImport(specifier, scriptFilename, context, attributes);
-        },
+        // Never called: without --experimental-vm-modules (with it, jest compiles) Node refuses
+        // an import() first, as it does under jest's compile.
+        importModuleDynamically: (specifier, _script, attributes) =>
+          executor.dynamicImport(specifier, scriptFilename, context, attributes),
       },
     );
-    return script.runInContext(context);
+    const compiled = script.runInContext(context);
+    // Code closing the wrapper early is no module: jest's compile refuses it.
+    return typeof compiled === 'function' ? compiled : undefined;
   } catch {
     return undefined;
   }

@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import type { FleetVm, HeartbeatReplica, NodeHeartbeat } from '@app/fleet-domain';
-import { Daemon, FLEET_MAIN, eventually, stopAllDaemons } from '../support/daemons';
+import type { FleetVm, HeartbeatReplica } from '@app/fleet-domain';
+import { eventually, stopAllDaemons } from '../support/daemons';
+import { EtcdControllers, controllerUrl, heartbeatTo } from '../support/etcd-controllers';
 import { EtcdServer } from '../support/etcd-server';
-import { heartbeat, vmRecord } from '../support/heartbeats';
+import { vmRecord } from '../support/heartbeats';
 import { TestHost } from '../support/netns';
 import { StubAgent, json } from '../support/stub-agent';
 
@@ -21,33 +22,8 @@ describe('two controllers on one etcd: copy plans', () => {
   let hostA: TestHost;
   let hostB: TestHost;
   let etcd: EtcdServer;
-  const controllers = new Map<TestHost, Daemon>();
+  let controllers: EtcdControllers;
   const stubs: StubAgent[] = [];
-  const base = (host: TestHost) => `http://${host.address}:9203`;
-
-  const controllerOn = async (host: TestHost): Promise<Daemon> => {
-    const daemon = new Daemon(
-      FLEET_MAIN,
-      { VM_FLEET_ETCD_ENDPOINTS: `http://${host.hostAddress}:${etcd.port}` },
-      [],
-      [],
-      host.name,
-    );
-    controllers.set(host, daemon);
-    await daemon.waitForOutput(/listening on 0\.0\.0\.0:9203 \(state shared in etcd at /);
-    return daemon;
-  };
-
-  const beat = async (host: TestHost, fields: Partial<NodeHeartbeat> & { node_id: string }) => {
-    const response = await fetch(`${base(host)}/v1/nodes/heartbeat`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(
-        heartbeat({ ram_total_mb: 65_536, timestamp_utc: new Date().toISOString(), ...fields }),
-      ),
-    });
-    expect(response.status).toBe(200);
-  };
 
   beforeAll(async () => {
     hostA = TestHost.create('ppn-plan-a', 81);
@@ -56,7 +32,8 @@ describe('two controllers on one etcd: copy plans', () => {
       execFileSync('ip', ['-n', host.name, 'route', 'add', 'default', 'via', host.hostAddress]);
     }
     etcd = await EtcdServer.start([hostA.hostAddress, hostB.hostAddress]);
-    await Promise.all([controllerOn(hostA), controllerOn(hostB)]);
+    controllers = new EtcdControllers(etcd);
+    await Promise.all([controllers.start(hostA), controllers.start(hostB)]);
   });
 
   afterAll(async () => {
@@ -68,16 +45,8 @@ describe('two controllers on one etcd: copy plans', () => {
   });
 
   it("pushes each VM's plan from the leader alone, and the follower takes the copy the leader granted", async () => {
-    const leading = await Promise.any(
-      [...controllers.entries()].map(([host, daemon]) =>
-        daemon
-          .waitForOutput(/\[Leadership\] controller \S+ is the leader/, 15_000)
-          .then(() => ({ host, daemon })),
-      ),
-    );
-    const [followerHost, follower] = [...controllers.entries()].find(
-      ([host]) => host !== leading.host,
-    )!;
+    const leading = await controllers.leader(15_000);
+    const [followerHost, follower] = controllers.other(leading.host);
     await follower.waitForOutput(/\[Leadership\] controller \S+ follows the leader/);
 
     const planned = (call: { method: string; url: string }) =>
@@ -97,13 +66,13 @@ describe('two controllers on one etcd: copy plans', () => {
     let peerHolds = false;
     const beatBoth = () =>
       Promise.all([
-        beat(followerHost, {
+        heartbeatTo(followerHost, {
           node_id: 'node-source',
           wg_ip: hostA.hostAddress,
           spawn_port: source.port,
           vms: [{ ...vmRecord(VM), copies: { count: 1, every_s: 60 } }],
         }),
-        beat(followerHost, {
+        heartbeatTo(followerHost, {
           node_id: 'node-peer',
           wg_ip: hostB.hostAddress,
           spawn_port: peer.port,
@@ -132,7 +101,9 @@ describe('two controllers on one etcd: copy plans', () => {
       const listed = await eventually(
         'the copy listed by the follower',
         async () => {
-          const vms = (await (await fetch(`${base(followerHost)}/v1/vms`)).json()) as FleetVm[];
+          const vms = (await (
+            await fetch(`${controllerUrl(followerHost)}/v1/vms`)
+          ).json()) as FleetVm[];
           const vm = vms.find((each) => each.vm_id === VM);
           return vm?.copy_node_id === 'node-peer' ? vm : undefined;
         },

@@ -1,4 +1,5 @@
-import { Daemon, FLEET_MAIN, startFleetDaemon, stopAllDaemons } from '../support/daemons';
+import { startFleetDaemon, stopAllDaemons } from '../support/daemons';
+import { EtcdControllers, controllerUrl } from '../support/etcd-controllers';
 import { EtcdServer } from '../support/etcd-server';
 import { TestHost } from '../support/netns';
 
@@ -40,15 +41,8 @@ describe('controllers on one etcd with VM_FLEET_COPIES', () => {
     }
 
     // The same value, on a host of its own (port 9203): it starts, and serves beside the first.
-    const second = new Daemon(
-      FLEET_MAIN,
-      { VM_FLEET_ETCD_ENDPOINTS: `http://${other.hostAddress}:${etcd.port}`, VM_FLEET_COPIES: '2' },
-      [],
-      [],
-      other.name,
-    );
-    await second.waitForOutput(/listening on 0\.0\.0\.0:9203 \(state shared in etcd at /);
-    expect((await fetch(`http://${other.address}:9203/v1/nodes`)).status).toBe(200);
+    const second = await new EtcdControllers(etcd).start(other, { VM_FLEET_COPIES: '2' });
+    expect((await fetch(`${controllerUrl(other)}/v1/nodes`)).status).toBe(200);
     expect(await second.stop()).toEqual({ code: 0, signal: null });
     expect(await first.stop()).toEqual({ code: 0, signal: null });
   });

@@ -1,15 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import type { ServerResponse } from 'node:http';
-import type {
-  AgentRestoreRequest,
-  HeartbeatAnswer,
-  HeartbeatReplica,
-  NodeHeartbeat,
-  VmRecord,
-} from '@app/fleet-domain';
-import { Daemon, FLEET_MAIN, eventually, stopAllDaemons } from '../support/daemons';
+import type { AgentRestoreRequest, HeartbeatReplica, VmRecord } from '@app/fleet-domain';
+import { eventually, stopAllDaemons } from '../support/daemons';
+import { EtcdControllers, heartbeatTo } from '../support/etcd-controllers';
 import { EtcdServer } from '../support/etcd-server';
-import { heartbeat, vmRecord } from '../support/heartbeats';
+import { vmRecord } from '../support/heartbeats';
 import { TestHost } from '../support/netns';
 import { StubAgent, StubAgentCall, json } from '../support/stub-agent';
 
@@ -68,53 +63,15 @@ describe('two controllers on one etcd: leadership and recovery', () => {
   let hostA: TestHost;
   let hostB: TestHost;
   let etcd: EtcdServer;
-  const controllers = new Map<TestHost, Daemon>();
+  let controllers: EtcdControllers;
   const stubs: StubAgent[] = [];
-  const base = (host: TestHost) => `http://${host.address}:9203`;
   const ops = (host: TestHost) => `http://${host.address}:9206`;
-
-  const controllerOn = async (host: TestHost): Promise<Daemon> => {
-    const daemon = new Daemon(
-      FLEET_MAIN,
-      {
-        VM_FLEET_ETCD_ENDPOINTS: `http://${host.hostAddress}:${etcd.port}`,
-        VM_FLEET_FENCE_AFTER_S: String(FENCE_AFTER_S),
-        VM_FLEET_RECOVER_AFTER_S: String(RECOVER_AFTER_S),
-        VM_FLEET_OPS_ADDR: `${host.address}:9206`,
-      },
-      [],
-      [],
-      host.name,
-    );
-    controllers.set(host, daemon);
-    await daemon.waitForOutput(/listening on 0\.0\.0\.0:9203 \(state shared in etcd at /);
-    return daemon;
-  };
-
-  /** The controller that says it leads, waiting for one to. */
-  const leader = (timeoutMs: number, among = [...controllers.entries()]) =>
-    Promise.any(
-      among.map(([host, daemon]) =>
-        daemon
-          .waitForOutput(/\[Leadership\] controller \S+ is the leader/, timeoutMs)
-          .then((at) => ({ host, daemon, at })),
-      ),
-    );
-
-  const beat = async (
-    host: TestHost,
-    fields: Partial<NodeHeartbeat> & { node_id: string },
-  ): Promise<HeartbeatAnswer> => {
-    const response = await fetch(`${base(host)}/v1/nodes/heartbeat`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(
-        heartbeat({ ram_total_mb: 65_536, timestamp_utc: new Date().toISOString(), ...fields }),
-      ),
+  const controllerOn = (host: TestHost) =>
+    controllers.start(host, {
+      VM_FLEET_FENCE_AFTER_S: String(FENCE_AFTER_S),
+      VM_FLEET_RECOVER_AFTER_S: String(RECOVER_AFTER_S),
+      VM_FLEET_OPS_ADDR: `${host.address}:9206`,
     });
-    expect(response.status).toBe(200);
-    return (await response.json()) as HeartbeatAnswer;
-  };
 
   beforeAll(async () => {
     hostA = TestHost.create('ppn-ha-a', 31);
@@ -123,6 +80,7 @@ describe('two controllers on one etcd: leadership and recovery', () => {
       execFileSync('ip', ['-n', host.name, 'route', 'add', 'default', 'via', host.hostAddress]);
     }
     etcd = await EtcdServer.start([hostA.hostAddress, hostB.hostAddress]);
+    controllers = new EtcdControllers(etcd);
     await Promise.all([controllerOn(hostA), controllerOn(hostB)]);
   });
 
@@ -135,15 +93,15 @@ describe('two controllers on one etcd: leadership and recovery', () => {
   });
 
   it('elects one leader; the leader killed, the other takes over within 10 s', async () => {
-    const first = await leader(15_000);
-    const other = [...controllers.entries()].find(([host]) => host !== first.host)!;
+    const first = await controllers.leader(15_000);
+    const other = controllers.other(first.host);
     await other[1].waitForOutput(/\[Leadership\] controller \S+ follows the leader, controller /);
     expect(other[1].output).not.toMatch(/is the leader/);
 
     first.daemon.process.kill('SIGKILL');
     const killedAt = Date.now();
     await first.daemon.waitForExit();
-    const next = await leader(15_000, [other]);
+    const next = await controllers.leader(15_000, [other]);
     expect(next.at - killedAt).toBeLessThanOrEqual(10_000);
 
     // Restarted, the old one follows.
@@ -167,7 +125,7 @@ describe('two controllers on one etcd: leadership and recovery', () => {
       size_bytes: 1000,
     };
     const holderBeat = () =>
-      beat(hostB, {
+      heartbeatTo(hostB, {
         node_id: 'node-holder',
         wg_ip: hostB.hostAddress,
         spawn_port: holder.port,
@@ -184,7 +142,7 @@ describe('two controllers on one etcd: leadership and recovery', () => {
     // Through either controller the same lease is renewed, and each answer says so.
     for (const host of [hostA, hostB]) {
       expect(
-        await beat(host, {
+        await heartbeatTo(host, {
           node_id: 'node-lost',
           wg_ip: hostA.hostAddress,
           spawn_port: lost.port,
@@ -212,7 +170,7 @@ describe('two controllers on one etcd: leadership and recovery', () => {
     });
     const beating = setInterval(() => void holderBeat().catch(() => undefined), 2_000);
     try {
-      const { daemon } = await leader(1_000);
+      const { daemon } = await controllers.leader(1_000);
       const recoveredAt = await daemon.waitForOutput(
         new RegExp(
           `\\[Recovery\\] node node-lost lost \\(last lease renewal [^)]+\\): vm ${VM} recovered on node node-holder from its replica \\S+ taken ${copiedAt.replace(/\./g, '\\.')} \\(copy age \\d+ s\\), generation 1`,
@@ -227,7 +185,7 @@ describe('two controllers on one etcd: leadership and recovery', () => {
       const back = await eventually(
         'the lost node renewed again',
         async () => {
-          const answer = await beat(hostA, {
+          const answer = await heartbeatTo(hostA, {
             node_id: 'node-lost',
             wg_ip: hostA.hostAddress,
             spawn_port: lost.port,
@@ -266,7 +224,7 @@ describe('two controllers on one etcd: leadership and recovery', () => {
         headers: { 'content-type': 'application/json' },
       });
     // (Its routing mesh's table, to the VM the previous test recovered, is not this test's.)
-    const renewed = await beat(hostA, { node_id: 'node-gone', wg_ip: hostA.hostAddress });
+    const renewed = await heartbeatTo(hostA, { node_id: 'node-gone', wg_ip: hostA.hostAddress });
     expect({ ...renewed, mesh_routes: undefined }).toEqual({
       accepted: true,
       fence_after_s: FENCE_AFTER_S,
@@ -287,7 +245,7 @@ describe('two controllers on one etcd: leadership and recovery', () => {
       500,
     );
     expect(await declared.json()).toMatchObject({ node_id: 'node-gone', protected_vm_ids: [] });
-    await controllers
+    await controllers.on
       .get(hostB)!
       .waitForOutput(/\[Recovery\] node node-gone declared dead by an operator/);
   });

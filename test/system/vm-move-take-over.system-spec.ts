@@ -1,19 +1,10 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  Daemon,
-  FLEET_URL,
-  enrolled,
-  eventually,
-  startAgent,
-  startFleetDaemon,
-  stopAllDaemons,
-} from '../support/daemons';
+import { Daemon, eventually, startFleetDaemon, stopAllDaemons } from '../support/daemons';
 import { guestImageBuildCommand, guestImagePath } from '../support/guest-image';
 import { GUEST_SSH_DEADLINE_MS, sshOnceUp, sshRun } from '../support/guest-ssh';
 import { GuestRunWatch } from '../support/guest-run-watch';
 import {
-  MoveNode,
   guestKey,
   guestOn,
   leftOf,
@@ -21,6 +12,7 @@ import {
   listedOn,
   moveNodes,
   qemusOn,
+  startMoveNode,
 } from '../support/move-nodes';
 import { ppnFleet } from '../support/ppn-fleet-cli';
 import { killQemusUnder } from '../support/qemu-processes';
@@ -41,24 +33,6 @@ const workDir = scratchFolder('vm-move-take-over-');
 const WAIT_MS = 300_000;
 const { a: A, b: B } = moveNodes(workDir);
 
-/** The node's agent as move-nodes.ts starts it, with a test-only crash step when given. */
-function startNode(which: MoveNode, pubkey: string, failpoint?: string): Promise<Daemon> {
-  return enrolled(
-    startAgent({
-      VM_FLEET_ENDPOINT: FLEET_URL,
-      VM_NODE_ID: which.id,
-      VM_WG_IP: which.wgIp,
-      VM_SPAWN_PORT: which.spawnPort,
-      VM_HEARTBEAT_INTERVAL_S: '1',
-      VM_DISK_DIR: which.diskDir,
-      VM_BASE_IMAGE: guestImagePath(),
-      VM_SSH_PUBKEY: pubkey,
-      VM_ACCEL: 'tcg',
-      ...(failpoint === undefined ? {} : { VM_HOST_FAILPOINT: failpoint }),
-    }),
-  );
-}
-
 describe("a live move whose new node's agent is killed right after its QEMU ran the guest", () => {
   let fleet: Daemon;
   let agents: Daemon[] = [];
@@ -75,7 +49,10 @@ describe("a live move whose new node's agent is killed right after its QEMU ran 
     ({ key, pubkey } = guestKey(workDir));
     fleet = startFleetDaemon();
     await fleet.waitForOutput(/listening on 0\.0\.0\.0:9203/);
-    agents = [await startNode(A, pubkey), await startNode(B, pubkey, 'after-move-take-over')];
+    agents = [
+      await startMoveNode(A, pubkey),
+      await startMoveNode(B, pubkey, { VM_HOST_FAILPOINT: 'after-move-take-over' }),
+    ];
   });
 
   afterAll(async () => {
@@ -158,7 +135,7 @@ describe("a live move whose new node's agent is killed right after its QEMU ran 
     const settledAfter = killedAt + 2_000;
     expect(watch.nodesRunning(settledAfter)).toEqual([B.id]);
 
-    agents[1] = await startNode(B, pubkey);
+    agents[1] = await startMoveNode(B, pubkey);
     expect(agents[1].output).toContain(
       `vm ${vmId}: its live move in was cut short after its QEMU received the whole guest`,
     );

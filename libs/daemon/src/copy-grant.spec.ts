@@ -1,8 +1,17 @@
-import { COPY_GRANT_CONTEXT, grantMac, signCopyGrant, verifyCopyGrant } from './copy-grant';
+import {
+  COPY_GRANT_CONTEXT,
+  MOVE_GRANT_CONTEXT,
+  grantExpiryOf,
+  grantMac,
+  signCopyGrant,
+  verifyCopyGrant,
+} from './copy-grant';
 import { COPY_READ_GRANT_CONTEXT, verifyCopyReadGrant } from './copy-read-grant';
 
+const GRANT = { vm: 'vm-0123456789abcdef', source: 'node-a', peer: 'node-b', expiresAtMs: 2_000 };
+
 describe('copy grants', () => {
-  const grant = { vm: 'vm-0123456789abcdef', source: 'node-a', peer: 'node-b', expiresAtMs: 2_000 };
+  const grant = GRANT;
 
   it('is taken by the peer it names, with the token it was signed with, until it expires', () => {
     const signed = signCopyGrant('token-b', grant);
@@ -55,5 +64,27 @@ describe('copy grants: issued-at', () => {
       issuedAtMs: 1_500,
     };
     expect(verifyCopyGrant('token-b', 'node-b', signCopyGrant('token-b', grant), 0)).toEqual(grant);
+  });
+});
+
+describe('a grant read by its holder (grantExpiryOf)', () => {
+  it('states when the peer will refuse it, signed with a token the holder does not have', () => {
+    const signed = signCopyGrant('token-b', { ...GRANT, expiresAtMs: 5_000 }, MOVE_GRANT_CONTEXT);
+    expect(grantExpiryOf(signed)).toBe(5_000);
+  });
+
+  it('states nothing for a grant without a readable expiry', () => {
+    const payload = (fields: unknown) => Buffer.from(JSON.stringify(fields)).toString('base64url');
+    for (const grant of [
+      'g',
+      '.mac',
+      `${payload({ exp: '5000' })}.mac`,
+      `${payload({ exp: null })}.mac`,
+      `${payload(null)}.mac`,
+      `${Buffer.from('not json').toString('base64url')}.mac`,
+      `${payload({ exp: 5_000, pad: 'x'.repeat(1_100) })}.mac`,
+    ]) {
+      expect(grantExpiryOf(grant)).toBeUndefined();
+    }
   });
 });

@@ -83,6 +83,23 @@ export function verifyCopyGrant(
 }
 
 /**
+ * The expiry a grant states (`exp`, wall-clock ms), read without checking its MAC: for its
+ * holder, which cannot check it (the peer's token signed it), to know when the peer will refuse
+ * it. Never a reason to trust it. Undefined when the grant has no readable `exp`.
+ */
+export function grantExpiryOf(grant: string): number | undefined {
+  const dot = grant.indexOf('.');
+  if (dot <= 0 || grant.length > 1024) return undefined;
+  try {
+    const fields: unknown = JSON.parse(Buffer.from(grant.slice(0, dot), 'base64url').toString());
+    const exp = (fields as { exp?: unknown } | null)?.exp;
+    return typeof exp === 'number' && Number.isFinite(exp) ? exp : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The JSON fields of a grant `presented` (base64url payload "." MAC), when its MAC under
  * `context` keyed with this node's token (`ownToken`) matches; otherwise why not (never echoing
  * the grant). Each kind of grant then checks its own fields.

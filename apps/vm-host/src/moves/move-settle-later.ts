@@ -36,7 +36,7 @@ export interface AskUntilAnswered {
   waiting: (forMs: number, attempts: number, reason: string) => void;
   /** Whether the move's grant has expired: the new node refuses it from then on. */
   grantExpired: () => boolean;
-  /** Told once, when the grant is found expired: the new node is asked no more. */
+  /** Told the first time the grant is found expired (asked no more): the asks made till then. */
   askingEnds: (attempts: number) => void;
 }
 
@@ -53,18 +53,19 @@ export async function askUntilAnswered(how: AskUntilAnswered): Promise<LaterWord
   const since = how.nowMs();
   let loggedAt = since;
   let pauseMs = ASK_AGAIN_FIRST_MS;
-  let asking = true;
-  for (let attempts = 1; ; attempts += 1) {
+  let asks = 0;
+  let toldExpired = false;
+  for (;;) {
     if (how.stopping()) return { kind: 'stopped' };
     if (!(await how.stillPaused())) return { kind: 'gone' };
-    if (asking && how.grantExpired()) {
-      asking = false;
-      how.askingEnds(attempts - 1);
-    }
-    if (!asking) {
+    // Judged at each pass: a wall clock stepped forward for a while does not end the asking.
+    if (how.grantExpired()) {
+      if (!toldExpired) how.askingEnds(asks);
+      toldExpired = true;
       await how.sleep(ASK_AGAIN_MAX_MS);
       continue;
     }
+    asks += 1;
     try {
       return { kind: 'taken', vm: await how.ask() };
     } catch (error) {
@@ -75,7 +76,7 @@ export async function askUntilAnswered(how: AskUntilAnswered): Promise<LaterWord
       const now = how.nowMs();
       if (now - loggedAt >= WAITING_LOG_EVERY_MS) {
         loggedAt = now;
-        how.waiting(now - since, attempts, reason);
+        how.waiting(now - since, asks, reason);
       }
     }
     await how.sleep(pauseMs);

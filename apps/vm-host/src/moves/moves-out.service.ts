@@ -121,12 +121,7 @@ export class MovesOutService {
     if (sidecar.error !== null) {
       throw new MoveConflictError(`vm ${vmId} is in error (${sidecar.error}): it cannot move`);
     }
-    const peer: PeerTarget = {
-      nodeId: to.node_id,
-      address: to.address,
-      grant: to.grant,
-      grantExpiresAt: to.expires_at,
-    };
+    const peer: PeerTarget = { nodeId: to.node_id, address: to.address, grant: to.grant };
     const run = await this.driver.inspect(vmId, sidecar.driver);
     if (run === 'running') return this.live(this.driver, sidecar, peer);
     if (run === 'stopped') return this.cold(sidecar, peer);

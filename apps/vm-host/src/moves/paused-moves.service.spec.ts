@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import type { HostPort } from '@app/fleet-domain';
+import { MOVE_GRANT_CONTEXT, signCopyGrant } from '@app/daemon';
 import { FakeClock } from '../../../../test/support/fake-clock';
 import { qmpServer } from '../../../../test/support/fake-qmp-server';
 import { HostMetrics } from '../metrics/host-metrics.service';
@@ -101,6 +102,7 @@ describe('PausedMoves: asking the new node on while the guest stays paused here'
       observe(count);
       if (count === 0) settle();
     };
+    const clock = new FakeClock();
     const moves = new PausedMoves(
       {
         runDir: (id: string) => join(root, 'run', id),
@@ -113,7 +115,7 @@ describe('PausedMoves: asking the new node on while the guest stays paused here'
       vms,
       resumes,
       { find: () => Promise.resolve(new Map([[VM, {}]])) } as unknown as VmDriver,
-      new FakeClock(),
+      clock,
       metrics,
       {
         movedOut: (...call: (typeof handedOff)[number]) => {
@@ -125,9 +127,10 @@ describe('PausedMoves: asking the new node on while the guest stays paused here'
     const pauses: number[] = [];
     moves.sleep = (ms) => {
       pauses.push(ms);
+      clock.advance(ms);
       return new Promise((resolve) => setImmediate(resolve));
     };
-    return { moves, settled, pauses };
+    return { moves, settled, pauses, clock };
   }
 
   it('keeps the record (private) through an agent restart; the next agent asks on and, told the new node runs the guest, sets it aside here', async () => {
@@ -194,29 +197,73 @@ describe('PausedMoves: asking the new node on while the guest stays paused here'
     expect(asked).toBe(1);
   });
 
-  it('asks the new node no more once the move grant has expired (it refuses it): the guest stays paused here, counted, and the error says so once', async () => {
-    answer = { status: 401, body: { message: 'move grant refused: grant expired' } };
-    const address = await newNode();
-    const errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
-    const expiresAt = '2026-08-06T11:00:00.000Z';
-    const { moves, pauses } = agent();
-    await moves.watch(VM, { nodeId: 'node-b', address, grant: 'g', grantExpiresAt: expiresAt });
-    while (pauses.length < 3) await new Promise((resolve) => setImmediate(resolve));
-    expect(asked).toBe(0);
-    expect(moves.unconfirmed()).toEqual([VM]);
-    expect(superseded).toEqual([]);
-    expect(resumed).toEqual([]);
-    expect(errors.mock.calls).toEqual([
-      [
-        `vm ${VM}: its move grant for node node-b expired at ${expiresAt} with no word on the take-over (0 asks): node node-b is asked no more (it refuses the grant); the guest stays paused here until the controller settles the move (superseded, or move-resume)`,
-      ],
-    ]);
-    // Recorded with the move, so the next agent knows it too.
-    const record = JSON.parse(
-      await readFile(join(root, 'run', VM, 'move-unconfirmed.json'), 'utf8'),
-    ) as object;
-    expect(record).toMatchObject({ grant: 'g', grant_expires_at: expiresAt });
-    moves.onModuleDestroy();
-    errors.mockRestore();
+  describe('once the move grant has expired (the new node refuses it then)', () => {
+    /** A move grant as the controller signs it, expiring at `expiresAtMs`. */
+    const grant = (expiresAtMs: number) =>
+      signCopyGrant(
+        'token-b',
+        { vm: VM, source: 'node-a', peer: 'node-b', expiresAtMs },
+        MOVE_GRANT_CONTEXT,
+      );
+    let errors: jest.SpyInstance;
+
+    beforeEach(() => {
+      answer = { status: 401, body: { message: 'move grant refused: grant expired' } };
+      errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    });
+
+    afterEach(() => errors.mockRestore());
+
+    it("asks no more a minute after it (a grace for the new node's clock): the guest stays paused here, counted, and the error says so once", async () => {
+      const address = await newNode();
+      const { moves, pauses, clock } = agent();
+      const expiresAtMs = clock.wallNow() + 60_000;
+      await moves.watch(VM, { nodeId: 'node-b', address, grant: grant(expiresAtMs) });
+      // Asked at 0, 5, 15, 35, 65 and 95 s; at 125 s the grant is past its minute of grace.
+      while (pauses.length < 9) await new Promise((resolve) => setImmediate(resolve));
+      expect(asked).toBe(6);
+      expect(pauses.slice(6)).toEqual([30_000, 30_000, 30_000]);
+      expect(moves.unconfirmed()).toEqual([VM]);
+      expect(superseded).toEqual([]);
+      expect(resumed).toEqual([]);
+      expect(errors.mock.calls).toEqual([
+        [
+          expect.stringMatching(
+            new RegExp(
+              `^vm ${VM}: its move to node node-b \\(unconfirmed since \\S+\\) has a move grant that expired at ${new Date(expiresAtMs).toISOString()}, with no word on the take-over \\(6 asks by this agent\\): node node-b is asked no more \\(it refuses the grant\\); the guest stays paused here until the controller settles the move \\(superseded, or move-resume\\)$`,
+            ),
+          ),
+        ],
+      ]);
+      moves.onModuleDestroy();
+    });
+
+    it('an agent started after it asks nothing; before it, the new node is asked as ever', async () => {
+      answer = { status: 200, body: { vm_id: VM, state: 'Running' } };
+      const address = await newNode();
+      const first = agent();
+      await first.moves.hold(VM, {
+        nodeId: 'node-b',
+        address,
+        grant: grant(first.clock.wallNow() - 120_000),
+      });
+      await first.moves.onApplicationBootstrap();
+      while (first.pauses.length < 2) await new Promise((resolve) => setImmediate(resolve));
+      expect(asked).toBe(0);
+      expect(first.moves.unconfirmed()).toEqual([VM]);
+      expect(errors).toHaveBeenCalledTimes(1);
+      first.moves.onModuleDestroy();
+      // The same move with a grant still good: asked, and settled on the answer.
+      const second = agent();
+      await second.moves.hold(VM, {
+        nodeId: 'node-b',
+        address,
+        grant: grant(second.clock.wallNow() + 60_000),
+      });
+      await second.moves.onApplicationBootstrap();
+      await second.settled;
+      expect(asked).toBe(1);
+      expect(superseded).toEqual([VM]);
+    });
   });
 });

@@ -7,7 +7,7 @@ import {
 } from '@nestjs/common';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Clock } from '@app/daemon';
+import { Clock, grantExpiryOf } from '@app/daemon';
 import { VmRecord } from '@app/fleet-domain';
 import { CopyLocks } from '../vms/copies/copy-locks';
 import { PeerTarget, PeerTransport, Throttle, splitAddress } from '../vms/copies/peer-transport';
@@ -25,13 +25,13 @@ import { LaterWord, askUntilAnswered } from './move-settle-later';
 import { MovesResumeService } from './moves-resume.service';
 
 const QMP_TIMEOUT_MS = 10_000;
+/** Past the grant's expiry, before it is taken as refused: the new node's clock may be behind. */
+export const GRANT_EXPIRY_GRACE_MS = 60_000;
 
 interface UnconfirmedMove {
   node_id: string;
   address: string;
   grant: string;
-  /** When the grant expires (RFC 3339); absent in a record an earlier agent wrote. */
-  grant_expires_at?: string;
   since: string;
 }
 
@@ -78,7 +78,7 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
     this.stopping = true;
   }
 
-  /** Vm ids whose take-over is being asked about (the move unconfirmed, the guest paused here). */
+  /** Vm ids whose move is unconfirmed, the guest paused here: asked about, or its grant expired. */
   unconfirmed(): string[] {
     return [...this.asking];
   }
@@ -103,7 +103,6 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
       node_id: peer.nodeId,
       address: peer.address,
       grant: peer.grant,
-      ...(peer.grantExpiresAt === undefined ? {} : { grant_expires_at: peer.grantExpiresAt }),
       since: new Date(this.clock.wallNow()).toISOString(),
     };
     const path = this.recordPath(vmId);
@@ -131,10 +130,15 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
     this.asking.add(vmId);
     this.metrics.observeUnconfirmedMoves(this.asking.size);
     const peer: PeerTarget = { nodeId: move.node_id, address: move.address, grant: move.grant };
-    const grantExpiresAtMs = Date.parse(move.grant_expires_at ?? '');
-    this.logger.warn(
-      `vm ${vmId}: its move to node ${peer.nodeId} is unconfirmed (since ${move.since}): the guest stays paused here while node ${peer.nodeId} is asked whether it took it over`,
-    );
+    // The new node refuses the grant once expired on its own clock: a grace for clocks apart.
+    const expiresAtMs = grantExpiryOf(move.grant);
+    const grantExpired = () =>
+      expiresAtMs !== undefined && this.clock.wallNow() >= expiresAtMs + GRANT_EXPIRY_GRACE_MS;
+    if (!grantExpired()) {
+      this.logger.warn(
+        `vm ${vmId}: its move to node ${peer.nodeId} is unconfirmed (since ${move.since}): the guest stays paused here while node ${peer.nodeId} is asked whether it took it over`,
+      );
+    }
     void askUntilAnswered({
       ask: () =>
         this.peers.call(peer, 'POST', `/v1/moves/${vmId}/incoming/done`) as Promise<VmRecord>,
@@ -146,10 +150,10 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
         this.logger.warn(
           `vm ${vmId}: node ${peer.nodeId} still gives no word on the take-over after ${Math.round(forMs / 1000)} s (${attempts} asks, last: ${reason}); the guest stays paused here`,
         ),
-      grantExpired: () => this.clock.wallNow() >= grantExpiresAtMs,
+      grantExpired,
       askingEnds: (attempts) =>
         this.logger.error(
-          `vm ${vmId}: its move grant for node ${peer.nodeId} expired at ${move.grant_expires_at} with no word on the take-over (${attempts} asks): node ${peer.nodeId} is asked no more (it refuses the grant); the guest stays paused here until the controller settles the move (superseded, or move-resume)`,
+          `vm ${vmId}: its move to node ${peer.nodeId} (unconfirmed since ${move.since}) has a move grant that expired at ${new Date(expiresAtMs!).toISOString()}, with no word on the take-over (${attempts} asks by this agent): node ${peer.nodeId} is asked no more (it refuses the grant); the guest stays paused here until the controller settles the move (superseded, or move-resume)`,
         ),
     })
       .then((word) => this.settle(vmId, peer, word))
@@ -221,7 +225,6 @@ export class PausedMoves implements OnApplicationBootstrap, OnModuleDestroy {
         typeof move.node_id === 'string' &&
         typeof move.address === 'string' &&
         typeof move.grant === 'string' &&
-        (move.grant_expires_at === undefined || typeof move.grant_expires_at === 'string') &&
         typeof move.since === 'string';
       return valid ? move : undefined;
     } catch {

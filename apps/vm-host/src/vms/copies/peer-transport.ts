@@ -62,8 +62,6 @@ export interface PeerTarget {
   nodeId: string;
   address: string;
   grant: string;
-  /** When the grant expires (RFC 3339), when known: the peer refuses it from then on. */
-  grantExpiresAt?: string;
 }
 
 /**
