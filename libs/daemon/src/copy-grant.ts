@@ -88,12 +88,29 @@ export function verifyCopyGrant(
  * it. Never a reason to trust it. Undefined when the grant has no readable `exp`.
  */
 export function grantExpiryOf(grant: string): number | undefined {
+  const parts = grantParts(grant);
+  const exp = parts && payloadFields(parts.payload)?.exp;
+  // Within Date's range, so that it can be shown as a time.
+  return typeof exp === 'number' && Math.abs(exp) <= MAX_DATE_MS ? exp : undefined;
+}
+
+/** The largest wall-clock milliseconds a Date holds. */
+const MAX_DATE_MS = 8.64e15;
+
+/** A grant's payload and MAC, when it has the form (bounded: a grant is short). */
+function grantParts(grant: string): { payload: string; mac: string } | undefined {
   const dot = grant.indexOf('.');
   if (dot <= 0 || grant.length > 1024) return undefined;
+  return { payload: grant.slice(0, dot), mac: grant.slice(dot + 1) };
+}
+
+/** The JSON object a payload encodes, if it is one. */
+function payloadFields(payload: string): Record<string, unknown> | undefined {
   try {
-    const fields: unknown = JSON.parse(Buffer.from(grant.slice(0, dot), 'base64url').toString());
-    const exp = (fields as { exp?: unknown } | null)?.exp;
-    return typeof exp === 'number' && Number.isFinite(exp) ? exp : undefined;
+    const fields: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    return typeof fields === 'object' && fields !== null
+      ? (fields as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -109,20 +126,13 @@ export function signedGrantFields(
   ownToken: string | undefined,
   presented: string,
 ): { fields: Record<string, unknown> } | { refused: string } {
-  const dot = presented.indexOf('.');
-  if (dot <= 0 || presented.length > 1024) return { refused: 'malformed grant' };
-  const payload = presented.slice(0, dot);
-  if (!tokensMatch(grantMac(context, ownToken, payload), presented.slice(dot + 1))) {
+  const parts = grantParts(presented);
+  if (!parts) return { refused: 'malformed grant' };
+  if (!tokensMatch(grantMac(context, ownToken, parts.payload), parts.mac)) {
     return { refused: 'grant not signed for this node' };
   }
-  let fields: unknown;
-  try {
-    fields = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
-  } catch {
-    return { refused: 'malformed grant' };
-  }
-  if (typeof fields !== 'object' || fields === null) return { refused: 'malformed grant' };
-  return { fields: fields as Record<string, unknown> };
+  const fields = payloadFields(parts.payload);
+  return fields ? { fields } : { refused: 'malformed grant' };
 }
 
 /** HMAC-SHA256 of `context` + `payload` keyed with `token` (the empty key when open), base64url. */
